@@ -1,0 +1,93 @@
+/* The runtime: a compiled program, its host tensors, and the interface every backend fills.
+ *
+ * mc_program_compile runs the pass pipeline (passes/passes.h) to get a kir_program, then hands
+ * it to a backend. Host memory for every input, param and output lives in the program
+ * (`host[buffer]`, allocated for the buffer kinds KBUF_INPUT, KBUF_PARAM and KBUF_OUTPUT); a
+ * backend copies inputs in when they changed (`dirty`) and outputs back after a run. Backends
+ * that run on the host (ref, cpu) may use these arrays directly.
+ *
+ * A backend is a struct of function pointers with designated initializers; optional slots may
+ * be NULL and say so.
+ */
+#ifndef MINIC_RUNTIME_H
+#define MINIC_RUNTIME_H
+
+#include "../codegen/kir.h"
+
+typedef struct mc_profile mc_profile; /* runtime/profile.h */
+
+typedef struct mc_backend {
+    const char *name; /* "ref", "cpu", "cuda" */
+    /* Is the backend usable here? MC_OK, or MC_ERR_SYSTEM with a message that says why
+     * (no driver, no device, driver too old). Optional: NULL means always available. */
+    mc_status (*probe)(void);
+    /* Generate and compile code for p->kp, allocate memory. Sets p->state. */
+    mc_status (*prepare)(mc_program *p);
+    /* Execute the program once: read inputs from p->host where p->dirty says they changed,
+     * leave outputs in p->host. */
+    mc_status (*run)(mc_program *p);
+    /* Optional: time every kernel over `iters` runs after a warm-up, into prof. */
+    mc_status (*profile)(mc_program *p, int iters, mc_profile *prof);
+    /* Optional: the generated source of every kernel (minic dump --stage code). */
+    mc_status (*dump_code)(mc_program *p, FILE *out);
+    /* Free p->state and everything it owns. Must accept a half-prepared state. */
+    void (*release)(mc_program *p);
+} mc_backend;
+
+extern const mc_backend mc_backend_ref;  /* runtime/ref_backend.c: interprets the kernel IR */
+extern const mc_backend mc_backend_cpu;  /* codegen/llvm*.c, when built with LLVM */
+extern const mc_backend mc_backend_cuda; /* codegen/cuda*.c + runtime/cuda*.c, with CUDA */
+
+struct mc_program {
+    mc_graph *graph;          /* the user's graph, cloned (names, types, lines) */
+    kir_program *kp;          /* the kernel list */
+    mc_options opt;
+    const mc_backend *backend;
+    void *state;              /* the backend's */
+    void **host;              /* per kp buffer: host array for inputs, params, outputs; else NULL */
+    bool *bound;              /* per kp buffer: the user gave a value */
+    bool *dirty;              /* per kp buffer: host copy changed since the backend last read it */
+    int *outputs;             /* per graph output: its kp buffer */
+    double compile_ms;        /* passes + code generation + backend compile */
+    int kernels_compiled;     /* backend compiles this run (0: all from cache) */
+};
+
+/* Find the buffer of an input or param by name; -1 if none. */
+int mc_program_find(const mc_program *p, const char *name);
+/* The element count and dtype of buffer b, as the graph declares it. */
+int64_t mc_program_numel(const mc_program *p, int b);
+
+/* ---- files (runtime/npy.c, runtime/safetensors.c) ----------------------------------------- */
+
+typedef struct mc_array {
+    mc_dtype dtype;
+    int rank;
+    int64_t shape[MC_MAX_RANK];
+    void *data;   /* malloc'd, numel * dtype size bytes */
+    size_t bytes;
+} mc_array;
+
+/* Read a .npy file. `want` is the dtype the caller expects: bf16 is accepted as <u2. Every
+ * header field and the data size are checked; errors name the file and what is wrong. */
+mc_status mc_npy_read(const char *path, mc_dtype want, mc_array *out);
+/* Write a .npy file (via a temporary name and rename). */
+mc_status mc_npy_write(const char *path, const mc_array *a);
+
+typedef struct mc_safetensors mc_safetensors; /* an opened, fully validated file */
+mc_status mc_safetensors_open(const char *path, mc_safetensors **out);
+/* Look up a tensor: MC_OK with its dtype, shape and bytes (a pointer into the file's data),
+ * MC_ERR_INPUT if absent (with a message naming the file and the tensor). */
+mc_status mc_safetensors_get(const mc_safetensors *st, const char *name, mc_array *out);
+void mc_safetensors_close(mc_safetensors *st);
+/* Write named arrays to a .safetensors file (via a temporary name and rename). */
+mc_status mc_safetensors_write(const char *path, const char *const *names, const mc_array *arrays,
+                               int n);
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+/* Fill n elements of dtype d from the seeded generator: stream chosen by (seed, name);
+ * f32/f16/bf16 uniform in [-1, 1), i32 in 0..9, bool random. Same values on every backend. */
+void mc_fill_random(void *data, mc_dtype d, int64_t n, uint64_t seed, const char *name);
+double mc_now_ms(void); /* monotonic clock */
+
+#endif

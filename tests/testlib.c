@@ -1,0 +1,102 @@
+/* Shared test helpers (see testlib.h). */
+#include "testlib.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return calloc(1, 1);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    size_t got = fread(s, 1, (size_t)n, f);
+    s[got] = '\0';
+    fclose(f);
+    return s;
+}
+
+const char *mc_test_tmpdir(void)
+{
+    static char dir[4096];
+    if (!dir[0]) {
+        const char *build = getenv("MINIC_BUILD");
+        snprintf(dir, sizeof dir, "%s/testtmp/%d", build ? build : "/tmp", (int)getpid());
+        char cmd[4200];
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+        if (system(cmd) != 0)
+            fail_msg("cannot create %s", dir);
+    }
+    return dir;
+}
+
+int mc_test_minic(const char *args, char **out, char **err)
+{
+    const char *bin = getenv("MINIC_BIN");
+    if (!bin)
+        bin = "build/minic";
+    char o[4200], e[4200];
+    snprintf(o, sizeof o, "%s/stdout.txt", mc_test_tmpdir());
+    snprintf(e, sizeof e, "%s/stderr.txt", mc_test_tmpdir());
+    size_t n = strlen(bin) + strlen(args) + 2 * sizeof o + 32;
+    char *cmd = malloc(n);
+    snprintf(cmd, n, "%s %s </dev/null >'%s' 2>'%s'", bin, args, o, e);
+    int st = system(cmd);
+    free(cmd);
+    if (out)
+        *out = slurp(o);
+    if (err)
+        *err = slurp(e);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+const char *mc_test_write_file(const char *name, const void *data, size_t size)
+{
+    static char paths[8][4200];
+    static int next;
+    char *p = paths[next++ % 8];
+    snprintf(p, sizeof paths[0], "%s/%s", mc_test_tmpdir(), name);
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, size, f), size);
+    fclose(f);
+    return p;
+}
+
+const char *mc_test_src(const char *rel)
+{
+    static char paths[8][4200];
+    static int next;
+    char *p = paths[next++ % 8];
+    const char *src = getenv("MINIC_SRC");
+    snprintf(p, sizeof paths[0], "%s/%s", src ? src : ".", rel);
+    return p;
+}
+
+double mc_test_rel_error(const double *a, const double *b, int64_t n)
+{
+    double num = 0, den = 0, maxabs = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(b[i]) || isinf(b[i])) {
+            if (!(isnan(a[i]) && isnan(b[i])) && a[i] != b[i])
+                return INFINITY;
+            continue;
+        }
+        if (isnan(a[i]) || isinf(a[i]))
+            return INFINITY;
+        double d = a[i] - b[i];
+        num += d * d;
+        den += b[i] * b[i];
+        if (fabs(d) > maxabs)
+            maxabs = fabs(d);
+    }
+    return den == 0 ? maxabs : sqrt(num) / sqrt(den);
+}
