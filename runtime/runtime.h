@@ -28,6 +28,9 @@ typedef struct mc_backend {
     mc_status (*run)(mc_program *p);
     /* Optional: time every kernel over `iters` runs after a warm-up, into prof. */
     mc_status (*profile)(mc_program *p, int iters, mc_profile *prof);
+    /* Optional: median time of one whole execution over `iters` runs after a warm-up, timed on
+     * the device where there is one (CUDA events around each replay); for --iters and bench. */
+    mc_status (*time)(mc_program *p, int iters, double *median_us);
     /* Optional: the generated source of every kernel (minic dump --stage code). */
     mc_status (*dump_code)(mc_program *p, FILE *out);
     /* Free p->state and everything it owns. Must accept a half-prepared state. */
@@ -82,6 +85,17 @@ void mc_safetensors_close(mc_safetensors *st);
 /* Write named arrays to a .safetensors file (via a temporary name and rename). */
 mc_status mc_safetensors_write(const char *path, const char *const *names, const mc_array *arrays,
                                int n);
+
+/* ---- the compile cache (runtime/cache.c) -------------------------------------------------- */
+
+/* A content-addressed disk cache: $XDG_CACHE_HOME/minic/<kind>/<hash of key> (else
+ * ~/.cache/minic). The key must contain everything the result depends on: the source or IR,
+ * the compiler's version, the target architecture and every option. Entries are written to a
+ * temporary name and renamed, and stored with their key, so a hash collision is a miss. The
+ * cache is an optimization: any failure is a miss, never an error. MINIC_NO_CACHE=1 disables. */
+uint64_t mc_hash64(const void *data, size_t n, uint64_t seed);
+bool mc_cache_load(const char *kind, const char *key, void **data, size_t *size);
+void mc_cache_store(const char *kind, const char *key, const void *data, size_t size);
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
