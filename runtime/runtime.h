@@ -50,9 +50,11 @@ struct mc_program {
     void **host;              /* per kp buffer: host array for inputs, params, outputs; else NULL */
     bool *bound;              /* per kp buffer: the user gave a value */
     bool *dirty;              /* per kp buffer: host copy changed since the backend last read it */
+    bool *has_value;          /* per kp buffer: bound, or filled from the generator */
     int *outputs;             /* per graph output: its kp buffer */
     double compile_ms;        /* passes + code generation + backend compile */
     int kernels_compiled;     /* backend compiles this run (0: all from cache) */
+    int64_t runs;             /* completed mc_program_run calls (outputs are valid after one) */
 };
 
 /* Find the buffer of an input or param by name; -1 if none. */
