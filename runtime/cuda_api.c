@@ -15,7 +15,7 @@
 static mc_cuda_api cu_api;
 static mc_nvrtc_api nvrtc_api;
 static mc_lt_api lt_api;
-static char cu_err[512], nvrtc_err[512], lt_err[512];
+static char cu_err[1024], nvrtc_err[1024], lt_err[1024];
 static bool cu_ok, nvrtc_ok, lt_ok;
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT, nvrtc_once = PTHREAD_ONCE_INIT,
                       lt_once = PTHREAD_ONCE_INIT;

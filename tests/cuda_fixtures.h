@@ -20,7 +20,7 @@
 
 #define FX_CAP 96
 
-static kir_program *fx_program(void)
+static inline kir_program *fx_program(void)
 {
     kir_program *kp = calloc(1, sizeof *kp);
     kp->buffers = mc_arena_alloc(&kp->arena, FX_CAP * sizeof(kir_buffer));
@@ -28,13 +28,13 @@ static kir_program *fx_program(void)
     return kp;
 }
 
-static void fx_free(kir_program *kp)
+static inline void fx_free(kir_program *kp)
 {
     mc_arena_free(&kp->arena);
     free(kp);
 }
 
-static int fx_buffer(kir_program *kp, kir_buffer_kind kind, mc_dtype d, int64_t numel)
+static inline int fx_buffer(kir_program *kp, kir_buffer_kind kind, mc_dtype d, int64_t numel)
 {
     kir_buffer *b = &kp->buffers[kp->nbuffers];
     b->kind = kind;
@@ -49,7 +49,7 @@ static int fx_buffer(kir_program *kp, kir_buffer_kind kind, mc_dtype d, int64_t 
     return kp->nbuffers++;
 }
 
-static kir_kernel *fx_kernel(kir_program *kp, const char *name, kir_category cat, int rank,
+static inline kir_kernel *fx_kernel(kir_program *kp, const char *name, kir_category cat, int rank,
                              const int64_t *shape, int nrow)
 {
     kir_kernel *k = &kp->kernels[kp->nkernels++];
@@ -66,7 +66,7 @@ static kir_kernel *fx_kernel(kir_program *kp, const char *name, kir_category cat
     return k;
 }
 
-static int fx_view(kir_kernel *k, int buffer, int64_t offset, const int64_t *stride)
+static inline int fx_view(kir_kernel *k, int buffer, int64_t offset, const int64_t *stride)
 {
     kir_view *v = &k->views[k->nviews];
     v->buffer = buffer;
@@ -76,7 +76,7 @@ static int fx_view(kir_kernel *k, int buffer, int64_t offset, const int64_t *str
 }
 
 /* a contiguous view of a row-major tensor with the kernel's shape */
-static int fx_view_contig(kir_kernel *k, int buffer)
+static inline int fx_view_contig(kir_kernel *k, int buffer)
 {
     int64_t st[MC_MAX_RANK], s = 1;
     for (int d = k->rank - 1; d >= 0; d--) {
@@ -86,7 +86,7 @@ static int fx_view_contig(kir_kernel *k, int buffer)
     return fx_view(k, buffer, 0, st);
 }
 
-static void fx_block(kir_kernel *k, bool loop)
+static inline void fx_block(kir_kernel *k, bool loop)
 {
     kir_block *b = &k->blocks[k->nblocks++];
     b->loop = loop;
@@ -94,34 +94,34 @@ static void fx_block(kir_kernel *k, bool loop)
     b->count = 0;
 }
 
-static int fx_ins(kir_kernel *k, kir_instr ins)
+static inline int fx_ins(kir_kernel *k, kir_instr ins)
 {
     k->code[k->ncode] = ins;
     k->blocks[k->nblocks - 1].count++;
     return k->ncode++;
 }
 
-static int fx_load(kir_kernel *k, int view, mc_dtype d)
+static inline int fx_load(kir_kernel *k, int view, mc_dtype d)
 {
     return fx_ins(k, (kir_instr){.kind = KI_LOAD, .dtype = d, .view = view});
 }
-static int fx_const(kir_kernel *k, double v, mc_dtype d)
+static inline int fx_const(kir_kernel *k, double v, mc_dtype d)
 {
     return fx_ins(k, (kir_instr){.kind = KI_CONST, .dtype = d, .value = v});
 }
-static int fx_op(kir_kernel *k, mc_op op, mc_dtype d, int a, int b, int c)
+static inline int fx_op(kir_kernel *k, mc_op op, mc_dtype d, int a, int b, int c)
 {
     return fx_ins(k, (kir_instr){.kind = KI_OP, .op = op, .dtype = d, .arg = {a, b, c}});
 }
-static int fx_other(kir_kernel *k, kir_instr_kind kind, mc_dtype d, int view)
+static inline int fx_other(kir_kernel *k, kir_instr_kind kind, mc_dtype d, int view)
 {
     return fx_ins(k, (kir_instr){.kind = kind, .dtype = d, .view = view});
 }
-static void fx_store(kir_kernel *k, int view, int value)
+static inline void fx_store(kir_kernel *k, int view, int value)
 {
     k->stores[k->nstores++] = (kir_store){.block = k->nblocks - 1, .view = view, .value = value};
 }
-static int fx_reduce(kir_kernel *k, mc_op op, int value, mc_dtype d)
+static inline int fx_reduce(kir_kernel *k, mc_op op, int value, mc_dtype d)
 {
     k->reds[k->nreds] = (kir_reduce){.op = op, .block = k->nblocks - 1, .value = value, .dtype = d};
     return k->nreds++;
@@ -131,7 +131,7 @@ static int fx_reduce(kir_kernel *k, mc_op op, int value, mc_dtype d)
 
 /* y[f16] = gelu(x * w + b) + (col index as f32), x f32 [R, C], w f32 [C] broadcast, b bf16 [C];
  * z[bool] = x > 0 where the cast to i32 of x*8 is even: compare, cast, where, iota */
-static kir_program *fx_pointwise(int64_t R, int64_t C)
+static inline kir_program *fx_pointwise(int64_t R, int64_t C)
 {
     kir_program *kp = fx_program();
     int x = fx_buffer(kp, KBUF_INPUT, MC_F32, R * C);
@@ -172,7 +172,7 @@ static kir_program *fx_pointwise(int64_t R, int64_t C)
 }
 
 /* softmax(x * scale) over the last axis of x [R, C], as the passes decompose it */
-static kir_program *fx_softmax(int64_t R, int64_t C, mc_dtype d)
+static inline kir_program *fx_softmax(int64_t R, int64_t C, mc_dtype d)
 {
     kir_program *kp = fx_program();
     int x = fx_buffer(kp, KBUF_INPUT, d, R * C);
@@ -200,7 +200,7 @@ static kir_program *fx_softmax(int64_t R, int64_t C, mc_dtype d)
 
 /* layernorm over the last axis of x [R, C] with weight and bias [C]; also stores the row mean
  * (a row-block store) */
-static kir_program *fx_layernorm(int64_t R, int64_t C, mc_dtype d)
+static inline kir_program *fx_layernorm(int64_t R, int64_t C, mc_dtype d)
 {
     kir_program *kp = fx_program();
     int x = fx_buffer(kp, KBUF_INPUT, d, R * C);
@@ -238,7 +238,7 @@ static kir_program *fx_layernorm(int64_t R, int64_t C, mc_dtype d)
 }
 
 /* sum and max over every element of x [R, C] (nrow 0), i32 and f32 */
-static kir_program *fx_full_reduce(int64_t R, int64_t C)
+static inline kir_program *fx_full_reduce(int64_t R, int64_t C)
 {
     kir_program *kp = fx_program();
     int x = fx_buffer(kp, KBUF_INPUT, MC_F32, R * C);
@@ -267,7 +267,7 @@ static kir_program *fx_full_reduce(int64_t R, int64_t C)
  *   kernel 2: erf gelu(acc) * 0.5 , two stores -> scratch + epilogue kernel
  *   kernel 3: B operand broadcast along K (stride 0) -> generated tiled GEMM
  * d is the dtype of everything (f32, f16 or bf16). */
-static kir_program *fx_gemms(int64_t B, int64_t M, int64_t N, int64_t K, mc_dtype d)
+static inline kir_program *fx_gemms(int64_t B, int64_t M, int64_t N, int64_t K, mc_dtype d)
 {
     kir_program *kp = fx_program();
     int x = fx_buffer(kp, KBUF_INPUT, d, B * M * K);
@@ -319,7 +319,7 @@ static kir_program *fx_gemms(int64_t B, int64_t M, int64_t N, int64_t K, mc_dtyp
 
 /* ---- a float64 interpreter of the kernel IR ------------------------------------------------ */
 
-static double fx_apply(mc_op op, mc_dtype d, double a, double b, double c)
+static inline double fx_apply(mc_op op, mc_dtype d, double a, double b, double c)
 {
     bool isint = d == MC_I32;
     switch (op) {
@@ -360,7 +360,7 @@ static double fx_apply(mc_op op, mc_dtype d, double a, double b, double c)
 }
 
 /* Evaluate kp over host buffers (bufs[b]: numel elements of its dtype; temps included). */
-static void fx_eval(const kir_program *kp, void **bufs)
+static inline void fx_eval(const kir_program *kp, void **bufs)
 {
     for (int ki = 0; ki < kp->nkernels; ki++) {
         const kir_kernel *k = &kp->kernels[ki];

@@ -15,6 +15,7 @@
 
 #ifdef MINIC_HAVE_CUDA
 #include "codegen/cuda.h"
+#include "runtime/runtime.h"
 #include "cuda_fixtures.h"
 
 static const mc_cuda_target target = {.sm = 90, .num_sms = 132};
