@@ -375,6 +375,8 @@ static void test_errors_chain_and_outputs(void **state)
     assert_int_equal(chain, MC_ERROR);
     assert_string_equal(mc_error_message(), first);
     assert_int_equal(g->nnodes, before);
+    in(g, "later", MC_F32, SHAPE(2)); /* a later success does not clear the failure */
+    assert_true(g->failed);
     assert_int_equal(mc_graph_set_outputs(g, (mc_value[]){x}, 1), MC_ERR_INPUT);
     assert_non_null(strstr(mc_error_message(), "an earlier call that built this graph failed"));
     assert_int_equal(mc_error_status(), MC_ERR_INPUT);
