@@ -500,6 +500,12 @@ static void test_verify(void **state)
     mc_graph_free(c);
 
     c = mc_graph_clone(g);
+    c->nodes[9].attr.list[0] = -1; /* sum(y, axis=[-1]) written by hand, not normalized */
+    assert_int_equal(mc_graph_verify(c, "decompose"), MC_ERR_SYSTEM);
+    assert_non_null(strstr(mc_error_message(), "not normalized"));
+    mc_graph_free(c);
+
+    c = mc_graph_clone(g);
     c->nodes[3].nin = 1; /* linear with one operand */
     assert_int_equal(mc_graph_verify(c, "decompose"), MC_ERR_SYSTEM);
     assert_non_null(strstr(mc_error_message(), "expected 2 to 3 operands"));
