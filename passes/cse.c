@@ -42,7 +42,7 @@ static bool same_node(const mc_node *a, const mc_node *b)
 {
     return a->op == b->op && a->dtype == b->dtype && a->rank == b->rank &&
            memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->rank) == 0 && a->nin == b->nin &&
-           memcmp(a->in, b->in, sizeof(int32_t) * (size_t)a->nin) == 0 && same_attrs(&a->attr, &b->attr);
+           (a->nin == 0 || memcmp(a->in, b->in, sizeof(int32_t) * (size_t)a->nin) == 0) && same_attrs(&a->attr, &b->attr);
 }
 
 mc_status mc_pass_cse(mc_graph *g)

@@ -149,7 +149,7 @@ mc_status mc_pass_decompose(mc_graph *g)
             default: MC_ASSERT(!"not a composite");
             }
             if (v >= 0 && n->name)
-                rw.dst->nodes[v].name = mc_arena_strdup(&rw.dst->arena, n->name);
+                mc_value_set_name(rw.dst, v, n->name);
             rw.map[i] = v;
         }
         if (rw.map[i] < 0) {

@@ -96,7 +96,7 @@ mc_value mc_rewrite_copy(mc_rewrite *rw, int i)
             free(ins);
     }
     if (v >= 0 && n->name && !rw->dst->nodes[v].name)
-        rw->dst->nodes[v].name = mc_arena_strdup(&rw->dst->arena, n->name);
+        mc_value_set_name(rw->dst, v, n->name); /* cosmetic: a clash only loses the name */
     return v;
 }
 
