@@ -843,8 +843,9 @@ static mc_status parse_assignment(parser *p)
     const char *copy = copy_name(p, &name);
     if (!copy)
         return out_of_memory(p);
-    p->g->nodes[v].name = copy;
-    return define(p, copy, name.len, v);
+    if ((st = mc_value_set_name(p->g, v, copy)))
+        return st;
+    return define(p, p->g->nodes[v].name, name.len, v);
 }
 
 /* ---- the file ----------------------------------------------------------------------------- */
@@ -901,7 +902,15 @@ static mc_status parse_all(parser *p)
         return error_at(p, &at, "missing 'output' statement: a graph names its results with "
                                 "`output NAME, ...`");
     }
-    return mc_graph_set_outputs(p->g, p->outputs, p->noutputs);
+    /* The list is already checked (defined values, each once): set it directly rather than
+     * through mc_graph_set_outputs, whose pairwise check would be quadratic in the outputs. */
+    int32_t *outputs = mc_arena_alloc(&p->g->arena, sizeof(int32_t) * (size_t)p->noutputs);
+    if (!outputs)
+        return out_of_memory(p);
+    memcpy(outputs, p->outputs, sizeof(int32_t) * (size_t)p->noutputs);
+    p->g->outputs = outputs;
+    p->g->noutputs = p->noutputs;
+    return MC_OK;
 }
 
 /* An error in a text that mc_text_check refused. The message shows the bad line with its bad
