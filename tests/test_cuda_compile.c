@@ -175,6 +175,40 @@ static void test_cache_hit(void **state)
     free(cubin);
 }
 
+/* Without a GPU the probe says why, in the words SPEC §3's exit-2 message needs. */
+static void test_probe_reason(void **state)
+{
+    (void)state;
+    mc_status st = mc_backend_cuda.probe();
+    if (st == MC_OK)
+        return; /* a GPU machine: nothing to check here */
+    assert_int_equal(st, MC_ERR_SYSTEM);
+    const char *msg = mc_error_message();
+    assert_true(strstr(msg, "no CUDA driver") || strstr(msg, "no CUDA device") ||
+                strstr(msg, "driver too old") || strstr(msg, "failed to initialize"));
+}
+
+/* dump_code works without a device: every kernel's source or its cuBLASLt plan. */
+static void test_dump_code(void **state)
+{
+    (void)state;
+    kir_program *kp = fx_gemms(3, 40, 24, 32, MC_BF16);
+    mc_program p = {.kp = kp, .backend = &mc_backend_cuda};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(mc_backend_cuda.dump_code(&p, f), MC_OK);
+    fclose(f);
+    assert_non_null(strstr(buf, "cuBLASLt matmul"));
+    assert_non_null(strstr(buf, "epilogue=GELU_BIAS"));
+    assert_non_null(strstr(buf, "__global__ void __launch_bounds__(256) gemm_gelu_mul_2"));
+    assert_non_null(strstr(buf, "gemm_bcast_3"));
+    assert_non_null(strstr(buf, "mc_gelu(")); /* the erf form stays exact in the epilogue */
+    free(buf);
+    fx_free(kp);
+}
+
 int main(void)
 {
     if (!mc_cuda_have_nvrtc()) {
@@ -187,10 +221,46 @@ int main(void)
         cmocka_unit_test(test_gemms),
         cmocka_unit_test(test_compile_error_names_source),
         cmocka_unit_test(test_cache_hit),
+        cmocka_unit_test(test_probe_reason),
+        cmocka_unit_test(test_dump_code),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
 #else
+/* Without a GPU the probe says why, in the words SPEC §3's exit-2 message needs. */
+static void test_probe_reason(void **state)
+{
+    (void)state;
+    mc_status st = mc_backend_cuda.probe();
+    if (st == MC_OK)
+        return; /* a GPU machine: nothing to check here */
+    assert_int_equal(st, MC_ERR_SYSTEM);
+    const char *msg = mc_error_message();
+    assert_true(strstr(msg, "no CUDA driver") || strstr(msg, "no CUDA device") ||
+                strstr(msg, "driver too old") || strstr(msg, "failed to initialize"));
+}
+
+/* dump_code works without a device: every kernel's source or its cuBLASLt plan. */
+static void test_dump_code(void **state)
+{
+    (void)state;
+    kir_program *kp = fx_gemms(3, 40, 24, 32, MC_BF16);
+    mc_program p = {.kp = kp, .backend = &mc_backend_cuda};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(mc_backend_cuda.dump_code(&p, f), MC_OK);
+    fclose(f);
+    assert_non_null(strstr(buf, "cuBLASLt matmul"));
+    assert_non_null(strstr(buf, "epilogue=GELU_BIAS"));
+    assert_non_null(strstr(buf, "__global__ void __launch_bounds__(256) gemm_gelu_mul_2"));
+    assert_non_null(strstr(buf, "gemm_bcast_3"));
+    assert_non_null(strstr(buf, "mc_gelu(")); /* the erf form stays exact in the epilogue */
+    free(buf);
+    fx_free(kp);
+}
+
 int main(void)
 {
     printf("skipped: no NVRTC (minic was built without the CUDA backend)\n");
