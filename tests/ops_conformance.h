@@ -97,15 +97,16 @@ static int64_t ops_first_mismatch(const double *a, const double *b, int64_t n)
     return -1;
 }
 
-static void ops_compare(const char *what, const char *case_name, int output, mc_dtype d,
+/* Compare one output; on a mismatch print what differs and return false. */
+static bool ops_compare(const char *what, const char *case_name, int output, mc_dtype d,
                         const double *got, const double *want, int64_t n, double tol)
 {
     if (!mc_dtype_is_float(d) || tol == 0) {
         int64_t i = ops_first_mismatch(got, want, n);
         if (i >= 0)
-            fail_msg("%s: %s, output %d (%s): element %lld is %.17g, expected %.17g", case_name,
+            print_error("%s: %s, output %d (%s): element %lld is %.17g, expected %.17g\n", case_name,
                      what, output, mc_dtype_name(d), (long long)i, got[i], want[i]);
-        return;
+        return i < 0;
     }
     double err = mc_test_rel_error(got, want, n);
     if (!(err <= tol)) {
@@ -120,45 +121,106 @@ static void ops_compare(const char *what, const char *case_name, int output, mc_
                 worst = i;
             }
         }
-        fail_msg("%s: %s, output %d (%s): relative error %.3g > %.3g (worst element %lld: %.17g, "
-                 "expected %.17g)", case_name, what, output, mc_dtype_name(d), err, tol,
-                 (long long)worst, got[worst], want[worst]);
+        print_error("%s: %s, output %d (%s): relative error %.3g > %.3g (worst element %lld: "
+                    "%.17g, expected %.17g)\n", case_name, what, output, mc_dtype_name(d), err, tol,
+                    (long long)worst, got[worst], want[worst]);
+        return false;
     }
+    return true;
 }
 
 /* ---- part (b): the backends ---------------------------------------------------------------- */
 
 #if OPS_CHECK_BACKENDS
-/* Is backend b usable here? Fills `why` when not. A backend built in must work: its failures
- * are failures, not skips. */
+/* Is backend b usable here? Fills `why` when not. A backend that is built in must work (its
+ * failures are failures, not skips); the GPU is the one thing a machine may lack. */
 static bool ops_backend_available(int b, char *why, size_t size)
 {
     switch (b) {
     case 0: return true;
     case 1:
-#ifdef MINIC_HAVE_LLVM
+#ifdef MINIC_HAVE_CPU_BACKEND
         return true;
 #else
-        snprintf(why, size, "not built with LLVM 14");
+        snprintf(why, size, "this build has no CPU backend (LLVM 14 or its sources missing)");
         return false;
 #endif
     default:
-#ifdef MINIC_HAVE_CUDA
-        if (mc_test_have_gpu())
+#ifdef MINIC_HAVE_CUDA_BACKEND
+        if (!mc_backend_cuda.probe || mc_backend_cuda.probe() == MC_OK)
             return true;
-        snprintf(why, size, "no usable CUDA GPU here");
+        snprintf(why, size, "no usable GPU: %s", mc_error_message());
 #else
-        snprintf(why, size, "not built with CUDA headers");
+        snprintf(why, size, "this build has no CUDA backend");
 #endif
         return false;
     }
 }
 
-static void ops_check_backends(const op_case *c, const mc_graph *g, void *const *host,
+/* One backend, fused or not: compile, bind, run, compare every output with the oracle. */
+static bool ops_check_backend(const op_case *c, const mc_graph *g, mc_backend_kind kind,
+                              const char *what, bool fuse, void *const *host,
+                              const int *input_nodes, int ninputs, double *const *ref,
+                              bool has_matmul)
+{
+    mc_options opt = mc_options_default();
+    opt.backend = kind;
+    opt.fuse = fuse;
+    opt.quiet = true;
+    mc_program *p = NULL;
+    if (mc_program_compile(g, &opt, &p) != MC_OK) {
+        print_error("%s: %s: compile failed: %s\n", c->name, what, mc_error_message());
+        return false;
+    }
+    bool ok = true;
+    for (int k = 0; ok && k < ninputs; k++) {
+        const mc_node *n = &g->nodes[input_nodes[k]];
+        size_t bytes = (size_t)mc_node_numel(n) * mc_dtype_size(n->dtype);
+        if (mc_program_set(p, n->name, host[k], bytes) != MC_OK) {
+            print_error("%s: %s: binding '%s' failed: %s\n", c->name, what, n->name,
+                        mc_error_message());
+            ok = false;
+        }
+    }
+    if (ok && mc_program_run(p) != MC_OK) {
+        print_error("%s: %s: run failed: %s\n", c->name, what, mc_error_message());
+        ok = false;
+    }
+    if (ok && mc_program_num_outputs(p) != g->noutputs) {
+        print_error("%s: %s: %d outputs, expected %d\n", c->name, what,
+                    mc_program_num_outputs(p), g->noutputs);
+        ok = false;
+    }
+    for (int o = 0; ok && o < g->noutputs; o++) {
+        const mc_node *n = &g->nodes[g->outputs[o]];
+        mc_tensor t;
+        bool same_type = mc_program_output(p, o, &t) == MC_OK && t.dtype == n->dtype &&
+                         t.rank == n->rank && t.data != NULL;
+        for (int k = 0; same_type && k < n->rank; k++)
+            same_type = t.shape[k] == n->shape[k];
+        if (!same_type) {
+            print_error("%s: %s: output %d missing or of the wrong type\n", c->name, what, o);
+            ok = false;
+            break;
+        }
+        int64_t numel = mc_node_numel(n);
+        double *got = malloc((size_t)numel * sizeof *got);
+        assert_non_null(got);
+        for (int64_t e = 0; e < numel; e++)
+            got[e] = mc_load_element(t.data, t.dtype, e);
+        ok = ops_compare(what, c->name, o, n->dtype, got, ref[o], numel,
+                         ops_tolerance(n->dtype, has_matmul));
+        free(got);
+    }
+    mc_program_free(p);
+    return ok;
+}
+
+static bool ops_check_backends(const op_case *c, const mc_graph *g, void *const *host,
                                const int *input_nodes, int ninputs, double *const *ref)
 {
     static const mc_backend_kind kinds[3] = {MC_BACKEND_REF, MC_BACKEND_CPU, MC_BACKEND_CUDA};
-    bool has_matmul = false;
+    bool has_matmul = false, ok = true;
     for (int i = 0; i < g->nnodes; i++)
         has_matmul |= g->nodes[i].op == MC_OP_MATMUL || g->nodes[i].op == MC_OP_LINEAR;
     for (int b = 0; b < 3; b++) {
@@ -171,44 +233,14 @@ static void ops_check_backends(const op_case *c, const mc_graph *g, void *const 
             char what[64];
             snprintf(what, sizeof what, "backend %s (%s)", ops_backend_names[b],
                      fuse ? "fused" : "unfused");
-            mc_options opt = mc_options_default();
-            opt.backend = kinds[b];
-            opt.fuse = fuse;
-            opt.quiet = true;
-            mc_program *p = NULL;
-            if (mc_program_compile(g, &opt, &p) != MC_OK)
-                fail_msg("%s: %s: compile failed: %s", c->name, what, mc_error_message());
-            for (int k = 0; k < ninputs; k++) {
-                const mc_node *n = &g->nodes[input_nodes[k]];
-                size_t bytes = (size_t)mc_node_numel(n) * mc_dtype_size(n->dtype);
-                if (mc_program_set(p, n->name, host[k], bytes) != MC_OK)
-                    fail_msg("%s: %s: binding '%s' failed: %s", c->name, what, n->name,
-                             mc_error_message());
-            }
-            if (mc_program_run(p) != MC_OK)
-                fail_msg("%s: %s: run failed: %s", c->name, what, mc_error_message());
-            assert_int_equal(mc_program_num_outputs(p), g->noutputs);
-            for (int o = 0; o < g->noutputs; o++) {
-                const mc_node *n = &g->nodes[g->outputs[o]];
-                mc_tensor t;
-                assert_int_equal(mc_program_output(p, o, &t), MC_OK);
-                assert_int_equal(t.dtype, n->dtype);
-                assert_int_equal(t.rank, n->rank);
-                for (int k = 0; k < n->rank; k++)
-                    assert_int_equal(t.shape[k], n->shape[k]);
-                int64_t numel = mc_node_numel(n);
-                double *got = malloc((size_t)numel * sizeof *got);
-                assert_non_null(got);
-                for (int64_t e = 0; e < numel; e++)
-                    got[e] = mc_load_element(t.data, t.dtype, e);
-                ops_compare(what, c->name, o, n->dtype, got, ref[o], numel,
-                            ops_tolerance(n->dtype, has_matmul));
-                free(got);
-            }
-            mc_program_free(p);
-            ops_totals.backend_runs[b][fuse]++;
+            if (ops_check_backend(c, g, kinds[b], what, fuse, host, input_nodes, ninputs, ref,
+                                  has_matmul))
+                ops_totals.backend_runs[b][fuse]++;
+            else
+                ok = false;
         }
     }
+    return ok;
 }
 #endif
 
@@ -227,8 +259,13 @@ static void ops_run_case(void **state)
     const op_case *c = *state;
     mc_graph *g = mc_graph_new(c->name);
     assert_non_null(g);
-    if (c->build(c, g) != MC_OK)
-        fail_msg("%s: building the graph failed: %s", c->name, mc_error_message());
+    if (c->build(c, g) != MC_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", mc_error_message());
+        mc_graph_free(g);
+        fail_msg("%s: building the graph failed: %s", c->name, msg);
+    }
+    bool ok = true;
 
     /* Inputs and params, in declaration order. */
     int nin = 0, *input_nodes = calloc((size_t)g->nnodes, sizeof *input_nodes);
@@ -268,8 +305,11 @@ static void ops_run_case(void **state)
     int nout = g->noutputs;
     double *exact[8] = {0}, *rounded[8] = {0}, *want[8] = {0};
     assert_true(nout <= 8);
-    if (mc_graph_eval(g, by_node, true, exact) != MC_OK)
-        fail_msg("%s: mc_graph_eval failed: %s", c->name, mc_error_message());
+    if (mc_graph_eval(g, by_node, true, exact) != MC_OK) {
+        print_error("%s: mc_graph_eval failed: %s\n", c->name, mc_error_message());
+        ok = false;
+        goto done;
+    }
     for (int o = 0; o < nout; o++) {
         int64_t numel = ops_numel(&g->nodes[g->outputs[o]]);
         want[o] = malloc((size_t)numel * sizeof(double));
@@ -280,8 +320,8 @@ static void ops_run_case(void **state)
     c->expect(c, in, want);
     for (int o = 0; o < nout; o++) {
         const mc_node *n = &g->nodes[g->outputs[o]];
-        ops_compare("mc_graph_eval(exact)", c->name, o, n->dtype, exact[o], want[o],
-                    ops_numel(n), c->oracle_tol > 0 ? c->oracle_tol : 1e-12);
+        ok &= ops_compare("mc_graph_eval(exact)", c->name, o, n->dtype, exact[o], want[o],
+                          ops_numel(n), c->oracle_tol > 0 ? c->oracle_tol : 1e-12);
         ops_totals.oracle_checks++;
     }
     /* Rounded evaluation of a one-level graph: the expectation rounded once per output. */
@@ -295,8 +335,11 @@ static void ops_run_case(void **state)
             one_level = false;
     }
     if (one_level) {
-        if (mc_graph_eval(g, by_node, false, rounded) != MC_OK)
-            fail_msg("%s: mc_graph_eval(rounded) failed: %s", c->name, mc_error_message());
+        if (mc_graph_eval(g, by_node, false, rounded) != MC_OK) {
+            print_error("%s: mc_graph_eval(rounded) failed: %s\n", c->name, mc_error_message());
+            ok = false;
+            goto done;
+        }
         for (int o = 0; o < nout; o++) {
             const mc_node *n = &g->nodes[g->outputs[o]];
             int64_t numel = ops_numel(n);
@@ -307,7 +350,8 @@ static void ops_run_case(void **state)
             /* Bit-exact unless the case's own formula is only close (then one ulp of the
              * dtype's rounding may differ): compare within the dtype's half-ulp. */
             double tol = c->oracle_tol > 0 ? ops_tolerance(n->dtype, false) : 0;
-            ops_compare("mc_graph_eval(rounded)", c->name, o, n->dtype, rounded[o], r, numel, tol);
+            ok &= ops_compare("mc_graph_eval(rounded)", c->name, o, n->dtype, rounded[o], r,
+                              numel, tol);
             free(r);
             ops_totals.rounded_checks++;
         }
@@ -315,10 +359,13 @@ static void ops_run_case(void **state)
 
     /* (b) every available backend against the oracle. */
 #if OPS_CHECK_BACKENDS
-    ops_check_backends(c, g, host, input_nodes, nin, exact);
+    if (ok)
+        ok = ops_check_backends(c, g, host, input_nodes, nin, exact);
 #endif
-    ops_totals.cases++;
+    if (ok)
+        ops_totals.cases++;
 
+done:
     for (int o = 0; o < nout; o++) {
         free(exact[o]);
         free(rounded[o]);
@@ -333,6 +380,8 @@ static void ops_run_case(void **state)
     free(in);
     free(by_node);
     mc_graph_free(g);
+    if (!ok)
+        fail_msg("%s: see the messages above", c->name);
 }
 
 /* Run every case of a table as its own cmocka test, then print what was checked where. */

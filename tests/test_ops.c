@@ -518,7 +518,7 @@ static const op_case cases[] = {
     COMPARE(ge, F32), COMPARE(eq, I32), COMPARE(ne, I32), COMPARE(lt, I32), COMPARE(le, I32),
     COMPARE(gt, I32), COMPARE(ge, I32), COMPARE(lt, F16), COMPARE(ge, BF16), COMPARE(eq, BOOL),
     COMPARE(ne, BOOL),
-    VARIANT("where_f32", where, NULL, F32, 0), VARIANT("where_i32_scalar", where, NULL, I32, 1),
+    VARIANT("where_f32", where, NULL, F32, 0), VARIANT("where_scalar_operand", where, NULL, F32, 1),
     VARIANT("where_bool", where, NULL, BOOL, 0), VARIANT("where_f16", where, NULL, F16, 0),
 
     CAST(F32, I32, "f32_i32"), CAST(F32, BOOL, "f32_bool"), CAST(F32, F16, "f32_f16"),
