@@ -77,9 +77,11 @@ static mc_status choose_backend(const mc_options *opt, const mc_backend **out)
     if (opt->backend != MC_BACKEND_AUTO) {
         const mc_backend *b = built_backend(opt->backend);
         if (!b)
-            return mc_fail(MC_ERR_SYSTEM, "backend '%s' is not available: this minic was built without %s",
+            return mc_fail(MC_ERR_SYSTEM,
+                           "backend '%s' is not available: this minic was built without it%s",
                            mc_backend_name(opt->backend),
-                           opt->backend == MC_BACKEND_CUDA ? "CUDA" : "LLVM 14");
+                           opt->backend == MC_BACKEND_CUDA ? " (no CUDA headers at build time)"
+                                                           : " (needs LLVM 14)");
         if (probe(b) != MC_OK)
             return mc_fail(MC_ERR_SYSTEM, "backend '%s' is not usable: %s", b->name,
                            mc_error_message());
@@ -87,7 +89,7 @@ static mc_status choose_backend(const mc_options *opt, const mc_backend **out)
         return MC_OK;
     }
     /* AUTO: the first usable of cuda, cpu, ref; remember why cuda was passed over. */
-    char why[512] = "this minic was built without CUDA";
+    char why[512] = "this minic was built without the cuda backend";
     const mc_backend *cuda = built_backend(MC_BACKEND_CUDA);
     if (cuda) {
         if (probe(cuda) == MC_OK) {
