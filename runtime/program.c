@@ -374,9 +374,15 @@ mc_status mc_program_load_npy(mc_program *p, const char *name, const char *path)
     if (declaration_or_fail(p, name, path, &node) != MC_OK)
         return MC_ERR_INPUT;
     mc_array a = {0};
+    char type[128];
     mc_status st = mc_npy_read(path, p->graph->nodes[node].dtype, &a);
-    if (st != MC_OK)
-        return st;
+    if (st != MC_OK) {
+        char why[2048]; /* the reader's message names the file; say which declaration too */
+        snprintf(why, sizeof why, "%s", mc_error_message());
+        return mc_fail(st, "%s (for %s '%s', declared %s)", why,
+                       kind_word(&p->graph->nodes[node]), name,
+                       node_type(&p->graph->nodes[node], type, sizeof type));
+    }
     st = check_array(p, node, &a, path);
     if (st == MC_OK)
         bind(p, node, a.data, a.bytes);
