@@ -304,6 +304,7 @@ mc_value mc_graph_declare(mc_graph *g, mc_op op, const char *name, mc_dtype dtyp
         mc_fail(MC_ERR_INPUT, "no graph (NULL)");
         return MC_ERROR;
     }
+    bool failed_before = g->failed;
     g->failed = true; /* until it succeeds */
     const char *what = op == MC_OP_PARAM ? "param" : "input";
     if (op != MC_OP_INPUT && op != MC_OP_PARAM) {
@@ -341,7 +342,7 @@ mc_value mc_graph_declare(mc_graph *g, mc_op op, const char *name, mc_dtype dtyp
         mc_fail(MC_ERR_SYSTEM, "out of memory building the graph");
         return MC_ERROR;
     }
-    g->failed = false;
+    g->failed = failed_before;
     return v;
 }
 

@@ -8,7 +8,8 @@
  * same double (at most %.17g), and as inf, -inf, nan.
  *
  * Number operands are CONST nodes: they are written inline where the parser will give them the
- * same dtype back (the dtype of a sibling operand, or f32). A constant that is an output, has a
+ * same dtype back (that of the first operand that is not a number, or f32; bool for where's
+ * condition). A constant that is an output, has a
  * user name, or whose dtype the parser could not recover is written as its own statement,
  * `name = full(shape=[], value=V, dtype=D)`. Values without a user name print as t<index>,
  * with `_` appended in the rare case that a user named another value the same.
@@ -72,20 +73,23 @@ static void print_type(FILE *out, const mc_node *n)
     print_list(out, n->shape, n->rank);
 }
 
-/* Would the parser give a number at operand j of n the dtype it has? It gives a number the
- * dtype of the other operand of a binary, compare or where's value pair, else f32. */
+/* Would the parser give a number at operand j of n the dtype it has? It gives where's
+ * condition bool, and any other number the dtype of the first value operand that is not a
+ * number (where's condition aside), or f32 when there is none. */
 static bool inline_keeps_dtype(const mc_graph *g, const mc_node *n, int j)
 {
-    const mc_node *c = &g->nodes[n->in[j]];
-    int other = -1;
-    mc_op_kind kind = mc_op_table[n->op].kind;
-    if (kind == MC_KIND_BINARY || kind == MC_KIND_COMPARE)
-        other = 1 - j;
-    else if (kind == MC_KIND_SELECT && j > 0)
-        other = 3 - j;
-    if (other >= 0 && g->nodes[n->in[other]].op != MC_OP_CONST)
-        return true;
-    return c->dtype == MC_F32;
+    bool select = n->op == MC_OP_WHERE;
+    mc_dtype want = MC_F32;
+    if (select && j == 0) {
+        want = MC_BOOL;
+    } else {
+        for (int k = select ? 1 : 0; k < n->nin; k++)
+            if (g->nodes[n->in[k]].op != MC_OP_CONST) {
+                want = g->nodes[n->in[k]].dtype;
+                break;
+            }
+    }
+    return g->nodes[n->in[j]].dtype == want;
 }
 
 static void print_operand(const printer *p, int v)

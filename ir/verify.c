@@ -78,6 +78,18 @@ static mc_status verify_node(const mc_graph *g, const char *pass, int i)
                       mc_dtype_name(copy.dtype),
                       shape_str(want, sizeof want, copy.shape, copy.rank));
     }
+    /* Inference normalizes attributes; a node built by hand must already be in that form. */
+    const mc_attrs *a = &n->attr, *b = &copy.attr;
+    bool normalized = a->nlist == b->nlist && a->axis == b->axis && a->start == b->start &&
+                      a->end == b->end;
+    for (int k = 0; normalized && k < a->nlist && k < MC_MAX_RANK; k++)
+        normalized = a->list[k] == b->list[k];
+    if (!normalized)
+        return broken(g, pass, i, "its attributes are not normalized (list of %d, axis %lld, "
+                                  "start %lld, end %lld; expected list of %d, axis %lld, start "
+                                  "%lld, end %lld): build nodes with mc_graph_add",
+                      a->nlist, (long long)a->axis, (long long)a->start, (long long)a->end,
+                      b->nlist, (long long)b->axis, (long long)b->start, (long long)b->end);
     return MC_OK;
 }
 

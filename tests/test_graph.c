@@ -375,6 +375,8 @@ static void test_errors_chain_and_outputs(void **state)
     assert_int_equal(chain, MC_ERROR);
     assert_string_equal(mc_error_message(), first);
     assert_int_equal(g->nnodes, before);
+    in(g, "later", MC_F32, SHAPE(2)); /* a later success does not clear the failure */
+    assert_true(g->failed);
     assert_int_equal(mc_graph_set_outputs(g, (mc_value[]){x}, 1), MC_ERR_INPUT);
     assert_non_null(strstr(mc_error_message(), "an earlier call that built this graph failed"));
     assert_int_equal(mc_error_status(), MC_ERR_INPUT);
@@ -495,6 +497,12 @@ static void test_verify(void **state)
     c->nodes[4].name = c->nodes[0].name; /* two values named x */
     assert_int_equal(mc_graph_verify(c, "cse"), MC_ERR_SYSTEM);
     assert_non_null(strstr(mc_error_message(), "the name 'x'"));
+    mc_graph_free(c);
+
+    c = mc_graph_clone(g);
+    c->nodes[9].attr.list[0] = -1; /* sum(y, axis=[-1]) written by hand, not normalized */
+    assert_int_equal(mc_graph_verify(c, "decompose"), MC_ERR_SYSTEM);
+    assert_non_null(strstr(mc_error_message(), "not normalized"));
     mc_graph_free(c);
 
     c = mc_graph_clone(g);
@@ -639,6 +647,72 @@ static void test_large_graph(void **state)
     mc_graph_free(g);
 }
 
+/* Random operators, operands and attributes (many of them nonsense) never crash inference, and
+ * every node it accepts leaves a graph that verifies and prints. UBSan checks the arithmetic. */
+static uint64_t rng_state = 12345;
+static int64_t rnd(int64_t n)
+{
+    rng_state = rng_state * 6364136223846793005u + 1442695040888963407u;
+    return (int64_t)((rng_state >> 33) % (uint64_t)n);
+}
+
+static int64_t interesting(void)
+{
+    static const int64_t values[] = {0, 1, 2, 3, 4, -1, -2, -3, -5, 7, 100, INT64_MAX, INT64_MIN,
+                                     INT64_MAX - 1, -INT64_MAX, 1LL << 40, 8, 9};
+    return values[rnd(sizeof values / sizeof *values)];
+}
+
+static void test_random_attributes(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("fuzz");
+    in(g, "a", MC_F32, SHAPE(2, 3, 4));
+    in(g, "b", MC_F32, SHAPE(4));
+    in(g, "c", MC_BOOL, SHAPE(3, 1));
+    in(g, "d", MC_I32, SHAPE(1, 3, 4));
+    in(g, "e", MC_F16, SHAPE(4, 4));
+    int accepted = 0;
+    for (int iter = 0; iter < 20000; iter++) {
+        mc_op op = (mc_op)(MC_OP_CONST + rnd(MC_NUM_OPS - MC_OP_CONST));
+        mc_value ops[5];
+        int nin = (int)rnd(5);
+        for (int k = 0; k < nin; k++)
+            ops[k] = rnd(20) == 0 ? (mc_value)interesting() : (mc_value)rnd(g->nnodes);
+        mc_attrs at = {0};
+        at.has_list = rnd(4) != 0;
+        at.nlist = rnd(10) == 0 ? (int)interesting() : (int)rnd(5);
+        for (int k = 0; k < MC_MAX_RANK; k++)
+            at.list[k] = rnd(3) ? rnd(7) - 3 : interesting();
+        at.keepdim = rnd(2);
+        at.axis = rnd(3) ? rnd(7) - 3 : interesting();
+        at.start = interesting();
+        at.end = rnd(3) ? interesting() : MC_END;
+        at.value = rnd(4) ? (double)(rnd(5) - 2) : rnd(2) ? 0.5 : NAN;
+        at.dtype = (mc_dtype)(rnd(12) == 0 ? 7 : rnd(MC_NUM_DTYPES));
+        int before = g->nnodes;
+        mc_value v = mc_graph_add(g, op, ops, nin, &at, 0, 0);
+        if (v == MC_ERROR) {
+            assert_int_equal(g->nnodes, before);
+            assert_true(strlen(mc_error_message()) > 0);
+            assert_int_equal(mc_error_status(), MC_ERR_INPUT);
+        } else {
+            assert_int_equal(v, before);
+            accepted++;
+        }
+    }
+    g->failed = false;
+    mc_value last = g->nnodes - 1;
+    assert_int_equal(mc_graph_set_outputs(g, &last, 1), MC_OK);
+    assert_int_equal(mc_graph_verify(g, "fuzz"), MC_OK);
+    FILE *devnull = fopen("/dev/null", "w");
+    assert_int_equal(mc_graph_print(g, devnull), MC_OK);
+    fclose(devnull);
+    print_message("random attributes: %d of 20000 nodes accepted\n", accepted);
+    assert_true(accepted > 1000);
+    mc_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -660,6 +734,7 @@ int main(void)
         cmocka_unit_test(test_clone),
         cmocka_unit_test(test_print),
         cmocka_unit_test(test_large_graph),
+        cmocka_unit_test(test_random_attributes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
