@@ -82,9 +82,11 @@ static mc_status choose_backend(const mc_options *opt, const mc_backend **out)
                            mc_backend_name(opt->backend),
                            opt->backend == MC_BACKEND_CUDA ? " (no CUDA headers at build time)"
                                                            : " (needs LLVM 14)");
-        if (probe(b) != MC_OK)
-            return mc_fail(MC_ERR_SYSTEM, "backend '%s' is not usable: %s", b->name,
-                           mc_error_message());
+        if (probe(b) != MC_OK) {
+            char why[1024]; /* mc_fail overwrites the message it would read */
+            snprintf(why, sizeof why, "%s", mc_error_message());
+            return mc_fail(MC_ERR_SYSTEM, "backend '%s' is not usable: %s", b->name, why);
+        }
         *out = b;
         return MC_OK;
     }

@@ -90,7 +90,7 @@ static void test_help(void **state)
     assert_contains(out, "--stage");
     assert_int_equal(minic("bench --help"), 0);
     assert_contains(out, "--iters");
-    assert_int_equal(minic(""), 1); /* no command: usage on stderr */
+    assert_int_equal(minic("%s", ""), 1); /* no command: usage on stderr */
     assert_contains(err, "usage");
 }
 
