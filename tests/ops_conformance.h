@@ -32,9 +32,9 @@
 #include "ir/ir.h"
 #include "runtime/runtime.h"
 
-/* Part (b) needs mc_program_* (runtime/program.c) and the reference backend. */
+/* Part (b): on by default; -DOPS_CHECK_BACKENDS=0 checks the oracle alone. */
 #ifndef OPS_CHECK_BACKENDS
-#define OPS_CHECK_BACKENDS 0
+#define OPS_CHECK_BACKENDS 1
 #endif
 
 #define SHAPE(...) (const int64_t[]){__VA_ARGS__}, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
