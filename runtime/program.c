@@ -336,7 +336,7 @@ mc_status mc_program_set(mc_program *p, const char *name, const void *data, size
     if (declaration_or_fail(p, name, NULL, &node) != MC_OK)
         return MC_ERR_INPUT;
     const mc_node *n = &p->graph->nodes[node];
-    size_t want;
+    size_t want = 0;
     char type[128];
     if (!node_bytes(n, &want))
         return mc_fail(MC_ERR_INPUT, "%s '%s' is too large", kind_word(n), name);
@@ -361,7 +361,7 @@ static mc_status check_array(const mc_program *p, int node, const mc_array *a, c
         return mc_fail(MC_ERR_INPUT, "%s: %s '%s' is declared %s but the file holds %s", path,
                        kind_word(n), n->name, node_type(n, want, sizeof want),
                        type_string(a->dtype, a->shape, a->rank, got, sizeof got));
-    size_t bytes;
+    size_t bytes = 0;
     if (!node_bytes(n, &bytes) || bytes != a->bytes)
         return mc_fail(MC_ERR_INPUT, "%s: tensor for '%s' has %zu bytes, expected %zu", path,
                        n->name, a->bytes, bytes);

@@ -57,8 +57,8 @@ static const option options[] = {
     {OPT_NO_PLAN, "--no-plan", NULL, EXEC | CMD_DUMP,
      "give every intermediate its own buffer instead of sharing memory by liveness"},
     {OPT_CUDA_GRAPH, "--cuda-graph", NULL, EXEC,
-     "cuda backend: capture and replay the whole program as one CUDA graph (the default\n"
-     "where the program is eligible)"},
+     "cuda backend: capture and replay the whole program as one CUDA graph, and fail if\n"
+     "it cannot be captured (with neither flag: captured where eligible, else said why)"},
     {OPT_NO_CUDA_GRAPH, "--no-cuda-graph", NULL, EXEC,
      "cuda backend: launch kernel by kernel, no CUDA graph"},
     {OPT_ITERS, "--iters", "N", EXEC,
