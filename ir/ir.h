@@ -110,6 +110,18 @@ typedef struct mc_attrs {
     mc_dtype dtype;            /* cast: target; iota, full: result dtype */
 } mc_attrs;
 
+/* A map from names to node indices (open addressing, names not copied: they must outlive it).
+ * The graph keeps one to reject a name used twice; the printer and the verifier build their
+ * own. Entries may go stale when a pass rewrites g->nodes: check a hit against the node. */
+typedef struct mc_name_map {
+    const char **keys;
+    int32_t *values;
+    size_t cap, count;
+} mc_name_map;
+bool mc_name_map_put(mc_name_map *m, const char *key, int32_t value); /* false only on OOM */
+int32_t mc_name_map_get(const mc_name_map *m, const char *key);       /* -1 when absent */
+void mc_name_map_free(mc_name_map *m);
+
 typedef struct mc_node {
     mc_op op;
     mc_dtype dtype;
@@ -133,6 +145,7 @@ struct mc_graph {
     int noutputs;
     bool failed;       /* a builder failed: outputs can't be set */
     mc_arena arena;
+    mc_name_map names; /* user names -> node index, kept by declare/set_name (may go stale) */
 };
 
 /* Append a node: checks operand count, dtypes and shapes for op, infers the result type and
@@ -140,6 +153,15 @@ struct mc_graph {
  * the error (with the node's file:line:col when line > 0) and returns MC_ERROR. */
 mc_value mc_graph_add(mc_graph *g, mc_op op, const mc_value *in, int nin, const mc_attrs *attr,
                       int line, int col);
+/* Check n's operand count, dtypes and shapes against its operator (operands are g's nodes
+ * n->in[..], valid indices), fill n->dtype, rank and shape and normalize n->attr. Leaves:
+ * INPUT/PARAM check the dtype and shape already in n; CONST takes attr.dtype and shape [].
+ * Errors name the operator and, when n->line > 0, the place in g->file. Idempotent on its own
+ * result, which is what lets the verifier re-run it after every pass. */
+mc_status mc_node_infer(const mc_graph *g, mc_node *n);
+/* A name a .graph file can spell: [A-Za-z_][A-Za-z0-9_.]* and not a reserved word. */
+bool mc_name_is_valid(const char *name);
+
 /* Declare an input or param (op MC_OP_INPUT / MC_OP_PARAM). */
 mc_value mc_graph_declare(mc_graph *g, mc_op op, const char *name, mc_dtype dtype,
                           const int64_t *shape, int rank, int line, int col);

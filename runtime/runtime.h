@@ -50,9 +50,11 @@ struct mc_program {
     void **host;              /* per kp buffer: host array for inputs, params, outputs; else NULL */
     bool *bound;              /* per kp buffer: the user gave a value */
     bool *dirty;              /* per kp buffer: host copy changed since the backend last read it */
+    bool *has_value;          /* per kp buffer: bound, or filled from the generator */
     int *outputs;             /* per graph output: its kp buffer */
     double compile_ms;        /* passes + code generation + backend compile */
     int kernels_compiled;     /* backend compiles this run (0: all from cache) */
+    int64_t runs;             /* completed mc_program_run calls (outputs are valid after one) */
 };
 
 /* Find the buffer of an input or param by name; -1 if none. */
@@ -85,6 +87,63 @@ void mc_safetensors_close(mc_safetensors *st);
 /* Write named arrays to a .safetensors file (via a temporary name and rename). */
 mc_status mc_safetensors_write(const char *path, const char *const *names, const mc_array *arrays,
                                int n);
+
+/* The from-memory cores the file functions call (and the fuzzers drive). `name` is the file
+ * name used in messages. mc_npy_parse: `want` as for mc_npy_read, or MC_NUM_DTYPES for "any
+ * dtype" (then <u2 is refused as ambiguous); out->data is malloc'd (at least 1 byte).
+ * mc_safetensors_parse_memory copies the bytes, so the caller's buffer may go away. */
+mc_status mc_npy_parse(const void *data, size_t size, const char *name, mc_dtype want,
+                       mc_array *out);
+/* Check an array before writing it: dtype, rank 0..MC_MAX_RANK, non-negative dims, bytes equal
+ * to numel * dtype size (checked), data present. Messages read "PATH: WHAT: problem". */
+mc_status mc_array_check(const char *path, const char *what, const mc_array *a);
+mc_status mc_safetensors_parse_memory(const void *data, size_t size, const char *name,
+                                      mc_safetensors **out);
+/* The tensors of an opened file, sorted by name (for listing; mc_safetensors_get to read). */
+int mc_safetensors_count(const mc_safetensors *st);
+const char *mc_safetensors_name(const mc_safetensors *st, int index);
+
+/* ---- JSON reading (runtime/json.c) -------------------------------------------------------- */
+
+/* A strict RFC 8259 reader for small documents (the safetensors header): UTF-8 checked,
+ * escapes (\uXXXX with surrogate pairs) decoded, nesting depth limited, duplicate object keys
+ * rejected. The tree lives in the caller's arena. Numbers keep their source text, so integers
+ * are read exactly with mc_json_int64. */
+typedef enum { MC_JSON_NULL, MC_JSON_BOOL, MC_JSON_NUMBER, MC_JSON_STRING, MC_JSON_ARRAY,
+               MC_JSON_OBJECT } mc_json_kind;
+typedef struct mc_json mc_json;
+struct mc_json {
+    mc_json_kind kind;
+    bool boolean;
+    const char *text;   /* STRING: decoded, NUL-terminated (may hold NULs: see len); NUMBER: source */
+    size_t len;         /* bytes of text */
+    int count;          /* ARRAY, OBJECT: members */
+    mc_json *first;     /* ARRAY, OBJECT: first member */
+    mc_json *next;      /* the next member of the parent */
+    const char *key;    /* member of an OBJECT: its key (decoded) */
+    size_t key_len;
+};
+/* Parse text[0..size) as one JSON value (whitespace around it allowed). Errors (MC_ERR_INPUT)
+ * read "NAME: invalid JSON header at byte N: what". */
+mc_status mc_json_parse(const char *text, size_t size, const char *name, mc_arena *arena,
+                        mc_json **out);
+/* The member of an object with this key, or NULL. */
+const mc_json *mc_json_get(const mc_json *object, const char *key);
+/* A NUMBER that is an integer in int64 range (no fraction or exponent): true and *out. */
+bool mc_json_int64(const mc_json *number, int64_t *out);
+/* Is s[0..n) well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF)? */
+bool mc_json_valid_utf8(const char *s, size_t n);
+
+/* ---- whole files (runtime/fileio.c) ------------------------------------------------------- */
+
+/* Read a regular file into malloc'd memory (plus a NUL after the end). MC_ERR_INPUT when it
+ * cannot be opened or is not a regular file, MC_ERR_SYSTEM when memory or reading fails. */
+mc_status mc_file_read_all(const char *path, char **data, size_t *size);
+/* Write a file all-or-nothing: `write` fills a temporary file in the same directory, which is
+ * then flushed, synced and renamed over path. On any failure the temporary is removed and path
+ * is untouched. `write` returns MC_OK or a status with its message already set. */
+mc_status mc_file_write_atomic(const char *path, mc_status (*write)(FILE *f, void *ctx),
+                               void *ctx);
 
 /* ---- the compile cache (runtime/cache.c) -------------------------------------------------- */
 

@@ -1,0 +1,126 @@
+/* The CUDA backend's internal interface: the renderer (codegen/cuda_render.c), the GEMM planner
+ * (codegen/cuda_gemm.c) and the runtime (runtime/cuda*.c) meet here.
+ *
+ * Nothing here needs CUDA's headers: rendering and GEMM planning are plain text and arithmetic,
+ * so they are testable on machines with no GPU; only runtime/cuda*.c talks to the driver,
+ * NVRTC and cuBLASLt (loaded with dlopen).
+ */
+#ifndef MINIC_CUDA_H
+#define MINIC_CUDA_H
+
+#include "c_expr.h"
+
+/* What the generated code is for. */
+typedef struct mc_cuda_target {
+    int sm;       /* compute capability as major*10 + minor: 90 on Hopper */
+    int num_sms;  /* multiprocessors: grid sizes are multiples of it */
+} mc_cuda_target;
+
+/* A rendered kernel: source, entry point, launch shape and the parameters it takes. Parameter
+ * i is the device address of kp buffer param[i], or of the GEMM scratch buffer where param[i]
+ * is MC_CUDA_PARAM_SCRATCH. */
+#define MC_CUDA_PARAM_SCRATCH (-1)
+typedef struct mc_cuda_code {
+    mc_strbuf src;     /* the whole translation unit: prelude, then the kernel */
+    size_t body;       /* offset of the kernel after the prelude (for dumps) */
+    char entry[96];
+    int64_t grid[3];
+    int block;
+    int smem;      /* dynamic shared memory bytes */
+    int *param;    /* malloc'd */
+    int nparams;
+    int vec;       /* elements per thread access (1: scalar), for dump and tests */
+    const char *scheme; /* "pointwise", "row-per-warp", "row-per-block", "gemm-tiled" */
+} mc_cuda_code;
+
+/* Render kernel `ki` of kp for target t. `align[b]` is the byte alignment (a power of two,
+ * at most 256) of buffer b's device address. With `acc_scratch` a GEMM kernel is rendered as
+ * its epilogue only: a pointwise kernel over [batch.., M, N] that reads the accumulator from a
+ * contiguous f32 scratch buffer (cuBLASLt wrote it); without it a GEMM kernel is rendered whole
+ * (a tiled GEMM with the epilogue inlined). Returns MC_ERR_SYSTEM on OOM or IR it cannot
+ * express (an internal error message naming the kernel). */
+mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
+                         bool acc_scratch, mc_cuda_code *out);
+void mc_cuda_code_free(mc_cuda_code *c);
+
+/* ---- GEMMs through cuBLASLt ------------------------------------------------------------------
+ * cuBLASLt is column-major: minic computes row-major D[M,N] = A[M,K] B[K,N] as the
+ * column-major D'(N x M) = B'(N x K) A'(K x M), so cuBLASLt's "A" is minic's B. */
+
+typedef enum {
+    MC_LT_EPI_DEFAULT,
+    MC_LT_EPI_BIAS,
+    MC_LT_EPI_RELU,
+    MC_LT_EPI_RELU_BIAS,
+    MC_LT_EPI_GELU,      /* the tanh approximation (cuBLASLt's only GELU) */
+    MC_LT_EPI_GELU_BIAS,
+} mc_lt_epilogue;
+
+/* One matrix operand as cuBLASLt sees it: column-major rows x cols with leading dimension ld,
+ * `trans` when the op is a transpose of the stored matrix. buffer -1: the scratch buffer. */
+typedef struct mc_lt_matrix {
+    int buffer;
+    int64_t offset;                   /* elements */
+    mc_dtype dtype;
+    bool trans;
+    int64_t rows, cols, ld;           /* of the stored matrix */
+    int64_t batch_stride;             /* elements between inner-batched matrices */
+    int64_t outer_stride[MC_MAX_RANK];/* per outer batch dimension */
+} mc_lt_matrix;
+
+typedef struct mc_cuda_gemm_plan {
+    bool use_lt;      /* false: a generated GEMM kernel does it all (layout cuBLASLt can't take) */
+    bool full;        /* true: the epilogue is cuBLASLt's; false: D is the f32 scratch buffer and
+                         a generated epilogue kernel follows */
+    mc_lt_epilogue epi;
+    const char *why_not_full; /* when !full: what the epilogue has that cuBLASLt cannot do */
+    float alpha, beta;
+    bool tf32;
+    int bias_buffer;  /* -1: none */
+    int64_t bias_offset;
+    mc_lt_matrix a, b, c, d; /* cuBLASLt's A (= minic's B), B (= minic's A), C, D */
+    int64_t m, n, k;  /* cuBLASLt's: m = minic's N, n = minic's M */
+    int64_t batch;    /* matrices per call (strided batch) */
+    int nouter;       /* outer batch dimensions looped over with one call per index */
+    int64_t outer_shape[MC_MAX_RANK];
+    int64_t calls;    /* product of outer_shape */
+    int64_t scratch_elems; /* !full: f32 elements of scratch needed */
+} mc_cuda_gemm_plan;
+
+/* Decide how kernel ki (a KIR_GEMM) runs: which epilogue cuBLASLt takes, operand layouts and
+ * batching. Never fails: layouts it cannot map give use_lt = false. */
+void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *plan);
+/* A one-line description of the plan for dump_code. */
+void mc_cuda_gemm_plan_describe(const mc_cuda_gemm_plan *plan, mc_strbuf *sb);
+
+/* ---- whole programs ------------------------------------------------------------------------ */
+
+/* How one kernel runs: a rendered kernel (code.src non-empty), a cuBLASLt GEMM, or both (a
+ * GEMM whose epilogue kernel reads the scratch accumulator). */
+typedef struct mc_cuda_kernel_plan {
+    bool is_gemm;
+    mc_cuda_gemm_plan gemm;  /* is_gemm */
+    bool has_code;
+    mc_cuda_code code;       /* has_code */
+} mc_cuda_kernel_plan;
+
+/* Byte alignment of each buffer's device address when program-owned buffers start on 256-byte
+ * boundaries and temps at their planned arena offsets (the runtime's layout). `align` has
+ * kp->nbuffers entries. */
+void mc_cuda_buffer_align(const kir_program *kp, int *align);
+/* Plan and render every kernel of kp (plans: kp->nkernels entries, malloc'd; free with
+ * mc_cuda_plans_free). */
+mc_status mc_cuda_plan_program(const kir_program *kp, const mc_cuda_target *t, const int *align,
+                               mc_cuda_kernel_plan **plans);
+void mc_cuda_plans_free(mc_cuda_kernel_plan *plans, int n);
+
+/* Compile n CUDA sources to cubins for sm_<sm> with NVRTC, in parallel threads, through the
+ * disk cache (runtime/cuda_nvrtc.c; needs NVRTC but no driver). cubins[i] is malloc'd.
+ * *compiled counts the sources that missed the cache. A failure names the kernel, NVRTC's log
+ * and the path of a file holding the failing source. Progress goes to stderr unless quiet when
+ * compiling takes longer than a second. */
+bool mc_cuda_have_nvrtc(void); /* NVRTC loads (else the error says why) */
+mc_status mc_cuda_compile(const char *const *srcs, const char *const *entries, int n, int sm,
+                          bool quiet, void **cubins, size_t *sizes, int *compiled);
+
+#endif

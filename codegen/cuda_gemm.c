@@ -1,0 +1,358 @@
+/* How a GEMM kernel runs on the GPU: cuBLASLt with as much of its epilogue as cuBLASLt can do.
+ *
+ * cuBLASLt computes D = epilogue(alpha * op(A) op(B) + beta * C) column-major, where the
+ * epilogue adds a bias vector along D's rows and then applies ReLU or (tanh) GELU. A kernel's
+ * epilogue block is matched against that shape, outermost first:
+ *
+ *     store( [residual +] act( [bias +] [alpha *] acc ) )     act: relu, gelu_tanh, none
+ *
+ * with a residual (C, beta = 1) only when there is no activation, since cuBLASLt adds C before
+ * the activation. minic's `gelu` (the erf form) is mapped to cuBLASLt's GELU only when the
+ * stored dtype is f16 or bf16: the two forms differ by at most 4.7e-4 in absolute value, under
+ * a twentieth of bf16's rounding step where it matters, well inside SPEC §6's 1e-2; f32 outputs
+ * keep the exact erf form in a generated kernel. Anything else (several stores, masks, other
+ * operators) makes cuBLASLt write the f32 accumulator to a scratch buffer and a generated
+ * pointwise kernel run the whole epilogue.
+ *
+ * Operands map by their strides: row-major D[M,N] = A[M,K] B[K,N] is column-major
+ * D'(N x M) = B'(N x K) A'(K x M); a matrix whose rows are contiguous is "N", one whose
+ * columns are contiguous is "T". Batch dimensions collapse into one strided batch where every
+ * operand's strides allow; the rest are looped over, one cuBLASLt call per index. A layout
+ * that is neither (a broadcast along K, say) makes the whole kernel a generated tiled GEMM.
+ */
+#include "cuda.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static bool contains_acc(const kir_kernel *k, int i, int depth)
+{
+    if (depth > 64)
+        return true; /* be conservative */
+    const kir_instr *ins = &k->code[i];
+    if (ins->kind == KI_ACC)
+        return true;
+    if (ins->kind != KI_OP)
+        return false;
+    int nin = ins->op == MC_OP_CAST ? 1 : mc_op_table[ins->op].max_in;
+    for (int a = 0; a < nin && a < 3; a++)
+        if (contains_acc(k, ins->arg[a], depth + 1))
+            return true;
+    return false;
+}
+
+/* Map an operand whose element (r, c) is at r * sr + c * sc into column-major form with rows
+ * `rows` (index r) and cols `cols` (index c). */
+static bool map_matrix(int64_t rows, int64_t cols, int64_t sr, int64_t sc, mc_lt_matrix *m)
+{
+    /* rows contiguous: the stored matrix is rows x cols, op N */
+    int64_t ld = cols == 1 ? rows : sc;
+    if ((rows == 1 || sr == 1) && ld >= rows && ld > 0) {
+        m->trans = false;
+        m->rows = rows;
+        m->cols = cols;
+        m->ld = ld;
+        return true;
+    }
+    /* columns contiguous: the stored matrix is cols x rows, op T */
+    ld = rows == 1 ? cols : sr;
+    if ((cols == 1 || sc == 1) && ld >= cols && ld > 0) {
+        m->trans = true;
+        m->rows = cols;
+        m->cols = rows;
+        m->ld = ld;
+        return true;
+    }
+    return false;
+}
+
+static bool is_float_dtype(mc_dtype d)
+{
+    return d == MC_F32 || d == MC_F16 || d == MC_BF16;
+}
+
+/* Match the epilogue; fills epi, alpha, bias, residual view (-1: none). */
+static const char *match_epilogue(const kir_program *kp, const kir_kernel *k,
+                                  mc_cuda_gemm_plan *p, int *out_view, int *res_view)
+{
+    *out_view = *res_view = -1;
+    if (k->nstores != 1 || k->nblocks != 1)
+        return "more than one store";
+    int ov = k->stores[0].view;
+    mc_dtype dt = kp->buffers[k->views[ov].buffer].dtype;
+    if (!is_float_dtype(dt))
+        return "non-float output";
+    int nb = k->rank - 2;
+    int x = k->stores[0].value;
+    bool act = false, bias = false;
+    /* residual */
+    const kir_instr *in = &k->code[x];
+    if (in->kind == KI_OP && in->op == MC_OP_ADD) {
+        int a0 = in->arg[0], a1 = in->arg[1];
+        bool c0 = contains_acc(k, a0, 0), c1 = contains_acc(k, a1, 0);
+        int other = c0 && !c1 ? a1 : (!c0 && c1 ? a0 : -1);
+        if (other >= 0 && k->code[other].kind == KI_LOAD) {
+            const kir_view *w = &k->views[k->code[other].view];
+            bool is_bias = true;
+            for (int d = 0; d < k->rank - 1; d++)
+                if (w->stride[d] != 0 && k->shape[d] != 1)
+                    is_bias = false;
+            if (!is_bias) {
+                if (kp->buffers[w->buffer].dtype != dt)
+                    return "residual of another dtype";
+                *res_view = k->code[other].view;
+                x = c0 ? a0 : a1;
+            }
+        }
+    }
+    in = &k->code[x];
+    if (in->kind == KI_OP && (in->op == MC_OP_RELU || in->op == MC_OP_GELU_TANH ||
+                              (in->op == MC_OP_GELU && dt != MC_F32))) {
+        if (*res_view >= 0)
+            return "residual after an activation";
+        act = true;
+        p->epi = in->op == MC_OP_RELU ? MC_LT_EPI_RELU : MC_LT_EPI_GELU;
+        x = in->arg[0];
+    }
+    in = &k->code[x];
+    if (in->kind == KI_OP && in->op == MC_OP_ADD) {
+        int a0 = in->arg[0], a1 = in->arg[1];
+        bool c0 = contains_acc(k, a0, 0), c1 = contains_acc(k, a1, 0);
+        int other = c0 && !c1 ? a1 : (!c0 && c1 ? a0 : -1);
+        if (other < 0 || k->code[other].kind != KI_LOAD)
+            return "an add cuBLASLt cannot take";
+        const kir_view *w = &k->views[k->code[other].view];
+        for (int d = 0; d < k->rank - 1; d++)
+            if (w->stride[d] != 0 && k->shape[d] != 1)
+                return "an add that is not a bias";
+        if (w->stride[k->rank - 1] != 1 && k->shape[k->rank - 1] != 1)
+            return "a strided bias";
+        if (kp->buffers[w->buffer].dtype != dt)
+            return "a bias of another dtype";
+        bias = true;
+        p->bias_buffer = w->buffer;
+        p->bias_offset = w->offset;
+        x = c0 ? a0 : a1;
+    }
+    in = &k->code[x];
+    if (in->kind == KI_OP && in->op == MC_OP_MUL) {
+        int a0 = in->arg[0], a1 = in->arg[1];
+        int cst = k->code[a0].kind == KI_CONST ? a0 : (k->code[a1].kind == KI_CONST ? a1 : -1);
+        int other = cst == a0 ? a1 : a0;
+        if (cst >= 0 && k->code[other].kind == KI_ACC) {
+            p->alpha = (float)k->code[cst].value;
+            x = other;
+        }
+    }
+    if (k->code[x].kind != KI_ACC)
+        return "operators cuBLASLt has no epilogue for";
+    (void)nb;
+    if (bias)
+        p->epi = p->epi == MC_LT_EPI_RELU ? MC_LT_EPI_RELU_BIAS :
+                 p->epi == MC_LT_EPI_GELU ? MC_LT_EPI_GELU_BIAS : MC_LT_EPI_BIAS;
+    (void)act;
+    *out_view = ov;
+    return NULL;
+}
+
+/* Row-major [M, N] output-like operand (D or C) into cuBLASLt's column-major N x M. */
+static bool map_output(const kir_kernel *k, const int64_t *stride, mc_lt_matrix *m)
+{
+    int nb = k->rank - 2;
+    int64_t M = k->shape[nb], N = k->shape[nb + 1];
+    int64_t sm = stride[nb], sn = stride[nb + 1];
+    if (N != 1 && sn != 1)
+        return false;
+    int64_t ld = M == 1 ? N : sm;
+    if (ld < N || ld <= 0)
+        return false;
+    m->trans = false;
+    m->rows = N;
+    m->cols = M;
+    m->ld = ld;
+    return true;
+}
+
+void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
+{
+    const kir_kernel *k = &kp->kernels[ki];
+    memset(p, 0, sizeof *p);
+    p->bias_buffer = -1;
+    p->alpha = 1.0f;
+    p->tf32 = k->gemm.tf32;
+    int nb = k->rank - 2;
+    const kir_gemm *g = &k->gemm;
+    const kir_view *A = &k->views[g->a], *B = &k->views[g->b];
+    mc_dtype ta = kp->buffers[A->buffer].dtype, tb = kp->buffers[B->buffer].dtype;
+    if (nb < 0 || ta != tb || !is_float_dtype(ta) || g->m <= 0 || g->n <= 0 || g->k <= 0)
+        return;
+    p->m = g->n;
+    p->n = g->m;
+    p->k = g->k;
+    /* cuBLASLt A = minic B: element (n, k) at n * sBn + k * sBk */
+    if (!map_matrix(g->n, g->k, B->stride[nb + 1], B->stride[nb], &p->a))
+        return;
+    /* cuBLASLt B = minic A: element (k, m) at k * sAk + m * sAm */
+    if (!map_matrix(g->k, g->m, A->stride[nb + 1], A->stride[nb], &p->b))
+        return;
+    p->a.buffer = B->buffer, p->a.offset = B->offset, p->a.dtype = tb;
+    p->b.buffer = A->buffer, p->b.offset = A->offset, p->b.dtype = ta;
+
+    int out_view, res_view;
+    p->why_not_full = match_epilogue(kp, k, p, &out_view, &res_view);
+    p->full = p->why_not_full == NULL;
+    int64_t dstride[MC_MAX_RANK], cstride[MC_MAX_RANK];
+    if (p->full) {
+        const kir_view *o = &k->views[out_view];
+        memcpy(dstride, o->stride, sizeof dstride);
+        if (!map_output(k, dstride, &p->d)) {
+            p->full = false;
+            p->why_not_full = "an output layout cuBLASLt cannot write";
+        } else {
+            p->d.buffer = o->buffer;
+            p->d.offset = o->offset;
+            p->d.dtype = kp->buffers[o->buffer].dtype;
+        }
+    }
+    if (p->full && res_view >= 0) {
+        const kir_view *r = &k->views[res_view];
+        memcpy(cstride, r->stride, sizeof cstride);
+        if (!map_output(k, cstride, &p->c)) {
+            p->full = false;
+            p->why_not_full = "a residual layout cuBLASLt cannot read";
+        } else {
+            p->c.buffer = r->buffer;
+            p->c.offset = r->offset;
+            p->c.dtype = kp->buffers[r->buffer].dtype;
+            p->beta = 1.0f;
+        }
+    }
+    if (!p->full) {
+        /* D is the contiguous f32 scratch [batch.., M, N]; the epilogue kernel does the rest */
+        p->epi = MC_LT_EPI_DEFAULT;
+        p->alpha = 1.0f;
+        p->beta = 0.0f;
+        p->bias_buffer = -1;
+        int64_t s = 1;
+        for (int d = k->rank - 1; d >= 0; d--) {
+            dstride[d] = s;
+            s *= k->shape[d];
+        }
+        p->scratch_elems = s;
+        map_output(k, dstride, &p->d);
+        p->d.buffer = -1;
+        p->d.offset = 0;
+        p->d.dtype = MC_F32;
+        res_view = -1;
+    }
+    if (res_view < 0) {
+        p->c = p->d; /* C unused (beta 0) but described like D */
+        memcpy(cstride, dstride, sizeof cstride);
+    }
+    /* batch: collapse from the innermost batch dim outward while every operand agrees */
+    const int64_t *st[4] = {B->stride, A->stride, cstride, dstride};
+    mc_lt_matrix *mat[4] = {&p->a, &p->b, &p->c, &p->d};
+    int inner = -1;
+    for (int d = nb - 1; d >= 0; d--)
+        if (k->shape[d] != 1) {
+            inner = d;
+            break;
+        }
+    p->batch = 1;
+    int first_outer = -1; /* dims [0, first_outer] are looped over */
+    if (inner >= 0) {
+        p->batch = k->shape[inner];
+        for (int i = 0; i < 4; i++)
+            mat[i]->batch_stride = st[i][inner];
+        first_outer = inner - 1;
+        for (int d = inner - 1; d >= 0; d--) {
+            if (k->shape[d] == 1) {
+                first_outer = d - 1;
+                continue;
+            }
+            bool ok = true;
+            for (int i = 0; i < 4; i++)
+                if (st[i][d] != mat[i]->batch_stride * p->batch)
+                    ok = false;
+            if (!ok)
+                break;
+            p->batch *= k->shape[d];
+            first_outer = d - 1;
+        }
+    }
+    p->nouter = first_outer + 1;
+    p->calls = 1;
+    for (int d = 0; d < p->nouter; d++) {
+        p->outer_shape[d] = k->shape[d];
+        p->calls *= k->shape[d];
+        for (int i = 0; i < 4; i++)
+            mat[i]->outer_stride[d] = st[i][d];
+    }
+    if (p->batch > 1 && p->d.batch_stride == 0)
+        return; /* several results into one matrix: not a GEMM cuBLASLt can do */
+    p->use_lt = true;
+}
+
+void mc_cuda_gemm_plan_describe(const mc_cuda_gemm_plan *p, mc_strbuf *sb)
+{
+    static const char *epi[] = {"DEFAULT", "BIAS", "RELU", "RELU_BIAS", "GELU", "GELU_BIAS"};
+    if (!p->use_lt) {
+        mc_sb_puts(sb, "generated tiled GEMM (layout cuBLASLt cannot take)");
+        return;
+    }
+    mc_sb_printf(sb, "cuBLASLt matmul m=%lld n=%lld k=%lld batch=%lld calls=%lld op(A)=%s "
+                     "op(B)=%s epilogue=%s alpha=%g beta=%g%s",
+                 (long long)p->m, (long long)p->n, (long long)p->k, (long long)p->batch,
+                 (long long)p->calls, p->a.trans ? "T" : "N", p->b.trans ? "T" : "N",
+                 epi[p->epi], (double)p->alpha, (double)p->beta, p->tf32 ? " tf32" : "");
+    if (!p->full)
+        mc_sb_printf(sb, "; f32 scratch then the epilogue kernel (%s)", p->why_not_full);
+}
+
+void mc_cuda_buffer_align(const kir_program *kp, int *align)
+{
+    for (int b = 0; b < kp->nbuffers; b++) {
+        int64_t off = kp->buffers[b].kind == KBUF_TEMP ? kp->buffers[b].offset : 0;
+        int a = 256;
+        while (a > 1 && off % a != 0)
+            a /= 2;
+        align[b] = a;
+    }
+}
+
+void mc_cuda_plans_free(mc_cuda_kernel_plan *plans, int n)
+{
+    if (!plans)
+        return;
+    for (int i = 0; i < n; i++)
+        mc_cuda_code_free(&plans[i].code);
+    free(plans);
+}
+
+mc_status mc_cuda_plan_program(const kir_program *kp, const mc_cuda_target *t, const int *align,
+                               mc_cuda_kernel_plan **out)
+{
+    *out = NULL;
+    mc_cuda_kernel_plan *plans = calloc((size_t)kp->nkernels + 1, sizeof *plans);
+    if (!plans)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory planning CUDA kernels");
+    for (int i = 0; i < kp->nkernels; i++) {
+        mc_cuda_kernel_plan *pl = &plans[i];
+        bool scratch = false;
+        if (kp->kernels[i].category == KIR_GEMM) {
+            pl->is_gemm = true;
+            mc_cuda_gemm_plan_make(kp, i, &pl->gemm);
+            if (pl->gemm.use_lt && pl->gemm.full)
+                continue; /* cuBLASLt does it all */
+            scratch = pl->gemm.use_lt;
+        }
+        mc_status st = mc_cuda_render(kp, i, t, align, scratch, &pl->code);
+        if (st != MC_OK) {
+            mc_cuda_plans_free(plans, kp->nkernels);
+            return st;
+        }
+        pl->has_code = true;
+    }
+    *out = plans;
+    return MC_OK;
+}

@@ -1,0 +1,832 @@
+/* CUDA C from the kernel IR: one __global__ function per kir_kernel, compiled by NVRTC.
+ *
+ * Every kernel walks its index space in "chunks" of V consecutive elements along the innermost
+ * dimension. V is chosen so that each view that is contiguous there moves 16 bytes per access
+ * (mc_vec, an aligned struct the compiler turns into one vector load or store); views with
+ * other strides are read element by element, broadcasts once. V falls back to 1 when the
+ * innermost size, a view's offset or strides, or a buffer's alignment don't allow it.
+ *
+ *   pointwise   a grid-stride loop over chunks, grid a multiple of the SM count.
+ *   reduction   a row per warp (short rows) or per block (long rows); each thread owns chunks
+ *               lane, lane+T, .. of the row; accumulators are f32 (i32 for ints); warps combine
+ *               with shuffles, blocks through shared memory. Blocks of the IR run in order for
+ *               each row; a view loaded in two loop blocks is kept in registers the first time
+ *               (when the thread's share of the row is small enough), so softmax and layernorm
+ *               read the row once and write it once.
+ *   gemm        either only its epilogue (acc read from cuBLASLt's f32 scratch output, a
+ *               pointwise kernel) or, where cuBLASLt cannot take the layout, a shared-memory
+ *               tiled GEMM with the epilogue inlined.
+ *
+ * Shapes, strides and offsets are literals in the source, so index arithmetic is divisions by
+ * constants; indices are 32-bit unless some offset can reach 2^31. Kernel names come from kir
+ * names (generated, never user text) and are sanitized anyway.
+ */
+#include "cuda.h"
+#include "cuda_prelude.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CACHE_ELEMS 32 /* per thread and view: registers kept for a row's re-reads */
+
+typedef struct rctx {
+    const kir_program *kp;
+    const kir_kernel *k;
+    const mc_cuda_target *t;
+    const int *align;
+    mc_strbuf *sb;
+    int *view_param;   /* per view: parameter index */
+    int *canon;        /* per view: the first view with identical addressing */
+    int *instr_block;  /* per instruction: its block */
+    bool *cached;      /* per view (canonical): kept in registers across loop blocks */
+    bool *cache_filled;/* per view (canonical): an earlier loop block filled the cache */
+    bool acc_scratch;
+    int acc_param;
+    const char *I;     /* index type */
+    int V;             /* elements per chunk */
+    int j;             /* current element of the chunk; -1 at row scope */
+} rctx;
+
+static const char *storage_type(mc_dtype d)
+{
+    switch (d) {
+    case MC_F16:
+        return "__half";
+    case MC_BF16:
+        return "__nv_bfloat16";
+    case MC_I32:
+        return "int";
+    case MC_BOOL:
+        return "bool";
+    default:
+        return "float";
+    }
+}
+
+static const char *cvt_fn(mc_dtype d)
+{
+    switch (d) {
+    case MC_F16:
+        return "mc_cvt_f16";
+    case MC_BF16:
+        return "mc_cvt_bf16";
+    case MC_I32:
+        return "mc_cvt_i32";
+    case MC_BOOL:
+        return "mc_cvt_bool";
+    default:
+        return "mc_cvt_f32";
+    }
+}
+
+static const kir_buffer *view_buffer(const rctx *c, int v)
+{
+    return &c->kp->buffers[c->k->views[v].buffer];
+}
+
+static void operand_name(mc_strbuf *sb, int instr, void *ctx)
+{
+    rctx *c = ctx;
+    /* per-element values are v<i>_<j>; a reduction's row-block scalars are v<i> */
+    bool per_element = c->j >= 0 && (c->k->category != KIR_REDUCTION ||
+                                     c->k->blocks[c->instr_block[instr]].loop);
+    if (per_element)
+        mc_sb_printf(sb, "v%d_%d", instr, c->j);
+    else
+        mc_sb_printf(sb, "v%d", instr);
+}
+
+/* Offset expression of view v: its offset plus coordinates i<d> times strides over dims
+ * [d0, d1); `base` (or NULL) names a precomputed partial offset. */
+static void view_offset(rctx *c, int v, int d0, int d1, const char *base)
+{
+    const kir_view *w = &c->k->views[v];
+    if (base)
+        mc_sb_printf(c->sb, "%s", base);
+    else
+        mc_sb_printf(c->sb, "(%s)%lld", c->I, (long long)w->offset);
+    for (int d = d0; d < d1; d++)
+        if (w->stride[d] != 0 && c->k->shape[d] != 1)
+            mc_sb_printf(c->sb, " + i%d * (%s)%lld", d, c->I, (long long)w->stride[d]);
+}
+
+/* Decompose flat index `e` into coordinates i<d0>..i<d1-1> of the kernel's shape. */
+static void emit_coords(rctx *c, const char *e, int d0, int d1, const char *indent)
+{
+    if (d0 >= d1)
+        return;
+    mc_sb_printf(c->sb, "%s%s t_ = %s;\n", indent, c->I, e);
+    for (int d = d1 - 1; d >= d0; d--) {
+        if (d == d0)
+            mc_sb_printf(c->sb, "%sconst %s i%d = t_;\n", indent, c->I, d);
+        else
+            mc_sb_printf(c->sb, "%sconst %s i%d = t_ %% %lld; t_ /= %lld;\n", indent, c->I, d,
+                         (long long)c->k->shape[d], (long long)c->k->shape[d]);
+    }
+}
+
+static int64_t shape_prod(const kir_kernel *k, int d0, int d1)
+{
+    int64_t n = 1;
+    for (int d = d0; d < d1; d++)
+        n *= k->shape[d];
+    return n;
+}
+
+/* Is view v read/written as V-wide vectors along the innermost dimension? */
+static bool view_vectorized(const rctx *c, int v)
+{
+    const kir_kernel *k = c->k;
+    return c->V > 1 && k->views[v].stride[k->rank - 1] == 1;
+}
+
+/* The largest V (<= 16 bytes per access of every contiguous view) that every view allows. */
+static int choose_vec(const kir_program *kp, const kir_kernel *k, const int *align,
+                      const bool *used, bool acc_scratch)
+{
+    if (k->rank == 0)
+        return 1;
+    int64_t inner = k->shape[k->rank - 1];
+    size_t maxsize = acc_scratch ? 4 : 0;
+    for (int v = 0; v < k->nviews; v++) {
+        if (!used[v] || k->views[v].stride[k->rank - 1] != 1)
+            continue;
+        size_t s = mc_dtype_size(kp->buffers[k->views[v].buffer].dtype);
+        if (s > maxsize)
+            maxsize = s;
+    }
+    if (maxsize == 0)
+        return 1;
+    int V = (int)(16 / maxsize);
+    if (V > 8)
+        V = 8;
+    for (; V > 1; V /= 2) {
+        if (inner % V != 0)
+            continue;
+        bool ok = true;
+        for (int v = 0; v < k->nviews && ok; v++) {
+            const kir_view *w = &k->views[v];
+            if (!used[v] || w->stride[k->rank - 1] != 1)
+                continue;
+            size_t s = mc_dtype_size(kp->buffers[w->buffer].dtype);
+            if (w->offset % V != 0 || (size_t)align[w->buffer] < s * (size_t)V)
+                ok = false;
+            for (int d = 0; d < k->rank - 1 && ok; d++)
+                if (w->stride[d] % V != 0 && k->shape[d] != 1)
+                    ok = false;
+        }
+        if (ok)
+            return V;
+    }
+    return 1;
+}
+
+/* The value of instruction i at the current element (c->j) or row scope (c->j < 0); k_iter
+ * is the unrolled chunk iteration (for register caches), -1 outside chunk loops. */
+static bool emit_value(rctx *c, int i, int k_iter)
+{
+    const kir_kernel *k = c->k;
+    const kir_instr *ins = &k->code[i];
+    mc_strbuf *sb = c->sb;
+    switch (ins->kind) {
+    case KI_LOAD: {
+        int v = ins->view;
+        int cv = c->canon[v];
+        if (c->j >= 0 && c->cached[cv] && c->cache_filled[cv]) {
+            mc_sb_printf(sb, "rc%d[%d]", cv, k_iter * c->V + c->j);
+        } else if (c->j >= 0 && view_vectorized(c, v)) {
+            mc_sb_printf(sb, "mc_ld(L%d.x[%d])", v, c->j);
+        } else if (c->j >= 0) {
+            int64_t s = k->views[v].stride[k->rank - 1];
+            mc_sb_printf(sb, "mc_ld(p%d[o%d", c->view_param[v], v);
+            if (c->j > 0 && s != 0)
+                mc_sb_printf(sb, " + (%s)%lld", c->I, (long long)(s * c->j));
+            mc_sb_puts(sb, "])");
+        } else {
+            mc_sb_printf(sb, "mc_ld(p%d[rb%d])", c->view_param[v], v);
+        }
+        return true;
+    }
+    case KI_CONST:
+        mc_c_literal(sb, ins->value, ins->dtype);
+        return true;
+    case KI_INDEX: {
+        const char *cast = ins->dtype == MC_I32 ? "(int)" : ins->dtype == MC_BOOL ? "(bool)" :
+                                                                                     "(float)";
+        /* an index held in a half type is rounded as that type holds it */
+        const char *round = ins->dtype == MC_F16 ? "mc_round_f16" :
+                            ins->dtype == MC_BF16 ? "mc_round_bf16" : "";
+        if (ins->view == k->rank - 1 && c->j > 0)
+            mc_sb_printf(sb, "%s(%s(i%d + %d))", round, cast, ins->view, c->j);
+        else
+            mc_sb_printf(sb, "%s(%s(i%d))", round, cast, ins->view);
+        return true;
+    }
+    case KI_ROWVAL:
+        mc_sb_printf(sb, "rv%d", ins->view);
+        return true;
+    case KI_ACC:
+        if (c->acc_scratch && c->V > 1)
+            mc_sb_printf(sb, "LA.x[%d]", c->j);
+        else if (c->acc_scratch)
+            mc_sb_printf(sb, "acc_p[e_]");
+        else
+            mc_sb_puts(sb, "acc");
+        return true;
+    case KI_OP:
+        return mc_c_op_expr(sb, k, ins, operand_name, c);
+    }
+    return false;
+}
+
+static const char *indent_of(int depth)
+{
+    static const char spaces[] = "                                        ";
+    int n = depth * 2;
+    if (n > (int)sizeof spaces - 1)
+        n = (int)sizeof spaces - 1;
+    return spaces + (sizeof spaces - 1 - (size_t)n);
+}
+
+static const char *red_name(mc_op op)
+{
+    return op == MC_OP_MAX ? "max" : op == MC_OP_MIN ? "min" : "sum";
+}
+
+static void red_init(mc_strbuf *sb, mc_op op, mc_dtype d)
+{
+    bool f = d != MC_I32;
+    if (op == MC_OP_MAX)
+        mc_sb_puts(sb, f ? "(-MC_INF)" : "(-2147483647 - 1)");
+    else if (op == MC_OP_MIN)
+        mc_sb_puts(sb, f ? "MC_INF" : "2147483647");
+    else
+        mc_sb_puts(sb, f ? "0.0f" : "0");
+}
+
+/* The body of one chunk: vector loads, V copies of the block's instructions, reductions,
+ * stores. Coordinates i<d> of the chunk's first element are in scope; o<v> is each used view's
+ * element offset there. */
+static bool emit_chunk(rctx *c, int b, int k_iter, int depth)
+{
+    const kir_kernel *k = c->k;
+    const kir_block *blk = &k->blocks[b];
+    mc_strbuf *sb = c->sb;
+    const char *in = indent_of(depth);
+    /* vector loads of this block's contiguous views (once per view) */
+    bool *done = calloc((size_t)k->nviews + 1, 1);
+    if (!done)
+        return false;
+    for (int i = blk->first; i < blk->first + blk->count; i++) {
+        const kir_instr *ins = &k->code[i];
+        if (ins->kind != KI_LOAD || done[ins->view])
+            continue;
+        int v = ins->view, cv = c->canon[v];
+        done[v] = true;
+        if (c->cached[cv] && c->cache_filled[cv])
+            continue;
+        if (view_vectorized(c, v))
+            mc_sb_printf(sb, "%sconst mc_vec<%s, %d> L%d = *(const mc_vec<%s, %d> *)(p%d + o%d);\n",
+                         in, storage_type(view_buffer(c, v)->dtype), c->V, v,
+                         storage_type(view_buffer(c, v)->dtype), c->V, c->view_param[v], v);
+    }
+    free(done);
+    if (c->acc_scratch && c->V > 1)
+        mc_sb_printf(sb, "%sconst mc_vec<float, %d> LA = *(const mc_vec<float, %d> *)(acc_p + e_);\n",
+                     in, c->V, c->V);
+    for (int j = 0; j < c->V; j++) {
+        c->j = j;
+        for (int i = blk->first; i < blk->first + blk->count; i++) {
+            const kir_instr *ins = &k->code[i];
+            mc_sb_printf(sb, "%sconst %s v%d_%d = ", in, mc_c_arith_type(ins->dtype), i, j);
+            if (!emit_value(c, i, k_iter))
+                return false;
+            mc_sb_puts(sb, ";\n");
+        }
+        /* fill register caches: the first loop block that loads a cached view */
+        if (blk->loop) {
+            for (int i = blk->first; i < blk->first + blk->count; i++) {
+                const kir_instr *ins = &k->code[i];
+                if (ins->kind == KI_LOAD && c->cached[c->canon[ins->view]] &&
+                    !c->cache_filled[c->canon[ins->view]]) {
+                    bool first = true; /* one fill per canonical view */
+                    for (int i2 = blk->first; i2 < i; i2++)
+                        if (k->code[i2].kind == KI_LOAD &&
+                            c->canon[k->code[i2].view] == c->canon[ins->view])
+                            first = false;
+                    if (first)
+                        mc_sb_printf(sb, "%src%d[%d] = v%d_%d;\n", in, c->canon[ins->view],
+                                     k_iter * c->V + j, i, j);
+                }
+            }
+        }
+        for (int r = 0; r < k->nreds; r++)
+            if (k->reds[r].block == b)
+                mc_sb_printf(sb, "%sacc%d = mc_red_%s(acc%d, v%d_%d);\n", in, r,
+                             red_name(k->reds[r].op), r, k->reds[r].value, j);
+    }
+    /* stores */
+    for (int s = 0; s < k->nstores; s++) {
+        const kir_store *st = &k->stores[s];
+        if (st->block != b)
+            continue;
+        int v = st->view;
+        mc_dtype bd = view_buffer(c, v)->dtype;
+        if (view_vectorized(c, v)) {
+            mc_sb_printf(sb, "%s{\n%s  mc_vec<%s, %d> S_;\n", in, in, storage_type(bd), c->V);
+            for (int j = 0; j < c->V; j++)
+                mc_sb_printf(sb, "%s  S_.x[%d] = %s(v%d_%d);\n", in, j, cvt_fn(bd), st->value, j);
+            mc_sb_printf(sb, "%s  *(mc_vec<%s, %d> *)(p%d + o%d) = S_;\n%s}\n", in,
+                         storage_type(bd), c->V, c->view_param[v], v, in);
+        } else {
+            int64_t stride = k->views[v].stride[k->rank - 1];
+            for (int j = 0; j < c->V; j++) {
+                if (j > 0 && stride == 0)
+                    break; /* a broadcast store writes one element */
+                mc_sb_printf(sb, "%sp%d[o%d + (%s)%lld] = %s(v%d_%d);\n", in, c->view_param[v], v,
+                             c->I, (long long)(stride * j), cvt_fn(bd), st->value, j);
+            }
+        }
+    }
+    c->j = -1;
+    return true;
+}
+
+/* Which views does block b (or, with b < 0, the whole kernel) use? */
+static void mark_used(const kir_kernel *k, int b, bool *used)
+{
+    for (int i = 0; i < k->ncode; i++) {
+        bool in = b < 0;
+        for (int bb = 0; bb < k->nblocks && !in; bb++)
+            if (bb == b && i >= k->blocks[bb].first && i < k->blocks[bb].first + k->blocks[bb].count)
+                in = true;
+        if (in && k->code[i].kind == KI_LOAD)
+            used[k->code[i].view] = true;
+    }
+    for (int s = 0; s < k->nstores; s++)
+        if (b < 0 || k->stores[s].block == b)
+            used[k->stores[s].view] = true;
+}
+
+/* Offsets o<v> of every view block b uses, at the chunk's coordinates. */
+static void emit_view_offsets(rctx *c, int b, int d0, int depth, bool row_base)
+{
+    const kir_kernel *k = c->k;
+    bool *used = calloc((size_t)k->nviews + 1, 1);
+    if (!used) {
+        c->sb->oom = true;
+        return;
+    }
+    mark_used(k, b, used);
+    for (int v = 0; v < k->nviews; v++) {
+        if (!used[v])
+            continue;
+        int cv = c->canon[v];
+        /* a view served from registers needs no address unless something stores through it */
+        bool stored = false;
+        for (int s = 0; s < k->nstores; s++)
+            if (k->stores[s].block == b && k->stores[s].view == v)
+                stored = true;
+        if (c->cached[cv] && c->cache_filled[cv] && !stored)
+            continue;
+        char base[32];
+        snprintf(base, sizeof base, "rb%d", v);
+        mc_sb_printf(c->sb, "%sconst %s o%d = ", indent_of(depth), c->I, v);
+        view_offset(c, v, d0, k->rank, row_base ? base : NULL);
+        mc_sb_puts(c->sb, ";\n");
+        (void)cv;
+    }
+    free(used);
+}
+
+static void emit_signature(rctx *c, mc_cuda_code *out, int block_threads)
+{
+    const kir_kernel *k = c->k;
+    const kir_program *kp = c->kp;
+    mc_strbuf *sb = c->sb;
+    /* restrict only when no two parameters can overlap (temps share the arena) */
+    bool restrict_ok = true;
+    for (int a = 0; a < out->nparams; a++)
+        for (int b = a + 1; b < out->nparams; b++) {
+            int ba = out->param[a], bb = out->param[b];
+            if (ba < 0 || bb < 0)
+                continue;
+            const kir_buffer *x = &kp->buffers[ba], *y = &kp->buffers[bb];
+            if (x->kind != KBUF_TEMP || y->kind != KBUF_TEMP)
+                continue;
+            int64_t xe = x->offset + x->numel * (int64_t)mc_dtype_size(x->dtype);
+            int64_t ye = y->offset + y->numel * (int64_t)mc_dtype_size(y->dtype);
+            if (x->offset < ye && y->offset < xe)
+                restrict_ok = false;
+        }
+    mc_sb_printf(sb, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", block_threads,
+                 out->entry);
+    for (int p = 0; p < out->nparams; p++) {
+        int b = out->param[p];
+        if (p)
+            mc_sb_puts(sb, ", ");
+        if (b == MC_CUDA_PARAM_SCRATCH) {
+            mc_sb_printf(sb, "const float *%sacc_p", restrict_ok ? "__restrict__ " : "");
+            continue;
+        }
+        bool written = false;
+        for (int s = 0; s < k->nstores; s++)
+            if (k->views[k->stores[s].view].buffer == b)
+                written = true;
+        mc_sb_printf(sb, "%s%s *%sp%d", written ? "" : "const ",
+                     storage_type(kp->buffers[b].dtype), restrict_ok ? "__restrict__ " : "", p);
+    }
+    mc_sb_puts(sb, ")\n{\n");
+}
+
+/* The scalars of row block b at row scope: `const T v<i> = ...;`, stores by lane 0. */
+static bool emit_row_block(rctx *c, int b, int depth, const char *lane0)
+{
+    const kir_kernel *k = c->k;
+    const kir_block *blk = &k->blocks[b];
+    const char *in = indent_of(depth);
+    c->j = -1;
+    for (int i = blk->first; i < blk->first + blk->count; i++) {
+        mc_sb_printf(c->sb, "%sconst %s v%d = ", in, mc_c_arith_type(k->code[i].dtype), i);
+        if (!emit_value(c, i, -1))
+            return false;
+        mc_sb_puts(c->sb, ";\n");
+    }
+    for (int s = 0; s < k->nstores; s++) {
+        const kir_store *st = &k->stores[s];
+        if (st->block != b)
+            continue;
+        mc_sb_printf(c->sb, "%sif (%s) p%d[rb%d] = %s(v%d);\n", in, lane0,
+                     c->view_param[st->view], st->view,
+                     cvt_fn(view_buffer(c, st->view)->dtype), st->value);
+    }
+    return true;
+}
+
+static bool render_pointwise(rctx *c, mc_cuda_code *out)
+{
+    const kir_kernel *k = c->k;
+    int64_t total = shape_prod(k, 0, k->rank);
+    int64_t chunks = total / c->V;
+    int threads = 256;
+    int64_t blocks = (chunks + threads - 1) / threads;
+    int64_t cap = (int64_t)c->t->num_sms * 8;
+    out->grid[0] = blocks < cap ? (blocks > 0 ? blocks : 1) : cap;
+    out->grid[1] = out->grid[2] = 1;
+    out->block = threads;
+    out->scheme = "pointwise";
+    emit_signature(c, out, threads);
+    mc_strbuf *sb = c->sb;
+    mc_sb_printf(sb, "  for (%s ch_ = (%s)blockIdx.x * blockDim.x + threadIdx.x; ch_ < (%s)%lld;"
+                     " ch_ += (%s)gridDim.x * blockDim.x) {\n",
+                 c->I, c->I, c->I, (long long)chunks, c->I);
+    mc_sb_printf(sb, "    const %s e_ = ch_ * %d;\n", c->I, c->V);
+    emit_coords(c, "e_", 0, k->rank, "    ");
+    emit_view_offsets(c, 0, 0, 2, false);
+    if (k->nblocks != 1)
+        return false;
+    if (!emit_chunk(c, 0, 0, 2))
+        return false;
+    mc_sb_puts(sb, "  }\n}\n");
+    return true;
+}
+
+static bool render_reduction(rctx *c, mc_cuda_code *out)
+{
+    const kir_kernel *k = c->k;
+    mc_strbuf *sb = c->sb;
+    int64_t nrows = shape_prod(k, 0, k->nrow);
+    int64_t red = shape_prod(k, k->nrow, k->rank);
+    int64_t C = red / c->V; /* chunks per row */
+    bool warp = C <= 32 * 8;
+    int T;
+    if (warp) {
+        T = 32;
+    } else {
+        int64_t want = (C + 3) / 4;
+        T = 64;
+        while (T < want && T < 1024)
+            T *= 2;
+    }
+    int64_t K = (C + T - 1) / T;
+    int rpb = warp ? 8 : 1; /* rows per block */
+    int threads = warp ? 256 : T;
+    /* register caches: views loaded in two or more loop blocks */
+    if (K * c->V <= MAX_CACHE_ELEMS) {
+        for (int v = 0; v < k->nviews; v++) {
+            int cv = c->canon[v], nblk = 0;
+            for (int b = 0; b < k->nblocks; b++) {
+                if (!k->blocks[b].loop)
+                    continue;
+                bool uses = false;
+                for (int i = k->blocks[b].first; i < k->blocks[b].first + k->blocks[b].count; i++)
+                    if (k->code[i].kind == KI_LOAD && c->canon[k->code[i].view] == cv)
+                        uses = true;
+                nblk += uses;
+            }
+            if (nblk >= 2)
+                c->cached[cv] = true;
+        }
+    }
+    int64_t blocks = (nrows + rpb - 1) / rpb;
+    int64_t cap = (int64_t)c->t->num_sms * (warp ? 16 : 2048 / T);
+    out->grid[0] = blocks < cap ? (blocks > 0 ? blocks : 1) : cap;
+    out->grid[1] = out->grid[2] = 1;
+    out->block = threads;
+    out->scheme = warp ? "row-per-warp" : "row-per-block";
+    emit_signature(c, out, threads);
+    if (warp) {
+        mc_sb_puts(sb, "  const int lane = threadIdx.x & 31;\n");
+        mc_sb_printf(sb, "  for (%s row = (%s)blockIdx.x * %d + (threadIdx.x >> 5); row < (%s)%lld;"
+                         " row += (%s)gridDim.x * %d) {\n",
+                     c->I, c->I, rpb, c->I, (long long)nrows, c->I, rpb);
+    } else {
+        mc_sb_puts(sb, "  const int lane = threadIdx.x;\n");
+        mc_sb_printf(sb, "  for (%s row = blockIdx.x; row < (%s)%lld; row += gridDim.x) {\n", c->I,
+                     c->I, (long long)nrows);
+    }
+    emit_coords(c, "row", 0, k->nrow, "    ");
+    /* row bases of every view */
+    bool *used = calloc((size_t)k->nviews + 1, 1);
+    if (!used)
+        return false;
+    mark_used(k, -1, used);
+    for (int v = 0; v < k->nviews; v++) {
+        if (!used[v])
+            continue;
+        mc_sb_printf(sb, "    const %s rb%d = ", c->I, v);
+        view_offset(c, v, 0, k->nrow, NULL);
+        mc_sb_puts(sb, ";\n");
+    }
+    free(used);
+    for (int v = 0; v < k->nviews; v++)
+        if (c->cached[v])
+            mc_sb_printf(sb, "    float rc%d[%lld];\n", v, (long long)(K * c->V));
+    for (int b = 0; b < k->nblocks; b++) {
+        const kir_block *blk = &k->blocks[b];
+        if (!blk->loop) {
+            if (!emit_row_block(c, b, 2, "lane == 0"))
+                return false;
+            continue;
+        }
+        for (int r = 0; r < k->nreds; r++) {
+            if (k->reds[r].block != b)
+                continue;
+            const char *at = mc_c_arith_type(k->reds[r].dtype);
+            mc_sb_printf(sb, "    %s acc%d = ", at, r);
+            red_init(sb, k->reds[r].op, k->reds[r].dtype);
+            mc_sb_puts(sb, ";\n");
+        }
+        /* the chunk loop is written out unrolled, so register caches are indexed with
+         * constants and stay in registers */
+        for (int64_t kk = 0; kk < K; kk++) {
+            mc_sb_printf(sb, "    { /* chunk %lld */\n", (long long)kk);
+            mc_sb_printf(sb, "      const %s c_ = (%s)lane + %lld;\n", c->I, c->I,
+                         (long long)(kk * T));
+            bool guard = (kk + 1) * T > C;
+            if (guard)
+                mc_sb_printf(sb, "      if (c_ < (%s)%lld) {\n", c->I, (long long)C);
+            int dep = guard ? 4 : 3;
+            mc_sb_printf(sb, "%sconst %s e_ = c_ * %d;\n", indent_of(dep), c->I, c->V);
+            emit_coords(c, "e_", k->nrow, k->rank, indent_of(dep));
+            emit_view_offsets(c, b, k->nrow, dep, true);
+            if (!emit_chunk(c, b, (int)kk, dep))
+                return false;
+            if (guard)
+                mc_sb_puts(sb, "      }\n");
+            mc_sb_puts(sb, "    }\n");
+        }
+        /* later loop blocks read cached views from registers */
+        for (int i = blk->first; i < blk->first + blk->count; i++)
+            if (k->code[i].kind == KI_LOAD && c->cached[c->canon[k->code[i].view]])
+                c->cache_filled[c->canon[k->code[i].view]] = true;
+        /* combine the threads' partial results: every thread gets the row's value */
+        for (int r = 0; r < k->nreds; r++) {
+            if (k->reds[r].block != b)
+                continue;
+            const char *at = mc_c_arith_type(k->reds[r].dtype);
+            const char *nm = red_name(k->reds[r].op);
+            if (warp) {
+                mc_sb_printf(sb, "    const %s rv%d = mc_warp_%s(acc%d);\n", at, r, nm, r);
+            } else {
+                mc_sb_printf(sb, "    %s rv%d;\n    {\n", at, r);
+                mc_sb_printf(sb, "      __shared__ %s sh%d[32];\n", at, r);
+                mc_sb_printf(sb, "      %s w_ = mc_warp_%s(acc%d);\n", at, nm, r);
+                mc_sb_printf(sb, "      if ((lane & 31) == 0) sh%d[lane >> 5] = w_;\n", r);
+                mc_sb_puts(sb, "      __syncthreads();\n");
+                mc_sb_printf(sb, "      w_ = sh%d[0];\n", r);
+                mc_sb_printf(sb, "      for (int q = 1; q < %d; q++) w_ = mc_red_%s(w_, sh%d[q]);\n",
+                             T / 32, nm, r);
+                mc_sb_puts(sb, "      __syncthreads();\n");
+                mc_sb_printf(sb, "      rv%d = w_;\n    }\n", r);
+            }
+        }
+    }
+    mc_sb_puts(sb, "  }\n}\n");
+    return true;
+}
+
+static bool render_gemm_tiled(rctx *c, mc_cuda_code *out)
+{
+    const kir_kernel *k = c->k;
+    mc_strbuf *sb = c->sb;
+    const int TS = 16;
+    int nb = k->rank - 2;
+    int64_t batch = shape_prod(k, 0, nb);
+    const kir_gemm *g = &k->gemm;
+    const kir_view *A = &k->views[g->a], *B = &k->views[g->b];
+    out->grid[0] = (g->n + TS - 1) / TS;
+    out->grid[1] = (g->m + TS - 1) / TS;
+    out->grid[2] = batch < 65535 ? (batch > 0 ? batch : 1) : 65535;
+    out->block = TS * TS;
+    out->scheme = "gemm-tiled";
+    emit_signature(c, out, TS * TS);
+    mc_sb_printf(sb, "  __shared__ float As[%d][%d], Bs[%d][%d];\n", TS, TS + 1, TS, TS + 1);
+    mc_sb_puts(sb, "  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n");
+    mc_sb_printf(sb, "  const %s i%d = (%s)blockIdx.y * 16 + ty, i%d = (%s)blockIdx.x * 16 + tx;\n",
+                 c->I, nb, c->I, nb + 1, c->I);
+    mc_sb_printf(sb, "  const %s am_ = (%s)blockIdx.y * 16 + tx; /* A row loaded by this thread */\n",
+                 c->I, c->I);
+    mc_sb_printf(sb, "  for (%s z_ = blockIdx.z; z_ < (%s)%lld; z_ += gridDim.z) {\n", c->I, c->I,
+                 (long long)batch);
+    emit_coords(c, "z_", 0, nb, "    ");
+    /* operand bases at this batch index */
+    for (int which = 0; which < 2; which++) {
+        const kir_view *w = which ? B : A;
+        mc_sb_printf(sb, "    const %s %s_ = (%s)%lld", c->I, which ? "bb" : "ab", c->I,
+                     (long long)w->offset);
+        for (int d = 0; d < nb; d++)
+            if (w->stride[d] && k->shape[d] != 1)
+                mc_sb_printf(sb, " + i%d * (%s)%lld", d, c->I, (long long)w->stride[d]);
+        mc_sb_puts(sb, ";\n");
+    }
+    mc_sb_puts(sb, "    float acc = 0.0f;\n");
+    mc_sb_printf(sb, "    for (%s k0 = 0; k0 < (%s)%lld; k0 += 16) {\n", c->I, c->I, (long long)g->k);
+    /* As[kk][mm] = A(m0 + mm, k0 + kk): thread (tx, ty) loads A(m0 + tx, k0 + ty) */
+    mc_sb_printf(sb, "      As[ty][tx] = (am_ < (%s)%lld && k0 + ty < (%s)%lld) ? "
+                     "mc_ld(p%d[ab_ + am_ * (%s)%lld + (k0 + ty) * (%s)%lld]) : 0.0f;\n",
+                 c->I, (long long)g->m, c->I, (long long)g->k, c->view_param[g->a], c->I,
+                 (long long)A->stride[nb], c->I, (long long)A->stride[nb + 1]);
+    mc_sb_printf(sb, "      Bs[ty][tx] = (i%d < (%s)%lld && k0 + ty < (%s)%lld) ? "
+                     "mc_ld(p%d[bb_ + (k0 + ty) * (%s)%lld + i%d * (%s)%lld]) : 0.0f;\n",
+                 nb + 1, c->I, (long long)g->n, c->I, (long long)g->k, c->view_param[g->b], c->I,
+                 (long long)B->stride[nb], nb + 1, c->I, (long long)B->stride[nb + 1]);
+    mc_sb_puts(sb, "      __syncthreads();\n");
+    mc_sb_puts(sb, "#pragma unroll\n      for (int kk = 0; kk < 16; kk++) acc += As[kk][ty] * Bs[kk][tx];\n");
+    mc_sb_puts(sb, "      __syncthreads();\n    }\n");
+    mc_sb_printf(sb, "    if (i%d < (%s)%lld && i%d < (%s)%lld) {\n", nb, c->I, (long long)g->m,
+                 nb + 1, c->I, (long long)g->n);
+    /* epilogue: the single row block evaluated at (batch.., m, n); V == 1 */
+    emit_view_offsets(c, 0, 0, 3, false);
+    if (!emit_chunk(c, 0, 0, 3))
+        return false;
+    mc_sb_puts(sb, "    }\n  }\n}\n");
+    return true;
+}
+
+static void sanitize_name(const char *in, char *out, size_t size)
+{
+    size_t n = 0;
+    for (; in[n] && n + 1 < size; n++) {
+        char ch = in[n];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '_';
+        out[n] = ok ? ch : '_';
+    }
+    out[n] = '\0';
+    if (n == 0 || (out[0] >= '0' && out[0] <= '9'))
+        snprintf(out, size, "k_%s", in[0] ? "kernel" : "anon");
+}
+
+void mc_cuda_code_free(mc_cuda_code *c)
+{
+    mc_sb_free(&c->src);
+    free(c->param);
+    memset(c, 0, sizeof *c);
+}
+
+mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
+                         bool acc_scratch, mc_cuda_code *out)
+{
+    memset(out, 0, sizeof *out);
+    const kir_kernel *k = &kp->kernels[ki];
+    rctx c = {.kp = kp, .k = k, .t = t, .align = align, .sb = &out->src, .j = -1,
+              .acc_scratch = acc_scratch};
+    int nv = k->nviews + 1;
+    c.view_param = calloc((size_t)nv, sizeof(int));
+    c.canon = calloc((size_t)nv, sizeof(int));
+    c.cached = calloc((size_t)nv, 1);
+    c.cache_filled = calloc((size_t)nv, 1);
+    c.instr_block = calloc((size_t)k->ncode + 1, sizeof(int));
+    out->param = calloc((size_t)nv + 1, sizeof(int));
+    bool *used = calloc((size_t)nv, 1);
+    mc_status st = MC_OK;
+    if (!c.view_param || !c.canon || !c.cached || !c.cache_filled || !c.instr_block ||
+        !out->param || !used) {
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory rendering CUDA kernel %s", k->name);
+        goto done;
+    }
+    for (int b = 0; b < k->nblocks; b++)
+        for (int i = k->blocks[b].first; i < k->blocks[b].first + k->blocks[b].count; i++)
+            if (i >= 0 && i < k->ncode)
+                c.instr_block[i] = b;
+    /* canonical views: identical addressing is one view (loaded once, cached once) */
+    for (int v = 0; v < k->nviews; v++) {
+        c.canon[v] = v;
+        for (int u = 0; u < v; u++) {
+            const kir_view *a = &k->views[u], *b = &k->views[v];
+            bool same = a->buffer == b->buffer && a->offset == b->offset;
+            for (int d = 0; d < k->rank && same; d++)
+                if (a->stride[d] != b->stride[d])
+                    same = false;
+            if (same) {
+                c.canon[v] = u;
+                break;
+            }
+        }
+    }
+    /* parameters: each buffer once, in order of first use; then the scratch accumulator */
+    bool is_gemm_whole = k->category == KIR_GEMM && !acc_scratch;
+    mark_used(k, -1, used);
+    if (is_gemm_whole)
+        used[k->gemm.a] = used[k->gemm.b] = true;
+    for (int v = 0; v < k->nviews; v++) {
+        if (!used[v])
+            continue;
+        int p = 0;
+        while (p < out->nparams && out->param[p] != k->views[v].buffer)
+            p++;
+        if (p == out->nparams)
+            out->param[out->nparams++] = k->views[v].buffer;
+        c.view_param[v] = p;
+    }
+    if (acc_scratch) {
+        c.acc_param = out->nparams;
+        out->param[out->nparams++] = MC_CUDA_PARAM_SCRATCH;
+    }
+    /* 32-bit indices unless an offset can pass 2^31 */
+    int64_t maxoff = shape_prod(k, 0, k->rank);
+    for (int v = 0; v < k->nviews; v++) {
+        int64_t n = kp->buffers[k->views[v].buffer].numel;
+        if (n > maxoff)
+            maxoff = n;
+    }
+    c.I = maxoff + 64 >= ((int64_t)1 << 31) ? "long long" : "int";
+    if (k->category == KIR_GEMM && !acc_scratch) {
+        c.V = 1;
+    } else {
+        bool *vused = calloc((size_t)nv, 1);
+        if (!vused) {
+            st = mc_fail(MC_ERR_SYSTEM, "out of memory rendering CUDA kernel %s", k->name);
+            goto done;
+        }
+        /* for reductions only the loop blocks' accesses move along the innermost dim */
+        if (k->category == KIR_REDUCTION) {
+            for (int b = 0; b < k->nblocks; b++)
+                if (k->blocks[b].loop)
+                    mark_used(k, b, vused);
+        } else {
+            mark_used(k, -1, vused);
+        }
+        c.V = k->category == KIR_REDUCTION && k->nrow == k->rank
+                  ? 1
+                  : choose_vec(kp, k, align, vused, acc_scratch);
+        free(vused);
+    }
+    out->vec = c.V;
+    sanitize_name(k->name, out->entry, sizeof out->entry);
+    mc_strbuf *sb = &out->src;
+    mc_sb_puts(sb, mc_cuda_prelude);
+    out->body = sb->len;
+    mc_sb_printf(sb, "/* minic kernel %s (%s", out->entry,
+                 k->category == KIR_GEMM ? "gemm" : k->category == KIR_REDUCTION ? "reduction" :
+                 k->category == KIR_COPY ? "copy" : "pointwise");
+    if (acc_scratch)
+        mc_sb_puts(sb, " epilogue after cuBLASLt");
+    mc_sb_puts(sb, "): shape [");
+    for (int d = 0; d < k->rank; d++)
+        mc_sb_printf(sb, "%s%lld", d ? ", " : "", (long long)k->shape[d]);
+    mc_sb_printf(sb, "], %d row dims, vector width %d */\n", k->nrow, c.V);
+    bool ok;
+    if (k->category == KIR_GEMM && !acc_scratch)
+        ok = render_gemm_tiled(&c, out);
+    else if (k->category == KIR_REDUCTION)
+        ok = render_reduction(&c, out);
+    else
+        ok = render_pointwise(&c, out);
+    if (sb->oom)
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory rendering CUDA kernel %s", k->name);
+    else if (!ok)
+        st = mc_fail(MC_ERR_SYSTEM, "internal error: kernel %s has IR the CUDA renderer cannot "
+                                    "express", k->name);
+done:
+    free(c.view_param);
+    free(c.canon);
+    free(c.cached);
+    free(c.cache_filled);
+    free(c.instr_block);
+    free(used);
+    if (st != MC_OK)
+        mc_cuda_code_free(out);
+    return st;
+}

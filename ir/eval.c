@@ -1,0 +1,626 @@
+/* The float64 evaluation of a graph: the numerical oracle every backend, pass and fusion is
+ * checked against (SPEC §6).
+ *
+ * It walks the nodes in order (a forward walk is a topological order) and computes each live
+ * node into a fresh array of doubles, straight from the operator's definition: composites
+ * (softmax, layernorm, linear, ...) are computed as the formulas people write on paper, not
+ * through the decomposition the passes use, so the two can be checked against each other.
+ * Nothing here is clever: every element is found by turning its linear index into a
+ * multi-index and that into an offset through per-operand strides (stride 0 broadcasts). The
+ * cost is O(rank) per element access, which is fine for an oracle.
+ *
+ * Rounding: with `exact` every float value stays a double (the float64 reference); without it
+ * each node's result is rounded to its dtype as it is stored (the reference backend's rule).
+ * i32 and bool always keep their own semantics, exact or not:
+ *   - i32 add, sub, mul, neg, abs and sum wrap around (two's complement), as the generated
+ *     code of the CPU and CUDA backends does; the arithmetic is done in 64-bit integers and
+ *     reduced modulo 2^32, so the oracle itself has no undefined behaviour;
+ *   - i32 div truncates toward zero; x / 0 is defined here as 0 (as NumPy returns), and
+ *     INT32_MIN / -1 wraps to INT32_MIN;
+ *   - cast to i32 truncates toward zero and saturates, NaN -> 0; cast to bool is x != 0 (NaN
+ *     is true); bool -> number is 0/1.
+ *
+ * Memory: only nodes that reach an output are computed, and every intermediate is freed right
+ * after its last consumer, so a graph needs about as much memory as its widest cut. Every size
+ * is checked; an allocation failure returns MC_ERR_SYSTEM.
+ */
+#include "ir.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- shapes and strides ------------------------------------------------------------------- */
+
+/* Element count of a shape; false when it overflows or does not fit in memory as doubles. */
+static bool checked_numel(const int64_t *shape, int rank, int64_t *out)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        if (shape[i] < 0 || mc_mul_overflows(n, shape[i], &n))
+            return false;
+    int64_t bytes;
+    if (mc_mul_overflows(n, (int64_t)sizeof(double), &bytes) || (uint64_t)bytes > SIZE_MAX)
+        return false;
+    *out = n;
+    return true;
+}
+
+static int64_t numel_of(const mc_node *n)
+{
+    int64_t e = 1;
+    for (int i = 0; i < n->rank; i++)
+        e *= n->shape[i]; /* checked for every live node before anything is computed */
+    return e;
+}
+
+static void contiguous_strides(const int64_t *shape, int rank, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= shape[i];
+    }
+}
+
+/* Strides that read an array of shape in_shape (rank in_rank, own strides in_strides) at the
+ * multi-index of a broadcast result of rank out_rank: NumPy's rule, dimensions aligned on the
+ * right, missing and size-1 dimensions read with stride 0. */
+static void broadcast_strides(const int64_t *in_shape, const int64_t *in_strides, int in_rank,
+                              int out_rank, int64_t *out)
+{
+    for (int k = 0; k < out_rank; k++) {
+        int j = k - (out_rank - in_rank);
+        out[k] = (j < 0 || in_shape[j] == 1) ? 0 : in_strides[j];
+    }
+}
+
+/* Strides of node n read as a broadcast operand of a result of rank out_rank. */
+static void operand_strides(const mc_node *n, int out_rank, int64_t *out)
+{
+    int64_t own[MC_MAX_RANK];
+    contiguous_strides(n->shape, n->rank, own);
+    broadcast_strides(n->shape, own, n->rank, out_rank, out);
+}
+
+static void unravel(int64_t i, const int64_t *shape, int rank, int64_t *idx)
+{
+    for (int k = rank - 1; k >= 0; k--) {
+        idx[k] = i % shape[k];
+        i /= shape[k];
+    }
+}
+
+static int64_t dot_index(const int64_t *idx, const int64_t *strides, int rank)
+{
+    int64_t off = 0;
+    for (int k = 0; k < rank; k++)
+        off += idx[k] * strides[k];
+    return off;
+}
+
+/* ---- scalar semantics --------------------------------------------------------------------- */
+
+/* Reduce an integer modulo 2^32 into the i32 range (two's complement wrap-around). */
+static double wrap_i32(int64_t v)
+{
+    uint32_t u = (uint32_t)(uint64_t)v;
+    return u <= (uint32_t)INT32_MAX ? (double)u : (double)u - 4294967296.0;
+}
+
+static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+static double unary_float(mc_op op, double x)
+{
+    switch (op) {
+    case MC_OP_NEG: return -x;
+    case MC_OP_ABS: return fabs(x);
+    case MC_OP_EXP: return exp(x);
+    case MC_OP_LOG: return log(x);
+    case MC_OP_SQRT: return sqrt(x);
+    case MC_OP_RSQRT: return 1.0 / sqrt(x);
+    case MC_OP_RECIP: return 1.0 / x;
+    case MC_OP_TANH: return tanh(x);
+    case MC_OP_SIGMOID: return sigmoid(x);
+    case MC_OP_RELU: return isnan(x) ? x : (x > 0 ? x : 0.0);
+    case MC_OP_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    case MC_OP_GELU_TANH: {
+        const double k = 0.79788456080286535588; /* sqrt(2 / pi) */
+        return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
+    }
+    case MC_OP_SILU: return x * sigmoid(x);
+    case MC_OP_SIN: return sin(x);
+    case MC_OP_COS: return cos(x);
+    case MC_OP_ERF: return erf(x);
+    default: MC_ASSERT(!"not a unary operator");
+    }
+}
+
+static double unary_i32(mc_op op, double x)
+{
+    int64_t v = (int64_t)x;
+    switch (op) {
+    case MC_OP_NEG: return wrap_i32(-v);
+    case MC_OP_ABS: return wrap_i32(v < 0 ? -v : v);
+    default: MC_ASSERT(!"unary operator not defined on i32");
+    }
+}
+
+static double binary_float(mc_op op, double a, double b)
+{
+    switch (op) {
+    case MC_OP_ADD: return a + b;
+    case MC_OP_SUB: return a - b;
+    case MC_OP_MUL: return a * b;
+    case MC_OP_DIV: return a / b;
+    case MC_OP_POW: return pow(a, b);
+    case MC_OP_MAXIMUM: return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
+    case MC_OP_MINIMUM: return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
+    default: MC_ASSERT(!"not a binary operator");
+    }
+}
+
+static double binary_i32(mc_op op, double da, double db)
+{
+    int64_t a = (int64_t)da, b = (int64_t)db; /* i32 values: exact in both */
+    switch (op) {
+    case MC_OP_ADD: return wrap_i32(a + b);
+    case MC_OP_SUB: return wrap_i32(a - b);
+    case MC_OP_MUL: return wrap_i32(a * b); /* |a*b| <= 2^62: no overflow in int64 */
+    case MC_OP_DIV: return b == 0 ? 0.0 : wrap_i32(a / b); /* C truncates toward zero */
+    case MC_OP_MAXIMUM: return a > b ? da : db;
+    case MC_OP_MINIMUM: return a < b ? da : db;
+    default: MC_ASSERT(!"binary operator not defined on i32");
+    }
+}
+
+static double compare(mc_op op, double a, double b)
+{
+    switch (op) {
+    case MC_OP_EQ: return a == b;
+    case MC_OP_NE: return a != b;
+    case MC_OP_LT: return a < b;
+    case MC_OP_LE: return a <= b;
+    case MC_OP_GT: return a > b;
+    case MC_OP_GE: return a >= b;
+    default: MC_ASSERT(!"not a compare operator");
+    }
+}
+
+/* ---- operators ---------------------------------------------------------------------------- */
+
+/* What one node's computation sees: the node, its operands' nodes and values, its result. */
+typedef struct {
+    const mc_graph *g;
+    const mc_node *n;
+    const mc_node *in[3];      /* the operands' nodes (concat, with any number, reads g) */
+    const double *const *vals; /* every node's values, by index */
+    double *out;
+    int64_t numel;
+} op_ctx;
+
+static const double *operand(const op_ctx *c, int i) { return c->vals[c->n->in[i]]; }
+
+/* Binary, compare and where: every operand broadcast to the result's shape. */
+static void eval_broadcast(const op_ctx *c)
+{
+    const mc_node *n = c->n;
+    int64_t strides[3][MC_MAX_RANK], idx[MC_MAX_RANK];
+    for (int i = 0; i < n->nin; i++)
+        operand_strides(c->in[i], n->rank, strides[i]);
+    mc_dtype operand_dtype = c->in[n->nin - 1]->dtype; /* where: a and b; others: both */
+    for (int64_t e = 0; e < c->numel; e++) {
+        unravel(e, n->shape, n->rank, idx);
+        double v[3];
+        for (int i = 0; i < n->nin; i++)
+            v[i] = operand(c, i)[dot_index(idx, strides[i], n->rank)];
+        double r;
+        if (n->op == MC_OP_WHERE)
+            r = v[0] != 0 ? v[1] : v[2];
+        else if (mc_op_table[n->op].kind == MC_KIND_COMPARE)
+            r = compare(n->op, v[0], v[1]);
+        else if (operand_dtype == MC_I32)
+            r = binary_i32(n->op, v[0], v[1]);
+        else
+            r = binary_float(n->op, v[0], v[1]);
+        c->out[e] = r;
+    }
+}
+
+static void eval_unary(const op_ctx *c)
+{
+    const double *x = operand(c, 0);
+    for (int64_t e = 0; e < c->numel; e++)
+        c->out[e] = c->n->dtype == MC_I32 ? unary_i32(c->n->op, x[e]) : unary_float(c->n->op, x[e]);
+}
+
+static void eval_cast(const op_ctx *c)
+{
+    const double *x = operand(c, 0);
+    for (int64_t e = 0; e < c->numel; e++) /* i32/bool targets are rounded when stored */
+        c->out[e] = x[e];
+}
+
+/* sum, mean, max, min over a set of axes (attr.has_list false: all of them). */
+static mc_status eval_reduce(const op_ctx *c)
+{
+    const mc_node *n = c->n, *x = c->in[0];
+    bool reduced[MC_MAX_RANK] = {false};
+    for (int k = 0; k < x->rank; k++)
+        reduced[k] = !n->attr.has_list;
+    for (int i = 0; n->attr.has_list && i < n->attr.nlist; i++)
+        reduced[n->attr.list[i]] = true;
+    /* Strides into the result for every axis of x: 0 along reduced axes. The result's layout
+     * is the same with or without keepdim (size-1 axes do not move anything). */
+    int64_t kept_shape[MC_MAX_RANK], kept_strides[MC_MAX_RANK], out_strides[MC_MAX_RANK];
+    for (int k = 0; k < x->rank; k++)
+        kept_shape[k] = reduced[k] ? 1 : x->shape[k];
+    contiguous_strides(kept_shape, x->rank, kept_strides);
+    for (int k = 0; k < x->rank; k++)
+        out_strides[k] = reduced[k] ? 0 : kept_strides[k];
+
+    bool is_i32 = x->dtype == MC_I32;
+    uint32_t *isum = NULL; /* i32 sums wrap: accumulate modulo 2^32 */
+    double init = n->op == MC_OP_MAX ? -INFINITY : n->op == MC_OP_MIN ? INFINITY : 0.0;
+    for (int64_t e = 0; e < c->numel; e++)
+        c->out[e] = init;
+    if (is_i32 && n->op == MC_OP_SUM) {
+        isum = calloc((size_t)c->numel, sizeof *isum);
+        if (!isum)
+            return mc_fail(MC_ERR_SYSTEM, "out of memory evaluating the graph");
+    }
+    const double *xv = operand(c, 0);
+    int64_t xn = numel_of(x), idx[MC_MAX_RANK];
+    for (int64_t e = 0; e < xn; e++) {
+        unravel(e, x->shape, x->rank, idx);
+        int64_t o = dot_index(idx, out_strides, x->rank);
+        double v = xv[e], *acc = &c->out[o];
+        switch (n->op) {
+        case MC_OP_SUM:
+        case MC_OP_MEAN:
+            if (isum)
+                isum[o] += (uint32_t)(int64_t)v;
+            else
+                *acc += v;
+            break;
+        case MC_OP_MAX:
+            if (isnan(v) || isnan(*acc))
+                *acc = NAN;
+            else if (v > *acc)
+                *acc = v;
+            break;
+        case MC_OP_MIN:
+            if (isnan(v) || isnan(*acc))
+                *acc = NAN;
+            else if (v < *acc)
+                *acc = v;
+            break;
+        default: MC_ASSERT(!"not a reduction");
+        }
+    }
+    if (isum)
+        for (int64_t o = 0; o < c->numel; o++)
+            c->out[o] = wrap_i32((int64_t)isum[o]);
+    free(isum);
+    if (n->op == MC_OP_MEAN) {
+        double count = (double)(xn / c->numel);
+        for (int64_t o = 0; o < c->numel; o++)
+            c->out[o] /= count;
+    }
+    return MC_OK;
+}
+
+/* softmax and log_softmax along attr.axis: rows of `len` elements `inner` apart. */
+static void eval_softmax(const op_ctx *c)
+{
+    const mc_node *n = c->n;
+    int64_t axis = n->attr.axis, len = n->shape[axis], inner = 1, outer = 1;
+    for (int k = 0; k < axis; k++)
+        outer *= n->shape[k];
+    for (int k = (int)axis + 1; k < n->rank; k++)
+        inner *= n->shape[k];
+    const double *x = operand(c, 0);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            int64_t base = o * len * inner + i;
+            double m = -INFINITY;
+            for (int64_t j = 0; j < len; j++) {
+                double v = x[base + j * inner];
+                m = isnan(v) || isnan(m) ? NAN : (v > m ? v : m);
+            }
+            double s = 0;
+            for (int64_t j = 0; j < len; j++)
+                s += exp(x[base + j * inner] - m);
+            for (int64_t j = 0; j < len; j++) {
+                double d = x[base + j * inner] - m;
+                c->out[base + j * inner] = n->op == MC_OP_SOFTMAX ? exp(d) / s : d - log(s);
+            }
+        }
+}
+
+/* layernorm (biased variance, eps inside the square root) and rmsnorm over the last axis. */
+static void eval_norm(const op_ctx *c)
+{
+    const mc_node *n = c->n;
+    int64_t len = n->shape[n->rank - 1], rows = c->numel / len;
+    double eps = n->attr.value;
+    const double *x = operand(c, 0), *w = operand(c, 1);
+    const double *b = n->op == MC_OP_LAYERNORM ? operand(c, 2) : NULL;
+    for (int64_t r = 0; r < rows; r++) {
+        const double *row = x + r * len;
+        double *out = c->out + r * len;
+        if (n->op == MC_OP_LAYERNORM) {
+            double mean = 0, var = 0;
+            for (int64_t j = 0; j < len; j++)
+                mean += row[j];
+            mean /= (double)len;
+            for (int64_t j = 0; j < len; j++)
+                var += (row[j] - mean) * (row[j] - mean);
+            var /= (double)len;
+            double inv = 1.0 / sqrt(var + eps);
+            for (int64_t j = 0; j < len; j++)
+                out[j] = (row[j] - mean) * inv * w[j] + b[j];
+        } else {
+            double ms = 0;
+            for (int64_t j = 0; j < len; j++)
+                ms += row[j] * row[j];
+            double inv = 1.0 / sqrt(ms / (double)len + eps);
+            for (int64_t j = 0; j < len; j++)
+                out[j] = row[j] * inv * w[j];
+        }
+    }
+}
+
+/* matmul: [batch.., M, K] @ [batch.., K, N] with the batch dimensions broadcast. */
+static void eval_matmul(const op_ctx *c)
+{
+    const mc_node *n = c->n, *a = c->in[0], *b = c->in[1];
+    int nb = n->rank - 2;
+    int64_t M = n->shape[nb], N = n->shape[nb + 1], K = a->shape[a->rank - 1];
+    int64_t a_own[MC_MAX_RANK], b_own[MC_MAX_RANK], a_bs[MC_MAX_RANK], b_bs[MC_MAX_RANK];
+    contiguous_strides(a->shape, a->rank, a_own);
+    contiguous_strides(b->shape, b->rank, b_own);
+    broadcast_strides(a->shape, a_own, a->rank - 2, nb, a_bs);
+    broadcast_strides(b->shape, b_own, b->rank - 2, nb, b_bs);
+    int64_t batches = c->numel / (M * N), idx[MC_MAX_RANK];
+    const double *av = operand(c, 0), *bv = operand(c, 1);
+    for (int64_t t = 0; t < batches; t++) {
+        unravel(t, n->shape, nb, idx);
+        const double *ab = av + dot_index(idx, a_bs, nb), *bb = bv + dot_index(idx, b_bs, nb);
+        double *ob = c->out + t * M * N;
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                double s = 0;
+                for (int64_t k = 0; k < K; k++)
+                    s += ab[i * K + k] * bb[k * N + j];
+                ob[i * N + j] = s;
+            }
+    }
+}
+
+/* linear: x [.., IN] @ w[OUT, IN]^T + b[OUT]. */
+static void eval_linear(const op_ctx *c)
+{
+    const mc_node *n = c->n, *x = c->in[0];
+    int64_t in = x->shape[x->rank - 1], out = n->shape[n->rank - 1], rows = c->numel / out;
+    const double *xv = operand(c, 0), *w = operand(c, 1);
+    const double *b = n->nin > 2 && n->in[2] >= 0 ? operand(c, 2) : NULL;
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t o = 0; o < out; o++) {
+            double s = 0;
+            for (int64_t k = 0; k < in; k++)
+                s += xv[r * in + k] * w[o * in + k];
+            c->out[r * out + o] = s + (b ? b[o] : 0.0);
+        }
+}
+
+/* transpose, expand, slice: the result read through strides into the operand. */
+static void eval_view(const op_ctx *c)
+{
+    const mc_node *n = c->n, *x = c->in[0];
+    int64_t own[MC_MAX_RANK], strides[MC_MAX_RANK], idx[MC_MAX_RANK], offset = 0;
+    contiguous_strides(x->shape, x->rank, own);
+    switch (n->op) {
+    case MC_OP_TRANSPOSE:
+        for (int k = 0; k < n->rank; k++) {
+            int64_t from = n->attr.has_list ? n->attr.list[k] : n->rank - 1 - k;
+            strides[k] = own[from];
+        }
+        break;
+    case MC_OP_EXPAND: broadcast_strides(x->shape, own, x->rank, n->rank, strides); break;
+    case MC_OP_SLICE:
+        memcpy(strides, own, sizeof(int64_t) * (size_t)x->rank);
+        offset = n->attr.start * own[n->attr.axis];
+        break;
+    default: MC_ASSERT(!"not a view operator");
+    }
+    const double *xv = operand(c, 0);
+    for (int64_t e = 0; e < c->numel; e++) {
+        unravel(e, n->shape, n->rank, idx);
+        c->out[e] = xv[offset + dot_index(idx, strides, n->rank)];
+    }
+}
+
+static void eval_concat(const op_ctx *c)
+{
+    const mc_node *n = c->n;
+    int64_t axis = n->attr.axis, idx[MC_MAX_RANK];
+    for (int64_t e = 0; e < c->numel; e++) {
+        unravel(e, n->shape, n->rank, idx);
+        int64_t pos = idx[axis];
+        for (int i = 0; i < n->nin; i++) { /* find the operand this position falls in */
+            const mc_node *x = &c->g->nodes[n->in[i]];
+            if (pos < x->shape[axis]) {
+                int64_t own[MC_MAX_RANK];
+                contiguous_strides(x->shape, x->rank, own);
+                idx[axis] = pos;
+                c->out[e] = operand(c, i)[dot_index(idx, own, x->rank)];
+                break;
+            }
+            pos -= x->shape[axis];
+        }
+    }
+}
+
+static void eval_create(const op_ctx *c)
+{
+    const mc_node *n = c->n;
+    int64_t idx[MC_MAX_RANK];
+    for (int64_t e = 0; e < c->numel; e++) {
+        if (n->op == MC_OP_IOTA) {
+            unravel(e, n->shape, n->rank, idx);
+            c->out[e] = (double)idx[n->attr.axis];
+        } else {
+            c->out[e] = n->attr.value;
+        }
+    }
+}
+
+static mc_status eval_leaf(const mc_graph *g, int i, const void *const *inputs, const op_ctx *c)
+{
+    const mc_node *n = c->n;
+    if (n->op == MC_OP_CONST) {
+        for (int64_t e = 0; e < c->numel; e++)
+            c->out[e] = n->attr.value;
+        return MC_OK;
+    }
+    if (!inputs || !inputs[i])
+        return mc_fail(MC_ERR_INPUT, "mc_graph_eval: %s '%s' has no value",
+                       n->op == MC_OP_PARAM ? "param" : "input", n->name ? n->name : "?");
+    for (int64_t e = 0; e < c->numel; e++)
+        c->out[e] = mc_load_element(inputs[i], n->dtype, e);
+    return MC_OK;
+}
+
+static mc_status eval_node(const mc_graph *g, int i, const void *const *inputs, const double *const *vals,
+                           double *out, int64_t numel)
+{
+    const mc_node *n = &g->nodes[i];
+    op_ctx c = {.g = g, .n = n, .vals = vals, .out = out, .numel = numel};
+    for (int k = 0; k < n->nin && k < 3; k++)
+        c.in[k] = n->in[k] >= 0 ? &g->nodes[n->in[k]] : NULL;
+    switch (mc_op_table[n->op].kind) {
+    case MC_KIND_LEAF: return eval_leaf(g, i, inputs, &c);
+    case MC_KIND_UNARY: eval_unary(&c); break;
+    case MC_KIND_BINARY:
+    case MC_KIND_COMPARE:
+    case MC_KIND_SELECT: eval_broadcast(&c); break;
+    case MC_KIND_CAST: eval_cast(&c); break;
+    case MC_KIND_REDUCE: return eval_reduce(&c);
+    case MC_KIND_NORM:
+        if (n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX)
+            eval_softmax(&c);
+        else
+            eval_norm(&c);
+        break;
+    case MC_KIND_MATMUL:
+        if (n->op == MC_OP_MATMUL)
+            eval_matmul(&c);
+        else
+            eval_linear(&c);
+        break;
+    case MC_KIND_SHAPE:
+        if (n->op == MC_OP_RESHAPE)
+            memcpy(out, vals[n->in[0]], (size_t)numel * sizeof(double));
+        else if (n->op == MC_OP_CONCAT)
+            eval_concat(&c);
+        else
+            eval_view(&c);
+        break;
+    case MC_KIND_CREATE: eval_create(&c); break;
+    }
+    return MC_OK;
+}
+
+/* ---- the walk ----------------------------------------------------------------------------- */
+
+mc_status mc_graph_eval(const mc_graph *g, const void *const *inputs, bool exact, double **outputs)
+{
+    if (!g || !outputs)
+        return mc_fail(MC_ERR_INPUT, "mc_graph_eval: no graph or no output array");
+    for (int p = 0; p < g->noutputs; p++)
+        outputs[p] = NULL;
+    if (g->failed || g->noutputs == 0)
+        return mc_fail(MC_ERR_INPUT, "mc_graph_eval: the graph has no outputs");
+
+    int nn = g->nnodes;
+    double **vals = calloc((size_t)nn + 1, sizeof *vals);
+    int *last_use = malloc(((size_t)nn + 1) * sizeof *last_use); /* -1: dead */
+    mc_status st = MC_OK;
+    if (!vals || !last_use) {
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory evaluating the graph");
+        goto done;
+    }
+    /* Liveness, backwards from the outputs: last_use[j] is the last node that reads j. */
+    for (int i = 0; i < nn; i++)
+        last_use[i] = -1;
+    for (int p = 0; p < g->noutputs; p++) {
+        MC_ASSERT(g->outputs[p] >= 0 && g->outputs[p] < nn);
+        last_use[g->outputs[p]] = g->outputs[p];
+    }
+    for (int i = nn - 1; i >= 0; i--) {
+        if (last_use[i] < 0)
+            continue;
+        const mc_node *n = &g->nodes[i];
+        for (int k = 0; k < n->nin; k++)
+            if (n->in[k] >= 0 && last_use[n->in[k]] < i)
+                last_use[n->in[k]] = i;
+    }
+    for (int i = 0; i < nn; i++) {
+        if (last_use[i] < 0)
+            continue;
+        const mc_node *n = &g->nodes[i];
+        int64_t numel;
+        if (!checked_numel(n->shape, n->rank, &numel)) {
+            st = mc_fail(MC_ERR_INPUT, "mc_graph_eval: value %d is too large to evaluate", i);
+            goto done;
+        }
+        vals[i] = malloc((size_t)(numel ? numel : 1) * sizeof(double));
+        if (!vals[i]) {
+            st = mc_fail(MC_ERR_SYSTEM, "out of memory evaluating the graph (%lld elements)",
+                         (long long)numel);
+            goto done;
+        }
+        st = eval_node(g, i, inputs, (const double *const *)vals, vals[i], numel);
+        if (st != MC_OK)
+            goto done;
+        bool round_it = !exact || !mc_dtype_is_float(n->dtype);
+        if (round_it && n->op != MC_OP_INPUT && n->op != MC_OP_PARAM)
+            for (int64_t e = 0; e < numel; e++)
+                vals[i][e] = mc_round_to_dtype(vals[i][e], n->dtype);
+        for (int p = 0; p < g->noutputs; p++) {
+            if (g->outputs[p] != i)
+                continue;
+            outputs[p] = malloc((size_t)(numel ? numel : 1) * sizeof(double));
+            if (!outputs[p]) {
+                st = mc_fail(MC_ERR_SYSTEM, "out of memory evaluating the graph");
+                goto done;
+            }
+            memcpy(outputs[p], vals[i], (size_t)numel * sizeof(double));
+        }
+        /* Free what this node was the last reader of (and itself, if nothing reads it). */
+        for (int k = 0; k < n->nin; k++) {
+            int j = n->in[k];
+            if (j >= 0 && last_use[j] == i) {
+                free(vals[j]);
+                vals[j] = NULL;
+            }
+        }
+        if (last_use[i] == i) {
+            free(vals[i]);
+            vals[i] = NULL;
+        }
+    }
+done:
+    if (vals)
+        for (int i = 0; i < nn; i++)
+            free(vals[i]);
+    if (st != MC_OK)
+        for (int p = 0; p < g->noutputs; p++) {
+            free(outputs[p]);
+            outputs[p] = NULL;
+        }
+    free(vals);
+    free(last_use);
+    return st;
+}

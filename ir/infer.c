@@ -1,0 +1,596 @@
+/* Type and shape inference: the rules of SPEC §1–§2 for every operator of ir/ops.def.
+ *
+ * mc_node_infer is the single place that decides whether a node is well typed. mc_graph_add
+ * runs it before appending a node, and the verifier re-runs it on every node after every pass,
+ * so the rules are written once and can't drift between building and checking. It also
+ * normalizes attributes into the one form passes and backends read: axes non-negative and
+ * sorted (a reduction without `axis` gets the full list; has_list stays false so it prints as
+ * written), transpose's default perm spelled out, reshape's -1 resolved, slice bounds clamped.
+ * Normalizing is idempotent, which the verifier relies on.
+ *
+ * Errors are the user's: each message starts with the operator's name and says what was
+ * expected ("add: operand dtypes differ: f32 and f16 (use cast)"); when the node came from a
+ * graph file it carries file:line:col through mc_fail_at.
+ */
+#include "ir.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct infer {
+    const mc_graph *g;
+    mc_node *n;
+    const char *op; /* the operator's name, first word of every message */
+} infer;
+
+static mc_status fail(const infer *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static mc_status fail(const infer *c, const char *fmt, ...)
+{
+    char msg[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (c->n->line > 0)
+        return mc_fail_at(MC_ERR_INPUT, c->g->file, c->g->text, c->n->line, c->n->col, "%s: %s",
+                          c->op, msg);
+    return mc_fail(MC_ERR_INPUT, "%s: %s", c->op, msg);
+}
+
+static const mc_node *operand(const infer *c, int i) { return &c->g->nodes[c->n->in[i]]; }
+
+/* "[4, 8]" into buf. */
+static const char *shape_str(char *buf, size_t size, const int64_t *shape, int rank)
+{
+    size_t used = (size_t)snprintf(buf, size, "[");
+    for (int i = 0; i < rank && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
+                                 (long long)shape[i]);
+    if (used < size)
+        snprintf(buf + used, size - used, "]");
+    return buf;
+}
+
+#define SHAPE(node) shape_str((char[200]){0}, 200, (node)->shape, (node)->rank)
+
+static bool dtype_valid(mc_dtype d) { return (unsigned)d < MC_NUM_DTYPES; }
+
+/* Which dtypes each operator accepts (SPEC §1): floats everything; i32 and bool a few. For
+ * where it is the dtype of the selected values; for cast, iota and full the result's. */
+static bool dtype_supported(mc_op op, mc_dtype d)
+{
+    if (mc_dtype_is_float(d))
+        return true;
+    switch (op) {
+    case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_CAST: case MC_OP_FULL:
+    case MC_OP_EQ: case MC_OP_NE:
+    case MC_OP_TRANSPOSE: case MC_OP_RESHAPE: case MC_OP_EXPAND: case MC_OP_SLICE:
+    case MC_OP_CONCAT:
+        return true;
+    case MC_OP_NEG: case MC_OP_ABS: case MC_OP_ADD: case MC_OP_SUB: case MC_OP_MUL:
+    case MC_OP_DIV: case MC_OP_MAXIMUM: case MC_OP_MINIMUM: case MC_OP_LT: case MC_OP_LE:
+    case MC_OP_GT: case MC_OP_GE: case MC_OP_SUM: case MC_OP_MAX: case MC_OP_MIN:
+    case MC_OP_IOTA:
+        return d == MC_I32;
+    case MC_OP_WHERE:
+        return d == MC_BOOL;
+    default:
+        return false;
+    }
+}
+
+static mc_status check_dtype(const infer *c, mc_dtype d)
+{
+    if (dtype_supported(c->n->op, d))
+        return MC_OK;
+    char list[64] = "";
+    int count = 0, total = 0;
+    for (int i = 0; i < MC_NUM_DTYPES; i++)
+        total += dtype_supported(c->n->op, (mc_dtype)i);
+    for (int i = 0; i < MC_NUM_DTYPES; i++) {
+        if (!dtype_supported(c->n->op, (mc_dtype)i))
+            continue;
+        count++;
+        const char *sep = count == 1 ? "" : count == total ? " or " : ", ";
+        strncat(list, sep, sizeof list - strlen(list) - 1);
+        strncat(list, mc_dtype_name((mc_dtype)i), sizeof list - strlen(list) - 1);
+    }
+    return fail(c, "%s is not supported (%s takes %s; use cast)", mc_dtype_name(d), c->op, list);
+}
+
+static mc_status check_same_dtype(const infer *c, const mc_node *a, const mc_node *b)
+{
+    if (a->dtype == b->dtype)
+        return MC_OK;
+    return fail(c, "operand dtypes differ: %s and %s (use cast)", mc_dtype_name(a->dtype),
+                mc_dtype_name(b->dtype));
+}
+
+/* Normalize axis against rank (negative counts from the end). */
+static mc_status norm_axis(const infer *c, int64_t *axis, int rank, const char *what)
+{
+    if (rank == 0)
+        return fail(c, "%s=%lld: a scalar has no axes", what, (long long)*axis);
+    if (*axis < -rank || *axis >= rank)
+        return fail(c, "%s=%lld is out of range for rank %d (expected %d..%d)", what,
+                    (long long)*axis, rank, -rank, rank - 1);
+    if (*axis < 0)
+        *axis += rank;
+    return MC_OK;
+}
+
+/* Set the result's shape; checks rank, positive dims and that the byte size fits int64. */
+static mc_status set_shape(const infer *c, const int64_t *shape, int rank)
+{
+    if (rank < 0 || rank > MC_MAX_RANK)
+        return fail(c, "rank %d is above the maximum of %d", rank, MC_MAX_RANK);
+    int64_t numel = 1;
+    for (int i = 0; i < rank; i++) {
+        if (shape[i] <= 0)
+            return fail(c, "dimension %d is %lld: dimensions must be positive", i,
+                        (long long)shape[i]);
+        if (mc_mul_overflows(numel, shape[i], &numel))
+            return fail(c, "shape %s has too many elements (overflows int64)",
+                        shape_str((char[200]){0}, 200, shape, rank));
+    }
+    int64_t bytes;
+    if (mc_mul_overflows(numel, 8, &bytes))
+        return fail(c, "shape %s has too many elements (overflows int64)",
+                    shape_str((char[200]){0}, 200, shape, rank));
+    if (shape != c->n->shape)
+        memmove(c->n->shape, shape, sizeof(int64_t) * (size_t)rank);
+    c->n->rank = rank;
+    return MC_OK;
+}
+
+/* NumPy broadcasting of two shapes into out (rank max(ra, rb)). */
+static mc_status broadcast(const infer *c, const int64_t *a, int ra, const int64_t *b, int rb,
+                           int64_t *out, int *rout)
+{
+    int r = ra > rb ? ra : rb;
+    int64_t res[MC_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        int64_t da = i < r - ra ? 1 : a[i - (r - ra)];
+        int64_t db = i < r - rb ? 1 : b[i - (r - rb)];
+        if (da != db && da != 1 && db != 1)
+            return fail(c, "shapes %s and %s do not broadcast (axis %d: %lld vs %lld)",
+                        shape_str((char[200]){0}, 200, a, ra),
+                        shape_str((char[200]){0}, 200, b, rb), i - r, (long long)da,
+                        (long long)db);
+        res[i] = da == 1 ? db : da;
+    }
+    memcpy(out, res, sizeof(int64_t) * (size_t)r);
+    *rout = r;
+    return MC_OK;
+}
+
+/* An i32 or bool value must be one that dtype holds exactly. */
+static mc_status check_value(const infer *c, double v, mc_dtype d)
+{
+    if (d == MC_I32 && !(v == floor(v) && v >= -2147483648.0 && v <= 2147483647.0))
+        return fail(c, "value %.17g is not an integer in i32's range (dtype i32)", v);
+    if (d == MC_BOOL && !(v == 0 || v == 1))
+        return fail(c, "value %.17g is not 0 or 1 (dtype bool)", v);
+    return MC_OK;
+}
+
+static mc_status infer_leaf(const infer *c)
+{
+    mc_node *n = c->n;
+    if (n->op == MC_OP_CONST) {
+        if (!dtype_valid(n->attr.dtype))
+            return fail(c, "invalid dtype %d", (int)n->attr.dtype);
+        n->dtype = n->attr.dtype;
+        n->rank = 0;
+        return check_value(c, n->attr.value, n->dtype);
+    }
+    if (!dtype_valid(n->dtype))
+        return fail(c, "invalid dtype %d", (int)n->dtype);
+    return set_shape(c, n->shape, n->rank);
+}
+
+static mc_status infer_elementwise(const infer *c)
+{
+    mc_node *n = c->n;
+    const mc_node *a = operand(c, 0);
+    mc_status st;
+    switch (mc_op_table[n->op].kind) {
+    case MC_KIND_UNARY:
+        if ((st = check_dtype(c, a->dtype)))
+            return st;
+        n->dtype = a->dtype;
+        return set_shape(c, a->shape, a->rank);
+    case MC_KIND_BINARY:
+    case MC_KIND_COMPARE: {
+        const mc_node *b = operand(c, 1);
+        if ((st = check_same_dtype(c, a, b)) || (st = check_dtype(c, a->dtype)))
+            return st;
+        n->dtype = mc_op_table[n->op].kind == MC_KIND_COMPARE ? MC_BOOL : a->dtype;
+        int64_t shape[MC_MAX_RANK];
+        int rank;
+        if ((st = broadcast(c, a->shape, a->rank, b->shape, b->rank, shape, &rank)))
+            return st;
+        return set_shape(c, shape, rank);
+    }
+    case MC_KIND_SELECT: {
+        const mc_node *x = operand(c, 1), *y = operand(c, 2);
+        if (a->dtype != MC_BOOL)
+            return fail(c, "condition must be bool, not %s (use a compare or cast)",
+                        mc_dtype_name(a->dtype));
+        if ((st = check_same_dtype(c, x, y)) || (st = check_dtype(c, x->dtype)))
+            return st;
+        n->dtype = x->dtype;
+        int64_t shape[MC_MAX_RANK];
+        int rank;
+        if ((st = broadcast(c, a->shape, a->rank, x->shape, x->rank, shape, &rank)) ||
+            (st = broadcast(c, shape, rank, y->shape, y->rank, shape, &rank)))
+            return st;
+        return set_shape(c, shape, rank);
+    }
+    case MC_KIND_CAST:
+        if (!dtype_valid(n->attr.dtype))
+            return fail(c, "invalid target dtype %d", (int)n->attr.dtype);
+        n->dtype = n->attr.dtype;
+        return set_shape(c, a->shape, a->rank);
+    default:
+        MC_ASSERT(!"not an elementwise operator");
+    }
+}
+
+static mc_status infer_reduce(const infer *c)
+{
+    mc_node *n = c->n;
+    mc_attrs *at = &n->attr;
+    const mc_node *x = operand(c, 0);
+    mc_status st;
+    if ((st = check_dtype(c, x->dtype)))
+        return st;
+    n->dtype = x->dtype;
+    if (!at->has_list) {
+        at->nlist = x->rank;
+        for (int i = 0; i < x->rank; i++)
+            at->list[i] = i;
+    } else {
+        if (at->nlist == 0)
+            return fail(c, "axis=[] reduces nothing (leave out axis to reduce every axis)");
+        if (at->nlist < 0 || at->nlist > MC_MAX_RANK)
+            return fail(c, "%d axes given, at most %d allowed", at->nlist, MC_MAX_RANK);
+        int64_t given[MC_MAX_RANK];
+        memcpy(given, at->list, sizeof given);
+        unsigned seen = 0;
+        for (int i = 0; i < at->nlist; i++) {
+            if ((st = norm_axis(c, &at->list[i], x->rank, "axis")))
+                return st;
+            if (seen & (1u << at->list[i])) {
+                int j = 0;
+                while (j < i && at->list[j] != at->list[i])
+                    j++;
+                if (given[j] == given[i])
+                    return fail(c, "axis %lld appears twice", (long long)given[i]);
+                return fail(c, "axes %lld and %lld are the same axis of a rank-%d tensor",
+                            (long long)given[j], (long long)given[i], x->rank);
+            }
+            seen |= 1u << at->list[i];
+        }
+        for (int i = 1; i < at->nlist; i++) /* insertion sort: at most 8 */
+            for (int j = i; j > 0 && at->list[j - 1] > at->list[j]; j--) {
+                int64_t t = at->list[j];
+                at->list[j] = at->list[j - 1];
+                at->list[j - 1] = t;
+            }
+    }
+    int64_t shape[MC_MAX_RANK];
+    int rank = 0, k = 0;
+    for (int i = 0; i < x->rank; i++) {
+        bool reduced = k < at->nlist && at->list[k] == i;
+        k += reduced;
+        if (!reduced)
+            shape[rank++] = x->shape[i];
+        else if (at->keepdim)
+            shape[rank++] = 1;
+    }
+    return set_shape(c, shape, rank);
+}
+
+static mc_status check_norm_weight(const infer *c, const mc_node *x, int index, const char *what)
+{
+    const mc_node *w = operand(c, index);
+    mc_status st;
+    if ((st = check_same_dtype(c, x, w)))
+        return st;
+    int64_t last = x->shape[x->rank - 1];
+    if (w->rank != 1 || w->shape[0] != last)
+        return fail(c, "%s must have shape [%lld] (the size of the last axis of %s), not %s",
+                    what, (long long)last, SHAPE(x), SHAPE(w));
+    return MC_OK;
+}
+
+static mc_status infer_norm(const infer *c)
+{
+    mc_node *n = c->n;
+    const mc_node *x = operand(c, 0);
+    mc_status st;
+    if ((st = check_dtype(c, x->dtype)))
+        return st;
+    n->dtype = x->dtype;
+    if (n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX) {
+        if ((st = norm_axis(c, &n->attr.axis, x->rank, "axis")))
+            return st;
+    } else {
+        if (x->rank == 0)
+            return fail(c, "x must have at least one axis (it normalizes over the last)");
+        if ((st = check_norm_weight(c, x, 1, "w")))
+            return st;
+        if (n->op == MC_OP_LAYERNORM && (st = check_norm_weight(c, x, 2, "b")))
+            return st;
+        if (!(n->attr.value >= 0) || isinf(n->attr.value))
+            return fail(c, "eps must be a finite number >= 0, not %g", n->attr.value);
+    }
+    return set_shape(c, x->shape, x->rank);
+}
+
+static mc_status infer_matmul(const infer *c)
+{
+    mc_node *n = c->n;
+    const mc_node *a = operand(c, 0), *b = operand(c, 1);
+    mc_status st;
+    if ((st = check_same_dtype(c, a, b)) || (st = check_dtype(c, a->dtype)))
+        return st;
+    n->dtype = a->dtype;
+    int64_t shape[MC_MAX_RANK];
+    int rank;
+    if (n->op == MC_OP_LINEAR) {
+        if (a->rank < 1)
+            return fail(c, "x must have at least one axis ([..., in]), not %s", SHAPE(a));
+        if (b->rank != 2)
+            return fail(c, "w must be [out, in] (rank 2), not %s", SHAPE(b));
+        int64_t in = a->shape[a->rank - 1];
+        if (b->shape[1] != in)
+            return fail(c, "w is %s but x has %lld input features (expected [out, %lld])",
+                        SHAPE(b), (long long)in, (long long)in);
+        if (n->nin == 3) {
+            const mc_node *bias = operand(c, 2);
+            if ((st = check_same_dtype(c, a, bias)))
+                return st;
+            if (bias->rank != 1 || bias->shape[0] != b->shape[0])
+                return fail(c, "b must have shape [%lld] (w's out features), not %s",
+                            (long long)b->shape[0], SHAPE(bias));
+        }
+        memcpy(shape, a->shape, sizeof(int64_t) * (size_t)a->rank);
+        shape[a->rank - 1] = b->shape[0];
+        return set_shape(c, shape, a->rank);
+    }
+    if (a->rank < 2 || b->rank < 2)
+        return fail(c, "operands must have rank >= 2, not %s @ %s", SHAPE(a), SHAPE(b));
+    if (a->shape[a->rank - 1] != b->shape[b->rank - 2])
+        return fail(c, "inner dimensions differ: %s @ %s", SHAPE(a), SHAPE(b));
+    if (broadcast(c, a->shape, a->rank - 2, b->shape, b->rank - 2, shape, &rank))
+        /* Say it in matmul's terms: the batch dimensions are what failed. */
+        return fail(c, "batch dimensions do not broadcast: %s @ %s", SHAPE(a), SHAPE(b));
+    shape[rank] = a->shape[a->rank - 2];
+    shape[rank + 1] = b->shape[b->rank - 1];
+    return set_shape(c, shape, rank + 2);
+}
+
+static mc_status infer_transpose(const infer *c, const mc_node *x)
+{
+    mc_attrs *at = &c->n->attr;
+    if (!at->has_list) {
+        at->nlist = x->rank;
+        for (int i = 0; i < x->rank; i++)
+            at->list[i] = x->rank - 1 - i;
+    } else if (at->nlist != x->rank) {
+        return fail(c, "perm has %d entries but x has rank %d", at->nlist, x->rank);
+    }
+    unsigned seen = 0;
+    int64_t shape[MC_MAX_RANK];
+    mc_status st;
+    for (int i = 0; i < at->nlist; i++) {
+        int64_t given = at->list[i];
+        if ((st = norm_axis(c, &at->list[i], x->rank, "perm entry")))
+            return st;
+        if (seen & (1u << at->list[i]))
+            return fail(c, "perm is not a permutation: axis %lld appears twice", (long long)given);
+        seen |= 1u << at->list[i];
+        shape[i] = x->shape[at->list[i]];
+    }
+    return set_shape(c, shape, x->rank);
+}
+
+static mc_status check_list(const infer *c, const char *what)
+{
+    const mc_attrs *at = &c->n->attr;
+    if (!at->has_list)
+        return fail(c, "%s=[..] is required", what);
+    if (at->nlist < 0 || at->nlist > MC_MAX_RANK)
+        return fail(c, "%s has %d entries: rank %d is above the maximum of %d", what, at->nlist,
+                    at->nlist, MC_MAX_RANK);
+    return MC_OK;
+}
+
+static mc_status infer_reshape(const infer *c, const mc_node *x)
+{
+    mc_attrs *at = &c->n->attr;
+    mc_status st;
+    if ((st = check_list(c, "shape")))
+        return st;
+    int unknown = -1;
+    int64_t known = 1, total = mc_node_numel(x);
+    for (int i = 0; i < at->nlist; i++) {
+        if (at->list[i] == -1) {
+            if (unknown >= 0)
+                return fail(c, "shape has more than one -1");
+            unknown = i;
+        } else if (at->list[i] <= 0) {
+            return fail(c, "shape entry %lld is not positive (only one -1 is allowed)",
+                        (long long)at->list[i]);
+        } else if (mc_mul_overflows(known, at->list[i], &known)) {
+            return fail(c, "shape has too many elements (overflows int64)");
+        }
+    }
+    if (unknown >= 0) {
+        if (total % known != 0)
+            return fail(c, "cannot reshape %s (%lld elements) to %s: %lld is not a multiple of "
+                           "%lld", SHAPE(x), (long long)total,
+                        shape_str((char[200]){0}, 200, at->list, at->nlist), (long long)total,
+                        (long long)known);
+        at->list[unknown] = total / known;
+        known = total;
+    }
+    if (known != total)
+        return fail(c, "cannot reshape %s (%lld elements) to %s (%lld elements)", SHAPE(x),
+                    (long long)total, shape_str((char[200]){0}, 200, at->list, at->nlist),
+                    (long long)known);
+    return set_shape(c, at->list, at->nlist);
+}
+
+static mc_status infer_expand(const infer *c, const mc_node *x)
+{
+    const mc_attrs *at = &c->n->attr;
+    mc_status st;
+    if ((st = check_list(c, "shape")))
+        return st;
+    if (at->nlist < x->rank)
+        return fail(c, "cannot expand %s to %s: the target has fewer axes", SHAPE(x),
+                    shape_str((char[200]){0}, 200, at->list, at->nlist));
+    int lead = at->nlist - x->rank;
+    for (int i = 0; i < x->rank; i++) {
+        int64_t d = x->shape[i], t = at->list[lead + i];
+        if (d != t && d != 1)
+            return fail(c, "cannot expand %s to %s (axis %d is %lld, not 1 or %lld)", SHAPE(x),
+                        shape_str((char[200]){0}, 200, at->list, at->nlist), i, (long long)d,
+                        (long long)t);
+    }
+    return set_shape(c, at->list, at->nlist);
+}
+
+static mc_status infer_slice(const infer *c, const mc_node *x)
+{
+    mc_attrs *at = &c->n->attr;
+    mc_status st;
+    if ((st = norm_axis(c, &at->axis, x->rank, "axis")))
+        return st;
+    int64_t size = x->shape[at->axis];
+    int64_t start = at->start, end = at->end;
+    if (start < 0)
+        start = start < -size ? 0 : start + size;
+    if (start > size)
+        start = size;
+    if (end < 0)
+        end = end < -size ? 0 : end + size;
+    if (end > size)
+        end = size;
+    if (end <= start)
+        return fail(c, "start=%lld, end=%lld select nothing from axis %lld of size %lld "
+                       "(zero-size dimensions are not supported)",
+                    (long long)at->start, (long long)(at->end == MC_END ? size : at->end),
+                    (long long)at->axis, (long long)size);
+    at->start = start;
+    at->end = end;
+    int64_t shape[MC_MAX_RANK];
+    memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->rank);
+    shape[at->axis] = end - start;
+    return set_shape(c, shape, x->rank);
+}
+
+static mc_status infer_concat(const infer *c, const mc_node *x)
+{
+    mc_node *n = c->n;
+    mc_status st;
+    if ((st = norm_axis(c, &n->attr.axis, x->rank, "axis")))
+        return st;
+    int64_t shape[MC_MAX_RANK];
+    memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->rank);
+    int axis = (int)n->attr.axis;
+    for (int i = 1; i < n->nin; i++) {
+        const mc_node *y = operand(c, i);
+        if ((st = check_same_dtype(c, x, y)))
+            return st;
+        if (y->rank != x->rank)
+            return fail(c, "operand %d has rank %d but operand 1 has rank %d: %s and %s", i + 1,
+                        y->rank, x->rank, SHAPE(x), SHAPE(y));
+        for (int d = 0; d < x->rank; d++)
+            if (d != axis && y->shape[d] != x->shape[d])
+                return fail(c, "shapes %s and %s differ on axis %d (only axis %d may differ)",
+                            SHAPE(x), SHAPE(y), d, axis);
+        if (mc_add_overflows(shape[axis], y->shape[axis], &shape[axis]))
+            return fail(c, "the result has too many elements (overflows int64)");
+    }
+    return set_shape(c, shape, x->rank);
+}
+
+static mc_status infer_shape_op(const infer *c)
+{
+    mc_node *n = c->n;
+    const mc_node *x = operand(c, 0);
+    mc_status st;
+    if ((st = check_dtype(c, x->dtype)))
+        return st;
+    n->dtype = x->dtype;
+    switch (n->op) {
+    case MC_OP_TRANSPOSE: return infer_transpose(c, x);
+    case MC_OP_RESHAPE: return infer_reshape(c, x);
+    case MC_OP_EXPAND: return infer_expand(c, x);
+    case MC_OP_SLICE: return infer_slice(c, x);
+    case MC_OP_CONCAT: return infer_concat(c, x);
+    default: MC_ASSERT(!"not a shape operator");
+    }
+}
+
+static mc_status infer_create(const infer *c)
+{
+    mc_node *n = c->n;
+    mc_attrs *at = &n->attr;
+    mc_status st;
+    if (!dtype_valid(at->dtype))
+        return fail(c, "invalid dtype %d", (int)at->dtype);
+    if ((st = check_dtype(c, at->dtype)) || (st = check_list(c, "shape")))
+        return st;
+    n->dtype = at->dtype;
+    if ((st = set_shape(c, at->list, at->nlist)))
+        return st;
+    if (n->op == MC_OP_FULL)
+        return check_value(c, at->value, at->dtype);
+    if ((st = norm_axis(c, &at->axis, n->rank, "axis")))
+        return st;
+    if (at->dtype == MC_I32 && n->shape[at->axis] - 1 > 2147483647)
+        return fail(c, "axis %lld has %lld entries: its count does not fit i32",
+                    (long long)at->axis, (long long)n->shape[at->axis]);
+    return MC_OK;
+}
+
+mc_status mc_node_infer(const mc_graph *g, mc_node *n)
+{
+    MC_ASSERT((unsigned)n->op < MC_NUM_OPS);
+    const mc_op_info *info = &mc_op_table[n->op];
+    infer c = {g, n, info->name};
+    char label[300];
+    if ((n->op == MC_OP_INPUT || n->op == MC_OP_PARAM) && n->name) {
+        snprintf(label, sizeof label, "%s %s", info->name, n->name);
+        c.op = label; /* a declaration is known by its name */
+    }
+    if (n->nin < info->min_in || (info->max_in >= 0 && n->nin > info->max_in)) {
+        if (info->max_in < 0)
+            return fail(&c, "expected at least %d operand%s, got %d", info->min_in,
+                        info->min_in == 1 ? "" : "s", n->nin);
+        if (info->min_in == info->max_in)
+            return fail(&c, "expected %d operand%s, got %d", info->min_in,
+                        info->min_in == 1 ? "" : "s", n->nin);
+        return fail(&c, "expected %d to %d operands, got %d", info->min_in, info->max_in, n->nin);
+    }
+    switch (info->kind) {
+    case MC_KIND_LEAF: return infer_leaf(&c);
+    case MC_KIND_UNARY:
+    case MC_KIND_BINARY:
+    case MC_KIND_COMPARE:
+    case MC_KIND_SELECT:
+    case MC_KIND_CAST: return infer_elementwise(&c);
+    case MC_KIND_REDUCE: return infer_reduce(&c);
+    case MC_KIND_NORM: return infer_norm(&c);
+    case MC_KIND_MATMUL: return infer_matmul(&c);
+    case MC_KIND_SHAPE: return infer_shape_op(&c);
+    case MC_KIND_CREATE: return infer_create(&c);
+    }
+    MC_ASSERT(!"unknown operator kind");
+}

@@ -1,0 +1,833 @@
+/* The CUDA backend: prepare (plan, render, compile, allocate, set up cuBLASLt), run, time,
+ * profile, dump, release.
+ *
+ * Memory: one device allocation per program holds everything: the inputs, params and outputs
+ * (each its own 256-byte aligned slot, owned by the program, so a replay needs no copies and an
+ * output is never overwritten behind the user's back), the planned arena of intermediates
+ * (kp->arena_bytes, buffers at their planned offsets), the f32 scratch that cuBLASLt writes
+ * when a generated kernel finishes a GEMM's epilogue, and cuBLASLt's workspace. Every device
+ * address is therefore known at prepare time, and so are every kernel's arguments and every
+ * cuBLASLt call's pointers: a run is a fixed list of steps.
+ *
+ * Execution: the first run executes the steps eagerly (the warm-up: module load, cuBLASLt's
+ * first calls), then, unless opt.cuda_graph is 0, captures them into one CUDA graph; later runs
+ * replay it. A program that cannot be captured runs eagerly and says why once (an error when
+ * opt.cuda_graph is 1). Inputs are uploaded only when dirty, outputs downloaded after each run.
+ *
+ * cuBLASLt: descriptors, layouts and the heuristic's algorithm are made once per GEMM at
+ * prepare time with the real pointer alignments; a launch is one cublasLtMatmul per outer batch
+ * index. A GEMM cuBLASLt finds no algorithm for falls back to the generated tiled kernel.
+ *
+ * Failures (no device memory, a failed launch, a cuBLASLt error) become MC_ERR_SYSTEM with a
+ * message that names what failed; nothing here aborts.
+ */
+#include "../codegen/cuda.h"
+#include "cuda_api.h"
+#include "profile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define WORKSPACE_BYTES ((size_t)32 << 20)
+
+typedef struct lt_gemm {
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc, ld;
+    cublasLtMatmulAlgo_t algo;
+    CUdeviceptr *ptr; /* per call: A, B, C, D */
+} lt_gemm;
+
+typedef struct step {
+    int kernel;
+    bool is_gemm;     /* a cuBLASLt GEMM (then an optional kernel follows as its own step) */
+    lt_gemm *gemm;
+    const mc_cuda_gemm_plan *plan;
+    CUfunction fn;
+    unsigned grid[3], block, smem;
+    CUdeviceptr *argv;
+    void **args;
+} step;
+
+typedef struct cuda_state {
+    const mc_cuda_api *cu;
+    const mc_lt_api *lt;
+    CUdevice dev;
+    CUcontext ctx;
+    bool ctx_retained;
+    CUstream stream;
+    CUdeviceptr mem;
+    size_t mem_bytes;
+    CUdeviceptr *buf;         /* per kp buffer */
+    size_t *buf_bytes;
+    CUdeviceptr scratch, workspace;
+    mc_cuda_target target;
+    char device_name[128];
+    mc_cuda_kernel_plan *plans;
+    CUmodule *modules;        /* per kernel, or NULL */
+    cublasLtHandle_t lt_handle;
+    lt_gemm *gemms;           /* per kernel */
+    step *steps;
+    int nsteps;
+    CUgraphExec gexec;
+    bool graph_done;          /* capture attempted */
+    bool uploaded_once;
+} cuda_state;
+
+#define CU_CHECK(call, what)                                                                  \
+    do {                                                                                      \
+        CUresult r_ = (call);                                                                 \
+        if (r_ != CUDA_SUCCESS)                                                               \
+            return mc_fail(MC_ERR_SYSTEM, "CUDA: %s failed: %s", what, mc_cuda_errstr(r_));   \
+    } while (0)
+
+/* ---- probe --------------------------------------------------------------------------------- */
+
+static mc_status cuda_probe(void)
+{
+    if (!mc_cuda_load())
+        return MC_ERR_SYSTEM;
+    if (!mc_nvrtc_load())
+        return MC_ERR_SYSTEM;
+    return MC_OK;
+}
+
+/* ---- cuBLASLt setup ------------------------------------------------------------------------ */
+
+static cudaDataType_t lt_type(mc_dtype d)
+{
+    return d == MC_F16 ? CUDA_R_16F : d == MC_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+static int addr_align(CUdeviceptr p)
+{
+    int a = 256;
+    while (a > 1 && p % (CUdeviceptr)a != 0)
+        a /= 2;
+    return a;
+}
+
+static CUdeviceptr matrix_ptr(const cuda_state *s, const mc_lt_matrix *m, int64_t outer_off)
+{
+    CUdeviceptr base = m->buffer < 0 ? s->scratch : s->buf[m->buffer];
+    return base + (CUdeviceptr)((m->offset + outer_off) * (int64_t)mc_dtype_size(m->dtype));
+}
+
+static mc_status lt_layout(const mc_lt_api *lt, const mc_lt_matrix *m, int64_t batch,
+                           cublasLtMatrixLayout_t *out)
+{
+    cublasStatus_t r = lt->cublasLtMatrixLayoutCreate(out, lt_type(m->dtype), (uint64_t)m->rows,
+                                                      (uint64_t)m->cols, m->ld);
+    if (r != CUBLAS_STATUS_SUCCESS)
+        return mc_fail(MC_ERR_SYSTEM, "cuBLASLt: creating a matrix layout failed (status %d)", r);
+    if (batch > 1) {
+        int32_t count = (int32_t)batch;
+        int64_t stride = m->batch_stride;
+        lt->cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                             sizeof count);
+        lt->cublasLtMatrixLayoutSetAttribute(*out, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                             &stride, sizeof stride);
+    }
+    return MC_OK;
+}
+
+/* Descriptors, pointers of every call, and the heuristic's choice. false (no error) when
+ * cuBLASLt has no algorithm: the caller falls back to a generated kernel. */
+static mc_status lt_setup(cuda_state *s, const kir_kernel *k, const mc_cuda_gemm_plan *p,
+                          lt_gemm *g, bool *ok)
+{
+    const mc_lt_api *lt = s->lt;
+    *ok = false;
+    cublasComputeType_t ct =
+        p->a.dtype == MC_F32 && p->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    if (lt->cublasLtMatmulDescCreate(&g->desc, ct, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS)
+        return mc_fail(MC_ERR_SYSTEM, "cuBLASLt: creating the matmul of %s failed", k->name);
+    cublasOperation_t ta = p->a.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t tb = p->b.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+    lt->cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta);
+    lt->cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb);
+    static const cublasLtEpilogue_t epis[] = {
+        CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS,      CUBLASLT_EPILOGUE_RELU,
+        CUBLASLT_EPILOGUE_RELU_BIAS, CUBLASLT_EPILOGUE_GELU, CUBLASLT_EPILOGUE_GELU_BIAS};
+    cublasLtEpilogue_t epi = epis[p->epi];
+    lt->cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
+    if (p->bias_buffer >= 0) {
+        CUdeviceptr bias = s->buf[p->bias_buffer] +
+                           (CUdeviceptr)(p->bias_offset *
+                                         (int64_t)mc_dtype_size(p->d.dtype));
+        void *bp = (void *)(uintptr_t)bias;
+        lt->cublasLtMatmulDescSetAttribute(g->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp,
+                                           sizeof bp);
+    }
+    mc_status st = lt_layout(lt, &p->a, p->batch, &g->la);
+    if (st == MC_OK)
+        st = lt_layout(lt, &p->b, p->batch, &g->lb);
+    if (st == MC_OK)
+        st = lt_layout(lt, &p->c, p->batch, &g->lc);
+    if (st == MC_OK)
+        st = lt_layout(lt, &p->d, p->batch, &g->ld);
+    if (st != MC_OK)
+        return st;
+    /* pointers of every call (one per outer batch index) and their common alignment */
+    g->ptr = calloc((size_t)p->calls * 4, sizeof(CUdeviceptr));
+    if (!g->ptr)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    int al[4] = {256, 256, 256, 256};
+    const mc_lt_matrix *mats[4] = {&p->a, &p->b, &p->c, &p->d};
+    for (int64_t c = 0; c < p->calls; c++) {
+        int64_t rem = c;
+        int64_t off[4] = {0, 0, 0, 0};
+        for (int d = p->nouter - 1; d >= 0; d--) {
+            int64_t i = rem % p->outer_shape[d];
+            rem /= p->outer_shape[d];
+            for (int m = 0; m < 4; m++)
+                off[m] += i * mats[m]->outer_stride[d];
+        }
+        for (int m = 0; m < 4; m++) {
+            CUdeviceptr ptr = matrix_ptr(s, mats[m], off[m]);
+            g->ptr[c * 4 + m] = ptr;
+            int a = addr_align(ptr);
+            int64_t bs = mats[m]->batch_stride * (int64_t)mc_dtype_size(mats[m]->dtype);
+            while (p->batch > 1 && a > 1 && bs % a != 0)
+                a /= 2;
+            if (a < al[m])
+                al[m] = a;
+        }
+    }
+    cublasLtMatmulPreference_t pref;
+    if (lt->cublasLtMatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS)
+        return mc_fail(MC_ERR_SYSTEM, "cuBLASLt: creating a preference failed");
+    size_t ws = WORKSPACE_BYTES;
+    lt->cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                             sizeof ws);
+    const cublasLtMatmulPreferenceAttributes_t attr[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    for (int m = 0; m < 4; m++) {
+        uint32_t a = (uint32_t)al[m];
+        lt->cublasLtMatmulPreferenceSetAttribute(pref, attr[m], &a, sizeof a);
+    }
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    cublasStatus_t r = lt->cublasLtMatmulAlgoGetHeuristic(s->lt_handle, g->desc, g->la, g->lb,
+                                                          g->lc, g->ld, pref, 1, &res, &found);
+    lt->cublasLtMatmulPreferenceDestroy(pref);
+    if (r != CUBLAS_STATUS_SUCCESS || found == 0)
+        return MC_OK; /* no algorithm: the caller falls back */
+    g->algo = res.algo;
+    *ok = true;
+    return MC_OK;
+}
+
+static void lt_free(const mc_lt_api *lt, lt_gemm *g)
+{
+    if (g->desc)
+        lt->cublasLtMatmulDescDestroy(g->desc);
+    cublasLtMatrixLayout_t ls[4] = {g->la, g->lb, g->lc, g->ld};
+    for (int i = 0; i < 4; i++)
+        if (ls[i])
+            lt->cublasLtMatrixLayoutDestroy(ls[i]);
+    free(g->ptr);
+    memset(g, 0, sizeof *g);
+}
+
+/* ---- prepare ------------------------------------------------------------------------------- */
+
+static void cuda_release(mc_program *p);
+
+static mc_status layout_memory(mc_program *p, cuda_state *s, size_t *scratch_bytes,
+                               bool need_workspace)
+{
+    const kir_program *kp = p->kp;
+    size_t total = 0;
+    size_t *off = calloc((size_t)kp->nbuffers + 1, sizeof(size_t));
+    s->buf = calloc((size_t)kp->nbuffers + 1, sizeof(CUdeviceptr));
+    s->buf_bytes = calloc((size_t)kp->nbuffers + 1, sizeof(size_t));
+    if (!off || !s->buf || !s->buf_bytes) {
+        free(off);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    }
+    int64_t arena = kp->arena_bytes;
+    for (int b = 0; b < kp->nbuffers; b++) {
+        const kir_buffer *buf = &kp->buffers[b];
+        int64_t bytes;
+        if (mc_mul_overflows(buf->numel, (int64_t)mc_dtype_size(buf->dtype), &bytes)) {
+            free(off);
+            return mc_fail(MC_ERR_SYSTEM, "buffer %d is too large", b);
+        }
+        s->buf_bytes[b] = (size_t)bytes;
+        if (buf->kind == KBUF_TEMP) {
+            if (buf->offset + bytes > arena)
+                arena = buf->offset + bytes;
+            continue;
+        }
+        off[b] = total;
+        total += ((size_t)bytes + 255) / 256 * 256;
+        if (bytes == 0)
+            total += 256;
+    }
+    size_t arena_at = total;
+    total += ((size_t)arena + 255) / 256 * 256;
+    size_t scratch_at = total;
+    total += (*scratch_bytes + 255) / 256 * 256;
+    size_t ws_at = total;
+    if (need_workspace)
+        total += WORKSPACE_BYTES;
+    if (total == 0)
+        total = 256;
+    CUresult r = s->cu->cuMemAlloc(&s->mem, total);
+    if (r != CUDA_SUCCESS) {
+        free(off);
+        size_t fr = 0, tot = 0;
+        s->cu->cuMemGetInfo(&fr, &tot);
+        s->mem = 0;
+        return mc_fail(MC_ERR_SYSTEM,
+                       "out of GPU memory: the program needs %.1f MiB on %s, %.1f MiB are free (%s)",
+                       (double)total / (1 << 20), s->device_name, (double)fr / (1 << 20),
+                       mc_cuda_errstr(r));
+    }
+    s->mem_bytes = total;
+    for (int b = 0; b < kp->nbuffers; b++)
+        s->buf[b] = kp->buffers[b].kind == KBUF_TEMP
+                        ? s->mem + arena_at + (CUdeviceptr)kp->buffers[b].offset
+                        : s->mem + off[b];
+    s->scratch = s->mem + scratch_at;
+    s->workspace = need_workspace ? s->mem + ws_at : 0;
+    free(off);
+    return MC_OK;
+}
+
+static mc_status add_kernel_step(cuda_state *s, int ki, const mc_cuda_code *code)
+{
+    step *st = &s->steps[s->nsteps++];
+    st->kernel = ki;
+    CU_CHECK(s->cu->cuModuleGetFunction(&st->fn, s->modules[ki], code->entry),
+             "finding a generated kernel");
+    st->grid[0] = (unsigned)code->grid[0];
+    st->grid[1] = (unsigned)code->grid[1];
+    st->grid[2] = (unsigned)code->grid[2];
+    st->block = (unsigned)code->block;
+    st->smem = (unsigned)code->smem;
+    st->argv = calloc((size_t)code->nparams + 1, sizeof(CUdeviceptr));
+    st->args = calloc((size_t)code->nparams + 1, sizeof(void *));
+    if (!st->argv || !st->args)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    for (int i = 0; i < code->nparams; i++) {
+        int b = code->param[i];
+        st->argv[i] = b == MC_CUDA_PARAM_SCRATCH ? s->scratch : s->buf[b];
+        st->args[i] = &st->argv[i];
+    }
+    return MC_OK;
+}
+
+static mc_status cuda_prepare(mc_program *p)
+{
+    double t0 = mc_now_ms();
+    cuda_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    p->state = s;
+    const kir_program *kp = p->kp;
+    s->cu = mc_cuda_load();
+    if (!s->cu)
+        return MC_ERR_SYSTEM;
+    const mc_cuda_api *cu = s->cu;
+    CU_CHECK(cu->cuDeviceGet(&s->dev, 0), "getting device 0");
+    CU_CHECK(cu->cuDevicePrimaryCtxRetain(&s->ctx, s->dev), "creating a context");
+    s->ctx_retained = true;
+    CU_CHECK(cu->cuCtxSetCurrent(s->ctx), "making the context current");
+    int major = 0, minor = 0, sms = 0;
+    cu->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, s->dev);
+    cu->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, s->dev);
+    cu->cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, s->dev);
+    cu->cuDeviceGetName(s->device_name, sizeof s->device_name, s->dev);
+    s->target.sm = major * 10 + minor;
+    s->target.num_sms = sms > 0 ? sms : 1;
+    CU_CHECK(cu->cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING), "creating a stream");
+
+    /* plan with the real alignments: program buffers 256-aligned, temps at their offsets */
+    int *align = calloc((size_t)kp->nbuffers + 1, sizeof(int));
+    if (!align)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    mc_cuda_buffer_align(kp, align);
+    mc_status st = mc_cuda_plan_program(kp, &s->target, align, &s->plans);
+    if (st != MC_OK) {
+        free(align);
+        return st;
+    }
+    size_t scratch = 0;
+    bool any_lt = false;
+    for (int i = 0; i < kp->nkernels; i++) {
+        const mc_cuda_kernel_plan *pl = &s->plans[i];
+        if (pl->is_gemm && pl->gemm.use_lt) {
+            any_lt = true;
+            if (!pl->gemm.full && (size_t)pl->gemm.scratch_elems * 4 > scratch)
+                scratch = (size_t)pl->gemm.scratch_elems * 4;
+        }
+    }
+    if (any_lt) {
+        s->lt = mc_lt_load();
+        if (!s->lt) {
+            free(align);
+            return MC_ERR_SYSTEM;
+        }
+        if (s->lt->cublasLtCreate(&s->lt_handle) != CUBLAS_STATUS_SUCCESS) {
+            free(align);
+            return mc_fail(MC_ERR_SYSTEM, "cuBLASLt: creating a handle failed");
+        }
+    }
+    st = layout_memory(p, s, &scratch, any_lt);
+    if (st != MC_OK) {
+        free(align);
+        return st;
+    }
+    /* cuBLASLt descriptors and algorithms; GEMMs it can't run become generated kernels */
+    s->gemms = calloc((size_t)kp->nkernels + 1, sizeof(lt_gemm));
+    if (!s->gemms) {
+        free(align);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    }
+    for (int i = 0; i < kp->nkernels && st == MC_OK; i++) {
+        mc_cuda_kernel_plan *pl = &s->plans[i];
+        if (!pl->is_gemm || !pl->gemm.use_lt)
+            continue;
+        bool ok;
+        st = lt_setup(s, &kp->kernels[i], &pl->gemm, &s->gemms[i], &ok);
+        if (st == MC_OK && !ok) {
+            lt_free(s->lt, &s->gemms[i]);
+            pl->gemm.use_lt = false;
+            mc_cuda_code_free(&pl->code);
+            st = mc_cuda_render(kp, i, &s->target, align, false, &pl->code);
+            pl->has_code = st == MC_OK;
+        }
+    }
+    free(align);
+    if (st != MC_OK)
+        return st;
+
+    /* compile every generated kernel (parallel, cached) and load the modules */
+    const char **srcs = calloc((size_t)kp->nkernels + 1, sizeof(char *));
+    const char **entries = calloc((size_t)kp->nkernels + 1, sizeof(char *));
+    int *which = calloc((size_t)kp->nkernels + 1, sizeof(int));
+    void **cubins = calloc((size_t)kp->nkernels + 1, sizeof(void *));
+    size_t *sizes = calloc((size_t)kp->nkernels + 1, sizeof(size_t));
+    s->modules = calloc((size_t)kp->nkernels + 1, sizeof(CUmodule));
+    if (!srcs || !entries || !which || !cubins || !sizes || !s->modules) {
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory");
+        goto compiled;
+    }
+    int n = 0;
+    for (int i = 0; i < kp->nkernels; i++)
+        if (s->plans[i].has_code) {
+            srcs[n] = s->plans[i].code.src.data;
+            entries[n] = s->plans[i].code.entry;
+            which[n++] = i;
+        }
+    int compiled = 0;
+    st = mc_cuda_compile(srcs, entries, n, s->target.sm, p->opt.quiet, cubins, sizes, &compiled);
+    p->kernels_compiled = compiled;
+    for (int j = 0; j < n && st == MC_OK; j++) {
+        CUresult r = cu->cuModuleLoadData(&s->modules[which[j]], cubins[j]);
+        if (r != CUDA_SUCCESS)
+            st = mc_fail(MC_ERR_SYSTEM, "CUDA: loading kernel %s failed: %s", entries[j],
+                         mc_cuda_errstr(r));
+    }
+compiled:
+    if (cubins)
+        for (int j = 0; j < kp->nkernels; j++)
+            free(cubins[j]);
+    free(srcs);
+    free(entries);
+    free(which);
+    free(cubins);
+    free(sizes);
+    if (st != MC_OK)
+        return st;
+
+    /* the step list */
+    s->steps = calloc((size_t)kp->nkernels * 2 + 1, sizeof(step));
+    if (!s->steps)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    for (int i = 0; i < kp->nkernels && st == MC_OK; i++) {
+        mc_cuda_kernel_plan *pl = &s->plans[i];
+        if (pl->is_gemm && pl->gemm.use_lt) {
+            step *g = &s->steps[s->nsteps++];
+            g->kernel = i;
+            g->is_gemm = true;
+            g->gemm = &s->gemms[i];
+            g->plan = &pl->gemm;
+        }
+        if (pl->has_code)
+            st = add_kernel_step(s, i, &pl->code);
+    }
+    (void)t0;
+    return st;
+}
+
+/* ---- execution ----------------------------------------------------------------------------- */
+
+static mc_status run_step(cuda_state *s, const step *st, const kir_program *kp)
+{
+    if (st->is_gemm) {
+        const mc_cuda_gemm_plan *p = st->plan;
+        const lt_gemm *g = st->gemm;
+        for (int64_t c = 0; c < p->calls; c++) {
+            const CUdeviceptr *ptr = &g->ptr[c * 4];
+            cublasStatus_t r = s->lt->cublasLtMatmul(
+                s->lt_handle, g->desc, &p->alpha, (const void *)(uintptr_t)ptr[0], g->la,
+                (const void *)(uintptr_t)ptr[1], g->lb, &p->beta, (const void *)(uintptr_t)ptr[2],
+                g->lc, (void *)(uintptr_t)ptr[3], g->ld, &g->algo,
+                (void *)(uintptr_t)s->workspace, WORKSPACE_BYTES, (cudaStream_t)s->stream);
+            if (r != CUBLAS_STATUS_SUCCESS)
+                return mc_fail(MC_ERR_SYSTEM, "cuBLASLt: the matmul of kernel %s failed (status %d)",
+                               kp->kernels[st->kernel].name, r);
+        }
+        return MC_OK;
+    }
+    CUresult r = s->cu->cuLaunchKernel(st->fn, st->grid[0], st->grid[1], st->grid[2], st->block, 1,
+                                       1, st->smem, s->stream, st->args, NULL);
+    if (r != CUDA_SUCCESS)
+        return mc_fail(MC_ERR_SYSTEM, "CUDA: launching kernel %s failed: %s",
+                       kp->kernels[st->kernel].name, mc_cuda_errstr(r));
+    return MC_OK;
+}
+
+static mc_status run_steps(cuda_state *s, const kir_program *kp)
+{
+    for (int i = 0; i < s->nsteps; i++) {
+        mc_status st = run_step(s, &s->steps[i], kp);
+        if (st != MC_OK)
+            return st;
+    }
+    return MC_OK;
+}
+
+/* Capture the steps as one graph. On failure: the reason in `why`, the stream left usable. */
+static bool capture(cuda_state *s, const kir_program *kp, char *why, size_t size)
+{
+    const mc_cuda_api *cu = s->cu;
+    CUresult r = cu->cuStreamBeginCapture(s->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    if (r != CUDA_SUCCESS) {
+        snprintf(why, size, "beginning the capture failed: %s", mc_cuda_errstr(r));
+        return false;
+    }
+    mc_status st = run_steps(s, kp);
+    CUgraph graph = NULL;
+    r = cu->cuStreamEndCapture(s->stream, &graph);
+    if (st != MC_OK || r != CUDA_SUCCESS || !graph) {
+        snprintf(why, size, "%s", st != MC_OK ? mc_error_message() : mc_cuda_errstr(r));
+        if (graph)
+            cu->cuGraphDestroy(graph);
+        return false;
+    }
+    r = cu->cuGraphInstantiate(&s->gexec, graph, 0);
+    cu->cuGraphDestroy(graph);
+    if (r != CUDA_SUCCESS) {
+        s->gexec = NULL;
+        snprintf(why, size, "instantiating the graph failed: %s", mc_cuda_errstr(r));
+        return false;
+    }
+    return true;
+}
+
+static mc_status sync_stream(cuda_state *s, const char *what)
+{
+    CUresult r = s->cu->cuStreamSynchronize(s->stream);
+    if (r != CUDA_SUCCESS)
+        return mc_fail(MC_ERR_SYSTEM, "CUDA: %s failed: %s", what, mc_cuda_errstr(r));
+    return MC_OK;
+}
+
+/* One execution of the program's steps (graph replay when captured). */
+static mc_status execute(mc_program *p, cuda_state *s)
+{
+    if (s->gexec) {
+        CUresult r = s->cu->cuGraphLaunch(s->gexec, s->stream);
+        if (r != CUDA_SUCCESS)
+            return mc_fail(MC_ERR_SYSTEM, "CUDA: replaying the program's graph failed: %s",
+                           mc_cuda_errstr(r));
+        return MC_OK;
+    }
+    mc_status st = run_steps(s, p->kp);
+    if (st != MC_OK)
+        return st;
+    if (!s->graph_done && p->opt.cuda_graph != 0) {
+        /* the first execution was the warm-up; capture for the next ones */
+        st = sync_stream(s, "running the program");
+        if (st != MC_OK)
+            return st;
+        s->graph_done = true;
+        char why[512];
+        if (!capture(s, p->kp, why, sizeof why)) {
+            if (p->opt.cuda_graph == 1)
+                return mc_fail(MC_ERR_SYSTEM, "the program cannot be captured as a CUDA graph: %s",
+                               why);
+            if (!p->opt.quiet)
+                fprintf(stderr, "minic: note: running without a CUDA graph: %s\n", why);
+        }
+    }
+    return MC_OK;
+}
+
+static mc_status upload(mc_program *p, cuda_state *s)
+{
+    const kir_program *kp = p->kp;
+    for (int b = 0; b < kp->nbuffers; b++) {
+        kir_buffer_kind k = kp->buffers[b].kind;
+        if (k != KBUF_INPUT && k != KBUF_PARAM)
+            continue;
+        if (!p->host[b] || (s->uploaded_once && !p->dirty[b]))
+            continue;
+        CU_CHECK(s->cu->cuMemcpyHtoDAsync(s->buf[b], p->host[b], s->buf_bytes[b], s->stream),
+                 "copying an input to the GPU");
+        p->dirty[b] = false;
+    }
+    s->uploaded_once = true;
+    return MC_OK;
+}
+
+static mc_status cuda_run(mc_program *p)
+{
+    cuda_state *s = p->state;
+    CU_CHECK(s->cu->cuCtxSetCurrent(s->ctx), "making the context current");
+    mc_status st = upload(p, s);
+    if (st == MC_OK)
+        st = execute(p, s);
+    if (st != MC_OK) {
+        s->cu->cuStreamSynchronize(s->stream);
+        return st;
+    }
+    const kir_program *kp = p->kp;
+    for (int b = 0; b < kp->nbuffers; b++) {
+        if (kp->buffers[b].kind != KBUF_OUTPUT || !p->host[b])
+            continue;
+        CU_CHECK(s->cu->cuMemcpyDtoHAsync(p->host[b], s->buf[b], s->buf_bytes[b], s->stream),
+                 "copying an output from the GPU");
+    }
+    return sync_stream(s, "running the program");
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, compare_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static mc_status cuda_time(mc_program *p, int iters, double *median_us)
+{
+    cuda_state *s = p->state;
+    if (iters < 1)
+        iters = 1;
+    mc_status st = cuda_run(p); /* warm-up; captures the graph after the first execution */
+    if (st != MC_OK)
+        return st;
+    const mc_cuda_api *cu = s->cu;
+    enum { BATCH = 128 };
+    CUevent ev[BATCH + 1];
+    for (int i = 0; i <= BATCH; i++)
+        CU_CHECK(cu->cuEventCreate(&ev[i], CU_EVENT_DEFAULT), "creating an event");
+    double *t = calloc((size_t)iters, sizeof(double));
+    if (!t)
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory");
+    /* back-to-back executions, an event between each: device time per execution */
+    for (int done = 0; done < iters && st == MC_OK;) {
+        int n = iters - done < BATCH ? iters - done : BATCH;
+        cu->cuEventRecord(ev[0], s->stream);
+        for (int i = 0; i < n && st == MC_OK; i++) {
+            st = execute(p, s);
+            cu->cuEventRecord(ev[i + 1], s->stream);
+        }
+        if (st == MC_OK)
+            st = sync_stream(s, "timing the program");
+        for (int i = 0; i < n && st == MC_OK; i++) {
+            float ms = 0;
+            cu->cuEventElapsedTime(&ms, ev[i], ev[i + 1]);
+            t[done + i] = (double)ms * 1000.0;
+        }
+        done += n;
+    }
+    if (st == MC_OK)
+        *median_us = median(t, iters);
+    free(t);
+    for (int i = 0; i <= BATCH; i++)
+        cu->cuEventDestroy(ev[i]);
+    return st;
+}
+
+/* Peak rates by device name (dense, no sparsity); 0 where unknown. */
+static void device_peaks(const char *name, double *f32, double *tc16, double *tf32, double *bw)
+{
+    *f32 = *tc16 = *tf32 = *bw = 0;
+    if (strncmp(name, "NVIDIA H100", 11) == 0 || strncmp(name, "NVIDIA H200", 11) == 0) {
+        bool pcie = strstr(name, "PCIe") != NULL;
+        *f32 = pcie ? 51.2e12 : 66.9e12;
+        *tc16 = pcie ? 756e12 : 989e12;
+        *tf32 = pcie ? 378e12 : 494e12;
+        *bw = strncmp(name, "NVIDIA H200", 11) == 0 ? 4.8e12 : pcie ? 2.0e12 : 3.35e12;
+    }
+}
+
+static mc_status cuda_profile(mc_program *p, int iters, mc_profile *prof)
+{
+    cuda_state *s = p->state;
+    const kir_program *kp = p->kp;
+    const mc_cuda_api *cu = s->cu;
+    if (iters < 1)
+        iters = 1;
+    mc_status st = cuda_run(p);
+    if (st != MC_OK)
+        return st;
+    snprintf(prof->device, sizeof prof->device, "%s", s->device_name);
+    snprintf(prof->clock, sizeof prof->clock, "cuda events");
+    double f32, tc16, tf32, bw;
+    device_peaks(s->device_name, &f32, &tc16, &tf32, &bw);
+    prof->peak_bytes_per_s = bw;
+    int n = s->nsteps;
+    CUevent *ev = calloc((size_t)n + 1, sizeof(CUevent));
+    double *t = calloc((size_t)kp->nkernels * (size_t)iters + 1, sizeof(double));
+    if (!ev || !t) {
+        free(ev);
+        free(t);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    }
+    for (int i = 0; i <= n; i++)
+        cu->cuEventCreate(&ev[i], CU_EVENT_DEFAULT);
+    for (int it = 0; it < iters && st == MC_OK; it++) {
+        cu->cuEventRecord(ev[0], s->stream);
+        for (int i = 0; i < n && st == MC_OK; i++) {
+            st = run_step(s, &s->steps[i], kp);
+            cu->cuEventRecord(ev[i + 1], s->stream);
+        }
+        if (st == MC_OK)
+            st = sync_stream(s, "profiling the program");
+        for (int i = 0; i < n && st == MC_OK; i++) {
+            float ms = 0;
+            cu->cuEventElapsedTime(&ms, ev[i], ev[i + 1]);
+            t[(size_t)s->steps[i].kernel * (size_t)iters + (size_t)it] += (double)ms * 1000.0;
+        }
+    }
+    for (int k = 0; k < kp->nkernels && st == MC_OK; k++) {
+        prof->time_us[k] = median(&t[(size_t)k * (size_t)iters], iters);
+        int launches = 0;
+        for (int i = 0; i < n; i++)
+            if (s->steps[i].kernel == k)
+                launches += s->steps[i].is_gemm ? (int)s->steps[i].plan->calls : 1;
+        prof->launches[k] = launches;
+        const kir_kernel *kk = &kp->kernels[k];
+        double peak = f32;
+        if (kk->category == KIR_GEMM) {
+            mc_dtype d = kp->buffers[kk->views[kk->gemm.a].buffer].dtype;
+            peak = d == MC_F32 ? (kk->gemm.tf32 ? tf32 : f32) : tc16;
+        }
+        prof->peak_flops[k] = peak;
+    }
+    for (int i = 0; i <= n; i++)
+        cu->cuEventDestroy(ev[i]);
+    free(ev);
+    free(t);
+    return st;
+}
+
+static mc_status cuda_dump_code(mc_program *p, FILE *out)
+{
+    cuda_state *s = p->state;
+    mc_cuda_kernel_plan *plans = s ? s->plans : NULL;
+    mc_cuda_kernel_plan *own = NULL;
+    const kir_program *kp = p->kp;
+    if (!plans) {
+        /* not prepared: render for sm_90 with the runtime's alignments */
+        mc_cuda_target t = {.sm = 90, .num_sms = 132};
+        int *align = calloc((size_t)kp->nbuffers + 1, sizeof(int));
+        if (!align)
+            return mc_fail(MC_ERR_SYSTEM, "out of memory");
+        mc_cuda_buffer_align(kp, align);
+        mc_status st = mc_cuda_plan_program(kp, &t, align, &own);
+        free(align);
+        if (st != MC_OK)
+            return st;
+        plans = own;
+    }
+    bool prelude = false;
+    for (int i = 0; i < kp->nkernels; i++) {
+        const mc_cuda_kernel_plan *pl = &plans[i];
+        fprintf(out, "// ---- kernel %d: %s\n", i, kp->kernels[i].name);
+        if (pl->is_gemm) {
+            mc_strbuf sb = {0};
+            mc_cuda_gemm_plan_describe(&pl->gemm, &sb);
+            fprintf(out, "// %s\n", sb.data ? sb.data : "");
+            mc_sb_free(&sb);
+        }
+        if (pl->has_code) {
+            if (!prelude) {
+                fprintf(out, "// prelude (part of every kernel's source):\n%.*s",
+                        (int)pl->code.body, pl->code.src.data);
+                prelude = true;
+            }
+            fprintf(out, "// launch: grid (%lld, %lld, %lld), block %d, %s\n%s\n",
+                    (long long)pl->code.grid[0], (long long)pl->code.grid[1],
+                    (long long)pl->code.grid[2], pl->code.block, pl->code.scheme,
+                    pl->code.src.data + pl->code.body);
+        }
+    }
+    mc_cuda_plans_free(own, kp->nkernels);
+    return MC_OK;
+}
+
+static void cuda_release(mc_program *p)
+{
+    cuda_state *s = p->state;
+    if (!s)
+        return;
+    const kir_program *kp = p->kp;
+    const mc_cuda_api *cu = s->cu;
+    if (cu && s->ctx)
+        cu->cuCtxSetCurrent(s->ctx);
+    if (cu && s->stream)
+        cu->cuStreamSynchronize(s->stream);
+    if (s->gexec)
+        cu->cuGraphExecDestroy(s->gexec);
+    if (s->steps)
+        for (int i = 0; i < s->nsteps; i++) {
+            free(s->steps[i].argv);
+            free(s->steps[i].args);
+        }
+    free(s->steps);
+    if (s->gemms && s->lt)
+        for (int i = 0; i < kp->nkernels; i++)
+            lt_free(s->lt, &s->gemms[i]);
+    free(s->gemms);
+    if (s->lt_handle)
+        s->lt->cublasLtDestroy(s->lt_handle);
+    if (s->modules)
+        for (int i = 0; i < kp->nkernels; i++)
+            if (s->modules[i])
+                cu->cuModuleUnload(s->modules[i]);
+    free(s->modules);
+    mc_cuda_plans_free(s->plans, kp->nkernels);
+    if (s->mem)
+        cu->cuMemFree(s->mem);
+    free(s->buf);
+    free(s->buf_bytes);
+    if (s->stream)
+        cu->cuStreamDestroy(s->stream);
+    if (s->ctx_retained)
+        cu->cuDevicePrimaryCtxRelease(s->dev);
+    free(s);
+    p->state = NULL;
+}
+
+const mc_backend mc_backend_cuda = {
+    .name = "cuda",
+    .probe = cuda_probe,
+    .prepare = cuda_prepare,
+    .run = cuda_run,
+    .profile = cuda_profile,
+    .time = cuda_time,
+    .dump_code = cuda_dump_code,
+    .release = cuda_release,
+};

@@ -1,0 +1,334 @@
+/* The profile report (SPEC §5): collecting times, deriving rates, printing the table and
+ * writing the JSON object. See profile.h for where each number comes from.
+ *
+ * Collection runs the program `iters` times after one warm-up and takes medians: means are
+ * wrecked by one slow outlier (LESSONS.md). The wall time is always measured here, on the host
+ * clock around mc_program_run, so it includes launches and copies; the kernel times come from
+ * the backend only, so the two can be compared (device-busy % = kernel time / wall time).
+ *
+ * Nothing unknown is printed as a number: a kernel the backend did not time shows "-" in the
+ * table and null in the JSON, and a rate above 100% of peak is flagged as suspect.
+ */
+#include "profile.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+mc_status mc_profile_init(mc_profile *prof, const mc_program *p)
+{
+    memset(prof, 0, sizeof *prof);
+    prof->program = p;
+    prof->nkernels = p->kp->nkernels;
+    size_t n = prof->nkernels > 0 ? (size_t)prof->nkernels : 1;
+    prof->launches = calloc(n, sizeof *prof->launches);
+    prof->time_us = calloc(n, sizeof *prof->time_us);
+    prof->peak_flops = calloc(n, sizeof *prof->peak_flops);
+    if (!prof->launches || !prof->time_us || !prof->peak_flops) {
+        mc_profile_release(prof);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    }
+    for (int k = 0; k < prof->nkernels; k++) {
+        kir_count(p->kp, &p->kp->kernels[k]);
+        prof->launches[k] = 1;
+        prof->time_us[k] = -1;
+    }
+    prof->wall_us = -1;
+    return MC_OK;
+}
+
+void mc_profile_release(mc_profile *prof)
+{
+    free(prof->launches);
+    free(prof->time_us);
+    free(prof->peak_flops);
+    prof->launches = NULL;
+    prof->time_us = prof->peak_flops = NULL;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+mc_status mc_profile_collect(mc_program *p, int iters, mc_profile *prof)
+{
+    if (iters < 1)
+        iters = 1;
+    prof->iters = iters;
+    double *wall = calloc((size_t)iters, sizeof *wall);
+    if (!wall)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    mc_status st = mc_program_run(p); /* warm-up */
+    for (int i = 0; i < iters && st == MC_OK; i++) {
+        double t0 = mc_now_ms();
+        st = mc_program_run(p);
+        wall[i] = (mc_now_ms() - t0) * 1000.0;
+    }
+    if (st == MC_OK) {
+        qsort(wall, (size_t)iters, sizeof *wall, compare_double);
+        prof->wall_us = iters % 2 ? wall[iters / 2] : 0.5 * (wall[iters / 2 - 1] + wall[iters / 2]);
+    }
+    free(wall);
+    if (st == MC_OK && p->backend->profile)
+        st = p->backend->profile(p, iters, prof);
+    return st;
+}
+
+mc_kernel_rates mc_profile_kernel_rates(const mc_profile *prof, int k)
+{
+    const kir_kernel *kern = &prof->program->kp->kernels[k];
+    mc_kernel_rates r = {.bound = "unknown"};
+    if (kern->bytes > 0)
+        r.intensity = (double)kern->flops / (double)kern->bytes;
+    double t = prof->time_us[k];
+    if (!(t > 0))
+        return r;
+    r.flops_per_s = (double)kern->flops / (t * 1e-6);
+    r.bytes_per_s = (double)kern->bytes / (t * 1e-6);
+    double pf = prof->peak_flops[k], pb = prof->peak_bytes_per_s;
+    if (pf > 0)
+        r.pct_peak_flops = 100.0 * r.flops_per_s / pf;
+    if (pb > 0)
+        r.pct_peak_bw = 100.0 * r.bytes_per_s / pb;
+    if (pf > 0 && pb > 0) {
+        /* Far from both roofs and short: launch or latency bound. Otherwise the side of the
+         * ridge point (peak FLOP/s / peak bytes/s) the kernel's intensity falls on. */
+        if (r.pct_peak_flops < 10 && r.pct_peak_bw < 10 && t < 20)
+            r.bound = "latency";
+        else
+            r.bound = r.intensity < pf / pb ? "memory" : "compute";
+    }
+    return r;
+}
+
+int64_t mc_profile_peak_memory(const mc_program *p)
+{
+    int64_t total = p->kp->arena_bytes;
+    for (int b = 0; b < p->kp->nbuffers; b++) {
+        const kir_buffer *buf = &p->kp->buffers[b];
+        int64_t bytes, sum;
+        if (buf->kind == KBUF_TEMP ||
+            mc_mul_overflows(buf->numel, (int64_t)mc_dtype_size(buf->dtype), &bytes) ||
+            mc_add_overflows(total, bytes, &sum))
+            continue;
+        total = sum;
+    }
+    return total;
+}
+
+static const char *category_name(kir_category c)
+{
+    switch (c) {
+    case KIR_POINTWISE: return "pointwise";
+    case KIR_REDUCTION: return "reduction";
+    case KIR_GEMM: return "gemm";
+    case KIR_COPY: return "copy";
+    }
+    return "?";
+}
+
+/* "matmul,add,gelu" and "8-9" or "8,10" into buf. */
+static const char *ops_string(const kir_kernel *k, char *buf, size_t size)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < k->nops && n + 1 < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%s", i ? "," : "", mc_op_table[k->ops[i]].name);
+    return buf;
+}
+
+static const char *lines_string(const kir_kernel *k, char *buf, size_t size)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < k->nlines && n + 1 < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%d", i ? "," : "", k->lines[i]);
+    if (!k->nlines)
+        snprintf(buf, size, "-");
+    return buf;
+}
+
+static const mc_profile *sort_profile; /* qsort has no context argument */
+
+static int by_time(const void *a, const void *b)
+{
+    int i = *(const int *)a, j = *(const int *)b;
+    double x = sort_profile->time_us[i], y = sort_profile->time_us[j];
+    if (x != y)
+        return (x < y) - (x > y); /* slowest first; unmeasured (-1) last */
+    return (i > j) - (i < j);
+}
+
+static void print_number(FILE *out, int width, double value, int precision)
+{
+    if (value > 0 || value == 0)
+        fprintf(out, " %*.*f", width, precision, value);
+    else
+        fprintf(out, " %*s", width, "-");
+}
+
+void mc_profile_print(const mc_profile *prof, FILE *out)
+{
+    const mc_program *p = prof->program;
+    const kir_program *kp = p->kp;
+    int n = prof->nkernels;
+    int *order = calloc(n > 0 ? (size_t)n : 1, sizeof *order);
+    if (!order)
+        return;
+    for (int k = 0; k < n; k++)
+        order[k] = k;
+    sort_profile = prof;
+    qsort(order, (size_t)n, sizeof *order, by_time);
+
+    double kernel_us = 0;
+    bool timed = false;
+    int launches = 0;
+    int64_t flops = 0, bytes = 0;
+    for (int k = 0; k < n; k++) {
+        if (prof->time_us[k] >= 0) {
+            kernel_us += prof->time_us[k];
+            timed = true;
+        }
+        launches += prof->launches[k];
+        flops += kp->kernels[k].flops;
+        bytes += kp->kernels[k].bytes;
+    }
+    fprintf(out, "profile: backend %s%s%s, %s, %d kernels, median of %d runs after a warm-up\n",
+            p->backend->name, prof->device[0] ? " on " : "", prof->device,
+            p->opt.fuse ? "fused" : "unfused", n, prof->iters);
+    fprintf(out, "%-28s %-9s %9s %6s %8s %9s %9s %6s %6s %8s %-7s %-6s %s\n", "kernel",
+            "category", "time_us", "%time", "launches", "GFLOP/s", "GB/s", "%pkF", "%pkBW",
+            "FLOP/B", "bound", "lines", "ops");
+    for (int i = 0; i < n; i++) {
+        int k = order[i];
+        const kir_kernel *kern = &kp->kernels[k];
+        mc_kernel_rates r = mc_profile_kernel_rates(prof, k);
+        double t = prof->time_us[k];
+        char ops[256], lines[128];
+        fprintf(out, "%-28s %-9s", kern->name, category_name(kern->category));
+        print_number(out, 9, t, 2);
+        print_number(out, 6, t >= 0 && kernel_us > 0 ? 100.0 * t / kernel_us : -1, 1);
+        fprintf(out, " %8d", prof->launches[k]);
+        print_number(out, 9, t > 0 ? r.flops_per_s * 1e-9 : -1, 2);
+        print_number(out, 9, t > 0 ? r.bytes_per_s * 1e-9 : -1, 2);
+        print_number(out, 6, r.pct_peak_flops > 0 ? r.pct_peak_flops : -1, 1);
+        print_number(out, 6, r.pct_peak_bw > 0 ? r.pct_peak_bw : -1, 1);
+        fprintf(out, " %8.2f %-7s %-6s %s%s\n", r.intensity, r.bound,
+                lines_string(kern, lines, sizeof lines), ops_string(kern, ops, sizeof ops),
+                r.pct_peak_flops > 100 || r.pct_peak_bw > 100 ? "  (suspect: above peak)" : "");
+    }
+    free(order);
+    fprintf(out, "totals: %d kernels, %d launches per run, %lld FLOPs, %lld bytes moved\n", n,
+            launches, (long long)flops, (long long)bytes);
+    if (timed)
+        fprintf(out, "        kernel time %.2f us, ", kernel_us);
+    else
+        fprintf(out, "        kernel time not measured by the %s backend, ", p->backend->name);
+    if (prof->wall_us >= 0)
+        fprintf(out, "wall time %.2f us per run", prof->wall_us);
+    if (timed && prof->wall_us > 0)
+        fprintf(out, ", device busy %.1f%%", 100.0 * kernel_us / prof->wall_us);
+    fprintf(out, "\n        peak memory %lld bytes, compile %.1f ms\n",
+            (long long)mc_profile_peak_memory(p), p->compile_ms);
+}
+
+/* ---- JSON ---------------------------------------------------------------------------------- */
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_number(FILE *f, double x)
+{
+    if (isfinite(x) && x >= 0)
+        fprintf(f, "%.6g", x);
+    else
+        fputs("null", f);
+}
+
+mc_status mc_profile_write_json(const mc_profile *prof, const char *path)
+{
+    const mc_program *p = prof->program;
+    const kir_program *kp = p->kp;
+    char tmp[4200];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= sizeof tmp)
+        return mc_fail(MC_ERR_INPUT, "%s: path too long", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return mc_fail(MC_ERR_INPUT, "%s: cannot write: %s", path, strerror(errno));
+    fprintf(f, "{ \"backend\": ");
+    json_string(f, p->backend->name);
+    fprintf(f, ", \"device\": ");
+    json_string(f, prof->device[0] ? prof->device : "host");
+    fprintf(f, ", \"fused\": %s, \"iters\": %d,\n  \"kernels\": [", p->opt.fuse ? "true" : "false",
+            prof->iters);
+    double kernel_us = 0;
+    bool timed = false;
+    int launches = 0;
+    for (int k = 0; k < prof->nkernels; k++) {
+        const kir_kernel *kern = &kp->kernels[k];
+        mc_kernel_rates r = mc_profile_kernel_rates(prof, k);
+        double t = prof->time_us[k];
+        if (t >= 0) {
+            kernel_us += t;
+            timed = true;
+        }
+        launches += prof->launches[k];
+        fprintf(f, "%s\n    { \"name\": ", k ? "," : "");
+        json_string(f, kern->name);
+        fprintf(f, ", \"category\": ");
+        json_string(f, category_name(kern->category));
+        fprintf(f, ", \"ops\": [");
+        for (int i = 0; i < kern->nops; i++) {
+            fprintf(f, "%s", i ? ", " : "");
+            json_string(f, mc_op_table[kern->ops[i]].name);
+        }
+        fprintf(f, "], \"lines\": [");
+        for (int i = 0; i < kern->nlines; i++)
+            fprintf(f, "%s%d", i ? ", " : "", kern->lines[i]);
+        fprintf(f, "], \"launches\": %d, \"time_us\": ", prof->launches[k]);
+        json_number(f, t);
+        fprintf(f, ", \"flops\": %lld, \"bytes\": %lld, \"pct_peak_flops\": ",
+                (long long)kern->flops, (long long)kern->bytes);
+        json_number(f, prof->peak_flops[k] > 0 && t > 0 ? r.pct_peak_flops : -1);
+        fprintf(f, ", \"pct_peak_bw\": ");
+        json_number(f, prof->peak_bytes_per_s > 0 && t > 0 ? r.pct_peak_bw : -1);
+        fprintf(f, ", \"intensity\": ");
+        json_number(f, r.intensity);
+        fprintf(f, ", \"bound\": ");
+        json_string(f, r.bound);
+        fprintf(f, " }");
+    }
+    fprintf(f, "\n  ],\n  \"totals\": { \"kernels\": %d, \"launches_per_run\": %d, \"kernel_time_us\": ",
+            prof->nkernels, launches);
+    json_number(f, timed ? kernel_us : -1);
+    fprintf(f, ", \"wall_time_us\": ");
+    json_number(f, prof->wall_us);
+    fprintf(f, ", \"peak_memory_bytes\": %lld, \"compile_ms\": ",
+            (long long)mc_profile_peak_memory(p));
+    json_number(f, p->compile_ms);
+    fprintf(f, " } }\n");
+    bool ok = !ferror(f);
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return mc_fail(MC_ERR_INPUT, "%s: cannot write: %s", path, strerror(e));
+    }
+    return MC_OK;
+}

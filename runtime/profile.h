@@ -1,0 +1,55 @@
+/* The profile of a compiled program (SPEC §5): per kernel, what it computes (from the kernel
+ * IR: name, category, the user's operators and lines, FLOPs and bytes from kir_count), how long
+ * it ran (from the backend, where it can time kernels), and the totals.
+ *
+ * The counts never come from the backend: they are read off the kernel IR, so every backend
+ * reports the same FLOPs and bytes for the same kernel list. Times come from the backend's
+ * optional `profile` slot (runtime.h), which fills `time_us` and `launches` per kernel and the
+ * device's name and peaks; a backend without it still gets the counts, the wall time of a whole
+ * execution and the totals, with the kernel times shown as not measured (never as zero).
+ *
+ * Rates and percentages are derived when the report is printed, from the times and the peaks,
+ * so there is one place (mc_profile_kernel_rates) where "achieved" is defined.
+ */
+#ifndef MINIC_PROFILE_H
+#define MINIC_PROFILE_H
+
+#include "runtime.h"
+
+struct mc_profile {
+    const mc_program *program; /* the program profiled (its kp's kernels, in order) */
+    int nkernels;              /* == program->kp->nkernels */
+    int *launches;             /* per kernel: launches per execution of the program (default 1) */
+    double *time_us;           /* per kernel: median time per execution, µs; < 0: not measured */
+    double *peak_flops;        /* per kernel: the device's peak FLOP/s for this kernel's kind and
+                                  dtype (tensor cores for an f16 GEMM, ...); 0: unknown */
+    double peak_bytes_per_s;   /* the device's memory bandwidth; 0: unknown */
+    double wall_us;            /* median host time of one whole execution; < 0: not measured */
+    int iters;                 /* executions measured, after the warm-up */
+    char device[128];          /* the device's name ("" where the backend does not say) */
+    char clock[64];            /* what the kernel times were measured with ("cuda events") */
+};
+
+/* Per-kernel rates derived from a profile (all 0 where the inputs are unknown). */
+typedef struct mc_kernel_rates {
+    double flops_per_s, bytes_per_s;
+    double pct_peak_flops, pct_peak_bw;
+    double intensity;          /* FLOPs per byte moved */
+    const char *bound;         /* "memory", "compute", "latency", or "unknown" */
+} mc_kernel_rates;
+
+/* Allocate the per-kernel arrays for p's kernels, counts filled (kir_count), times unknown. */
+mc_status mc_profile_init(mc_profile *prof, const mc_program *p);
+void mc_profile_release(mc_profile *prof);
+/* Run p `iters` times after a warm-up: wall time per execution on the host clock, and the
+ * backend's per-kernel times where it has a `profile` slot. */
+mc_status mc_profile_collect(mc_program *p, int iters, mc_profile *prof);
+mc_kernel_rates mc_profile_kernel_rates(const mc_profile *prof, int kernel);
+/* Total bytes of the program's memory: inputs, params, outputs and the planned arena. */
+int64_t mc_profile_peak_memory(const mc_program *p);
+/* The table of SPEC §5 (kernels sorted by time where measured, else in program order). */
+void mc_profile_print(const mc_profile *prof, FILE *out);
+/* SPEC §5's JSON object, written to a temporary name and renamed. */
+mc_status mc_profile_write_json(const mc_profile *prof, const char *path);
+
+#endif

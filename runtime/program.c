@@ -1,0 +1,524 @@
+/* Compiled programs: the public mc_program_* functions of include/minic.h.
+ *
+ * A program is the user's graph (cloned, so names, types and source lines outlive the caller's
+ * graph), the kernel list the pass pipeline made of it, a backend, and one host array per
+ * input, param and output buffer. Binding writes into those arrays and marks them dirty; the
+ * backend copies what is dirty in before a run and leaves the outputs in the host arrays after.
+ *
+ * Names are resolved against the user's graph, never against the kernel list: an input that
+ * the passes found dead has no buffer, but it is still declared, so binding it is checked
+ * (size, dtype, shape) and then has nothing to do. Every check that depends on a file happens
+ * before anything is copied, so a failed mc_program_load_weights leaves the program as it was.
+ *
+ * Backend choice (MC_BACKEND_AUTO): cuda when it is built and its probe finds a usable GPU,
+ * else cpu when it is built, else ref. The fallback is said once per process on stderr (the one
+ * thing here that prints, and only when opt->quiet is false), because a user who expected a GPU
+ * must not silently get an interpreter.
+ */
+#include "runtime.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../passes/passes.h"
+
+mc_options mc_options_default(void)
+{
+    return (mc_options){
+        .backend = MC_BACKEND_AUTO,
+        .fuse = true,
+        .plan_memory = true,
+        .cuda_graph = -1,
+        .tf32 = false,
+        .threads = 0,
+        .quiet = false,
+    };
+}
+
+const char *mc_backend_name(mc_backend_kind kind)
+{
+    switch (kind) {
+    case MC_BACKEND_AUTO: return "auto";
+    case MC_BACKEND_CUDA: return "cuda";
+    case MC_BACKEND_CPU: return "cpu";
+    case MC_BACKEND_REF: return "ref";
+    }
+    return "unknown";
+}
+
+/* ---- backend choice ------------------------------------------------------------------------ */
+
+/* The backends this library was built with. MINIC_HAVE_CUDA_BACKEND / MINIC_HAVE_CPU_BACKEND
+ * are defined by CMake when the backend's sources are part of the build. */
+static const mc_backend *built_backend(mc_backend_kind kind)
+{
+    switch (kind) {
+#ifdef MINIC_HAVE_CUDA_BACKEND
+    case MC_BACKEND_CUDA: return &mc_backend_cuda;
+#endif
+#ifdef MINIC_HAVE_CPU_BACKEND
+    case MC_BACKEND_CPU: return &mc_backend_cpu;
+#endif
+    case MC_BACKEND_REF: return &mc_backend_ref;
+    default: return NULL;
+    }
+}
+
+static mc_status probe(const mc_backend *b)
+{
+    return b->probe ? b->probe() : MC_OK;
+}
+
+static atomic_bool fallback_said;
+
+static mc_status choose_backend(const mc_options *opt, const mc_backend **out)
+{
+    if (opt->backend != MC_BACKEND_AUTO) {
+        const mc_backend *b = built_backend(opt->backend);
+        if (!b)
+            return mc_fail(MC_ERR_SYSTEM, "backend '%s' is not available: this minic was built without %s",
+                           mc_backend_name(opt->backend),
+                           opt->backend == MC_BACKEND_CUDA ? "CUDA" : "LLVM 14");
+        if (probe(b) != MC_OK)
+            return mc_fail(MC_ERR_SYSTEM, "backend '%s' is not usable: %s", b->name,
+                           mc_error_message());
+        *out = b;
+        return MC_OK;
+    }
+    /* AUTO: the first usable of cuda, cpu, ref; remember why cuda was passed over. */
+    char why[512] = "this minic was built without CUDA";
+    const mc_backend *cuda = built_backend(MC_BACKEND_CUDA);
+    if (cuda) {
+        if (probe(cuda) == MC_OK) {
+            *out = cuda;
+            return MC_OK;
+        }
+        snprintf(why, sizeof why, "no usable GPU: %s", mc_error_message());
+    }
+    const mc_backend *b = built_backend(MC_BACKEND_CPU);
+    if (!b || probe(b) != MC_OK)
+        b = &mc_backend_ref;
+    if (!opt->quiet && !atomic_exchange(&fallback_said, true))
+        fprintf(stderr, "minic: note: %s; using the %s backend\n", why, b->name);
+    *out = b;
+    return MC_OK;
+}
+
+/* ---- names and sizes ----------------------------------------------------------------------- */
+
+static bool is_declaration(const mc_node *n)
+{
+    return n->op == MC_OP_INPUT || n->op == MC_OP_PARAM;
+}
+
+/* The input or param node called `name` in the user's graph, or -1. */
+static int find_declaration(const mc_program *p, const char *name)
+{
+    if (!name)
+        return -1;
+    for (int i = 0; i < p->graph->nnodes; i++) {
+        const mc_node *n = &p->graph->nodes[i];
+        if (is_declaration(n) && n->name && strcmp(n->name, name) == 0)
+            return i;
+    }
+    return -1;
+}
+
+/* The kernel-list buffer that holds user-graph node `node` with one of the given kinds, or -1. */
+static int buffer_of(const mc_program *p, int node, bool declarations)
+{
+    const kir_program *kp = p->kp;
+    for (int b = 0; b < kp->nbuffers; b++) {
+        kir_buffer_kind k = kp->buffers[b].kind;
+        bool decl = k == KBUF_INPUT || k == KBUF_PARAM;
+        if (kp->buffers[b].node == node && (declarations ? decl : k == KBUF_OUTPUT))
+            return b;
+    }
+    return -1;
+}
+
+int mc_program_find(const mc_program *p, const char *name)
+{
+    int node = find_declaration(p, name);
+    return node < 0 ? -1 : buffer_of(p, node, true);
+}
+
+int64_t mc_program_numel(const mc_program *p, int b)
+{
+    return p->kp->buffers[b].numel;
+}
+
+/* "f32[32, 128]" */
+static const char *type_string(mc_dtype dtype, const int64_t *shape, int rank, char *buf,
+                               size_t size)
+{
+    int n = snprintf(buf, size, "%s[", mc_dtype_name(dtype));
+    for (int d = 0; d < rank && n > 0 && (size_t)n < size; d++)
+        n += snprintf(buf + n, size - (size_t)n, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, "]");
+    return buf;
+}
+
+static const char *node_type(const mc_node *n, char *buf, size_t size)
+{
+    return type_string(n->dtype, n->shape, n->rank, buf, size);
+}
+
+static bool node_bytes(const mc_node *n, size_t *out)
+{
+    int64_t bytes;
+    if (mc_mul_overflows(mc_node_numel(n), (int64_t)mc_dtype_size(n->dtype), &bytes) ||
+        (uint64_t)bytes > SIZE_MAX)
+        return false;
+    *out = (size_t)bytes;
+    return true;
+}
+
+static const char *kind_word(const mc_node *n)
+{
+    return n->op == MC_OP_PARAM ? "param" : "input";
+}
+
+/* ---- compile and free ---------------------------------------------------------------------- */
+
+static mc_status allocate_host(mc_program *p)
+{
+    const kir_program *kp = p->kp;
+    size_t nb = kp->nbuffers > 0 ? (size_t)kp->nbuffers : 1;
+    p->host = calloc(nb, sizeof *p->host);
+    p->bound = calloc(nb, sizeof *p->bound);
+    p->dirty = calloc(nb, sizeof *p->dirty);
+    p->has_value = calloc(nb, sizeof *p->has_value);
+    size_t no = p->graph->noutputs > 0 ? (size_t)p->graph->noutputs : 1;
+    p->outputs = calloc(no, sizeof *p->outputs);
+    if (!p->host || !p->bound || !p->dirty || !p->has_value || !p->outputs)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    for (int b = 0; b < kp->nbuffers; b++) {
+        const kir_buffer *buf = &kp->buffers[b];
+        if (buf->kind == KBUF_TEMP)
+            continue;
+        int64_t bytes;
+        if (buf->numel < 0 || mc_mul_overflows(buf->numel, (int64_t)mc_dtype_size(buf->dtype), &bytes) ||
+            (uint64_t)bytes > SIZE_MAX)
+            return mc_fail(MC_ERR_INPUT, "a buffer of %lld elements is too large",
+                           (long long)buf->numel);
+        p->host[b] = calloc(bytes > 0 ? (size_t)bytes : 1, 1);
+        if (!p->host[b])
+            return mc_fail(MC_ERR_SYSTEM, "out of memory (%lld bytes of host memory)", (long long)bytes);
+    }
+    for (int i = 0; i < p->graph->noutputs; i++) {
+        int node = p->graph->outputs[i];
+        int b = buffer_of(p, node, false);
+        if (b < 0)
+            b = buffer_of(p, node, true); /* `output x` where x is an input or param */
+        MC_ASSERT(b >= 0);
+        p->outputs[i] = b;
+    }
+    return MC_OK;
+}
+
+mc_status mc_program_compile(const mc_graph *g, const mc_options *opt, mc_program **out)
+{
+    if (!out)
+        return mc_fail(MC_ERR_INPUT, "mc_program_compile: no place for the result");
+    *out = NULL;
+    if (!g)
+        return mc_fail(MC_ERR_INPUT, "mc_program_compile: no graph");
+    if (g->failed)
+        return mc_fail(MC_ERR_INPUT, "mc_program_compile: the graph has a failed builder call");
+    if (g->noutputs <= 0)
+        return mc_fail(MC_ERR_INPUT, "graph '%s' has no outputs (mc_graph_set_outputs)",
+                       g->name ? g->name : "");
+    mc_options o = opt ? *opt : mc_options_default();
+    if ((unsigned)o.backend > MC_BACKEND_REF)
+        return mc_fail(MC_ERR_INPUT, "mc_program_compile: unknown backend %d", (int)o.backend);
+    if (o.cuda_graph < -1 || o.cuda_graph > 1)
+        return mc_fail(MC_ERR_INPUT, "mc_program_compile: cuda_graph must be -1, 0 or 1");
+    if (o.threads < 0)
+        return mc_fail(MC_ERR_INPUT, "mc_program_compile: threads must be >= 0");
+
+    double t0 = mc_now_ms();
+    mc_program *p = calloc(1, sizeof *p);
+    if (!p)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    p->opt = o;
+    mc_status st = choose_backend(&o, &p->backend);
+    if (st != MC_OK) {
+        free(p);
+        return st;
+    }
+    p->graph = mc_graph_clone(g);
+    if (!p->graph) {
+        free(p);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    }
+    mc_compile_options co = {.fuse = o.fuse, .plan_memory = o.plan_memory, .tf32 = o.tf32};
+#ifndef NDEBUG
+    co.verify = true;
+#endif
+    st = mc_compile_kernels(p->graph, &co, &p->kp);
+    if (st == MC_OK)
+        st = allocate_host(p);
+    if (st == MC_OK) {
+        st = p->backend->prepare(p);
+    }
+    if (st != MC_OK) {
+        mc_program_free(p);
+        return st;
+    }
+    p->compile_ms = mc_now_ms() - t0;
+    *out = p;
+    return MC_OK;
+}
+
+void mc_program_free(mc_program *p)
+{
+    if (!p)
+        return;
+    if (p->backend && p->backend->release && p->kp)
+        p->backend->release(p);
+    if (p->host && p->kp)
+        for (int b = 0; b < p->kp->nbuffers; b++)
+            free(p->host[b]);
+    free(p->host);
+    free(p->bound);
+    free(p->dirty);
+    free(p->has_value);
+    free(p->outputs);
+    if (p->kp)
+        kir_program_free(p->kp);
+    mc_graph_free(p->graph);
+    free(p);
+}
+
+const char *mc_program_backend(const mc_program *p)
+{
+    return p && p->backend ? p->backend->name : "none";
+}
+
+/* ---- binding ------------------------------------------------------------------------------- */
+
+static mc_status declaration_or_fail(const mc_program *p, const char *name, const char *where,
+                                     int *node)
+{
+    *node = find_declaration(p, name);
+    if (*node >= 0)
+        return MC_OK;
+    const char *gname = p->graph->name ? p->graph->name : "(unnamed)";
+    if (where)
+        return mc_fail(MC_ERR_INPUT, "%s: graph '%s' has no input or param named '%s'", where,
+                       gname, name ? name : "(null)");
+    return mc_fail(MC_ERR_INPUT, "graph '%s' has no input or param named '%s'", gname,
+                   name ? name : "(null)");
+}
+
+/* Copy a checked value into node's buffer (if the kernels use it) and mark it bound. */
+static void bind(mc_program *p, int node, const void *data, size_t bytes)
+{
+    int b = buffer_of(p, node, true);
+    if (b < 0)
+        return; /* declared but unused by the kernels: nothing to copy */
+    memcpy(p->host[b], data, bytes);
+    p->bound[b] = p->has_value[b] = p->dirty[b] = true;
+}
+
+mc_status mc_program_set(mc_program *p, const char *name, const void *data, size_t bytes)
+{
+    if (!p)
+        return mc_fail(MC_ERR_INPUT, "mc_program_set: no program");
+    int node;
+    if (declaration_or_fail(p, name, NULL, &node) != MC_OK)
+        return MC_ERR_INPUT;
+    const mc_node *n = &p->graph->nodes[node];
+    size_t want;
+    char type[128];
+    if (!node_bytes(n, &want))
+        return mc_fail(MC_ERR_INPUT, "%s '%s' is too large", kind_word(n), name);
+    if (bytes != want)
+        return mc_fail(MC_ERR_INPUT, "%s '%s' is %s (%zu bytes) but %zu bytes were given",
+                       kind_word(n), name, node_type(n, type, sizeof type), want, bytes);
+    if (!data && bytes)
+        return mc_fail(MC_ERR_INPUT, "mc_program_set: no data for '%s'", name);
+    bind(p, node, data, bytes);
+    return MC_OK;
+}
+
+/* Check that an array read from `path` fits the declaration of node. */
+static mc_status check_array(const mc_program *p, int node, const mc_array *a, const char *path)
+{
+    const mc_node *n = &p->graph->nodes[node];
+    char want[128], got[128];
+    bool same = a->dtype == n->dtype && a->rank == n->rank;
+    for (int d = 0; same && d < n->rank; d++)
+        same = a->shape[d] == n->shape[d];
+    if (!same)
+        return mc_fail(MC_ERR_INPUT, "%s: %s '%s' is declared %s but the file holds %s", path,
+                       kind_word(n), n->name, node_type(n, want, sizeof want),
+                       type_string(a->dtype, a->shape, a->rank, got, sizeof got));
+    size_t bytes;
+    if (!node_bytes(n, &bytes) || bytes != a->bytes)
+        return mc_fail(MC_ERR_INPUT, "%s: tensor for '%s' has %zu bytes, expected %zu", path,
+                       n->name, a->bytes, bytes);
+    return MC_OK;
+}
+
+mc_status mc_program_load_npy(mc_program *p, const char *name, const char *path)
+{
+    if (!p || !path)
+        return mc_fail(MC_ERR_INPUT, "mc_program_load_npy: no program or path");
+    int node;
+    if (declaration_or_fail(p, name, path, &node) != MC_OK)
+        return MC_ERR_INPUT;
+    mc_array a = {0};
+    mc_status st = mc_npy_read(path, p->graph->nodes[node].dtype, &a);
+    if (st != MC_OK)
+        return st;
+    st = check_array(p, node, &a, path);
+    if (st == MC_OK)
+        bind(p, node, a.data, a.bytes);
+    free(a.data);
+    return st;
+}
+
+mc_status mc_program_load_weights(mc_program *p, const char *path)
+{
+    if (!p || !path)
+        return mc_fail(MC_ERR_INPUT, "mc_program_load_weights: no program or path");
+    mc_safetensors *st = NULL;
+    mc_status s = mc_safetensors_open(path, &st);
+    if (s != MC_OK)
+        return s;
+    /* Check every param first, then copy: a failure binds nothing. */
+    for (int pass = 0; pass < 2 && s == MC_OK; pass++) {
+        for (int i = 0; i < p->graph->nnodes && s == MC_OK; i++) {
+            const mc_node *n = &p->graph->nodes[i];
+            if (n->op != MC_OP_PARAM)
+                continue;
+            mc_array a = {0};
+            char type[128];
+            if (mc_safetensors_get(st, n->name, &a) != MC_OK) {
+                s = mc_fail(MC_ERR_INPUT, "%s: param '%s' (%s) is missing from the file", path,
+                            n->name, node_type(n, type, sizeof type));
+                break;
+            }
+            s = check_array(p, i, &a, path);
+            if (s == MC_OK && pass == 1)
+                bind(p, i, a.data, a.bytes);
+        }
+    }
+    mc_safetensors_close(st);
+    return s;
+}
+
+mc_status mc_program_fill_random(mc_program *p, uint64_t seed)
+{
+    if (!p)
+        return mc_fail(MC_ERR_INPUT, "mc_program_fill_random: no program");
+    for (int i = 0; i < p->graph->nnodes; i++) {
+        const mc_node *n = &p->graph->nodes[i];
+        if (!is_declaration(n))
+            continue;
+        int b = buffer_of(p, i, true);
+        if (b < 0 || p->bound[b])
+            continue;
+        mc_fill_random(p->host[b], n->dtype, mc_node_numel(n), seed, n->name);
+        p->has_value[b] = p->dirty[b] = true;
+    }
+    return MC_OK;
+}
+
+/* ---- running and outputs ------------------------------------------------------------------- */
+
+mc_status mc_program_run(mc_program *p)
+{
+    if (!p)
+        return mc_fail(MC_ERR_INPUT, "mc_program_run: no program");
+    for (int b = 0; b < p->kp->nbuffers; b++) {
+        const kir_buffer *buf = &p->kp->buffers[b];
+        if ((buf->kind == KBUF_INPUT || buf->kind == KBUF_PARAM) && !p->has_value[b]) {
+            char name[64];
+            return mc_fail(MC_ERR_INPUT,
+                           "%s '%s' has no value: bind it (mc_program_set, a file) or call "
+                           "mc_program_fill_random",
+                           buf->kind == KBUF_PARAM ? "param" : "input",
+                           mc_node_name(p->graph, buf->node, name, sizeof name));
+        }
+    }
+    mc_status st = p->backend->run(p);
+    if (st == MC_OK)
+        p->runs++;
+    return st;
+}
+
+int mc_program_num_outputs(const mc_program *p)
+{
+    return p ? p->graph->noutputs : 0;
+}
+
+mc_status mc_program_output(mc_program *p, int index, mc_tensor *out)
+{
+    if (!p || !out)
+        return mc_fail(MC_ERR_INPUT, "mc_program_output: no program or tensor");
+    if (index < 0 || index >= p->graph->noutputs)
+        return mc_fail(MC_ERR_INPUT, "mc_program_output: index %d out of range (the graph has %d outputs)",
+                       index, p->graph->noutputs);
+    if (p->runs == 0)
+        return mc_fail(MC_ERR_INPUT, "mc_program_output: the program has not run yet (mc_program_run)");
+    int node = p->graph->outputs[index];
+    const mc_node *n = &p->graph->nodes[node];
+    static _Thread_local char unnamed[64];
+    memset(out, 0, sizeof *out);
+    out->name = n->name ? n->name : mc_node_name(p->graph, node, unnamed, sizeof unnamed);
+    out->dtype = n->dtype;
+    out->rank = n->rank;
+    memcpy(out->shape, n->shape, sizeof out->shape);
+    out->data = p->host[p->outputs[index]];
+    node_bytes(n, &out->bytes);
+    return MC_OK;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+mc_status mc_program_save_outputs(mc_program *p, const char *path)
+{
+    if (!p || !path)
+        return mc_fail(MC_ERR_INPUT, "mc_program_save_outputs: no program or path");
+    bool npy = ends_with(path, ".npy"), st = ends_with(path, ".safetensors");
+    if (!npy && !st)
+        return mc_fail(MC_ERR_INPUT, "%s: unknown output format (expected .safetensors or .npy)", path);
+    int n = p->graph->noutputs;
+    if (npy && n != 1)
+        return mc_fail(MC_ERR_INPUT,
+                       "%s: a .npy file holds one array but the graph has %d outputs (use .safetensors)",
+                       path, n);
+    if (p->runs == 0)
+        return mc_fail(MC_ERR_INPUT, "%s: the program has not run yet, there are no outputs", path);
+    mc_array *arrays = calloc((size_t)n, sizeof *arrays);
+    const char **names = calloc((size_t)n, sizeof *names);
+    char(*unnamed)[64] = calloc((size_t)n, sizeof *unnamed);
+    mc_status s = MC_OK;
+    if (!arrays || !names || !unnamed)
+        s = mc_fail(MC_ERR_SYSTEM, "out of memory");
+    for (int i = 0; i < n && s == MC_OK; i++) {
+        int node = p->graph->outputs[i];
+        const mc_node *nd = &p->graph->nodes[node];
+        names[i] = nd->name ? nd->name : mc_node_name(p->graph, node, unnamed[i], sizeof unnamed[i]);
+        arrays[i].dtype = nd->dtype;
+        arrays[i].rank = nd->rank;
+        memcpy(arrays[i].shape, nd->shape, sizeof arrays[i].shape);
+        arrays[i].data = p->host[p->outputs[i]];
+        node_bytes(nd, &arrays[i].bytes);
+    }
+    if (s == MC_OK)
+        s = npy ? mc_npy_write(path, &arrays[0]) : mc_safetensors_write(path, names, arrays, n);
+    free(arrays);
+    free(names);
+    free(unnamed);
+    return s;
+}

@@ -1,0 +1,199 @@
+/* Every kernel the CUDA backend can generate compiles with NVRTC — on machines without a GPU.
+ *
+ * NVRTC needs no driver, so CI compiles (for sm_90 when there is no device) every kernel of
+ * the hand-built fixtures (tests/cuda_fixtures.h: pointwise, reductions of every scheme,
+ * GEMMs of every plan, in f32, f16 and bf16) and of every example graph once the passes produce
+ * kernels; broken CUDA source fails here. The GEMM planner is checked on the same fixtures:
+ * which epilogues cuBLASLt takes, which go through scratch, which layouts it cannot take.
+ * Prints "skipped: no NVRTC" (exit 77) only where the library is missing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testlib.h"
+
+#ifdef MINIC_HAVE_CUDA
+#include "codegen/cuda.h"
+#include "runtime/runtime.h"
+#include "cuda_fixtures.h"
+
+static const mc_cuda_target target = {.sm = 90, .num_sms = 132};
+
+/* Plan, render and compile every kernel of kp; returns the plans (caller frees). */
+static mc_cuda_kernel_plan *compile_all(const kir_program *kp)
+{
+    int *align = calloc((size_t)kp->nbuffers + 1, sizeof(int));
+    assert_non_null(align);
+    mc_cuda_buffer_align(kp, align);
+    mc_cuda_kernel_plan *plans;
+    mc_status st = mc_cuda_plan_program(kp, &target, align, &plans);
+    if (st != MC_OK)
+        fail_msg("%s", mc_error_message());
+    const char *srcs[16], *entries[16];
+    int n = 0;
+    for (int i = 0; i < kp->nkernels; i++)
+        if (plans[i].has_code) {
+            srcs[n] = plans[i].code.src.data;
+            entries[n] = plans[i].code.entry;
+            n++;
+        }
+    void *cubins[16];
+    size_t sizes[16];
+    int compiled;
+    st = mc_cuda_compile(srcs, entries, n, target.sm, true, cubins, sizes, &compiled);
+    if (st != MC_OK) {
+        for (int i = 0; i < n; i++)
+            fprintf(stderr, "---- %s\n%s\n", entries[i], srcs[i]);
+        fail_msg("%s", mc_error_message());
+    }
+    for (int i = 0; i < n; i++) {
+        assert_non_null(cubins[i]);
+        assert_true(sizes[i] > 100);
+        free(cubins[i]);
+    }
+    free(align);
+    return plans;
+}
+
+static void test_pointwise(void **state)
+{
+    (void)state;
+    kir_program *kp = fx_pointwise(64, 256);
+    mc_cuda_kernel_plan *pl = compile_all(kp);
+    /* x f32 and b bf16 contiguous in the innermost dim: 16-byte f32 vectors, width 4 */
+    assert_int_equal(pl[0].code.vec, 4);
+    /* the transposed read can't be vectorized, but the f32 store can */
+    assert_string_equal(pl[1].code.scheme, "pointwise");
+    assert_non_null(strstr(pl[0].code.src.data, "mc_vec<float, 4>"));
+    mc_cuda_plans_free(pl, kp->nkernels);
+    fx_free(kp);
+    /* an odd innermost size forces scalar accesses */
+    kp = fx_pointwise(3, 7);
+    pl = compile_all(kp);
+    assert_int_equal(pl[0].code.vec, 1);
+    mc_cuda_plans_free(pl, kp->nkernels);
+    fx_free(kp);
+}
+
+static void test_reductions(void **state)
+{
+    (void)state;
+    const mc_dtype dts[3] = {MC_F32, MC_F16, MC_BF16};
+    for (int i = 0; i < 3; i++) {
+        kir_program *kp = fx_softmax(64, 256, dts[i]);
+        mc_cuda_kernel_plan *pl = compile_all(kp);
+        assert_string_equal(pl[0].code.scheme, "row-per-warp");
+        /* the row is read from memory once: later loop blocks use the registers */
+        assert_non_null(strstr(pl[0].code.src.data, "rc0["));
+        mc_cuda_plans_free(pl, kp->nkernels);
+        fx_free(kp);
+        kp = fx_layernorm(16, 4096, dts[i]);
+        pl = compile_all(kp);
+        assert_string_equal(pl[0].code.scheme, "row-per-block");
+        assert_non_null(strstr(pl[0].code.src.data, "__syncthreads"));
+        mc_cuda_plans_free(pl, kp->nkernels);
+        fx_free(kp);
+    }
+    kir_program *kp = fx_full_reduce(100, 1000);
+    mc_cuda_kernel_plan *pl = compile_all(kp);
+    mc_cuda_plans_free(pl, kp->nkernels);
+    fx_free(kp);
+}
+
+static void test_gemms(void **state)
+{
+    (void)state;
+    const mc_dtype dts[3] = {MC_F32, MC_F16, MC_BF16};
+    for (int i = 0; i < 3; i++) {
+        kir_program *kp = fx_gemms(3, 40, 24, 32, dts[i]);
+        mc_cuda_kernel_plan *pl = compile_all(kp);
+        /* 0: bias + gelu_tanh, all in cuBLASLt; w^T is a transposed operand */
+        assert_true(pl[0].gemm.use_lt && pl[0].gemm.full);
+        assert_int_equal(pl[0].gemm.epi, MC_LT_EPI_GELU_BIAS);
+        assert_true(pl[0].gemm.a.trans);
+        assert_false(pl[0].gemm.b.trans);
+        assert_int_equal(pl[0].gemm.batch, 3);
+        assert_int_equal(pl[0].gemm.a.batch_stride, 0);
+        assert_false(pl[0].has_code);
+        /* 1: bias then a residual: BIAS with C, beta 1 */
+        assert_true(pl[1].gemm.use_lt && pl[1].gemm.full);
+        assert_int_equal(pl[1].gemm.epi, MC_LT_EPI_BIAS);
+        assert_true(pl[1].gemm.beta == 1.0f);
+        /* 2: two stores: scratch and an epilogue kernel */
+        assert_true(pl[2].gemm.use_lt);
+        assert_false(pl[2].gemm.full);
+        assert_true(pl[2].has_code);
+        assert_int_equal(pl[2].gemm.scratch_elems, 3 * 40 * 24);
+        /* 3: B broadcast along K: a generated GEMM */
+        assert_false(pl[3].gemm.use_lt);
+        assert_string_equal(pl[3].code.scheme, "gemm-tiled");
+        mc_cuda_plans_free(pl, kp->nkernels);
+        fx_free(kp);
+    }
+}
+
+static void test_compile_error_names_source(void **state)
+{
+    (void)state;
+    const char *src = "extern \"C\" __global__ void broken_kernel_0(float *p) { p[0] = nope; }\n";
+    const char *entry = "broken_kernel_0";
+    void *cubin;
+    size_t size;
+    int compiled;
+    mc_status st = mc_cuda_compile(&src, &entry, 1, 90, true, &cubin, &size, &compiled);
+    assert_int_equal(st, MC_ERR_SYSTEM);
+    const char *msg = mc_error_message();
+    assert_non_null(strstr(msg, "broken_kernel_0"));
+    assert_non_null(strstr(msg, "nope"));      /* NVRTC's log */
+    const char *path = strstr(msg, "source: ");
+    assert_non_null(path);
+    char file[512];
+    assert_int_equal(sscanf(path + 8, "%511[^)]", file), 1);
+    FILE *f = fopen(file, "r");
+    assert_non_null(f); /* the failing source was saved there */
+    fclose(f);
+    remove(file);
+}
+
+static void test_cache_hit(void **state)
+{
+    (void)state;
+    char src[256];
+    /* a source unique to this run, so the first compile misses */
+    snprintf(src, sizeof src, "extern \"C\" __global__ void cache_probe_0(float *p) "
+                              "{ p[0] = %.17g; }\n", mc_now_ms());
+    const char *s = src, *entry = "cache_probe_0";
+    void *cubin;
+    size_t size;
+    int compiled;
+    assert_int_equal(mc_cuda_compile(&s, &entry, 1, 90, true, &cubin, &size, &compiled), MC_OK);
+    assert_int_equal(compiled, 1);
+    free(cubin);
+    assert_int_equal(mc_cuda_compile(&s, &entry, 1, 90, true, &cubin, &size, &compiled), MC_OK);
+    assert_int_equal(compiled, 0);
+    free(cubin);
+}
+
+int main(void)
+{
+    if (!mc_cuda_have_nvrtc()) {
+        printf("skipped: no NVRTC (%s)\n", mc_error_message());
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pointwise),
+        cmocka_unit_test(test_reductions),
+        cmocka_unit_test(test_gemms),
+        cmocka_unit_test(test_compile_error_names_source),
+        cmocka_unit_test(test_cache_hit),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#else
+int main(void)
+{
+    printf("skipped: no NVRTC (minic was built without the CUDA backend)\n");
+    return 77;
+}
+#endif
