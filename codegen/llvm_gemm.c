@@ -210,29 +210,37 @@ static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, 
     LLVMBasicBlockRef bdone = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "epi_done");
     LLVMBuildCondBr(B, LLVMBuildAnd(B, full_m, full_n, ""), bfull, bedge);
 
-    LLVMPositionBuilderAtEnd(B, bfull);
-    for (int r = 0; r < MR; r++) {
-        for (int v = 0; v < g->nv; v++) {
-            llvm_point pt = {.width = L, .lane_dim = nb + 1, .stride = strides, .view_offset = offs};
-            for (int d = 0; d < nb; d++)
-                pt.idx[d] = batch_idx[d];
-            pt.idx[nb] = LLVMBuildAdd(B, m, i64c(c, r), "");
-            pt.idx[nb + 1] = LLVMBuildAdd(B, n, i64c(c, v * L), "");
-            for (int vi = 0; vi < k->nviews; vi++)
-                offs[vi] = LLVMBuildNSWAdd(B, batch_off[vi],
-                                           LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, pt.idx[nb], i64c(c, strides[vi][nb]), ""),
-                                                           LLVMBuildNSWMul(B, pt.idx[nb + 1], i64c(c, strides[vi][nb + 1]), ""), ""), "");
-            pt.acc = acc[r * g->nv + v];
-            llvm_emit_block(c, k, 0, bases, &pt, cur, NULL, NULL);
-        }
-    }
-    LLVMBuildBr(B, bdone);
-
-    /* edge tile: accumulators to the stack, then one element at a time */
-    LLVMPositionBuilderAtEnd(B, bedge);
+    /* The accumulators go to a stack tile either way: the epilogue then runs once per row
+     * (a loop, not MR copies of its code), NR lanes at a time on full tiles. */
+    LLVMBasicBlockRef at = LLVMGetInsertBlock(B);
+    LLVMPositionBuilderBefore(B, LLVMGetBasicBlockTerminator(at));
     for (int r = 0; r < MR; r++)
         for (int v = 0; v < g->nv; v++)
             store_f32(c, tile, i64c(c, r * g->nr + v * L), acc[r * g->nv + v], L);
+    LLVMPositionBuilderAtEnd(B, bfull);
+    {
+        llvm_loop R;
+        llvm_loop_begin(c, &R, i64c(c, 0), i64c(c, MR), i64c(c, 1), "fr");
+        llvm_point pt = {.width = g->nr, .lane_dim = nb + 1, .stride = strides, .view_offset = offs};
+        for (int d = 0; d < nb; d++)
+            pt.idx[d] = batch_idx[d];
+        pt.idx[nb] = LLVMBuildAdd(B, m, R.index, "");
+        pt.idx[nb + 1] = n;
+        for (int vi = 0; vi < k->nviews; vi++)
+            offs[vi] = LLVMBuildNSWAdd(B, batch_off[vi],
+                                       LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, pt.idx[nb], i64c(c, strides[vi][nb]), ""),
+                                                       LLVMBuildNSWMul(B, pt.idx[nb + 1], i64c(c, strides[vi][nb + 1]), ""), ""), "");
+        LLVMValueRef row = LLVMBuildLoad2(B, LLVMVectorType(c->t_f32, (unsigned)g->nr),
+                                          vptr(c, tile, LLVMBuildMul(B, R.index, i64c(c, g->nr), ""), g->nr), "");
+        LLVMSetAlignment(row, 4);
+        pt.acc = row;
+        llvm_emit_block(c, k, 0, bases, &pt, cur, NULL, NULL);
+        llvm_loop_end(c, &R);
+    }
+    LLVMBuildBr(B, bdone);
+
+    /* edge tile: one element at a time */
+    LLVMPositionBuilderAtEnd(B, bedge);
     LLVMValueRef rows = min64(c, i64c(c, MR), LLVMBuildSub(B, m_end, m, ""));
     LLVMValueRef cols = min64(c, i64c(c, g->nr), LLVMBuildSub(B, i64c(c, g->N), n, ""));
     llvm_loop R, C;

@@ -120,10 +120,10 @@ static LLVMValueRef call2(llvm_ctx *c, const char *name, LLVMValueRef a, LLVMVal
     return llvm_call_intrinsic(c, name, &t, 1, args, 2);
 }
 
-static LLVMValueRef fadd(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFAdd(B, a, b, ""); }
-static LLVMValueRef fsub(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFSub(B, a, b, ""); }
-static LLVMValueRef fmul(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFMul(B, a, b, ""); }
-static LLVMValueRef fdiv(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFDiv(B, a, b, ""); }
+static LLVMValueRef f_add(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFAdd(B, a, b, ""); }
+static LLVMValueRef f_sub(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFSub(B, a, b, ""); }
+static LLVMValueRef f_mul(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFMul(B, a, b, ""); }
+static LLVMValueRef f_div(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFDiv(B, a, b, ""); }
 static LLVMValueRef sel(llvm_ctx *c, LLVMValueRef k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(B, k, a, b, ""); }
 static LLVMValueRef fcmp(llvm_ctx *c, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFCmp(B, p, a, b, ""); }
 static LLVMValueRef isnan_(llvm_ctx *c, LLVMValueRef a) { return fcmp(c, LLVMRealUNO, a, a); }
@@ -211,14 +211,14 @@ static LLVMValueRef exp_body(llvm_ctx *c, LLVMValueRef *a, int w)
     static const double taylor[] = {1, 1, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040};
     LLVMValueRef x = a[0];
     LLVMValueRef xc = call2(c, "llvm.maxnum", call2(c, "llvm.minnum", x, K(c, x, 89.0)), K(c, x, -104.0));
-    LLVMValueRef n = call1(c, "llvm.rint", fmul(c, xc, K(c, x, log2e)));
+    LLVMValueRef n = call1(c, "llvm.rint", f_mul(c, xc, K(c, x, log2e)));
     LLVMValueRef r = fma_(c, n, K(c, x, -ln2_hi_f), xc);
     r = fma_(c, n, K(c, x, -ln2_lo_f), r);
     LLVMValueRef p = horner(c, r, taylor, 8);
     LLVMValueRef ni = LLVMBuildFPToSI(B, n, vec(c->t_i32, w), "");
     LLVMValueRef n1 = LLVMBuildAShr(B, ni, llvm_const_i32(c, 1, w), "");
     LLVMValueRef n2 = LLVMBuildSub(B, ni, n1, "");
-    LLVMValueRef res = fmul(c, fmul(c, p, pow2_f32(c, n1, w)), pow2_f32(c, n2, w));
+    LLVMValueRef res = f_mul(c, f_mul(c, p, pow2_f32(c, n1, w)), pow2_f32(c, n2, w));
     return sel(c, isnan_(c, x), x, res);
 }
 
@@ -228,20 +228,20 @@ static LLVMValueRef emit_exp(llvm_ctx *c, LLVMValueRef x, int w) { return call_h
 static LLVMValueRef expm1_small(llvm_ctx *c, LLVMValueRef y, int w)
 {
     static const double taylor[] = {1, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320};
-    LLVMValueRef n = call1(c, "llvm.rint", fmul(c, y, K(c, y, log2e)));
+    LLVMValueRef n = call1(c, "llvm.rint", f_mul(c, y, K(c, y, log2e)));
     LLVMValueRef r = fma_(c, n, K(c, y, -ln2_hi_f), y);
     r = fma_(c, n, K(c, y, -ln2_lo_f), r);
-    LLVMValueRef p = fmul(c, r, horner(c, r, taylor, 8));
+    LLVMValueRef p = f_mul(c, r, horner(c, r, taylor, 8));
     LLVMValueRef s = pow2_f32(c, LLVMBuildFPToSI(B, n, vec(c->t_i32, w), ""), w);
-    return fma_(c, s, p, fsub(c, s, K(c, y, 1.0)));
+    return fma_(c, s, p, f_sub(c, s, K(c, y, 1.0)));
 }
 
 static LLVMValueRef tanh_body(llvm_ctx *c, LLVMValueRef *a, int w)
 {
     LLVMValueRef x = a[0];
     LLVMValueRef ax = call2(c, "llvm.minnum", call1(c, "llvm.fabs", x), K(c, x, 9.1));
-    LLVMValueRef e = expm1_small(c, fadd(c, ax, ax), w);
-    LLVMValueRef t = fdiv(c, e, fadd(c, e, K(c, x, 2.0)));
+    LLVMValueRef e = expm1_small(c, f_add(c, ax, ax), w);
+    LLVMValueRef t = f_div(c, e, f_add(c, e, K(c, x, 2.0)));
     LLVMValueRef res = call2(c, "llvm.copysign", t, x);
     return sel(c, isnan_(c, x), x, res);
 }
@@ -253,7 +253,7 @@ static LLVMValueRef sigmoid_body(llvm_ctx *c, LLVMValueRef *a, int w)
     LLVMValueRef x = a[0];
     LLVMValueRef e = emit_exp(c, LLVMBuildFNeg(B, call1(c, "llvm.fabs", x), ""), w);
     LLVMValueRef num = sel(c, fcmp(c, LLVMRealOGE, x, K(c, x, 0)), K(c, x, 1.0), e);
-    return fdiv(c, num, fadd(c, e, K(c, x, 1.0)));
+    return f_div(c, num, f_add(c, e, K(c, x, 1.0)));
 }
 
 static LLVMValueRef emit_sigmoid(llvm_ctx *c, LLVMValueRef x, int w) { return call_helper(c, "sigmoid", sigmoid_body, &x, 1, w); }
@@ -263,23 +263,23 @@ static LLVMValueRef log_body(llvm_ctx *c, LLVMValueRef *a, int w)
     LLVMValueRef x = a[0];
     LLVMTypeRef ti = vec(c->t_i32, w);
     LLVMValueRef tiny = fcmp(c, LLVMRealOLT, x, K(c, x, 0x1p-126));
-    LLVMValueRef xs = sel(c, tiny, fmul(c, x, K(c, x, 0x1p23)), x);
+    LLVMValueRef xs = sel(c, tiny, f_mul(c, x, K(c, x, 0x1p23)), x);
     LLVMValueRef eadj = sel(c, tiny, K(c, x, -23.0), K(c, x, 0.0));
     LLVMValueRef bits = LLVMBuildBitCast(B, xs, ti, "");
     LLVMValueRef t = LLVMBuildSub(B, bits, llvm_const_i32(c, 0x3f3504f3, w), "");
     LLVMValueRef e = LLVMBuildAShr(B, t, llvm_const_i32(c, 23, w), "");
     LLVMValueRef mbits = LLVMBuildAdd(B, LLVMBuildAnd(B, t, llvm_const_i32(c, 0x7fffff, w), ""),
                                       llvm_const_i32(c, 0x3f3504f3, w), "");
-    LLVMValueRef f = fsub(c, LLVMBuildBitCast(B, mbits, vec(c->t_f32, w), ""), K(c, x, 1.0));
-    LLVMValueRef s = fdiv(c, f, fadd(c, f, K(c, x, 2.0)));
-    LLVMValueRef z = fmul(c, s, s);
+    LLVMValueRef f = f_sub(c, LLVMBuildBitCast(B, mbits, vec(c->t_f32, w), ""), K(c, x, 1.0));
+    LLVMValueRef s = f_div(c, f, f_add(c, f, K(c, x, 2.0)));
+    LLVMValueRef z = f_mul(c, s, s);
     static const double series[] = {2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9};
-    LLVMValueRef R = fmul(c, z, horner(c, z, series, 4));
-    LLVMValueRef hfsq = fmul(c, K(c, x, 0.5), fmul(c, f, f));
-    LLVMValueRef dk = fadd(c, LLVMBuildSIToFP(B, e, vec(c->t_f32, w), ""), eadj);
+    LLVMValueRef R = f_mul(c, z, horner(c, z, series, 4));
+    LLVMValueRef hfsq = f_mul(c, K(c, x, 0.5), f_mul(c, f, f));
+    LLVMValueRef dk = f_add(c, LLVMBuildSIToFP(B, e, vec(c->t_f32, w), ""), eadj);
     /* dk ln2_hi + (f - (hfsq - (s (hfsq + R) + dk ln2_lo))) */
-    LLVMValueRef inner = fma_(c, s, fadd(c, hfsq, R), fmul(c, dk, K(c, x, ln2_lo_f)));
-    LLVMValueRef res = fadd(c, fmul(c, dk, K(c, x, ln2_hi_f)), fsub(c, f, fsub(c, hfsq, inner)));
+    LLVMValueRef inner = fma_(c, s, f_add(c, hfsq, R), f_mul(c, dk, K(c, x, ln2_lo_f)));
+    LLVMValueRef res = f_add(c, f_mul(c, dk, K(c, x, ln2_hi_f)), f_sub(c, f, f_sub(c, hfsq, inner)));
     res = sel(c, fcmp(c, LLVMRealOEQ, x, K(c, x, INFINITY)), x, res);
     res = sel(c, fcmp(c, LLVMRealOEQ, x, K(c, x, 0.0)), K(c, x, -INFINITY), res);
     return sel(c, fcmp(c, LLVMRealULT, x, K(c, x, 0.0)), K(c, x, NAN), res);
@@ -297,19 +297,19 @@ static void erf_pieces(llvm_ctx *c, LLVMValueRef z, int w, LLVMValueRef *small, 
                                0.363625954591693, -0.5499224214803049, 0.29605892607819517,
                                -0.045807002793668714, -0.0064735439680363256};
     LLVMValueRef zs = call2(c, "llvm.minnum", z, K(c, z, 0.5));
-    *small = fmul(c, zs, horner(c, fmul(c, zs, zs), P, 6));
+    *small = f_mul(c, zs, horner(c, f_mul(c, zs, zs), P, 6));
     LLVMValueRef zl = call2(c, "llvm.maxnum", call2(c, "llvm.minnum", z, K(c, z, 10.0)), K(c, z, 0.5));
-    LLVMValueRef u = fdiv(c, K(c, z, 1.0), fma_(c, zl, K(c, z, 0.5), K(c, z, 1.0)));
+    LLVMValueRef u = f_div(c, K(c, z, 1.0), fma_(c, zl, K(c, z, 0.5), K(c, z, 1.0)));
     LLVMValueRef q = horner(c, u, Q, 11);
     /* exp(-z^2) with z^2 = hi + lo exactly (the product in double), exp(-hi) (1 - lo). */
     LLVMTypeRef td = vec(c->t_f64, w);
     LLVMValueRef zd = LLVMBuildFPExt(B, zl, td, "");
-    LLVMValueRef sq = fmul(c, zd, zd);
+    LLVMValueRef sq = f_mul(c, zd, zd);
     LLVMValueRef hi = LLVMBuildFPTrunc(B, sq, vec(c->t_f32, w), "");
-    LLVMValueRef lo = LLVMBuildFPTrunc(B, fsub(c, sq, LLVMBuildFPExt(B, hi, td, "")), vec(c->t_f32, w), "");
+    LLVMValueRef lo = LLVMBuildFPTrunc(B, f_sub(c, sq, LLVMBuildFPExt(B, hi, td, "")), vec(c->t_f32, w), "");
     LLVMValueRef e = emit_exp(c, LLVMBuildFNeg(B, hi, ""), w);
-    e = fsub(c, e, fmul(c, e, lo));
-    *large = fmul(c, e, q);
+    e = f_sub(c, e, f_mul(c, e, lo));
+    *large = f_mul(c, e, q);
 }
 
 static LLVMValueRef erf_body(llvm_ctx *c, LLVMValueRef *a, int w)
@@ -318,7 +318,7 @@ static LLVMValueRef erf_body(llvm_ctx *c, LLVMValueRef *a, int w)
     LLVMValueRef z = call1(c, "llvm.fabs", x);
     LLVMValueRef small, large;
     erf_pieces(c, z, w, &small, &large);
-    LLVMValueRef r = sel(c, fcmp(c, LLVMRealOLT, z, K(c, x, 0.5)), small, fsub(c, K(c, x, 1.0), large));
+    LLVMValueRef r = sel(c, fcmp(c, LLVMRealOLT, z, K(c, x, 0.5)), small, f_sub(c, K(c, x, 1.0), large));
     r = call2(c, "llvm.copysign", r, x);
     return sel(c, isnan_(c, x), x, r);
 }
@@ -326,49 +326,49 @@ static LLVMValueRef erf_body(llvm_ctx *c, LLVMValueRef *a, int w)
 static LLVMValueRef gelu_body(llvm_ctx *c, LLVMValueRef *a, int w)
 {
     LLVMValueRef x = a[0];
-    LLVMValueRef z = fmul(c, call1(c, "llvm.fabs", x), K(c, x, 0.70710678118654752));
+    LLVMValueRef z = f_mul(c, call1(c, "llvm.fabs", x), K(c, x, 0.70710678118654752));
     LLVMValueRef small, large;
     erf_pieces(c, z, w, &small, &large);
     LLVMValueRef is_small = fcmp(c, LLVMRealOLT, z, K(c, x, 0.5));
-    LLVMValueRef half_small = fmul(c, K(c, x, 0.5), small);
-    LLVMValueRef half_large = fmul(c, K(c, x, 0.5), large);
-    LLVMValueRef pos = sel(c, is_small, fadd(c, K(c, x, 0.5), half_small), fsub(c, K(c, x, 1.0), half_large));
-    LLVMValueRef neg = sel(c, is_small, fsub(c, K(c, x, 0.5), half_small), half_large);
+    LLVMValueRef half_small = f_mul(c, K(c, x, 0.5), small);
+    LLVMValueRef half_large = f_mul(c, K(c, x, 0.5), large);
+    LLVMValueRef pos = sel(c, is_small, f_add(c, K(c, x, 0.5), half_small), f_sub(c, K(c, x, 1.0), half_large));
+    LLVMValueRef neg = sel(c, is_small, f_sub(c, K(c, x, 0.5), half_small), half_large);
     LLVMValueRef cdf = sel(c, fcmp(c, LLVMRealOGE, x, K(c, x, 0.0)), pos, neg);
-    return sel(c, isnan_(c, x), x, fmul(c, x, cdf));
+    return sel(c, isnan_(c, x), x, f_mul(c, x, cdf));
 }
 
 static LLVMValueRef gelu_tanh_body(llvm_ctx *c, LLVMValueRef *a, int w)
 {
     LLVMValueRef x = a[0];
     const double k1 = 1.5957691216057308; /* 2 sqrt(2/pi) */
-    LLVMValueRef u = fmul(c, x, fma_(c, fmul(c, x, x), K(c, x, k1 * 0.044715), K(c, x, k1)));
-    return fmul(c, x, emit_sigmoid(c, u, w));
+    LLVMValueRef u = f_mul(c, x, fma_(c, f_mul(c, x, x), K(c, x, k1 * 0.044715), K(c, x, k1)));
+    return f_mul(c, x, emit_sigmoid(c, u, w));
 }
 
 static LLVMValueRef silu_body(llvm_ctx *c, LLVMValueRef *a, int w)
 {
-    return fmul(c, a[0], emit_sigmoid(c, a[0], w));
+    return f_mul(c, a[0], emit_sigmoid(c, a[0], w));
 }
 
 /* sin (cosine = false) or cos of f32 lanes, computed in double. */
-static LLVMValueRef sincos(llvm_ctx *c, LLVMValueRef x, int w, bool cosine)
+static LLVMValueRef sin_cos(llvm_ctx *c, LLVMValueRef x, int w, bool cosine)
 {
     static const double S[] = {-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800};
     static const double C[] = {1, -1.0 / 2, 1.0 / 24, -1.0 / 720, 1.0 / 40320, -1.0 / 3628800, 1.0 / 479001600};
     LLVMTypeRef td = vec(c->t_f64, w), ti = vec(c->t_i32, w);
     LLVMValueRef finite = fcmp(c, LLVMRealOLT, call1(c, "llvm.fabs", x), K(c, x, INFINITY));
     LLVMValueRef xd = LLVMBuildFPExt(B, sel(c, finite, x, K(c, x, 0)), td, "");
-    LLVMValueRef n = call1(c, "llvm.rint", fmul(c, xd, K(c, xd, 0.63661977236758134)));
-    LLVMValueRef r = fsub(c, xd, fmul(c, n, K(c, xd, 1.5707963109016418)));
-    r = fsub(c, r, fmul(c, n, K(c, xd, 1.5893254712295857e-08)));
-    r = fsub(c, r, fmul(c, n, K(c, xd, 6.123233995736766e-17)));
-    LLVMValueRef quarter = call1(c, "llvm.floor", fmul(c, n, K(c, xd, 0.25)));
-    LLVMValueRef q = LLVMBuildFPToSI(B, fsub(c, n, fmul(c, quarter, K(c, xd, 4.0))), ti, "");
+    LLVMValueRef n = call1(c, "llvm.rint", f_mul(c, xd, K(c, xd, 0.63661977236758134)));
+    LLVMValueRef r = f_sub(c, xd, f_mul(c, n, K(c, xd, 1.5707963109016418)));
+    r = f_sub(c, r, f_mul(c, n, K(c, xd, 1.5893254712295857e-08)));
+    r = f_sub(c, r, f_mul(c, n, K(c, xd, 6.123233995736766e-17)));
+    LLVMValueRef quarter = call1(c, "llvm.floor", f_mul(c, n, K(c, xd, 0.25)));
+    LLVMValueRef q = LLVMBuildFPToSI(B, f_sub(c, n, f_mul(c, quarter, K(c, xd, 4.0))), ti, "");
     if (cosine)
         q = LLVMBuildAdd(B, q, llvm_const_i32(c, 1, w), "");
-    LLVMValueRef r2 = fmul(c, r, r);
-    LLVMValueRef sinr = fma_(c, fmul(c, r, r2), horner(c, r2, S, 5), r);
+    LLVMValueRef r2 = f_mul(c, r, r);
+    LLVMValueRef sinr = fma_(c, f_mul(c, r, r2), horner(c, r2, S, 5), r);
     LLVMValueRef cosr = horner(c, r2, C, 7);
     LLVMValueRef swap = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, q, llvm_const_i32(c, 1, w), ""), llvm_const_i32(c, 0, w), "");
     LLVMValueRef negate = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, q, llvm_const_i32(c, 2, w), ""), llvm_const_i32(c, 0, w), "");
@@ -378,8 +378,8 @@ static LLVMValueRef sincos(llvm_ctx *c, LLVMValueRef x, int w, bool cosine)
     return sel(c, finite, res, K(c, x, NAN));
 }
 
-static LLVMValueRef sin_body(llvm_ctx *c, LLVMValueRef *a, int w) { return sincos(c, a[0], w, false); }
-static LLVMValueRef cos_body(llvm_ctx *c, LLVMValueRef *a, int w) { return sincos(c, a[0], w, true); }
+static LLVMValueRef sin_body(llvm_ctx *c, LLVMValueRef *a, int w) { return sin_cos(c, a[0], w, false); }
+static LLVMValueRef cos_body(llvm_ctx *c, LLVMValueRef *a, int w) { return sin_cos(c, a[0], w, true); }
 
 /* log of positive finite doubles (any zero, inf or NaN is fixed by the caller). */
 static LLVMValueRef log_f64(llvm_ctx *c, LLVMValueRef x, int w)
@@ -391,12 +391,12 @@ static LLVMValueRef log_f64(llvm_ctx *c, LLVMValueRef x, int w)
     LLVMValueRef e = LLVMBuildAShr(B, t, const_i64v(c, 52, w), "");
     LLVMValueRef mbits = LLVMBuildAdd(B, LLVMBuildAnd(B, t, const_i64v(c, 0x000fffffffffffffll, w), ""),
                                       const_i64v(c, 0x3fe6a09e667f3bcdll, w), "");
-    LLVMValueRef f = fsub(c, LLVMBuildBitCast(B, mbits, vec(c->t_f64, w), ""), K(c, x, 1.0));
-    LLVMValueRef s = fdiv(c, f, fadd(c, f, K(c, x, 2.0)));
-    LLVMValueRef z = fmul(c, s, s);
-    LLVMValueRef R = fmul(c, z, horner(c, z, series, 9));
-    LLVMValueRef hfsq = fmul(c, K(c, x, 0.5), fmul(c, f, f));
-    LLVMValueRef logm = fsub(c, f, fsub(c, hfsq, fmul(c, s, fadd(c, hfsq, R))));
+    LLVMValueRef f = f_sub(c, LLVMBuildBitCast(B, mbits, vec(c->t_f64, w), ""), K(c, x, 1.0));
+    LLVMValueRef s = f_div(c, f, f_add(c, f, K(c, x, 2.0)));
+    LLVMValueRef z = f_mul(c, s, s);
+    LLVMValueRef R = f_mul(c, z, horner(c, z, series, 9));
+    LLVMValueRef hfsq = f_mul(c, K(c, x, 0.5), f_mul(c, f, f));
+    LLVMValueRef logm = f_sub(c, f, f_sub(c, hfsq, f_mul(c, s, f_add(c, hfsq, R))));
     LLVMValueRef dk = LLVMBuildSIToFP(B, e, vec(c->t_f64, w), "");
     return fma_(c, dk, K(c, x, 0.69314718055994531), logm);
 }
@@ -409,15 +409,15 @@ static LLVMValueRef exp_f64(llvm_ctx *c, LLVMValueRef y, int w)
     for (int i = 1; i < 12; i++)
         taylor[i] = taylor[i - 1] / i;
     LLVMValueRef yc = call2(c, "llvm.maxnum", call2(c, "llvm.minnum", y, K(c, y, 90.0)), K(c, y, -110.0));
-    LLVMValueRef n = call1(c, "llvm.rint", fmul(c, yc, K(c, y, log2e)));
-    LLVMValueRef r = fsub(c, yc, fmul(c, n, K(c, y, 0.6931471803691238)));
-    r = fsub(c, r, fmul(c, n, K(c, y, 1.9082149292705877e-10)));
+    LLVMValueRef n = call1(c, "llvm.rint", f_mul(c, yc, K(c, y, log2e)));
+    LLVMValueRef r = f_sub(c, yc, f_mul(c, n, K(c, y, 0.6931471803691238)));
+    r = f_sub(c, r, f_mul(c, n, K(c, y, 1.9082149292705877e-10)));
     LLVMValueRef p = horner(c, r, taylor, 12);
     LLVMTypeRef tl = vec(c->t_i64, w);
     LLVMValueRef ni = LLVMBuildFPToSI(B, n, tl, "");
     LLVMValueRef scale = LLVMBuildBitCast(B, LLVMBuildShl(B, LLVMBuildAdd(B, ni, const_i64v(c, 1023, w), ""), const_i64v(c, 52, w), ""),
                                           vec(c->t_f64, w), "");
-    return fmul(c, p, scale);
+    return f_mul(c, p, scale);
 }
 
 static LLVMValueRef pow_body(llvm_ctx *c, LLVMValueRef *args, int w)
@@ -433,11 +433,11 @@ static LLVMValueRef pow_body(llvm_ctx *c, LLVMValueRef *args, int w)
     L = sel(c, fcmp(c, LLVMRealOEQ, ad, K(c, ad, 0)), K(c, ad, -INFINITY), L);
     L = sel(c, fcmp(c, LLVMRealOEQ, ad, K(c, ad, INFINITY)), K(c, ad, INFINITY), L);
     L = sel(c, isnan_(c, ad), ad, L);
-    LLVMValueRef y = fmul(c, bd, L);
+    LLVMValueRef y = f_mul(c, bd, L);
     LLVMValueRef mag = LLVMBuildFPTrunc(B, exp_f64(c, y, w), vec(c->t_f32, w), "");
     /* b an integer, and odd? (in double: exact for every f32) */
     LLVMValueRef b_int = fcmp(c, LLVMRealOEQ, call1(c, "llvm.floor", bd), bd);
-    LLVMValueRef hb = fmul(c, bd, K(c, bd, 0.5));
+    LLVMValueRef hb = f_mul(c, bd, K(c, bd, 0.5));
     LLVMValueRef b_odd = LLVMBuildAnd(B, b_int, fcmp(c, LLVMRealONE, call1(c, "llvm.floor", hb), hb), "");
     LLVMValueRef a_neg = LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildBitCast(B, a, vec(c->t_i32, w), ""), llvm_const_i32(c, 0, w), "");
     LLVMValueRef res = sel(c, LLVMBuildAnd(B, a_neg, b_odd, ""), LLVMBuildFNeg(B, mag, ""), mag);
@@ -559,8 +559,8 @@ LLVMValueRef llvm_emit_op(llvm_ctx *c, mc_op op, mc_dtype in, mc_dtype out, LLVM
     case MC_OP_EXP: return emit_exp(c, a[0], w);
     case MC_OP_LOG: return emit_log(c, a[0], w);
     case MC_OP_SQRT: return call1(c, "llvm.sqrt", a[0]);
-    case MC_OP_RSQRT: return fdiv(c, llvm_const_f32(c, 1, w), call1(c, "llvm.sqrt", a[0]));
-    case MC_OP_RECIP: return fdiv(c, llvm_const_f32(c, 1, w), a[0]);
+    case MC_OP_RSQRT: return f_div(c, llvm_const_f32(c, 1, w), call1(c, "llvm.sqrt", a[0]));
+    case MC_OP_RECIP: return f_div(c, llvm_const_f32(c, 1, w), a[0]);
     case MC_OP_TANH: return emit_tanh(c, a[0], w);
     case MC_OP_SIGMOID: return emit_sigmoid(c, a[0], w);
     case MC_OP_RELU: return sel(c, fcmp(c, LLVMRealOLT, a[0], llvm_const_f32(c, 0, w)), llvm_const_f32(c, 0, w), a[0]);
@@ -571,12 +571,12 @@ LLVMValueRef llvm_emit_op(llvm_ctx *c, mc_op op, mc_dtype in, mc_dtype out, LLVM
     case MC_OP_COS: return call_helper(c, "cos", cos_body, a, 1, w);
     case MC_OP_ERF: return call_helper(c, "erf", erf_body, a, 1, w);
     case MC_OP_ADD:
-        return f ? fadd(c, a[0], a[1]) : sat_i32(c, LLVMBuildAdd(B, LLVMBuildSExt(B, a[0], tl, ""), LLVMBuildSExt(B, a[1], tl, ""), ""), w);
+        return f ? f_add(c, a[0], a[1]) : sat_i32(c, LLVMBuildAdd(B, LLVMBuildSExt(B, a[0], tl, ""), LLVMBuildSExt(B, a[1], tl, ""), ""), w);
     case MC_OP_SUB:
-        return f ? fsub(c, a[0], a[1]) : sat_i32(c, LLVMBuildSub(B, LLVMBuildSExt(B, a[0], tl, ""), LLVMBuildSExt(B, a[1], tl, ""), ""), w);
+        return f ? f_sub(c, a[0], a[1]) : sat_i32(c, LLVMBuildSub(B, LLVMBuildSExt(B, a[0], tl, ""), LLVMBuildSExt(B, a[1], tl, ""), ""), w);
     case MC_OP_MUL:
-        return f ? fmul(c, a[0], a[1]) : sat_i32(c, LLVMBuildMul(B, LLVMBuildSExt(B, a[0], tl, ""), LLVMBuildSExt(B, a[1], tl, ""), ""), w);
-    case MC_OP_DIV: return f ? fdiv(c, a[0], a[1]) : int_div(c, a[0], a[1], w);
+        return f ? f_mul(c, a[0], a[1]) : sat_i32(c, LLVMBuildMul(B, LLVMBuildSExt(B, a[0], tl, ""), LLVMBuildSExt(B, a[1], tl, ""), ""), w);
+    case MC_OP_DIV: return f ? f_div(c, a[0], a[1]) : int_div(c, a[0], a[1], w);
     case MC_OP_POW: return call_helper(c, "pow", pow_body, a, 2, w);
     case MC_OP_MAXIMUM:
     case MC_OP_MINIMUM: {
@@ -626,7 +626,7 @@ static LLVMValueRef combine(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc,
         return sel(c, LLVMBuildICmp(B, op == MC_OP_MAX ? LLVMIntSGT : LLVMIntSLT, acc, x, ""), acc, x);
     }
     if (op == MC_OP_SUM)
-        return fadd(c, acc, x);
+        return f_add(c, acc, x);
     return nan_max(c, acc, x, op == MC_OP_MAX);
 }
 
