@@ -45,7 +45,12 @@ typedef struct rctx {
     const char *I;     /* index type */
     int V;             /* elements per chunk */
     int j;             /* current element of the chunk; -1 at row scope */
+    int u;             /* pointwise: which of the thread's unrolled chunks (vector loads are
+                          arrays L<v>[u]); -1 elsewhere */
+    int phase;         /* emit_chunk: 0 everything, 1 vector loads only, 2 all but those */
 } rctx;
+
+#define PW_UNROLL 4 /* chunks per thread per iteration: their loads are all issued first */
 
 static const char *storage_type(mc_dtype d)
 {
@@ -195,7 +200,10 @@ static bool emit_value(rctx *c, int i, int k_iter)
         if (c->j >= 0 && c->cached[cv] && c->cache_filled[cv]) {
             mc_sb_printf(sb, "rc%d[%d]", cv, k_iter * c->V + c->j);
         } else if (c->j >= 0 && view_vectorized(c, v)) {
-            mc_sb_printf(sb, "mc_ld(L%d.x[%d])", v, c->j);
+            if (c->u >= 0)
+                mc_sb_printf(sb, "mc_ld(L%d[%d].x[%d])", v, c->u, c->j);
+            else
+                mc_sb_printf(sb, "mc_ld(L%d.x[%d])", v, c->j);
         } else if (c->j >= 0) {
             int64_t s = k->views[v].stride[k->rank - 1];
             mc_sb_printf(sb, "mc_ld(p%d[o%d", c->view_param[v], v);
@@ -226,7 +234,9 @@ static bool emit_value(rctx *c, int i, int k_iter)
         mc_sb_printf(sb, "rv%d", ins->view);
         return true;
     case KI_ACC:
-        if (c->acc_scratch && c->V > 1)
+        if (c->acc_scratch && c->V > 1 && c->u >= 0)
+            mc_sb_printf(sb, "LA[%d].x[%d]", c->u, c->j);
+        else if (c->acc_scratch && c->V > 1)
             mc_sb_printf(sb, "LA.x[%d]", c->j);
         else if (c->acc_scratch)
             mc_sb_printf(sb, "acc_p[e_]");
@@ -277,7 +287,7 @@ static bool emit_chunk(rctx *c, int b, int k_iter, int depth)
     bool *done = calloc((size_t)k->nviews + 1, 1);
     if (!done)
         return false;
-    for (int i = blk->first; i < blk->first + blk->count; i++) {
+    for (int i = blk->first; i < blk->first + blk->count && c->phase != 2; i++) {
         const kir_instr *ins = &k->code[i];
         if (ins->kind != KI_LOAD || done[ins->view])
             continue;
@@ -285,15 +295,25 @@ static bool emit_chunk(rctx *c, int b, int k_iter, int depth)
         done[v] = true;
         if (c->cached[cv] && c->cache_filled[cv])
             continue;
-        if (view_vectorized(c, v))
+        if (view_vectorized(c, v) && c->u >= 0)
+            mc_sb_printf(sb, "%sL%d[%d] = *(const mc_vec<%s, %d> *)(p%d + o%d);\n", in, v, c->u,
+                         storage_type(view_buffer(c, v)->dtype), c->V, c->view_param[v], v);
+        else if (view_vectorized(c, v))
             mc_sb_printf(sb, "%sconst mc_vec<%s, %d> L%d = *(const mc_vec<%s, %d> *)(p%d + o%d);\n",
                          in, storage_type(view_buffer(c, v)->dtype), c->V, v,
                          storage_type(view_buffer(c, v)->dtype), c->V, c->view_param[v], v);
     }
     free(done);
-    if (c->acc_scratch && c->V > 1)
-        mc_sb_printf(sb, "%sconst mc_vec<float, %d> LA = *(const mc_vec<float, %d> *)(acc_p + e_);\n",
-                     in, c->V, c->V);
+    if (c->acc_scratch && c->V > 1 && c->phase != 2) {
+        if (c->u >= 0)
+            mc_sb_printf(sb, "%sLA[%d] = *(const mc_vec<float, %d> *)(acc_p + e_);\n", in, c->u,
+                         c->V);
+        else
+            mc_sb_printf(sb, "%sconst mc_vec<float, %d> LA = *(const mc_vec<float, %d> *)(acc_p + e_);\n",
+                         in, c->V, c->V);
+    }
+    if (c->phase == 1)
+        return true;
     for (int j = 0; j < c->V; j++) {
         c->j = j;
         for (int i = blk->first; i < blk->first + blk->count; i++) {
@@ -466,10 +486,13 @@ static bool emit_row_block(rctx *c, int b, int depth, const char *lane0)
 static bool render_pointwise(rctx *c, mc_cuda_code *out)
 {
     const kir_kernel *k = c->k;
+    if (k->nblocks != 1)
+        return false;
     int64_t total = shape_prod(k, 0, k->rank);
     int64_t chunks = total / c->V;
     int threads = 256;
-    int64_t blocks = (chunks + threads - 1) / threads;
+    int U = PW_UNROLL;
+    int64_t blocks = (chunks + (int64_t)threads * U - 1) / ((int64_t)threads * U);
     int64_t cap = (int64_t)c->t->num_sms * 8;
     out->grid[0] = blocks < cap ? (blocks > 0 ? blocks : 1) : cap;
     out->grid[1] = out->grid[2] = 1;
@@ -477,16 +500,44 @@ static bool render_pointwise(rctx *c, mc_cuda_code *out)
     out->scheme = "pointwise";
     emit_signature(c, out, threads);
     mc_strbuf *sb = c->sb;
-    mc_sb_printf(sb, "  for (%s ch_ = (%s)blockIdx.x * blockDim.x + threadIdx.x; ch_ < (%s)%lld;"
-                     " ch_ += (%s)gridDim.x * blockDim.x) {\n",
-                 c->I, c->I, c->I, (long long)chunks, c->I);
-    mc_sb_printf(sb, "    const %s e_ = ch_ * %d;\n", c->I, c->V);
-    emit_coords(c, "e_", 0, k->rank, "    ");
-    emit_view_offsets(c, 0, 0, 2, false);
-    if (k->nblocks != 1)
+    /* each iteration: U chunks per thread, a block's threads side by side in each; all their
+     * vector loads first (several 16-byte loads in flight), then the arithmetic and stores */
+    mc_sb_printf(sb, "  for (%s base_ = (%s)blockIdx.x * %d + threadIdx.x; base_ < (%s)%lld;"
+                     " base_ += (%s)gridDim.x * %d) {\n",
+                 c->I, c->I, threads * U, c->I, (long long)chunks, c->I, threads * U);
+    bool *used = calloc((size_t)k->nviews + 1, 1);
+    if (!used)
         return false;
-    if (!emit_chunk(c, 0, 0, 2))
-        return false;
+    mark_used(k, 0, used);
+    for (int v = 0; v < k->nviews; v++) {
+        bool loaded = false;
+        for (int i = 0; i < k->ncode; i++)
+            if (k->code[i].kind == KI_LOAD && k->code[i].view == v)
+                loaded = true;
+        if (used[v] && loaded && view_vectorized(c, v))
+            mc_sb_printf(sb, "    mc_vec<%s, %d> L%d[%d];\n",
+                         storage_type(view_buffer(c, v)->dtype), c->V, v, U);
+    }
+    free(used);
+    if (c->acc_scratch && c->V > 1)
+        mc_sb_printf(sb, "    mc_vec<float, %d> LA[%d];\n", c->V, U);
+    for (int phase = 1; phase <= 2; phase++) {
+        for (int u = 0; u < U; u++) {
+            c->u = u;
+            c->phase = phase;
+            mc_sb_printf(sb, "    { /* chunk %d: %s */\n", u, phase == 1 ? "loads" : "compute");
+            mc_sb_printf(sb, "      const %s ch_ = base_ + %d;\n", c->I, u * threads);
+            mc_sb_printf(sb, "      if (ch_ < (%s)%lld) {\n", c->I, (long long)chunks);
+            mc_sb_printf(sb, "        const %s e_ = ch_ * %d;\n", c->I, c->V);
+            emit_coords(c, "e_", 0, k->rank, "        ");
+            emit_view_offsets(c, 0, 0, 4, false);
+            if (!emit_chunk(c, 0, 0, 4))
+                return false;
+            mc_sb_puts(sb, "      }\n    }\n");
+        }
+    }
+    c->u = -1;
+    c->phase = 0;
     mc_sb_puts(sb, "  }\n}\n");
     return true;
 }
@@ -710,7 +761,7 @@ mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t,
 {
     memset(out, 0, sizeof *out);
     const kir_kernel *k = &kp->kernels[ki];
-    rctx c = {.kp = kp, .k = k, .t = t, .align = align, .sb = &out->src, .j = -1,
+    rctx c = {.kp = kp, .k = k, .t = t, .align = align, .sb = &out->src, .j = -1, .u = -1,
               .acc_scratch = acc_scratch};
     int nv = k->nviews + 1;
     c.view_param = calloc((size_t)nv, sizeof(int));
@@ -771,7 +822,7 @@ mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t,
         if (n > maxoff)
             maxoff = n;
     }
-    c.I = maxoff + 64 >= ((int64_t)1 << 31) ? "long long" : "int";
+    c.I = maxoff + ((int64_t)1 << 24) >= ((int64_t)1 << 31) ? "long long" : "int";
     if (k->category == KIR_GEMM && !acc_scratch) {
         c.V = 1;
     } else {

@@ -47,8 +47,13 @@ static void source_line(const char *text, int line, char *buf, size_t size)
     if (!p)
         return;
     size_t n = strcspn(p, "\r\n");
-    if (n >= size)
+    if (n >= size) {
         n = size - 1;
+        /* (parser) Cut a long line between UTF-8 characters, never inside one, so that the
+         * message stays valid UTF-8. */
+        while (n > 0 && ((unsigned char)p[n] & 0xC0) == 0x80)
+            n--;
+    }
     memcpy(buf, p, n);
     buf[n] = '\0';
 }

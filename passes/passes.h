@@ -40,4 +40,109 @@ mc_status mc_run_passes(const mc_graph *g, const mc_compile_options *opt, const 
  * and lines (node origins survive decomposition), so the profile speaks the user's terms. */
 mc_status mc_compile_kernels(const mc_graph *g, const mc_compile_options *opt, kir_program **out);
 
+/* ---- the pieces of the pipeline (one file each) --------------------------------------------- */
+
+mc_status mc_pass_decompose(mc_graph *g); /* passes/decompose.c */
+mc_status mc_pass_simplify(mc_graph *g);  /* passes/simplify.c: folding and identities */
+mc_status mc_pass_cse(mc_graph *g);       /* passes/cse.c */
+mc_status mc_pass_dce(mc_graph *g);       /* passes/dce.c */
+
+/* Graph rewriting (passes/rewrite.c): a pass builds a new graph from the old one node by node
+ * and swaps it in, so every node it makes is checked and typed by mc_graph_add. */
+typedef struct mc_rewrite {
+    const mc_graph *src;
+    mc_graph *dst;
+    mc_value *map; /* per src node: its value in dst, or MC_NONE */
+} mc_rewrite;
+
+mc_status mc_rewrite_begin(mc_rewrite *rw, const mc_graph *src);
+/* Copy src node i with its operands mapped (names, place and origin kept). */
+mc_value mc_rewrite_copy(mc_rewrite *rw, int i);
+/* A new node standing for (part of) src node `like`: its place and origin. */
+mc_value mc_rewrite_node(mc_rewrite *rw, const mc_node *like, mc_op op, const mc_value *in,
+                         int nin, const mc_attrs *attr);
+mc_value mc_rewrite_const(mc_rewrite *rw, const mc_node *like, double value, mc_dtype dtype);
+/* Set dst's outputs to the mapped src outputs and swap dst into g (the old contents freed). */
+mc_status mc_rewrite_finish(mc_rewrite *rw, mc_graph *g);
+void mc_rewrite_abort(mc_rewrite *rw);
+
+/* ---- fusion and lowering (passes/fuse.c, passes/lower.c, passes/plan.c) --------------------- */
+
+/* A coordinate map: node coordinate d = off[d] + sum_j coef[d][j] * p_j, where p is a point of
+ * the group's coordinate space. Shape operators and broadcasting are maps, not copies. */
+typedef struct mc_cmap {
+    int rank;
+    int64_t off[MC_MAX_RANK];
+    int64_t coef[MC_MAX_RANK][MC_MAX_RANK];
+} mc_cmap;
+
+/* A strided view of a materialized node's buffer, over some node's own dimensions. */
+typedef struct mc_tview {
+    int base; /* the node whose buffer it reads */
+    int64_t offset;
+    int64_t stride[MC_MAX_RANK];
+} mc_tview;
+
+typedef enum {
+    MC_FN_NONE,   /* not computed (dead) */
+    MC_FN_LEAF,   /* input or param: a buffer of its own */
+    MC_FN_CONST,  /* a scalar constant: inlined wherever it is used */
+    MC_FN_VIEW,   /* a shape operator read through `view` */
+    MC_FN_MEMBER, /* computed by group `group` */
+} mc_fnode_kind;
+
+typedef struct mc_fnode {
+    mc_fnode_kind kind;
+    int group;
+    bool stored;       /* MEMBER: written to a buffer of its own (anchor, output, used outside) */
+    bool forced;       /* must be stored: read through a view or as a GEMM operand */
+    bool has_view;
+    mc_tview view;     /* LEAF, stored MEMBER: contiguous over itself; VIEW: composed */
+    mc_cmap *maps;     /* MEMBER: the maps it is evaluated at within its group */
+    int nmaps;
+} mc_fnode;
+
+typedef enum {
+    MC_FG_POINTWISE, /* also GEMM epilogues and reductions: see gemm, nred */
+    MC_FG_RESHAPE,   /* a reshape that is neither a view nor a map: space = its operand's */
+    MC_FG_CONCAT,    /* one copy kernel per operand */
+    MC_FG_OUTPUT,    /* a graph output that is a leaf, constant or view: a copy */
+} mc_fgroup_kind;
+
+typedef struct mc_fgroup {
+    mc_fgroup_kind kind;
+    int anchor;                  /* the node the group was started from */
+    int rank;                    /* the group's coordinate space */
+    int64_t shape[MC_MAX_RANK];
+    int gemm;                    /* the matmul computed as the GEMM, or -1 */
+    int nred;                    /* reductions in the group */
+    bool reduced[MC_MAX_RANK];   /* the reduced dims of the space (when nred > 0) */
+    int out_index;               /* MC_FG_OUTPUT: which graph output */
+} mc_fgroup;
+
+typedef struct mc_fusion {
+    const mc_graph *g;
+    mc_fnode *nodes;
+    mc_fgroup *groups;
+    int ngroups, cap;
+    int *order;                  /* groups in execution order */
+    mc_arena arena;
+} mc_fusion;
+
+mc_status mc_fuse(const mc_graph *g, bool fuse, mc_fusion *out); /* passes/fuse.c */
+void mc_fusion_free(mc_fusion *f);
+/* Lower the groups to kernels; `user` is the graph the caller gave (buffers refer to it). */
+mc_status mc_lower(const mc_fusion *f, const mc_graph *user, const mc_compile_options *opt,
+                   kir_program **out); /* passes/lower.c */
+void mc_plan_memory(kir_program *kp, bool share); /* passes/plan.c */
+
+/* Map and view algebra shared by fusion and lowering (passes/fuse.c). */
+void mc_cmap_identity(mc_cmap *m, int rank);
+/* The map of operand `slot` of node n, given n's map; false when it is not affine (a reshape
+ * that merges dimensions). Reductions: the map of their operand when n is at its natural map. */
+bool mc_cmap_operand(const mc_graph *g, int n, int slot, const mc_cmap *m, mc_cmap *out);
+/* The view of shape node n over its operand's view; false when it needs a copy. */
+bool mc_tview_compose(const mc_graph *g, int n, const mc_tview *in, mc_tview *out);
+void mc_contiguous_strides(const int64_t *shape, int rank, int64_t *strides);
+
 #endif

@@ -171,6 +171,32 @@ static inline kir_program *fx_pointwise(int64_t R, int64_t C)
     return kp;
 }
 
+/* The benchmark suite's pointwise workload, gelu(x * s + b) + x with s, b broadcast along rows
+ * (f32 [R, C]); with copy, plain y = x instead (the copy-bandwidth kernel). */
+static inline kir_program *fx_pw_bench(int64_t R, int64_t C, bool copy)
+{
+    kir_program *kp = fx_program();
+    int x = fx_buffer(kp, KBUF_INPUT, MC_F32, R * C);
+    int sv = fx_buffer(kp, KBUF_PARAM, MC_F32, C);
+    int b = fx_buffer(kp, KBUF_PARAM, MC_F32, C);
+    int y = fx_buffer(kp, KBUF_OUTPUT, MC_F32, R * C);
+    int64_t shape[2] = {R, C};
+    kir_kernel *k = fx_kernel(kp, copy ? "copy_0" : "pw_fused_mul_add_gelu_add_0",
+                              copy ? KIR_COPY : KIR_POINTWISE, 2, shape, 2);
+    int vx = fx_view_contig(k, x), vy = fx_view_contig(k, y);
+    fx_block(k, false);
+    int lx = fx_load(k, vx, MC_F32);
+    if (copy) {
+        fx_store(k, vy, lx);
+        return kp;
+    }
+    int ls = fx_load(k, fx_view(k, sv, 0, (int64_t[]){0, 1}), MC_F32);
+    int lb = fx_load(k, fx_view(k, b, 0, (int64_t[]){0, 1}), MC_F32);
+    int u = fx_op(k, MC_OP_ADD, MC_F32, fx_op(k, MC_OP_MUL, MC_F32, lx, ls, 0), lb, 0);
+    fx_store(k, vy, fx_op(k, MC_OP_ADD, MC_F32, fx_op(k, MC_OP_GELU, MC_F32, u, 0, 0), lx, 0));
+    return kp;
+}
+
 /* softmax(x * scale) over the last axis of x [R, C], as the passes decompose it */
 static inline kir_program *fx_softmax(int64_t R, int64_t C, mc_dtype d)
 {

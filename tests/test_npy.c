@@ -384,7 +384,8 @@ static void test_failed_writes_leave_nothing(void **state)
     assert_no_temporaries();
 }
 
-/* Inputs the fuzzer found crashing or misbehaving are kept here (see docs/RELIABILITY.md). */
+/* Regression inputs: every input a fuzzer ever found crashing goes here (docs/RELIABILITY.md).
+ * No finding so far; these edge inputs (shortest preambles, smallest headers) hold the place. */
 static void test_fuzz_regressions(void **state)
 {
     (void)state;

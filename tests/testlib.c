@@ -100,3 +100,16 @@ double mc_test_rel_error(const double *a, const double *b, int64_t n)
     }
     return den == 0 ? maxabs : sqrt(num) / sqrt(den);
 }
+
+#ifdef MINIC_HAVE_CUDA
+#include "runtime/runtime.h"
+#endif
+
+bool mc_test_have_gpu(void)
+{
+#ifdef MINIC_HAVE_CUDA
+    return mc_backend_cuda.probe() == MC_OK;
+#else
+    return false;
+#endif
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The GPU benchmark suite: minic on bench/gpu/*.graph with --backend cuda, fused and unfused,
+# device-timed medians over --iters replays, plus the cold (compile) and cached process times
+# of the mlp example. Writes a table to $1 (default: stdout). Run from the repository root
+# with $MINIC_BIN set (scripts/gpu.sh does).
+set -uo pipefail
+out=${1:-/dev/stdout}
+bin=${MINIC_BIN:-build-gpu/minic}
+iters=${ITERS:-100}
+{
+printf "%-22s %-9s %12s %12s %s\n" workload mode median_us compile_ms note
+for g in bench/gpu/*.graph; do
+    name=$(basename "$g" .graph)
+    for mode in fused unfused; do
+        flag=; [ $mode = unfused ] && flag=--no-fuse
+        o=$("$bin" run "$g" --backend cuda --iters "$iters" $flag 2>&1)
+        rc=$?
+        us=$(echo "$o" | grep -oiE "median[^0-9]*[0-9.]+ *(us|µs)" | grep -oE "[0-9.]+" | head -1)
+        cms=$(echo "$o" | grep -oiE "compile[^0-9]*[0-9.]+ *ms" | grep -oE "[0-9.]+" | head -1)
+        note=""; [ $rc -ne 0 ] && note="exit $rc: $(echo "$o" | grep -i error | head -1 | cut -c1-120)"
+        printf "%-22s %-9s %12s %12s %s\n" "$name" "$mode" "${us:--}" "${cms:--}" "$note"
+    done
+done
+# process time of examples/mlp.graph: cold cache, then cached
+cache=$(mktemp -d)
+for pass in cold cached; do
+    t0=$(date +%s.%N)
+    XDG_CACHE_HOME=$cache "$bin" run examples/mlp.graph --backend cuda >/dev/null 2>&1
+    rc=$?
+    t1=$(date +%s.%N)
+    printf "%-22s %-9s %12s %12s %s\n" "mlp_example_process" "$pass" "-" "-" \
+        "wall $(awk "BEGIN{printf \"%.3f\", $t1 - $t0}") s, exit $rc"
+done
+rm -rf "$cache"
+} >"$out"

@@ -1,0 +1,368 @@
+/* The kernel IR's own functions: freeing a program, printing it, counting its FLOPs and bytes,
+ * and the scalar meaning of every instruction.
+ *
+ * Everything here reads only kir.h's structures, so the printer, the counter and the reference
+ * backend agree on one reading of the IR. The counter follows SPEC §5 and docs/PROFILING.md:
+ * a GEMM's 2*M*N*K once, every KI_OP its op's flops at every point where it is evaluated (a row
+ * block once per row, a loop block once per element of the row's reduced space), a reduction
+ * one accumulation per element it reads; bytes are each distinct buffer read once plus each
+ * buffer written once, where "once" means the elements its views touch, capped at its size.
+ */
+#include "kir.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void kir_program_free(kir_program *kp)
+{
+    if (!kp)
+        return;
+    mc_arena_free(&kp->arena);
+    free(kp);
+}
+
+const char *kir_category_name(kir_category c)
+{
+    switch (c) {
+    case KIR_POINTWISE: return "pointwise";
+    case KIR_REDUCTION: return "reduction";
+    case KIR_GEMM: return "gemm";
+    case KIR_COPY: return "copy";
+    }
+    return "?";
+}
+
+/* ---- scalar semantics ---------------------------------------------------------------------- */
+
+static double wrap_i32(int64_t v)
+{
+    uint32_t u = (uint32_t)(uint64_t)v;
+    return u <= (uint32_t)INT32_MAX ? (double)u : (double)u - 4294967296.0;
+}
+
+static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+static double unary_float(mc_op op, double x)
+{
+    switch (op) {
+    case MC_OP_NEG: return -x;
+    case MC_OP_ABS: return fabs(x);
+    case MC_OP_EXP: return exp(x);
+    case MC_OP_LOG: return log(x);
+    case MC_OP_SQRT: return sqrt(x);
+    case MC_OP_RSQRT: return 1.0 / sqrt(x);
+    case MC_OP_RECIP: return 1.0 / x;
+    case MC_OP_TANH: return tanh(x);
+    case MC_OP_SIGMOID: return sigmoid(x);
+    case MC_OP_RELU: return isnan(x) ? x : (x > 0 ? x : 0.0);
+    case MC_OP_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    case MC_OP_GELU_TANH: {
+        const double k = 0.79788456080286535588; /* sqrt(2 / pi) */
+        return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
+    }
+    case MC_OP_SILU: return x * sigmoid(x);
+    case MC_OP_SIN: return sin(x);
+    case MC_OP_COS: return cos(x);
+    case MC_OP_ERF: return erf(x);
+    default: MC_ASSERT(!"not a unary operator");
+    }
+}
+
+static double binary_float(mc_op op, double a, double b)
+{
+    switch (op) {
+    case MC_OP_ADD: return a + b;
+    case MC_OP_SUB: return a - b;
+    case MC_OP_MUL: return a * b;
+    case MC_OP_DIV: return a / b;
+    case MC_OP_POW: return pow(a, b);
+    case MC_OP_MAXIMUM: return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
+    case MC_OP_MINIMUM: return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
+    default: MC_ASSERT(!"not a binary operator");
+    }
+}
+
+static double arith_i32(mc_op op, double da, double db)
+{
+    int64_t a = (int64_t)da, b = (int64_t)db; /* i32 values are exact doubles */
+    switch (op) {
+    case MC_OP_NEG: return wrap_i32(-a);
+    case MC_OP_ABS: return wrap_i32(a < 0 ? -a : a);
+    case MC_OP_ADD: return wrap_i32(a + b);
+    case MC_OP_SUB: return wrap_i32(a - b);
+    case MC_OP_MUL: return wrap_i32(a * b);
+    case MC_OP_DIV: return b == 0 ? 0.0 : wrap_i32(a / b);
+    case MC_OP_MAXIMUM: return a > b ? da : db;
+    case MC_OP_MINIMUM: return a < b ? da : db;
+    default: MC_ASSERT(!"operator not defined on i32");
+    }
+}
+
+double kir_eval_op(mc_op op, mc_dtype operand, mc_dtype result, double a, double b, double c)
+{
+    switch (mc_op_table[op].kind) {
+    case MC_KIND_UNARY:
+        return operand == MC_I32 ? arith_i32(op, a, 0) : unary_float(op, a);
+    case MC_KIND_BINARY:
+        return operand == MC_I32 ? arith_i32(op, a, b) : binary_float(op, a, b);
+    case MC_KIND_COMPARE:
+        switch (op) {
+        case MC_OP_EQ: return a == b;
+        case MC_OP_NE: return a != b;
+        case MC_OP_LT: return a < b;
+        case MC_OP_LE: return a <= b;
+        case MC_OP_GT: return a > b;
+        case MC_OP_GE: return a >= b;
+        default: break;
+        }
+        break;
+    case MC_KIND_SELECT: return a != 0 ? b : c;
+    case MC_KIND_CAST: return mc_round_to_dtype(a, result);
+    default: break;
+    }
+    MC_ASSERT(!"not a kernel-IR operator");
+}
+
+/* ---- counting ------------------------------------------------------------------------------ */
+
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    return mc_mul_overflows(a, b, &r) ? INT64_MAX : r;
+}
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    return mc_add_overflows(a, b, &r) ? INT64_MAX : r;
+}
+
+/* Elements a view touches over dims [0, ndim) of a space of that shape: the dimensions it
+ * actually moves along (stride != 0). */
+static int64_t view_touches(const int64_t *stride, const int64_t *shape, int ndim)
+{
+    int64_t n = 1;
+    for (int d = 0; d < ndim; d++)
+        if (stride[d] != 0)
+            n = sat_mul(n, shape[d]);
+    return n;
+}
+
+typedef struct {
+    int64_t *read, *written; /* per buffer: elements touched */
+    bool *seen;              /* per view: already counted (views are deduplicated by the pass) */
+} byte_tally;
+
+void kir_count(const kir_program *kp, kir_kernel *k)
+{
+    int64_t rows = 1, space = 1;
+    for (int d = 0; d < k->rank; d++) {
+        space = sat_mul(space, k->shape[d]);
+        if (d < k->nrow)
+            rows = sat_mul(rows, k->shape[d]);
+    }
+    int64_t flops = 0;
+    if (k->category == KIR_GEMM)
+        flops = sat_mul(sat_mul(2, sat_mul(space, k->gemm.k)), 1);
+    for (int b = 0; b < k->nblocks; b++) {
+        const kir_block *bl = &k->blocks[b];
+        int64_t points = bl->loop ? space : rows;
+        for (int i = bl->first; i < bl->first + bl->count; i++)
+            if (k->code[i].kind == KI_OP)
+                flops = sat_add(flops, sat_mul(mc_op_table[k->code[i].op].flops, points));
+    }
+    for (int r = 0; r < k->nreds; r++)
+        flops = sat_add(flops, sat_mul(mc_op_table[k->reds[r].op].flops, space));
+    k->flops = flops;
+
+    /* Bytes: which views are read (loads, GEMM operands) and written (stores), and over which
+     * dims (a row block's views move only along the row dims). */
+    int nb = kp->nbuffers;
+    int64_t *read = calloc((size_t)(nb > 0 ? nb : 1), sizeof *read);
+    int64_t *written = calloc((size_t)(nb > 0 ? nb : 1), sizeof *written);
+    int *view_dims = calloc((size_t)(k->nviews > 0 ? k->nviews : 1), sizeof *view_dims);
+    bool *view_read = calloc((size_t)(k->nviews > 0 ? k->nviews : 1), sizeof *view_read);
+    bool *view_written = calloc((size_t)(k->nviews > 0 ? k->nviews : 1), sizeof *view_written);
+    if (!read || !written || !view_dims || !view_read || !view_written) {
+        k->bytes = 0;
+        goto done;
+    }
+    for (int b = 0; b < k->nblocks; b++) {
+        const kir_block *bl = &k->blocks[b];
+        int dims = bl->loop ? k->rank : k->nrow;
+        for (int i = bl->first; i < bl->first + bl->count; i++)
+            if (k->code[i].kind == KI_LOAD) {
+                int v = k->code[i].view;
+                view_read[v] = true;
+                if (dims > view_dims[v])
+                    view_dims[v] = dims;
+            }
+    }
+    for (int s = 0; s < k->nstores; s++) {
+        int v = k->stores[s].view;
+        view_written[v] = true;
+        int dims = k->blocks[k->stores[s].block].loop ? k->rank : k->nrow;
+        if (dims > view_dims[v])
+            view_dims[v] = dims;
+    }
+    for (int v = 0; v < k->nviews; v++) {
+        const kir_view *vw = &k->views[v];
+        int64_t n = view_touches(vw->stride, k->shape, view_dims[v]);
+        if (view_read[v])
+            read[vw->buffer] = sat_add(read[vw->buffer], n);
+        if (view_written[v])
+            written[vw->buffer] = sat_add(written[vw->buffer], n);
+    }
+    if (k->category == KIR_GEMM) {
+        int nbat = k->rank - 2;
+        int64_t ashape[MC_MAX_RANK], bshape[MC_MAX_RANK];
+        memcpy(ashape, k->shape, sizeof ashape);
+        memcpy(bshape, k->shape, sizeof bshape);
+        ashape[nbat] = k->gemm.m;
+        ashape[nbat + 1] = k->gemm.k;
+        bshape[nbat] = k->gemm.k;
+        bshape[nbat + 1] = k->gemm.n;
+        const kir_view *a = &k->views[k->gemm.a], *bv = &k->views[k->gemm.b];
+        read[a->buffer] = sat_add(read[a->buffer], view_touches(a->stride, ashape, k->rank));
+        read[bv->buffer] = sat_add(read[bv->buffer], view_touches(bv->stride, bshape, k->rank));
+    }
+    int64_t bytes = 0;
+    for (int b = 0; b < nb; b++) {
+        int64_t size = (int64_t)mc_dtype_size(kp->buffers[b].dtype);
+        int64_t r = read[b] < kp->buffers[b].numel ? read[b] : kp->buffers[b].numel;
+        int64_t w = written[b] < kp->buffers[b].numel ? written[b] : kp->buffers[b].numel;
+        bytes = sat_add(bytes, sat_mul(sat_add(r, w), size));
+    }
+    k->bytes = bytes;
+done:
+    free(read);
+    free(written);
+    free(view_dims);
+    free(view_read);
+    free(view_written);
+}
+
+/* ---- printing ------------------------------------------------------------------------------ */
+
+static const char *buffer_kind_name(kir_buffer_kind k)
+{
+    switch (k) {
+    case KBUF_INPUT: return "input";
+    case KBUF_PARAM: return "param";
+    case KBUF_OUTPUT: return "output";
+    case KBUF_TEMP: return "temp";
+    }
+    return "?";
+}
+
+static void print_buffer_name(const kir_program *kp, int b, const mc_graph *g, FILE *out)
+{
+    const kir_buffer *buf = &kp->buffers[b];
+    char name[64];
+    if (g && buf->node >= 0 && buf->node < g->nnodes)
+        fprintf(out, "b%d(%s)", b, mc_node_name(g, buf->node, name, sizeof name));
+    else
+        fprintf(out, "b%d", b);
+}
+
+static void print_view(const kir_program *kp, const kir_kernel *k, int v, const mc_graph *g,
+                       FILE *out)
+{
+    const kir_view *vw = &k->views[v];
+    fprintf(out, "    v%d = ", v);
+    print_buffer_name(kp, vw->buffer, g, out);
+    fprintf(out, " [+%lld; strides", (long long)vw->offset);
+    for (int d = 0; d < k->rank; d++)
+        fprintf(out, " %lld", (long long)vw->stride[d]);
+    fprintf(out, "]\n");
+}
+
+static void print_instr(const kir_kernel *k, int i, FILE *out)
+{
+    const kir_instr *in = &k->code[i];
+    fprintf(out, "      %%%d = ", i);
+    switch (in->kind) {
+    case KI_LOAD: fprintf(out, "load v%d", in->view); break;
+    case KI_CONST: fprintf(out, "const %.9g", in->value); break;
+    case KI_INDEX: fprintf(out, "index d%d", in->view); break;
+    case KI_ROWVAL: fprintf(out, "rowval r%d", in->view); break;
+    case KI_ACC: fprintf(out, "acc"); break;
+    case KI_OP: {
+        int nin = in->op == MC_OP_CAST ? 1 : mc_op_table[in->op].min_in;
+        fprintf(out, "%s", mc_op_table[in->op].name);
+        for (int a = 0; a < nin && a < 3; a++)
+            fprintf(out, " %%%d", in->arg[a]);
+        break;
+    }
+    }
+    fprintf(out, " : %s\n", mc_dtype_name(in->dtype));
+}
+
+void kir_print_kernel(const kir_program *kp, const kir_kernel *k, const mc_graph *g, FILE *out)
+{
+    fprintf(out, "kernel %s  (%s)  space [", k->name, kir_category_name(k->category));
+    for (int d = 0; d < k->rank; d++)
+        fprintf(out, "%s%lld", d ? ", " : "", (long long)k->shape[d]);
+    fprintf(out, "]");
+    if (k->category == KIR_REDUCTION)
+        fprintf(out, " rows %d", k->nrow);
+    fprintf(out, "\n  ops:");
+    for (int i = 0; i < k->nops; i++)
+        fprintf(out, " %s", mc_op_table[k->ops[i]].name);
+    if (k->nlines > 0) {
+        fprintf(out, "  lines:");
+        for (int i = 0; i < k->nlines; i++)
+            fprintf(out, " %d", k->lines[i]);
+    }
+    fprintf(out, "  flops: %lld  bytes: %lld\n", (long long)k->flops, (long long)k->bytes);
+    if (k->category == KIR_GEMM)
+        fprintf(out, "  gemm: m %lld n %lld k %lld  a v%d  b v%d%s\n", (long long)k->gemm.m,
+                (long long)k->gemm.n, (long long)k->gemm.k, k->gemm.a, k->gemm.b,
+                k->gemm.tf32 ? "  tf32" : "");
+    fprintf(out, "  views:\n");
+    for (int v = 0; v < k->nviews; v++)
+        print_view(kp, k, v, g, out);
+    for (int b = 0; b < k->nblocks; b++) {
+        const kir_block *bl = &k->blocks[b];
+        fprintf(out, "    block %d (%s):\n", b, bl->loop ? "loop" : "row");
+        for (int i = bl->first; i < bl->first + bl->count; i++)
+            print_instr(k, i, out);
+        for (int r = 0; r < k->nreds; r++)
+            if (k->reds[r].block == b)
+                fprintf(out, "      r%d = %s %%%d : %s\n", r, mc_op_table[k->reds[r].op].name,
+                        k->reds[r].value, mc_dtype_name(k->reds[r].dtype));
+        for (int s = 0; s < k->nstores; s++)
+            if (k->stores[s].block == b)
+                fprintf(out, "      store v%d <- %%%d\n", k->stores[s].view, k->stores[s].value);
+    }
+}
+
+void kir_print(const kir_program *kp, const mc_graph *g, FILE *out)
+{
+    int64_t flops = 0, bytes = 0;
+    for (int i = 0; i < kp->nkernels; i++) {
+        flops = sat_add(flops, kp->kernels[i].flops);
+        bytes = sat_add(bytes, kp->kernels[i].bytes);
+    }
+    fprintf(out, "# %d kernels, %d buffers; intermediates: %lld bytes planned, %lld unplanned\n",
+            kp->nkernels, kp->nbuffers, (long long)kp->arena_bytes,
+            (long long)kp->unplanned_bytes);
+    fprintf(out, "# total flops %lld, bytes %lld\n", (long long)flops, (long long)bytes);
+    fprintf(out, "buffers:\n");
+    for (int b = 0; b < kp->nbuffers; b++) {
+        const kir_buffer *buf = &kp->buffers[b];
+        fprintf(out, "  ");
+        print_buffer_name(kp, b, g, out);
+        fprintf(out, " %s %s[%lld]", buffer_kind_name(buf->kind), mc_dtype_name(buf->dtype),
+                (long long)buf->numel);
+        if (buf->kind == KBUF_TEMP)
+            fprintf(out, " at %lld, live kernels %d..%d", (long long)buf->offset, buf->first,
+                    buf->last);
+        fprintf(out, "\n");
+    }
+    for (int i = 0; i < kp->nkernels; i++) {
+        fprintf(out, "\n");
+        kir_print_kernel(kp, &kp->kernels[i], g, out);
+    }
+}

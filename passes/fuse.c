@@ -1,0 +1,867 @@
+/* Fusion: which nodes are computed together, in which kernel, and what is written to memory.
+ *
+ * Requires: a decomposed graph (primitives, shape operators, matmul). Produces an mc_fusion:
+ * every live node is a leaf (input/param buffer), a constant (inlined), a view (a shape operator
+ * read through strides of some buffer) or a member of a group; a group becomes one kernel (a
+ * concat one per operand).
+ *
+ * The walk goes from the outputs back (reverse topological order), so when a node is decided all
+ * its users already are. A node joins the group of its users when they are all in one group
+ * ("inline": it is recomputed wherever the group needs it and never stored); a node with users
+ * in several groups, or that is a graph output, is stored: either by one of its users' groups
+ * (when it sits there at the group's own coordinates and no cycle appears) or by a group of its
+ * own. Every group has a coordinate space; each member knows the coordinate maps (mc_cmap) at
+ * which the group evaluates it, derived from its users' maps through broadcasting and shape
+ * operators, so a transpose, slice or expand inside a group is index arithmetic, never a copy.
+ *
+ * Legality lives in one function, can_join(): pointwise nodes and mappable shape operators join
+ * any group; a reduction joins a group whose space is its input and which reads its result at
+ * the natural row coordinates (softmax and layernorm become one kernel; their prologue is
+ * recomputed per loop); a matmul joins a group without a GEMM or reduction that reads it at the
+ * group's own coordinates (the group is then its epilogue); a GEMM operand is never computed in
+ * the GEMM's kernel: it must be a view of a buffer (require_view), so a transposed weight is
+ * strides, and a value that is not is stored first. With fusion off, every compute node starts
+ * its own group and shape operators are still views where strides allow.
+ */
+#include "passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_MAPS 8
+
+/* ---- maps and views ----------------------------------------------------------------------- */
+
+void mc_contiguous_strides(const int64_t *shape, int rank, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= shape[i];
+    }
+}
+
+void mc_cmap_identity(mc_cmap *m, int rank)
+{
+    memset(m, 0, sizeof *m);
+    m->rank = rank;
+    for (int d = 0; d < rank; d++)
+        m->coef[d][d] = 1;
+}
+
+static bool cmap_equal(const mc_cmap *a, const mc_cmap *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->off[d] != b->off[d] || memcmp(a->coef[d], b->coef[d], sizeof a->coef[d]) != 0)
+            return false;
+    return true;
+}
+
+/* NumPy broadcasting: operand x read at the coordinates of result n. */
+static void broadcast_map(const mc_node *x, const mc_node *n, const mc_cmap *m, mc_cmap *out)
+{
+    memset(out, 0, sizeof *out);
+    out->rank = x->rank;
+    for (int i = 0; i < x->rank; i++) {
+        int d = i + n->rank - x->rank;
+        if (x->shape[i] == 1)
+            continue; /* always coordinate 0 */
+        out->off[i] = m->off[d];
+        memcpy(out->coef[i], m->coef[d], sizeof out->coef[i]);
+    }
+}
+
+static int64_t transpose_from(const mc_node *n, int d)
+{
+    return n->attr.has_list ? n->attr.list[d] : n->rank - 1 - d;
+}
+
+/* Reshape groups: runs of input and output dims with equal products (size-1 dims aside).
+ * Calls back once per group with [i0, i1) input dims and [o0, o1) output dims. */
+typedef bool (*reshape_group_fn)(void *ctx, const mc_node *x, const mc_node *n, int i0, int i1,
+                                 int o0, int o1);
+
+static bool reshape_groups(const mc_node *x, const mc_node *n, reshape_group_fn fn, void *ctx)
+{
+    int i = 0, o = 0;
+    for (;;) {
+        while (i < x->rank && x->shape[i] == 1)
+            i++;
+        while (o < n->rank && n->shape[o] == 1)
+            o++;
+        if (i == x->rank || o == n->rank)
+            return i == x->rank && o == n->rank;
+        int i0 = i, o0 = o;
+        int64_t pi = x->shape[i++], po = n->shape[o++];
+        while (pi != po) {
+            if (pi < po) {
+                if (i >= x->rank)
+                    return false;
+                pi *= x->shape[i++];
+            } else {
+                if (o >= n->rank)
+                    return false;
+                po *= n->shape[o++];
+            }
+        }
+        if (!fn(ctx, x, n, i0, i, o0, o))
+            return false;
+    }
+}
+
+static bool reshape_map_group(void *ctx, const mc_node *x, const mc_node *n, int i0, int i1, int o0,
+                              int o1)
+{
+    const mc_cmap *m = ((const mc_cmap **)ctx)[0];
+    mc_cmap *out = ((mc_cmap **)ctx)[1];
+    int which = -1, count = 0;
+    for (int k = i0; k < i1; k++)
+        if (x->shape[k] > 1) {
+            which = k;
+            count++;
+        }
+    if (count != 1)
+        return false; /* input coordinates would be quotients and remainders */
+    int64_t s = 1;
+    for (int d = o1 - 1; d >= o0; d--) {
+        if (n->shape[d] > 1) {
+            out->off[which] += m->off[d] * s;
+            for (int j = 0; j < MC_MAX_RANK; j++)
+                out->coef[which][j] += m->coef[d][j] * s;
+        }
+        s *= n->shape[d];
+    }
+    return true;
+}
+
+bool mc_cmap_operand(const mc_graph *g, int ni, int slot, const mc_cmap *m, mc_cmap *out)
+{
+    const mc_node *n = &g->nodes[ni], *x = &g->nodes[n->in[slot]];
+    switch (mc_op_table[n->op].kind) {
+    case MC_KIND_UNARY:
+    case MC_KIND_BINARY:
+    case MC_KIND_COMPARE:
+    case MC_KIND_SELECT:
+    case MC_KIND_CAST: broadcast_map(x, n, m, out); return true;
+    case MC_KIND_SHAPE: break;
+    default: return false;
+    }
+    memset(out, 0, sizeof *out);
+    out->rank = x->rank;
+    switch (n->op) {
+    case MC_OP_TRANSPOSE:
+        for (int d = 0; d < n->rank; d++) {
+            int64_t from = transpose_from(n, d);
+            out->off[from] = m->off[d];
+            memcpy(out->coef[from], m->coef[d], sizeof out->coef[from]);
+        }
+        return true;
+    case MC_OP_EXPAND: broadcast_map(x, n, m, out); return true;
+    case MC_OP_SLICE:
+        *out = *m;
+        out->off[n->attr.axis] += n->attr.start;
+        return true;
+    case MC_OP_RESHAPE: {
+        const void *ctx[2] = {m, out};
+        return reshape_groups(x, n, reshape_map_group, (void *)ctx);
+    }
+    default: return false;
+    }
+}
+
+static bool reshape_view_group(void *ctx, const mc_node *x, const mc_node *n, int i0, int i1, int o0,
+                               int o1)
+{
+    const mc_tview *in = ((const mc_tview **)ctx)[0];
+    mc_tview *out = ((mc_tview **)ctx)[1];
+    int last = -1;
+    for (int k = i0; k < i1; k++) {
+        if (x->shape[k] == 1)
+            continue;
+        if (last >= 0 && in->stride[last] != in->stride[k] * x->shape[k])
+            return false; /* merging dims that are not adjacent in memory */
+        last = k;
+    }
+    int64_t s = in->stride[last];
+    for (int d = o1 - 1; d >= o0; d--) {
+        out->stride[d] = s;
+        s *= n->shape[d];
+    }
+    return true;
+}
+
+bool mc_tview_compose(const mc_graph *g, int ni, const mc_tview *in, mc_tview *out)
+{
+    const mc_node *n = &g->nodes[ni], *x = &g->nodes[n->in[0]];
+    memset(out, 0, sizeof *out);
+    out->base = in->base;
+    out->offset = in->offset;
+    switch (n->op) {
+    case MC_OP_TRANSPOSE:
+        for (int d = 0; d < n->rank; d++)
+            out->stride[d] = in->stride[transpose_from(n, d)];
+        return true;
+    case MC_OP_EXPAND:
+        for (int d = 0; d < n->rank; d++) {
+            int i = d - (n->rank - x->rank);
+            out->stride[d] = (i < 0 || x->shape[i] == 1) ? 0 : in->stride[i];
+        }
+        return true;
+    case MC_OP_SLICE:
+        memcpy(out->stride, in->stride, sizeof out->stride);
+        out->offset += n->attr.start * in->stride[n->attr.axis];
+        return true;
+    case MC_OP_RESHAPE: {
+        const void *ctx[2] = {in, out};
+        return reshape_groups(x, n, reshape_view_group, (void *)ctx);
+    }
+    default: return false;
+    }
+}
+
+/* ---- the walk ------------------------------------------------------------------------------ */
+
+typedef struct {
+    mc_fusion *f;
+    const mc_graph *g;
+    bool fuse;
+    int *user_start, *users; /* CSR: users of node i are users[user_start[i] .. user_start[i+1]) */
+    bool *is_output, *live;
+    int *next_member;        /* per node: the next member of its group (a list per group) */
+    int *first_member;       /* per group */
+    int *mark;               /* scratch for the cycle check */
+    int mark_gen;
+} walk;
+
+static bool is_shape(const mc_node *n) { return mc_op_table[n->op].kind == MC_KIND_SHAPE && n->op != MC_OP_CONCAT; }
+
+static bool is_pointwise(const mc_node *n)
+{
+    switch (mc_op_table[n->op].kind) {
+    case MC_KIND_UNARY:
+    case MC_KIND_BINARY:
+    case MC_KIND_COMPARE:
+    case MC_KIND_SELECT:
+    case MC_KIND_CAST:
+    case MC_KIND_CREATE: return true;
+    default: return false;
+    }
+}
+
+static void reduced_axes(const mc_node *r, const mc_node *x, bool *reduced)
+{
+    for (int d = 0; d < MC_MAX_RANK; d++)
+        reduced[d] = d < x->rank && !r->attr.has_list;
+    for (int i = 0; r->attr.has_list && i < r->attr.nlist; i++)
+        reduced[r->attr.list[i]] = true;
+}
+
+/* The map at which a reduction's result is read when its input is at the group's identity. */
+static void natural_map(const mc_node *r, const mc_node *x, mc_cmap *m)
+{
+    bool reduced[MC_MAX_RANK];
+    reduced_axes(r, x, reduced);
+    memset(m, 0, sizeof *m);
+    m->rank = r->rank;
+    int o = 0;
+    for (int d = 0; d < x->rank; d++) {
+        if (reduced[d]) {
+            if (r->attr.keepdim)
+                o++;
+            continue;
+        }
+        m->coef[o++][d] = 1;
+    }
+}
+
+static bool same_shape(const int64_t *a, int ra, const int64_t *b, int rb)
+{
+    return ra == rb && memcmp(a, b, sizeof(int64_t) * (size_t)ra) == 0;
+}
+
+/* The coordinates at which a stored member of shape (rank, shape) must sit in group G: the
+ * group's own (identity), or the natural row coordinates of its reductions. */
+static bool canonical_map(const mc_fgroup *G, const mc_node *n, mc_cmap *m)
+{
+    if (same_shape(n->shape, n->rank, G->shape, G->rank)) {
+        mc_cmap_identity(m, G->rank);
+        return true;
+    }
+    if (G->nred == 0)
+        return false;
+    for (int keep = 0; keep < 2; keep++) {
+        mc_node r;
+        memset(&r, 0, sizeof r);
+        mc_node x;
+        memset(&x, 0, sizeof x);
+        x.rank = G->rank;
+        memcpy(x.shape, G->shape, sizeof x.shape);
+        r.attr.has_list = true;
+        for (int d = 0; d < G->rank; d++)
+            if (G->reduced[d])
+                r.attr.list[r.attr.nlist++] = d;
+        r.attr.keepdim = keep;
+        r.rank = 0;
+        for (int d = 0; d < G->rank; d++) {
+            if (!G->reduced[d])
+                r.shape[r.rank++] = G->shape[d];
+            else if (keep)
+                r.shape[r.rank++] = 1;
+        }
+        if (same_shape(n->shape, n->rank, r.shape, r.rank)) {
+            natural_map(&r, &x, m);
+            return true;
+        }
+    }
+    return false;
+}
+
+static mc_fgroup *new_group(walk *w, mc_fgroup_kind kind, int anchor)
+{
+    mc_fusion *f = w->f;
+    if (f->ngroups == f->cap) {
+        int cap = f->cap ? f->cap * 2 : 16;
+        mc_fgroup *g = realloc(f->groups, sizeof *g * (size_t)cap);
+        int *fm = realloc(w->first_member, sizeof *fm * (size_t)cap);
+        if (fm)
+            w->first_member = fm;
+        if (!g || !fm) {
+            if (g)
+                f->groups = g;
+            return NULL;
+        }
+        f->groups = g;
+        f->cap = cap;
+    }
+    mc_fgroup *G = &f->groups[f->ngroups];
+    memset(G, 0, sizeof *G);
+    G->kind = kind;
+    G->anchor = anchor;
+    G->gemm = -1;
+    G->out_index = -1;
+    w->first_member[f->ngroups] = -1;
+    f->ngroups++;
+    return G;
+}
+
+static bool set_maps(walk *w, int i, const mc_cmap *maps, int n)
+{
+    mc_fnode *fn = &w->f->nodes[i];
+    fn->nmaps = n;
+    fn->maps = NULL;
+    if (n == 0)
+        return true;
+    fn->maps = mc_arena_alloc(&w->f->arena, sizeof *maps * (size_t)n);
+    if (!fn->maps)
+        return false;
+    memcpy(fn->maps, maps, sizeof *maps * (size_t)n);
+    return true;
+}
+
+static void add_member(walk *w, int i, int group, bool stored)
+{
+    mc_fnode *fn = &w->f->nodes[i];
+    fn->kind = MC_FN_MEMBER;
+    fn->group = group;
+    fn->stored = stored;
+    if (stored) {
+        fn->has_view = true;
+        memset(&fn->view, 0, sizeof fn->view);
+        fn->view.base = i;
+        const mc_node *n = &w->g->nodes[i];
+        mc_contiguous_strides(n->shape, n->rank, fn->view.stride);
+    }
+    w->next_member[i] = w->first_member[group];
+    w->first_member[group] = i;
+}
+
+/* Make node j readable through a strided view of some buffer (a GEMM operand, the operand of a
+ * reshape that needs strides): shape operators compose their operand's view; anything else, or
+ * a shape operator whose strides do not compose, is forced to be stored (contiguously). */
+static void require_view(walk *w, int j)
+{
+    mc_fnode *fn = &w->f->nodes[j];
+    if (fn->has_view)
+        return;
+    const mc_node *n = &w->g->nodes[j];
+    if (is_shape(n) && !fn->forced) {
+        require_view(w, n->in[0]);
+        const mc_fnode *op = &w->f->nodes[n->in[0]];
+        if (op->has_view && mc_tview_compose(w->g, j, &op->view, &fn->view)) {
+            fn->has_view = true;
+            fn->kind = MC_FN_VIEW;
+            return;
+        }
+    }
+    fn->forced = true;
+    fn->has_view = true;
+    memset(&fn->view, 0, sizeof fn->view);
+    fn->view.base = j;
+    mc_contiguous_strides(n->shape, n->rank, fn->view.stride);
+}
+
+/* Would storing node i in group G create a cycle between groups? True when a path leaves i
+ * through a user outside G and comes back into G (through any groups). */
+static bool creates_cycle(walk *w, int i, int group)
+{
+    mc_fusion *f = w->f;
+    int n = w->g->nnodes;
+    int *stack = malloc(sizeof *stack * (size_t)(n > 0 ? n : 1) * 2);
+    if (!stack)
+        return true; /* refuse rather than risk it */
+    int gen = ++w->mark_gen, top = 0;
+    for (int u = w->user_start[i]; u < w->user_start[i + 1]; u++) {
+        int x = w->users[u];
+        if (!(f->nodes[x].kind == MC_FN_MEMBER && f->nodes[x].group == group) && w->mark[x] != gen) {
+            w->mark[x] = gen;
+            stack[top++] = x;
+        }
+    }
+    bool cycle = false;
+    while (top > 0 && !cycle) {
+        int x = stack[--top];
+        const mc_fnode *fx = &f->nodes[x];
+        if (fx->kind == MC_FN_MEMBER && fx->group == group) {
+            cycle = true;
+            break;
+        }
+        for (int u = w->user_start[x]; u < w->user_start[x + 1] && top < 2 * n; u++) {
+            int y = w->users[u];
+            if (w->mark[y] != gen) {
+                w->mark[y] = gen;
+                stack[top++] = y;
+            }
+        }
+        if (fx->kind == MC_FN_MEMBER)
+            for (int y = w->first_member[fx->group]; y >= 0 && top < 2 * n; y = w->next_member[y])
+                if (w->mark[y] != gen) {
+                    w->mark[y] = gen;
+                    stack[top++] = y;
+                }
+    }
+    free(stack);
+    return cycle;
+}
+
+/* The one legality check: may node i join group `group`, inline or stored? On success the maps
+ * at which the group evaluates it are in maps[0..*nmaps). */
+static bool can_join(walk *w, int i, int group, bool stored, mc_cmap *maps, int *nmaps)
+{
+    const mc_graph *g = w->g;
+    const mc_fusion *f = w->f;
+    const mc_fgroup *G = &f->groups[group];
+    const mc_node *n = &g->nodes[i];
+    if (G->kind != MC_FG_POINTWISE && !(G->kind == MC_FG_RESHAPE && !stored))
+        return false;
+    /* The maps: every use of i by a member of G, at every map of that member. */
+    int count = 0;
+    for (int u = w->user_start[i]; u < w->user_start[i + 1]; u++) {
+        int user = w->users[u];
+        const mc_fnode *fu = &f->nodes[user];
+        if (fu->kind != MC_FN_MEMBER || fu->group != group)
+            continue;
+        const mc_node *un = &g->nodes[user];
+        if (user == G->gemm)
+            return false; /* an operand of the GEMM itself: a view, never computed here */
+        bool reshape_anchor = G->kind == MC_FG_RESHAPE && user == G->anchor;
+        for (int slot = 0; slot < un->nin; slot++) {
+            if (un->in[slot] != i)
+                continue;
+            for (int k = 0; k < (reshape_anchor ? 1 : fu->nmaps); k++) {
+                mc_cmap om;
+                if (mc_op_table[un->op].kind == MC_KIND_REDUCE || reshape_anchor)
+                    mc_cmap_identity(&om, G->rank);
+                else if (!mc_cmap_operand(g, user, slot, &fu->maps[k], &om))
+                    return false;
+                bool dup = false;
+                for (int j = 0; j < count && !dup; j++)
+                    dup = cmap_equal(&maps[j], &om);
+                if (dup)
+                    continue;
+                if (count == MAX_MAPS)
+                    return false; /* too much recomputation */
+                maps[count++] = om;
+            }
+        }
+    }
+    if (count == 0)
+        return false;
+    *nmaps = count;
+    mc_op_kind kind = mc_op_table[n->op].kind;
+    if (is_shape(n)) {
+        for (int k = 0; k < count; k++) {
+            mc_cmap om;
+            if (!mc_cmap_operand(g, i, 0, &maps[k], &om))
+                return false;
+        }
+    } else if (kind == MC_KIND_MATMUL) {
+        if (G->kind != MC_FG_POINTWISE || G->gemm >= 0 || G->nred > 0 || count != 1 ||
+            !same_shape(n->shape, n->rank, G->shape, G->rank))
+            return false;
+        mc_cmap id;
+        mc_cmap_identity(&id, G->rank);
+        if (!cmap_equal(&maps[0], &id))
+            return false;
+    } else if (kind == MC_KIND_REDUCE) {
+        const mc_node *x = &g->nodes[n->in[0]];
+        if (G->kind != MC_FG_POINTWISE || G->gemm >= 0 || !same_shape(x->shape, x->rank, G->shape, G->rank))
+            return false;
+        bool reduced[MC_MAX_RANK];
+        reduced_axes(n, x, reduced);
+        if (G->nred > 0 && memcmp(reduced, G->reduced, sizeof reduced) != 0)
+            return false;
+        mc_cmap nat;
+        natural_map(n, x, &nat);
+        for (int k = 0; k < count; k++)
+            if (!cmap_equal(&maps[k], &nat))
+                return false;
+    } else if (!is_pointwise(n) && n->op != MC_OP_CONST) {
+        return false;
+    }
+    if (stored) {
+        mc_cmap canon;
+        if (count != 1)
+            return false;
+        if (kind == MC_KIND_REDUCE) {
+            /* checked above: the natural map */
+        } else if (!canonical_map(G, n, &canon) || !cmap_equal(&canon, &maps[0])) {
+            return false;
+        }
+        if (creates_cycle(w, i, group))
+            return false;
+    }
+    return true;
+}
+
+static void join(walk *w, int i, int group, bool stored, const mc_cmap *maps, int nmaps)
+{
+    mc_fgroup *G = &w->f->groups[group];
+    const mc_node *n = &w->g->nodes[i];
+    add_member(w, i, group, stored);
+    set_maps(w, i, maps, nmaps);
+    if (n->op == MC_OP_MATMUL)
+        G->gemm = i;
+    if (mc_op_table[n->op].kind == MC_KIND_REDUCE) {
+        reduced_axes(n, &w->g->nodes[n->in[0]], G->reduced);
+        G->nred++;
+    }
+}
+
+/* Start a group of its own at node i (stored). */
+static mc_status anchor(walk *w, int i)
+{
+    const mc_node *n = &w->g->nodes[i];
+    mc_fgroup_kind kind = MC_FG_POINTWISE;
+    mc_cmap id;
+    mc_cmap_identity(&id, n->rank);
+    if (n->op == MC_OP_CONCAT) {
+        kind = MC_FG_CONCAT;
+    } else if (is_shape(n)) {
+        mc_cmap om;
+        if (!mc_cmap_operand(w->g, i, 0, &id, &om))
+            kind = MC_FG_RESHAPE;
+    }
+    mc_fgroup *G = new_group(w, kind, i);
+    if (!G)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory fusing the graph");
+    int gi = w->f->ngroups - 1;
+    const mc_node *x = n->nin > 0 ? &w->g->nodes[n->in[0]] : NULL;
+    if (kind == MC_FG_RESHAPE) {
+        G->rank = x->rank;
+        memcpy(G->shape, x->shape, sizeof G->shape);
+        add_member(w, i, gi, true);
+        return MC_OK;
+    }
+    G->rank = n->rank;
+    memcpy(G->shape, n->shape, sizeof G->shape);
+    if (mc_op_table[n->op].kind == MC_KIND_REDUCE) {
+        G->rank = x->rank;
+        memcpy(G->shape, x->shape, sizeof G->shape);
+        natural_map(n, x, &id);
+    }
+    add_member(w, i, gi, true);
+    if (kind == MC_FG_CONCAT)
+        return MC_OK;
+    if (!set_maps(w, i, &id, 1))
+        return mc_fail(MC_ERR_SYSTEM, "out of memory fusing the graph");
+    if (n->op == MC_OP_MATMUL)
+        G->gemm = i;
+    if (mc_op_table[n->op].kind == MC_KIND_REDUCE) {
+        reduced_axes(n, x, G->reduced);
+        G->nred = 1;
+    }
+    return MC_OK;
+}
+
+/* Decide node i (all its users are decided). */
+static mc_status decide(walk *w, int i)
+{
+    const mc_graph *g = w->g;
+    mc_fnode *fn = &w->f->nodes[i];
+    const mc_node *n = &g->nodes[i];
+    if (n->op == MC_OP_INPUT || n->op == MC_OP_PARAM) {
+        fn->kind = MC_FN_LEAF;
+        fn->has_view = true;
+        fn->view.base = i;
+        mc_contiguous_strides(n->shape, n->rank, fn->view.stride);
+        return MC_OK;
+    }
+    if (!w->live[i])
+        return MC_OK;
+    if (fn->kind == MC_FN_VIEW)
+        return MC_OK; /* a consumer already made it a view */
+    if (n->op == MC_OP_CONST && !fn->forced) {
+        fn->kind = MC_FN_CONST;
+        return MC_OK;
+    }
+    if (n->op == MC_OP_MATMUL) {
+        require_view(w, n->in[0]);
+        require_view(w, n->in[1]);
+    }
+    if (n->op == MC_OP_CONCAT) {
+        for (int k = 0; k < n->nin; k++)
+            require_view(w, n->in[k]);
+        return anchor(w, i);
+    }
+    if (!fn->forced && w->fuse) {
+        /* The groups of the users; a user that is not a member (a view of i) forces i. */
+        int groups[64], ng = 0;
+        bool ok = true;
+        for (int u = w->user_start[i]; u < w->user_start[i + 1] && ok; u++) {
+            if (!w->live[w->users[u]])
+                continue;
+            const mc_fnode *fu = &w->f->nodes[w->users[u]];
+            if (fu->kind != MC_FN_MEMBER) {
+                ok = false;
+                break;
+            }
+            bool seen = false;
+            for (int k = 0; k < ng; k++)
+                seen |= groups[k] == fu->group;
+            if (!seen) {
+                if (ng == 64)
+                    ok = false;
+                else
+                    groups[ng++] = fu->group;
+            }
+        }
+        mc_cmap maps[MAX_MAPS];
+        int nmaps = 0;
+        if (ok && ng == 1 && !w->is_output[i] && can_join(w, i, groups[0], false, maps, &nmaps)) {
+            join(w, i, groups[0], false, maps, nmaps);
+            return MC_OK;
+        }
+        if (ok && !is_shape(n))
+            for (int k = 0; k < ng; k++)
+                if (can_join(w, i, groups[k], true, maps, &nmaps)) {
+                    join(w, i, groups[k], true, maps, nmaps);
+                    return MC_OK;
+                }
+    }
+    if (is_shape(n) && !fn->forced && !w->is_output[i]) {
+        require_view(w, i);
+        if (fn->kind == MC_FN_VIEW)
+            return MC_OK;
+    }
+    return anchor(w, i);
+}
+
+/* ---- execution order ------------------------------------------------------------------------ */
+
+/* The group that produces what node j's readers see, or -1 (leaf, constant). */
+static int producer_group(const mc_fusion *f, int j)
+{
+    const mc_fnode *fn = &f->nodes[j];
+    if (fn->kind == MC_FN_MEMBER)
+        return fn->group;
+    if (fn->kind == MC_FN_VIEW)
+        return producer_group(f, fn->view.base);
+    return -1;
+}
+
+static mc_status order_groups(walk *w)
+{
+    mc_fusion *f = w->f;
+    const mc_graph *g = w->g;
+    int ng = f->ngroups;
+    /* Edges as a dense-ish list: for every member, every operand's producer group. */
+    int *indeg = calloc((size_t)ng + 1, sizeof *indeg);
+    int *estart = calloc((size_t)ng + 2, sizeof *estart);
+    f->order = mc_arena_alloc(&f->arena, sizeof *f->order * (size_t)(ng + 1));
+    int nedges = 0;
+    for (int i = 0; i < g->nnodes; i++)
+        nedges += g->nodes[i].nin + 1;
+    int *efrom = malloc(sizeof *efrom * (size_t)(nedges + 1)), *eto = malloc(sizeof *eto * (size_t)(nedges + 1));
+    int *adj = malloc(sizeof *adj * (size_t)(nedges + 1)), *queue = malloc(sizeof *queue * (size_t)(ng + 1));
+    mc_status st = MC_OK;
+    if (!indeg || !estart || !f->order || !efrom || !eto || !adj || !queue) {
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory fusing the graph");
+        goto done;
+    }
+    int ne = 0;
+    for (int i = 0; i < g->nnodes; i++) {
+        const mc_fnode *fn = &f->nodes[i];
+        if (fn->kind != MC_FN_MEMBER)
+            continue;
+        for (int k = 0; k < g->nodes[i].nin; k++) {
+            if (g->nodes[i].in[k] < 0)
+                continue;
+            int p = producer_group(f, g->nodes[i].in[k]);
+            if (p >= 0 && p != fn->group) {
+                efrom[ne] = p;
+                eto[ne++] = fn->group;
+            }
+        }
+    }
+    for (int gi = 0; gi < ng; gi++)
+        if (f->groups[gi].kind == MC_FG_OUTPUT) {
+            int p = producer_group(f, f->groups[gi].anchor);
+            if (p >= 0) {
+                efrom[ne] = p;
+                eto[ne++] = gi;
+            }
+        }
+    for (int e = 0; e < ne; e++) {
+        estart[efrom[e] + 1]++;
+        indeg[eto[e]]++;
+    }
+    for (int gi = 0; gi < ng; gi++)
+        estart[gi + 1] += estart[gi];
+    int *fill = calloc((size_t)ng + 1, sizeof *fill);
+    if (!fill) {
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory fusing the graph");
+        goto done;
+    }
+    for (int e = 0; e < ne; e++)
+        adj[estart[efrom[e]] + fill[efrom[e]]++] = eto[e];
+    free(fill);
+    /* Kahn's algorithm, taking ready groups in the order of their anchors (graph order). */
+    int head = 0, tail = 0, done_count = 0;
+    for (int gi = ng - 1; gi >= 0; gi--)
+        if (indeg[gi] == 0)
+            queue[tail++] = gi;
+    while (head < tail) {
+        /* pick the ready group with the smallest anchor for a stable, readable order */
+        int best = head;
+        for (int q = head + 1; q < tail; q++)
+            if (f->groups[queue[q]].anchor < f->groups[queue[best]].anchor ||
+                (f->groups[queue[q]].anchor == f->groups[queue[best]].anchor && queue[q] < queue[best]))
+                best = q;
+        int gi = queue[best];
+        queue[best] = queue[head++];
+        f->order[done_count++] = gi;
+        for (int e = estart[gi]; e < estart[gi + 1]; e++)
+            if (--indeg[adj[e]] == 0)
+                queue[tail++] = adj[e];
+    }
+    if (done_count != ng)
+        st = mc_fail(MC_ERR_SYSTEM, "internal error: fusion made a cycle between kernels");
+done:
+    free(indeg);
+    free(estart);
+    free(efrom);
+    free(eto);
+    free(adj);
+    free(queue);
+    return st;
+}
+
+/* ---- entry -------------------------------------------------------------------------------- */
+
+void mc_fusion_free(mc_fusion *f)
+{
+    free(f->groups);
+    free(f->nodes);
+    mc_arena_free(&f->arena);
+    memset(f, 0, sizeof *f);
+}
+
+mc_status mc_fuse(const mc_graph *g, bool fuse, mc_fusion *f)
+{
+    memset(f, 0, sizeof *f);
+    f->g = g;
+    int n = g->nnodes;
+    size_t nn = (size_t)(n > 0 ? n : 1);
+    walk w = {.f = f, .g = g, .fuse = fuse};
+    f->nodes = calloc(nn, sizeof *f->nodes);
+    w.user_start = calloc(nn + 1, sizeof *w.user_start);
+    w.is_output = calloc(nn, sizeof *w.is_output);
+    w.live = calloc(nn, sizeof *w.live);
+    w.next_member = calloc(nn, sizeof *w.next_member);
+    w.mark = calloc(nn, sizeof *w.mark);
+    int nuse = 0;
+    for (int i = 0; i < n; i++)
+        nuse += g->nodes[i].nin;
+    w.users = calloc((size_t)nuse + 1, sizeof *w.users);
+    mc_status st = MC_OK;
+    if (!f->nodes || !w.user_start || !w.is_output || !w.live || !w.next_member || !w.mark || !w.users) {
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory fusing the graph");
+        goto done;
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < g->nodes[i].nin; k++)
+            if (g->nodes[i].in[k] >= 0)
+                w.user_start[g->nodes[i].in[k] + 1]++;
+    for (int i = 0; i < n; i++)
+        w.user_start[i + 1] += w.user_start[i];
+    int *fill = calloc(nn, sizeof *fill);
+    if (!fill) {
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory fusing the graph");
+        goto done;
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < g->nodes[i].nin; k++) {
+            int x = g->nodes[i].in[k];
+            if (x >= 0)
+                w.users[w.user_start[x] + fill[x]++] = i;
+        }
+    free(fill);
+    for (int o = 0; o < g->noutputs; o++)
+        w.is_output[g->outputs[o]] = w.live[g->outputs[o]] = true;
+    for (int i = n - 1; i >= 0; i--)
+        if (w.live[i])
+            for (int k = 0; k < g->nodes[i].nin; k++)
+                if (g->nodes[i].in[k] >= 0)
+                    w.live[g->nodes[i].in[k]] = true;
+    for (int i = 0; i < n; i++)
+        f->nodes[i].group = -1;
+    for (int i = n - 1; i >= 0 && st == MC_OK; i--)
+        st = decide(&w, i);
+    /* Outputs that no kernel writes (inputs, constants, views, a value listed twice) are
+     * copied into buffers of their own. */
+    bool *claimed = calloc(nn, sizeof *claimed);
+    if (!claimed && st == MC_OK)
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory fusing the graph");
+    for (int o = 0; o < g->noutputs && st == MC_OK; o++) {
+        int x = g->outputs[o];
+        const mc_fnode *fx = &f->nodes[x];
+        if (fx->kind == MC_FN_MEMBER && fx->stored && !claimed[x]) {
+            claimed[x] = true;
+            continue;
+        }
+        mc_fgroup *G = new_group(&w, MC_FG_OUTPUT, x);
+        if (!G) {
+            st = mc_fail(MC_ERR_SYSTEM, "out of memory fusing the graph");
+            break;
+        }
+        G->rank = g->nodes[x].rank;
+        memcpy(G->shape, g->nodes[x].shape, sizeof G->shape);
+        G->out_index = o;
+    }
+    free(claimed);
+    if (st == MC_OK)
+        st = order_groups(&w);
+done:
+    free(w.user_start);
+    free(w.users);
+    free(w.is_output);
+    free(w.live);
+    free(w.next_member);
+    free(w.first_member);
+    free(w.mark);
+    if (st != MC_OK)
+        mc_fusion_free(f);
+    return st;
+}

@@ -1,0 +1,167 @@
+/* Simplification: constant folding and algebraic identities.
+ *
+ * Requires: a decomposed graph. Changes, node by node in order (so chains collapse in one walk):
+ *   - a pointwise operator whose operands are all constants becomes a constant (computed with
+ *     the kernel IR's own scalar semantics, rounded to its dtype);
+ *   - x*1, 1*x, x/1, x+0, 0+x, x-0 become x when that changes neither shape nor dtype;
+ *   - neg(neg(x)) becomes x;
+ *   - transpose(transpose(x)) becomes one transpose (or x), reshape(reshape(x)) one reshape;
+ *     a transpose, reshape, expand or slice that changes nothing becomes x.
+ * Graph outputs are left as they are (an output stays its own value). What becomes unused is
+ * removed by dce.
+ */
+#include "passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const mc_node *dst(const mc_rewrite *rw, mc_value v) { return &rw->dst->nodes[v]; }
+
+static bool is_const(const mc_rewrite *rw, mc_value v, double value)
+{
+    const mc_node *n = dst(rw, v);
+    return n->op == MC_OP_CONST && n->attr.value == value;
+}
+
+static bool same_type(const mc_node *a, const mc_node *b)
+{
+    return a->dtype == b->dtype && a->rank == b->rank &&
+           memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->rank) == 0;
+}
+
+static int64_t perm_at(const mc_node *t, int d)
+{
+    return t->attr.has_list ? t->attr.list[d] : t->rank - 1 - d;
+}
+
+/* The simpler value for node n (operands already mapped to in[]), or MC_NONE. */
+static mc_value simpler(mc_rewrite *rw, const mc_node *n, const mc_value *in)
+{
+    mc_op_kind kind = mc_op_table[n->op].kind;
+    bool pointwise = kind == MC_KIND_UNARY || kind == MC_KIND_BINARY || kind == MC_KIND_COMPARE ||
+                     kind == MC_KIND_SELECT || kind == MC_KIND_CAST;
+    if (pointwise) {
+        bool all_const = true;
+        double v[3] = {0, 0, 0};
+        for (int k = 0; k < n->nin && k < 3; k++) {
+            all_const = all_const && dst(rw, in[k])->op == MC_OP_CONST;
+            if (all_const)
+                v[k] = dst(rw, in[k])->attr.value;
+        }
+        if (all_const && n->rank == 0) {
+            mc_dtype operand = dst(rw, in[n->op == MC_OP_WHERE ? 1 : 0])->dtype;
+            double r = kir_eval_op(n->op, operand, n->dtype, v[0], v[1], v[2]);
+            return mc_rewrite_const(rw, n, mc_round_to_dtype(r, n->dtype), n->dtype);
+        }
+    }
+    const mc_node *a = n->nin > 0 && in[0] >= 0 ? dst(rw, in[0]) : NULL;
+    const mc_node *b = n->nin > 1 && in[1] >= 0 ? dst(rw, in[1]) : NULL;
+    switch (n->op) {
+    case MC_OP_MUL:
+        if (is_const(rw, in[1], 1) && same_type(a, n))
+            return in[0];
+        if (is_const(rw, in[0], 1) && same_type(b, n))
+            return in[1];
+        break;
+    case MC_OP_ADD:
+        if (is_const(rw, in[1], 0) && same_type(a, n))
+            return in[0];
+        if (is_const(rw, in[0], 0) && same_type(b, n))
+            return in[1];
+        break;
+    case MC_OP_SUB:
+        if (is_const(rw, in[1], 0) && same_type(a, n))
+            return in[0];
+        break;
+    case MC_OP_DIV:
+        if (is_const(rw, in[1], 1) && same_type(a, n))
+            return in[0];
+        break;
+    case MC_OP_NEG:
+        if (a->op == MC_OP_NEG)
+            return a->in[0];
+        break;
+    case MC_OP_TRANSPOSE: {
+        bool identity = true;
+        for (int d = 0; d < n->rank; d++)
+            identity = identity && perm_at(n, d) == d;
+        if (identity)
+            return in[0];
+        if (a->op == MC_OP_TRANSPOSE) {
+            mc_attrs t;
+            memset(&t, 0, sizeof t);
+            t.has_list = true;
+            t.nlist = n->rank;
+            identity = true;
+            for (int d = 0; d < n->rank; d++) {
+                t.list[d] = perm_at(a, (int)perm_at(n, d));
+                identity = identity && t.list[d] == d;
+            }
+            mc_value x = a->in[0];
+            return identity ? x : mc_rewrite_node(rw, n, MC_OP_TRANSPOSE, &x, 1, &t);
+        }
+        break;
+    }
+    case MC_OP_RESHAPE:
+        if (same_type(a, n))
+            return in[0];
+        if (a->op == MC_OP_RESHAPE) {
+            mc_value x = a->in[0];
+            if (same_type(dst(rw, x), n))
+                return x;
+            mc_attrs r;
+            memset(&r, 0, sizeof r);
+            r.has_list = true;
+            r.nlist = n->rank;
+            memcpy(r.list, n->shape, sizeof(int64_t) * (size_t)n->rank);
+            return mc_rewrite_node(rw, n, MC_OP_RESHAPE, &x, 1, &r);
+        }
+        break;
+    case MC_OP_EXPAND:
+    case MC_OP_SLICE:
+        if (same_type(a, n))
+            return in[0];
+        break;
+    default: break;
+    }
+    return MC_NONE;
+}
+
+mc_status mc_pass_simplify(mc_graph *g)
+{
+    mc_rewrite rw;
+    mc_status st = mc_rewrite_begin(&rw, g);
+    if (st != MC_OK)
+        return st;
+    bool *is_output = calloc((size_t)(g->nnodes > 0 ? g->nnodes : 1), sizeof *is_output);
+    if (!is_output) {
+        mc_rewrite_abort(&rw);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory in simplify");
+    }
+    for (int o = 0; o < g->noutputs; o++)
+        is_output[g->outputs[o]] = true;
+    for (int i = 0; i < g->nnodes; i++) {
+        const mc_node *n = &g->nodes[i];
+        mc_value v = MC_NONE;
+        if (!is_output[i] && n->op != MC_OP_CONCAT && n->nin <= 3 && n->nin > 0) {
+            mc_value in[3] = {MC_NONE, MC_NONE, MC_NONE};
+            bool ok = true;
+            for (int k = 0; k < n->nin; k++) {
+                in[k] = n->in[k] >= 0 ? rw.map[n->in[k]] : MC_NONE;
+                ok = ok && in[k] >= 0;
+            }
+            if (ok)
+                v = simpler(&rw, n, in);
+        }
+        if (v == MC_NONE)
+            v = mc_rewrite_copy(&rw, i);
+        if (v < 0) {
+            free(is_output);
+            mc_rewrite_abort(&rw);
+            return mc_error_status() != MC_OK ? mc_error_status() : MC_ERR_SYSTEM;
+        }
+        rw.map[i] = v;
+    }
+    free(is_output);
+    return mc_rewrite_finish(&rw, g);
+}

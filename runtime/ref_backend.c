@@ -1,0 +1,259 @@
+/* The reference backend: a plain interpreter of the kernel IR, the oracle every other backend
+ * and every fusion decision is checked against.
+ *
+ * It runs each kernel exactly as codegen/kir.h defines it: for every row, the blocks in order;
+ * a row block once, a loop block once per element of the reduced dims, accumulating its
+ * reductions; a GEMM's accumulator summed over K at every point of its epilogue. Values are
+ * doubles; every arithmetic result is rounded to what a kernel computes in (f32 for float
+ * dtypes, i32, bool), and every store to the buffer's dtype, so the only difference from the
+ * generated code is the order of floating-point sums. Inputs, params and outputs are the
+ * program's host arrays; intermediates live in one arena laid out by the memory plan, so a
+ * planning bug shows up here as wrong numbers. Every access is bounds-checked.
+ */
+#include "runtime.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    unsigned char *arena;
+    void **data; /* per buffer */
+} ref_state;
+
+static mc_status ref_prepare(mc_program *p)
+{
+    const kir_program *kp = p->kp;
+    ref_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the reference backend");
+    p->state = s;
+    s->data = calloc((size_t)(kp->nbuffers > 0 ? kp->nbuffers : 1), sizeof *s->data);
+    if ((uint64_t)kp->arena_bytes > SIZE_MAX / 2 || !s->data)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the reference backend");
+    s->arena = calloc((size_t)kp->arena_bytes + 1, 1);
+    if (!s->arena)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory: the intermediates need %lld bytes",
+                       (long long)kp->arena_bytes);
+    for (int b = 0; b < kp->nbuffers; b++)
+        s->data[b] = kp->buffers[b].kind == KBUF_TEMP ? (void *)(s->arena + kp->buffers[b].offset)
+                                                       : p->host[b];
+    return MC_OK;
+}
+
+static void ref_release(mc_program *p)
+{
+    ref_state *s = p->state;
+    if (!s)
+        return;
+    free(s->arena);
+    free(s->data);
+    free(s);
+    p->state = NULL;
+}
+
+static double wrap_i32(double v)
+{
+    uint32_t u = (uint32_t)(uint64_t)(int64_t)v;
+    return u <= (uint32_t)INT32_MAX ? (double)u : (double)u - 4294967296.0;
+}
+
+typedef struct {
+    const kir_program *kp;
+    const kir_kernel *k;
+    void **data;
+    int64_t idx[MC_MAX_RANK];
+    double *val, *rowval, *acc;
+} kctx;
+
+static int64_t element(const kctx *c, const kir_view *v, int ndims)
+{
+    int64_t off = v->offset;
+    for (int d = 0; d < ndims; d++)
+        off += c->idx[d] * v->stride[d];
+    MC_ASSERT(off >= 0 && off < c->kp->buffers[v->buffer].numel);
+    return off;
+}
+
+static double load(const kctx *c, int view)
+{
+    const kir_view *v = &c->k->views[view];
+    return mc_load_element(c->data[v->buffer], c->kp->buffers[v->buffer].dtype, element(c, v, c->k->rank));
+}
+
+static double gemm_acc(const kctx *c)
+{
+    const kir_kernel *k = c->k;
+    int nb = k->rank - 2;
+    const kir_view *a = &k->views[k->gemm.a], *b = &k->views[k->gemm.b];
+    mc_dtype da = c->kp->buffers[a->buffer].dtype, db = c->kp->buffers[b->buffer].dtype;
+    int64_t ao = a->offset, bo = b->offset;
+    for (int d = 0; d < nb; d++) {
+        ao += c->idx[d] * a->stride[d];
+        bo += c->idx[d] * b->stride[d];
+    }
+    ao += c->idx[nb] * a->stride[nb];
+    bo += c->idx[nb + 1] * b->stride[nb + 1];
+    double s = 0;
+    for (int64_t kk = 0; kk < k->gemm.k; kk++) {
+        int64_t ai = ao + kk * a->stride[nb + 1], bi = bo + kk * b->stride[nb];
+        MC_ASSERT(ai >= 0 && ai < c->kp->buffers[a->buffer].numel);
+        MC_ASSERT(bi >= 0 && bi < c->kp->buffers[b->buffer].numel);
+        s += mc_load_element(c->data[a->buffer], da, ai) * mc_load_element(c->data[b->buffer], db, bi);
+    }
+    return s;
+}
+
+static void run_block(kctx *c, const kir_block *bl)
+{
+    const kir_kernel *k = c->k;
+    for (int i = bl->first; i < bl->first + bl->count; i++) {
+        const kir_instr *in = &k->code[i];
+        double r = 0;
+        switch (in->kind) {
+        case KI_LOAD: r = load(c, in->view); break;
+        case KI_CONST: r = mc_round_to_dtype(in->value, in->dtype); break;
+        case KI_INDEX: r = (double)c->idx[in->view]; break;
+        case KI_ROWVAL: r = c->rowval[in->view]; break;
+        case KI_ACC: r = gemm_acc(c); break;
+        case KI_OP: {
+            int first = in->op == MC_OP_WHERE ? 1 : 0;
+            mc_dtype operand = k->code[in->arg[first]].dtype;
+            r = kir_eval_op(in->op, operand, in->dtype, c->val[in->arg[0]], c->val[in->arg[1]],
+                            c->val[in->arg[2]]);
+            if (in->op != MC_OP_CAST)
+                r = mc_round_to_dtype(r, mc_dtype_is_float(in->dtype) ? MC_F32 : in->dtype);
+            break;
+        }
+        }
+        c->val[i] = r;
+    }
+}
+
+static void run_stores(kctx *c, int block, int ndims)
+{
+    const kir_kernel *k = c->k;
+    for (int s = 0; s < k->nstores; s++) {
+        const kir_store *st = &k->stores[s];
+        if (st->block != block)
+            continue;
+        const kir_view *v = &k->views[st->view];
+        mc_store_element(c->data[v->buffer], c->kp->buffers[v->buffer].dtype, element(c, v, ndims),
+                         c->val[st->value]);
+    }
+}
+
+static void accumulate(double *acc, mc_op op, mc_dtype dtype, double v)
+{
+    switch (op) {
+    case MC_OP_SUM: *acc = dtype == MC_I32 ? wrap_i32(*acc + v) : *acc + v; break;
+    case MC_OP_MAX: *acc = (isnan(v) || isnan(*acc)) ? NAN : (v > *acc ? v : *acc); break;
+    case MC_OP_MIN: *acc = (isnan(v) || isnan(*acc)) ? NAN : (v < *acc ? v : *acc); break;
+    default: MC_ASSERT(!"not a reduction");
+    }
+}
+
+static void unravel(int64_t i, const int64_t *shape, int from, int to, int64_t *idx)
+{
+    for (int d = to - 1; d >= from; d--) {
+        idx[d] = i % shape[d];
+        i /= shape[d];
+    }
+}
+
+static mc_status run_kernel(const kir_program *kp, const kir_kernel *k, void **data)
+{
+    kctx c = {.kp = kp, .k = k, .data = data};
+    c.val = calloc((size_t)(k->ncode > 0 ? k->ncode : 1), sizeof *c.val);
+    c.rowval = calloc((size_t)(k->nreds > 0 ? k->nreds : 1), sizeof *c.rowval);
+    if (!c.val || !c.rowval) {
+        free(c.val);
+        free(c.rowval);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory running kernel %s", k->name);
+    }
+    int64_t rows = 1, inner = 1;
+    for (int d = 0; d < k->rank; d++) {
+        if (d < k->nrow)
+            rows *= k->shape[d];
+        else
+            inner *= k->shape[d];
+    }
+    for (int64_t r = 0; r < rows; r++) {
+        unravel(r, k->shape, 0, k->nrow, c.idx);
+        for (int b = 0; b < k->nblocks; b++) {
+            const kir_block *bl = &k->blocks[b];
+            if (!bl->loop) {
+                for (int d = k->nrow; d < k->rank; d++)
+                    c.idx[d] = 0;
+                run_block(&c, bl);
+                run_stores(&c, b, k->nrow);
+                continue;
+            }
+            for (int q = 0; q < k->nreds; q++)
+                if (k->reds[q].block == b)
+                    c.rowval[q] = k->reds[q].op == MC_OP_SUM ? 0 : k->reds[q].op == MC_OP_MAX ? -INFINITY : INFINITY;
+            for (int64_t j = 0; j < inner; j++) {
+                unravel(j, k->shape, k->nrow, k->rank, c.idx);
+                run_block(&c, bl);
+                for (int q = 0; q < k->nreds; q++)
+                    if (k->reds[q].block == b)
+                        accumulate(&c.rowval[q], k->reds[q].op, k->reds[q].dtype, c.val[k->reds[q].value]);
+                run_stores(&c, b, k->rank);
+            }
+        }
+    }
+    free(c.val);
+    free(c.rowval);
+    return MC_OK;
+}
+
+static mc_status ref_run(mc_program *p)
+{
+    ref_state *s = p->state;
+    for (int k = 0; k < p->kp->nkernels; k++) {
+        mc_status st = run_kernel(p->kp, &p->kp->kernels[k], s->data);
+        if (st != MC_OK)
+            return st;
+    }
+    for (int b = 0; b < p->kp->nbuffers; b++)
+        if (p->dirty)
+            p->dirty[b] = false;
+    return MC_OK;
+}
+
+static mc_status ref_time(mc_program *p, int iters, double *median_us)
+{
+    double best = 0;
+    double *t = malloc(sizeof *t * (size_t)(iters > 0 ? iters : 1));
+    if (!t)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory timing the program");
+    mc_status st = ref_run(p); /* warm-up */
+    for (int i = 0; i < iters && st == MC_OK; i++) {
+        double t0 = mc_now_ms();
+        st = ref_run(p);
+        t[i] = (mc_now_ms() - t0) * 1000.0;
+    }
+    if (st == MC_OK && iters > 0) {
+        for (int i = 1; i < iters; i++)
+            for (int j = i; j > 0 && t[j - 1] > t[j]; j--) {
+                double x = t[j];
+                t[j] = t[j - 1];
+                t[j - 1] = x;
+            }
+        best = t[iters / 2];
+    }
+    free(t);
+    *median_us = best;
+    return st;
+}
+
+const mc_backend mc_backend_ref = {
+    .name = "ref",
+    .probe = NULL,      /* always available */
+    .prepare = ref_prepare,
+    .run = ref_run,
+    .profile = NULL,    /* no per-kernel timing: it is an oracle, not a target */
+    .time = ref_time,
+    .dump_code = NULL,  /* nothing is generated */
+    .release = ref_release,
+};

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The one script a GPU machine runs (through the device tool, from a staged copy of the tree):
+# build minic with the CUDA backend, run the whole test suite with the CUDA backend as the
+# default, compute-sanitizer on the CUDA tests and the examples, the fixture timings, and the
+# benchmark suite beside PyTorch (bench/gpu_bench.sh). Logs and a summary table go to $OUT
+# (or ./gpu-out), the summary also to stdout, last, so the device tool's tail shows it.
+#
+#   bash scripts/gpu.sh [tests] [sanitize] [fixtures] [bench] [peers]   (default: all)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+stages=${*:-tests sanitize fixtures bench peers}
+has() { [[ " $stages " == *" $1 "* ]]; }
+log=$OUT/gpu.log
+summary=$OUT/summary.txt
+: >"$summary"
+say() { echo "$*" | tee -a "$summary"; }
+
+{ date -u; nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv; } >"$log" 2>&1
+say "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)  date: $(date -u +%F)"
+
+if [ -d .deps/cmocka ]; then export CMOCKA_ROOT=$PWD/.deps/cmocka; export LD_LIBRARY_PATH=$(echo $PWD/.deps/cmocka/usr/lib/*):${LD_LIBRARY_PATH:-}; fi
+t0=$(date +%s)
+if ! cmake -S . -B build-gpu -DMINIC_WITH_LLVM=OFF -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="-Wno-error=maybe-uninitialized" >>"$log" 2>&1 ||
+   ! cmake --build build-gpu -j"$(nproc)" >>"$log" 2>&1; then
+    say "BUILD FAILED (see gpu.log)"; tail -40 "$log"; exit 1
+fi
+say "build: ok ($(( $(date +%s) - t0 )) s)"
+export MINIC_BIN=$PWD/build-gpu/minic MINIC_BACKEND=cuda XDG_CACHE_HOME=$PWD/build-gpu/cache
+
+if has tests; then
+    (cd build-gpu && ctest --output-on-failure -j4 --timeout 300) >"$OUT/ctest.log" 2>&1
+    say "tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
+    grep -E "^\s*[0-9]+/[0-9]+ Test.*(Failed|Skipped|Timeout|\*\*\*)" "$OUT/ctest.log" | head -20 | tee -a "$summary"
+    for t in test_cuda_run test_cuda_compile; do
+        ./build-gpu/$t >>"$OUT/ctest.log" 2>&1; say "$t: exit $?"
+    done
+fi
+
+if has sanitize; then
+    san=$OUT/sanitizer.log; : >"$san"
+    run_san() { echo "== $*" >>"$san"; compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$@" >>"$san" 2>&1; echo $?; }
+    say "compute-sanitizer test_cuda_run: exit $(run_san ./build-gpu/test_cuda_run)"
+    for g in examples/*.graph; do
+        for f in "" --no-fuse; do
+            say "compute-sanitizer $(basename "$g") $f: exit $(run_san ./build-gpu/minic run "$g" --backend cuda $f)"
+        done
+    done
+    grep -E "ERROR SUMMARY" "$san" | sort | uniq -c | tee -a "$summary"
+fi
+
+if has fixtures; then
+    MINIC_CUDA_BENCH=1 ./build-gpu/test_cuda_run >"$OUT/fixtures.txt" 2>&1
+    cat "$OUT/fixtures.txt" | tee -a "$summary"
+fi
+
+if has bench; then
+    bash bench/gpu_bench.sh "$OUT/bench.txt" >>"$log" 2>&1
+    cat "$OUT/bench.txt" | tee -a "$summary"
+fi
+
+if has peers && [ -f bench/peers/torch_gpu.py ]; then
+    PYTHONUNBUFFERED=1 timeout 420 python3 bench/peers/torch_gpu.py >"$OUT/torch.log" 2>&1
+    grep '^JSON' "$OUT/torch.log" | sed 's/^JSON //' >"$OUT/torch.json"
+    tail -3 "$OUT/torch.log" | cut -c1-2000 >>"$summary"
+fi
+echo "==== summary"
+cat "$summary"

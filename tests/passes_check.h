@@ -1,0 +1,146 @@
+/* Shared by the pass tests: compile a graph fused, unfused and unplanned, run each on the
+ * reference backend with the same seeded inputs, and compare every output with the float64
+ * oracle (mc_graph_eval) at SPEC §6's tolerances. Header-only (static functions), included by
+ * tests/test_passes.c, tests/test_fusion.c and tests/test_random_graphs.c. */
+#ifndef MINIC_PASSES_CHECK_H
+#define MINIC_PASSES_CHECK_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+#include "passes/passes.h"
+#include "runtime/runtime.h"
+
+static bool check_has_matmul(const mc_graph *g)
+{
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == MC_OP_MATMUL || g->nodes[i].op == MC_OP_LINEAR)
+            return true;
+    return false;
+}
+
+static double check_tolerance(const mc_graph *g, mc_dtype d, double scale)
+{
+    if (d == MC_I32 || d == MC_BOOL)
+        return 0;
+    if (d != MC_F32)
+        return 1e-2 * scale;
+    return (check_has_matmul(g) ? 1e-4 : 1e-5) * scale;
+}
+
+/* Compile and run g on the reference backend; outputs as doubles (malloc'd arrays). */
+static mc_status check_run(const mc_graph *g, bool fuse, bool plan, uint64_t seed, double **outs,
+                           mc_program **keep)
+{
+    mc_options opt = mc_options_default();
+    opt.backend = MC_BACKEND_REF;
+    opt.fuse = fuse;
+    opt.plan_memory = plan;
+    opt.quiet = true;
+    mc_program *p;
+    mc_status st = mc_program_compile(g, &opt, &p);
+    if (st != MC_OK)
+        return st;
+    st = mc_program_fill_random(p, seed);
+    if (st == MC_OK)
+        st = mc_program_run(p);
+    for (int o = 0; o < g->noutputs && st == MC_OK; o++) {
+        mc_tensor t;
+        st = mc_program_output(p, o, &t);
+        if (st != MC_OK)
+            break;
+        int64_t n = mc_node_numel(&g->nodes[g->outputs[o]]);
+        outs[o] = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+        for (int64_t e = 0; e < n; e++)
+            outs[o][e] = mc_load_element(t.data, t.dtype, e);
+    }
+    if (keep && st == MC_OK)
+        *keep = p;
+    else
+        mc_program_free(p);
+    return st;
+}
+
+/* 0 when fused, unfused and unplanned runs all match the oracle; else 1 with `why` filled. */
+static int check_graph(const mc_graph *g, uint64_t seed, double tol_scale, char *why, size_t whylen)
+{
+    int no = g->noutputs;
+    double **ref = calloc((size_t)no, sizeof *ref);
+    double **got = calloc((size_t)no, sizeof *got);
+    const void **inputs = calloc((size_t)g->nnodes, sizeof *inputs);
+    mc_program *p = NULL;
+    int bad = 0;
+    /* The unfused program also provides the inputs the oracle sees. */
+    mc_status st = check_run(g, false, true, seed, got, &p);
+    if (st != MC_OK) {
+        snprintf(why, whylen, "unfused compile/run failed: %s", mc_error_message());
+        bad = 1;
+        goto done;
+    }
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == MC_OP_INPUT || g->nodes[i].op == MC_OP_PARAM) {
+            int b = mc_program_find(p, g->nodes[i].name);
+            inputs[i] = b >= 0 ? p->host[b] : NULL;
+        }
+    if (mc_graph_eval(g, inputs, true, ref) != MC_OK) {
+        snprintf(why, whylen, "oracle failed: %s", mc_error_message());
+        bad = 1;
+        goto done;
+    }
+    for (int variant = 0; variant < 3 && !bad; variant++) {
+        static const char *names[] = {"unfused", "fused", "fused unplanned"};
+        if (variant > 0) {
+            for (int o = 0; o < no; o++) {
+                free(got[o]);
+                got[o] = NULL;
+            }
+            st = check_run(g, true, variant == 1, seed, got, NULL);
+            if (st != MC_OK) {
+                snprintf(why, whylen, "%s compile/run failed: %s", names[variant], mc_error_message());
+                bad = 1;
+                break;
+            }
+        }
+        for (int o = 0; o < no; o++) {
+            const mc_node *n = &g->nodes[g->outputs[o]];
+            int64_t len = mc_node_numel(n);
+            double *r = malloc(sizeof(double) * (size_t)(len > 0 ? len : 1));
+            for (int64_t e = 0; e < len; e++) /* the oracle rounded to the output's dtype */
+                r[e] = mc_round_to_dtype(ref[o][e], n->dtype);
+            double err = mc_test_rel_error(got[o], r, len);
+            double tol = check_tolerance(g, n->dtype, tol_scale);
+            if (!(err <= tol)) {
+                snprintf(why, whylen, "%s: output %d: relative error %.3g > %.3g", names[variant], o, err, tol);
+                bad = 1;
+            }
+            free(r);
+        }
+    }
+done:
+    for (int o = 0; o < no; o++) {
+        free(ref[o]);
+        free(got[o]);
+    }
+    free(ref);
+    free(got);
+    free(inputs);
+    mc_program_free(p);
+    return bad;
+}
+
+/* The kernel list of g (fused or not); caller frees. */
+static kir_program *check_kernels(const mc_graph *g, bool fuse)
+{
+    mc_compile_options co = {.fuse = fuse, .plan_memory = true, .verify = true};
+    kir_program *kp = NULL;
+    if (mc_compile_kernels(g, &co, &kp) != MC_OK) {
+        fprintf(stderr, "compile failed: %s\n", mc_error_message());
+        return NULL;
+    }
+    return kp;
+}
+
+#endif

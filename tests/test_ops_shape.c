@@ -1,0 +1,537 @@
+/* Operator conformance, part 2: matmul and linear, the shape operators (transpose, reshape,
+ * expand, slice, concat), the creation operators (iota, full) and small whole graphs (an MLP,
+ * causal attention, integer chains, softmax and variance written with primitives). Same
+ * harness as tests/test_ops.c (tests/ops_conformance.h): every expectation here is computed by
+ * explicit loops written for the case's shapes.
+ */
+#include "ops_conformance.h"
+
+/* ---- matmul: a [.., M, K] @ b [.., K, N], batch dims broadcast ------------------------------ */
+
+typedef struct {
+    int64_t a[4], b[4];
+    int ra, rb;
+    mc_dtype dtype;
+} matmul_spec;
+
+static const matmul_spec matmul_specs[] = {
+    {{3, 4}, {4, 5}, 2, 2, MC_F32},
+    {{2, 3, 4}, {2, 4, 5}, 3, 3, MC_F32},
+    {{2, 1, 3, 4}, {3, 4, 5}, 4, 3, MC_F32},
+    {{3, 4}, {2, 4, 5}, 2, 3, MC_F32},
+    {{4, 8}, {8, 3}, 2, 2, MC_F16},
+    {{2, 4, 8}, {8, 3}, 3, 2, MC_BF16},
+    {{1, 3, 4}, {2, 4, 2}, 3, 3, MC_F32},
+    {{5, 1, 7}, {7, 1}, 3, 2, MC_F32}, /* M = 1, N = 1 */
+};
+
+static mc_status build_matmul(const op_case *c, mc_graph *g)
+{
+    const matmul_spec *s = &matmul_specs[c->variant];
+    mc_value a = mc_input(g, "a", s->dtype, s->a, s->ra);
+    mc_value b = mc_input(g, "b", s->dtype, s->b, s->rb);
+    return OUTPUTS(g, mc_matmul(g, a, b));
+}
+
+static void expect_matmul(const op_case *c, double *const *in, double **out)
+{
+    const matmul_spec *s = &matmul_specs[c->variant];
+    /* Batch dims padded on the left to two. */
+    int64_t ab[2] = {1, 1}, bb[2] = {1, 1}, ob[2];
+    for (int k = 0; k < s->ra - 2; k++)
+        ab[2 - (s->ra - 2) + k] = s->a[k];
+    for (int k = 0; k < s->rb - 2; k++)
+        bb[2 - (s->rb - 2) + k] = s->b[k];
+    for (int k = 0; k < 2; k++)
+        ob[k] = ab[k] > bb[k] ? ab[k] : bb[k];
+    int64_t M = s->a[s->ra - 2], K = s->a[s->ra - 1], N = s->b[s->rb - 1];
+    for (int64_t p = 0; p < ob[0]; p++)
+        for (int64_t q = 0; q < ob[1]; q++) {
+            int64_t abatch = (ab[0] == 1 ? 0 : p) * ab[1] + (ab[1] == 1 ? 0 : q);
+            int64_t bbatch = (bb[0] == 1 ? 0 : p) * bb[1] + (bb[1] == 1 ? 0 : q);
+            const double *A = in[0] + abatch * M * K, *B = in[1] + bbatch * K * N;
+            double *O = out[0] + (p * ob[1] + q) * M * N;
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t j = 0; j < N; j++) {
+                    double acc = 0;
+                    for (int64_t k = K - 1; k >= 0; k--) /* the other order */
+                        acc += A[i * K + k] * B[k * N + j];
+                    O[i * N + j] = acc;
+                }
+        }
+}
+
+/* ---- linear: x [.., IN] @ w [OUT, IN]^T (+ b) ----------------------------------------------- */
+
+static mc_status build_linear(const op_case *c, mc_graph *g)
+{
+    mc_value x = c->variant == 2 ? mc_input(g, "x", c->dtype, SHAPE(2, 2, 2, 4))
+                                 : mc_input(g, "x", c->dtype, SHAPE(2, 3, 4));
+    mc_value w = mc_param(g, "w", c->dtype, SHAPE(5, 4));
+    mc_value b = c->variant == 1 ? MC_NONE : mc_param(g, "b", c->dtype, SHAPE(5));
+    return OUTPUTS(g, mc_linear(g, x, w, b));
+}
+
+static void expect_linear(const op_case *c, double *const *in, double **out)
+{
+    int rows = c->variant == 2 ? 8 : 6;
+    for (int r = 0; r < rows; r++)
+        for (int o = 0; o < 5; o++) {
+            double acc = c->variant == 1 ? 0 : in[2][o];
+            for (int k = 0; k < 4; k++)
+                acc += in[0][r * 4 + k] * in[1][o * 4 + k];
+            out[0][r * 5 + o] = acc;
+        }
+}
+
+/* ---- transpose ------------------------------------------------------------------------------ */
+
+static mc_status build_transpose(const op_case *c, mc_graph *g)
+{
+    if (c->variant == 3) {
+        mc_value x = mc_input(g, "x", c->dtype, SHAPE(3, 5));
+        return OUTPUTS(g, mc_transpose(g, x, NULL, 0));
+    }
+    mc_value x = mc_input(g, "x", c->dtype, SHAPE(2, 3, 4));
+    switch (c->variant) {
+    case 0: return OUTPUTS(g, mc_transpose(g, x, NULL, 0));
+    case 1: return OUTPUTS(g, mc_transpose(g, x, AXES(0, 2, 1)));
+    default: return OUTPUTS(g, mc_transpose(g, x, AXES(2, 0, 1)));
+    }
+}
+
+static void expect_transpose(const op_case *c, double *const *in, double **out)
+{
+    if (c->variant == 3) {
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 5; j++)
+                out[0][j * 3 + i] = in[0][i * 5 + j];
+        return;
+    }
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 4; k++) {
+                double v = in[0][(i * 3 + j) * 4 + k];
+                switch (c->variant) {
+                case 0: out[0][(k * 3 + j) * 2 + i] = v; break; /* [4,3,2] */
+                case 1: out[0][(i * 4 + k) * 3 + j] = v; break; /* [2,4,3] */
+                default: out[0][(k * 2 + i) * 3 + j] = v; break; /* [4,2,3] */
+                }
+            }
+}
+
+/* ---- reshape -------------------------------------------------------------------------------- */
+
+static mc_status build_reshape(const op_case *c, mc_graph *g)
+{
+    mc_value x = mc_input(g, "x", c->dtype, SHAPE(2, 3, 4));
+    switch (c->variant) {
+    case 0: return OUTPUTS(g, mc_reshape(g, x, SHAPE(4, -1)));
+    case 1: return OUTPUTS(g, mc_reshape(g, x, SHAPE(24)));
+    case 2: return OUTPUTS(g, mc_reshape(g, mc_reshape(g, x, SHAPE(6, 4)), SHAPE(2, -1, 1, 4)));
+    default: /* a reshape of a transposed value reads it in its new order */
+        return OUTPUTS(g, mc_reshape(g, mc_transpose(g, x, AXES(1, 0, 2)), SHAPE(3, 8)));
+    }
+}
+
+static void expect_reshape(const op_case *c, double *const *in, double **out)
+{
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 4; k++) {
+                int src = (i * 3 + j) * 4 + k;
+                out[0][c->variant == 3 ? j * 8 + i * 4 + k : src] = in[0][src];
+            }
+}
+
+/* ---- expand --------------------------------------------------------------------------------- */
+
+static mc_status build_expand(const op_case *c, mc_graph *g)
+{
+    switch (c->variant) {
+    case 0: return OUTPUTS(g, mc_expand(g, mc_input(g, "x", c->dtype, SHAPE(3, 1)), SHAPE(2, 3, 4)));
+    case 1: return OUTPUTS(g, mc_expand(g, mc_input(g, "x", c->dtype, SHAPE(4)), SHAPE(3, 4)));
+    case 2: return OUTPUTS(g, mc_expand(g, mc_input(g, "x", c->dtype, SHAPE(1, 1)), SHAPE(2, 5)));
+    default: return OUTPUTS(g, mc_expand(g, mc_input(g, "x", c->dtype, NULL, 0), SHAPE(3)));
+    }
+}
+
+static void expect_expand(const op_case *c, double *const *in, double **out)
+{
+    switch (c->variant) {
+    case 0:
+        for (int i = 0; i < 24; i++)
+            out[0][i] = in[0][(i / 4) % 3];
+        break;
+    case 1:
+        for (int i = 0; i < 12; i++)
+            out[0][i] = in[0][i % 4];
+        break;
+    case 2:
+        for (int i = 0; i < 10; i++)
+            out[0][i] = in[0][0];
+        break;
+    default:
+        for (int i = 0; i < 3; i++)
+            out[0][i] = in[0][0];
+        break;
+    }
+}
+
+/* ---- slice of x [5, 6] ---------------------------------------------------------------------- */
+
+typedef struct {
+    int axis;
+    int64_t start, end;
+    int r0, r1, c0, c1; /* the rows and columns it keeps, worked out by hand */
+} slice_spec;
+
+static const slice_spec slice_specs[] = {
+    {0, 1, 4, 1, 4, 0, 6},
+    {-1, -4, -1, 0, 5, 2, 5},
+    {1, 2, 100, 0, 5, 2, 6},     /* end clamped */
+    {0, -100, 2, 0, 2, 0, 6},    /* start clamped */
+    {1, 3, MC_END, 0, 5, 3, 6},
+    {-2, -1, MC_END, 4, 5, 0, 6}, /* the last row */
+    {0, 1, 5, 2, 4, 0, 6},       /* then rows 1..3 of that: see build_slice */
+};
+
+static mc_status build_slice(const op_case *c, mc_graph *g)
+{
+    const slice_spec *s = &slice_specs[c->variant];
+    mc_value x = mc_input(g, "x", c->dtype, SHAPE(5, 6));
+    mc_value y = mc_slice(g, x, s->axis, s->start, s->end);
+    if (c->variant == 6)
+        y = mc_slice(g, y, 0, 1, 3);
+    return OUTPUTS(g, y);
+}
+
+static void expect_slice(const op_case *c, double *const *in, double **out)
+{
+    const slice_spec *s = &slice_specs[c->variant];
+    int n = 0;
+    for (int i = s->r0; i < s->r1; i++)
+        for (int j = s->c0; j < s->c1; j++)
+            out[0][n++] = in[0][i * 6 + j];
+}
+
+/* ---- concat --------------------------------------------------------------------------------- */
+
+typedef struct {
+    int n, axis, rank;
+    int64_t shapes[3][3];
+    mc_dtype dtype;
+} concat_spec;
+
+static const concat_spec concat_specs[] = {
+    {2, 0, 2, {{2, 3}, {2, 3}}, MC_F32},
+    {3, 1, 2, {{2, 3}, {2, 1}, {2, 2}}, MC_F32},
+    {2, -1, 2, {{2, 3}, {2, 2}}, MC_F32},
+    {3, 1, 3, {{2, 1, 3}, {2, 2, 3}, {2, 3, 3}}, MC_F16},
+    {2, 0, 3, {{1, 2, 3}, {2, 2, 3}}, MC_I32},
+    {2, 2, 3, {{2, 2, 1}, {2, 2, 2}}, MC_F32},
+    {2, -3, 3, {{1, 2, 2}, {1, 2, 2}}, MC_BOOL},
+    {1, 0, 2, {{2, 2}}, MC_F32},
+};
+
+static mc_status build_concat(const op_case *c, mc_graph *g)
+{
+    const concat_spec *s = &concat_specs[c->variant];
+    static const char *const names[3] = {"a", "b", "c"};
+    mc_value xs[3];
+    for (int k = 0; k < s->n; k++)
+        xs[k] = mc_input(g, names[k], s->dtype, s->shapes[k], s->rank);
+    return OUTPUTS(g, mc_concat(g, xs, s->n, s->axis));
+}
+
+/* Scatter every operand element to its place (the oracle gathers: the other direction). */
+static void expect_concat(const op_case *c, double *const *in, double **out)
+{
+    const concat_spec *s = &concat_specs[c->variant];
+    int axis = (s->axis + s->rank) % s->rank;
+    int64_t dims[3][3], od[3] = {1, 1, 1}, off = 0; /* padded on the left to rank 3 */
+    for (int k = 0; k < s->n; k++)
+        for (int d = 0; d < 3; d++)
+            dims[k][d] = d < 3 - s->rank ? 1 : s->shapes[k][d - (3 - s->rank)];
+    int pax = axis + (3 - s->rank);
+    for (int d = 0; d < 3; d++)
+        od[d] = dims[0][d];
+    od[pax] = 0;
+    for (int k = 0; k < s->n; k++)
+        od[pax] += dims[k][pax];
+    for (int k = 0; k < s->n; k++) {
+        for (int64_t i = 0; i < dims[k][0]; i++)
+            for (int64_t j = 0; j < dims[k][1]; j++)
+                for (int64_t l = 0; l < dims[k][2]; l++) {
+                    int64_t o[3] = {i, j, l};
+                    o[pax] += off;
+                    out[0][(o[0] * od[1] + o[1]) * od[2] + o[2]] =
+                        in[k][(i * dims[k][1] + j) * dims[k][2] + l];
+                }
+        off += dims[k][pax];
+    }
+}
+
+/* ---- iota and full -------------------------------------------------------------------------- */
+
+static mc_status build_create(const op_case *c, mc_graph *g)
+{
+    switch (c->variant) {
+    case 0: return OUTPUTS(g, mc_iota(g, SHAPE(3, 4), 1, MC_I32));
+    case 1: return OUTPUTS(g, mc_iota(g, SHAPE(3, 4), 0, MC_F32));
+    case 2: return OUTPUTS(g, mc_iota(g, SHAPE(2, 3, 4), -1, MC_BF16));
+    case 3: return OUTPUTS(g, mc_full(g, SHAPE(2, 3), 1.5, MC_F32));
+    case 4: return OUTPUTS(g, mc_full(g, SHAPE(4), 7, MC_I32));
+    case 5: return OUTPUTS(g, mc_full(g, SHAPE(2, 2), 0.1, MC_BF16));
+    case 6: return OUTPUTS(g, mc_full(g, SHAPE(3), -INFINITY, MC_F32));
+    default: /* full and iota feeding arithmetic with an input */
+    {
+        mc_value x = mc_input(g, "x", MC_F32, SHAPE(3, 4));
+        mc_value y = mc_add(g, mc_mul(g, x, mc_full(g, SHAPE(3, 4), 2.0, MC_F32)),
+                            mc_iota(g, SHAPE(4), 0, MC_F32));
+        return OUTPUTS(g, y);
+    }
+    }
+}
+
+static void expect_create(const op_case *c, double *const *in, double **out)
+{
+    switch (c->variant) {
+    case 0:
+    case 1:
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 4; j++)
+                out[0][i * 4 + j] = c->variant == 0 ? j : i;
+        break;
+    case 2:
+        for (int i = 0; i < 24; i++)
+            out[0][i] = i % 4;
+        break;
+    case 3:
+        for (int i = 0; i < 6; i++)
+            out[0][i] = 1.5;
+        break;
+    case 4:
+        for (int i = 0; i < 4; i++)
+            out[0][i] = 7;
+        break;
+    case 5:
+        for (int i = 0; i < 4; i++)
+            out[0][i] = 0.1; /* exact: unrounded; the rounded check sees bf16(0.1) */
+        break;
+    case 6:
+        for (int i = 0; i < 3; i++)
+            out[0][i] = -INFINITY;
+        break;
+    default:
+        for (int i = 0; i < 12; i++)
+            out[0][i] = in[0][i] * 2 + i % 4;
+        break;
+    }
+}
+
+/* ---- whole graphs --------------------------------------------------------------------------- */
+
+static double gelu_ref(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
+
+/* y = linear(gelu(linear(x, w1, b1)), w2, b2) + x */
+static mc_status build_mlp(const op_case *c, mc_graph *g)
+{
+    mc_dtype d = c->dtype;
+    mc_value x = mc_input(g, "x", d, SHAPE(4, 8));
+    mc_value w1 = mc_param(g, "fc1.w", d, SHAPE(16, 8)), b1 = mc_param(g, "fc1.b", d, SHAPE(16));
+    mc_value w2 = mc_param(g, "fc2.w", d, SHAPE(8, 16)), b2 = mc_param(g, "fc2.b", d, SHAPE(8));
+    mc_value h = mc_gelu(g, mc_linear(g, x, w1, b1));
+    return OUTPUTS(g, mc_add(g, mc_linear(g, h, w2, b2), x));
+}
+
+static void expect_mlp(const op_case *c, double *const *in, double **out)
+{
+    double h[4][16];
+    for (int r = 0; r < 4; r++)
+        for (int o = 0; o < 16; o++) {
+            double acc = in[2][o];
+            for (int k = 0; k < 8; k++)
+                acc += in[0][r * 8 + k] * in[1][o * 8 + k];
+            h[r][o] = gelu_ref(acc);
+        }
+    for (int r = 0; r < 4; r++)
+        for (int o = 0; o < 8; o++) {
+            double acc = in[4][o];
+            for (int k = 0; k < 16; k++)
+                acc += h[r][k] * in[3][o * 16 + k];
+            out[0][r * 8 + o] = acc + in[0][r * 8 + o];
+        }
+}
+
+/* Causal attention: p = softmax(where(i >= j, q k^T / sqrt(8), -inf)), o = p v. */
+static mc_status build_attention(const op_case *c, mc_graph *g)
+{
+    mc_dtype d = c->dtype;
+    mc_value q = mc_input(g, "q", d, SHAPE(2, 4, 8));
+    mc_value k = mc_input(g, "k", d, SHAPE(2, 4, 8));
+    mc_value v = mc_input(g, "v", d, SHAPE(2, 4, 8));
+    mc_value s = mc_mul(g, mc_matmul(g, q, mc_transpose(g, k, AXES(0, 2, 1))),
+                        mc_scalar(g, 1.0 / sqrt(8.0), d));
+    mc_value mask = mc_ge(g, mc_iota(g, SHAPE(4, 4), 0, MC_I32), mc_iota(g, SHAPE(4, 4), 1, MC_I32));
+    mc_value p = mc_softmax(g, mc_where(g, mask, s, mc_scalar(g, -INFINITY, d)), -1);
+    return OUTPUTS(g, mc_matmul(g, p, v), p);
+}
+
+static void expect_attention(const op_case *c, double *const *in, double **out)
+{
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 4; i++) {
+            const double *q = in[0] + (b * 4 + i) * 8;
+            double sc[4], m = -INFINITY, z = 0;
+            for (int j = 0; j <= i; j++) { /* only j <= i: the masked ones are exp(-inf) = 0 */
+                const double *k = in[1] + (b * 4 + j) * 8;
+                sc[j] = 0;
+                for (int t = 0; t < 8; t++)
+                    sc[j] += q[t] * k[t];
+                sc[j] *= 1.0 / sqrt(8.0);
+                m = fmax(m, sc[j]);
+            }
+            for (int j = 0; j <= i; j++)
+                z += exp(sc[j] - m);
+            double *p = out[1] + (b * 4 + i) * 4, *o = out[0] + (b * 4 + i) * 8;
+            for (int j = 0; j < 4; j++)
+                p[j] = j <= i ? exp(sc[j] - m) / z : 0.0;
+            for (int t = 0; t < 8; t++) {
+                o[t] = 0;
+                for (int j = 0; j <= i; j++)
+                    o[t] += p[j] * in[2][(b * 4 + j) * 8 + t];
+            }
+        }
+}
+
+/* i32 arithmetic, a compare and a cast back: y = (a*3)/2 - iota, lt(y, 5), sum(cast(lt)). */
+static mc_status build_int_chain(const op_case *c, mc_graph *g)
+{
+    mc_value a = mc_input(g, "a", MC_I32, SHAPE(3, 4));
+    mc_value y = mc_sub(g, mc_div(g, mc_mul(g, a, mc_scalar(g, 3, MC_I32)), mc_scalar(g, 2, MC_I32)),
+                        mc_iota(g, SHAPE(3, 4), 1, MC_I32));
+    mc_value lt = mc_lt(g, y, mc_scalar(g, 5, MC_I32));
+    mc_value n = mc_sum(g, mc_cast(g, lt, MC_F32), NULL, 0, false);
+    mc_value m = mc_max(g, y, AXES(0), true);
+    return OUTPUTS(g, y, lt, n, m);
+}
+
+static void expect_int_chain(const op_case *c, double *const *in, double **out)
+{
+    out[2][0] = 0;
+    for (int j = 0; j < 4; j++)
+        out[3][j] = -1e300;
+    for (int i = 0; i < 12; i++) {
+        double y = floor(in[0][i] * 3 / 2) - i % 4; /* a >= 0: floor == truncation */
+        out[0][i] = y;
+        out[1][i] = y < 5;
+        out[2][0] += y < 5;
+        out[3][i % 4] = fmax(out[3][i % 4], y);
+    }
+}
+
+/* Variance by primitives: y = x - mean(x, -1, keepdim), v = sum(y * y, 1) / 5; and softmax
+ * spelled out: exp(x - max) / sum. */
+static mc_status build_primitives(const op_case *c, mc_graph *g)
+{
+    mc_value x = mc_input(g, "x", c->dtype, SHAPE(3, 5));
+    mc_value y = mc_sub(g, x, mc_mean(g, x, AXES(-1), true));
+    mc_value v = mc_div(g, mc_sum(g, mc_mul(g, y, y), AXES(1), false), mc_scalar(g, 5, c->dtype));
+    mc_value e = mc_exp(g, mc_sub(g, x, mc_max(g, x, AXES(-1), true)));
+    mc_value sm = mc_div(g, e, mc_sum(g, e, AXES(-1), true));
+    return OUTPUTS(g, y, v, sm);
+}
+
+static void expect_primitives(const op_case *c, double *const *in, double **out)
+{
+    for (int r = 0; r < 3; r++) {
+        const double *x = in[0] + r * 5;
+        double s = 0, s2 = 0, lse = 0;
+        for (int j = 0; j < 5; j++) {
+            s += x[j];
+            s2 += x[j] * x[j];
+            lse += exp(x[j]); /* inputs in [-1, 1): no shift needed here */
+        }
+        lse = log(lse);
+        for (int j = 0; j < 5; j++) {
+            out[0][r * 5 + j] = x[j] - s / 5;
+            out[2][r * 5 + j] = exp(x[j] - lse);
+        }
+        out[1][r] = s2 / 5 - (s / 5) * (s / 5);
+    }
+}
+
+/* A chain of views: transpose, reshape, slice, then a broadcast add of a param. */
+static mc_status build_view_chain(const op_case *c, mc_graph *g)
+{
+    mc_value x = mc_input(g, "x", c->dtype, SHAPE(2, 3, 4));
+    mc_value p = mc_param(g, "p", c->dtype, SHAPE(4));
+    mc_value t = mc_reshape(g, mc_transpose(g, x, AXES(1, 0, 2)), SHAPE(3, 8));
+    mc_value s = mc_slice(g, t, 1, 2, 6);
+    return OUTPUTS(g, mc_add(g, s, p), mc_neg(g, x));
+}
+
+static void expect_view_chain(const op_case *c, double *const *in, double **out)
+{
+    /* t[j][i*4 + k] = x[i][j][k]; columns 2..5 of t: (i, k) = (0, 2..3), (1, 0..1) */
+    for (int j = 0; j < 3; j++)
+        for (int col = 2; col < 6; col++) {
+            int i = col / 4, k = col % 4;
+            out[0][j * 4 + (col - 2)] = in[0][(i * 3 + j) * 4 + k] + in[1][col - 2];
+        }
+    for (int e = 0; e < 24; e++)
+        out[1][e] = -in[0][e];
+}
+
+/* ---- the table ------------------------------------------------------------------------------ */
+
+#define CASE(name, family, dt, v) \
+    {name, build_##family, expect_##family, NULL, MC_##dt, 0, NULL, NULL, NULL, NULL, v, false, 0}
+
+static const op_case cases[] = {
+    CASE("matmul_2d", matmul, F32, 0), CASE("matmul_batched", matmul, F32, 1),
+    CASE("matmul_batch_broadcast", matmul, F32, 2), CASE("matmul_rank2_by_rank3", matmul, F32, 3),
+    CASE("matmul_f16", matmul, F16, 4), CASE("matmul_bf16_rank3_by_rank2", matmul, BF16, 5),
+    CASE("matmul_batch1_left", matmul, F32, 6), CASE("matmul_m1_n1", matmul, F32, 7),
+    CASE("linear_bias", linear, F32, 0), CASE("linear_no_bias", linear, F32, 1),
+    CASE("linear_rank4", linear, F32, 2), CASE("linear_bf16", linear, BF16, 0),
+    CASE("linear_f16", linear, F16, 1),
+
+    CASE("transpose_default", transpose, F32, 0), CASE("transpose_021", transpose, F32, 1),
+    CASE("transpose_201", transpose, F32, 2), CASE("transpose_2d_default", transpose, F32, 3),
+    CASE("transpose_i32", transpose, I32, 1), CASE("transpose_bool", transpose, BOOL, 2),
+    CASE("transpose_f16", transpose, F16, 0),
+    CASE("reshape_minus1", reshape, F32, 0), CASE("reshape_flat", reshape, F32, 1),
+    CASE("reshape_twice_minus1", reshape, F32, 2), CASE("reshape_of_transpose", reshape, F32, 3),
+    CASE("reshape_i32", reshape, I32, 0), CASE("reshape_of_transpose_bf16", reshape, BF16, 3),
+    CASE("expand_3d", expand, F32, 0), CASE("expand_rank1", expand, F32, 1),
+    CASE("expand_ones", expand, F32, 2), CASE("expand_scalar", expand, F32, 3),
+    CASE("expand_bool", expand, BOOL, 0), CASE("expand_i32", expand, I32, 1),
+    CASE("slice_rows", slice, F32, 0), CASE("slice_negative_bounds", slice, F32, 1),
+    CASE("slice_end_clamped", slice, F32, 2), CASE("slice_start_clamped", slice, F32, 3),
+    CASE("slice_to_end", slice, F32, 4), CASE("slice_last_row_neg_axis", slice, F32, 5),
+    CASE("slice_of_slice", slice, F32, 6), CASE("slice_i32", slice, I32, 1),
+    CASE("slice_f16", slice, F16, 2),
+    CASE("concat_axis0", concat, F32, 0), CASE("concat_axis1_three", concat, F32, 1),
+    CASE("concat_axis_neg1", concat, F32, 2), CASE("concat_3d_axis1_f16", concat, F16, 3),
+    CASE("concat_3d_axis0_i32", concat, I32, 4), CASE("concat_3d_axis2", concat, F32, 5),
+    CASE("concat_bool_axis_neg3", concat, BOOL, 6), CASE("concat_one_operand", concat, F32, 7),
+
+    CASE("iota_i32_axis1", create, I32, 0), CASE("iota_f32_axis0", create, F32, 1),
+    CASE("iota_bf16_axis_neg1", create, BF16, 2), CASE("full_f32", create, F32, 3),
+    CASE("full_i32", create, I32, 4), CASE("full_bf16_rounds", create, BF16, 5),
+    CASE("full_neg_inf", create, F32, 6), CASE("full_and_iota_with_input", create, F32, 7),
+
+    CASE("graph_mlp", mlp, F32, 0), CASE("graph_mlp_bf16", mlp, BF16, 0),
+    CASE("graph_causal_attention", attention, F32, 0),
+    CASE("graph_causal_attention_f16", attention, F16, 0),
+    CASE("graph_int_chain", int_chain, I32, 0),
+    CASE("graph_primitives", primitives, F32, 0), CASE("graph_primitives_f16", primitives, F16, 0),
+    CASE("graph_view_chain", view_chain, F32, 0), CASE("graph_view_chain_bf16", view_chain, BF16, 0),
+};
+
+int main(void)
+{
+    return ops_run_table("test_ops_shape", cases, (int)(sizeof cases / sizeof cases[0]));
+}

