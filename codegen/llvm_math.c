@@ -3,7 +3,7 @@
  * Every function here takes a lane count and builds the same code for a scalar (width 1) or a
  * vector (width > 1), so a loop's vector body and its scalar remainder come from one
  * description. Floats compute in f32 (f16 and bf16 are storage types), i32 in i32 with the
- * reference's saturating semantics (the reference computes in double and saturates on store),
+ * oracle's semantics (ir/eval.c: add, sub, mul, neg, abs and sums wrap around; x / 0 is 0),
  * bool in i1.
  *
  * The transcendentals are branch-free polynomial code emitted as IR, so that they vectorize
@@ -496,27 +496,16 @@ static LLVMValueRef nan_max(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b, bool is
     return sel(c, isnan_(c, a), a, t);
 }
 
-/* i32 a op b computed in i64 and saturated back, as the reference's double arithmetic. */
-static LLVMValueRef sat_i32(llvm_ctx *c, LLVMValueRef wide, int w)
-{
-    LLVMValueRef lo = const_i64v(c, INT32_MIN, w), hi = const_i64v(c, INT32_MAX, w);
-    LLVMValueRef r = sel(c, LLVMBuildICmp(B, LLVMIntSLT, wide, lo, ""), lo, wide);
-    r = sel(c, LLVMBuildICmp(B, LLVMIntSGT, r, hi, ""), hi, r);
-    return LLVMBuildTrunc(B, r, vec(c->t_i32, w), "");
-}
-
 static LLVMValueRef int_div(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b, int w)
 {
-    /* x / 0 is +-inf in double, saturating to INT_MAX / INT_MIN (0 / 0 = NaN -> 0);
-     * INT_MIN / -1 saturates. Division is done in i64 so neither case traps. */
+    /* Truncating division; x / 0 is 0 (as NumPy) and INT32_MIN / -1 wraps to INT32_MIN
+     * (ir/eval.c). Done in i64 so that neither case traps. */
     LLVMTypeRef tl = vec(c->t_i64, w);
     LLVMValueRef zero = llvm_const_i32(c, 0, w);
     LLVMValueRef bz = LLVMBuildICmp(B, LLVMIntEQ, b, zero, "");
     LLVMValueRef safe_b = sel(c, bz, llvm_const_i32(c, 1, w), b);
-    LLVMValueRef q = sat_i32(c, LLVMBuildSDiv(B, LLVMBuildSExt(B, a, tl, ""), LLVMBuildSExt(B, safe_b, tl, ""), ""), w);
-    LLVMValueRef byzero = sel(c, LLVMBuildICmp(B, LLVMIntSGT, a, zero, ""), llvm_const_i32(c, INT32_MAX, w),
-                              sel(c, LLVMBuildICmp(B, LLVMIntSLT, a, zero, ""), llvm_const_i32(c, INT32_MIN, w), zero));
-    return sel(c, bz, byzero, q);
+    LLVMValueRef q = LLVMBuildSDiv(B, LLVMBuildSExt(B, a, tl, ""), LLVMBuildSExt(B, safe_b, tl, ""), "");
+    return sel(c, bz, zero, LLVMBuildTrunc(B, q, vec(c->t_i32, w), ""));
 }
 
 static LLVMValueRef emit_cast(llvm_ctx *c, mc_dtype in, mc_dtype out, LLVMValueRef x, int w)
@@ -544,18 +533,13 @@ static LLVMValueRef emit_cast(llvm_ctx *c, mc_dtype in, mc_dtype out, LLVMValueR
 LLVMValueRef llvm_emit_op(llvm_ctx *c, mc_op op, mc_dtype in, mc_dtype out, LLVMValueRef *a, int w)
 {
     bool f = mc_dtype_is_float(in);
-    LLVMTypeRef tl = vec(c->t_i64, w);
     switch (op) {
     case MC_OP_NEG:
-        return f ? LLVMBuildFNeg(B, a[0], "") : sat_i32(c, LLVMBuildNeg(B, LLVMBuildSExt(B, a[0], tl, ""), ""), w);
+        return f ? LLVMBuildFNeg(B, a[0], "") : LLVMBuildNeg(B, a[0], "");
     case MC_OP_ABS:
         if (f)
             return call1(c, "llvm.fabs", a[0]);
-        {
-            LLVMValueRef wide = LLVMBuildSExt(B, a[0], tl, "");
-            LLVMValueRef negative = LLVMBuildICmp(B, LLVMIntSLT, wide, const_i64v(c, 0, w), "");
-            return sat_i32(c, sel(c, negative, LLVMBuildNeg(B, wide, ""), wide), w);
-        }
+        return sel(c, LLVMBuildICmp(B, LLVMIntSLT, a[0], llvm_const_i32(c, 0, w), ""), LLVMBuildNeg(B, a[0], ""), a[0]);
     case MC_OP_EXP: return emit_exp(c, a[0], w);
     case MC_OP_LOG: return emit_log(c, a[0], w);
     case MC_OP_SQRT: return call1(c, "llvm.sqrt", a[0]);
@@ -571,11 +555,11 @@ LLVMValueRef llvm_emit_op(llvm_ctx *c, mc_op op, mc_dtype in, mc_dtype out, LLVM
     case MC_OP_COS: return call_helper(c, "cos", cos_body, a, 1, w);
     case MC_OP_ERF: return call_helper(c, "erf", erf_body, a, 1, w);
     case MC_OP_ADD:
-        return f ? f_add(c, a[0], a[1]) : sat_i32(c, LLVMBuildAdd(B, LLVMBuildSExt(B, a[0], tl, ""), LLVMBuildSExt(B, a[1], tl, ""), ""), w);
+        return f ? f_add(c, a[0], a[1]) : LLVMBuildAdd(B, a[0], a[1], "");
     case MC_OP_SUB:
-        return f ? f_sub(c, a[0], a[1]) : sat_i32(c, LLVMBuildSub(B, LLVMBuildSExt(B, a[0], tl, ""), LLVMBuildSExt(B, a[1], tl, ""), ""), w);
+        return f ? f_sub(c, a[0], a[1]) : LLVMBuildSub(B, a[0], a[1], "");
     case MC_OP_MUL:
-        return f ? f_mul(c, a[0], a[1]) : sat_i32(c, LLVMBuildMul(B, LLVMBuildSExt(B, a[0], tl, ""), LLVMBuildSExt(B, a[1], tl, ""), ""), w);
+        return f ? f_mul(c, a[0], a[1]) : LLVMBuildMul(B, a[0], a[1], "");
     case MC_OP_DIV: return f ? f_div(c, a[0], a[1]) : int_div(c, a[0], a[1], w);
     case MC_OP_POW: return call_helper(c, "pow", pow_body, a, 2, w);
     case MC_OP_MAXIMUM:
@@ -601,8 +585,7 @@ LLVMValueRef llvm_emit_op(llvm_ctx *c, mc_op op, mc_dtype in, mc_dtype out, LLVM
 
 LLVMTypeRef llvm_acc_type(llvm_ctx *c, mc_op op, mc_dtype d, int width)
 {
-    if (d == MC_I32 && op == MC_OP_SUM)
-        return vec(c->t_i64, width);
+    (void)op;
     return llvm_value_type(c, d, width);
 }
 
@@ -610,7 +593,7 @@ LLVMValueRef llvm_reduce_identity(llvm_ctx *c, mc_op op, mc_dtype d, int width)
 {
     if (d == MC_I32) {
         if (op == MC_OP_SUM)
-            return const_i64v(c, 0, width);
+            return llvm_const_i32(c, 0, width);
         return llvm_const_i32(c, op == MC_OP_MAX ? INT32_MIN : INT32_MAX, width);
     }
     if (op == MC_OP_SUM)
@@ -632,8 +615,6 @@ static LLVMValueRef combine(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc,
 
 LLVMValueRef llvm_reduce_step(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc, LLVMValueRef x)
 {
-    if (d == MC_I32 && op == MC_OP_SUM)
-        x = LLVMBuildSExt(B, x, LLVMTypeOf(acc), "");
     return combine(c, op, d, acc, x);
 }
 
@@ -661,7 +642,6 @@ LLVMValueRef llvm_reduce_lanes(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef a
 
 LLVMValueRef llvm_acc_finish(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc)
 {
-    if (d == MC_I32 && op == MC_OP_SUM)
-        return sat_i32(c, acc, 1);
-    return acc;
+    (void)c, (void)op, (void)d;
+    return acc; /* i32 sums wrap around, as the oracle's (ir/eval.c) */
 }

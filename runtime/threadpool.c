@@ -135,11 +135,11 @@ mc_status mc_threadpool_new(int threads, mc_threadpool **out)
         }
         for (int i = 1; i < threads; i++) {
             worker_arg *arg = malloc(sizeof *arg);
-            int err = arg ? pthread_create(&pool->workers[i - 1], NULL, worker_main, arg) : ENOMEM;
             if (arg) {
                 arg->pool = pool;
                 arg->index = i;
             }
+            int err = arg ? pthread_create(&pool->workers[i - 1], NULL, worker_main, arg) : ENOMEM;
             if (err) {
                 free(arg);
                 mc_threadpool_free(pool);
