@@ -91,6 +91,16 @@ static void unravel(int64_t i, const int64_t *shape, int rank, int64_t *idx)
     }
 }
 
+/* Step a row-major multi-index to the next element (the odometer: no division per element). */
+static void next_index(int64_t *idx, const int64_t *shape, int rank)
+{
+    for (int k = rank - 1; k >= 0; k--) {
+        if (++idx[k] < shape[k])
+            return;
+        idx[k] = 0;
+    }
+}
+
 static int64_t dot_index(const int64_t *idx, const int64_t *strides, int rank)
 {
     int64_t off = 0;
@@ -209,8 +219,8 @@ static void eval_broadcast(const op_ctx *c)
     for (int i = 0; i < n->nin; i++)
         operand_strides(c->in[i], n->rank, strides[i]);
     mc_dtype operand_dtype = c->in[n->nin - 1]->dtype; /* where: a and b; others: both */
-    for (int64_t e = 0; e < c->numel; e++) {
-        unravel(e, n->shape, n->rank, idx);
+    memset(idx, 0, sizeof idx);
+    for (int64_t e = 0; e < c->numel; e++, next_index(idx, n->shape, n->rank)) {
         double v[3];
         for (int i = 0; i < n->nin; i++)
             v[i] = operand(c, i)[dot_index(idx, strides[i], n->rank)];
@@ -270,9 +280,8 @@ static mc_status eval_reduce(const op_ctx *c)
             return mc_fail(MC_ERR_SYSTEM, "out of memory evaluating the graph");
     }
     const double *xv = operand(c, 0);
-    int64_t xn = numel_of(x), idx[MC_MAX_RANK];
-    for (int64_t e = 0; e < xn; e++) {
-        unravel(e, x->shape, x->rank, idx);
+    int64_t xn = numel_of(x), idx[MC_MAX_RANK] = {0};
+    for (int64_t e = 0; e < xn; e++, next_index(idx, x->shape, x->rank)) {
         int64_t o = dot_index(idx, out_strides, x->rank);
         double v = xv[e], *acc = &c->out[o];
         switch (n->op) {
@@ -388,13 +397,15 @@ static void eval_matmul(const op_ctx *c)
         unravel(t, n->shape, nb, idx);
         const double *ab = av + dot_index(idx, a_bs, nb), *bb = bv + dot_index(idx, b_bs, nb);
         double *ob = c->out + t * M * N;
-        for (int64_t i = 0; i < M; i++)
-            for (int64_t j = 0; j < N; j++) {
-                double s = 0;
-                for (int64_t k = 0; k < K; k++)
-                    s += ab[i * K + k] * bb[k * N + j];
-                ob[i * N + j] = s;
-            }
+        /* Loop order i, k, j reads both operands along rows; every out[i][j] still sums its
+         * products in order k = 0, 1, .., K-1. */
+        for (int64_t i = 0; i < M; i++) {
+            for (int64_t j = 0; j < N; j++)
+                ob[i * N + j] = 0;
+            for (int64_t k = 0; k < K; k++)
+                for (int64_t j = 0; j < N; j++)
+                    ob[i * N + j] += ab[i * K + k] * bb[k * N + j];
+        }
     }
 }
 
@@ -435,10 +446,9 @@ static void eval_view(const op_ctx *c)
     default: MC_ASSERT(!"not a view operator");
     }
     const double *xv = operand(c, 0);
-    for (int64_t e = 0; e < c->numel; e++) {
-        unravel(e, n->shape, n->rank, idx);
+    memset(idx, 0, sizeof idx);
+    for (int64_t e = 0; e < c->numel; e++, next_index(idx, n->shape, n->rank))
         c->out[e] = xv[offset + dot_index(idx, strides, n->rank)];
-    }
 }
 
 static void eval_concat(const op_ctx *c)

@@ -149,7 +149,7 @@ static mc_status broadcast(const infer *c, const int64_t *a, int ra, const int64
                            int64_t *out, int *rout)
 {
     int r = ra > rb ? ra : rb;
-    int64_t res[MC_MAX_RANK];
+    int64_t res[MC_MAX_RANK] = {0};
     for (int i = 0; i < r; i++) {
         int64_t da = i < r - ra ? 1 : a[i - (r - ra)];
         int64_t db = i < r - rb ? 1 : b[i - (r - rb)];

@@ -332,3 +332,58 @@ mc_status mc_profile_write_json(const mc_profile *prof, const char *path)
     }
     return MC_OK;
 }
+
+/* ---- trace --------------------------------------------------------------------------------- */
+
+mc_status mc_profile_write_trace(const mc_profile *prof, const char *path)
+{
+    const mc_program *p = prof->program;
+    const kir_program *kp = p->kp;
+    char tmp[4200];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= sizeof tmp)
+        return mc_fail(MC_ERR_INPUT, "%s: path too long", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return mc_fail(MC_ERR_INPUT, "%s: cannot write: %s", path, strerror(errno));
+    int measured = 0;
+    for (int k = 0; k < prof->nkernels; k++)
+        measured += prof->time_us[k] >= 0;
+    fprintf(f, "{ \"displayTimeUnit\": \"ns\",\n  \"otherData\": { \"backend\": ");
+    json_string(f, p->backend->name);
+    fprintf(f, ", \"device\": ");
+    json_string(f, prof->device[0] ? prof->device : "host");
+    fprintf(f, ", \"iters\": %d, \"kernels_timed\": %d, \"kernels\": %d },\n", prof->iters,
+            measured, prof->nkernels);
+    fprintf(f, "  \"traceEvents\": [\n"
+               "    { \"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 0, \"args\": { \"name\": \"minic\" } },\n"
+               "    { \"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": { \"name\": \"host\" } },\n"
+               "    { \"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 2, \"args\": { \"name\": \"device\" } }");
+    double wall = prof->wall_us > 0 ? prof->wall_us : 0;
+    fprintf(f, ",\n    { \"name\": \"run\", \"cat\": \"host\", \"ph\": \"X\", \"ts\": 0, \"dur\": %.3f, "
+               "\"pid\": 1, \"tid\": 1, \"args\": { \"median_of\": %d } }",
+            wall, prof->iters);
+    double ts = 0;
+    for (int k = 0; k < prof->nkernels; k++) {
+        const kir_kernel *kern = &kp->kernels[k];
+        double t = prof->time_us[k];
+        if (t < 0)
+            continue;
+        fprintf(f, ",\n    { \"name\": ");
+        json_string(f, kern->name);
+        fprintf(f, ", \"cat\": ");
+        json_string(f, category_name(kern->category));
+        fprintf(f, ", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 2, "
+                   "\"args\": { \"flops\": %lld, \"bytes\": %lld, \"launches\": %d } }",
+                ts, t, (long long)kern->flops, (long long)kern->bytes, prof->launches[k]);
+        ts += t;
+    }
+    fprintf(f, "\n  ] }\n");
+    bool ok = !ferror(f);
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return mc_fail(MC_ERR_INPUT, "%s: cannot write: %s", path, strerror(e));
+    }
+    return MC_OK;
+}

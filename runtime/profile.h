@@ -51,5 +51,10 @@ int64_t mc_profile_peak_memory(const mc_program *p);
 void mc_profile_print(const mc_profile *prof, FILE *out);
 /* SPEC §5's JSON object, written to a temporary name and renamed. */
 mc_status mc_profile_write_json(const mc_profile *prof, const char *path);
+/* A Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev): a host lane with one event per
+ * execution (its median wall time) and a device lane with each measured kernel, back to back,
+ * as in one median execution. Kernels the backend did not time are left out of the device lane
+ * (and the trace says so in its metadata). Written to a temporary name and renamed. */
+mc_status mc_profile_write_trace(const mc_profile *prof, const char *path);
 
 #endif

@@ -77,17 +77,21 @@ static mc_status choose_backend(const mc_options *opt, const mc_backend **out)
     if (opt->backend != MC_BACKEND_AUTO) {
         const mc_backend *b = built_backend(opt->backend);
         if (!b)
-            return mc_fail(MC_ERR_SYSTEM, "backend '%s' is not available: this minic was built without %s",
+            return mc_fail(MC_ERR_SYSTEM,
+                           "backend '%s' is not available: this minic was built without it%s",
                            mc_backend_name(opt->backend),
-                           opt->backend == MC_BACKEND_CUDA ? "CUDA" : "LLVM 14");
-        if (probe(b) != MC_OK)
-            return mc_fail(MC_ERR_SYSTEM, "backend '%s' is not usable: %s", b->name,
-                           mc_error_message());
+                           opt->backend == MC_BACKEND_CUDA ? " (no CUDA headers at build time)"
+                                                           : " (needs LLVM 14)");
+        if (probe(b) != MC_OK) {
+            char why[1024]; /* mc_fail overwrites the message it would read */
+            snprintf(why, sizeof why, "%s", mc_error_message());
+            return mc_fail(MC_ERR_SYSTEM, "backend '%s' is not usable: %s", b->name, why);
+        }
         *out = b;
         return MC_OK;
     }
     /* AUTO: the first usable of cuda, cpu, ref; remember why cuda was passed over. */
-    char why[512] = "this minic was built without CUDA";
+    char why[512] = "this minic was built without the cuda backend";
     const mc_backend *cuda = built_backend(MC_BACKEND_CUDA);
     if (cuda) {
         if (probe(cuda) == MC_OK) {
@@ -332,7 +336,7 @@ mc_status mc_program_set(mc_program *p, const char *name, const void *data, size
     if (declaration_or_fail(p, name, NULL, &node) != MC_OK)
         return MC_ERR_INPUT;
     const mc_node *n = &p->graph->nodes[node];
-    size_t want;
+    size_t want = 0;
     char type[128];
     if (!node_bytes(n, &want))
         return mc_fail(MC_ERR_INPUT, "%s '%s' is too large", kind_word(n), name);
@@ -357,7 +361,7 @@ static mc_status check_array(const mc_program *p, int node, const mc_array *a, c
         return mc_fail(MC_ERR_INPUT, "%s: %s '%s' is declared %s but the file holds %s", path,
                        kind_word(n), n->name, node_type(n, want, sizeof want),
                        type_string(a->dtype, a->shape, a->rank, got, sizeof got));
-    size_t bytes;
+    size_t bytes = 0;
     if (!node_bytes(n, &bytes) || bytes != a->bytes)
         return mc_fail(MC_ERR_INPUT, "%s: tensor for '%s' has %zu bytes, expected %zu", path,
                        n->name, a->bytes, bytes);
@@ -372,9 +376,15 @@ mc_status mc_program_load_npy(mc_program *p, const char *name, const char *path)
     if (declaration_or_fail(p, name, path, &node) != MC_OK)
         return MC_ERR_INPUT;
     mc_array a = {0};
+    char type[128];
     mc_status st = mc_npy_read(path, p->graph->nodes[node].dtype, &a);
-    if (st != MC_OK)
-        return st;
+    if (st != MC_OK) {
+        char why[2048]; /* the reader's message names the file; say which declaration too */
+        snprintf(why, sizeof why, "%s", mc_error_message());
+        return mc_fail(st, "%s (for %s '%s', declared %s)", why,
+                       kind_word(&p->graph->nodes[node]), name,
+                       node_type(&p->graph->nodes[node], type, sizeof type));
+    }
     st = check_array(p, node, &a, path);
     if (st == MC_OK)
         bind(p, node, a.data, a.bytes);

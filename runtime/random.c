@@ -7,9 +7,10 @@
  * are made from the integers with exact operations and the project's own rounding
  * (ir/dtype.c), so the values are the same on every platform and compiler.
  *
- * Floats are uniform in [-1, 1): a 53-bit uniform double, rounded to the dtype; a draw that
- * rounds up to 1.0 is drawn again, so every value is strictly below 1. i32 values are uniform
- * in 0..9, bools fair coin flips.
+ * Floats are uniform in [-1, 1): f32 values on the grid k * 2^-23 - 1 (24 random bits, exact in
+ * f32); f16 and bf16 a 53-bit uniform double rounded to the dtype, where a draw that rounds up
+ * to 1.0 is drawn again, so every value is strictly below 1. i32 values are uniform in 0..9,
+ * bools fair coin flips.
  */
 #include "runtime.h"
 
@@ -63,6 +64,11 @@ void mc_fill_random(void *data, mc_dtype d, int64_t n, uint64_t seed, const char
             mc_store_element(data, d, i, (double)(((rng_next(&r) >> 32) * 10) >> 32));
             break;
         case MC_BOOL: mc_store_element(data, d, i, (double)(rng_next(&r) >> 63)); break;
+        case MC_F32:
+            /* 24 random bits on a grid of 2^-23: every value is an f32 already, so there is
+             * nothing to round (and filling a large input stays fast) */
+            ((float *)data)[i] = (float)((double)(rng_next(&r) >> 40) * 0x1p-23 - 1.0);
+            break;
         default: {
             double v;
             do /* 53 random bits: an exact double in [-1, 1), then the dtype's rounding */

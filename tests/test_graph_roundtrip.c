@@ -186,6 +186,8 @@ static void test_every_operator(void **state)
     outs[n++] = mc_mul(g, h, mc_scalar(g, 1e-30, MC_F16));
     mc_value cond = mc_gt(g, x, mc_scalar(g, 0, MC_F32));
     outs[n++] = mc_where(g, cond, x, mc_scalar(g, 1e300, MC_F32));
+    outs[n++] = mc_where(g, mc_scalar(g, 1, MC_BOOL), mc_scalar(g, 2, MC_F16), h);
+    outs[n++] = mc_eq(g, cond, mc_scalar(g, 0, MC_BOOL));
     outs[n++] = mc_cast(g, i, MC_BF16);
     outs[n++] = mc_sum(g, x, NULL, 0, false);
     outs[n++] = mc_mean(g, x, (int[]){-1, 0}, 2, true);

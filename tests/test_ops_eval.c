@@ -13,6 +13,11 @@
 #include "ir/ir.h"
 #include "runtime/runtime.h"
 
+/* The out-of-memory test asks for terabytes: under AddressSanitizer malloc must return NULL
+ * then, as it does without it, instead of stopping the process. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+
 /* ---- a hand-built graph ------------------------------------------------------------------- */
 
 typedef struct {
@@ -349,6 +354,46 @@ static void test_missing_input_and_dead_nodes(void **state)
     free(h);
 }
 
+static void test_sizes_and_failures(void **state)
+{
+    (void)state;
+    double *out[1] = {0};
+    /* A graph with no outputs, and one whose builder failed. */
+    hand_graph *h = hg_new();
+    int64_t s[] = {2};
+    int x = hg_input(h, "x", MC_F32, 1, s);
+    assert_int_equal(mc_graph_eval(&h->g, NULL, true, out), MC_ERR_INPUT);
+    hg_output(h, x);
+    h->g.failed = true;
+    assert_int_equal(mc_graph_eval(&h->g, NULL, true, out), MC_ERR_INPUT);
+    free(h);
+    /* An element count that overflows: refused before anything is allocated. */
+    h = hg_new();
+    int64_t huge[] = {INT64_C(1) << 40, INT64_C(1) << 40};
+    int f = hg_node(h, MC_OP_FULL, MC_F32, 2, huge, NULL, 0);
+    hg_output(h, f);
+    assert_int_equal(mc_graph_eval(&h->g, NULL, true, out), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "too large"));
+    assert_null(out[0]);
+    free(h);
+    /* A count that fits in size_t but not in memory (2^38 doubles = 2 TiB): MC_ERR_SYSTEM,
+     * and what was allocated before is freed (LeakSanitizer checks). */
+    h = hg_new();
+    int64_t big[] = {INT64_C(1) << 38};
+    float xv[2] = {1, 2};
+    int small = hg_input(h, "x", MC_F32, 1, s);
+    int e = hg_node(h, MC_OP_EXP, MC_F32, 1, s, (int[]){small}, 1);
+    int b = hg_node(h, MC_OP_FULL, MC_F32, 1, big, NULL, 0);
+    hg_output(h, e);
+    hg_output(h, b);
+    const void *in[32] = {[0] = xv};
+    double *outs[2] = {0};
+    assert_int_equal(mc_graph_eval(&h->g, in, true, outs), MC_ERR_SYSTEM);
+    assert_null(outs[0]);
+    assert_null(outs[1]);
+    free(h);
+}
+
 static void test_fill_random(void **state)
 {
     (void)state;
@@ -406,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_i32_and_cast_semantics),
         cmocka_unit_test(test_rounding_exact_vs_stored),
         cmocka_unit_test(test_missing_input_and_dead_nodes),
+        cmocka_unit_test(test_sizes_and_failures),
         cmocka_unit_test(test_fill_random),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

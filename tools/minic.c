@@ -1,7 +1,368 @@
-/* The minic command. (Placeholder until the runtime/CLI work lands.) */
+/* The minic command: arguments, help and error reporting (SPEC §3).
+ *
+ *     minic run|bench|check|dump MODEL.graph [options]
+ *
+ * Every option is one row of `options[]`: its name, its argument, the subcommands it applies
+ * to and what it does. The parser and every `--help` text are read off that table, so the help
+ * can never list an option the parser does not accept, or accept one the help does not list.
+ * Values are checked completely here (a number is a number with nothing after it, a backend is
+ * one of four words), and any mistake is an error that names the option, with exit status 1.
+ *
+ * What each subcommand does is in tools/commands.c; this file only turns argv into cli_args.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
-int main(void)
+#include <stdlib.h>
+#include <string.h>
+
+enum { CMD_RUN = 1, CMD_BENCH = 2, CMD_CHECK = 4, CMD_DUMP = 8 };
+
+typedef enum {
+    OPT_BACKEND, OPT_WEIGHTS, OPT_INPUT, OPT_SEED, OPT_OUTPUT, OPT_NO_FUSE, OPT_NO_PLAN,
+    OPT_CUDA_GRAPH, OPT_NO_CUDA_GRAPH, OPT_ITERS, OPT_THREADS, OPT_TF32, OPT_PROFILE,
+    OPT_PROFILE_JSON, OPT_TRACE, OPT_STAGE, OPT_QUIET, OPT_HELP,
+} option_id;
+
+typedef struct option {
+    option_id id;
+    const char *name;
+    const char *arg;   /* the argument's placeholder, or NULL for a flag */
+    int commands;      /* CMD_* mask */
+    const char *help;
+} option;
+
+#define EXEC (CMD_RUN | CMD_BENCH)
+static const option options[] = {
+    {OPT_BACKEND, "--backend", "auto|cuda|cpu|ref", EXEC | CMD_DUMP,
+     "where to run: auto (default) is cuda when a usable GPU is present, else cpu (else ref);\n"
+     "ref is the plain C interpreter used as the correctness oracle"},
+    {OPT_WEIGHTS, "--weights", "FILE.safetensors", EXEC,
+     "values of the params, by name; dtype and shape must match the declarations; every\n"
+     "param must be in the file; extra tensors are ignored"},
+    {OPT_INPUT, "--input", "NAME=FILE.npy", EXEC,
+     "the value of input (or param) NAME from a .npy file whose dtype and shape match its\n"
+     "declaration; repeatable"},
+    {OPT_SEED, "--seed", "N", EXEC,
+     "seed for the inputs and params not given by a file (default 0): uniform in [-1, 1)\n"
+     "(i32: 0..9, bool: random), the same values on every backend"},
+    {OPT_OUTPUT, "--output", "FILE", CMD_RUN,
+     "write the outputs: .safetensors holds every output under its name; .npy is allowed\n"
+     "when the graph has one output (written to a temporary name, then renamed)"},
+    {OPT_NO_FUSE, "--no-fuse", NULL, CMD_RUN | CMD_DUMP,
+     "run every operator as its own kernel (the baseline that `bench` compares with)"},
+    {OPT_NO_PLAN, "--no-plan", NULL, EXEC | CMD_DUMP,
+     "give every intermediate its own buffer instead of sharing memory by liveness"},
+    {OPT_CUDA_GRAPH, "--cuda-graph", NULL, EXEC,
+     "cuda backend: capture and replay the whole program as one CUDA graph, and fail if\n"
+     "it cannot be captured (with neither flag: captured where eligible, else said why)"},
+    {OPT_NO_CUDA_GRAPH, "--no-cuda-graph", NULL, EXEC,
+     "cuda backend: launch kernel by kernel, no CUDA graph"},
+    {OPT_ITERS, "--iters", "N", EXEC,
+     "execute N times after a warm-up and report the median time per run (run: also the\n"
+     "runs that --profile measures, default 10; bench: default 10)"},
+    {OPT_THREADS, "--threads", "N", EXEC,
+     "cpu backend: worker threads (default 0: one per core)"},
+    {OPT_TF32, "--tf32", NULL, EXEC | CMD_DUMP,
+     "cuda backend: allow TF32 tensor cores for f32 matmuls (less precise; off by default)"},
+    {OPT_PROFILE, "--profile", NULL, CMD_RUN,
+     "print the per-kernel table: category, operators and lines, launches, time, FLOPs and\n"
+     "bytes, rates against the device's peaks, intensity, bound; then the totals"},
+    {OPT_PROFILE_JSON, "--profile-json", "FILE", CMD_RUN,
+     "write the same profile as one JSON object to FILE"},
+    {OPT_TRACE, "--trace", "FILE.json", CMD_RUN,
+     "write a Chrome/Perfetto trace (host lane: each run; device lane: each kernel)"},
+    {OPT_STAGE, "--stage", "STAGE", CMD_DUMP,
+     "what to print: ir (the parsed graph, default), the name of a pass (the graph after\n"
+     "it), fused (the kernel list with the planned peak memory), code (generated source)"},
+    {OPT_QUIET, "--quiet", NULL, EXEC | CMD_DUMP,
+     "no notes on stderr (such as which backend `auto` fell back to)"},
+    {OPT_HELP, "--help", NULL, EXEC | CMD_CHECK | CMD_DUMP, "show this help"},
+};
+#define NOPTIONS ((int)(sizeof options / sizeof options[0]))
+
+typedef struct command {
+    const char *name;
+    int mask;
+    const char *usage;
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"run", CMD_RUN, "minic run MODEL.graph [options]",
+     "compile and execute; print each output's name, dtype, shape, first values and checksum"},
+    {"bench", CMD_BENCH, "minic bench MODEL.graph [options]",
+     "fused vs unfused: time each, compare both with a float64 evaluation and with each\n"
+     "other; exit status 1 when they disagree beyond SPEC §6's tolerance"},
+    {"check", CMD_CHECK, "minic check MODEL.graph",
+     "parse, verify and infer types; print the typed graph"},
+    {"dump", CMD_DUMP, "minic dump MODEL.graph --stage ir|PASS|fused|code [options]",
+     "print the graph before or after the passes, the fused kernels, or the generated source"},
+};
+#define NCOMMANDS ((int)(sizeof commands / sizeof commands[0]))
+
+/* ---- errors -------------------------------------------------------------------------------- */
+
+int cli_error(int code, const char *fmt, ...)
 {
-    fprintf(stderr, "minic: error: not built yet\n");
-    return 2;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("minic: error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return code;
+}
+
+int cli_library_error(mc_status status)
+{
+    const char *msg = mc_error_message();
+    size_t first = strcspn(msg, "\n");
+    /* A message about a place in a graph file already reads `FILE:LINE:COL: error: ...`. */
+    const char *tag = strstr(msg, ": error: ");
+    if (tag && (size_t)(tag - msg) < first)
+        fprintf(stderr, "%s\n", msg);
+    else
+        fprintf(stderr, "minic: error: %s\n", msg[0] ? msg : "unknown failure");
+    return status == MC_ERR_INPUT ? CLI_USER : CLI_SYSTEM;
+}
+
+/* ---- help ---------------------------------------------------------------------------------- */
+
+static void print_main_help(FILE *out)
+{
+    fputs("usage: minic COMMAND MODEL.graph [options]\n\n"
+          "minic compiles a tensor graph (a .graph file) into fused kernels and runs them on\n"
+          "the GPU (cuda), the CPU (cpu) or the reference interpreter (ref).\n\ncommands:\n",
+          out);
+    for (int c = 0; c < NCOMMANDS; c++) {
+        fprintf(out, "  %-6s ", commands[c].name);
+        for (const char *s = commands[c].summary; *s; s++) {
+            fputc(*s, out);
+            if (*s == '\n')
+                fputs("         ", out);
+        }
+        fputc('\n', out);
+    }
+    fputs("\n`minic COMMAND --help` lists the options of a command.\n"
+          "exit status: 0 success; 1 the input is wrong (graph, file, option, shape, dtype,\n"
+          "weights); 2 the system failed (no GPU for --backend cuda, out of memory, a compiler).\n",
+          out);
+}
+
+static void print_command_help(const command *c, FILE *out)
+{
+    fprintf(out, "usage: %s\n\n", c->usage);
+    fprintf(out, "%s\n\noptions:\n", c->summary);
+    for (int i = 0; i < NOPTIONS; i++) {
+        const option *o = &options[i];
+        if (!(o->commands & c->mask))
+            continue;
+        char head[64];
+        snprintf(head, sizeof head, "%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        fprintf(out, "  %s\n      ", head);
+        for (const char *s = o->help; *s; s++) {
+            fputc(*s, out);
+            if (*s == '\n')
+                fputs("      ", out);
+        }
+        fputc('\n', out);
+    }
+}
+
+/* ---- values -------------------------------------------------------------------------------- */
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !*s || *s < '0' || *s > '9')
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_int(const char *s, int lo, int hi, int *out)
+{
+    uint64_t v;
+    if (!parse_u64(s, &v) || v < (uint64_t)lo || v > (uint64_t)hi)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n > m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int set_value(cli_args *a, const option *o, const char *v)
+{
+    switch (o->id) {
+    case OPT_BACKEND:
+        if (!strcmp(v, "auto")) a->opt.backend = MC_BACKEND_AUTO;
+        else if (!strcmp(v, "cuda")) a->opt.backend = MC_BACKEND_CUDA;
+        else if (!strcmp(v, "cpu")) a->opt.backend = MC_BACKEND_CPU;
+        else if (!strcmp(v, "ref")) a->opt.backend = MC_BACKEND_REF;
+        else
+            return cli_error(CLI_USER, "--backend: unknown backend '%s' (expected auto, cuda, cpu or ref)", v);
+        return CLI_OK;
+    case OPT_WEIGHTS:
+        if (!*v)
+            return cli_error(CLI_USER, "--weights: empty file name");
+        a->weights = v;
+        return CLI_OK;
+    case OPT_INPUT: {
+        const char *eq = strchr(v, '=');
+        if (!eq || eq == v || !eq[1])
+            return cli_error(CLI_USER, "--input: expected NAME=FILE.npy, got '%s'", v);
+        cli_input *grown = realloc(a->inputs, (size_t)(a->ninputs + 1) * sizeof *grown);
+        char *name = strndup(v, (size_t)(eq - v));
+        if (!grown || !name) {
+            free(name);
+            if (grown)
+                a->inputs = grown;
+            return cli_error(CLI_SYSTEM, "out of memory");
+        }
+        a->inputs = grown;
+        a->inputs[a->ninputs++] = (cli_input){name, eq + 1};
+        return CLI_OK;
+    }
+    case OPT_SEED:
+        if (!parse_u64(v, &a->seed))
+            return cli_error(CLI_USER, "--seed: expected a non-negative integer, got '%s'", v);
+        return CLI_OK;
+    case OPT_OUTPUT:
+        if (!ends_with(v, ".safetensors") && !ends_with(v, ".npy"))
+            return cli_error(CLI_USER, "--output %s: unknown format (expected a .safetensors or .npy file)", v);
+        a->output = v;
+        return CLI_OK;
+    case OPT_ITERS:
+        if (!parse_int(v, 1, 1000000, &a->iters))
+            return cli_error(CLI_USER, "--iters: expected an integer from 1 to 1000000, got '%s'", v);
+        return CLI_OK;
+    case OPT_THREADS:
+        if (!parse_int(v, 0, 4096, &a->opt.threads))
+            return cli_error(CLI_USER, "--threads: expected an integer from 0 to 4096, got '%s'", v);
+        return CLI_OK;
+    case OPT_PROFILE_JSON:
+        if (!*v)
+            return cli_error(CLI_USER, "--profile-json: empty file name");
+        a->profile_json = v;
+        return CLI_OK;
+    case OPT_TRACE:
+        if (!*v)
+            return cli_error(CLI_USER, "--trace: empty file name");
+        a->trace = v;
+        return CLI_OK;
+    case OPT_STAGE:
+        if (!*v)
+            return cli_error(CLI_USER, "--stage: empty stage name");
+        a->stage = v;
+        return CLI_OK;
+    case OPT_NO_FUSE: a->opt.fuse = false; return CLI_OK;
+    case OPT_NO_PLAN: a->opt.plan_memory = false; return CLI_OK;
+    case OPT_CUDA_GRAPH: a->opt.cuda_graph = 1; return CLI_OK;
+    case OPT_NO_CUDA_GRAPH: a->opt.cuda_graph = 0; return CLI_OK;
+    case OPT_TF32: a->opt.tf32 = true; return CLI_OK;
+    case OPT_PROFILE: a->profile = true; return CLI_OK;
+    case OPT_QUIET: a->opt.quiet = true; return CLI_OK;
+    case OPT_HELP: return CLI_OK;
+    }
+    return CLI_OK;
+}
+
+/* Parse argv[2..] for command c. Returns -1 to go on, else an exit status (help: 0). */
+static int parse_args(const command *c, int argc, char **argv, cli_args *a)
+{
+    for (int i = 2; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+            print_command_help(c, stdout);
+            return CLI_OK;
+        }
+        if (arg[0] != '-' || !arg[1]) {
+            if (a->graph_path)
+                return cli_error(CLI_USER, "%s: unexpected argument '%s' (one graph file only)", c->name, arg);
+            a->graph_path = arg;
+            continue;
+        }
+        if (!strcmp(arg, "--")) {
+            return cli_error(CLI_USER, "%s: unexpected argument '--'", c->name);
+        }
+        const char *eq = strchr(arg, '=');
+        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+        const option *o = NULL;
+        for (int k = 0; k < NOPTIONS; k++)
+            if (strlen(options[k].name) == len && !strncmp(options[k].name, arg, len))
+                o = &options[k];
+        if (!o)
+            return cli_error(CLI_USER, "unknown option '%.*s' for 'minic %s' (see minic %s --help)",
+                             (int)len, arg, c->name, c->name);
+        if (!(o->commands & c->mask))
+            return cli_error(CLI_USER, "option '%s' does not apply to 'minic %s' (see minic %s --help)",
+                             o->name, c->name, c->name);
+        const char *value = NULL;
+        if (o->arg) {
+            if (eq)
+                value = eq + 1;
+            else if (i + 1 < argc)
+                value = argv[++i];
+            else
+                return cli_error(CLI_USER, "option '%s' needs a value (%s)", o->name, o->arg);
+        } else if (eq) {
+            return cli_error(CLI_USER, "option '%s' takes no value", o->name);
+        }
+        int st = set_value(a, o, value);
+        if (st != CLI_OK)
+            return st;
+    }
+    if (!a->graph_path)
+        return cli_error(CLI_USER, "%s: no graph file given (usage: %s)", c->name, c->usage);
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_main_help(stderr);
+        return CLI_USER;
+    }
+    const char *name = argv[1];
+    if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
+        print_main_help(stdout);
+        return CLI_OK;
+    }
+    if (!strcmp(name, "--version")) {
+        puts("minic 0.1.0");
+        return CLI_OK;
+    }
+    const command *c = NULL;
+    for (int i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(commands[i].name, name))
+            c = &commands[i];
+    if (!c)
+        return cli_error(CLI_USER, "unknown command '%s' (expected run, bench, check or dump; see minic --help)", name);
+
+    cli_args a = {.command = c->name, .opt = mc_options_default(), .stage = "ir"};
+    int status = parse_args(c, argc, argv, &a);
+    if (status < 0) {
+        switch (c->mask) {
+        case CMD_RUN: status = cli_run(&a); break;
+        case CMD_BENCH: status = cli_bench(&a); break;
+        case CMD_CHECK: status = cli_check(&a); break;
+        default: status = cli_dump(&a); break;
+        }
+    }
+    for (int i = 0; i < a.ninputs; i++)
+        free((char *)a.inputs[i].name);
+    free(a.inputs);
+    return status;
 }

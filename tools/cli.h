@@ -1,0 +1,43 @@
+/* The minic command's internals, shared by tools/minic.c (arguments, help, errors) and
+ * tools/commands.c (what each subcommand does). */
+#ifndef MINIC_CLI_H
+#define MINIC_CLI_H
+
+#include "minic.h"
+
+typedef struct cli_input {
+    const char *name; /* --input NAME=FILE.npy */
+    const char *path;
+} cli_input;
+
+typedef struct cli_args {
+    const char *command;      /* "run", "bench", "check", "dump" */
+    const char *graph_path;   /* MODEL.graph */
+    mc_options opt;           /* --backend, --no-fuse, --no-plan, --cuda-graph, --tf32, ... */
+    const char *weights;      /* --weights FILE.safetensors, or NULL */
+    cli_input *inputs;        /* --input, in the order given */
+    int ninputs;
+    uint64_t seed;            /* --seed (default 0) */
+    const char *output;       /* --output FILE, or NULL */
+    int iters;                /* --iters N; 0 when not given */
+    bool profile;             /* --profile */
+    const char *profile_json; /* --profile-json FILE, or NULL */
+    const char *trace;        /* --trace FILE.json, or NULL */
+    const char *stage;        /* dump --stage (default "ir") */
+} cli_args;
+
+/* Exit codes (SPEC §3). */
+enum { CLI_OK = 0, CLI_USER = 1, CLI_SYSTEM = 2 };
+
+/* Print the library's last error (as `FILE:LINE:COL: error: ...` when it is about a place in a
+ * graph file, else `minic: error: ...`) and return the exit code for status. */
+int cli_library_error(mc_status status);
+/* Print `minic: error: ...` and return code. */
+int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+int cli_run(const cli_args *a);
+int cli_bench(const cli_args *a);
+int cli_check(const cli_args *a);
+int cli_dump(const cli_args *a);
+
+#endif

@@ -1,0 +1,478 @@
+/* What each minic subcommand does: run, bench, check, dump (SPEC §3).
+ *
+ * Each command is a straight line: parse the graph, compile, bind, run, report. Errors from the
+ * library are printed as the library words them (cli_library_error) and mapped to the exit
+ * status; nothing is written to a file the user named until everything before it succeeded,
+ * and the library writes files through a temporary name, so a failure never leaves half a file.
+ *
+ * `bench` and `run --profile` use only what every backend has (run, and the optional time and
+ * profile slots); the profile's own logic lives in runtime/profile.c so that the profiler work
+ * extends one place.
+ */
+#include "cli.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/passes.h"
+#include "runtime/profile.h"
+
+/* ---- shared steps -------------------------------------------------------------------------- */
+
+static int load_graph(const cli_args *a, mc_graph **g)
+{
+    mc_status st = mc_graph_parse_file(a->graph_path, g);
+    return st == MC_OK ? CLI_OK : cli_library_error(st);
+}
+
+static const char *shape_string(mc_dtype dtype, const int64_t *shape, int rank, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "%s[", mc_dtype_name(dtype));
+    for (int d = 0; d < rank && n > 0 && (size_t)n < size; d++)
+        n += snprintf(buf + n, size - (size_t)n, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    if (n > 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, "]");
+    return buf;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* --weights, then every --input, then the generator for the rest. */
+static int bind_inputs(const cli_args *a, mc_program *p)
+{
+    mc_status st = MC_OK;
+    if (a->weights)
+        st = mc_program_load_weights(p, a->weights);
+    for (int i = 0; i < a->ninputs && st == MC_OK; i++)
+        st = mc_program_load_npy(p, a->inputs[i].name, a->inputs[i].path);
+    if (st == MC_OK)
+        st = mc_program_fill_random(p, a->seed);
+    return st == MC_OK ? CLI_OK : cli_library_error(st);
+}
+
+static int compile(const mc_graph *g, const mc_options *opt, mc_program **p)
+{
+    mc_status st = mc_program_compile(g, opt, p);
+    return st == MC_OK ? CLI_OK : cli_library_error(st);
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median time of one run in µs: the backend's timer where it has one, else the host clock. */
+static mc_status time_program(mc_program *p, int iters, double *median_us, const char **clock)
+{
+    if (p->backend->time) {
+        *clock = "backend timer";
+        return p->backend->time(p, iters, median_us);
+    }
+    *clock = "host clock";
+    double *t = calloc((size_t)iters, sizeof *t);
+    if (!t)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    mc_status st = mc_program_run(p); /* warm-up */
+    for (int i = 0; i < iters && st == MC_OK; i++) {
+        double t0 = mc_now_ms();
+        st = mc_program_run(p);
+        t[i] = (mc_now_ms() - t0) * 1000.0;
+    }
+    if (st == MC_OK) {
+        qsort(t, (size_t)iters, sizeof *t, compare_double);
+        *median_us = iters % 2 ? t[iters / 2] : 0.5 * (t[iters / 2 - 1] + t[iters / 2]);
+    }
+    free(t);
+    return st;
+}
+
+static void print_value(double x, mc_dtype d)
+{
+    if (d == MC_BOOL)
+        printf("%s", x != 0 ? "true" : "false");
+    else if (d == MC_I32)
+        printf("%.0f", x);
+    else
+        printf("%.6g", x);
+}
+
+/* name: dtype[shape]; the first values; sum and sum of |x| in double. */
+static void print_output(const mc_tensor *t)
+{
+    char type[160];
+    int64_t n = (int64_t)(t->bytes / mc_dtype_size(t->dtype));
+    printf("%s: %s\n  values:", t->name, shape_string(t->dtype, t->shape, t->rank, type, sizeof type));
+    for (int64_t i = 0; i < n && i < 8; i++) {
+        putchar(' ');
+        print_value(mc_load_element(t->data, t->dtype, i), t->dtype);
+    }
+    printf("%s (%lld elements)\n", n > 8 ? " ..." : "", (long long)n);
+    double sum = 0, abs_sum = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double x = mc_load_element(t->data, t->dtype, i);
+        sum += x;
+        abs_sum += fabs(x);
+    }
+    printf("  checksum: sum=%.9g sum_abs=%.9g\n", sum, abs_sum);
+}
+
+static int64_t bytes_moved(const mc_program *p)
+{
+    int64_t total = 0;
+    for (int k = 0; k < p->kp->nkernels; k++) {
+        kir_count(p->kp, &p->kp->kernels[k]);
+        total += p->kp->kernels[k].bytes;
+    }
+    return total;
+}
+
+/* ---- run ----------------------------------------------------------------------------------- */
+
+static int run_profile(const cli_args *a, mc_program *p)
+{
+    mc_profile prof;
+    mc_status st = mc_profile_init(&prof, p);
+    if (st != MC_OK)
+        return cli_library_error(st);
+    st = mc_profile_collect(p, a->iters ? a->iters : 10, &prof);
+    if (st == MC_OK && a->profile)
+        mc_profile_print(&prof, stdout);
+    if (st == MC_OK && a->profile_json)
+        st = mc_profile_write_json(&prof, a->profile_json);
+    if (st == MC_OK && a->trace)
+        st = mc_profile_write_trace(&prof, a->trace);
+    mc_profile_release(&prof);
+    return st == MC_OK ? CLI_OK : cli_library_error(st);
+}
+
+int cli_run(const cli_args *a)
+{
+    mc_graph *g = NULL;
+    mc_program *p = NULL;
+    int rc = load_graph(a, &g);
+    if (rc == CLI_OK && a->output && ends_with(a->output, ".npy") && g->noutputs != 1)
+        rc = cli_error(CLI_USER, "--output %s: a .npy file holds one array but the graph has %d outputs (use .safetensors)",
+                       a->output, g->noutputs);
+    if (rc == CLI_OK)
+        rc = compile(g, &a->opt, &p);
+    if (rc == CLI_OK)
+        rc = bind_inputs(a, p);
+    if (rc == CLI_OK) {
+        mc_status st = mc_program_run(p);
+        if (st != MC_OK)
+            rc = cli_library_error(st);
+    }
+    if (rc == CLI_OK) {
+        printf("%s: backend %s, %s, %d kernels, compiled in %.1f ms\n", a->graph_path,
+               mc_program_backend(p), a->opt.fuse ? "fused" : "unfused", p->kp->nkernels,
+               p->compile_ms);
+        for (int i = 0; i < mc_program_num_outputs(p); i++) {
+            mc_tensor t;
+            if (mc_program_output(p, i, &t) == MC_OK)
+                print_output(&t);
+        }
+        fflush(stdout);
+    }
+    if (rc == CLI_OK && a->output) {
+        mc_status st = mc_program_save_outputs(p, a->output);
+        if (st != MC_OK)
+            rc = cli_library_error(st);
+        else
+            printf("wrote %s\n", a->output);
+    }
+    if (rc == CLI_OK && a->iters) {
+        double us;
+        const char *clock;
+        mc_status st = time_program(p, a->iters, &us, &clock);
+        if (st != MC_OK)
+            rc = cli_library_error(st);
+        else
+            printf("time: %.2f us per run (median of %d runs after a warm-up, %s)\n", us, a->iters,
+                   clock);
+    }
+    if (rc == CLI_OK && (a->profile || a->profile_json || a->trace))
+        rc = run_profile(a, p);
+    mc_program_free(p);
+    mc_graph_free(g);
+    return rc;
+}
+
+/* ---- bench --------------------------------------------------------------------------------- */
+
+/* ||a - b|| / ||b|| (max |a - b| when ||b|| is 0); inf where a non-finite value disagrees. */
+static double relative_error(const double *a, const double *b, int64_t n)
+{
+    double diff = 0, norm = 0, max_abs = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(a[i]) || !isfinite(b[i])) {
+            bool same = (isnan(a[i]) && isnan(b[i])) || a[i] == b[i];
+            if (!same)
+                return INFINITY;
+            continue;
+        }
+        double d = a[i] - b[i];
+        diff += d * d;
+        norm += b[i] * b[i];
+        if (fabs(d) > max_abs)
+            max_abs = fabs(d);
+    }
+    return norm > 0 ? sqrt(diff) / sqrt(norm) : max_abs;
+}
+
+/* SPEC §6's tolerance for an output of dtype d. */
+static double tolerance(const mc_graph *g, mc_dtype d)
+{
+    bool matmul = false;
+    for (int i = 0; i < g->nnodes; i++)
+        matmul |= g->nodes[i].op == MC_OP_MATMUL || g->nodes[i].op == MC_OP_LINEAR;
+    if (d == MC_F32)
+        return matmul ? 1e-4 : 1e-5;
+    if (d == MC_F16 || d == MC_BF16)
+        return 1e-2;
+    return 0; /* i32, bool: exact */
+}
+
+static double *output_as_doubles(mc_program *p, int i)
+{
+    mc_tensor t;
+    if (mc_program_output(p, i, &t) != MC_OK)
+        return NULL;
+    int64_t n = (int64_t)(t.bytes / mc_dtype_size(t.dtype));
+    double *x = malloc((size_t)(n > 0 ? n : 1) * sizeof *x);
+    for (int64_t k = 0; x && k < n; k++)
+        x[k] = mc_load_element(t.data, t.dtype, k);
+    return x;
+}
+
+/* The values the fused program was given, per graph node, for mc_graph_eval and the unfused
+ * program. Declarations the kernels never read get generated values of their own. */
+static int gather_inputs(const cli_args *a, const mc_graph *g, mc_program *fused,
+                         const void **inputs, void **owned)
+{
+    for (int i = 0; i < g->nnodes; i++) {
+        const mc_node *n = &g->nodes[i];
+        if (n->op != MC_OP_INPUT && n->op != MC_OP_PARAM)
+            continue;
+        int b = mc_program_find(fused, n->name);
+        if (b >= 0) {
+            inputs[i] = fused->host[b];
+            continue;
+        }
+        int64_t numel = mc_node_numel(n), bytes;
+        if (mc_mul_overflows(numel, (int64_t)mc_dtype_size(n->dtype), &bytes))
+            return cli_error(CLI_USER, "%s: '%s' is too large", a->graph_path, n->name);
+        owned[i] = calloc((size_t)(bytes > 0 ? bytes : 1), 1);
+        if (!owned[i])
+            return cli_error(CLI_SYSTEM, "out of memory");
+        mc_fill_random(owned[i], n->dtype, numel, a->seed, n->name);
+        inputs[i] = owned[i];
+    }
+    return CLI_OK;
+}
+
+static int bench_compare(const cli_args *a, const mc_graph *g, mc_program *fused,
+                         mc_program *unfused, const void **inputs)
+{
+    int no = g->noutputs;
+    double **ref = calloc((size_t)no, sizeof *ref);
+    if (!ref)
+        return cli_error(CLI_SYSTEM, "out of memory");
+    mc_status st = mc_graph_eval(g, inputs, true, ref);
+    int rc = st == MC_OK ? CLI_OK : cli_library_error(st);
+    bool disagree = false;
+    for (int i = 0; i < no && rc == CLI_OK; i++) {
+        double *f = output_as_doubles(fused, i), *u = output_as_doubles(unfused, i);
+        mc_tensor t;
+        mc_program_output(fused, i, &t);
+        int64_t n = (int64_t)(t.bytes / mc_dtype_size(t.dtype));
+        if (!f || !u) {
+            rc = cli_error(CLI_SYSTEM, "out of memory");
+        } else {
+            double ef = relative_error(f, ref[i], n), eu = relative_error(u, ref[i], n);
+            double efu = relative_error(f, u, n), tol = tolerance(g, t.dtype);
+            bool ok = efu <= tol;
+            disagree |= !ok;
+            printf("output %s: error vs float64: fused %.3g, unfused %.3g (%s); fused vs unfused "
+                   "%.3g, tolerance %.0e: %s\n",
+                   t.name, ef, eu, ef < eu ? "fused closer" : ef > eu ? "unfused closer" : "equal",
+                   efu, tol, ok ? "agree" : "DISAGREE");
+        }
+        free(f);
+        free(u);
+    }
+    for (int i = 0; i < no; i++)
+        free(ref[i]);
+    free(ref);
+    if (rc == CLI_OK && disagree)
+        rc = cli_error(CLI_USER, "%s: fused and unfused outputs disagree beyond SPEC §6's tolerance",
+                       a->graph_path);
+    return rc;
+}
+
+int cli_bench(const cli_args *a)
+{
+    mc_graph *g = NULL;
+    mc_program *fused = NULL, *unfused = NULL;
+    const void **inputs = NULL;
+    void **owned = NULL;
+    int iters = a->iters ? a->iters : 10;
+    int rc = load_graph(a, &g);
+    mc_options fo = a->opt, uo = a->opt;
+    fo.fuse = true;
+    uo.fuse = false;
+    if (rc == CLI_OK)
+        rc = compile(g, &fo, &fused);
+    if (rc == CLI_OK) {
+        uo.backend = a->opt.backend;
+        uo.quiet = true; /* the fallback note, if any, was said for the fused compile */
+        rc = compile(g, &uo, &unfused);
+    }
+    if (rc == CLI_OK)
+        rc = bind_inputs(a, fused);
+    if (rc == CLI_OK) {
+        inputs = calloc((size_t)g->nnodes, sizeof *inputs);
+        owned = calloc((size_t)g->nnodes, sizeof *owned);
+        rc = inputs && owned ? gather_inputs(a, g, fused, inputs, owned)
+                             : cli_error(CLI_SYSTEM, "out of memory");
+    }
+    for (int i = 0; rc == CLI_OK && i < g->nnodes; i++) {
+        const mc_node *n = &g->nodes[i];
+        if (n->op != MC_OP_INPUT && n->op != MC_OP_PARAM)
+            continue;
+        int64_t bytes = mc_node_numel(n) * (int64_t)mc_dtype_size(n->dtype); /* checked above */
+        mc_status st = mc_program_set(unfused, n->name, inputs[i], (size_t)bytes);
+        if (st != MC_OK)
+            rc = cli_library_error(st);
+    }
+    double tf = 0, tu = 0;
+    const char *clock = "";
+    if (rc == CLI_OK) {
+        mc_status st = mc_program_run(fused);
+        if (st == MC_OK)
+            st = mc_program_run(unfused);
+        if (st == MC_OK)
+            st = time_program(fused, iters, &tf, &clock);
+        if (st == MC_OK)
+            st = time_program(unfused, iters, &tu, &clock);
+        if (st != MC_OK)
+            rc = cli_library_error(st);
+    }
+    if (rc == CLI_OK) {
+        printf("bench %s: backend %s, median of %d runs after a warm-up (%s)\n", a->graph_path,
+               mc_program_backend(fused), iters, clock);
+        printf("  %-8s %8s %14s %14s %12s\n", "", "kernels", "time_us/run", "bytes moved",
+               "compile_ms");
+        printf("  %-8s %8d %14.2f %14lld %12.1f\n", "fused", fused->kp->nkernels, tf,
+               (long long)bytes_moved(fused), fused->compile_ms);
+        printf("  %-8s %8d %14.2f %14lld %12.1f\n", "unfused", unfused->kp->nkernels, tu,
+               (long long)bytes_moved(unfused), unfused->compile_ms);
+        printf("  speedup: %.2fx\n", tf > 0 ? tu / tf : 0.0);
+        fflush(stdout);
+        rc = bench_compare(a, g, fused, unfused, inputs);
+    }
+    if (owned)
+        for (int i = 0; i < g->nnodes; i++)
+            free(owned[i]);
+    free(owned);
+    free(inputs);
+    mc_program_free(fused);
+    mc_program_free(unfused);
+    mc_graph_free(g);
+    return rc;
+}
+
+/* ---- check and dump ------------------------------------------------------------------------ */
+
+int cli_check(const cli_args *a)
+{
+    mc_graph *g = NULL;
+    int rc = load_graph(a, &g);
+    if (rc == CLI_OK) {
+        mc_status st = mc_graph_print(g, stdout);
+        if (st != MC_OK)
+            rc = cli_library_error(st);
+    }
+    mc_graph_free(g);
+    return rc;
+}
+
+static int dump_code(const cli_args *a, const mc_graph *g)
+{
+    mc_program *p = NULL;
+    int rc = compile(g, &a->opt, &p);
+    if (rc == CLI_OK && !p->backend->dump_code)
+        rc = cli_error(CLI_USER, "--stage code: the %s backend generates no source (use --backend cpu or cuda)",
+                       p->backend->name);
+    if (rc == CLI_OK) {
+        mc_status st = p->backend->dump_code(p, stdout);
+        if (st != MC_OK)
+            rc = cli_library_error(st);
+    }
+    mc_program_free(p);
+    return rc;
+}
+
+static int dump_fused(const cli_args *a, const mc_graph *g)
+{
+    mc_compile_options co = {.fuse = a->opt.fuse, .plan_memory = a->opt.plan_memory,
+                             .verify = true, .tf32 = a->opt.tf32};
+    kir_program *kp = NULL;
+    mc_status st = mc_compile_kernels(g, &co, &kp);
+    if (st != MC_OK)
+        return cli_library_error(st);
+    kir_print(kp, g, stdout);
+    printf("kernels: %d; temporaries: planned peak %lld bytes, unplanned %lld bytes\n",
+           kp->nkernels, (long long)kp->arena_bytes, (long long)kp->unplanned_bytes);
+    kir_program_free(kp);
+    return CLI_OK;
+}
+
+static int dump_pass(const cli_args *a, const mc_graph *g)
+{
+    bool known = false;
+    for (int i = 0; mc_graph_passes[i]; i++)
+        known |= strcmp(mc_graph_passes[i]->name, a->stage) == 0;
+    if (!known) {
+        char names[512] = "";
+        size_t n = 0;
+        for (int i = 0; mc_graph_passes[i] && n < sizeof names; i++)
+            n += (size_t)snprintf(names + n, sizeof names - n, "%s, ", mc_graph_passes[i]->name);
+        return cli_error(CLI_USER, "--stage: unknown stage '%s' (expected ir, %sfused or code)",
+                         a->stage, names);
+    }
+    mc_compile_options co = {.fuse = a->opt.fuse, .plan_memory = a->opt.plan_memory,
+                             .verify = true, .tf32 = a->opt.tf32};
+    mc_graph *after = NULL;
+    mc_status st = mc_run_passes(g, &co, a->stage, &after);
+    if (st == MC_OK)
+        st = mc_graph_print(after, stdout);
+    mc_graph_free(after);
+    return st == MC_OK ? CLI_OK : cli_library_error(st);
+}
+
+int cli_dump(const cli_args *a)
+{
+    mc_graph *g = NULL;
+    int rc = load_graph(a, &g);
+    if (rc != CLI_OK)
+        return rc;
+    if (!strcmp(a->stage, "ir")) {
+        mc_status st = mc_graph_print(g, stdout);
+        rc = st == MC_OK ? CLI_OK : cli_library_error(st);
+    } else if (!strcmp(a->stage, "fused")) {
+        rc = dump_fused(a, g);
+    } else if (!strcmp(a->stage, "code")) {
+        rc = dump_code(a, g);
+    } else {
+        rc = dump_pass(a, g);
+    }
+    mc_graph_free(g);
+    return rc;
+}
