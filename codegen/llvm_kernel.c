@@ -469,7 +469,11 @@ static void loop_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, void *p)
         LLVMValueRef slot = pt->width > 1 ? a->part[r] : a->sacc[r];
         LLVMTypeRef t = llvm_acc_type(c, rd->op, rd->dtype, pt->width);
         LLVMValueRef acc = LLVMBuildLoad2(B, t, slot, "");
-        LLVMBuildStore(B, llvm_reduce_step(c, rd->op, rd->dtype, acc, e->cur[rd->value]), slot);
+        /* the value may come from a row block: the same for every element of the loop */
+        LLVMValueRef x = llvm_block_of(e->k, rd->value) == a->blk ? e->cur[rd->value]
+                                                                 : llvm_splat(c, e->row[rd->value], pt->width);
+        MC_ASSERT(x);
+        LLVMBuildStore(B, llvm_reduce_step(c, rd->op, rd->dtype, acc, x), slot);
     }
 }
 
