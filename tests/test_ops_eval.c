@@ -2,7 +2,8 @@
  * graphs whose nodes are written out by hand, so they check the evaluator alone: no builder,
  * no type inference, no passes. Every expectation is computed here by a different route (an
  * explicit loop, a different formula, or by hand). tests/test_ops.c checks every operator again
- * through the public builders and on every backend.
+ * through the public builders and on every backend. The last test checks that a program's
+ * seeded inputs (mc_program_fill_random) are the ones mc_fill_random gives by name.
  */
 #include "testlib.h"
 
@@ -440,6 +441,44 @@ static void test_fill_random(void **state)
     assert_true(t1 >= t0 && t0 > 0);
 }
 
+/* The program's generator (mc_program_fill_random, --seed) gives every input and param the
+ * values mc_fill_random gives it by name: what the oracle is fed in the conformance tests. */
+static void test_program_fill_matches_by_name(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("fill");
+    assert_non_null(g);
+    const mc_dtype dtypes[4] = {MC_F32, MC_BF16, MC_I32, MC_BOOL};
+    const char *names[4] = {"x", "layer.w", "i", "mask"};
+    mc_value v[4];
+    for (int k = 0; k < 4; k++)
+        v[k] = k == 1 ? mc_param(g, names[k], dtypes[k], (int64_t[]){3, 7}, 2)
+                      : mc_input(g, names[k], dtypes[k], (int64_t[]){3, 7}, 2);
+    mc_value outs[4] = {mc_neg(g, v[0]), mc_cast(g, v[1], MC_F32), mc_neg(g, v[2]),
+                        mc_cast(g, v[3], MC_I32)};
+    assert_int_equal(mc_graph_set_outputs(g, outs, 4), MC_OK);
+    mc_options opt = mc_options_default();
+    opt.backend = MC_BACKEND_REF;
+    opt.quiet = true;
+    mc_program *p;
+    assert_int_equal(mc_program_compile(g, &opt, &p), MC_OK);
+    assert_int_equal(mc_program_fill_random(p, 42), MC_OK);
+    assert_int_equal(mc_program_run(p), MC_OK);
+    for (int k = 0; k < 4; k++) {
+        unsigned char data[21 * 4];
+        mc_fill_random(data, dtypes[k], 21, 42, names[k]);
+        mc_tensor t;
+        assert_int_equal(mc_program_output(p, k, &t), MC_OK);
+        for (int e = 0; e < 21; e++) {
+            double x = mc_load_element(data, dtypes[k], e);
+            double want = (k == 0 || k == 2) ? -x : x;
+            assert_true(mc_load_element(t.data, t.dtype, e) == want);
+        }
+    }
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -453,6 +492,7 @@ int main(void)
         cmocka_unit_test(test_missing_input_and_dead_nodes),
         cmocka_unit_test(test_sizes_and_failures),
         cmocka_unit_test(test_fill_random),
+        cmocka_unit_test(test_program_fill_matches_by_name),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
