@@ -57,7 +57,9 @@ static const char *shape_str(char *buf, size_t size, const int64_t *shape, int r
 static bool dtype_valid(mc_dtype d) { return (unsigned)d < MC_NUM_DTYPES; }
 
 /* Which dtypes each operator accepts (SPEC §1): floats everything; i32 and bool a few. For
- * where it is the dtype of the selected values; for cast, iota and full the result's. */
+ * where it is the dtype of the selected values; for cast, iota and full the result's. SPEC
+ * lists `where` under bool and not under i32, so where over i32 values is refused (cast them);
+ * full makes any dtype (a bool's value must be 0 or 1, an i32's an integer). */
 static bool dtype_supported(mc_op op, mc_dtype d)
 {
     if (mc_dtype_is_float(d))
@@ -234,7 +236,7 @@ static mc_status infer_elementwise(const infer *c)
         n->dtype = n->attr.dtype;
         return set_shape(c, a->shape, a->rank);
     default:
-        MC_ASSERT(!"not an elementwise operator");
+        MC_UNREACHABLE("not an elementwise operator");
     }
 }
 
@@ -534,7 +536,7 @@ static mc_status infer_shape_op(const infer *c)
     case MC_OP_EXPAND: return infer_expand(c, x);
     case MC_OP_SLICE: return infer_slice(c, x);
     case MC_OP_CONCAT: return infer_concat(c, x);
-    default: MC_ASSERT(!"not a shape operator");
+    default: MC_UNREACHABLE("not a shape operator");
     }
 }
 
@@ -592,5 +594,5 @@ mc_status mc_node_infer(const mc_graph *g, mc_node *n)
     case MC_KIND_SHAPE: return infer_shape_op(&c);
     case MC_KIND_CREATE: return infer_create(&c);
     }
-    MC_ASSERT(!"unknown operator kind");
+    MC_UNREACHABLE("unknown operator kind");
 }
