@@ -42,13 +42,15 @@ static mc_graph *build_layernorm(void)
     return g;
 }
 
+static mc_dtype layer_dtype = MC_F32; /* the dtype linear_layer's params are declared with */
+
 static mc_value linear_layer(mc_graph *g, mc_value x, const char *name, int64_t in, int64_t out)
 {
     char wn[32], bn[32];
     snprintf(wn, sizeof wn, "%s.w", name);
     snprintf(bn, sizeof bn, "%s.b", name);
     int64_t ws[] = {out, in}, bs[] = {out};
-    return mc_linear(g, x, mc_param(g, wn, MC_F32, ws, 2), mc_param(g, bn, MC_F32, bs, 1));
+    return mc_linear(g, x, mc_param(g, wn, layer_dtype, ws, 2), mc_param(g, bn, layer_dtype, bs, 1));
 }
 
 static mc_graph *build_mlp(bool ln)
@@ -111,13 +113,34 @@ typedef struct {
 } example;
 
 static mc_graph *build_mlp_plain(void) { return build_mlp(false); }
+
+/* f16 and bf16 storage: the same MLP block with a layernorm, every tensor in the low dtype. */
+static mc_graph *build_mlp_low(mc_dtype d)
+{
+    mc_graph *g = mc_graph_new("mlp_low");
+    int64_t xs[] = {16, 64}, vs[] = {64};
+    layer_dtype = d;
+    mc_value x = mc_input(g, "x", d, xs, 2);
+    mc_value a = mc_gelu(g, linear_layer(g, x, "fc1", 64, 96));
+    mc_value y = mc_add(g, linear_layer(g, a, "fc2", 96, 64), x);
+    y = mc_layernorm(g, y, mc_param(g, "ln.w", d, vs, 1), mc_param(g, "ln.b", d, vs, 1), 1e-5);
+    mc_value s = mc_softmax(g, y, 0);
+    mc_value outs[] = {y, s};
+    mc_graph_set_outputs(g, outs, 2);
+    layer_dtype = MC_F32;
+    return g;
+}
+
+static mc_graph *build_mlp_bf16(void) { return build_mlp_low(MC_BF16); }
+static mc_graph *build_mlp_f16(void) { return build_mlp_low(MC_F16); }
 static mc_graph *build_mlp_ln(void) { return build_mlp(true); }
 
 static const example examples[] = {
     {"pointwise", build_pointwise, 1}, {"softmax", build_softmax, 1},
     {"layernorm", build_layernorm, 1}, {"small_mlp", build_small_mlp, 4},
     {"mlp", build_mlp_plain, 2},       {"mlp_ln", build_mlp_ln, 3},
-    {"gpt2_block", build_gpt2, -11},
+    {"gpt2_block", build_gpt2, -11},   {"mlp_bf16", build_mlp_bf16, 4},
+    {"mlp_f16", build_mlp_f16, 4},
 };
 
 static void test_examples_match_oracle(void **state)
