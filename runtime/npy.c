@@ -285,7 +285,7 @@ static mc_status parse_file(const void *data, size_t size, const char *name, mc_
         return st;
     if (hd.fortran_order)
         return mc_fail(MC_ERR_INPUT, "%s: Fortran-order arrays are not supported", name);
-    mc_dtype dtype;
+    mc_dtype dtype = MC_F32; /* set by dtype_of; initialized for GCC -O2 */
     st = dtype_of(name, hd.descr, want, &dtype);
     if (st != MC_OK)
         return st;
