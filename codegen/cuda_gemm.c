@@ -290,6 +290,18 @@ void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
     }
     if (p->batch > 1 && p->d.batch_stride == 0)
         return; /* several results into one matrix: not a GEMM cuBLASLt can do */
+    /* A batch over shared weights whose rows follow each other in memory (a linear layer on
+     * [batch, M, K]) is one taller GEMM: fold the batch into M (cuBLASLt's n). */
+    if (p->batch > 1 && p->a.batch_stride == 0 && !p->b.trans &&
+        p->b.batch_stride == p->n * p->b.ld && p->d.batch_stride == p->n * p->d.ld &&
+        p->c.batch_stride == p->n * p->c.ld) {
+        p->n *= p->batch;
+        p->b.cols *= p->batch;
+        p->c.cols *= p->batch;
+        p->d.cols *= p->batch;
+        p->batch = 1;
+        p->a.batch_stride = p->b.batch_stride = p->c.batch_stride = p->d.batch_stride = 0;
+    }
     p->use_lt = true;
 }
 

@@ -200,8 +200,13 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
     fprintf(out, "profile: backend %s%s%s, %s, %d kernels, median of %d runs after a warm-up\n",
             p->backend->name, prof->device[0] ? " on " : "", prof->device,
             p->opt.fuse ? "fused" : "unfused", n, prof->iters);
-    fprintf(out, "%-28s %-9s %9s %6s %8s %9s %9s %6s %6s %8s %-7s %-6s %s\n", "kernel",
-            "category", "time_us", "%time", "launches", "GFLOP/s", "GB/s", "%pkF", "%pkBW",
+    int width = 24;
+    for (int k = 0; k < n; k++)
+        if ((int)strlen(kp->kernels[k].name) > width)
+            width = (int)strlen(kp->kernels[k].name);
+    fprintf(out, "%-*s %-9s %9s %6s %8s %9s %9s %6s %6s %8s %-7s %-6s %s\n",
+            width, "kernel", "category", "time_us", "%time", "launches", "GFLOP/s", "GB/s",
+            "%pkF", "%pkBW",
             "FLOP/B", "bound", "lines", "ops");
     for (int i = 0; i < n; i++) {
         int k = order[i];
@@ -209,7 +214,7 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
         mc_kernel_rates r = mc_profile_kernel_rates(prof, k);
         double t = prof->time_us[k];
         char ops[256], lines[128];
-        fprintf(out, "%-28s %-9s", kern->name, category_name(kern->category));
+        fprintf(out, "%-*s %-9s", width, kern->name, category_name(kern->category));
         print_number(out, 9, t, 2);
         print_number(out, 6, t >= 0 && kernel_us > 0 ? 100.0 * t / kernel_us : -1, 1);
         fprintf(out, " %8d", prof->launches[k]);
@@ -222,10 +227,31 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
                 r.pct_peak_flops > 100 || r.pct_peak_bw > 100 ? "  (suspect: above peak)" : "");
     }
     free(order);
+    /* By category: where the time (or, unmeasured, the traffic) goes. */
+    for (int c = KIR_POINTWISE; c <= KIR_COPY; c++) {
+        int count = 0;
+        double us = 0;
+        int64_t cb = 0, cf = 0;
+        for (int k = 0; k < n; k++) {
+            if (kp->kernels[k].category != (kir_category)c)
+                continue;
+            count++;
+            us += prof->time_us[k] > 0 ? prof->time_us[k] : 0;
+            cb += kp->kernels[k].bytes;
+            cf += kp->kernels[k].flops;
+        }
+        if (!count)
+            continue;
+        fprintf(out, "%-10s %3d kernels", category_name((kir_category)c), count);
+        if (timed)
+            fprintf(out, ", %10.2f us (%5.1f%%)", us, kernel_us > 0 ? 100.0 * us / kernel_us : 0.0);
+        fprintf(out, ", %lld FLOPs, %lld bytes\n", (long long)cf, (long long)cb);
+    }
     fprintf(out, "totals: %d kernels, %d launches per run, %lld FLOPs, %lld bytes moved\n", n,
             launches, (long long)flops, (long long)bytes);
     if (timed)
-        fprintf(out, "        kernel time %.2f us, ", kernel_us);
+        fprintf(out, "        kernel time %.2f us (%s), ", kernel_us,
+                prof->clock[0] ? prof->clock : "backend timer");
     else
         fprintf(out, "        kernel time not measured by the %s backend, ", p->backend->name);
     if (prof->wall_us >= 0)

@@ -277,6 +277,41 @@ mc_status mc_program_compile(const mc_graph *g, const mc_options *opt, mc_progra
     return MC_OK;
 }
 
+mc_status mc_program_compile_unprepared(const mc_graph *g, const mc_options *opt,
+                                        mc_program **out)
+{
+    *out = NULL;
+    if (!g || !opt || opt->backend == MC_BACKEND_AUTO)
+        return mc_fail(MC_ERR_INPUT, "mc_program_compile_unprepared: needs a graph and a backend");
+    if (g->noutputs <= 0)
+        return mc_fail(MC_ERR_INPUT, "graph '%s' has no outputs", g->name ? g->name : "");
+    mc_program *p = calloc(1, sizeof *p);
+    if (!p)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    p->opt = *opt;
+    p->backend = built_backend(opt->backend);
+    if (!p->backend) {
+        free(p);
+        return mc_fail(MC_ERR_SYSTEM, "backend '%s' is not available: this minic was built without it",
+                       mc_backend_name(opt->backend));
+    }
+    p->graph = mc_graph_clone(g);
+    if (!p->graph) {
+        free(p);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    }
+    mc_compile_options co = {.fuse = opt->fuse, .plan_memory = opt->plan_memory, .tf32 = opt->tf32};
+    mc_status st = mc_compile_kernels(p->graph, &co, &p->kp);
+    if (st == MC_OK)
+        st = allocate_host(p);
+    if (st != MC_OK) {
+        mc_program_free(p);
+        return st;
+    }
+    *out = p;
+    return MC_OK;
+}
+
 void mc_program_free(mc_program *p)
 {
     if (!p)

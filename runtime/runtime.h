@@ -61,6 +61,11 @@ struct mc_program {
 int mc_program_find(const mc_program *p, const char *name);
 /* The element count and dtype of buffer b, as the graph declares it. */
 int64_t mc_program_numel(const mc_program *p, int b);
+/* Compile for an explicit backend without probing or preparing it (p->state stays NULL), for
+ * `minic dump --stage code` on a machine without the device: only dump_code may be called, and
+ * only on a backend whose dump_code accepts an unprepared program (cuda). */
+mc_status mc_program_compile_unprepared(const mc_graph *g, const mc_options *opt,
+                                        mc_program **out);
 
 /* ---- files (runtime/npy.c, runtime/safetensors.c) ----------------------------------------- */
 

@@ -526,6 +526,14 @@ static void test_dump(void **state)
     assert_null(strstr(out, "linear(")); /* decomposed */
     assert_int_equal(minic("dump %s --stage code --backend ref", g), 1);
     assert_contains(err, "generates no source");
+    /* CUDA source renders without a GPU (for the default target) when CUDA is built. */
+    int rc = minic("dump %s --stage code --backend cuda", g);
+    if (rc == 0) {
+        assert_contains(out, "gemm_bias_gelu_0");
+    } else {
+        assert_int_equal(rc, 2);
+        assert_contains(err, "not available");
+    }
 }
 
 int main(void)

@@ -30,7 +30,11 @@ static mc_cuda_kernel_plan *compile_all(const kir_program *kp)
     mc_status st = mc_cuda_plan_program(kp, &target, align, &plans);
     if (st != MC_OK)
         fail_msg("%s", mc_error_message());
-    const char *srcs[16], *entries[16];
+    const char **srcs = calloc((size_t)kp->nkernels + 1, sizeof(char *));
+    const char **entries = calloc((size_t)kp->nkernels + 1, sizeof(char *));
+    void **cubins = calloc((size_t)kp->nkernels + 1, sizeof(void *));
+    size_t *sizes = calloc((size_t)kp->nkernels + 1, sizeof(size_t));
+    assert_true(srcs && entries && cubins && sizes);
     int n = 0;
     for (int i = 0; i < kp->nkernels; i++)
         if (plans[i].has_code) {
@@ -38,8 +42,6 @@ static mc_cuda_kernel_plan *compile_all(const kir_program *kp)
             entries[n] = plans[i].code.entry;
             n++;
         }
-    void *cubins[16];
-    size_t sizes[16];
     int compiled;
     st = mc_cuda_compile(srcs, entries, n, target.sm, true, cubins, sizes, &compiled);
     if (st != MC_OK) {
@@ -53,6 +55,10 @@ static mc_cuda_kernel_plan *compile_all(const kir_program *kp)
         free(cubins[i]);
     }
     free(align);
+    free(srcs);
+    free(entries);
+    free(cubins);
+    free(sizes);
     return plans;
 }
 
@@ -113,8 +119,9 @@ static void test_gemms(void **state)
         assert_int_equal(pl[0].gemm.epi, MC_LT_EPI_GELU_BIAS);
         assert_true(pl[0].gemm.a.trans);
         assert_false(pl[0].gemm.b.trans);
-        assert_int_equal(pl[0].gemm.batch, 3);
-        assert_int_equal(pl[0].gemm.a.batch_stride, 0);
+        /* shared weights over a contiguous batch: one GEMM with the batch folded into M */
+        assert_int_equal(pl[0].gemm.batch, 1);
+        assert_int_equal(pl[0].gemm.n, 3 * 40);
         assert_false(pl[0].has_code);
         /* 1: bias then a residual: BIAS with C, beta 1 */
         assert_true(pl[1].gemm.use_lt && pl[1].gemm.full);
@@ -175,6 +182,79 @@ static void test_cache_hit(void **state)
     free(cubin);
 }
 
+#ifdef MINIC_HAVE_PASSES
+#include <dirent.h>
+
+#include "passes/passes.h"
+
+/* Every kernel of every example graph, fused and unfused, renders and compiles. */
+static void test_examples(void **state)
+{
+    (void)state;
+    DIR *d = opendir(mc_test_src("examples"));
+    assert_non_null(d);
+    struct dirent *e;
+    int graphs = 0;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 7 || strcmp(e->d_name + n - 6, ".graph") != 0)
+            continue;
+        char rel[512];
+        snprintf(rel, sizeof rel, "examples/%s", e->d_name);
+        mc_graph *g;
+        if (mc_graph_parse_file(mc_test_src(rel), &g) != MC_OK)
+            fail_msg("%s", mc_error_message());
+        for (int fuse = 0; fuse <= 1; fuse++) {
+            mc_compile_options co = {.fuse = fuse, .plan_memory = true, .verify = true};
+            kir_program *kp;
+            if (mc_compile_kernels(g, &co, &kp) != MC_OK)
+                fail_msg("%s: %s", rel, mc_error_message());
+            mc_cuda_kernel_plan *pl = compile_all(kp);
+            mc_cuda_plans_free(pl, kp->nkernels);
+            kir_program_free(kp);
+        }
+        mc_graph_free(g);
+        graphs++;
+    }
+    closedir(d);
+    assert_true(graphs >= 6);
+}
+#endif
+
+/* Without a GPU the probe says why, in the words SPEC §3's exit-2 message needs. */
+static void test_probe_reason(void **state)
+{
+    (void)state;
+    mc_status st = mc_backend_cuda.probe();
+    if (st == MC_OK)
+        return; /* a GPU machine: nothing to check here */
+    assert_int_equal(st, MC_ERR_SYSTEM);
+    const char *msg = mc_error_message();
+    assert_true(strstr(msg, "no CUDA driver") || strstr(msg, "no CUDA device") ||
+                strstr(msg, "driver too old") || strstr(msg, "failed to initialize"));
+}
+
+/* dump_code works without a device: every kernel's source or its cuBLASLt plan. */
+static void test_dump_code(void **state)
+{
+    (void)state;
+    kir_program *kp = fx_gemms(3, 40, 24, 32, MC_BF16);
+    mc_program p = {.kp = kp, .backend = &mc_backend_cuda};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(mc_backend_cuda.dump_code(&p, f), MC_OK);
+    fclose(f);
+    assert_non_null(strstr(buf, "cuBLASLt matmul"));
+    assert_non_null(strstr(buf, "epilogue=GELU_BIAS"));
+    assert_non_null(strstr(buf, "__global__ void __launch_bounds__(256) gemm_gelu_mul_2"));
+    assert_non_null(strstr(buf, "gemm_bcast_3"));
+    assert_non_null(strstr(buf, "mc_gelu(")); /* the erf form stays exact in the epilogue */
+    free(buf);
+    fx_free(kp);
+}
+
 int main(void)
 {
     if (!mc_cuda_have_nvrtc()) {
@@ -187,10 +267,88 @@ int main(void)
         cmocka_unit_test(test_gemms),
         cmocka_unit_test(test_compile_error_names_source),
         cmocka_unit_test(test_cache_hit),
+        cmocka_unit_test(test_probe_reason),
+        cmocka_unit_test(test_dump_code),
+#ifdef MINIC_HAVE_PASSES
+        cmocka_unit_test(test_examples),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
 #else
+#ifdef MINIC_HAVE_PASSES
+#include <dirent.h>
+
+#include "passes/passes.h"
+
+/* Every kernel of every example graph, fused and unfused, renders and compiles. */
+static void test_examples(void **state)
+{
+    (void)state;
+    DIR *d = opendir(mc_test_src("examples"));
+    assert_non_null(d);
+    struct dirent *e;
+    int graphs = 0;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 7 || strcmp(e->d_name + n - 6, ".graph") != 0)
+            continue;
+        char rel[512];
+        snprintf(rel, sizeof rel, "examples/%s", e->d_name);
+        mc_graph *g;
+        if (mc_graph_parse_file(mc_test_src(rel), &g) != MC_OK)
+            fail_msg("%s", mc_error_message());
+        for (int fuse = 0; fuse <= 1; fuse++) {
+            mc_compile_options co = {.fuse = fuse, .plan_memory = true, .verify = true};
+            kir_program *kp;
+            if (mc_compile_kernels(g, &co, &kp) != MC_OK)
+                fail_msg("%s: %s", rel, mc_error_message());
+            mc_cuda_kernel_plan *pl = compile_all(kp);
+            mc_cuda_plans_free(pl, kp->nkernels);
+            kir_program_free(kp);
+        }
+        mc_graph_free(g);
+        graphs++;
+    }
+    closedir(d);
+    assert_true(graphs >= 6);
+}
+#endif
+
+/* Without a GPU the probe says why, in the words SPEC §3's exit-2 message needs. */
+static void test_probe_reason(void **state)
+{
+    (void)state;
+    mc_status st = mc_backend_cuda.probe();
+    if (st == MC_OK)
+        return; /* a GPU machine: nothing to check here */
+    assert_int_equal(st, MC_ERR_SYSTEM);
+    const char *msg = mc_error_message();
+    assert_true(strstr(msg, "no CUDA driver") || strstr(msg, "no CUDA device") ||
+                strstr(msg, "driver too old") || strstr(msg, "failed to initialize"));
+}
+
+/* dump_code works without a device: every kernel's source or its cuBLASLt plan. */
+static void test_dump_code(void **state)
+{
+    (void)state;
+    kir_program *kp = fx_gemms(3, 40, 24, 32, MC_BF16);
+    mc_program p = {.kp = kp, .backend = &mc_backend_cuda};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(mc_backend_cuda.dump_code(&p, f), MC_OK);
+    fclose(f);
+    assert_non_null(strstr(buf, "cuBLASLt matmul"));
+    assert_non_null(strstr(buf, "epilogue=GELU_BIAS"));
+    assert_non_null(strstr(buf, "__global__ void __launch_bounds__(256) gemm_gelu_mul_2"));
+    assert_non_null(strstr(buf, "gemm_bcast_3"));
+    assert_non_null(strstr(buf, "mc_gelu(")); /* the erf form stays exact in the epilogue */
+    free(buf);
+    fx_free(kp);
+}
+
 int main(void)
 {
     printf("skipped: no NVRTC (minic was built without the CUDA backend)\n");

@@ -192,6 +192,104 @@ static void test_out_of_memory(void **state)
     fx_free(kp);
 }
 
+#ifdef MINIC_HAVE_PASSES
+#include <dirent.h>
+
+#include "ir/ir.h"
+
+static bool graph_has_matmul(const mc_graph *g)
+{
+    for (int i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == MC_OP_MATMUL || g->nodes[i].op == MC_OP_LINEAR)
+            return true;
+    return false;
+}
+
+/* One example through the public API on the CUDA backend vs mc_graph_eval (float64). */
+static void check_example(const char *rel, bool fuse, int cuda_graph)
+{
+    mc_graph *g;
+    if (mc_graph_parse_file(mc_test_src(rel), &g) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    mc_options opt = mc_options_default();
+    opt.backend = MC_BACKEND_CUDA;
+    opt.fuse = fuse;
+    opt.cuda_graph = cuda_graph;
+    opt.quiet = true;
+    mc_program *p;
+    if (mc_program_compile(g, &opt, &p) != MC_OK)
+        fail_msg("%s: %s", rel, mc_error_message());
+    assert_int_equal(mc_program_fill_random(p, 3), MC_OK);
+    /* the oracle's inputs: the program's own host arrays (dead inputs: zeros) */
+    const void **in = calloc((size_t)g->nnodes, sizeof(void *));
+    void **zeros = calloc((size_t)g->nnodes, sizeof(void *));
+    for (int i = 0; i < g->nnodes; i++) {
+        const mc_node *n = &g->nodes[i];
+        if (n->op != MC_OP_INPUT && n->op != MC_OP_PARAM)
+            continue;
+        for (int b = 0; b < p->kp->nbuffers; b++) {
+            kir_buffer_kind k = p->kp->buffers[b].kind;
+            if (p->kp->buffers[b].node == i && (k == KBUF_INPUT || k == KBUF_PARAM))
+                in[i] = p->host[b];
+        }
+        if (!in[i])
+            in[i] = zeros[i] = calloc((size_t)mc_node_numel(n) + 1, mc_dtype_size(n->dtype));
+    }
+    double **ref = calloc((size_t)g->noutputs, sizeof(double *));
+    assert_int_equal(mc_graph_eval(g, in, true, ref), MC_OK);
+    for (int run = 0; run < 3; run++) {
+        if (mc_program_run(p) != MC_OK)
+            fail_msg("%s run %d: %s", rel, run, mc_error_message());
+        for (int o = 0; o < g->noutputs; o++) {
+            mc_tensor t;
+            assert_int_equal(mc_program_output(p, o, &t), MC_OK);
+            int64_t n = (int64_t)(t.bytes / mc_dtype_size(t.dtype));
+            double *got = malloc((size_t)n * sizeof(double) + 8);
+            for (int64_t i = 0; i < n; i++)
+                got[i] = mc_load_element(t.data, t.dtype, i);
+            double err = mc_test_rel_error(got, ref[o], n);
+            double tol = t.dtype == MC_F32 ? (graph_has_matmul(g) ? 1e-4 : 1e-5)
+                         : (t.dtype == MC_F16 || t.dtype == MC_BF16) ? 1e-2 : 0;
+            if (!(err <= tol))
+                fail_msg("%s (%s, cuda graph %d, run %d): output %d: relative error %.3g > %.3g",
+                         rel, fuse ? "fused" : "unfused", cuda_graph, run, o, err, tol);
+            free(got);
+        }
+    }
+    for (int o = 0; o < g->noutputs; o++)
+        free(ref[o]);
+    free(ref);
+    for (int i = 0; i < g->nnodes; i++)
+        free(zeros[i]);
+    free(zeros);
+    free(in);
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+
+static void test_examples(void **state)
+{
+    (void)state;
+    DIR *d = opendir(mc_test_src("examples"));
+    assert_non_null(d);
+    struct dirent *e;
+    int graphs = 0;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 7 || strcmp(e->d_name + n - 6, ".graph") != 0)
+            continue;
+        char rel[512];
+        snprintf(rel, sizeof rel, "examples/%s", e->d_name);
+        for (int fuse = 0; fuse <= 1; fuse++)
+            for (int graph = 0; graph <= 1; graph++)
+                check_example(rel, fuse, graph);
+        graphs++;
+    }
+    closedir(d);
+    assert_true(graphs >= 6);
+}
+#endif
+
 /* MINIC_CUDA_BENCH=1: time the fixtures at the benchmark suite's sizes (device-timed medians
  * of the `time` slot) and print a table; the suite's own numbers come from bench/gpu_bench.sh
  * once graphs compile end to end. */
@@ -232,6 +330,9 @@ int main(void)
         cmocka_unit_test(test_reductions),
         cmocka_unit_test(test_gemms),
         cmocka_unit_test(test_out_of_memory),
+#ifdef MINIC_HAVE_PASSES
+        cmocka_unit_test(test_examples),
+#endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -406,7 +406,20 @@ int cli_check(const cli_args *a)
 static int dump_code(const cli_args *a, const mc_graph *g)
 {
     mc_program *p = NULL;
-    int rc = compile(g, &a->opt, &p);
+    int rc = CLI_OK;
+    mc_status st = mc_program_compile(g, &a->opt, &p);
+    if (st == MC_ERR_SYSTEM && a->opt.backend == MC_BACKEND_CUDA) {
+        /* No usable GPU: CUDA source can still be rendered, for the default target. */
+        char why[1024];
+        snprintf(why, sizeof why, "%s", mc_error_message());
+        st = mc_program_compile_unprepared(g, &a->opt, &p);
+        if (st == MC_OK && !a->opt.quiet)
+            fprintf(stderr, "minic: note: %s; showing the code for the default target\n", why);
+        else if (st != MC_OK)
+            mc_fail(st, "%s", why);
+    }
+    if (st != MC_OK)
+        rc = cli_library_error(st);
     if (rc == CLI_OK && !p->backend->dump_code)
         rc = cli_error(CLI_USER, "--stage code: the %s backend generates no source (use --backend cpu or cuda)",
                        p->backend->name);
