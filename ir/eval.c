@@ -221,7 +221,7 @@ static void eval_broadcast(const op_ctx *c)
     mc_dtype operand_dtype = c->in[n->nin - 1]->dtype; /* where: a and b; others: both */
     memset(idx, 0, sizeof idx);
     for (int64_t e = 0; e < c->numel; e++, next_index(idx, n->shape, n->rank)) {
-        double v[3];
+        double v[3] = {0, 0, 0}; /* all set below; the initializer quiets -O2's maybe-uninitialized */
         for (int i = 0; i < n->nin; i++)
             v[i] = operand(c, i)[dot_index(idx, strides[i], n->rank)];
         double r;

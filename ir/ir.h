@@ -176,7 +176,8 @@ mc_status mc_graph_verify(const mc_graph *g, const char *after_pass);
 /* The float64 evaluation of a graph (ir/eval.c): the numerical oracle of SPEC §6. Inputs and
  * params are given as host arrays in their own dtype (inputs[i] for node i, NULL for others);
  * outputs come back as doubles, one malloc'd array per graph output, unrounded when `exact`,
- * or rounded to each value's dtype at every node when not (the reference backend's rule). */
+ * or rounded to each value's dtype at every node when not (the reference backend's rule).
+ * i32 arithmetic wraps and x / 0 is 0 (as codegen/kir.h defines for every backend). */
 mc_status mc_graph_eval(const mc_graph *g, const void *const *inputs, bool exact,
                         double **outputs);
 
