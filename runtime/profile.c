@@ -33,9 +33,9 @@ mc_status mc_profile_init(mc_profile *prof, const mc_program *p)
     for (int k = 0; k < prof->nkernels; k++) {
         kir_count(p->kp, &p->kp->kernels[k]);
         prof->launches[k] = 1;
-        prof->time_us[k] = -1;
+        prof->time_us[k] = NAN;
     }
-    prof->wall_us = -1;
+    prof->wall_us = NAN;
     return MC_OK;
 }
 
@@ -158,9 +158,22 @@ static int by_time(const void *a, const void *b)
 {
     int i = *(const int *)a, j = *(const int *)b;
     double x = sort_profile->time_us[i], y = sort_profile->time_us[j];
+    x = isnan(x) ? -INFINITY : x; /* slowest first; unmeasured last */
+    y = isnan(y) ? -INFINITY : y;
     if (x != y)
-        return (x < y) - (x > y); /* slowest first; unmeasured (-1) last */
+        return (x < y) - (x > y);
     return (i > j) - (i < j);
+}
+
+/* Numbers that cannot be true are shown, and flagged, never hidden (LESSONS.md). */
+static const char *suspect(const mc_profile *prof, int k, const mc_kernel_rates *r)
+{
+    double t = prof->time_us[k];
+    if (!isnan(t) && t <= 0)
+        return "  (suspect: zero or negative time)";
+    if (r->pct_peak_flops > 100 || r->pct_peak_bw > 100)
+        return "  (suspect: above peak)";
+    return "";
 }
 
 static void print_number(FILE *out, int width, double value, int precision)
@@ -189,7 +202,7 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
     int launches = 0;
     int64_t flops = 0, bytes = 0;
     for (int k = 0; k < n; k++) {
-        if (prof->time_us[k] >= 0) {
+        if (!isnan(prof->time_us[k])) {
             kernel_us += prof->time_us[k];
             timed = true;
         }
@@ -215,8 +228,11 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
         double t = prof->time_us[k];
         char ops[256], lines[128];
         fprintf(out, "%-*s %-9s", width, kern->name, category_name(kern->category));
-        print_number(out, 9, t, 2);
-        print_number(out, 6, t >= 0 && kernel_us > 0 ? 100.0 * t / kernel_us : -1, 1);
+        if (isnan(t))
+            fprintf(out, " %9s", "-");
+        else
+            fprintf(out, " %9.2f", t);
+        print_number(out, 6, t > 0 && kernel_us > 0 ? 100.0 * t / kernel_us : -1, 1);
         fprintf(out, " %8d", prof->launches[k]);
         print_number(out, 9, t > 0 ? r.flops_per_s * 1e-9 : -1, 2);
         print_number(out, 9, t > 0 ? r.bytes_per_s * 1e-9 : -1, 2);
@@ -224,7 +240,7 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
         print_number(out, 6, r.pct_peak_bw > 0 ? r.pct_peak_bw : -1, 1);
         fprintf(out, " %8.2f %-7s %-6s %s%s\n", r.intensity, r.bound,
                 lines_string(kern, lines, sizeof lines), ops_string(kern, ops, sizeof ops),
-                r.pct_peak_flops > 100 || r.pct_peak_bw > 100 ? "  (suspect: above peak)" : "");
+                suspect(prof, k, &r));
     }
     free(order);
     /* By category: where the time (or, unmeasured, the traffic) goes. */
@@ -254,7 +270,7 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
                 prof->clock[0] ? prof->clock : "backend timer");
     else
         fprintf(out, "        kernel time not measured by the %s backend, ", p->backend->name);
-    if (prof->wall_us >= 0)
+    if (!isnan(prof->wall_us))
         fprintf(out, "wall time %.2f us per run", prof->wall_us);
     if (timed && prof->wall_us > 0)
         fprintf(out, ", device busy %.1f%%", 100.0 * kernel_us / prof->wall_us);
@@ -310,7 +326,7 @@ mc_status mc_profile_write_json(const mc_profile *prof, const char *path)
         const kir_kernel *kern = &kp->kernels[k];
         mc_kernel_rates r = mc_profile_kernel_rates(prof, k);
         double t = prof->time_us[k];
-        if (t >= 0) {
+        if (!isnan(t)) {
             kernel_us += t;
             timed = true;
         }
@@ -328,7 +344,10 @@ mc_status mc_profile_write_json(const mc_profile *prof, const char *path)
         for (int i = 0; i < kern->nlines; i++)
             fprintf(f, "%s%d", i ? ", " : "", kern->lines[i]);
         fprintf(f, "], \"launches\": %d, \"time_us\": ", prof->launches[k]);
-        json_number(f, t);
+        if (isfinite(t))
+            fprintf(f, "%.6g", t); /* even when suspect: never hidden */
+        else
+            fputs("null", f);
         fprintf(f, ", \"flops\": %lld, \"bytes\": %lld, \"pct_peak_flops\": ",
                 (long long)kern->flops, (long long)kern->bytes);
         json_number(f, prof->peak_flops[k] > 0 && t > 0 ? r.pct_peak_flops : -1);
@@ -338,6 +357,8 @@ mc_status mc_profile_write_json(const mc_profile *prof, const char *path)
         json_number(f, r.intensity);
         fprintf(f, ", \"bound\": ");
         json_string(f, r.bound);
+        if (suspect(prof, k, &r)[0])
+            fprintf(f, ", \"suspect\": true");
         fprintf(f, " }");
     }
     fprintf(f, "\n  ],\n  \"totals\": { \"kernels\": %d, \"launches_per_run\": %d, \"kernel_time_us\": ",
@@ -373,7 +394,7 @@ mc_status mc_profile_write_trace(const mc_profile *prof, const char *path)
         return mc_fail(MC_ERR_INPUT, "%s: cannot write: %s", path, strerror(errno));
     int measured = 0;
     for (int k = 0; k < prof->nkernels; k++)
-        measured += prof->time_us[k] >= 0;
+        measured += !isnan(prof->time_us[k]);
     fprintf(f, "{ \"displayTimeUnit\": \"ns\",\n  \"otherData\": { \"backend\": ");
     json_string(f, p->backend->name);
     fprintf(f, ", \"device\": ");
@@ -384,7 +405,7 @@ mc_status mc_profile_write_trace(const mc_profile *prof, const char *path)
                "    { \"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 0, \"args\": { \"name\": \"minic\" } },\n"
                "    { \"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": { \"name\": \"host\" } },\n"
                "    { \"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 2, \"args\": { \"name\": \"device\" } }");
-    double wall = prof->wall_us > 0 ? prof->wall_us : 0;
+    double wall = isfinite(prof->wall_us) && prof->wall_us > 0 ? prof->wall_us : 0;
     fprintf(f, ",\n    { \"name\": \"run\", \"cat\": \"host\", \"ph\": \"X\", \"ts\": 0, \"dur\": %.3f, "
                "\"pid\": 1, \"tid\": 1, \"args\": { \"median_of\": %d } }",
             wall, prof->iters);
@@ -392,8 +413,8 @@ mc_status mc_profile_write_trace(const mc_profile *prof, const char *path)
     for (int k = 0; k < prof->nkernels; k++) {
         const kir_kernel *kern = &kp->kernels[k];
         double t = prof->time_us[k];
-        if (t < 0)
-            continue;
+        if (!(t > 0))
+            continue; /* unmeasured (or a suspect time, which the table shows) */
         fprintf(f, ",\n    { \"name\": ");
         json_string(f, kern->name);
         fprintf(f, ", \"cat\": ");

@@ -459,19 +459,19 @@ static void expect_norm(const op_case *c, double *const *in, double **out)
 /* ---- the table ------------------------------------------------------------------------------ */
 
 #define UNARY(op, dt, ...) \
-    {#op "_" #dt, build_unary, expect_unary, NULL, MC_##dt, 0, mc_##op, NULL, ref_##op, NULL, 0, __VA_ARGS__}
+    {#op "_" #dt, build_unary, expect_unary, NULL, MC_##dt, 0, mc_##op, NULL, ref_##op, NULL, 0, __VA_ARGS__, NULL}
 #define UNARY_SPECIAL(op) \
-    {#op "_special_values", build_unary, expect_unary, prepare_special_unary, MC_F32, 0, mc_##op, NULL, ref_##op, NULL, 0, false, 0}
+    {#op "_special_values", build_unary, expect_unary, prepare_special_unary, MC_F32, 0, mc_##op, NULL, ref_##op, NULL, 0, false, 0, NULL}
 #define BINARY(op, dt, prep, pos) \
-    {#op "_" #dt, build_binary, expect_binary, prep, MC_##dt, 0, NULL, mc_##op, NULL, ref_##op, 0, pos, 0}
+    {#op "_" #dt, build_binary, expect_binary, prep, MC_##dt, 0, NULL, mc_##op, NULL, ref_##op, 0, pos, 0, NULL}
 #define BINARY_I32(op, prep) \
-    {#op "_i32", build_binary, expect_binary, prep, MC_I32, 0, NULL, mc_##op, NULL, ref_##op##_i32, 0, false, 0}
+    {#op "_i32", build_binary, expect_binary, prep, MC_I32, 0, NULL, mc_##op, NULL, ref_##op##_i32, 0, false, 0, NULL}
 #define COMPARE(op, dt) \
-    {#op "_" #dt, build_binary, expect_binary, prepare_compare, MC_##dt, 0, NULL, mc_##op, NULL, cmp_##op, 0, false, 0}
+    {#op "_" #dt, build_binary, expect_binary, prepare_compare, MC_##dt, 0, NULL, mc_##op, NULL, cmp_##op, 0, false, 0, NULL}
 #define CAST(from, to, name) \
-    {"cast_" name, build_cast, expect_cast, prepare_cast, MC_##from, MC_##to, NULL, NULL, NULL, NULL, 0, false, 0}
+    {"cast_" name, build_cast, expect_cast, prepare_cast, MC_##from, MC_##to, NULL, NULL, NULL, NULL, 0, false, 0, NULL}
 #define VARIANT(name, family, prep, dt, v) \
-    {name, build_##family, expect_##family, prep, MC_##dt, 0, NULL, NULL, NULL, NULL, v, false, 0}
+    {name, build_##family, expect_##family, prep, MC_##dt, 0, NULL, NULL, NULL, NULL, v, false, 0, NULL}
 
 static const op_case cases[] = {
     UNARY(neg, F32, false, 0), UNARY(abs, F32, false, 0), UNARY(exp, F32, false, 0),
@@ -488,23 +488,23 @@ static const op_case cases[] = {
     UNARY_SPECIAL(sqrt), UNARY_SPECIAL(rsqrt), UNARY_SPECIAL(recip), UNARY_SPECIAL(tanh),
     UNARY_SPECIAL(sigmoid), UNARY_SPECIAL(relu), UNARY_SPECIAL(sin), UNARY_SPECIAL(cos),
     UNARY_SPECIAL(erf),
-    {"neg_i32", build_unary, expect_unary, prepare_i32_edges, MC_I32, 0, mc_neg, NULL, ref_neg_i32, NULL, 0, false, 0},
-    {"abs_i32", build_unary, expect_unary, prepare_i32_edges, MC_I32, 0, mc_abs, NULL, ref_abs_i32, NULL, 0, false, 0},
+    {"neg_i32", build_unary, expect_unary, prepare_i32_edges, MC_I32, 0, mc_neg, NULL, ref_neg_i32, NULL, 0, false, 0, NULL},
+    {"abs_i32", build_unary, expect_unary, prepare_i32_edges, MC_I32, 0, mc_abs, NULL, ref_abs_i32, NULL, 0, false, 0, NULL},
 
     BINARY(add, F32, NULL, false), BINARY(sub, F32, NULL, false), BINARY(mul, F32, NULL, false),
     BINARY(div, F32, NULL, false), BINARY(pow, F32, NULL, true),
     BINARY(maximum, F32, NULL, false), BINARY(minimum, F32, NULL, false),
-    {"maximum_nan_inf", build_binary, expect_binary, prepare_nan_inf, MC_F32, 0, NULL, mc_maximum, NULL, ref_maximum, 0, false, 0},
-    {"minimum_nan_inf", build_binary, expect_binary, prepare_nan_inf, MC_F32, 0, NULL, mc_minimum, NULL, ref_minimum, 0, false, 0},
-    {"add_nan_inf", build_binary, expect_binary, prepare_nan_inf, MC_F32, 0, NULL, mc_add, NULL, ref_add, 0, false, 0},
-    {"div_by_zero", build_binary, expect_binary, prepare_zero_divisor, MC_F32, 0, NULL, mc_div, NULL, ref_div, 0, false, 0},
+    {"maximum_nan_inf", build_binary, expect_binary, prepare_nan_inf, MC_F32, 0, NULL, mc_maximum, NULL, ref_maximum, 0, false, 0, NULL},
+    {"minimum_nan_inf", build_binary, expect_binary, prepare_nan_inf, MC_F32, 0, NULL, mc_minimum, NULL, ref_minimum, 0, false, 0, NULL},
+    {"add_nan_inf", build_binary, expect_binary, prepare_nan_inf, MC_F32, 0, NULL, mc_add, NULL, ref_add, 0, false, 0, NULL},
+    {"div_by_zero", build_binary, expect_binary, prepare_zero_divisor, MC_F32, 0, NULL, mc_div, NULL, ref_div, 0, false, 0, NULL},
     BINARY(add, F16, NULL, false), BINARY(mul, BF16, NULL, false), BINARY(div, F16, NULL, true),
     BINARY(sub, BF16, NULL, false), BINARY(maximum, F16, prepare_nan_inf, false),
     BINARY(pow, BF16, NULL, true),
     BINARY_I32(add, prepare_i32_binary), BINARY_I32(sub, prepare_i32_binary),
     BINARY_I32(mul, prepare_i32_binary), BINARY_I32(div, prepare_i32_binary),
-    {"maximum_i32", build_binary, expect_binary, prepare_i32_binary, MC_I32, 0, NULL, mc_maximum, NULL, ref_maximum, 0, false, 0},
-    {"minimum_i32", build_binary, expect_binary, prepare_i32_binary, MC_I32, 0, NULL, mc_minimum, NULL, ref_minimum, 0, false, 0},
+    {"maximum_i32", build_binary, expect_binary, prepare_i32_binary, MC_I32, 0, NULL, mc_maximum, NULL, ref_maximum, 0, false, 0, NULL},
+    {"minimum_i32", build_binary, expect_binary, prepare_i32_binary, MC_I32, 0, NULL, mc_minimum, NULL, ref_minimum, 0, false, 0, NULL},
     VARIANT("broadcast_both_sides", broadcast, NULL, F32, 0),
     VARIANT("broadcast_lower_rank_left", broadcast, NULL, F32, 1),
     VARIANT("broadcast_rank0_input", broadcast, NULL, F32, 2),

@@ -1,7 +1,8 @@
 /* Operator conformance, part 3: sizes and patterns that small cases miss. Odd sizes that leave
  * tails after a backend's vector width or tile (129, 257, 769, 1025), long rows and columns
  * for the reductions, GEMMs with transposed operands and epilogues, reductions over views,
- * values that are both outputs and operands, an input that is an output. Same harness as
+ * values that are both outputs and operands, an input that is an output; and the example
+ * workloads (the graph files of examples/) on every backend against the oracle. Same harness as
  * tests/test_ops.c; every expectation is an explicit loop written for the case's shapes.
  */
 #include "ops_conformance.h"
@@ -303,7 +304,7 @@ static void expect_movement(const op_case *c, double *const *in, double **out)
 /* ---- the table ------------------------------------------------------------------------------ */
 
 #define CASE(name, family, dt, v) \
-    {name, build_##family, expect_##family, NULL, MC_##dt, 0, NULL, NULL, NULL, NULL, v, false, 0}
+    {name, build_##family, expect_##family, NULL, MC_##dt, 0, NULL, NULL, NULL, NULL, v, false, 0, NULL}
 
 static const op_case cases[] = {
     CASE("pointwise_257x129", pointwise, F32, 0), CASE("pointwise_257x129_f16", pointwise, F16, 0),
@@ -322,6 +323,11 @@ static const op_case cases[] = {
     CASE("concat_of_computed", movement, F32, 0), CASE("transpose_65x33", movement, F32, 1),
     CASE("output_is_input_and_operand", movement, F32, 2), CASE("reshape_of_intermediate", movement, F32, 3),
     CASE("concat_of_computed_bf16", movement, BF16, 0), CASE("transpose_65x33_i32", movement, I32, 1),
+
+    /* The example workloads on every backend against the oracle (part b only). */
+#define EXAMPLE(name) {"example_" name, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, false, 0, "examples/" name ".graph"}
+    EXAMPLE("pointwise"), EXAMPLE("softmax"), EXAMPLE("layernorm"), EXAMPLE("small_mlp"),
+    EXAMPLE("mlp"), EXAMPLE("mlp_ln"), EXAMPLE("gpt2_block"),
 };
 
 int main(void)

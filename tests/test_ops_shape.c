@@ -487,7 +487,7 @@ static void expect_view_chain(const op_case *c, double *const *in, double **out)
 /* ---- the table ------------------------------------------------------------------------------ */
 
 #define CASE(name, family, dt, v) \
-    {name, build_##family, expect_##family, NULL, MC_##dt, 0, NULL, NULL, NULL, NULL, v, false, 0}
+    {name, build_##family, expect_##family, NULL, MC_##dt, 0, NULL, NULL, NULL, NULL, v, false, 0, NULL}
 
 static const op_case cases[] = {
     CASE("matmul_2d", matmul, F32, 0), CASE("matmul_batched", matmul, F32, 1),

@@ -1,0 +1,196 @@
+/* The profile's numbers (SPEC §5, runtime/profile.c): FLOPs and bytes per kernel against values
+ * computed by hand, and the rates, percentages and bounds derived from times and peaks.
+ *
+ * The counting rule (codegen/kir.h, kir_count): a GEMM costs 2*M*N*K (times its batch), once;
+ * every arithmetic instruction costs its operator's FLOPs (ir/ops.def: 1 for every arithmetic
+ * primitive) at every point where it is evaluated (a row block once per row, a loop block once
+ * per element; a value recomputed in a later loop counts again), and every reduction one FLOP
+ * per element it accumulates. Bytes: each buffer read once plus each buffer written once, at
+ * its element size (a broadcast operand counts its own size, not the broadcast one).
+ */
+#include "testlib.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes/passes.h"
+#include "runtime/profile.h"
+
+typedef struct counted {
+    int nkernels;
+    int64_t flops, bytes;
+    kir_category category;
+} counted;
+
+/* Compile g fused; the single kernel's counts. */
+static counted count(mc_graph *g)
+{
+    mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true};
+    kir_program *kp = NULL;
+    if (mc_compile_kernels(g, &co, &kp) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    counted c = {.nkernels = kp->nkernels};
+    for (int k = 0; k < kp->nkernels; k++) {
+        kir_count(kp, &kp->kernels[k]);
+        c.flops += kp->kernels[k].flops;
+        c.bytes += kp->kernels[k].bytes;
+        c.category = kp->kernels[k].category;
+    }
+    kir_program_free(kp);
+    mc_graph_free(g);
+    return c;
+}
+
+static mc_graph *with_output(mc_graph *g, mc_value y)
+{
+    assert_int_equal(mc_graph_set_outputs(g, &y, 1), MC_OK);
+    return g;
+}
+
+static void test_matmul(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("mm");
+    const int64_t as[] = {64, 32}, bs[] = {32, 16};
+    mc_value y = mc_matmul(g, mc_input(g, "a", MC_F32, as, 2), mc_input(g, "b", MC_F32, bs, 2));
+    counted c = count(with_output(g, y));
+    assert_int_equal(c.nkernels, 1);
+    assert_int_equal(c.category, KIR_GEMM);
+    assert_int_equal(c.flops, 2 * 64 * 16 * 32);                /* 2*M*N*K */
+    assert_int_equal(c.bytes, (64 * 32 + 32 * 16 + 64 * 16) * 4); /* a, b read; y written */
+}
+
+static void test_matmul_f16(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("mm16");
+    const int64_t as[] = {64, 32}, bs[] = {32, 16};
+    mc_value y = mc_matmul(g, mc_input(g, "a", MC_F16, as, 2), mc_input(g, "b", MC_F16, bs, 2));
+    counted c = count(with_output(g, y));
+    assert_int_equal(c.flops, 2 * 64 * 16 * 32);
+    assert_int_equal(c.bytes, (64 * 32 + 32 * 16 + 64 * 16) * 2); /* 2 bytes per element */
+}
+
+static void test_batched_matmul_with_epilogue(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("bmm");
+    const int64_t as[] = {4, 8, 16}, bs[] = {4, 16, 8}, cs[] = {8};
+    mc_value m = mc_matmul(g, mc_input(g, "a", MC_F32, as, 3), mc_input(g, "b", MC_F32, bs, 3));
+    mc_value y = mc_relu(g, mc_add(g, m, mc_param(g, "bias", MC_F32, cs, 1)));
+    counted c = count(with_output(g, y));
+    assert_int_equal(c.nkernels, 1); /* bias and relu in the GEMM's epilogue */
+    assert_int_equal(c.category, KIR_GEMM);
+    /* 2*batch*M*N*K for the GEMM, then add and relu at each of the 4*8*8 outputs. */
+    assert_int_equal(c.flops, 2 * 4 * 8 * 8 * 16 + 2 * (4 * 8 * 8));
+    /* a, b, the bias once (8 elements, not broadcast), y. */
+    assert_int_equal(c.bytes, (4 * 8 * 16 + 4 * 16 * 8 + 8 + 4 * 8 * 8) * 4);
+}
+
+static void test_pointwise_chain(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("pw");
+    const int64_t xs[] = {16, 16};
+    mc_value x = mc_input(g, "x", MC_F32, xs, 2);
+    mc_value y = mc_gelu(g, mc_add(g, mc_mul(g, x, mc_scalar(g, 2, MC_F32)), mc_scalar(g, 1, MC_F32)));
+    counted c = count(with_output(g, y));
+    assert_int_equal(c.nkernels, 1);
+    assert_int_equal(c.category, KIR_POINTWISE);
+    assert_int_equal(c.flops, 3 * 256);     /* mul, add, gelu per element; constants are free */
+    assert_int_equal(c.bytes, 2 * 256 * 4); /* x read, y written */
+}
+
+static void test_softmax(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("sm");
+    const int64_t xs[] = {8, 32};
+    mc_value y = mc_softmax(g, mc_input(g, "x", MC_F32, xs, 2), -1);
+    counted c = count(with_output(g, y));
+    assert_int_equal(c.nkernels, 1);
+    assert_int_equal(c.category, KIR_REDUCTION);
+    /* Per element (256): max into the row max (1); x - max, exp, sum into the row sum (3);
+     * then, for the output, x - max and exp again and the division (3). */
+    assert_int_equal(c.flops, (1 + 3 + 3) * 256);
+    assert_int_equal(c.bytes, 2 * 256 * 4); /* x read once (the row stays on chip), y written */
+}
+
+static void test_layernorm(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("ln");
+    const int64_t xs[] = {8, 32}, ws[] = {32};
+    mc_value y = mc_layernorm(g, mc_input(g, "x", MC_F32, xs, 2), mc_param(g, "w", MC_F32, ws, 1),
+                              mc_param(g, "b", MC_F32, ws, 1), 1e-5);
+    counted c = count(with_output(g, y));
+    assert_int_equal(c.nkernels, 1);
+    /* Per element (256): sum (1); x - mean, square, sum (3); x - mean, * rstd, * w, + b (4).
+     * Per row (8): mean = sum * 1/n (1); var * 1/n, + eps, rsqrt (3). */
+    assert_int_equal(c.flops, (1 + 3 + 4) * 256 + (1 + 3) * 8);
+    assert_int_equal(c.bytes, (256 + 32 + 32 + 256) * 4); /* x, w, b read; y written */
+}
+
+/* Rates from a profile with made-up times and peaks. */
+static void test_rates_and_bounds(void **state)
+{
+    (void)state;
+    mc_graph *g;
+    assert_int_equal(mc_graph_parse_file(mc_test_src("examples/mlp.graph"), &g), MC_OK);
+    mc_options opt = mc_options_default();
+    opt.backend = MC_BACKEND_REF;
+    mc_program *p;
+    assert_int_equal(mc_program_compile(g, &opt, &p), MC_OK);
+    mc_profile prof;
+    assert_int_equal(mc_profile_init(&prof, p), MC_OK);
+    assert_int_equal(prof.nkernels, 2);
+    const kir_kernel *k0 = &p->kp->kernels[0];
+    assert_true(k0->flops > 0 && k0->bytes > 0);
+    /* Unmeasured: no rates, bound unknown. */
+    mc_kernel_rates r = mc_profile_kernel_rates(&prof, 0);
+    assert_true(r.flops_per_s == 0 && r.pct_peak_flops == 0);
+    assert_string_equal(r.bound, "unknown");
+    assert_float_equal(r.intensity, (double)k0->flops / (double)k0->bytes, 1e-12);
+
+    /* 10 µs; peaks chosen so that the kernel is at 50% of the FLOP peak. */
+    prof.time_us[0] = 10;
+    double achieved = (double)k0->flops / 10e-6;
+    prof.peak_flops[0] = 2 * achieved;
+    prof.peak_bytes_per_s = 1e12;
+    r = mc_profile_kernel_rates(&prof, 0);
+    assert_float_equal(r.flops_per_s, achieved, achieved * 1e-12);
+    assert_float_equal(r.pct_peak_flops, 50.0, 1e-9);
+    assert_float_equal(r.bytes_per_s, (double)k0->bytes / 10e-6, 1e-3);
+    assert_float_equal(r.pct_peak_bw, 100.0 * r.bytes_per_s / 1e12, 1e-9);
+    /* Intensity above the ridge point (peak FLOP/s / peak B/s) is compute-bound... */
+    assert_true(r.intensity > prof.peak_flops[0] / prof.peak_bytes_per_s);
+    assert_string_equal(r.bound, "compute");
+    /* ...below it memory-bound; far from both roofs and short, latency-bound. */
+    prof.peak_flops[0] = 1e16;
+    r = mc_profile_kernel_rates(&prof, 0);
+    assert_string_equal(r.bound, r.pct_peak_bw < 10 ? "latency" : "memory");
+    prof.time_us[0] = 1000;
+    prof.peak_bytes_per_s = 1e6; /* a slow device: far above its bandwidth roof */
+    r = mc_profile_kernel_rates(&prof, 0);
+    assert_string_equal(r.bound, "memory");
+
+    assert_true(mc_profile_peak_memory(p) >= (32 * 128 * 2 + 512 * 128 * 2 + 512 + 128) * 4);
+    mc_profile_release(&prof);
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matmul),
+        cmocka_unit_test(test_matmul_f16),
+        cmocka_unit_test(test_batched_matmul_with_epilogue),
+        cmocka_unit_test(test_pointwise_chain),
+        cmocka_unit_test(test_softmax),
+        cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_rates_and_bounds),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
