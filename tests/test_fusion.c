@@ -1,0 +1,404 @@
+/* Fusion decisions, kernel structure, FLOP and byte counts (by hand), and the simplification
+ * passes, each on small graphs built through the C API. */
+#include "testlib.h"
+
+#include "passes_check.h"
+
+static kir_program *compile(const mc_graph *g, bool fuse)
+{
+    kir_program *kp = check_kernels(g, fuse);
+    assert_non_null(kp);
+    return kp;
+}
+
+static void assert_matches_oracle(const mc_graph *g)
+{
+    char why[256];
+    if (check_graph(g, 3, 1.0, why, sizeof why))
+        fail_msg("%s", why);
+}
+
+static bool has_op(const kir_kernel *k, mc_op op)
+{
+    for (int i = 0; i < k->nops; i++)
+        if (k->ops[i] == op)
+            return true;
+    return false;
+}
+
+/* ---- counts ---------------------------------------------------------------------------------- */
+
+static void test_count_matmul(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("mm");
+    int64_t as[] = {8, 16}, bs[] = {16, 4};
+    mc_value y = mc_matmul(g, mc_input(g, "a", MC_F32, as, 2), mc_param(g, "b", MC_F32, bs, 2));
+    mc_graph_set_outputs(g, &y, 1);
+    kir_program *kp = compile(g, true);
+    assert_int_equal(kp->nkernels, 1);
+    const kir_kernel *k = &kp->kernels[0];
+    assert_int_equal(k->category, KIR_GEMM);
+    assert_int_equal(k->gemm.m, 8);
+    assert_int_equal(k->gemm.n, 4);
+    assert_int_equal(k->gemm.k, 16);
+    assert_int_equal(k->flops, 2 * 8 * 4 * 16);          /* 2MNK, nothing else */
+    assert_int_equal(k->bytes, (8 * 16 + 16 * 4 + 8 * 4) * 4); /* a, b read once; y written once */
+    kir_program_free(kp);
+    assert_matches_oracle(g);
+    mc_graph_free(g);
+}
+
+static void test_count_batched_matmul_epilogue(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("bmm");
+    int64_t as[] = {3, 8, 16}, bs[] = {3, 16, 4}, cs[] = {4};
+    mc_value a = mc_input(g, "a", MC_F32, as, 3), b = mc_param(g, "b", MC_F32, bs, 3);
+    mc_value y = mc_relu(g, mc_add(g, mc_matmul(g, a, b), mc_param(g, "c", MC_F32, cs, 1)));
+    mc_graph_set_outputs(g, &y, 1);
+    kir_program *kp = compile(g, true);
+    assert_int_equal(kp->nkernels, 1);
+    const kir_kernel *k = &kp->kernels[0];
+    assert_int_equal(k->category, KIR_GEMM);
+    assert_true(strncmp(k->name, "gemm_add_relu_", 14) == 0);
+    /* 2*B*M*N*K for the product, then add and relu at each of the B*M*N outputs. */
+    assert_int_equal(k->flops, 2 * 3 * 8 * 4 * 16 + 2 * 3 * 8 * 4);
+    /* a, b, the bias (4 elements: its view touches only those), y. */
+    assert_int_equal(k->bytes, (3 * 8 * 16 + 3 * 16 * 4 + 4 + 3 * 8 * 4) * 4);
+    kir_program_free(kp);
+    kp = compile(g, false);
+    assert_int_equal(kp->nkernels, 3);
+    kir_program_free(kp);
+    assert_matches_oracle(g);
+    mc_graph_free(g);
+}
+
+static void test_count_pointwise_chain(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("pw");
+    int64_t xs[] = {64, 256}, vs[] = {256};
+    mc_value x = mc_input(g, "x", MC_F32, xs, 2);
+    mc_value y = mc_add(g, mc_gelu(g, mc_add(g, mc_mul(g, x, mc_param(g, "s", MC_F32, vs, 1)),
+                                             mc_param(g, "b", MC_F32, vs, 1))), x);
+    mc_graph_set_outputs(g, &y, 1);
+    kir_program *kp = compile(g, true);
+    assert_int_equal(kp->nkernels, 1);
+    const kir_kernel *k = &kp->kernels[0];
+    assert_int_equal(k->category, KIR_POINTWISE);
+    assert_string_equal(k->name, "pw_fused_mul_add_gelu_0");
+    assert_int_equal(k->flops, 4 * 64 * 256); /* mul, add, gelu, add */
+    assert_int_equal(k->bytes, (64 * 256 + 256 + 256 + 64 * 256) * 4); /* x once though read twice */
+    assert_int_equal(kp->arena_bytes, 0);
+    kir_program_free(kp);
+    mc_graph_free(g);
+}
+
+static void test_count_softmax(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("softmax");
+    int64_t xs[] = {64, 256};
+    mc_value y = mc_softmax(g, mc_mul(g, mc_input(g, "x", MC_F32, xs, 2), mc_scalar(g, 0.125, MC_F32)), -1);
+    mc_graph_set_outputs(g, &y, 1);
+    kir_program *kp = compile(g, true);
+    assert_int_equal(kp->nkernels, 1);
+    const kir_kernel *k = &kp->kernels[0];
+    assert_int_equal(k->category, KIR_REDUCTION);
+    assert_true(strncmp(k->name, "red_fused_mul_softmax_", 22) == 0);
+    assert_true(has_op(k, MC_OP_SOFTMAX) && has_op(k, MC_OP_MUL));
+    assert_int_equal(k->nrow, 1);
+    assert_int_equal(k->nreds, 2);
+    int loops = 0;
+    for (int b = 0; b < k->nblocks; b++)
+        loops += k->blocks[b].loop;
+    assert_int_equal(loops, 3); /* max; exp-sum; normalize and store */
+    /* Per element: loop 1 mul + max (2), loop 2 mul sub exp + sum (4), loop 3 mul sub exp div
+     * (4): the prologue is recomputed in every loop, and counted where it runs. */
+    assert_int_equal(k->flops, 10 * 64 * 256);
+    assert_int_equal(k->bytes, 2 * 64 * 256 * 4);
+    kir_program_free(kp);
+    assert_matches_oracle(g);
+    mc_graph_free(g);
+}
+
+static void test_count_layernorm(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("layernorm");
+    int64_t xs[] = {64, 256}, vs[] = {256};
+    mc_value y = mc_layernorm(g, mc_input(g, "x", MC_F32, xs, 2), mc_param(g, "w", MC_F32, vs, 1),
+                              mc_param(g, "b", MC_F32, vs, 1), 1e-5);
+    mc_graph_set_outputs(g, &y, 1);
+    kir_program *kp = compile(g, true);
+    assert_int_equal(kp->nkernels, 1);
+    const kir_kernel *k = &kp->kernels[0];
+    assert_int_equal(k->category, KIR_REDUCTION);
+    assert_true(strncmp(k->name, "red_fused_layernorm_", 20) == 0);
+    /* Per element: sum (1); sub, square, sum (3); sub, *rstd, *w, +b (4). Per row: mean's
+     * multiply by 1/n (1); variance's 1/n, +eps, rsqrt (3). */
+    assert_int_equal(k->flops, 8 * 64 * 256 + 4 * 64);
+    assert_int_equal(k->bytes, (64 * 256 + 256 + 256 + 64 * 256) * 4);
+    kir_program_free(kp);
+    assert_matches_oracle(g);
+    mc_graph_free(g);
+}
+
+/* ---- decisions ------------------------------------------------------------------------------- */
+
+static void test_output_intermediate_is_stored(void **state)
+{
+    (void)state;
+    /* y is an output and also feeds the reduction: stored by the same kernel. */
+    mc_graph *g = mc_graph_new("t");
+    int64_t xs[] = {5, 7};
+    mc_value x = mc_input(g, "x", MC_F32, xs, 2);
+    mc_value y = mc_exp(g, mc_tanh(g, x));
+    int ax = 1;
+    mc_value z = mc_sum(g, y, &ax, 1, false);
+    mc_value outs[] = {z, y};
+    mc_graph_set_outputs(g, outs, 2);
+    kir_program *kp = compile(g, true);
+    assert_int_equal(kp->nkernels, 1);
+    assert_int_equal(kp->kernels[0].nstores, 2);
+    int outputs = 0;
+    for (int b = 0; b < kp->nbuffers; b++)
+        outputs += kp->buffers[b].kind == KBUF_OUTPUT;
+    assert_int_equal(outputs, 2);
+    kir_program_free(kp);
+    assert_matches_oracle(g);
+    mc_graph_free(g);
+}
+
+static void test_transposed_operand_is_strides(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("t");
+    int64_t xs[] = {6, 10}, ws[] = {12, 10}, bs[] = {12};
+    mc_value x = mc_input(g, "x", MC_F32, xs, 2);
+    mc_value y = mc_gelu(g, mc_linear(g, x, mc_param(g, "w", MC_F32, ws, 2), mc_param(g, "b", MC_F32, bs, 1)));
+    mc_graph_set_outputs(g, &y, 1);
+    kir_program *kp = compile(g, true);
+    assert_int_equal(kp->nkernels, 1);
+    const kir_kernel *k = &kp->kernels[0];
+    assert_string_equal(k->name, "gemm_bias_gelu_0");
+    assert_true(has_op(k, MC_OP_LINEAR) && has_op(k, MC_OP_GELU));
+    const kir_view *b = &k->views[k->gemm.b];
+    assert_int_equal(b->stride[0], 1);  /* along K: w is [out, in], read transposed */
+    assert_int_equal(b->stride[1], 10); /* along N */
+    kir_program_free(kp);
+    assert_matches_oracle(g);
+    mc_graph_free(g);
+}
+
+static void test_shape_ops_inside_pointwise(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("t");
+    int64_t xs[] = {4, 6}, bs[] = {4};
+    mc_value x = mc_input(g, "x", MC_F32, xs, 2);
+    mc_value t = mc_transpose(g, mc_exp(g, mc_tanh(g, x)), NULL, 0);   /* [6, 4] */
+    int64_t rs[] = {3, 2, 4};
+    mc_value r = mc_reshape(g, t, rs, 3);                                /* a split: a map */
+    mc_value y = mc_add(g, mc_slice(g, r, 1, 1, 2), mc_param(g, "b", MC_F32, bs, 1));
+    mc_graph_set_outputs(g, &y, 1);
+    kir_program *kp = compile(g, true);
+    assert_int_equal(kp->nkernels, 1);
+    assert_int_equal(kp->kernels[0].category, KIR_POINTWISE);
+    kir_program_free(kp);
+    assert_matches_oracle(g);
+    mc_graph_free(g);
+}
+
+static void test_merge_of_transposed_is_one_copy(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("t");
+    int64_t xs[] = {4, 6}, ws[] = {24, 5}, rs[] = {1, 24};
+    mc_value x = mc_input(g, "x", MC_F32, xs, 2);
+    mc_value t = mc_reshape(g, mc_transpose(g, x, NULL, 0), rs, 2); /* merge: not a view */
+    mc_value y = mc_matmul(g, t, mc_param(g, "w", MC_F32, ws, 2));
+    mc_graph_set_outputs(g, &y, 1);
+    kir_program *kp = compile(g, true);
+    assert_int_equal(kp->nkernels, 2);
+    assert_int_equal(kp->kernels[0].category, KIR_COPY);
+    assert_int_equal(kp->kernels[1].category, KIR_GEMM);
+    kir_program_free(kp);
+    assert_matches_oracle(g);
+    mc_graph_free(g);
+}
+
+static void test_outputs_that_are_inputs_or_views(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("t");
+    int64_t xs[] = {3, 4};
+    mc_value x = mc_input(g, "x", MC_F32, xs, 2);
+    mc_value outs[] = {mc_transpose(g, x, NULL, 0), x, mc_mul(g, x, mc_scalar(g, 1.0, MC_F32))};
+    mc_graph_set_outputs(g, outs, 3);
+    for (int fuse = 0; fuse < 2; fuse++) {
+        kir_program *kp = compile(g, fuse);
+        int outputs = 0;
+        for (int b = 0; b < kp->nbuffers; b++)
+            outputs += kp->buffers[b].kind == KBUF_OUTPUT;
+        assert_int_equal(outputs, 3);
+        kir_program_free(kp);
+    }
+    assert_matches_oracle(g);
+    mc_graph_free(g);
+}
+
+static void test_concat_and_creation(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("t");
+    int64_t xs[] = {3, 4};
+    mc_value x = mc_input(g, "x", MC_F32, xs, 2);
+    mc_value parts[] = {mc_exp(g, x), x, mc_full(g, xs, 2, 2.5, MC_F32)};
+    mc_value c = mc_concat(g, parts, 3, 0);
+    int64_t cs[] = {9, 4};
+    mc_value y = mc_add(g, c, mc_cast(g, mc_iota(g, cs, 2, 0, MC_I32), MC_F32));
+    mc_graph_set_outputs(g, &y, 1);
+    kir_program *kp = compile(g, true);
+    int copies = 0;
+    for (int k = 0; k < kp->nkernels; k++)
+        copies += kp->kernels[k].category == KIR_COPY;
+    assert_int_equal(copies, 3);
+    kir_program_free(kp);
+    assert_matches_oracle(g);
+    mc_graph_free(g);
+}
+
+/* ---- the graph passes ------------------------------------------------------------------------ */
+
+static int count_op(const mc_graph *g, mc_op op)
+{
+    int n = 0;
+    for (int i = 0; i < g->nnodes; i++)
+        n += g->nodes[i].op == op;
+    return n;
+}
+
+static mc_graph *passes(const mc_graph *g, const char *stop)
+{
+    mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true};
+    mc_graph *out = NULL;
+    mc_status st = mc_run_passes(g, &co, stop, &out);
+    if (st != MC_OK)
+        fail_msg("passes: %s", mc_error_message());
+    return out;
+}
+
+static void test_simplify_identities(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("t");
+    int64_t xs[] = {3, 4}, rs[] = {12}, rs2[] = {2, 6};
+    mc_value x = mc_input(g, "x", MC_F32, xs, 2);
+    mc_input(g, "unused", MC_F32, xs, 2);
+    mc_value one = mc_scalar(g, 1.0, MC_F32), zero = mc_scalar(g, 0.0, MC_F32);
+    mc_value a = mc_add(g, mc_mul(g, mc_neg(g, mc_neg(g, x)), one), zero);          /* x */
+    mc_value t = mc_transpose(g, mc_transpose(g, a, NULL, 0), NULL, 0);               /* x */
+    mc_value r = mc_reshape(g, mc_reshape(g, t, rs, 1), rs2, 2);                      /* one reshape */
+    mc_value c = mc_add(g, mc_scalar(g, 2.0, MC_F32), mc_scalar(g, 3.0, MC_F32));   /* 5 */
+    mc_value e = mc_add(g, mc_exp(g, r), mc_exp(g, r));                               /* one exp */
+    mc_sin(g, x);                                                                       /* dead */
+    mc_value y = mc_mul(g, e, c);
+    mc_graph_set_outputs(g, &y, 1);
+    mc_graph *s = passes(g, NULL);
+    assert_int_equal(count_op(s, MC_OP_NEG), 0);
+    assert_int_equal(count_op(s, MC_OP_TRANSPOSE), 0);
+    assert_int_equal(count_op(s, MC_OP_RESHAPE), 1);
+    assert_int_equal(count_op(s, MC_OP_EXP), 1);
+    assert_int_equal(count_op(s, MC_OP_SIN), 0);
+    assert_int_equal(count_op(s, MC_OP_INPUT), 2); /* unused inputs stay: bound by name */
+    int fives = 0;
+    for (int i = 0; i < s->nnodes; i++)
+        fives += s->nodes[i].op == MC_OP_CONST && s->nodes[i].attr.value == 5.0;
+    assert_int_equal(fives, 1);
+    assert_int_equal(s->nnodes, 2 + 1 + 1 + 1 + 1 + 1); /* inputs, reshape, exp, add, 5, mul */
+    mc_graph_free(s);
+    assert_matches_oracle(g);
+    mc_graph_free(g);
+}
+
+static void test_stages(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("t");
+    int64_t xs[] = {3, 4};
+    mc_value y = mc_softmax(g, mc_input(g, "x", MC_F32, xs, 2), -1);
+    mc_graph_set_outputs(g, &y, 1);
+    mc_graph *ir = passes(g, "ir");
+    assert_int_equal(count_op(ir, MC_OP_SOFTMAX), 1);
+    mc_graph *d = passes(g, "decompose");
+    assert_int_equal(count_op(d, MC_OP_SOFTMAX), 0);
+    assert_int_equal(count_op(d, MC_OP_MAX), 1);
+    assert_int_equal(count_op(d, MC_OP_SUM), 1);
+    for (int i = 0; i < d->nnodes; i++)
+        if (d->nodes[i].op != MC_OP_INPUT)
+            assert_int_equal(d->nodes[i].origin, MC_OP_SOFTMAX);
+    mc_graph_free(ir);
+    mc_graph_free(d);
+    mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true};
+    mc_graph *bad = NULL;
+    assert_int_equal(mc_run_passes(g, &co, "nonsense", &bad), MC_ERR_INPUT);
+    assert_null(bad);
+    assert_non_null(strstr(mc_error_message(), "nonsense"));
+    for (int i = 0; mc_graph_passes[i]; i++) {
+        mc_graph *s = passes(g, mc_graph_passes[i]->name);
+        assert_int_equal(mc_graph_verify(s, "test"), MC_OK);
+        mc_graph_free(s);
+    }
+    mc_graph_free(g);
+}
+
+static void test_unplanned_gives_every_temp_its_own_range(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("t");
+    int64_t xs[] = {8, 8};
+    mc_value h = mc_input(g, "x", MC_F32, xs, 2);
+    for (int i = 0; i < 4; i++)
+        h = mc_matmul(g, mc_tanh(g, h), mc_param(g, i ? (i == 1 ? "w1" : i == 2 ? "w2" : "w3") : "w0", MC_F32, xs, 2));
+    mc_graph_set_outputs(g, &h, 1);
+    mc_compile_options co = {.fuse = false, .plan_memory = false, .verify = true};
+    kir_program *kp = NULL;
+    assert_int_equal(mc_compile_kernels(g, &co, &kp), MC_OK);
+    assert_int_equal(kp->arena_bytes, kp->unplanned_bytes);
+    int64_t end = 0;
+    for (int b = 0; b < kp->nbuffers; b++)
+        if (kp->buffers[b].kind == KBUF_TEMP) {
+            assert_true(kp->buffers[b].offset >= end); /* in order, disjoint */
+            end = kp->buffers[b].offset + kp->buffers[b].numel * 4;
+            assert_int_equal(kp->buffers[b].offset % 256, 0);
+        }
+    kir_program_free(kp);
+    co.plan_memory = true;
+    assert_int_equal(mc_compile_kernels(g, &co, &kp), MC_OK);
+    assert_true(kp->arena_bytes < kp->unplanned_bytes);
+    kir_program_free(kp);
+    mc_graph_free(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_count_matmul),
+        cmocka_unit_test(test_count_batched_matmul_epilogue),
+        cmocka_unit_test(test_count_pointwise_chain),
+        cmocka_unit_test(test_count_softmax),
+        cmocka_unit_test(test_count_layernorm),
+        cmocka_unit_test(test_output_intermediate_is_stored),
+        cmocka_unit_test(test_transposed_operand_is_strides),
+        cmocka_unit_test(test_shape_ops_inside_pointwise),
+        cmocka_unit_test(test_merge_of_transposed_is_one_copy),
+        cmocka_unit_test(test_outputs_that_are_inputs_or_views),
+        cmocka_unit_test(test_concat_and_creation),
+        cmocka_unit_test(test_simplify_identities),
+        cmocka_unit_test(test_stages),
+        cmocka_unit_test(test_unplanned_gives_every_temp_its_own_range),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,447 @@
+/* Random graphs: thousands of valid graphs from a seeded generator, each compiled fused, unfused
+ * and unplanned, run on the reference backend and compared with the float64 oracle.
+ *
+ * The generator draws operators one after another from a pool of values: pointwise operators
+ * (kept numerically tame: exp of a tanh, log of 1+|x|, division by 1+|x|), broadcasting against
+ * new params of compatible shapes, reductions over random axes (keepdim or not), softmax,
+ * log_softmax, layernorm, rmsnorm, matmul and linear (so chains of GEMMs with epilogues appear),
+ * transpose, reshape, expand, slice, concat, casts through f16 and i32, iota and full. Shapes
+ * are small and odd (1, 3, 5, 7, 13 ...). Several values become outputs, so intermediates are
+ * shared between outputs and kernels.
+ *
+ * The ops of graph (seed, n) are a prefix of those of (seed, n+1), so a failure is shrunk by
+ * finding the fewest ops that still fail, then the single failing output; that graph is printed
+ * in .graph syntax. MINIC_RANDOM_GRAPHS=N runs N graphs (default 2000), MINIC_RANDOM_SEED=S
+ * starts at seed S.
+ */
+#include "testlib.h"
+
+#include "passes_check.h"
+
+typedef struct {
+    uint64_t s;
+} rng;
+
+static uint64_t next(rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static int pick(rng *r, int n) { return (int)(next(r) % (uint64_t)n); }
+
+#define POOL 96
+
+typedef struct {
+    mc_graph *g;
+    rng r;
+    mc_value pool[POOL];
+    int npool;
+    int nparams;
+} gen;
+
+static const mc_node *node(gen *G, mc_value v) { return &G->g->nodes[v]; }
+
+static int64_t random_dim(rng *r)
+{
+    static const int64_t dims[] = {1, 2, 3, 4, 5, 7, 8, 13, 16};
+    return dims[pick(r, 9)];
+}
+
+static mc_value new_leaf(gen *G, const int64_t *shape, int rank, bool input)
+{
+    char name[32];
+    snprintf(name, sizeof name, "%s%d", input ? "x" : "p", G->nparams++);
+    return input ? mc_input(G->g, name, MC_F32, shape, rank) : mc_param(G->g, name, MC_F32, shape, rank);
+}
+
+static void push(gen *G, mc_value v)
+{
+    if (v < 0)
+        return;
+    if (G->npool < POOL)
+        G->pool[G->npool++] = v;
+    else
+        G->pool[pick(&G->r, POOL)] = v;
+}
+
+/* A float value from the pool (most recent ones preferred, so chains form). */
+static mc_value any_float(gen *G)
+{
+    for (int tries = 0; tries < 8; tries++) {
+        int i = G->npool - 1 - pick(&G->r, G->npool < 6 ? G->npool : 6);
+        if (pick(&G->r, 4) == 0)
+            i = pick(&G->r, G->npool);
+        if (node(G, G->pool[i])->dtype == MC_F32)
+            return G->pool[i];
+    }
+    return G->pool[0];
+}
+
+/* An operand that broadcasts against a: a pool value of a compatible shape, a new param of a
+ * shape derived from a's (leading dims dropped, some dims 1), or a number. */
+static mc_value broadcast_partner(gen *G, mc_value a)
+{
+    const mc_node *n = node(G, a);
+    int choice = pick(&G->r, 6);
+    if (choice == 0)
+        return mc_scalar(G->g, (double)(pick(&G->r, 7) - 3) * 0.5 + 0.25, MC_F32);
+    if (choice == 1)
+        for (int i = G->npool - 1; i >= 0; i--) {
+            const mc_node *m = node(G, G->pool[i]);
+            if (G->pool[i] != a && m->dtype == MC_F32 && m->rank == n->rank &&
+                memcmp(m->shape, n->shape, sizeof(int64_t) * (size_t)n->rank) == 0)
+                return G->pool[i];
+        }
+    int64_t shape[MC_MAX_RANK];
+    int drop = n->rank > 0 ? pick(&G->r, n->rank + 1) : 0, rank = n->rank - drop;
+    for (int d = 0; d < rank; d++)
+        shape[d] = pick(&G->r, 3) == 0 ? 1 : n->shape[d + drop];
+    return new_leaf(G, shape, rank, pick(&G->r, 3) == 0);
+}
+
+static mc_value tame_unary(gen *G, mc_value x)
+{
+    mc_graph *g = G->g;
+    mc_value one = mc_scalar(g, 1.0, MC_F32);
+    switch (pick(&G->r, 16)) {
+    case 0: return mc_neg(g, x);
+    case 1: return mc_abs(g, x);
+    case 2: return mc_exp(g, mc_tanh(g, x));
+    case 3: return mc_log(g, mc_add(g, mc_abs(g, x), one));
+    case 4: return mc_sqrt(g, mc_abs(g, x));
+    case 5: return mc_rsqrt(g, mc_add(g, mc_abs(g, x), one));
+    case 6: return mc_recip(g, mc_add(g, mc_abs(g, x), one));
+    case 7: return mc_tanh(g, x);
+    case 8: return mc_sigmoid(g, x);
+    case 9: return mc_relu(g, x);
+    case 10: return mc_gelu(g, x);
+    case 11: return mc_gelu_tanh(g, x);
+    case 12: return mc_silu(g, x);
+    case 13: return mc_sin(g, x);
+    case 14: return mc_cos(g, x);
+    default: return mc_erf(g, x);
+    }
+}
+
+static mc_value binary(gen *G, mc_value a, mc_value b)
+{
+    mc_graph *g = G->g;
+    switch (pick(&G->r, 7)) {
+    case 0: return mc_add(g, a, b);
+    case 1: return mc_sub(g, a, b);
+    case 2: return mc_mul(g, a, b);
+    case 3: return mc_maximum(g, a, b);
+    case 4: return mc_minimum(g, a, b);
+    case 5: return mc_div(g, a, mc_add(g, mc_abs(g, b), mc_scalar(g, 1.0, MC_F32)));
+    default: return mc_pow(g, mc_add(g, mc_abs(g, a), mc_scalar(g, 0.5, MC_F32)), mc_tanh(g, b));
+    }
+}
+
+static mc_value reduction(gen *G, mc_value x)
+{
+    const mc_node *n = node(G, x);
+    if (n->rank == 0)
+        return mc_neg(G->g, x);
+    int axes[MC_MAX_RANK], na = 0;
+    for (int d = 0; d < n->rank; d++)
+        if (pick(&G->r, 2) == 0)
+            axes[na++] = pick(&G->r, 2) ? d : d - n->rank;
+    if (na == 0)
+        axes[na++] = -1;
+    bool keep = pick(&G->r, 2);
+    bool all = pick(&G->r, 8) == 0;
+    switch (pick(&G->r, 4)) {
+    case 0: return mc_sum(G->g, x, all ? NULL : axes, na, keep);
+    case 1: return mc_max(G->g, x, all ? NULL : axes, na, keep);
+    case 2: return mc_min(G->g, x, all ? NULL : axes, na, keep);
+    default: return mc_mean(G->g, x, all ? NULL : axes, na, keep);
+    }
+}
+
+static mc_value normalization(gen *G, mc_value x)
+{
+    const mc_node *n = node(G, x);
+    if (n->rank == 0)
+        return mc_tanh(G->g, x);
+    int64_t last = n->shape[n->rank - 1];
+    switch (pick(&G->r, 4)) {
+    case 0: return mc_softmax(G->g, x, pick(&G->r, n->rank) - (pick(&G->r, 2) ? n->rank : 0));
+    case 1: return mc_log_softmax(G->g, x, -1);
+    case 2: return mc_layernorm(G->g, x, new_leaf(G, &last, 1, false), new_leaf(G, &last, 1, false), 1e-5);
+    default: return mc_rmsnorm(G->g, x, new_leaf(G, &last, 1, false), 1e-6);
+    }
+}
+
+/* matmul or linear with a new weight; the result scaled so magnitudes stay near 1. */
+static mc_value product(gen *G, mc_value x)
+{
+    mc_graph *g = G->g;
+    const mc_node *n = node(G, x);
+    if (n->rank == 0)
+        return mc_sin(g, x);
+    int64_t k = n->shape[n->rank - 1], out = random_dim(&G->r);
+    mc_value y;
+    if (n->rank >= 2 && pick(&G->r, 2) == 0) {
+        /* matmul with a (possibly batched, possibly broadcast) right operand */
+        int64_t shape[MC_MAX_RANK];
+        int rank = pick(&G->r, 2) ? 2 : n->rank;
+        for (int d = 0; d < rank - 2; d++)
+            shape[d] = pick(&G->r, 3) == 0 ? 1 : n->shape[d + n->rank - rank];
+        shape[rank - 2] = k;
+        shape[rank - 1] = out;
+        mc_value w = new_leaf(G, shape, rank, pick(&G->r, 2) == 0);
+        y = pick(&G->r, 4) == 0 && rank == 2
+                ? mc_matmul(g, x, mc_transpose(g, new_leaf(G, (int64_t[]){out, k}, 2, false), NULL, 0))
+                : mc_matmul(g, x, w);
+    } else {
+        int64_t ws[2] = {out, k};
+        mc_value b = pick(&G->r, 3) ? new_leaf(G, &out, 1, false) : MC_NONE;
+        y = mc_linear(g, x, new_leaf(G, ws, 2, false), b);
+    }
+    return mc_mul(g, y, mc_scalar(g, 1.0 / (double)k, MC_F32));
+}
+
+static mc_value shape_op(gen *G, mc_value x)
+{
+    mc_graph *g = G->g;
+    const mc_node *n = node(G, x);
+    int rank = n->rank;
+    if (rank == 0)
+        return mc_cos(g, x);
+    switch (pick(&G->r, 6)) {
+    case 0: { /* transpose: a random permutation */
+        int perm[MC_MAX_RANK];
+        for (int d = 0; d < rank; d++)
+            perm[d] = d;
+        for (int d = rank - 1; d > 0; d--) {
+            int j = pick(&G->r, d + 1), t = perm[d];
+            perm[d] = perm[j];
+            perm[j] = t;
+        }
+        return mc_transpose(g, x, perm, pick(&G->r, 4) == 0 ? 0 : rank);
+    }
+    case 1: { /* reshape: merge two neighbours, or split one, or -1 */
+        int64_t shape[MC_MAX_RANK];
+        int r = 0;
+        int d0 = pick(&G->r, rank);
+        if (rank >= 2 && d0 < rank - 1 && pick(&G->r, 2)) {
+            for (int d = 0; d < rank; d++) {
+                if (d == d0 + 1)
+                    shape[r - 1] *= n->shape[d];
+                else
+                    shape[r++] = n->shape[d];
+            }
+        } else if (rank < MC_MAX_RANK && n->shape[d0] % 2 == 0) {
+            for (int d = 0; d < rank; d++) {
+                if (d == d0) {
+                    shape[r++] = 2;
+                    shape[r++] = n->shape[d] / 2;
+                } else {
+                    shape[r++] = n->shape[d];
+                }
+            }
+        } else {
+            shape[r++] = -1;
+        }
+        return mc_reshape(g, x, shape, r);
+    }
+    case 2: { /* expand: a new leading dim, and size-1 dims grown */
+        int64_t shape[MC_MAX_RANK];
+        int r = 0;
+        if (rank < 4)
+            shape[r++] = 1 + pick(&G->r, 3);
+        for (int d = 0; d < rank; d++)
+            shape[r++] = n->shape[d] == 1 ? 1 + pick(&G->r, 4) : n->shape[d];
+        return mc_expand(g, x, shape, r);
+    }
+    case 3: { /* slice */
+        int axis = pick(&G->r, rank);
+        int64_t len = n->shape[axis], start = pick(&G->r, (int)len), end = start + 1 + pick(&G->r, (int)(len - start));
+        return mc_slice(g, x, axis, start, pick(&G->r, 4) == 0 ? MC_END : end);
+    }
+    case 4: { /* concat with a transformed copy of itself */
+        mc_value xs[2] = {x, tame_unary(G, x)};
+        return mc_concat(g, xs, 2, pick(&G->r, rank));
+    }
+    default: { /* casts */
+        mc_value c = pick(&G->r, 2) ? mc_cast(g, mc_cast(g, x, MC_F16), MC_F32)
+                                    : mc_cast(g, mc_cast(g, mc_mul(g, x, mc_scalar(g, 8.0, MC_F32)), MC_I32), MC_F32);
+        return c;
+    }
+    }
+}
+
+static mc_value create_op(gen *G, mc_value x)
+{
+    mc_graph *g = G->g;
+    const mc_node *n = node(G, x);
+    if (pick(&G->r, 2) || n->rank == 0)
+        return mc_add(g, x, mc_full(g, n->shape, n->rank, 0.5, MC_F32));
+    mc_value i = mc_iota(g, n->shape, n->rank, pick(&G->r, n->rank), MC_I32);
+    if (pick(&G->r, 2)) /* a mask, as causal attention builds it */
+        return mc_where(g, mc_ge(g, i, mc_iota(g, n->shape, n->rank, pick(&G->r, n->rank), MC_I32)), x,
+                        mc_scalar(g, -1.0, MC_F32));
+    return mc_add(g, x, mc_mul(g, mc_cast(g, i, MC_F32), mc_scalar(g, 0.125, MC_F32)));
+}
+
+static mc_value step(gen *G)
+{
+    mc_value a = any_float(G);
+    int64_t numel = mc_node_numel(node(G, a));
+    int kind = pick(&G->r, 20);
+    if (numel > 4096 && kind >= 12)
+        kind = pick(&G->r, 12) < 6 ? 12 : 0; /* big values: shrink them */
+    switch (kind) {
+    case 0: case 1: case 2: return tame_unary(G, a);
+    case 3: case 4: case 5: case 6: return binary(G, a, broadcast_partner(G, a));
+    case 7: {
+        mc_value b = broadcast_partner(G, a);
+        return mc_where(G->g, mc_lt(G->g, a, b), a, binary(G, a, b));
+    }
+    case 8: case 9: case 10: case 11: return product(G, a);
+    case 12: case 13: return reduction(G, a);
+    case 14: case 15: return normalization(G, a);
+    case 16: case 17: return shape_op(G, a);
+    default: return create_op(G, a);
+    }
+}
+
+/* Graph (seed, nops); outputs: the last value and up to two earlier ones (or only output
+ * `only` of that list when only >= 0). NULL if the generator made an invalid graph. */
+static mc_graph *generate(uint64_t seed, int nops, int only, int *noutputs)
+{
+    gen G = {.g = mc_graph_new("random"), .r = {seed * 0x2545f4914f6cdd1dull + 1}};
+    int rank = 1 + pick(&G.r, 3);
+    int64_t shape[MC_MAX_RANK];
+    for (int d = 0; d < rank; d++)
+        shape[d] = random_dim(&G.r);
+    push(&G, new_leaf(&G, shape, rank, true));
+    for (int i = 0; i < nops; i++) {
+        mc_value v = step(&G);
+        if (v < 0 || mc_node_numel(node(&G, v)) > 16384) {
+            mc_graph_free(G.g);
+            return NULL;
+        }
+        push(&G, v);
+    }
+    mc_value outs[3];
+    int no = 0;
+    outs[no++] = G.pool[G.npool - 1];
+    for (int k = 0; k < 2; k++) {
+        mc_value v = G.pool[pick(&G.r, G.npool)];
+        bool dup = false;
+        for (int j = 0; j < no; j++)
+            dup |= outs[j] == v;
+        if (!dup && pick(&G.r, 2))
+            outs[no++] = v;
+    }
+    *noutputs = no;
+    if (only >= 0) {
+        outs[0] = outs[only < no ? only : 0];
+        no = 1;
+    }
+    if (mc_graph_set_outputs(G.g, outs, no) != MC_OK) {
+        mc_graph_free(G.g);
+        return NULL;
+    }
+    return G.g;
+}
+
+static int env_int(const char *name, int dflt)
+{
+    const char *s = getenv(name);
+    return s && *s ? atoi(s) : dflt;
+}
+
+/* A numerically noisy graph is not a compiler bug: random graphs get a looser tolerance than
+ * the hand-written ones (still far below what a wrong index or a lost operator produces). */
+#define RANDOM_TOL_SCALE 20.0
+
+static void shrink_and_print(uint64_t seed, int nops, const char *why)
+{
+    int best = nops, out = -1, no = 0;
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s", why);
+    for (int n = 1; n < nops; n++) {
+        mc_graph *g = generate(seed, n, -1, &no);
+        if (!g)
+            continue;
+        bool bad = check_graph(g, seed, RANDOM_TOL_SCALE, msg, sizeof msg);
+        mc_graph_free(g);
+        if (bad) {
+            best = n;
+            break;
+        }
+    }
+    mc_graph *g = generate(seed, best, -1, &no);
+    for (int o = 0; g && o < no; o++) {
+        mc_graph *one = generate(seed, best, o, &no);
+        char m2[256];
+        if (one && check_graph(one, seed, RANDOM_TOL_SCALE, m2, sizeof m2)) {
+            out = o;
+            snprintf(msg, sizeof msg, "%s", m2);
+            mc_graph_free(one);
+            break;
+        }
+        mc_graph_free(one);
+    }
+    mc_graph_free(g);
+    g = generate(seed, best, out, &no);
+    fprintf(stderr, "# seed %llu fails (%s); a minimal graph that reproduces it:\n",
+            (unsigned long long)seed, msg);
+    if (g)
+        mc_graph_print(g, stderr);
+    mc_graph_free(g);
+}
+
+static void test_random_graphs(void **state)
+{
+    (void)state;
+    int count = env_int("MINIC_RANDOM_GRAPHS", 2000);
+    uint64_t first = (uint64_t)env_int("MINIC_RANDOM_SEED", 1);
+    int failures = 0, made = 0, nodes = 0, fused = 0, unfused = 0;
+    bool show = getenv("MINIC_RANDOM_SHOW") != NULL;
+    for (uint64_t seed = first; seed < first + (uint64_t)count; seed++) {
+        rng r = {seed};
+        int nops = 2 + pick(&r, 14);
+        int no;
+        mc_graph *g = generate(seed, nops, -1, &no);
+        if (!g)
+            continue;
+        made++;
+        nodes += g->nnodes;
+        kir_program *kf = check_kernels(g, true), *ku = check_kernels(g, false);
+        if (kf && ku) {
+            fused += kf->nkernels;
+            unfused += ku->nkernels;
+        }
+        if (show && kf) {
+            mc_graph_print(g, stderr);
+            kir_print(kf, g, stderr);
+        }
+        kir_program_free(kf);
+        kir_program_free(ku);
+        char why[256];
+        if (check_graph(g, seed, RANDOM_TOL_SCALE, why, sizeof why)) {
+            if (failures < 3)
+                shrink_and_print(seed, nops, why);
+            failures++;
+        }
+        mc_graph_free(g);
+    }
+    fprintf(stderr, "# %d random graphs checked (%d nodes; %d kernels fused, %d unfused), %d failed\n",
+            made, nodes, fused, unfused, failures);
+    assert_true(made > count / 2);
+    assert_int_equal(failures, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_random_graphs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
