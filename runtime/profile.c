@@ -54,6 +54,59 @@ static int compare_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+static double median_of(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, compare_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+/* The CPU's name from /proc/cpuinfo ("" where there is none). */
+static void host_cpu_name(char *buf, size_t size)
+{
+    buf[0] = '\0';
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) != 0)
+            continue;
+        const char *v = strchr(line, ':');
+        if (!v)
+            break;
+        v += 1 + strspn(v + 1, " \t");
+        snprintf(buf, size, "%.*s", (int)strcspn(v, "\n"), v);
+        break;
+    }
+    fclose(f);
+}
+
+/* Host backends: each kernel alone, `iters` times (after the warm-up run), median per kernel. */
+static mc_status time_kernels_on_host(mc_program *p, int iters, mc_profile *prof)
+{
+    int n = prof->nkernels;
+    double *t = calloc((size_t)iters * (size_t)(n > 0 ? n : 1), sizeof *t);
+    if (!t)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    mc_status st = MC_OK;
+    for (int i = 0; i < iters && st == MC_OK; i++)
+        for (int k = 0; k < n && st == MC_OK; k++) {
+            double t0 = mc_now_ms();
+            st = p->backend->run_kernel(p, k);
+            t[(size_t)k * (size_t)iters + (size_t)i] = (mc_now_ms() - t0) * 1000.0;
+        }
+    for (int k = 0; k < n && st == MC_OK; k++) {
+        prof->time_us[k] = median_of(&t[(size_t)k * (size_t)iters], iters);
+        prof->launches[k] = 1;
+    }
+    free(t);
+    if (!prof->device[0])
+        host_cpu_name(prof->device, sizeof prof->device);
+    if (!prof->clock[0])
+        snprintf(prof->clock, sizeof prof->clock, "host clock");
+    return st;
+}
+
 mc_status mc_profile_collect(mc_program *p, int iters, mc_profile *prof)
 {
     if (iters < 1)
@@ -68,13 +121,13 @@ mc_status mc_profile_collect(mc_program *p, int iters, mc_profile *prof)
         st = mc_program_run(p);
         wall[i] = (mc_now_ms() - t0) * 1000.0;
     }
-    if (st == MC_OK) {
-        qsort(wall, (size_t)iters, sizeof *wall, compare_double);
-        prof->wall_us = iters % 2 ? wall[iters / 2] : 0.5 * (wall[iters / 2 - 1] + wall[iters / 2]);
-    }
+    if (st == MC_OK)
+        prof->wall_us = median_of(wall, iters);
     free(wall);
     if (st == MC_OK && p->backend->profile)
         st = p->backend->profile(p, iters, prof);
+    else if (st == MC_OK && p->backend->run_kernel)
+        st = time_kernels_on_host(p, iters, prof);
     return st;
 }
 

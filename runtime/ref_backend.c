@@ -221,6 +221,13 @@ static mc_status ref_run(mc_program *p)
     return MC_OK;
 }
 
+/* One kernel alone, for the profiler's per-kernel host timing (added by the cli work). */
+static mc_status ref_run_kernel(mc_program *p, int kernel)
+{
+    ref_state *s = p->state;
+    return run_kernel(p->kp, &p->kp->kernels[kernel], s->data);
+}
+
 static mc_status ref_time(mc_program *p, int iters, double *median_us)
 {
     double best = 0;
@@ -256,4 +263,5 @@ const mc_backend mc_backend_ref = {
     .time = ref_time,
     .dump_code = NULL,  /* nothing is generated */
     .release = ref_release,
+    .run_kernel = ref_run_kernel,
 };

@@ -35,6 +35,10 @@ typedef struct mc_backend {
     mc_status (*dump_code)(mc_program *p, FILE *out);
     /* Free p->state and everything it owns. Must accept a half-prepared state. */
     void (*release)(mc_program *p);
+    /* Optional, for backends that run on the host: execute kernel `kernel` alone, synchronously
+     * (after a full run, so its inputs are in place). Without a `profile` slot, the profiler
+     * (runtime/profile.c) times each kernel through this with the host's monotonic clock. */
+    mc_status (*run_kernel)(mc_program *p, int kernel);
 } mc_backend;
 
 extern const mc_backend mc_backend_ref;  /* runtime/ref_backend.c: interprets the kernel IR */

@@ -456,6 +456,8 @@ static void test_iters_and_profile(void **state)
         assert_true(mc_json_int64(mc_json_get(k, "bytes"), &bytes) && bytes > 0);
         assert_string_equal(mc_json_get(k, "category")->text, "gemm");
         assert_string_equal(mc_json_get(k, "ops")->first->text, "linear"); /* the user's op */
+        /* ref runs on the host: each kernel is timed with the host clock. */
+        assert_int_equal(mc_json_get(k, "time_us")->kind, MC_JSON_NUMBER);
     }
     const mc_json *totals = mc_json_get(root, "totals");
     const char *total_fields[] = {"kernels", "launches_per_run", "kernel_time_us", "wall_time_us",
@@ -485,7 +487,7 @@ static void test_iters_and_profile(void **state)
             complete++;
         }
     }
-    assert_true(complete >= 1); /* the host lane's run */
+    assert_int_equal(complete, 1 + 2); /* the host lane's run, the device lane's 2 kernels */
     mc_arena_free(&arena);
     free(text);
 }
