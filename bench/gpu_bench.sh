@@ -15,8 +15,8 @@ for g in bench/gpu/*.graph; do
         flag=; [ $mode = unfused ] && flag=--no-fuse
         o=$("$bin" run "$g" --backend cuda --iters "$iters" $flag 2>&1)
         rc=$?
-        us=$(echo "$o" | grep -oiE "median[^0-9]*[0-9.]+ *(us|µs)" | grep -oE "[0-9.]+" | head -1)
-        cms=$(echo "$o" | grep -oiE "compile[^0-9]*[0-9.]+ *ms" | grep -oE "[0-9.]+" | head -1)
+        us=$(echo "$o" | grep -oE "time: [0-9.]+ us" | grep -oE "[0-9.]+" | head -1)
+        cms=$(echo "$o" | grep -oE "compiled in [0-9.]+ ms" | grep -oE "[0-9.]+" | head -1)
         note=""; [ $rc -ne 0 ] && note="exit $rc: $(echo "$o" | grep -i error | head -1 | cut -c1-120)"
         printf "%-22s %-9s %12s %12s %s\n" "$name" "$mode" "${us:--}" "${cms:--}" "$note"
     done
@@ -31,5 +31,13 @@ for pass in cold cached; do
     printf "%-22s %-9s %12s %12s %s\n" "mlp_example_process" "$pass" "-" "-" \
         "wall $(awk "BEGIN{printf \"%.3f\", $t1 - $t0}") s, exit $rc"
 done
+MINIC_CUDA_TRACE=1 XDG_CACHE_HOME=$cache "$bin" run examples/mlp.graph --backend cuda 2>&1 >/dev/null |
+    sed 's/^/    /'
 rm -rf "$cache"
+# experiment: small GEMMs without a cuBLASLt workspace (no split-K)
+for ws in 0 1048576; do
+    o=$(MINIC_CUDA_LT_WORKSPACE=$ws "$bin" run bench/gpu/small_mlp.graph --backend cuda --iters 500 2>&1)
+    printf "%-22s %-9s %12s %12s %s\n" small_mlp "ws=$ws" \
+        "$(echo "$o" | grep -oE "time: [0-9.]+ us" | grep -oE "[0-9.]+" | head -1)" - ""
+done
 } >"$out"

@@ -14,6 +14,10 @@
 typedef struct mc_cuda_target {
     int sm;       /* compute capability as major*10 + minor: 90 on Hopper */
     int num_sms;  /* multiprocessors: grid sizes are multiples of it */
+    /* tuning (0: the defaults); the runtime reads them from MINIC_CUDA_PW_UNROLL and
+     * MINIC_CUDA_BLOCKS_PER_SM for experiments */
+    int pw_unroll;     /* pointwise chunks per thread per loop iteration (1..8) */
+    int blocks_per_sm; /* grid-stride grids are capped at this many blocks per SM; < 0: no cap */
 } mc_cuda_target;
 
 /* A rendered kernel: source, entry point, launch shape and the parameters it takes. Parameter

@@ -60,10 +60,10 @@ static const char mc_cuda_prelude[] =
     "MC_D float mc_erf(float a) { return erff(a); }\n"
     /* binary */
     "MC_D float mc_div(float a, float b) { return a / b; }\n"
+    /* i32 division truncates; x / 0 is 0 and INT_MIN / -1 wraps, as the reference defines */
     "MC_D int mc_div(int a, int b) {\n"
-    "  if (b == 0) return a > 0 ? 2147483647 : (a < 0 ? (-2147483647 - 1) : 0);\n"
-    "  if (b == -1 && a == (-2147483647 - 1)) return 2147483647;\n"
-    "  return a / b;\n"
+    "  if (b == 0) return 0;\n"
+    "  return (int)(unsigned)((long long)a / (long long)b);\n"
     "}\n"
     "MC_D float mc_pow(float a, float b) { return powf(a, b); }\n"
     "MC_D int mc_pow(int a, int b) {\n"

@@ -50,7 +50,16 @@ typedef struct rctx {
     int phase;         /* emit_chunk: 0 everything, 1 vector loads only, 2 all but those */
 } rctx;
 
-#define PW_UNROLL 4 /* chunks per thread per iteration: their loads are all issued first */
+#define PW_UNROLL 4     /* chunks per thread per iteration: their loads are all issued first */
+#define BLOCKS_PER_SM 8 /* grid-stride grids: 2048 threads per SM at 256 per block */
+
+static int64_t grid_cap(const mc_cuda_target *t, int threads)
+{
+    int per_sm = t->blocks_per_sm ? t->blocks_per_sm : BLOCKS_PER_SM;
+    if (per_sm < 0)
+        return INT32_MAX;
+    return (int64_t)t->num_sms * per_sm * (threads < 256 ? 256 / threads : 1);
+}
 
 static const char *storage_type(mc_dtype d)
 {
@@ -341,9 +350,12 @@ static bool emit_chunk(rctx *c, int b, int k_iter, int depth)
             }
         }
         for (int r = 0; r < k->nreds; r++)
-            if (k->reds[r].block == b)
-                mc_sb_printf(sb, "%sacc%d = mc_red_%s(acc%d, v%d_%d);\n", in, r,
-                             red_name(k->reds[r].op), r, k->reds[r].value, j);
+            if (k->reds[r].block == b) {
+                /* the reduced value may be a row scalar (a sum over a broadcast) */
+                mc_sb_printf(sb, "%sacc%d = mc_red_%s(acc%d, ", in, r, red_name(k->reds[r].op), r);
+                operand_name(sb, k->reds[r].value, c);
+                mc_sb_puts(sb, ");\n");
+            }
     }
     /* stores */
     for (int s = 0; s < k->nstores; s++) {
@@ -354,8 +366,12 @@ static bool emit_chunk(rctx *c, int b, int k_iter, int depth)
         mc_dtype bd = view_buffer(c, v)->dtype;
         if (view_vectorized(c, v)) {
             mc_sb_printf(sb, "%s{\n%s  mc_vec<%s, %d> S_;\n", in, in, storage_type(bd), c->V);
-            for (int j = 0; j < c->V; j++)
-                mc_sb_printf(sb, "%s  S_.x[%d] = %s(v%d_%d);\n", in, j, cvt_fn(bd), st->value, j);
+            for (int j = 0; j < c->V; j++) {
+                c->j = j;
+                mc_sb_printf(sb, "%s  S_.x[%d] = %s(", in, j, cvt_fn(bd));
+                operand_name(sb, st->value, c);
+                mc_sb_puts(sb, ");\n");
+            }
             mc_sb_printf(sb, "%s  *(mc_vec<%s, %d> *)(p%d + o%d) = S_;\n%s}\n", in,
                          storage_type(bd), c->V, c->view_param[v], v, in);
         } else {
@@ -363,8 +379,11 @@ static bool emit_chunk(rctx *c, int b, int k_iter, int depth)
             for (int j = 0; j < c->V; j++) {
                 if (j > 0 && stride == 0)
                     break; /* a broadcast store writes one element */
-                mc_sb_printf(sb, "%sp%d[o%d + (%s)%lld] = %s(v%d_%d);\n", in, c->view_param[v], v,
-                             c->I, (long long)(stride * j), cvt_fn(bd), st->value, j);
+                c->j = j;
+                mc_sb_printf(sb, "%sp%d[o%d + (%s)%lld] = %s(", in, c->view_param[v], v, c->I,
+                             (long long)(stride * j), cvt_fn(bd));
+                operand_name(sb, st->value, c);
+                mc_sb_puts(sb, ");\n");
             }
         }
     }
@@ -491,9 +510,9 @@ static bool render_pointwise(rctx *c, mc_cuda_code *out)
     int64_t total = shape_prod(k, 0, k->rank);
     int64_t chunks = total / c->V;
     int threads = 256;
-    int U = PW_UNROLL;
+    int U = c->t->pw_unroll > 0 && c->t->pw_unroll <= 8 ? c->t->pw_unroll : PW_UNROLL;
     int64_t blocks = (chunks + (int64_t)threads * U - 1) / ((int64_t)threads * U);
-    int64_t cap = (int64_t)c->t->num_sms * 8;
+    int64_t cap = grid_cap(c->t, threads);
     out->grid[0] = blocks < cap ? (blocks > 0 ? blocks : 1) : cap;
     out->grid[1] = out->grid[2] = 1;
     out->block = threads;
@@ -580,7 +599,7 @@ static bool render_reduction(rctx *c, mc_cuda_code *out)
         }
     }
     int64_t blocks = (nrows + rpb - 1) / rpb;
-    int64_t cap = (int64_t)c->t->num_sms * (warp ? 16 : 2048 / T);
+    int64_t cap = grid_cap(c->t, threads) * (warp ? 2 : 1);
     out->grid[0] = blocks < cap ? (blocks > 0 ? blocks : 1) : cap;
     out->grid[1] = out->grid[2] = 1;
     out->block = threads;

@@ -14,11 +14,11 @@
 
 /* ---- the name map ----------------------------------------------------------------------------- */
 
-static size_t hash_name(const char *s)
+static uint32_t hash_name(const char *s)
 {
-    size_t h = 1469598103934665603u; /* FNV-1a */
+    uint32_t h = 2166136261u; /* FNV-1a */
     for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211u;
+        h = (h ^ (unsigned char)*s) * 16777619u;
     return h;
 }
 
@@ -27,37 +27,51 @@ static bool name_map_grow(mc_name_map *m)
     size_t cap = m->cap ? m->cap * 2 : 64;
     const char **keys = calloc(cap, sizeof *keys);
     int32_t *values = calloc(cap, sizeof *values);
-    if (!keys || !values) {
+    uint32_t *hashes = calloc(cap, sizeof *hashes);
+    if (!keys || !values || !hashes) {
         free(keys);
         free(values);
+        free(hashes);
         return false;
     }
     for (size_t i = 0; i < m->cap; i++) {
         if (!m->keys[i])
             continue;
-        size_t j = hash_name(m->keys[i]) & (cap - 1);
+        size_t j = m->hashes[i] & (cap - 1);
         while (keys[j])
             j = (j + 1) & (cap - 1);
         keys[j] = m->keys[i];
         values[j] = m->values[i];
+        hashes[j] = m->hashes[i];
     }
     free(m->keys);
     free(m->values);
+    free(m->hashes);
     m->keys = keys;
     m->values = values;
+    m->hashes = hashes;
     m->cap = cap;
     return true;
+}
+
+/* The slot holding key, or the empty slot where it would go. */
+static size_t name_map_slot(const mc_name_map *m, const char *key, uint32_t h)
+{
+    size_t j = h & (m->cap - 1);
+    while (m->keys[j] && (m->hashes[j] != h || strcmp(m->keys[j], key) != 0))
+        j = (j + 1) & (m->cap - 1);
+    return j;
 }
 
 bool mc_name_map_put(mc_name_map *m, const char *key, int32_t value)
 {
     if ((m->count + 1) * 2 > m->cap && !name_map_grow(m))
         return false;
-    size_t j = hash_name(key) & (m->cap - 1);
-    while (m->keys[j] && strcmp(m->keys[j], key) != 0)
-        j = (j + 1) & (m->cap - 1);
+    uint32_t h = hash_name(key);
+    size_t j = name_map_slot(m, key, h);
     if (!m->keys[j]) {
         m->keys[j] = key;
+        m->hashes[j] = h;
         m->count++;
     }
     m->values[j] = value;
@@ -68,19 +82,15 @@ int32_t mc_name_map_get(const mc_name_map *m, const char *key)
 {
     if (!m->cap)
         return -1;
-    size_t j = hash_name(key) & (m->cap - 1);
-    while (m->keys[j]) {
-        if (strcmp(m->keys[j], key) == 0)
-            return m->values[j];
-        j = (j + 1) & (m->cap - 1);
-    }
-    return -1;
+    size_t j = name_map_slot(m, key, hash_name(key));
+    return m->keys[j] ? m->values[j] : -1;
 }
 
 void mc_name_map_free(mc_name_map *m)
 {
     free(m->keys);
     free(m->values);
+    free(m->hashes);
     memset(m, 0, sizeof *m);
 }
 

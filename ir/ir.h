@@ -116,6 +116,7 @@ typedef struct mc_attrs {
 typedef struct mc_name_map {
     const char **keys;
     int32_t *values;
+    uint32_t *hashes; /* of each key, so that probing rarely touches the strings */
     size_t cap, count;
 } mc_name_map;
 bool mc_name_map_put(mc_name_map *m, const char *key, int32_t value); /* false only on OOM */

@@ -197,6 +197,9 @@ static mc_status lt_setup(cuda_state *s, const kir_kernel *k, const mc_cuda_gemm
     if (lt->cublasLtMatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS)
         return mc_fail(MC_ERR_SYSTEM, "cuBLASLt: creating a preference failed");
     size_t ws = WORKSPACE_BYTES;
+    const char *e = getenv("MINIC_CUDA_LT_WORKSPACE"); /* experiments: cap the workspace */
+    if (e && (size_t)atoll(e) < ws)
+        ws = (size_t)atoll(e);
     lt->cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                              sizeof ws);
     const cublasLtMatmulPreferenceAttributes_t attr[4] = {
@@ -319,6 +322,18 @@ static mc_status add_kernel_step(cuda_state *s, int ki, const mc_cuda_code *code
     return MC_OK;
 }
 
+/* MINIC_CUDA_TRACE=1: where prepare's time goes, on stderr (a developer's switch) */
+static void trace(const char *stage, double *t)
+{
+    static int on = -1;
+    if (on < 0)
+        on = getenv("MINIC_CUDA_TRACE") != NULL;
+    double now = mc_now_ms();
+    if (on)
+        fprintf(stderr, "minic: cuda prepare: %-24s %8.1f ms\n", stage, now - *t);
+    *t = now;
+}
+
 static mc_status cuda_prepare(mc_program *p)
 {
     double t0 = mc_now_ms();
@@ -342,7 +357,12 @@ static mc_status cuda_prepare(mc_program *p)
     cu->cuDeviceGetName(s->device_name, sizeof s->device_name, s->dev);
     s->target.sm = major * 10 + minor;
     s->target.num_sms = sms > 0 ? sms : 1;
+    const char *e = getenv("MINIC_CUDA_PW_UNROLL");
+    s->target.pw_unroll = e ? atoi(e) : 0;
+    e = getenv("MINIC_CUDA_BLOCKS_PER_SM");
+    s->target.blocks_per_sm = e ? atoi(e) : 0;
     CU_CHECK(cu->cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING), "creating a stream");
+    trace("driver and context", &t0);
 
     /* plan with the real alignments: program buffers 256-aligned, temps at their offsets */
     int *align = calloc((size_t)kp->nbuffers + 1, sizeof(int));
@@ -354,6 +374,7 @@ static mc_status cuda_prepare(mc_program *p)
         free(align);
         return st;
     }
+    trace("plan and render", &t0);
     size_t scratch = 0;
     bool any_lt = false;
     for (int i = 0; i < kp->nkernels; i++) {
@@ -375,7 +396,9 @@ static mc_status cuda_prepare(mc_program *p)
             return mc_fail(MC_ERR_SYSTEM, "cuBLASLt: creating a handle failed");
         }
     }
+    trace("cuBLASLt load", &t0);
     st = layout_memory(p, s, &scratch, any_lt);
+    trace("device allocation", &t0);
     if (st != MC_OK) {
         free(align);
         return st;
@@ -403,6 +426,7 @@ static mc_status cuda_prepare(mc_program *p)
     free(align);
     if (st != MC_OK)
         return st;
+    trace("cuBLASLt heuristics", &t0);
 
     /* compile every generated kernel (parallel, cached) and load the modules */
     const char **srcs = calloc((size_t)kp->nkernels + 1, sizeof(char *));
@@ -425,6 +449,7 @@ static mc_status cuda_prepare(mc_program *p)
     int compiled = 0;
     st = mc_cuda_compile(srcs, entries, n, s->target.sm, p->opt.quiet, cubins, sizes, &compiled);
     p->kernels_compiled = compiled;
+    trace(compiled ? "NVRTC compile" : "kernel cache", &t0);
     for (int j = 0; j < n && st == MC_OK; j++) {
         CUresult r = cu->cuModuleLoadData(&s->modules[which[j]], cubins[j]);
         if (r != CUDA_SUCCESS)
@@ -459,7 +484,7 @@ compiled:
         if (pl->has_code)
             st = add_kernel_step(s, i, &pl->code);
     }
-    (void)t0;
+    trace("modules and steps", &t0);
     return st;
 }
 

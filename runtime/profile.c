@@ -487,3 +487,127 @@ mc_status mc_profile_write_trace(const mc_profile *prof, const char *path)
     }
     return MC_OK;
 }
+
+/* ---- roofline ------------------------------------------------------------------------------ */
+
+static double log_floor10(double x) { return pow(10, floor(log10(x))); }
+static double log_ceil10(double x) { return pow(10, ceil(log10(x))); }
+
+mc_status mc_profile_write_roofline(const mc_profile *prof, const char *path)
+{
+    const kir_program *kp = prof->program->kp;
+    /* Axis ranges (log-log): intensity in FLOP/byte, rate in FLOP/s. */
+    double xmin = INFINITY, xmax = 0, ymin = INFINITY, ymax = 0, peak_max = 0;
+    for (int k = 0; k < prof->nkernels; k++) {
+        mc_kernel_rates r = mc_profile_kernel_rates(prof, k);
+        if (r.intensity > 0) {
+            xmin = fmin(xmin, r.intensity);
+            xmax = fmax(xmax, r.intensity);
+        }
+        if (r.flops_per_s > 0) {
+            ymin = fmin(ymin, r.flops_per_s);
+            ymax = fmax(ymax, r.flops_per_s);
+        }
+        peak_max = fmax(peak_max, prof->peak_flops[k]);
+    }
+    double bw = prof->peak_bytes_per_s;
+    if (peak_max > 0 && bw > 0) {
+        xmax = fmax(xmax, peak_max / bw);
+        ymax = fmax(ymax, peak_max);
+    }
+    if (!(xmin < INFINITY)) xmin = 0.1;
+    if (!(xmax > 0)) xmax = 10;
+    if (!(ymin < INFINITY)) ymin = 1e6;
+    if (!(ymax > 0)) ymax = 1e12;
+    xmin = log_floor10(xmin / 2), xmax = log_ceil10(xmax * 2);
+    ymin = log_floor10(ymin / 2), ymax = log_ceil10(ymax * 2);
+
+    char tmp[4200];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= sizeof tmp)
+        return mc_fail(MC_ERR_INPUT, "%s: path too long", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return mc_fail(MC_ERR_INPUT, "%s: cannot write: %s", path, strerror(errno));
+    const double W = 900, H = 600, L = 90, R = 260, T = 50, B = 70; /* plot margins */
+    const double pw = W - L - R, ph = H - T - B;
+#define SX(x) (L + pw * (log10(x) - log10(xmin)) / (log10(xmax) - log10(xmin)))
+#define SY(y) (T + ph * (1 - (log10(y) - log10(ymin)) / (log10(ymax) - log10(ymin))))
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+               "font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
+    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    fprintf(f, "<text x=\"%.0f\" y=\"24\" font-size=\"15\">Roofline: %s on ", L,
+            prof->program->backend->name);
+    {
+        const char *d = prof->device[0] ? prof->device : "host";
+        for (; *d; d++)
+            fprintf(f, *d == '<' ? "&lt;" : *d == '&' ? "&amp;" : *d == '>' ? "&gt;" : "%c", *d);
+    }
+    fprintf(f, " (%s)</text>\n", prof->program->opt.fuse ? "fused" : "unfused");
+    fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n",
+            L, T, pw, ph);
+    for (double x = xmin; x <= xmax * 1.001; x *= 10)
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#ddd\"/>"
+                   "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n",
+                SX(x), T, SX(x), T + ph, SX(x), T + ph + 16, x);
+    for (double y = ymin; y <= ymax * 1.001; y *= 10)
+        fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
+                   "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+                L, SY(y), L + pw, SY(y), L - 6, SY(y) + 4, y / 1e9);
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">arithmetic intensity (FLOP/byte)</text>\n",
+            L + pw / 2, H - 24);
+    fprintf(f, "<text transform=\"translate(24 %.0f) rotate(-90)\" text-anchor=\"middle\">GFLOP/s</text>\n",
+            T + ph / 2);
+    /* One roof per distinct compute peak: min(peak, intensity * bandwidth). */
+    if (bw > 0) {
+        double drawn[8];
+        int ndrawn = 0;
+        for (int k = 0; k < prof->nkernels; k++) {
+            double peak = prof->peak_flops[k];
+            bool seen = !(peak > 0);
+            for (int i = 0; i < ndrawn && !seen; i++)
+                seen = drawn[i] == peak;
+            if (seen || ndrawn == 8)
+                continue;
+            drawn[ndrawn++] = peak;
+            double ridge = peak / bw, x0 = fmax(xmin, ymin / bw);
+            fprintf(f, "<polyline fill=\"none\" stroke=\"#c33\" stroke-width=\"2\" points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>"
+                       "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c33\">%.1f TFLOP/s</text>\n",
+                    SX(x0), SY(x0 * bw), SX(ridge), SY(peak), SX(xmax), SY(peak), SX(xmax) - 4 - 80,
+                    SY(peak) - 6, peak / 1e12);
+        }
+        fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#c33\">memory: %.0f GB/s</text>\n", L + 8,
+                T + 16, bw / 1e9);
+    } else {
+        fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#c33\">device peaks unknown: no roof</text>\n",
+                L + 8, T + 16);
+    }
+    /* Kernels: a point each (at the left edge when they do no arithmetic), and a legend. */
+    static const char *colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b",
+                                   "#e377c2", "#17becf", "#bcbd22"};
+    int legend = 0;
+    for (int k = 0; k < prof->nkernels; k++) {
+        mc_kernel_rates r = mc_profile_kernel_rates(prof, k);
+        const char *c = colors[k % 8];
+        fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">%d %s%s</text>\n", W - R + 12,
+                T + 14.0 * legend++, c, k, kp->kernels[k].name,
+                isnan(prof->time_us[k]) ? " (not timed)" : r.flops_per_s > 0 ? "" : " (no FLOPs)");
+        if (!(r.flops_per_s > 0))
+            continue;
+        double x = r.intensity > 0 ? r.intensity : xmin;
+        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"><title>%s: %.3g GFLOP/s, "
+                   "%.3g FLOP/B</title></circle><text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">%d</text>\n",
+                SX(x), SY(r.flops_per_s), c, kp->kernels[k].name, r.flops_per_s / 1e9, r.intensity,
+                SX(x) + 7, SY(r.flops_per_s) - 5, c, k);
+    }
+#undef SX
+#undef SY
+    fprintf(f, "</svg>\n");
+    bool ok = !ferror(f);
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return mc_fail(MC_ERR_INPUT, "%s: cannot write: %s", path, strerror(e));
+    }
+    return MC_OK;
+}

@@ -57,5 +57,8 @@ mc_status mc_profile_write_json(const mc_profile *prof, const char *path);
  * as in one median execution. Kernels the backend did not time are left out of the device lane
  * (and the trace says so in its metadata). Written to a temporary name and renamed. */
 mc_status mc_profile_write_trace(const mc_profile *prof, const char *path);
+/* An SVG roofline: log-log FLOP/s against FLOP/byte, the roof of each distinct compute peak
+ * with the memory slope, and every timed kernel as a numbered point (legend: its name). */
+mc_status mc_profile_write_roofline(const mc_profile *prof, const char *path);
 
 #endif

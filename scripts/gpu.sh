@@ -30,7 +30,7 @@ say "build: ok ($(( $(date +%s) - t0 )) s)"
 export MINIC_BIN=$PWD/build-gpu/minic MINIC_BACKEND=cuda XDG_CACHE_HOME=$PWD/build-gpu/cache
 
 if has tests; then
-    (cd build-gpu && ctest --output-on-failure -j4 --timeout 300) >"$OUT/ctest.log" 2>&1
+    (cd build-gpu && ctest --output-on-failure -j4 --timeout 300 ${CTEST_EXCLUDE:+-E $CTEST_EXCLUDE}) >"$OUT/ctest.log" 2>&1
     say "tests: $(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
     grep -E "^\s*[0-9]+/[0-9]+ Test.*(Failed|Skipped|Timeout|\*\*\*)" "$OUT/ctest.log" | head -20 | tee -a "$summary"
     for t in test_cuda_run test_cuda_compile; do
@@ -61,7 +61,7 @@ if has bench; then
 fi
 
 if has peers && [ -f bench/peers/torch_gpu.py ]; then
-    PYTHONUNBUFFERED=1 timeout 420 python3 bench/peers/torch_gpu.py >"$OUT/torch.log" 2>&1
+    PYTHONUNBUFFERED=1 timeout ${PEERS_TIMEOUT:-420} python3 bench/peers/torch_gpu.py >"$OUT/torch.log" 2>&1
     grep '^JSON' "$OUT/torch.log" | sed 's/^JSON //' >"$OUT/torch.json"
     tail -3 "$OUT/torch.log" | cut -c1-2000 >>"$summary"
 fi

@@ -287,6 +287,33 @@ static inline kir_program *fx_full_reduce(int64_t R, int64_t C)
     return kp;
 }
 
+/* y[r] = sum over c of x[r] broadcast along c: the reduced value is a row-block scalar; and
+ * z[r] = sum over c of (x[r] div_i32 d[c]) with d containing zeros (i32 x / 0 is 0). */
+static inline kir_program *fx_sum_broadcast(int64_t R, int64_t C)
+{
+    kir_program *kp = fx_program();
+    int x = fx_buffer(kp, KBUF_INPUT, MC_F32, R);
+    int d = fx_buffer(kp, KBUF_INPUT, MC_I32, C);
+    int y = fx_buffer(kp, KBUF_OUTPUT, MC_F32, R);
+    int z = fx_buffer(kp, KBUF_OUTPUT, MC_I32, R);
+    int64_t shape[2] = {R, C};
+    kir_kernel *k = fx_kernel(kp, "red_fused_expand_sum_0", KIR_REDUCTION, 2, shape, 1);
+    int vx = fx_view(k, x, 0, (int64_t[]){1, 0});
+    int vd = fx_view(k, d, 0, (int64_t[]){0, 1});
+    fx_block(k, false);
+    int lx = fx_load(k, vx, MC_F32);
+    int xi = fx_op(k, MC_OP_CAST, MC_I32, fx_op(k, MC_OP_MUL, MC_F32, lx, fx_const(k, 50, MC_F32),
+                                                 0), 0, 0);
+    fx_block(k, true);
+    fx_reduce(k, MC_OP_SUM, lx, MC_F32);
+    int q = fx_op(k, MC_OP_DIV, MC_I32, xi, fx_load(k, vd, MC_I32), 0);
+    fx_reduce(k, MC_OP_SUM, q, MC_I32);
+    fx_block(k, false);
+    fx_store(k, fx_view(k, y, 0, (int64_t[]){1, 0}), fx_other(k, KI_ROWVAL, MC_F32, 0));
+    fx_store(k, fx_view(k, z, 0, (int64_t[]){1, 0}), fx_other(k, KI_ROWVAL, MC_I32, 1));
+    return kp;
+}
+
 /* The GEMM fixtures: x [B, M, K] @ w^T (w [N, K], a transposed operand) with
  *   kernel 0: + bias, gelu_tanh           -> cuBLASLt GELU_BIAS, all of it
  *   kernel 1: (acc + bias) + residual x2  -> cuBLASLt BIAS with C = residual, beta 1
@@ -369,7 +396,7 @@ static inline double fx_apply(mc_op op, mc_dtype d, double a, double b, double c
     case MC_OP_ADD: return a + b;
     case MC_OP_SUB: return a - b;
     case MC_OP_MUL: return a * b;
-    case MC_OP_DIV: return isint ? (b == 0 ? 0 : trunc(a / b)) : a / b;
+    case MC_OP_DIV: return isint ? (b == 0 ? 0 : mc_round_to_dtype(trunc(a / b), MC_I32)) : a / b;
     case MC_OP_POW: return pow(a, b);
     case MC_OP_MAXIMUM: return (isnan(a) || a > b) ? a : b;
     case MC_OP_MINIMUM: return (isnan(a) || a < b) ? a : b;

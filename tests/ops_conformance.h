@@ -10,7 +10,9 @@
  *       output's dtype, bit for bit (the f16/bf16 rounding rule of the reference backend);
  *   (b) the backends: for every backend that is available here (ref always, cpu when built
  *       with LLVM, cuda when a GPU is usable), fused and unfused, the compiled program's
- *       outputs against mc_graph_eval(exact) within the tolerances of SPEC §6.
+ *       outputs against mc_graph_eval(exact) within the tolerances of SPEC §6: after a first
+ *       run, after a second run on the same inputs (no state may leak from run to run), and
+ *       after new values are bound to every input (a changed input must be seen).
  *
  * Cases may also name a graph file (the example workloads): those have no expectation of their
  * own and are checked by part (b) alone.
@@ -135,6 +137,85 @@ static bool ops_compare(const char *what, const char *case_name, int output, mc_
     return true;
 }
 
+/* ---- one set of inputs and its oracle values ------------------------------------------------ */
+
+static int64_t ops_numel(const mc_node *n)
+{
+    int64_t e = 1;
+    for (int k = 0; k < n->rank; k++)
+        e *= n->shape[k];
+    return e;
+}
+
+typedef struct {
+    int n;                /* inputs and params, in declaration order */
+    int *nodes;           /* their node indices */
+    void **host;          /* their values in their dtypes */
+    double **in;          /* the same as doubles (what expectations read) */
+    const void **by_node; /* host arrays by node index (what mc_graph_eval reads) */
+    double *exact[8];     /* mc_graph_eval(exact), per output */
+} ops_inputs;
+
+static void ops_inputs_free(ops_inputs *s)
+{
+    for (int k = 0; k < s->n; k++) {
+        free(s->host[k]);
+        free(s->in[k]);
+    }
+    for (int o = 0; o < 8; o++)
+        free(s->exact[o]);
+    free(s->nodes);
+    free(s->host);
+    free(s->in);
+    free(s->by_node);
+    memset(s, 0, sizeof *s);
+}
+
+/* Generate the inputs from `seed` (then the case's `positive` and `prepare`), and evaluate the
+ * oracle on them. False (with a message printed) when the oracle fails. */
+static bool ops_inputs_make(const op_case *c, const mc_graph *g, uint64_t seed, ops_inputs *s)
+{
+    memset(s, 0, sizeof *s);
+    size_t nn = (size_t)g->nnodes;
+    s->nodes = calloc(nn, sizeof *s->nodes);
+    s->host = calloc(nn, sizeof *s->host);
+    s->in = calloc(nn, sizeof *s->in);
+    s->by_node = calloc(nn, sizeof *s->by_node);
+    assert_true(s->nodes && s->host && s->in && s->by_node);
+    for (int i = 0; i < g->nnodes; i++) {
+        const mc_node *n = &g->nodes[i];
+        if (n->op != MC_OP_INPUT && n->op != MC_OP_PARAM)
+            continue;
+        int64_t numel = ops_numel(n);
+        void *h = malloc((size_t)numel * mc_dtype_size(n->dtype));
+        assert_non_null(h);
+        mc_fill_random(h, n->dtype, numel, seed, n->name);
+        if (c->positive && mc_dtype_is_float(n->dtype))
+            for (int64_t e = 0; e < numel; e++)
+                mc_store_element(h, n->dtype, e, fabs(mc_load_element(h, n->dtype, e)) + 0.125);
+        s->host[s->n] = h;
+        s->nodes[s->n] = i;
+        s->by_node[i] = h;
+        s->n++;
+    }
+    if (c->prepare)
+        c->prepare(c, s->host);
+    for (int k = 0; k < s->n; k++) {
+        const mc_node *n = &g->nodes[s->nodes[k]];
+        int64_t numel = ops_numel(n);
+        s->in[k] = malloc((size_t)numel * sizeof(double));
+        assert_non_null(s->in[k]);
+        for (int64_t e = 0; e < numel; e++)
+            s->in[k][e] = mc_load_element(s->host[k], n->dtype, e);
+    }
+    assert_true(g->noutputs <= 8);
+    if (mc_graph_eval(g, s->by_node, true, s->exact) != MC_OK) {
+        print_error("%s: mc_graph_eval failed: %s\n", c->name, mc_error_message());
+        return false;
+    }
+    return true;
+}
+
 /* ---- part (b): the backends ---------------------------------------------------------------- */
 
 #if OPS_CHECK_BACKENDS
@@ -163,11 +244,58 @@ static bool ops_backend_available(int b, char *why, size_t size)
     }
 }
 
-/* One backend, fused or not: compile, bind, run, compare every output with the oracle. */
+/* Bind every input of s (when `bind`), run once, compare every output with s's oracle. */
+static bool ops_run_and_compare(const op_case *c, const mc_graph *g, mc_program *p,
+                                const char *what, const ops_inputs *s, bool bind, bool has_matmul)
+{
+    for (int k = 0; bind && k < s->n; k++) {
+        const mc_node *n = &g->nodes[s->nodes[k]];
+        size_t bytes = (size_t)ops_numel(n) * mc_dtype_size(n->dtype);
+        if (mc_program_set(p, n->name, s->host[k], bytes) != MC_OK) {
+            print_error("%s: %s: binding '%s' failed: %s\n", c->name, what, n->name,
+                        mc_error_message());
+            return false;
+        }
+    }
+    if (mc_program_run(p) != MC_OK) {
+        print_error("%s: %s: run failed: %s\n", c->name, what, mc_error_message());
+        return false;
+    }
+    if (mc_program_num_outputs(p) != g->noutputs) {
+        print_error("%s: %s: %d outputs, expected %d\n", c->name, what,
+                    mc_program_num_outputs(p), g->noutputs);
+        return false;
+    }
+    bool ok = true;
+    for (int o = 0; ok && o < g->noutputs; o++) {
+        const mc_node *n = &g->nodes[g->outputs[o]];
+        mc_tensor t;
+        bool same_type = mc_program_output(p, o, &t) == MC_OK && t.dtype == n->dtype &&
+                         t.rank == n->rank && t.data != NULL;
+        for (int k = 0; same_type && k < n->rank; k++)
+            same_type = t.shape[k] == n->shape[k];
+        if (!same_type) {
+            print_error("%s: %s: output %d missing or of the wrong type\n", c->name, what, o);
+            return false;
+        }
+        int64_t numel = ops_numel(n);
+        double *got = malloc((size_t)numel * sizeof *got);
+        assert_non_null(got);
+        for (int64_t e = 0; e < numel; e++)
+            got[e] = mc_load_element(t.data, t.dtype, e);
+        ok = ops_compare(what, c->name, o, n->dtype, got, s->exact[o], numel,
+                         ops_tolerance(n->dtype, has_matmul));
+        free(got);
+    }
+    return ok;
+}
+
+/* One backend, fused or not: compile; bind the first inputs, run, compare; run again (a
+ * program must not carry state from one run to the next); bind the second inputs, run,
+ * compare (a changed input must be seen). */
 static bool ops_check_backend(const op_case *c, const mc_graph *g, mc_backend_kind kind,
-                              const char *what, bool fuse, void *const *host,
-                              const int *input_nodes, int ninputs, double *const *ref,
-                              bool has_matmul)
+                              const char *what, bool fuse, const ops_inputs *first,
+                              const ops_inputs *second, bool has_matmul)
 {
     mc_options opt = mc_options_default();
     opt.backend = kind;
@@ -178,52 +306,18 @@ static bool ops_check_backend(const op_case *c, const mc_graph *g, mc_backend_ki
         print_error("%s: %s: compile failed: %s\n", c->name, what, mc_error_message());
         return false;
     }
-    bool ok = true;
-    for (int k = 0; ok && k < ninputs; k++) {
-        const mc_node *n = &g->nodes[input_nodes[k]];
-        size_t bytes = (size_t)mc_node_numel(n) * mc_dtype_size(n->dtype);
-        if (mc_program_set(p, n->name, host[k], bytes) != MC_OK) {
-            print_error("%s: %s: binding '%s' failed: %s\n", c->name, what, n->name,
-                        mc_error_message());
-            ok = false;
-        }
-    }
-    if (ok && mc_program_run(p) != MC_OK) {
-        print_error("%s: %s: run failed: %s\n", c->name, what, mc_error_message());
-        ok = false;
-    }
-    if (ok && mc_program_num_outputs(p) != g->noutputs) {
-        print_error("%s: %s: %d outputs, expected %d\n", c->name, what,
-                    mc_program_num_outputs(p), g->noutputs);
-        ok = false;
-    }
-    for (int o = 0; ok && o < g->noutputs; o++) {
-        const mc_node *n = &g->nodes[g->outputs[o]];
-        mc_tensor t;
-        bool same_type = mc_program_output(p, o, &t) == MC_OK && t.dtype == n->dtype &&
-                         t.rank == n->rank && t.data != NULL;
-        for (int k = 0; same_type && k < n->rank; k++)
-            same_type = t.shape[k] == n->shape[k];
-        if (!same_type) {
-            print_error("%s: %s: output %d missing or of the wrong type\n", c->name, what, o);
-            ok = false;
-            break;
-        }
-        int64_t numel = mc_node_numel(n);
-        double *got = malloc((size_t)numel * sizeof *got);
-        assert_non_null(got);
-        for (int64_t e = 0; e < numel; e++)
-            got[e] = mc_load_element(t.data, t.dtype, e);
-        ok = ops_compare(what, c->name, o, n->dtype, got, ref[o], numel,
-                         ops_tolerance(n->dtype, has_matmul));
-        free(got);
-    }
+    char again[96], rebound[96];
+    snprintf(again, sizeof again, "%s, second run", what);
+    snprintf(rebound, sizeof rebound, "%s, new inputs", what);
+    bool ok = ops_run_and_compare(c, g, p, what, first, true, has_matmul) &&
+              ops_run_and_compare(c, g, p, again, first, false, has_matmul) &&
+              (second->n == 0 || ops_run_and_compare(c, g, p, rebound, second, true, has_matmul));
     mc_program_free(p);
     return ok;
 }
 
-static bool ops_check_backends(const op_case *c, const mc_graph *g, void *const *host,
-                               const int *input_nodes, int ninputs, double *const *ref)
+static bool ops_check_backends(const op_case *c, const mc_graph *g, const ops_inputs *first,
+                               const ops_inputs *second)
 {
     static const mc_backend_kind kinds[3] = {MC_BACKEND_REF, MC_BACKEND_CPU, MC_BACKEND_CUDA};
     bool has_matmul = false, ok = true;
@@ -239,8 +333,7 @@ static bool ops_check_backends(const op_case *c, const mc_graph *g, void *const 
             char what[64];
             snprintf(what, sizeof what, "backend %s (%s)", ops_backend_names[b],
                      fuse ? "fused" : "unfused");
-            if (ops_check_backend(c, g, kinds[b], what, fuse, host, input_nodes, ninputs, ref,
-                                  has_matmul))
+            if (ops_check_backend(c, g, kinds[b], what, fuse, first, second, has_matmul))
                 ops_totals.backend_runs[b][fuse]++;
             else
                 ok = false;
@@ -251,14 +344,6 @@ static bool ops_check_backends(const op_case *c, const mc_graph *g, void *const 
 #endif
 
 /* ---- one case ----------------------------------------------------------------------------- */
-
-static int64_t ops_numel(const mc_node *n)
-{
-    int64_t e = 1;
-    for (int k = 0; k < n->rank; k++)
-        e *= n->shape[k];
-    return e;
-}
 
 static void ops_run_case(void **state)
 {
@@ -277,51 +362,15 @@ static void ops_run_case(void **state)
             fail_msg("%s: building the graph failed: %s", c->name, msg);
         }
     }
-    bool ok = true;
-
-    /* Inputs and params, in declaration order. */
-    int nin = 0, *input_nodes = calloc((size_t)g->nnodes, sizeof *input_nodes);
-    void **host = calloc((size_t)g->nnodes, sizeof *host);
-    double **in = calloc((size_t)g->nnodes, sizeof *in);
-    const void **by_node = calloc((size_t)g->nnodes, sizeof *by_node);
-    assert_true(input_nodes && host && in && by_node);
+    int nout = g->noutputs;
+    double *rounded[8] = {0}, *want[8] = {0};
+    ops_inputs first, second = {0};
     uint64_t seed = mc_hash64(c->name, strlen(c->name), 0);
-    for (int i = 0; i < g->nnodes; i++) {
-        const mc_node *n = &g->nodes[i];
-        if (n->op != MC_OP_INPUT && n->op != MC_OP_PARAM)
-            continue;
-        int64_t numel = ops_numel(n);
-        host[nin] = malloc((size_t)numel * mc_dtype_size(n->dtype));
-        assert_non_null(host[nin]);
-        mc_fill_random(host[nin], n->dtype, numel, seed, n->name);
-        if (c->positive && mc_dtype_is_float(n->dtype))
-            for (int64_t e = 0; e < numel; e++)
-                mc_store_element(host[nin], n->dtype, e,
-                                 fabs(mc_load_element(host[nin], n->dtype, e)) + 0.125);
-        input_nodes[nin] = i;
-        by_node[i] = host[nin];
-        nin++;
-    }
-    if (c->prepare)
-        c->prepare(c, host);
-    for (int k = 0; k < nin; k++) {
-        const mc_node *n = &g->nodes[input_nodes[k]];
-        int64_t numel = ops_numel(n);
-        in[k] = malloc((size_t)numel * sizeof(double));
-        assert_non_null(in[k]);
-        for (int64_t e = 0; e < numel; e++)
-            in[k][e] = mc_load_element(host[k], n->dtype, e);
-    }
+    bool ok = ops_inputs_make(c, g, seed, &first);
+    if (!ok)
+        goto done;
 
     /* (a) the oracle against the independent expectation. */
-    int nout = g->noutputs;
-    double *exact[8] = {0}, *rounded[8] = {0}, *want[8] = {0};
-    assert_true(nout <= 8);
-    if (mc_graph_eval(g, by_node, true, exact) != MC_OK) {
-        print_error("%s: mc_graph_eval failed: %s\n", c->name, mc_error_message());
-        ok = false;
-        goto done;
-    }
     for (int o = 0; o < nout; o++) {
         int64_t numel = ops_numel(&g->nodes[g->outputs[o]]);
         want[o] = malloc((size_t)numel * sizeof(double));
@@ -330,10 +379,10 @@ static void ops_run_case(void **state)
             want[o][e] = NAN;
     }
     if (c->expect)
-        c->expect(c, in, want);
+        c->expect(c, first.in, want);
     for (int o = 0; c->expect && o < nout; o++) {
         const mc_node *n = &g->nodes[g->outputs[o]];
-        ok &= ops_compare("mc_graph_eval(exact)", c->name, o, n->dtype, exact[o], want[o],
+        ok &= ops_compare("mc_graph_eval(exact)", c->name, o, n->dtype, first.exact[o], want[o],
                           ops_numel(n), c->oracle_tol > 0 ? c->oracle_tol : 1e-12);
         ops_totals.oracle_checks++;
     }
@@ -349,7 +398,7 @@ static void ops_run_case(void **state)
                 one_level = false;
     }
     if (one_level && c->expect) {
-        if (mc_graph_eval(g, by_node, false, rounded) != MC_OK) {
+        if (mc_graph_eval(g, first.by_node, false, rounded) != MC_OK) {
             print_error("%s: mc_graph_eval(rounded) failed: %s\n", c->name, mc_error_message());
             ok = false;
             goto done;
@@ -362,7 +411,7 @@ static void ops_run_case(void **state)
             for (int64_t e = 0; e < numel; e++)
                 r[e] = mc_round_to_dtype(want[o][e], n->dtype);
             /* Bit-exact unless the case's own formula is only close (then one ulp of the
-             * dtype's rounding may differ): compare within the dtype's half-ulp. */
+             * dtype's rounding may differ): compare within the dtype's tolerance. */
             double tol = c->oracle_tol > 0 ? ops_tolerance(n->dtype, false) : 0;
             ok &= ops_compare("mc_graph_eval(rounded)", c->name, o, n->dtype, rounded[o], r,
                               numel, tol);
@@ -371,28 +420,23 @@ static void ops_run_case(void **state)
         }
     }
 
-    /* (b) every available backend against the oracle. */
+    /* (b) every available backend against the oracle, on two sets of inputs. */
 #if OPS_CHECK_BACKENDS
+    if (ok && first.n > 0)
+        ok = ops_inputs_make(c, g, seed ^ 0x5DEECE66Dull, &second);
     if (ok)
-        ok = ops_check_backends(c, g, host, input_nodes, nin, exact);
+        ok = ops_check_backends(c, g, &first, &second);
 #endif
     if (ok)
         ops_totals.cases++;
 
 done:
     for (int o = 0; o < nout; o++) {
-        free(exact[o]);
         free(rounded[o]);
         free(want[o]);
     }
-    for (int k = 0; k < nin; k++) {
-        free(host[k]);
-        free(in[k]);
-    }
-    free(input_nodes);
-    free(host);
-    free(in);
-    free(by_node);
+    ops_inputs_free(&first);
+    ops_inputs_free(&second);
     mc_graph_free(g);
     if (!ok)
         fail_msg("%s: see the messages above", c->name);

@@ -81,7 +81,7 @@ static void test_help(void **state)
     assert_int_equal(minic("run --help"), 0);
     const char *run_opts[] = {"--backend", "--weights", "--input", "--seed", "--output", "--no-fuse",
                               "--cuda-graph", "--no-cuda-graph", "--iters", "--profile",
-                              "--profile-json", "--trace", "--threads", "--tf32", "--quiet"};
+                              "--profile-json", "--trace", "--roofline", "--threads", "--tf32", "--quiet"};
     for (size_t i = 0; i < sizeof run_opts / sizeof *run_opts; i++)
         assert_contains(out, run_opts[i]);
     assert_int_equal(minic("check --help"), 0);
@@ -424,8 +424,10 @@ static void test_iters_and_profile(void **state)
     (void)state;
     const char *g = mc_test_src("examples/mlp.graph");
     const char *json = tmp_path("profile.json"), *trace = tmp_path("trace.json");
-    assert_int_equal(minic("run %s --backend ref --iters 3 --profile --profile-json %s --trace %s",
-                           g, json, trace), 0);
+    const char *svg = tmp_path("roofline.svg");
+    assert_int_equal(minic("run %s --backend ref --iters 3 --profile --profile-json %s --trace %s "
+                           "--roofline %s", g, json, trace, svg), 0);
+    assert_true(exists(svg));
     assert_contains(out, "time: ");
     assert_contains(out, "median of 3 runs");
     assert_contains(out, "gemm_bias_gelu_0");

@@ -101,8 +101,12 @@ static void test_reductions(void **state)
         mc_cuda_plans_free(pl, kp->nkernels);
         fx_free(kp);
     }
-    kir_program *kp = fx_full_reduce(100, 1000);
+    kir_program *kp = fx_sum_broadcast(50, 300);
     mc_cuda_kernel_plan *pl = compile_all(kp);
+    mc_cuda_plans_free(pl, kp->nkernels);
+    fx_free(kp);
+    kp = fx_full_reduce(100, 1000);
+    pl = compile_all(kp);
     mc_cuda_plans_free(pl, kp->nkernels);
     fx_free(kp);
 }

@@ -159,7 +159,10 @@ static void test_reductions(void **state)
         run_and_check(kp, "layernorm long");
         fx_free(kp);
     }
-    kir_program *kp = fx_full_reduce(100, 1000);
+    kir_program *kp = fx_sum_broadcast(50, 300);
+    run_and_check(kp, "sum of a broadcast, i32 division by zero");
+    fx_free(kp);
+    kp = fx_full_reduce(100, 1000);
     run_and_check(kp, "full reduction");
     fx_free(kp);
 }
@@ -295,25 +298,35 @@ static void test_examples(void **state)
  * once graphs compile end to end. */
 static int bench(void)
 {
-    struct { const char *name; kir_program *kp; double bytes; } w[] = {
-        {"copy f32 8192x8192", fx_pw_bench(8192, 8192, true), 2.0 * 8192 * 8192 * 4},
-        {"pointwise f32 8192x8192", fx_pw_bench(8192, 8192, false), 2.0 * 8192 * 8192 * 4},
-        {"softmax f32 8192x4096", fx_softmax(8192, 4096, MC_F32), 2.0 * 8192 * 4096 * 4},
-        {"layernorm f32 8192x4096", fx_layernorm(8192, 4096, MC_F32), 2.0 * 8192 * 4096 * 4},
-        {"softmax bf16 8192x4096", fx_softmax(8192, 4096, MC_BF16), 2.0 * 8192 * 4096 * 2},
-    };
-    printf("%-28s %10s %10s\n", "fixture", "median_us", "GB/s");
-    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
-        mc_program *p = make_program(w[i].kp, -1);
-        double us = -1;
-        if (p->backend->prepare(p) != MC_OK || p->backend->time(p, 50, &us) != MC_OK) {
-            printf("%s: %s\n", w[i].name, mc_error_message());
-            return 1;
+    /* variants: pointwise unroll x grid cap (blocks per SM; -1: one chunk group per thread) */
+    static const struct { const char *unroll, *bps; } var[] = {
+        {"4", "8"}, {"4", "-1"}, {"1", "-1"}, {"2", "-1"}, {"8", "-1"}, {"4", "32"}};
+    printf("%-26s %6s %5s %10s %10s\n", "fixture", "unroll", "bps", "median_us", "GB/s");
+    for (size_t v = 0; v < sizeof var / sizeof var[0]; v++) {
+        setenv("MINIC_CUDA_PW_UNROLL", var[v].unroll, 1);
+        setenv("MINIC_CUDA_BLOCKS_PER_SM", var[v].bps, 1);
+        struct { const char *name; kir_program *kp; double bytes; } w[] = {
+            {"copy f32 8192x8192", fx_pw_bench(8192, 8192, true), 2.0 * 8192 * 8192 * 4},
+            {"pointwise f32 8192x8192", fx_pw_bench(8192, 8192, false), 2.0 * 8192 * 8192 * 4},
+            {"softmax f32 8192x4096", fx_softmax(8192, 4096, MC_F32), 2.0 * 8192 * 4096 * 4},
+            {"layernorm f32 8192x4096", fx_layernorm(8192, 4096, MC_F32), 2.0 * 8192 * 4096 * 4},
+            {"softmax bf16 98304x1024", fx_softmax(98304, 1024, MC_BF16), 2.0 * 98304 * 1024 * 2},
+        };
+        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+            mc_program *p = make_program(w[i].kp, -1);
+            double us = -1;
+            if (p->backend->prepare(p) != MC_OK || p->backend->time(p, 50, &us) != MC_OK) {
+                printf("%s: %s\n", w[i].name, mc_error_message());
+                return 1;
+            }
+            printf("%-26s %6s %5s %10.1f %10.1f\n", w[i].name, var[v].unroll, var[v].bps, us,
+                   w[i].bytes / us / 1e3);
+            free_program(p);
+            fx_free(w[i].kp);
         }
-        printf("%-28s %10.1f %10.1f\n", w[i].name, us, w[i].bytes / us / 1e3);
-        free_program(p);
-        fx_free(w[i].kp);
     }
+    unsetenv("MINIC_CUDA_PW_UNROLL");
+    unsetenv("MINIC_CUDA_BLOCKS_PER_SM");
     return 0;
 }
 

@@ -610,6 +610,15 @@ static void test_print(void **state)
     expect_line(text, "t18 = expand(t17, shape=[2, 2])  # f16[2, 2]\n");
     expect_line(text, "output t2, t3_, t4, t5, t6, t7, t10, t11, t12, t14, t16, t18\n");
     free(text);
+
+    /* A write that fails is the system's error, not a crash or a silent success. */
+    FILE *full = fopen("/dev/full", "w");
+    if (full) {
+        assert_int_equal(mc_graph_print(g, full), MC_ERR_SYSTEM);
+        assert_non_null(strstr(mc_error_message(), "could not write"));
+        fclose(full);
+    }
+    assert_int_equal(mc_graph_print(NULL, stdout), MC_ERR_INPUT);
     mc_graph_free(g);
 }
 

@@ -175,6 +175,29 @@ static void test_rates_and_bounds(void **state)
     r = mc_profile_kernel_rates(&prof, 0);
     assert_string_equal(r.bound, "memory");
 
+    /* The roofline: a well-formed SVG with one point per timed kernel and a roof. */
+    prof.time_us[0] = 10;
+    prof.time_us[1] = 20;
+    prof.peak_flops[0] = prof.peak_flops[1] = 50e12;
+    prof.peak_bytes_per_s = 3e12;
+    char svg_path[4200];
+    snprintf(svg_path, sizeof svg_path, "%s/roofline.svg", mc_test_tmpdir());
+    assert_int_equal(mc_profile_write_roofline(&prof, svg_path), MC_OK);
+    FILE *f = fopen(svg_path, "r");
+    assert_non_null(f);
+    static char svg[1 << 16];
+    size_t n = fread(svg, 1, sizeof svg - 1, f);
+    svg[n] = '\0';
+    fclose(f);
+    assert_true(strncmp(svg, "<svg ", 5) == 0);
+    assert_non_null(strstr(svg, "</svg>\n"));
+    int circles = 0;
+    for (const char *s = svg; (s = strstr(s, "<circle")); s++)
+        circles++;
+    assert_int_equal(circles, 2);
+    assert_non_null(strstr(svg, "<polyline")); /* the roof */
+    assert_non_null(strstr(svg, "gemm_bias_gelu_0"));
+
     assert_true(mc_profile_peak_memory(p) >= (32 * 128 * 2 + 512 * 128 * 2 + 512 + 128) * 4);
     mc_profile_release(&prof);
     mc_program_free(p);

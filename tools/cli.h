@@ -23,6 +23,7 @@ typedef struct cli_args {
     bool profile;             /* --profile */
     const char *profile_json; /* --profile-json FILE, or NULL */
     const char *trace;        /* --trace FILE.json, or NULL */
+    const char *roofline;     /* --roofline FILE.svg, or NULL */
     const char *stage;        /* dump --stage (default "ir") */
 } cli_args;
 

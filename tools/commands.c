@@ -148,6 +148,8 @@ static int run_profile(const cli_args *a, mc_program *p)
         st = mc_profile_write_json(&prof, a->profile_json);
     if (st == MC_OK && a->trace)
         st = mc_profile_write_trace(&prof, a->trace);
+    if (st == MC_OK && a->roofline)
+        st = mc_profile_write_roofline(&prof, a->roofline);
     mc_profile_release(&prof);
     return st == MC_OK ? CLI_OK : cli_library_error(st);
 }
@@ -197,7 +199,7 @@ int cli_run(const cli_args *a)
             printf("time: %.2f us per run (median of %d runs after a warm-up, %s)\n", us, a->iters,
                    clock);
     }
-    if (rc == CLI_OK && (a->profile || a->profile_json || a->trace))
+    if (rc == CLI_OK && (a->profile || a->profile_json || a->trace || a->roofline))
         rc = run_profile(a, p);
     mc_program_free(p);
     mc_graph_free(g);

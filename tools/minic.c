@@ -24,7 +24,7 @@ enum { CMD_RUN = 1, CMD_BENCH = 2, CMD_CHECK = 4, CMD_DUMP = 8 };
 typedef enum {
     OPT_BACKEND, OPT_WEIGHTS, OPT_INPUT, OPT_SEED, OPT_OUTPUT, OPT_NO_FUSE, OPT_NO_PLAN,
     OPT_CUDA_GRAPH, OPT_NO_CUDA_GRAPH, OPT_ITERS, OPT_THREADS, OPT_TF32, OPT_PROFILE,
-    OPT_PROFILE_JSON, OPT_TRACE, OPT_STAGE, OPT_QUIET, OPT_HELP,
+    OPT_PROFILE_JSON, OPT_TRACE, OPT_ROOFLINE, OPT_STAGE, OPT_QUIET, OPT_HELP,
 } option_id;
 
 typedef struct option {
@@ -75,6 +75,8 @@ static const option options[] = {
      "write the same profile as one JSON object to FILE"},
     {OPT_TRACE, "--trace", "FILE.json", CMD_RUN,
      "write a Chrome/Perfetto trace (host lane: each run; device lane: each kernel)"},
+    {OPT_ROOFLINE, "--roofline", "FILE.svg", CMD_RUN,
+     "draw every timed kernel on the device's roofline (FLOP/s against FLOP/byte) as SVG"},
     {OPT_STAGE, "--stage", "STAGE", CMD_DUMP,
      "what to print: ir (the parsed graph, default), the name of a pass (the graph after\n"
      "it), fused (the kernel list with the planned peak memory), code (generated source)"},
@@ -261,6 +263,11 @@ static int set_value(cli_args *a, const option *o, const char *v)
         if (!*v)
             return cli_error(CLI_USER, "--trace: empty file name");
         a->trace = v;
+        return CLI_OK;
+    case OPT_ROOFLINE:
+        if (!*v)
+            return cli_error(CLI_USER, "--roofline: empty file name");
+        a->roofline = v;
         return CLI_OK;
     case OPT_STAGE:
         if (!*v)
