@@ -34,6 +34,11 @@ done
 MINIC_CUDA_TRACE=1 XDG_CACHE_HOME=$cache "$bin" run examples/mlp.graph --backend cuda 2>&1 >/dev/null |
     sed 's/^/    /'
 rm -rf "$cache"
+# where the time goes in the GPT-2 block and the launch-bound small_mlp
+for g in gpt2_block_bf16 small_mlp; do
+    echo "---- profile $g"
+    "$bin" run bench/gpu/$g.graph --backend cuda --profile --iters 20 2>&1 | tail -25
+done
 # experiment: small GEMMs without a cuBLASLt workspace (no split-K)
 for ws in 0 1048576; do
     o=$(MINIC_CUDA_LT_WORKSPACE=$ws "$bin" run bench/gpu/small_mlp.graph --backend cuda --iters 500 2>&1)

@@ -18,6 +18,7 @@ typedef struct mc_cuda_target {
      * MINIC_CUDA_BLOCKS_PER_SM for experiments */
     int pw_unroll;     /* pointwise chunks per thread per loop iteration (1..8) */
     int blocks_per_sm; /* grid-stride grids are capped at this many blocks per SM; < 0: no cap */
+    int red_chunks;    /* row-per-block reductions: chunks per thread (MINIC_CUDA_RED_CHUNKS) */
 } mc_cuda_target;
 
 /* A rendered kernel: source, entry point, launch shape and the parameters it takes. Parameter

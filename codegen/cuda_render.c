@@ -50,8 +50,12 @@ typedef struct rctx {
     int phase;         /* emit_chunk: 0 everything, 1 vector loads only, 2 all but those */
 } rctx;
 
-#define PW_UNROLL 4     /* chunks per thread per iteration: their loads are all issued first */
-#define BLOCKS_PER_SM 8 /* grid-stride grids: 2048 threads per SM at 256 per block */
+/* Measured on an H200 (docs/PERFORMANCE.md): a grid of one chunk group per thread, scheduled
+ * by the hardware, beat a persistent grid-stride grid by 10% (its last wave is uneven); more
+ * chunks per thread did not help. */
+#define PW_UNROLL 1      /* chunks per thread per iteration: their loads are all issued first */
+#define BLOCKS_PER_SM -1 /* grid-stride grids capped at this many blocks per SM; -1: no cap */
+#define RED_CHUNKS 4     /* a row-per-block reduction gives each thread about this many chunks */
 
 static int64_t grid_cap(const mc_cuda_target *t, int threads)
 {
@@ -573,7 +577,8 @@ static bool render_reduction(rctx *c, mc_cuda_code *out)
     if (warp) {
         T = 32;
     } else {
-        int64_t want = (C + 3) / 4;
+        int per = c->t->red_chunks > 0 ? c->t->red_chunks : RED_CHUNKS;
+        int64_t want = (C + per - 1) / per;
         T = 64;
         while (T < want && T < 1024)
             T *= 2;

@@ -5,9 +5,10 @@
  * node into a fresh array of doubles, straight from the operator's definition: composites
  * (softmax, layernorm, linear, ...) are computed as the formulas people write on paper, not
  * through the decomposition the passes use, so the two can be checked against each other.
- * Nothing here is clever: every element is found by turning its linear index into a
- * multi-index and that into an offset through per-operand strides (stride 0 broadcasts). The
- * cost is O(rank) per element access, which is fine for an oracle.
+ * Nothing here is clever: every element is found through its multi-index (stepped like an
+ * odometer) and per-operand strides (stride 0 broadcasts), at O(rank) per element access. The
+ * one concession to speed is the loop order of the GEMM (rows of 8, k outside j), which keeps
+ * every sum in its textbook order but lets the oracle get through full-size benchmark graphs.
  *
  * Rounding: with `exact` every float value stays a double (the float64 reference); without it
  * each node's result is rounded to its dtype as it is stored (the reference backend's rule).
@@ -50,7 +51,7 @@ static int64_t numel_of(const mc_node *n)
 {
     int64_t e = 1;
     for (int i = 0; i < n->rank; i++)
-        e *= n->shape[i]; /* checked for every live node before anything is computed */
+        e *= n->shape[i]; /* only for computed nodes: checked_numel passed for them */
     return e;
 }
 

@@ -393,6 +393,8 @@ static bool copy_str(mc_arena *a, const char **dst, const char *src)
 
 mc_graph *mc_graph_clone(const mc_graph *g)
 {
+    if (!g)
+        return NULL;
     mc_graph *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;

@@ -57,7 +57,9 @@ static const char *shape_str(char *buf, size_t size, const int64_t *shape, int r
 static bool dtype_valid(mc_dtype d) { return (unsigned)d < MC_NUM_DTYPES; }
 
 /* Which dtypes each operator accepts (SPEC §1): floats everything; i32 and bool a few. For
- * where it is the dtype of the selected values; for cast, iota and full the result's. */
+ * where it is the dtype of the selected values; for cast, iota and full the result's. SPEC
+ * lists `where` under bool and not under i32, so where over i32 values is refused (cast them);
+ * full makes any dtype (a bool's value must be 0 or 1, an i32's an integer). */
 static bool dtype_supported(mc_op op, mc_dtype d)
 {
     if (mc_dtype_is_float(d))

@@ -130,6 +130,52 @@ static mc_status lt_layout(const mc_lt_api *lt, const mc_lt_matrix *m, int64_t b
     return MC_OK;
 }
 
+/* Time the heuristic's candidates on the GEMM's own buffers (their contents don't matter for
+ * speed; the results are overwritten by the first run) and keep the fastest. The heuristic's
+ * first choice is often not the best for small or oddly shaped problems, and this costs a few
+ * milliseconds once, at prepare time. */
+static void lt_autotune(cuda_state *s, const mc_cuda_gemm_plan *p, lt_gemm *g,
+                        const cublasLtMatmulHeuristicResult_t *res, int n)
+{
+    const mc_cuda_api *cu = s->cu;
+    CUevent e0, e1;
+    if (cu->cuEventCreate(&e0, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+        return;
+    if (cu->cuEventCreate(&e1, CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
+        cu->cuEventDestroy(e0);
+        return;
+    }
+    const CUdeviceptr *ptr = g->ptr;
+    float best = -1;
+    for (int a = 0; a < n; a++) {
+        float t[3];
+        bool ok = true;
+        for (int rep = -1; rep < 3 && ok; rep++) {
+            cu->cuEventRecord(e0, s->stream);
+            cublasStatus_t r = s->lt->cublasLtMatmul(
+                s->lt_handle, g->desc, &p->alpha, (const void *)(uintptr_t)ptr[0], g->la,
+                (const void *)(uintptr_t)ptr[1], g->lb, &p->beta, (const void *)(uintptr_t)ptr[2],
+                g->lc, (void *)(uintptr_t)ptr[3], g->ld, &res[a].algo,
+                (void *)(uintptr_t)s->workspace, WORKSPACE_BYTES, (cudaStream_t)s->stream);
+            cu->cuEventRecord(e1, s->stream);
+            ok = r == CUBLAS_STATUS_SUCCESS && cu->cuEventSynchronize(e1) == CUDA_SUCCESS;
+            if (ok && rep >= 0)
+                ok = cu->cuEventElapsedTime(&t[rep], e0, e1) == CUDA_SUCCESS;
+        }
+        if (!ok)
+            continue;
+        float m = t[0] < t[1] ? (t[1] < t[2] ? t[1] : (t[0] < t[2] ? t[2] : t[0]))
+                              : (t[0] < t[2] ? t[0] : (t[1] < t[2] ? t[2] : t[1]));
+        if (best < 0 || m < best) {
+            best = m;
+            g->algo = res[a].algo;
+        }
+    }
+    cu->cuStreamSynchronize(s->stream);
+    cu->cuEventDestroy(e0);
+    cu->cuEventDestroy(e1);
+}
+
 /* Descriptors, pointers of every call, and the heuristic's choice. false (no error) when
  * cuBLASLt has no algorithm: the caller falls back to a generated kernel. */
 static mc_status lt_setup(cuda_state *s, const kir_kernel *k, const mc_cuda_gemm_plan *p,
@@ -209,14 +255,19 @@ static mc_status lt_setup(cuda_state *s, const kir_kernel *k, const mc_cuda_gemm
         uint32_t a = (uint32_t)al[m];
         lt->cublasLtMatmulPreferenceSetAttribute(pref, attr[m], &a, sizeof a);
     }
-    cublasLtMatmulHeuristicResult_t res;
+    enum { CANDIDATES = 8 };
+    cublasLtMatmulHeuristicResult_t res[CANDIDATES];
     int found = 0;
+    const char *tune = getenv("MINIC_CUDA_LT_AUTOTUNE");
+    int want = tune && strcmp(tune, "0") == 0 ? 1 : CANDIDATES;
     cublasStatus_t r = lt->cublasLtMatmulAlgoGetHeuristic(s->lt_handle, g->desc, g->la, g->lb,
-                                                          g->lc, g->ld, pref, 1, &res, &found);
+                                                          g->lc, g->ld, pref, want, res, &found);
     lt->cublasLtMatmulPreferenceDestroy(pref);
     if (r != CUBLAS_STATUS_SUCCESS || found == 0)
         return MC_OK; /* no algorithm: the caller falls back */
-    g->algo = res.algo;
+    g->algo = res[0].algo;
+    if (found > 1)
+        lt_autotune(s, p, g, res, found);
     *ok = true;
     return MC_OK;
 }
@@ -361,6 +412,8 @@ static mc_status cuda_prepare(mc_program *p)
     s->target.pw_unroll = e ? atoi(e) : 0;
     e = getenv("MINIC_CUDA_BLOCKS_PER_SM");
     s->target.blocks_per_sm = e ? atoi(e) : 0;
+    e = getenv("MINIC_CUDA_RED_CHUNKS");
+    s->target.red_chunks = e ? atoi(e) : 0;
     CU_CHECK(cu->cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING), "creating a stream");
     trace("driver and context", &t0);
 

@@ -5,7 +5,8 @@
 # benchmark suite beside PyTorch (bench/gpu_bench.sh). Logs and a summary table go to $OUT
 # (or ./gpu-out), the summary also to stdout, last, so the device tool's tail shows it.
 #
-#   bash scripts/gpu.sh [tests] [sanitize] [fixtures] [bench] [peers]   (default: all)
+#   bash scripts/gpu.sh [tests|cudatests] [sanitize] [fixtures] [bench] [peers]   (default: all
+#   but cudatests, which runs only the CUDA tests)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -35,6 +36,12 @@ if has tests; then
     grep -E "^\s*[0-9]+/[0-9]+ Test.*(Failed|Skipped|Timeout|\*\*\*)" "$OUT/ctest.log" | head -20 | tee -a "$summary"
     for t in test_cuda_run test_cuda_compile; do
         ./build-gpu/$t >>"$OUT/ctest.log" 2>&1; say "$t: exit $?"
+    done
+fi
+
+if has cudatests && ! has tests; then
+    for t in test_cuda_run test_cuda_compile; do
+        (cd build-gpu && MINIC_SRC=$PWD/.. ./$t) >>"$OUT/ctest.log" 2>&1; say "$t: exit $?"
     done
 fi
 

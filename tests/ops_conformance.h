@@ -23,6 +23,12 @@
  *
  * A backend that is not available is reported as skipped on stdout, with the reason; nothing
  * is counted as passed that did not run.
+ *
+ * Adding a case: a build function (declare inputs with mc_input/mc_param one statement at a
+ * time, since the order of declaration is the order of `in`, and C leaves the evaluation order
+ * of arguments unspecified), an expect function written from the operator's definition for
+ * the case's fixed shapes, and a line in a table. A new backend is checked by every case as
+ * soon as its kind is added to ops_check_backends.
  */
 #ifndef MINIC_OPS_CONFORMANCE_H
 #define MINIC_OPS_CONFORMANCE_H

@@ -298,13 +298,15 @@ static void test_examples(void **state)
  * once graphs compile end to end. */
 static int bench(void)
 {
-    /* variants: pointwise unroll x grid cap (blocks per SM; -1: one chunk group per thread) */
-    static const struct { const char *unroll, *bps; } var[] = {
-        {"4", "8"}, {"4", "-1"}, {"1", "-1"}, {"2", "-1"}, {"8", "-1"}, {"4", "32"}};
-    printf("%-26s %6s %5s %10s %10s\n", "fixture", "unroll", "bps", "median_us", "GB/s");
+    /* variants of the tuning knobs ("" = the default) */
+    static const struct { const char *unroll, *bps, *red; } var[] = {
+        {"", "", ""}, {"2", "", ""}, {"", "8", ""}, {"", "", "2"}, {"", "", "8"}};
+    printf("%-26s %6s %5s %4s %10s %10s\n", "fixture", "unroll", "bps", "red", "median_us",
+           "GB/s");
     for (size_t v = 0; v < sizeof var / sizeof var[0]; v++) {
         setenv("MINIC_CUDA_PW_UNROLL", var[v].unroll, 1);
         setenv("MINIC_CUDA_BLOCKS_PER_SM", var[v].bps, 1);
+        setenv("MINIC_CUDA_RED_CHUNKS", var[v].red, 1);
         struct { const char *name; kir_program *kp; double bytes; } w[] = {
             {"copy f32 8192x8192", fx_pw_bench(8192, 8192, true), 2.0 * 8192 * 8192 * 4},
             {"pointwise f32 8192x8192", fx_pw_bench(8192, 8192, false), 2.0 * 8192 * 8192 * 4},
@@ -319,14 +321,15 @@ static int bench(void)
                 printf("%s: %s\n", w[i].name, mc_error_message());
                 return 1;
             }
-            printf("%-26s %6s %5s %10.1f %10.1f\n", w[i].name, var[v].unroll, var[v].bps, us,
-                   w[i].bytes / us / 1e3);
+            printf("%-26s %6s %5s %4s %10.1f %10.1f\n", w[i].name, var[v].unroll, var[v].bps,
+                   var[v].red, us, w[i].bytes / us / 1e3);
             free_program(p);
             fx_free(w[i].kp);
         }
     }
     unsetenv("MINIC_CUDA_PW_UNROLL");
     unsetenv("MINIC_CUDA_BLOCKS_PER_SM");
+    unsetenv("MINIC_CUDA_RED_CHUNKS");
     return 0;
 }
 
