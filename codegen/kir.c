@@ -65,7 +65,7 @@ static double unary_float(mc_op op, double x)
     case MC_OP_SIN: return sin(x);
     case MC_OP_COS: return cos(x);
     case MC_OP_ERF: return erf(x);
-    default: MC_ASSERT(!"not a unary operator");
+    default: MC_UNREACHABLE("not a unary operator");
     }
 }
 
@@ -79,7 +79,7 @@ static double binary_float(mc_op op, double a, double b)
     case MC_OP_POW: return pow(a, b);
     case MC_OP_MAXIMUM: return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
     case MC_OP_MINIMUM: return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
-    default: MC_ASSERT(!"not a binary operator");
+    default: MC_UNREACHABLE("not a binary operator");
     }
 }
 
@@ -95,7 +95,7 @@ static double arith_i32(mc_op op, double da, double db)
     case MC_OP_DIV: return b == 0 ? 0.0 : wrap_i32(a / b);
     case MC_OP_MAXIMUM: return a > b ? da : db;
     case MC_OP_MINIMUM: return a < b ? da : db;
-    default: MC_ASSERT(!"operator not defined on i32");
+    default: MC_UNREACHABLE("operator not defined on i32");
     }
 }
 
@@ -121,7 +121,7 @@ double kir_eval_op(mc_op op, mc_dtype operand, mc_dtype result, double a, double
     case MC_KIND_CAST: return mc_round_to_dtype(a, result);
     default: break;
     }
-    MC_ASSERT(!"not a kernel-IR operator");
+    MC_UNREACHABLE("not a kernel-IR operator");
 }
 
 /* ---- counting ------------------------------------------------------------------------------ */

@@ -108,7 +108,7 @@ double mc_round_to_dtype(double x, mc_dtype d)
     case MC_BF16: return round_signed(x, 7, -126, 127);
     case MC_I32: return i32_from_double(x);
     case MC_BOOL: return x != 0;
-    default: MC_ASSERT(!"bad dtype");
+    default: MC_UNREACHABLE("bad dtype");
     }
 }
 
@@ -120,7 +120,7 @@ double mc_load_element(const void *data, mc_dtype d, int64_t i)
     case MC_BF16: return mc_bf16_to_double(((const uint16_t *)data)[i]);
     case MC_I32: return ((const int32_t *)data)[i];
     case MC_BOOL: return ((const uint8_t *)data)[i] != 0;
-    default: MC_ASSERT(!"bad dtype");
+    default: MC_UNREACHABLE("bad dtype");
     }
 }
 
@@ -132,6 +132,6 @@ void mc_store_element(void *data, mc_dtype d, int64_t i, double x)
     case MC_BF16: ((uint16_t *)data)[i] = mc_bf16_from_double(x); break;
     case MC_I32: ((int32_t *)data)[i] = i32_from_double(x); break;
     case MC_BOOL: ((uint8_t *)data)[i] = x != 0; break;
-    default: MC_ASSERT(!"bad dtype");
+    default: MC_UNREACHABLE("bad dtype");
     }
 }

@@ -143,7 +143,7 @@ static double unary_float(mc_op op, double x)
     case MC_OP_SIN: return sin(x);
     case MC_OP_COS: return cos(x);
     case MC_OP_ERF: return erf(x);
-    default: MC_ASSERT(!"not a unary operator");
+    default: MC_UNREACHABLE("not a unary operator");
     }
 }
 
@@ -153,7 +153,7 @@ static double unary_i32(mc_op op, double x)
     switch (op) {
     case MC_OP_NEG: return wrap_i32(-v);
     case MC_OP_ABS: return wrap_i32(v < 0 ? -v : v);
-    default: MC_ASSERT(!"unary operator not defined on i32");
+    default: MC_UNREACHABLE("unary operator not defined on i32");
     }
 }
 
@@ -167,7 +167,7 @@ static double binary_float(mc_op op, double a, double b)
     case MC_OP_POW: return pow(a, b);
     case MC_OP_MAXIMUM: return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
     case MC_OP_MINIMUM: return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
-    default: MC_ASSERT(!"not a binary operator");
+    default: MC_UNREACHABLE("not a binary operator");
     }
 }
 
@@ -181,7 +181,7 @@ static double binary_i32(mc_op op, double da, double db)
     case MC_OP_DIV: return b == 0 ? 0.0 : wrap_i32(a / b); /* C truncates toward zero */
     case MC_OP_MAXIMUM: return a > b ? da : db;
     case MC_OP_MINIMUM: return a < b ? da : db;
-    default: MC_ASSERT(!"binary operator not defined on i32");
+    default: MC_UNREACHABLE("binary operator not defined on i32");
     }
 }
 
@@ -194,7 +194,7 @@ static double compare(mc_op op, double a, double b)
     case MC_OP_LE: return a <= b;
     case MC_OP_GT: return a > b;
     case MC_OP_GE: return a >= b;
-    default: MC_ASSERT(!"not a compare operator");
+    default: MC_UNREACHABLE("not a compare operator");
     }
 }
 
@@ -305,7 +305,7 @@ static mc_status eval_reduce(const op_ctx *c)
             else if (v < *acc)
                 *acc = v;
             break;
-        default: MC_ASSERT(!"not a reduction");
+        default: MC_UNREACHABLE("not a reduction");
         }
     }
     if (isum)
@@ -463,7 +463,7 @@ static void eval_view(const op_ctx *c)
         memcpy(strides, own, sizeof(int64_t) * (size_t)x->rank);
         offset = n->attr.start * own[n->attr.axis];
         break;
-    default: MC_ASSERT(!"not a view operator");
+    default: MC_UNREACHABLE("not a view operator");
     }
     const double *xv = operand(c, 0);
     memset(idx, 0, sizeof idx);

@@ -236,7 +236,7 @@ static mc_status infer_elementwise(const infer *c)
         n->dtype = n->attr.dtype;
         return set_shape(c, a->shape, a->rank);
     default:
-        MC_ASSERT(!"not an elementwise operator");
+        MC_UNREACHABLE("not an elementwise operator");
     }
 }
 
@@ -536,7 +536,7 @@ static mc_status infer_shape_op(const infer *c)
     case MC_OP_EXPAND: return infer_expand(c, x);
     case MC_OP_SLICE: return infer_slice(c, x);
     case MC_OP_CONCAT: return infer_concat(c, x);
-    default: MC_ASSERT(!"not a shape operator");
+    default: MC_UNREACHABLE("not a shape operator");
     }
 }
 
@@ -594,5 +594,5 @@ mc_status mc_node_infer(const mc_graph *g, mc_node *n)
     case MC_KIND_SHAPE: return infer_shape_op(&c);
     case MC_KIND_CREATE: return infer_create(&c);
     }
-    MC_ASSERT(!"unknown operator kind");
+    MC_UNREACHABLE("unknown operator kind");
 }

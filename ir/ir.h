@@ -63,6 +63,9 @@ mc_status mc_fail_at(mc_status status, const char *file, const char *text, int l
     do {                                                                                       \
         if (!(cond)) mc_internal_error(__FILE__, __LINE__, #cond);                            \
     } while (0)
+/* A place control never reaches (a switch over every enum value): unconditional, so compilers
+ * know the function does not fall off its end at any optimization level. */
+#define MC_UNREACHABLE(what) mc_internal_error(__FILE__, __LINE__, what)
 _Noreturn void mc_internal_error(const char *file, int line, const char *what);
 
 /* ---- memory ------------------------------------------------------------------------------- */

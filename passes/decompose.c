@@ -146,7 +146,7 @@ mc_status mc_pass_decompose(mc_graph *g)
             case MC_OP_RMSNORM: v = norm(&c, in, false); break;
             case MC_OP_LINEAR: v = linear(&c, in); break;
             case MC_OP_MEAN: v = mean(&c, in[0]); break;
-            default: MC_ASSERT(!"not a composite");
+            default: MC_UNREACHABLE("not a composite");
             }
             if (v >= 0 && n->name)
                 mc_value_set_name(rw.dst, v, n->name);

@@ -149,7 +149,7 @@ static void accumulate(double *acc, mc_op op, mc_dtype dtype, double v)
     case MC_OP_SUM: *acc = dtype == MC_I32 ? wrap_i32(*acc + v) : *acc + v; break;
     case MC_OP_MAX: *acc = (isnan(v) || isnan(*acc)) ? NAN : (v > *acc ? v : *acc); break;
     case MC_OP_MIN: *acc = (isnan(v) || isnan(*acc)) ? NAN : (v < *acc ? v : *acc); break;
-    default: MC_ASSERT(!"not a reduction");
+    default: MC_UNREACHABLE("not a reduction");
     }
 }
 

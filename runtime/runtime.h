@@ -103,6 +103,11 @@ mc_status mc_safetensors_write(const char *path, const char *const *names, const
  * mc_safetensors_parse_memory copies the bytes, so the caller's buffer may go away. */
 mc_status mc_npy_parse(const void *data, size_t size, const char *name, mc_dtype want,
                        mc_array *out);
+/* The writers' cores: the same bytes to an open stream (no temporary, no rename); `name` is
+ * used in messages. For writing to memory (open_memstream) or to a pipe. */
+mc_status mc_npy_write_stream(FILE *f, const char *name, const mc_array *a);
+mc_status mc_safetensors_write_stream(FILE *f, const char *name, const char *const *names,
+                                      const mc_array *arrays, int n);
 /* Check an array before writing it: dtype, rank 0..MC_MAX_RANK, non-negative dims, bytes equal
  * to numel * dtype size (checked), data present. Messages read "PATH: WHAT: problem". */
 mc_status mc_array_check(const char *path, const char *what, const mc_array *a);
