@@ -93,6 +93,12 @@ void mc_safetensors_close(mc_safetensors *st)
     free(st);
 }
 
+/* Does a member's key equal word exactly (a key may hold NULs)? */
+static bool key_is(const mc_json *member, const char *word)
+{
+    return member->key_len == strlen(word) && memcmp(member->key, word, member->key_len) == 0;
+}
+
 static mc_status check_metadata(const mc_safetensors *st, const mc_json *m)
 {
     if (m->kind != MC_JSON_OBJECT)
@@ -114,8 +120,7 @@ static mc_status read_entry(const mc_safetensors *st, const mc_json *e, st_tenso
     if (e->kind != MC_JSON_OBJECT)
         return mc_fail(MC_ERR_INPUT, "%s: tensor '%s': entry is not an object", st->path, name);
     for (const mc_json *f = e->first; f; f = f->next)
-        if (strcmp(f->key, "dtype") != 0 && strcmp(f->key, "shape") != 0 &&
-            strcmp(f->key, "data_offsets") != 0)
+        if (!key_is(f, "dtype") && !key_is(f, "shape") && !key_is(f, "data_offsets"))
             return mc_fail(MC_ERR_INPUT, "%s: tensor '%s': unknown field \"%s\"", st->path, name,
                            f->key);
     const mc_json *dtype = mc_json_get(e, "dtype"), *shape = mc_json_get(e, "shape"),
@@ -221,7 +226,7 @@ static mc_status validate(mc_safetensors *st, const unsigned char *file, size_t 
     if (!st->tensors)
         return mc_fail(MC_ERR_SYSTEM, "%s: out of memory", st->path);
     for (const mc_json *e = root->first; e; e = e->next) {
-        if (strcmp(e->key, "__metadata__") == 0 && e->key_len == strlen("__metadata__")) {
+        if (key_is(e, "__metadata__")) {
             s = check_metadata(st, e);
         } else {
             s = read_entry(st, e, &st->tensors[st->n]);

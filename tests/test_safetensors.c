@@ -307,6 +307,8 @@ static void test_bad_entries(void **state)
                         "two integers");
     expect_header_error("{\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
                         4, "NUL");
+    expect_header_error("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],"
+                        "\"dtype\\u0000x\":1}}", 4, "unknown field");
     expect_header_error("{\"__metadata__\":{\"format\":1}}", 0, "must be strings");
     expect_header_error("{\"__metadata__\":[\"pt\"]}", 0, "object of strings");
 }
