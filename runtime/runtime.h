@@ -170,6 +170,23 @@ uint64_t mc_hash64(const void *data, size_t n, uint64_t seed);
 bool mc_cache_load(const char *kind, const char *key, void **data, size_t *size);
 void mc_cache_store(const char *kind, const char *key, const void *data, size_t size);
 
+/* ---- the thread pool (runtime/threadpool.c) ----------------------------------------------- */
+
+/* A persistent pool: threads start in mc_threadpool_new and wait for work until freed, so a
+ * kernel launch never starts a thread. The caller runs as thread 0. */
+typedef struct mc_threadpool mc_threadpool;
+/* Runs indices [begin, end) of a job on thread `thread` (0 .. size-1). */
+typedef void (*mc_parallel_fn)(void *ctx, int64_t begin, int64_t end, int thread);
+int mc_threadpool_default_threads(void); /* one per core this process may run on */
+/* threads == 0: one per core. MC_ERR_INPUT for a negative or absurd count. */
+mc_status mc_threadpool_new(int threads, mc_threadpool **out);
+int mc_threadpool_size(const mc_threadpool *pool);
+/* Run fn over [0, n) and wait for it. grain <= 0: one balanced contiguous range per thread;
+ * grain > 0: threads take chunks of `grain` indices until none are left. Not reentrant: one job
+ * at a time per pool. A NULL pool runs fn(ctx, 0, n, 0) on the caller. */
+void mc_threadpool_run(mc_threadpool *pool, int64_t n, int64_t grain, mc_parallel_fn fn, void *ctx);
+void mc_threadpool_free(mc_threadpool *pool);
+
 /* ---- helpers ------------------------------------------------------------------------------ */
 
 /* Fill n elements of dtype d from the seeded generator: stream chosen by (seed, name);
