@@ -10,6 +10,7 @@
  * table and null in the JSON, and a rate above 100% of peak is flagged as suspect.
  */
 #include "profile.h"
+#include "peaks.h"
 
 #include <errno.h>
 #include <math.h>
@@ -36,6 +37,8 @@ mc_status mc_profile_init(mc_profile *prof, const mc_program *p)
         prof->time_us[k] = NAN;
     }
     prof->wall_us = NAN;
+    prof->peaks_source = "none";
+    prof->clock_scale = 1;
     return MC_OK;
 }
 
@@ -128,6 +131,8 @@ mc_status mc_profile_collect(mc_program *p, int iters, mc_profile *prof)
         st = p->backend->profile(p, iters, prof);
     else if (st == MC_OK && p->backend->run_kernel)
         st = time_kernels_on_host(p, iters, prof);
+    if (st == MC_OK)
+        mc_peaks_apply(prof); /* measured ceilings, clock scaling (runtime/peaks.c) */
     return st;
 }
 
@@ -266,6 +271,13 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
     fprintf(out, "profile: backend %s%s%s, %s, %d kernels, median of %d runs after a warm-up\n",
             p->backend->name, prof->device[0] ? " on " : "", prof->device,
             p->opt.fuse ? "fused" : "unfused", n, prof->iters);
+    fprintf(out, "peaks: %s", prof->peaks_source ? prof->peaks_source : "none");
+    if (prof->clocks_known)
+        fprintf(out, "; clocks: SM %.0f/%.0f MHz, memory %.0f/%.0f MHz (compute peaks x%.3f)\n",
+                prof->sm_mhz, prof->sm_max_mhz, prof->mem_mhz, prof->mem_max_mhz,
+                prof->clock_scale);
+    else
+        fprintf(out, "; clocks unknown (no scaling)\n");
     int width = 24;
     for (int k = 0; k < n; k++)
         if ((int)strlen(kp->kernels[k].name) > width)
@@ -373,8 +385,16 @@ mc_status mc_profile_write_json(const mc_profile *prof, const char *path)
     json_string(f, p->backend->name);
     fprintf(f, ", \"device\": ");
     json_string(f, prof->device[0] ? prof->device : "host");
-    fprintf(f, ", \"fused\": %s, \"iters\": %d,\n  \"kernels\": [", p->opt.fuse ? "true" : "false",
+    fprintf(f, ", \"fused\": %s, \"iters\": %d, \"peaks_source\": ", p->opt.fuse ? "true" : "false",
             prof->iters);
+    json_string(f, prof->peaks_source ? prof->peaks_source : "none");
+    if (prof->clocks_known)
+        fprintf(f, ", \"clocks\": { \"sm_mhz\": %.0f, \"sm_max_mhz\": %.0f, \"mem_mhz\": %.0f, "
+                   "\"mem_max_mhz\": %.0f, \"scale\": %.6g }",
+                prof->sm_mhz, prof->sm_max_mhz, prof->mem_mhz, prof->mem_max_mhz, prof->clock_scale);
+    else
+        fprintf(f, ", \"clocks\": null");
+    fprintf(f, ",\n  \"kernels\": [");
     double kernel_us = 0;
     bool timed = false;
     int launches = 0;

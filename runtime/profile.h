@@ -29,6 +29,11 @@ struct mc_profile {
     int iters;                 /* executions measured, after the warm-up */
     char device[128];          /* the device's name ("" where the backend does not say) */
     char clock[64];            /* what the kernel times were measured with ("cuda events") */
+    /* runtime/peaks.c (mc_peaks_apply): where the peaks came from and the GPU clocks. */
+    const char *peaks_source;  /* "measured", "datasheet" or "none" */
+    bool clocks_known;
+    double sm_mhz, sm_max_mhz, mem_mhz, mem_max_mhz;
+    double clock_scale;        /* applied to the compute peaks; 1 when clocks are unknown */
 };
 
 /* Per-kernel rates derived from a profile (all 0 where the inputs are unknown). */

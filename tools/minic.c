@@ -351,6 +351,8 @@ int main(int argc, char **argv)
         puts("minic 0.1.0");
         return CLI_OK;
     }
+    if (!strcmp(name, "peaks")) /* tools/peaks_cmd.c (measured ceilings for --profile) */
+        return cli_peaks(argc - 2, argv + 2);
     const command *c = NULL;
     for (int i = 0; i < NCOMMANDS; i++)
         if (!strcmp(commands[i].name, name))

@@ -1,0 +1,411 @@
+/* Device ceilings (see peaks.h and docs/PROFILING.md): the datasheet table, the measured-ceiling
+ * cache, the CPU measurements of `minic peaks`, and how a profile's peaks are chosen and scaled.
+ *
+ * The cache is a small text file of `key value` lines per device name, so a person can read and
+ * delete it; it is written to a temporary name and renamed. Measurements take medians over
+ * several repetitions (one slow repetition must not set the ceiling). The CPU FMA loop keeps
+ * many independent vector accumulators so the FMA units, not their latency, set the rate; on
+ * x86-64 it is compiled for AVX2+FMA and used only when the CPU has them.
+ */
+#include "peaks.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- datasheet ----------------------------------------------------------------------------- */
+
+bool mc_peaks_datasheet(const char *device, double *f32, double *tf32, double *tc16, double *bw)
+{
+    *f32 = *tf32 = *tc16 = *bw = 0;
+    if (!strncmp(device, "NVIDIA H100", 11) || !strncmp(device, "NVIDIA H200", 11)) {
+        bool pcie = strstr(device, "PCIe") != NULL;
+        *f32 = pcie ? 51.2e12 : 66.9e12;
+        *tf32 = pcie ? 378e12 : 494e12;
+        *tc16 = pcie ? 756e12 : 989e12;
+        *bw = !strncmp(device, "NVIDIA H200", 11) ? 4.8e12 : pcie ? 2.0e12 : 3.35e12;
+        return true;
+    }
+    if (!strncmp(device, "NVIDIA A100", 11)) {
+        *f32 = 19.5e12;
+        *tf32 = 156e12;
+        *tc16 = 312e12;
+        *bw = strstr(device, "80GB") ? 2.039e12 : 1.555e12;
+        return true;
+    }
+    return false;
+}
+
+/* ---- cache --------------------------------------------------------------------------------- */
+
+bool mc_peaks_path(const char *device, char *path, size_t size)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char name[128];
+    size_t n = 0;
+    for (const char *c = device; *c && n + 1 < sizeof name; c++)
+        name[n++] = (strchr("._-", *c) || (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') ||
+                     (*c >= 'A' && *c <= 'Z'))
+                        ? *c
+                        : '_';
+    name[n] = '\0';
+    if (!n)
+        snprintf(name, sizeof name, "host");
+    int w;
+    if (xdg && *xdg)
+        w = snprintf(path, size, "%s/minic/peaks/%s.txt", xdg, name);
+    else if (home && *home)
+        w = snprintf(path, size, "%s/.cache/minic/peaks/%s.txt", home, name);
+    else
+        return false;
+    return w > 0 && (size_t)w < size;
+}
+
+static bool make_parent_dirs(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        bool ok = mkdir(path, 0755) == 0 || errno == EEXIST;
+        *p = '/';
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+static const char *gemm_key[MC_NUM_DTYPES] = {"gemm_f32_flops_per_s", "gemm_f16_flops_per_s",
+                                              "gemm_bf16_flops_per_s", NULL, NULL};
+
+mc_status mc_peaks_save(const mc_peaks *pk)
+{
+    char path[4096], tmp[4200];
+    if (!mc_peaks_path(pk->device, path, sizeof path))
+        return mc_fail(MC_ERR_SYSTEM, "no cache directory (neither XDG_CACHE_HOME nor HOME is set)");
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+    if (!make_parent_dirs(tmp))
+        return mc_fail(MC_ERR_SYSTEM, "%s: cannot create the directory: %s", path, strerror(errno));
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return mc_fail(MC_ERR_SYSTEM, "%s: cannot write: %s", tmp, strerror(errno));
+    fprintf(f, "device %s\nthreads %d\ncopy_bytes_per_s %.6g\nfma_flops_per_s %.6g\nsm_mhz %.6g\n",
+            pk->device, pk->threads, pk->copy_bytes_per_s, pk->fma_flops_per_s, pk->sm_mhz);
+    for (int d = 0; d < MC_NUM_DTYPES; d++)
+        if (gemm_key[d])
+            fprintf(f, "%s %.6g\n", gemm_key[d], pk->gemm_flops_per_s[d]);
+    bool ok = !ferror(f);
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return mc_fail(MC_ERR_SYSTEM, "%s: cannot write: %s", path, strerror(e));
+    }
+    return MC_OK;
+}
+
+bool mc_peaks_load(const char *device, mc_peaks *pk)
+{
+    memset(pk, 0, sizeof *pk);
+    char path[4096];
+    if (!mc_peaks_path(device, path, sizeof path))
+        return false;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    char line[512];
+    bool named = false;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        char *v = strchr(line, ' ');
+        if (!v)
+            continue;
+        *v++ = '\0';
+        double x = strtod(v, NULL);
+        if (!isfinite(x) || x < 0)
+            x = 0;
+        if (!strcmp(line, "device")) {
+            named = !strcmp(v, device); /* two names may map to one file name */
+            snprintf(pk->device, sizeof pk->device, "%s", v);
+        } else if (!strcmp(line, "threads"))
+            pk->threads = (int)fmin(x, 1 << 20);
+        else if (!strcmp(line, "copy_bytes_per_s"))
+            pk->copy_bytes_per_s = x;
+        else if (!strcmp(line, "fma_flops_per_s"))
+            pk->fma_flops_per_s = x;
+        else if (!strcmp(line, "sm_mhz"))
+            pk->sm_mhz = x;
+        else
+            for (int d = 0; d < MC_NUM_DTYPES; d++)
+                if (gemm_key[d] && !strcmp(line, gemm_key[d]))
+                    pk->gemm_flops_per_s[d] = x;
+    }
+    fclose(f);
+    if (!named)
+        memset(pk, 0, sizeof *pk);
+    return named;
+}
+
+/* ---- CPU measurements ---------------------------------------------------------------------- */
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_of(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, compare_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+typedef struct worker {
+    char *dst;
+    const char *src;
+    size_t bytes;
+    int64_t iters;
+    float sink;
+} worker;
+
+static void *copy_worker(void *arg)
+{
+    worker *w = arg;
+    memcpy(w->dst, w->src, w->bytes);
+    return NULL;
+}
+
+typedef float v8f __attribute__((vector_size(32)));
+#define NACC 12 /* independent accumulators: enough to cover FMA latency x pipes */
+#define ACCS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+/* Never instrumented: sanitizer checks on the accumulators would measure the checks. The
+ * accumulators are named variables (not an array) so they stay in registers. */
+#define NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
+
+NO_SANITIZE static void *fma_worker_generic(void *arg)
+{
+    worker *w = arg;
+    volatile float seed = 1e-3f;
+    v8f m = {0}, a = {0};
+    for (int l = 0; l < 8; l++) {
+        m[l] = 0.999f;
+        a[l] = seed;
+    }
+#define DECL(i) v8f acc##i = a * (float)(i);
+#define STEP(i) acc##i = acc##i * m + a;
+#define SUM(i) s += acc##i;
+    ACCS(DECL)
+    for (int64_t it = 0; it < w->iters; it++) {
+        ACCS(STEP)
+    }
+    v8f s = {0};
+    ACCS(SUM)
+    w->sink = s[0] + s[7];
+    return NULL;
+}
+#undef STEP
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* The same loop as fused multiply-adds on AVX2 + FMA (the build may forbid contraction). */
+NO_SANITIZE __attribute__((target("avx2,fma"))) static void *fma_worker_avx2(void *arg)
+{
+    worker *w = arg;
+    volatile float seed = 1e-3f;
+    __m256 m = _mm256_set1_ps(0.999f), a = _mm256_set1_ps(seed);
+#undef DECL
+#undef SUM
+#define DECL(i) __m256 acc##i = _mm256_mul_ps(a, _mm256_set1_ps((float)(i)));
+#define STEP(i) acc##i = _mm256_fmadd_ps(acc##i, m, a);
+#define SUM(i) s = _mm256_add_ps(s, acc##i);
+    ACCS(DECL)
+    for (int64_t it = 0; it < w->iters; it++) {
+        ACCS(STEP)
+    }
+    __m256 s = _mm256_setzero_ps();
+    ACCS(SUM)
+    float out[8];
+    _mm256_storeu_ps(out, s);
+    w->sink = out[0] + out[7];
+    return NULL;
+}
+#endif
+#undef DECL
+#undef STEP
+#undef SUM
+
+/* Run fn on n threads; the wall time in seconds, or -1 when a thread cannot start. */
+static double run_threads(void *(*fn)(void *), worker *w, int n)
+{
+    pthread_t *t = calloc((size_t)n, sizeof *t);
+    if (!t)
+        return -1;
+    double t0 = mc_now_ms();
+    int started = 0;
+    for (; started < n; started++)
+        if (pthread_create(&t[started], NULL, fn, &w[started]) != 0)
+            break;
+    for (int i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    double s = (mc_now_ms() - t0) * 1e-3;
+    free(t);
+    return started == n ? s : -1;
+}
+
+static size_t available_memory(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    size_t kb = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %zu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb * 1024;
+}
+
+static void host_name(char *buf, size_t size)
+{
+    snprintf(buf, size, "host");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        const char *v = strchr(line, ':');
+        if (strncmp(line, "model name", 10) != 0 || !v)
+            continue;
+        v += 1 + strspn(v + 1, " \t");
+        snprintf(buf, size, "%.*s", (int)strcspn(v, "\n"), v);
+        break;
+    }
+    if (f)
+        fclose(f);
+}
+
+mc_status mc_peaks_measure_cpu(const mc_peaks_config *cfg, mc_peaks *pk)
+{
+    memset(pk, 0, sizeof *pk);
+    host_name(pk->device, sizeof pk->device);
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = cfg->threads > 0 ? cfg->threads : online > 0 ? (int)online : 1;
+    int reps = cfg->reps > 0 ? cfg->reps : 5;
+    size_t bytes = cfg->copy_bytes;
+    if (!bytes) {
+        bytes = (size_t)512 << 20;
+        size_t avail = available_memory();
+        if (avail && bytes > avail / 8)
+            bytes = avail / 8;
+    }
+    bytes = bytes / (size_t)n / 64 * 64;
+    if (bytes == 0)
+        return mc_fail(MC_ERR_INPUT, "peaks: copy buffers too small for %d threads", n);
+    size_t total = bytes * (size_t)n;
+    pk->threads = n;
+    char *src = malloc(total), *dst = malloc(total);
+    worker *w = calloc((size_t)n, sizeof *w);
+    double *t = calloc((size_t)reps, sizeof *t);
+    mc_status st = MC_OK;
+    if (!src || !dst || !w || !t) {
+        st = mc_fail(MC_ERR_SYSTEM, "peaks: out of memory for %zu-byte copy buffers", total);
+        goto done;
+    }
+    memset(src, 1, total); /* fault the pages in before timing */
+    memset(dst, 0, total);
+    for (int r = 0; r < reps && st == MC_OK; r++) {
+        for (int i = 0; i < n; i++)
+            w[i] = (worker){.dst = dst + (size_t)i * bytes, .src = src + (size_t)i * bytes,
+                            .bytes = bytes};
+        t[r] = run_threads(copy_worker, w, n);
+        if (!(t[r] > 0))
+            st = mc_fail(MC_ERR_SYSTEM, "peaks: cannot start %d threads", n);
+    }
+    if (st == MC_OK)
+        pk->copy_bytes_per_s = 2.0 * (double)total / median_of(t, reps);
+
+    void *(*fma)(void *) = fma_worker_generic;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        fma = fma_worker_avx2;
+#endif
+    int64_t iters = cfg->fma_iters > 0 ? cfg->fma_iters : 20000000;
+    for (int r = 0; r < reps && st == MC_OK; r++) {
+        for (int i = 0; i < n; i++)
+            w[i] = (worker){.iters = iters};
+        t[r] = run_threads(fma, w, n);
+        if (!(t[r] > 0))
+            st = mc_fail(MC_ERR_SYSTEM, "peaks: cannot start %d threads", n);
+    }
+    if (st == MC_OK)
+        pk->fma_flops_per_s = 2.0 * 8 * NACC * (double)iters * n / median_of(t, reps);
+done:
+    free(src);
+    free(dst);
+    free(w);
+    free(t);
+    return st;
+}
+
+/* ---- applying peaks to a profile ----------------------------------------------------------- */
+
+void mc_peaks_apply_with(mc_profile *prof, const mc_peaks *measured, const mc_clocks *clocks)
+{
+    const kir_program *kp = prof->program->kp;
+    bool gpu = !strcmp(prof->program->backend->name, "cuda");
+    bool any = prof->peak_bytes_per_s > 0;
+    for (int k = 0; k < prof->nkernels; k++)
+        any = any || prof->peak_flops[k] > 0;
+    prof->peaks_source = any ? "datasheet" : "none";
+    prof->clock_scale = 1;
+    bool *is_measured = calloc((size_t)(prof->nkernels > 0 ? prof->nkernels : 1), sizeof(bool));
+    if (measured && is_measured) {
+        bool used = false;
+        if (measured->copy_bytes_per_s > 0) {
+            prof->peak_bytes_per_s = measured->copy_bytes_per_s;
+            used = true;
+        }
+        for (int k = 0; k < prof->nkernels; k++) {
+            const kir_kernel *kk = &kp->kernels[k];
+            double peak = 0;
+            if (gpu && kk->category == KIR_GEMM && !kk->gemm.tf32)
+                peak = measured->gemm_flops_per_s[kp->buffers[kk->views[kk->gemm.a].buffer].dtype];
+            else if (!gpu)
+                peak = measured->fma_flops_per_s;
+            if (peak > 0) {
+                prof->peak_flops[k] = peak;
+                is_measured[k] = used = true;
+            }
+        }
+        if (used)
+            prof->peaks_source = "measured";
+    }
+    prof->clocks_known = gpu && clocks && clocks->known && clocks->sm_max_mhz > 0;
+    if (prof->clocks_known) {
+        prof->sm_mhz = clocks->sm_mhz;
+        prof->sm_max_mhz = clocks->sm_max_mhz;
+        prof->mem_mhz = clocks->mem_mhz;
+        prof->mem_max_mhz = clocks->mem_max_mhz;
+        prof->clock_scale = clocks->sm_mhz / clocks->sm_max_mhz;
+        double measured_scale = measured && measured->sm_mhz > 0
+                                    ? clocks->sm_mhz / measured->sm_mhz
+                                    : prof->clock_scale;
+        for (int k = 0; k < prof->nkernels; k++)
+            prof->peak_flops[k] *= is_measured && is_measured[k] ? measured_scale : prof->clock_scale;
+    }
+    free(is_measured);
+}
+
+void mc_peaks_apply(mc_profile *prof)
+{
+    mc_peaks pk;
+    bool have = prof->device[0] && mc_peaks_load(prof->device, &pk);
+    mc_clocks c = {0};
+    if (!strcmp(prof->program->backend->name, "cuda"))
+        mc_nvml_clocks(prof->device, &c);
+    mc_peaks_apply_with(prof, have ? &pk : NULL, &c);
+}
