@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../passes/passes.h"
 
@@ -187,9 +188,52 @@ static const char *kind_word(const mc_node *n)
 
 /* ---- compile and free ---------------------------------------------------------------------- */
 
+/* Physical memory of this machine in bytes (INT64_MAX when unknown). */
+static int64_t host_memory_bytes(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    int64_t total;
+    if (pages <= 0 || page <= 0 || mc_mul_overflows(pages, page, &total))
+        return INT64_MAX;
+    return total;
+}
+
+/* Refuse, before allocating anything, a program whose host arrays (inputs, params, outputs,
+ * and the intermediates' arena for backends that run on the host) cannot fit in this machine's
+ * memory: asking calloc for petabytes is at best slow and under sanitizers fatal. */
+static mc_status check_host_memory(const mc_program *p)
+{
+    const kir_program *kp = p->kp;
+    int64_t need = 0;
+    bool overflow = false;
+    for (int b = 0; b < kp->nbuffers && !overflow; b++) {
+        const kir_buffer *buf = &kp->buffers[b];
+        int64_t bytes;
+        if (buf->kind == KBUF_TEMP)
+            continue;
+        overflow = buf->numel < 0 ||
+                   mc_mul_overflows(buf->numel, (int64_t)mc_dtype_size(buf->dtype), &bytes) ||
+                   mc_add_overflows(need, bytes, &need);
+    }
+    bool on_host = p->backend && strcmp(p->backend->name, "cuda") != 0;
+    if (!overflow && on_host)
+        overflow = mc_add_overflows(need, kp->arena_bytes, &need);
+    int64_t have = host_memory_bytes();
+    if (overflow || need > have || (uint64_t)need > SIZE_MAX)
+        return mc_fail(MC_ERR_SYSTEM,
+                       "out of memory: the program needs %s%lld bytes of host memory (inputs, "
+                       "params, outputs%s) but this machine has %lld",
+                       overflow ? "more than " : "", (long long)(overflow ? INT64_MAX : need),
+                       on_host ? ", intermediates" : "", (long long)have);
+    return MC_OK;
+}
+
 static mc_status allocate_host(mc_program *p)
 {
     const kir_program *kp = p->kp;
+    mc_status st = check_host_memory(p);
+    if (st != MC_OK)
+        return st;
     size_t nb = kp->nbuffers > 0 ? (size_t)kp->nbuffers : 1;
     p->host = calloc(nb, sizeof *p->host);
     p->bound = calloc(nb, sizeof *p->bound);
