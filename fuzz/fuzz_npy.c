@@ -4,10 +4,12 @@
  * where <u2 is accepted), so both paths through the dtype check are covered. On success the
  * result must be self-consistent (bytes = numel × element size, rank in range) and every data
  * byte is read, so ASan sees any out-of-bounds copy; on failure there must be a message that
- * names the file. A violation traps, which libFuzzer reports as a crash. Leaks are found by
+ * names the file. A successful result is written again (mc_npy_write_stream, to memory) and
+ * read back, and must come back identical. A violation traps, which libFuzzer reports as a crash. Leaks are found by
  * LeakSanitizer at the end of each run.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +41,22 @@ static void check(const uint8_t *data, size_t size, mc_dtype want)
         for (size_t i = 0; i < a.bytes; i++)
             if (((const unsigned char *)a.data)[i] > 1)
                 __builtin_trap();
+    /* Round trip through the writer. */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        __builtin_trap();
+    mc_status st = mc_npy_write_stream(f, "fuzz.npy", &a);
+    fclose(f);
+    mc_array b;
+    if (st != MC_OK || mc_npy_parse(buf, len, "again.npy", a.dtype, &b) != MC_OK)
+        __builtin_trap();
+    if (b.dtype != a.dtype || b.rank != a.rank || b.bytes != a.bytes ||
+        memcmp(b.shape, a.shape, sizeof a.shape) != 0 || memcmp(b.data, a.data, a.bytes) != 0)
+        __builtin_trap();
+    free(b.data);
+    free(buf);
     free(a.data);
 }
 

@@ -602,6 +602,29 @@ static mc_status anchor(walk *w, int i)
     return MC_OK;
 }
 
+/* Is pointwise node i the end of a single-use pointwise chain over a matmul (a GEMM's
+ * epilogue in waiting)? Such a node is better stored by the GEMM's kernel than recomputed in
+ * every loop of a reduction that reads it. */
+static bool gemm_epilogue_candidate(walk *w, int i, int depth)
+{
+    const mc_node *n = &w->g->nodes[i];
+    if (!is_pointwise(n) || depth > 8)
+        return false;
+    for (int k = 0; k < n->nin; k++) {
+        int x = n->in[k];
+        if (x < 0 || w->f->nodes[x].forced)
+            continue;
+        int live_users = 0;
+        for (int u = w->user_start[x]; u < w->user_start[x + 1]; u++)
+            live_users += w->live[w->users[u]];
+        if (live_users != 1)
+            continue;
+        if (w->g->nodes[x].op == MC_OP_MATMUL || gemm_epilogue_candidate(w, x, depth + 1))
+            return true;
+    }
+    return false;
+}
+
 /* Decide node i (all its users are decided). */
 static mc_status decide(walk *w, int i)
 {
@@ -654,6 +677,9 @@ static mc_status decide(walk *w, int i)
                     groups[ng++] = fu->group;
             }
         }
+        /* A GEMM epilogue stays with its GEMM rather than joining a reduction. */
+        if (ok && ng >= 1 && w->f->groups[groups[0]].nred > 0 && gemm_epilogue_candidate(w, i, 0))
+            ok = false;
         mc_cmap maps[MAX_MAPS];
         int nmaps = 0;
         if (ok && ng == 1 && !w->is_output[i] && can_join(w, i, groups[0], false, maps, &nmaps)) {
@@ -673,6 +699,76 @@ static mc_status decide(walk *w, int i)
             return MC_OK;
     }
     return anchor(w, i);
+}
+
+/* ---- copies stored straight into place ------------------------------------------------------ */
+
+static int live_users(const walk *w, int i, int *only)
+{
+    int n = 0;
+    for (int u = w->user_start[i]; u < w->user_start[i + 1]; u++)
+        if (w->live[w->users[u]]) {
+            n++;
+            *only = w->users[u];
+        }
+    return n;
+}
+
+/* A group that only moves data (a reshape that is not a view, a transpose made contiguous for
+ * a GEMM operand) of a value that nothing else reads: the value's own kernel can store it
+ * straight into the copy's buffer through the inverse of the shape operators, and the copy
+ * disappears. This is how the attention output's transpose+reshape costs nothing. */
+static void elide_copies(walk *w)
+{
+    mc_fusion *f = w->f;
+    const mc_graph *g = w->g;
+    for (int gi = 0; gi < f->ngroups; gi++) {
+        mc_fgroup *G = &f->groups[gi];
+        int s = G->anchor;
+        if ((G->kind != MC_FG_RESHAPE && G->kind != MC_FG_POINTWISE) || !is_shape(&g->nodes[s]) ||
+            w->is_output[s])
+            continue;
+        bool only_shapes = true;
+        for (int m = w->first_member[gi]; m >= 0; m = w->next_member[m])
+            only_shapes = only_shapes && is_shape(&g->nodes[m]);
+        if (!only_shapes)
+            continue;
+        /* Walk down from the anchor, inverting each step into a view of the anchor's buffer. */
+        mc_tview v;
+        memset(&v, 0, sizeof v);
+        v.base = s;
+        mc_contiguous_strides(g->nodes[s].shape, g->nodes[s].rank, v.stride);
+        int x = s;
+        bool ok = true;
+        while (ok && is_shape(&g->nodes[x])) {
+            const mc_node *n = &g->nodes[x], *in = &g->nodes[n->in[0]];
+            mc_tview inv;
+            memset(&inv, 0, sizeof inv);
+            inv.base = v.base;
+            inv.offset = v.offset;
+            if (n->op == MC_OP_TRANSPOSE) {
+                for (int d = 0; d < n->rank; d++)
+                    inv.stride[transpose_from(n, d)] = v.stride[d];
+            } else if (n->op == MC_OP_RESHAPE) {
+                const void *ctx[2] = {&v, &inv};
+                ok = reshape_groups(n, in, reshape_view_group, (void *)ctx);
+            } else {
+                ok = false; /* a slice or expand sees only part of its operand */
+            }
+            int user = -1;
+            if (ok && x != s)
+                ok = live_users(w, x, &user) == 1;
+            v = inv;
+            x = n->in[0];
+        }
+        mc_fnode *src = &f->nodes[x];
+        int user = -1;
+        if (!ok || src->kind != MC_FN_MEMBER || !src->stored || src->group == gi || w->is_output[x] ||
+            live_users(w, x, &user) != 1 || f->groups[src->group].kind != MC_FG_POINTWISE)
+            continue;
+        src->view = v;
+        G->kind = MC_FG_ELIDED;
+    }
 }
 
 /* ---- execution order ------------------------------------------------------------------------ */
@@ -836,6 +932,8 @@ mc_status mc_fuse(const mc_graph *g, bool fuse, mc_fusion *f)
         f->nodes[i].group = -1;
     for (int i = n - 1; i >= 0 && st == MC_OK; i--)
         st = decide(&w, i);
+    if (st == MC_OK && fuse)
+        elide_copies(&w);
     /* Outputs that no kernel writes (inputs, constants, views, a value listed twice) are
      * copied into buffers of their own. */
     bool *claimed = calloc(nn, sizeof *claimed);

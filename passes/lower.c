@@ -240,12 +240,7 @@ static int emit(kbuild *b, int i, const mc_cmap *m, int stage)
 
 static void add_store(kbuild *b, int node, const mc_cmap *m, int value, int block)
 {
-    const mc_node *n = &b->L->g->nodes[node];
-    mc_tview tv;
-    memset(&tv, 0, sizeof tv);
-    tv.base = node;
-    mc_contiguous_strides(n->shape, n->rank, tv.stride);
-    int view = compose_view(b, &tv, m);
+    int view = compose_view(b, &b->L->f->nodes[node].view, m);
     if (!GROW(b->L, b->stores, b->nstores, b->capstores))
         return;
     b->stores[b->nstores++] = (kir_store){.block = block, .view = view, .value = value};
@@ -594,6 +589,8 @@ static void lower_group(lower_ctx *L, int gi)
     int nm = L->member_start[gi + 1] - L->member_start[gi];
     int *dep = L->dep;
 
+    if (G->kind == MC_FG_ELIDED)
+        goto done;
     if (G->kind == MC_FG_CONCAT) {
         const mc_node *c = &g->nodes[G->anchor];
         int64_t start = 0;
@@ -800,7 +797,8 @@ mc_status mc_lower(const mc_fusion *f, const mc_graph *user, const mc_compile_op
             L.buffer_of[x] = add_buffer(&L, KBUF_OUTPUT, x, user->outputs[o]);
     }
     for (int i = 0; i < n; i++)
-        if (f->nodes[i].kind == MC_FN_MEMBER && f->nodes[i].stored && L.buffer_of[i] < 0)
+        if (f->nodes[i].kind == MC_FN_MEMBER && f->nodes[i].stored && L.buffer_of[i] < 0 &&
+            f->nodes[i].view.base == i) /* not one stored into another's buffer */
             L.buffer_of[i] = add_buffer(&L, KBUF_TEMP, i, user_node_for(&L, i));
     for (int q = 0; q < f->ngroups && !L.failed; q++)
         lower_group(&L, f->order[q]);

@@ -97,7 +97,8 @@ typedef struct mc_fnode {
     bool stored;       /* MEMBER: written to a buffer of its own (anchor, output, used outside) */
     bool forced;       /* must be stored: read through a view or as a GEMM operand */
     bool has_view;
-    mc_tview view;     /* LEAF, stored MEMBER: contiguous over itself; VIEW: composed */
+    mc_tview view;     /* LEAF, stored MEMBER: contiguous over itself (or, for a value
+                          stored straight into a copy's buffer, a view of that); VIEW: composed */
     mc_cmap *maps;     /* MEMBER: the maps it is evaluated at within its group */
     int nmaps;
 } mc_fnode;
@@ -107,6 +108,7 @@ typedef enum {
     MC_FG_RESHAPE,   /* a reshape that is neither a view nor a map: space = its operand's */
     MC_FG_CONCAT,    /* one copy kernel per operand */
     MC_FG_OUTPUT,    /* a graph output that is a leaf, constant or view: a copy */
+    MC_FG_ELIDED,    /* a copy made unnecessary: its source is stored straight into its buffer */
 } mc_fgroup_kind;
 
 typedef struct mc_fgroup {

@@ -5,8 +5,8 @@
  * the arena's size and unplanned_bytes what a buffer each would need.
  *
  * Two temps may overlap in memory only when their live ranges [first, last] (in kernel order,
- * inclusive) are disjoint; a kernel that reads one temp and writes another never gets them at
- * the same address, so no kernel runs in place. Placement is greedy best-fit in the order of
+ * inclusive) are disjoint, or when one kernel consumes the first and produces the second
+ * element by element through the same view (in_place below): then they share one address. Placement is greedy best-fit in the order of
  * decreasing size (the classic offset-assignment heuristic): each temp goes to the lowest
  * aligned offset that clashes with no already placed temp live at the same time. Offsets are
  * 256-byte aligned, enough for any vector load a backend may use.
@@ -55,6 +55,64 @@ static int int_cmp(const void *pa, const void *pb)
 {
     int a = *(const int *)pa, b = *(const int *)pb;
     return (a > b) - (a < b);
+}
+
+static bool same_view(const kir_kernel *k, const kir_view *a, const kir_view *b)
+{
+    if (a->offset != b->offset)
+        return false;
+    for (int d = 0; d < k->rank; d++)
+        if (a->stride[d] != b->stride[d])
+            return false;
+    return true;
+}
+
+/* May temp `out` take temp `in`'s place? When the one kernel where in dies and out is born
+ * reads in only at the very elements it writes out (the same view, element by element: a
+ * pointwise or reduction kernel, never a GEMM operand), and never in a block after the first
+ * that stores out, each point reads its element before writing it, so in-place is safe. This lets softmax's probabilities overwrite its scores. */
+static bool in_place(const kir_program *kp, int in, int out)
+{
+    const kir_buffer *a = &kp->buffers[in], *b = &kp->buffers[out];
+    if (a->last != b->first || a->last < 0 || a->numel != b->numel ||
+        mc_dtype_size(a->dtype) != mc_dtype_size(b->dtype))
+        return false;
+    const kir_kernel *k = &kp->kernels[a->last];
+    if (k->category == KIR_GEMM && (k->views[k->gemm.a].buffer == in || k->views[k->gemm.b].buffer == in))
+        return false;
+    const kir_view *store = NULL;
+    for (int s = 0; s < k->nstores; s++) {
+        const kir_view *v = &k->views[k->stores[s].view];
+        if (v->buffer == out) {
+            if (store && !same_view(k, store, v))
+                return false;
+            if (!k->blocks[k->stores[s].block].loop && k->nrow < k->rank)
+                return false; /* a row-level store */
+            store = v;
+        }
+    }
+    if (!store)
+        return false;
+    int first_store_block = k->nblocks;
+    for (int s = 0; s < k->nstores; s++)
+        if (k->views[k->stores[s].view].buffer == out && k->stores[s].block < first_store_block)
+            first_store_block = k->stores[s].block;
+    bool reads = false;
+    for (int i = 0; i < k->ncode; i++) {
+        if (k->code[i].kind != KI_LOAD)
+            continue;
+        if (k->views[k->code[i].view].buffer == in && i >= k->blocks[first_store_block].first + k->blocks[first_store_block].count)
+            return false; /* read again after the row's elements were overwritten */
+        const kir_view *v = &k->views[k->code[i].view];
+        if (v->buffer == out)
+            return false;
+        if (v->buffer == in) {
+            if (!same_view(k, v, store))
+                return false;
+            reads = true;
+        }
+    }
+    return reads;
 }
 
 void mc_plan_memory(kir_program *kp, bool share)
@@ -149,8 +207,28 @@ void mc_plan_memory(kir_program *kp, bool share)
         qsort(adj + degree[i], (size_t)(degree[i + 1] - degree[i]), sizeof *adj, int_cmp);
     for (int i = 0; i < nt; i++) {
         kir_buffer *buf = &kp->buffers[temps[i]];
-        int64_t size = aligned_size(buf), offset = 0;
-        for (bool moved = true; moved;) {
+        int64_t size = aligned_size(buf), offset = -1;
+        /* First choice: the place of a temp it may overwrite in place (either direction). */
+        for (int j = 0; j < i && offset < 0; j++) {
+            int o = temps[j];
+            if (!in_place(kp, o, temps[i]) && !in_place(kp, temps[i], o))
+                continue;
+            int64_t at = kp->buffers[o].offset;
+            bool clash = false;
+            for (int q = 0; q < i && !clash; q++) {
+                const kir_buffer *other = &kp->buffers[temps[q]];
+                if (q == j || !live_together(buf, other))
+                    continue;
+                if (other->offset == at && (in_place(kp, temps[q], temps[i]) || in_place(kp, temps[i], temps[q])))
+                    continue;
+                clash = at < other->offset + aligned_size(other) && other->offset < at + size;
+            }
+            if (!clash)
+                offset = at;
+        }
+        for (bool moved = offset < 0; moved;) {
+            if (offset < 0)
+                offset = 0;
             moved = false;
             for (int64_t e = degree[i]; e < degree[i + 1] && adj[e] < i; e++) {
                 const kir_buffer *o = &kp->buffers[temps[adj[e]]];

@@ -371,12 +371,9 @@ mc_status mc_array_check(const char *path, const char *what, const mc_array *a)
     return MC_OK;
 }
 
-mc_status mc_npy_write(const char *path, const mc_array *a)
+/* The padded header dict for a (already checked). */
+static void build_header(npy_writer *w, const mc_array *a)
 {
-    mc_status st = mc_array_check(path, "array", a);
-    if (st != MC_OK)
-        return st;
-    npy_writer w = {.path = path, .a = a};
     char shape[8 * 24 + 8] = "";
     size_t k = 0;
     for (int i = 0; i < a->rank; i++)
@@ -384,16 +381,35 @@ mc_status mc_npy_write(const char *path, const mc_array *a)
                               (long long)a->shape[i]);
     if (a->rank == 1)
         snprintf(shape + k, sizeof shape - k, ",");
-    int n = snprintf(w.header, sizeof w.header,
+    int n = snprintf(w->header, sizeof w->header,
                      "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr_of(a->dtype),
                      shape);
     /* Pad with spaces and a final newline so the data starts at a multiple of 64 bytes. */
     size_t len = (size_t)n + 1;
     size_t total = (10 + len + 63) / 64 * 64;
     len = total - 10;
-    MC_ASSERT(len < sizeof w.header);
-    memset(w.header + n, ' ', len - (size_t)n - 1);
-    w.header[len - 1] = '\n';
-    w.header_len = len;
+    MC_ASSERT(len < sizeof w->header);
+    memset(w->header + n, ' ', len - (size_t)n - 1);
+    w->header[len - 1] = '\n';
+    w->header_len = len;
+}
+
+mc_status mc_npy_write(const char *path, const mc_array *a)
+{
+    mc_status st = mc_array_check(path, "array", a);
+    if (st != MC_OK)
+        return st;
+    npy_writer w = {.path = path, .a = a};
+    build_header(&w, a);
     return mc_file_write_atomic(path, write_npy, &w);
+}
+
+mc_status mc_npy_write_stream(FILE *f, const char *name, const mc_array *a)
+{
+    mc_status st = mc_array_check(name, "array", a);
+    if (st != MC_OK)
+        return st;
+    npy_writer w = {.path = name, .a = a};
+    build_header(&w, a);
+    return write_npy(f, &w);
 }

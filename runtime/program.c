@@ -188,52 +188,54 @@ static const char *kind_word(const mc_node *n)
 
 /* ---- compile and free ---------------------------------------------------------------------- */
 
-/* Physical memory of this machine in bytes (INT64_MAX when unknown). */
-static int64_t host_memory_bytes(void)
+/* Host memory that can be had now: MemAvailable from /proc/meminfo, else physical memory;
+ * 0 when unknown. Checked before allocating, because an allocation the kernel overcommits
+ * succeeds and the process is killed later, when the pages are touched. */
+static uint64_t host_memory_available(void)
 {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    int64_t total;
-    if (pages <= 0 || page <= 0 || mc_mul_overflows(pages, page, &total))
-        return INT64_MAX;
-    return total;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        unsigned long long kb;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+                fclose(f);
+                return (uint64_t)kb * 1024;
+            }
+        fclose(f);
+    }
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
 }
 
-/* Refuse, before allocating anything, a program whose host arrays (inputs, params, outputs,
- * and the intermediates' arena for backends that run on the host) cannot fit in this machine's
- * memory: asking calloc for petabytes is at best slow and under sanitizers fatal. */
+/* Bytes of host memory the program will hold: its inputs, params and outputs, and for the
+ * backends that run on the host, the intermediates' arena. */
 static mc_status check_host_memory(const mc_program *p)
 {
     const kir_program *kp = p->kp;
-    int64_t need = 0;
-    bool overflow = false;
-    for (int b = 0; b < kp->nbuffers && !overflow; b++) {
+    int64_t total = 0, bytes;
+    bool host_backend = p->backend != built_backend(MC_BACKEND_CUDA);
+    if (host_backend && mc_add_overflows(total, kp->arena_bytes, &total))
+        total = INT64_MAX;
+    for (int b = 0; b < kp->nbuffers && total < INT64_MAX; b++) {
         const kir_buffer *buf = &kp->buffers[b];
-        int64_t bytes;
         if (buf->kind == KBUF_TEMP)
             continue;
-        overflow = buf->numel < 0 ||
-                   mc_mul_overflows(buf->numel, (int64_t)mc_dtype_size(buf->dtype), &bytes) ||
-                   mc_add_overflows(need, bytes, &need);
+        if (mc_mul_overflows(buf->numel, (int64_t)mc_dtype_size(buf->dtype), &bytes) ||
+            mc_add_overflows(total, bytes, &total))
+            total = INT64_MAX;
     }
-    bool on_host = p->backend && strcmp(p->backend->name, "cuda") != 0;
-    if (!overflow && on_host)
-        overflow = mc_add_overflows(need, kp->arena_bytes, &need);
-    int64_t have = host_memory_bytes();
-    if (overflow || need > have || (uint64_t)need > SIZE_MAX)
+    uint64_t available = host_memory_available();
+    if (available > 0 && (uint64_t)total > available)
         return mc_fail(MC_ERR_SYSTEM,
-                       "out of memory: the program needs %s%lld bytes of host memory (inputs, "
-                       "params, outputs%s) but this machine has %lld",
-                       overflow ? "more than " : "", (long long)(overflow ? INT64_MAX : need),
-                       on_host ? ", intermediates" : "", (long long)have);
+                       "out of memory: the program needs %lld bytes of host memory, %llu are available",
+                       (long long)total, (unsigned long long)available);
     return MC_OK;
 }
 
 static mc_status allocate_host(mc_program *p)
 {
     const kir_program *kp = p->kp;
-    mc_status st = check_host_memory(p);
-    if (st != MC_OK)
-        return st;
     size_t nb = kp->nbuffers > 0 ? (size_t)kp->nbuffers : 1;
     p->host = calloc(nb, sizeof *p->host);
     p->bound = calloc(nb, sizeof *p->bound);
@@ -243,6 +245,9 @@ static mc_status allocate_host(mc_program *p)
     p->outputs = calloc(no, sizeof *p->outputs);
     if (!p->host || !p->bound || !p->dirty || !p->has_value || !p->outputs)
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    mc_status st = check_host_memory(p);
+    if (st != MC_OK)
+        return st;
     for (int b = 0; b < kp->nbuffers; b++) {
         const kir_buffer *buf = &kp->buffers[b];
         if (buf->kind == KBUF_TEMP)

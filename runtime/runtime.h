@@ -103,6 +103,11 @@ mc_status mc_safetensors_write(const char *path, const char *const *names, const
  * mc_safetensors_parse_memory copies the bytes, so the caller's buffer may go away. */
 mc_status mc_npy_parse(const void *data, size_t size, const char *name, mc_dtype want,
                        mc_array *out);
+/* The writers' cores: the same bytes to an open stream (no temporary, no rename); `name` is
+ * used in messages. For writing to memory (open_memstream) or to a pipe. */
+mc_status mc_npy_write_stream(FILE *f, const char *name, const mc_array *a);
+mc_status mc_safetensors_write_stream(FILE *f, const char *name, const char *const *names,
+                                      const mc_array *arrays, int n);
 /* Check an array before writing it: dtype, rank 0..MC_MAX_RANK, non-negative dims, bytes equal
  * to numel * dtype size (checked), data present. Messages read "PATH: WHAT: problem". */
 mc_status mc_array_check(const char *path, const char *what, const mc_array *a);
@@ -164,6 +169,23 @@ mc_status mc_file_write_atomic(const char *path, mc_status (*write)(FILE *f, voi
 uint64_t mc_hash64(const void *data, size_t n, uint64_t seed);
 bool mc_cache_load(const char *kind, const char *key, void **data, size_t *size);
 void mc_cache_store(const char *kind, const char *key, const void *data, size_t size);
+
+/* ---- the thread pool (runtime/threadpool.c) ----------------------------------------------- */
+
+/* A persistent pool: threads start in mc_threadpool_new and wait for work until freed, so a
+ * kernel launch never starts a thread. The caller runs as thread 0. */
+typedef struct mc_threadpool mc_threadpool;
+/* Runs indices [begin, end) of a job on thread `thread` (0 .. size-1). */
+typedef void (*mc_parallel_fn)(void *ctx, int64_t begin, int64_t end, int thread);
+int mc_threadpool_default_threads(void); /* one per core this process may run on */
+/* threads == 0: one per core. MC_ERR_INPUT for a negative or absurd count. */
+mc_status mc_threadpool_new(int threads, mc_threadpool **out);
+int mc_threadpool_size(const mc_threadpool *pool);
+/* Run fn over [0, n) and wait for it. grain <= 0: one balanced contiguous range per thread;
+ * grain > 0: threads take chunks of `grain` indices until none are left. Not reentrant: one job
+ * at a time per pool. A NULL pool runs fn(ctx, 0, n, 0) on the caller. */
+void mc_threadpool_run(mc_threadpool *pool, int64_t n, int64_t grain, mc_parallel_fn fn, void *ctx);
+void mc_threadpool_free(mc_threadpool *pool);
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 

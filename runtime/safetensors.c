@@ -93,6 +93,12 @@ void mc_safetensors_close(mc_safetensors *st)
     free(st);
 }
 
+/* Does a member's key equal word exactly (a key may hold NULs)? */
+static bool key_is(const mc_json *member, const char *word)
+{
+    return member->key_len == strlen(word) && memcmp(member->key, word, member->key_len) == 0;
+}
+
 static mc_status check_metadata(const mc_safetensors *st, const mc_json *m)
 {
     if (m->kind != MC_JSON_OBJECT)
@@ -114,8 +120,7 @@ static mc_status read_entry(const mc_safetensors *st, const mc_json *e, st_tenso
     if (e->kind != MC_JSON_OBJECT)
         return mc_fail(MC_ERR_INPUT, "%s: tensor '%s': entry is not an object", st->path, name);
     for (const mc_json *f = e->first; f; f = f->next)
-        if (strcmp(f->key, "dtype") != 0 && strcmp(f->key, "shape") != 0 &&
-            strcmp(f->key, "data_offsets") != 0)
+        if (!key_is(f, "dtype") && !key_is(f, "shape") && !key_is(f, "data_offsets"))
             return mc_fail(MC_ERR_INPUT, "%s: tensor '%s': unknown field \"%s\"", st->path, name,
                            f->key);
     const mc_json *dtype = mc_json_get(e, "dtype"), *shape = mc_json_get(e, "shape"),
@@ -221,7 +226,7 @@ static mc_status validate(mc_safetensors *st, const unsigned char *file, size_t 
     if (!st->tensors)
         return mc_fail(MC_ERR_SYSTEM, "%s: out of memory", st->path);
     for (const mc_json *e = root->first; e; e = e->next) {
-        if (strcmp(e->key, "__metadata__") == 0 && e->key_len == strlen("__metadata__")) {
+        if (key_is(e, "__metadata__")) {
             s = check_metadata(st, e);
         } else {
             s = read_entry(st, e, &st->tensors[st->n]);
@@ -401,22 +406,29 @@ static void put_json_string(text *t, const char *s)
     put(t, "\"", 1);
 }
 
+/* A file ready to be written: the tensors in data order and the padded header. */
 typedef struct st_writer {
     const char *path;
     const mc_array *arrays;
-    const int *order; /* data order */
+    int *order; /* data order, malloc'd */
     int n;
-    const text *header;
+    text header;
 } st_writer;
+
+static void writer_free(st_writer *w)
+{
+    free(w->order);
+    free(w->header.s);
+}
 
 static mc_status write_safetensors(FILE *f, void *ctx)
 {
     st_writer *w = ctx;
     unsigned char len[8];
     for (int i = 0; i < 8; i++)
-        len[i] = (unsigned char)((uint64_t)w->header->len >> (8 * i));
+        len[i] = (unsigned char)((uint64_t)w->header.len >> (8 * i));
     bool ok = fwrite(len, 1, 8, f) == 8 &&
-              fwrite(w->header->s, 1, w->header->len, f) == w->header->len;
+              fwrite(w->header.s, 1, w->header.len, f) == w->header.len;
     for (int i = 0; i < w->n && ok; i++) {
         const mc_array *a = &w->arrays[w->order[i]];
         ok = !a->bytes || fwrite(a->data, 1, a->bytes, f) == a->bytes;
@@ -434,9 +446,14 @@ static int compare_indices_by_name(const void *a, const void *b)
     return strcmp(thread_names[*(const int *)a], thread_names[*(const int *)b]);
 }
 
-mc_status mc_safetensors_write(const char *path, const char *const *names, const mc_array *arrays,
-                               int n)
+/* Check names and arrays, choose the data order and build the header; nothing is written. */
+static mc_status prepare(st_writer *w, const char *path, const char *const *names,
+                         const mc_array *arrays, int n)
 {
+    memset(w, 0, sizeof *w);
+    w->path = path;
+    w->arrays = arrays;
+    w->n = n;
     if (n < 0 || (n > 0 && (!names || !arrays)))
         return mc_fail(MC_ERR_INPUT, "%s: invalid tensor list", path);
     for (int i = 0; i < n; i++) {
@@ -450,73 +467,83 @@ mc_status mc_safetensors_write(const char *path, const char *const *names, const
         if (s != MC_OK)
             return s;
     }
-    int *order = malloc(((size_t)n + 1) * sizeof *order);
-    if (!order)
+    int *by_name = malloc(((size_t)n + 1) * sizeof *by_name);
+    w->order = malloc(((size_t)n + 1) * sizeof *w->order);
+    if (!by_name || !w->order) {
+        free(by_name);
         return mc_fail(MC_ERR_SYSTEM, "%s: out of memory", path);
+    }
     for (int i = 0; i < n; i++)
-        order[i] = i;
+        by_name[i] = i;
     thread_names = names;
-    qsort(order, (size_t)n, sizeof *order, compare_indices_by_name);
+    qsort(by_name, (size_t)n, sizeof *by_name, compare_indices_by_name);
     for (int i = 1; i < n; i++)
-        if (strcmp(names[order[i - 1]], names[order[i]]) == 0) {
+        if (strcmp(names[by_name[i - 1]], names[by_name[i]]) == 0) {
             mc_status s = mc_fail(MC_ERR_INPUT, "%s: tensor name '%s' given twice", path,
-                                  names[order[i]]);
-            free(order);
+                                  names[by_name[i]]);
+            free(by_name);
             return s;
         }
     /* Data order: larger elements first (then by name), so every tensor stays aligned to its
      * element size with no gaps between tensors. A stable pass over the name order. */
-    int *data_order = malloc(((size_t)n + 1) * sizeof *data_order);
-    if (!data_order) {
-        free(order);
-        return mc_fail(MC_ERR_SYSTEM, "%s: out of memory", path);
-    }
     int k = 0;
     for (size_t size = 8; size >= 1; size /= 2)
         for (int i = 0; i < n; i++)
-            if (mc_dtype_size(arrays[order[i]].dtype) == size)
-                data_order[k++] = order[i];
+            if (mc_dtype_size(arrays[by_name[i]].dtype) == size)
+                w->order[k++] = by_name[i];
     MC_ASSERT(k == n);
-    free(order);
+    free(by_name);
 
-    text h = {0};
-    put_str(&h, "{");
+    text *h = &w->header;
+    put_str(h, "{");
     int64_t offset = 0;
     for (int i = 0; i < n; i++) {
-        const mc_array *a = &arrays[data_order[i]];
+        const mc_array *a = &arrays[w->order[i]];
         char buf[64];
         if (i)
-            put_str(&h, ",");
-        put_json_string(&h, names[data_order[i]]);
-        put_str(&h, ":{\"dtype\":\"");
-        put_str(&h, st_dtype_name(a->dtype));
-        put_str(&h, "\",\"shape\":[");
+            put_str(h, ",");
+        put_json_string(h, names[w->order[i]]);
+        put_str(h, ":{\"dtype\":\"");
+        put_str(h, st_dtype_name(a->dtype));
+        put_str(h, "\",\"shape\":[");
         for (int d = 0; d < a->rank; d++) {
             snprintf(buf, sizeof buf, d ? ",%lld" : "%lld", (long long)a->shape[d]);
-            put_str(&h, buf);
+            put_str(h, buf);
         }
         int64_t end;
-        if (mc_add_overflows(offset, (int64_t)a->bytes, &end)) {
-            free(data_order);
-            free(h.s);
+        if (a->bytes > INT64_MAX || mc_add_overflows(offset, (int64_t)a->bytes, &end))
             return mc_fail(MC_ERR_INPUT, "%s: total size overflows", path);
-        }
         snprintf(buf, sizeof buf, "],\"data_offsets\":[%lld,%lld]}", (long long)offset,
                  (long long)end);
-        put_str(&h, buf);
+        put_str(h, buf);
         offset = end;
     }
-    put_str(&h, "}");
-    while ((8 + h.len) % 8) /* pad with spaces so the data section starts 8-aligned */
-        put_str(&h, " ");
-    mc_status s;
-    if (h.failed) {
-        s = mc_fail(MC_ERR_SYSTEM, "%s: out of memory", path);
-    } else {
-        st_writer w = {path, arrays, data_order, n, &h};
+    put_str(h, "}");
+    while ((8 + h->len) % 8) /* pad with spaces so the data section starts 8-aligned */
+        put_str(h, " ");
+    if (h->failed)
+        return mc_fail(MC_ERR_SYSTEM, "%s: out of memory", path);
+    return MC_OK;
+}
+
+mc_status mc_safetensors_write(const char *path, const char *const *names, const mc_array *arrays,
+                               int n)
+{
+    st_writer w;
+    mc_status s = prepare(&w, path, names, arrays, n);
+    if (s == MC_OK)
         s = mc_file_write_atomic(path, write_safetensors, &w);
-    }
-    free(h.s);
-    free(data_order);
+    writer_free(&w);
+    return s;
+}
+
+mc_status mc_safetensors_write_stream(FILE *f, const char *name, const char *const *names,
+                                      const mc_array *arrays, int n)
+{
+    st_writer w;
+    mc_status s = prepare(&w, name, names, arrays, n);
+    if (s == MC_OK)
+        s = write_safetensors(f, &w);
+    writer_free(&w);
     return s;
 }

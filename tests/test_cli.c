@@ -295,6 +295,17 @@ static void test_cuda_without_gpu(void **state)
     assert_string_equal(out, "");
 }
 
+static void test_too_large_for_memory(void **state)
+{
+    (void)state;
+    static const char text[] = "input x : f32[1000000, 1000000]\ny = neg(x)\noutput y\n";
+    const char *g = mc_test_write_file("huge.graph", text, sizeof text - 1);
+    /* 8 TB: refused before anything is allocated, as a failure of the system (exit 2). */
+    assert_int_equal(minic("run %s --backend ref", g), 2);
+    assert_starts_with(err, "minic: error: out of memory");
+    assert_string_equal(out, "");
+}
+
 /* ---- what run computes --------------------------------------------------------------------- */
 
 static void test_every_example_runs(void **state)
@@ -551,6 +562,7 @@ int main(void)
         cmocka_unit_test(test_weights),
         cmocka_unit_test(test_inputs),
         cmocka_unit_test(test_cuda_without_gpu),
+        cmocka_unit_test(test_too_large_for_memory),
         cmocka_unit_test(test_every_example_runs),
         cmocka_unit_test(test_output_round_trip),
         cmocka_unit_test(test_seed_determinism),

@@ -229,6 +229,34 @@ static void test_merge_of_transposed_is_one_copy(void **state)
     mc_graph_free(g);
 }
 
+static void test_copy_elided_into_producer(void **state)
+{
+    (void)state;
+    /* The attention pattern: a batched product, transposed and merged back, feeding a GEMM. */
+    mc_graph *g = mc_graph_new("t");
+    int64_t as[] = {2, 3, 5, 4}, bs[] = {2, 3, 4, 6}, rs[] = {2, 5, 18}, ws[] = {18, 7};
+    int perm[] = {0, 2, 1, 3};
+    mc_value m = mc_matmul(g, mc_input(g, "a", MC_F32, as, 4), mc_param(g, "b", MC_F32, bs, 4));
+    mc_value y = mc_reshape(g, mc_transpose(g, m, perm, 4), rs, 3);
+    mc_value z = mc_matmul(g, y, mc_param(g, "w", MC_F32, ws, 2));
+    mc_graph_set_outputs(g, &z, 1);
+    kir_program *kp = compile(g, true);
+    assert_int_equal(kp->nkernels, 2);
+    assert_int_equal(kp->kernels[0].category, KIR_GEMM);
+    assert_int_equal(kp->kernels[1].category, KIR_GEMM);
+    /* The first GEMM stores through a permuted view: not contiguous. */
+    const kir_kernel *k = &kp->kernels[0];
+    const kir_view *st = &k->views[k->stores[0].view];
+    assert_int_equal(st->stride[1], 6);  /* along the head dim: 6 elements apart in y */
+    assert_int_equal(st->stride[2], 18); /* along the row dim */
+    kir_program_free(kp);
+    kp = compile(g, false);
+    assert_int_equal(kp->nkernels, 3); /* unfused: the copy stays */
+    kir_program_free(kp);
+    assert_matches_oracle(g);
+    mc_graph_free(g);
+}
+
 static void test_outputs_that_are_inputs_or_views(void **state)
 {
     (void)state;
@@ -394,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_transposed_operand_is_strides),
         cmocka_unit_test(test_shape_ops_inside_pointwise),
         cmocka_unit_test(test_merge_of_transposed_is_one_copy),
+        cmocka_unit_test(test_copy_elided_into_producer),
         cmocka_unit_test(test_outputs_that_are_inputs_or_views),
         cmocka_unit_test(test_concat_and_creation),
         cmocka_unit_test(test_simplify_identities),

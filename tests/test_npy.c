@@ -384,6 +384,34 @@ static void test_failed_writes_leave_nothing(void **state)
     assert_no_temporaries();
 }
 
+static void test_stream_writer_matches_file(void **state)
+{
+    (void)state;
+    mc_array a = make_array(MC_I32, 3);
+    const char *path = path_in_tmp("stream.npy");
+    assert_int_equal(mc_npy_write(path, &a), MC_OK);
+    char *file, *buf = NULL;
+    size_t size, len = 0;
+    assert_int_equal(mc_file_read_all(path, &file, &size), MC_OK);
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(mc_npy_write_stream(f, "mem.npy", &a), MC_OK);
+    fclose(f);
+    assert_int_equal(len, size);
+    assert_memory_equal(buf, file, size);
+    free(buf);
+    free(file);
+    mc_array bad = a;
+    bad.bytes--;
+    f = open_memstream(&buf, &len);
+    assert_int_equal(mc_npy_write_stream(f, "mem.npy", &bad), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "mem.npy"));
+    fclose(f);
+    assert_int_equal(len, 0);
+    free(buf);
+    free(a.data);
+}
+
 /* Regression inputs: every input a fuzzer ever found crashing goes here (docs/RELIABILITY.md).
  * No finding so far; these edge inputs (shortest preambles, smallest headers) hold the place. */
 static void test_fuzz_regressions(void **state)
@@ -419,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_shape_and_size_checks),
         cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_failed_writes_leave_nothing),
+        cmocka_unit_test(test_stream_writer_matches_file),
         cmocka_unit_test(test_fuzz_regressions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

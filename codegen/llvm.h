@@ -1,0 +1,140 @@
+/* The CPU backend's internal interface, shared by codegen/llvm*.c only.
+ *
+ *   llvm_backend.c  the mc_backend_cpu slots: host target, module build, optimization, object
+ *                   code, disk cache, ORC LLJIT, the thread pool that runs the kernels
+ *   llvm_kernel.c   pointwise and reduction kernels: loop nests over the kernel IR's index space,
+ *                   vectorized along the innermost axis, with strided loads and stores
+ *   llvm_gemm.c     GEMM kernels: packing, a register-tiled micro-kernel, the fused epilogue
+ *   llvm_math.c     one value per kernel IR instruction: arithmetic, conversions and the
+ *                   transcendentals as branch-free polynomial code on vectors
+ *
+ * Every kernel becomes one function with the same signature:
+ *
+ *     void NAME(i8 **buffers, i64 begin, i64 end, i8 *scratch)
+ *
+ * `buffers` holds each kernel IR buffer's base address; [begin, end) is the part of the kernel's
+ * parallel index space this call computes (rows of a pointwise or reduction kernel, tiles of a
+ * GEMM), so the thread pool splits a kernel by calling it on disjoint ranges; `scratch` is the
+ * calling thread's workspace (GEMM packing buffers), `llvm_kernel_info.scratch_bytes` long.
+ */
+#ifndef MINIC_LLVM_H
+#define MINIC_LLVM_H
+
+#include "../runtime/runtime.h"
+
+#include <llvm-c/Core.h>
+
+/* Host facts every generated function depends on (part of the cache key). */
+typedef struct llvm_target {
+    char *triple, *cpu, *features;
+    int vector_bits; /* widest float vector the host runs natively: 128, 256 or 512 */
+    bool fma;
+} llvm_target;
+
+/* What the runtime needs to launch a kernel. */
+typedef struct llvm_kernel_info {
+    int64_t units;          /* the parallel index space: calls cover [0, units) */
+    int64_t grain;          /* pool split: <= 0 static contiguous ranges, else dynamic chunks */
+    bool serial;            /* too small to be worth waking the pool */
+    int64_t scratch_bytes;  /* per-thread workspace */
+} llvm_kernel_info;
+
+/* The state of building one module. */
+typedef struct llvm_ctx {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;         /* positioned in the function being built */
+    const llvm_target *target;
+    const kir_program *kp;
+    int lanes;                /* f32 lanes of the vectors loops use (2 native vectors) */
+    int native_lanes;         /* f32 lanes of one native vector */
+    LLVMTypeRef t_f32, t_f64, t_i1, t_i8, t_i16, t_i32, t_i64, t_void, t_ptr_i8;
+    /* the function being built */
+    LLVMValueRef fn;
+    LLVMBasicBlockRef entry;  /* allocas and buffer bases; branches to the body when finished */
+    LLVMBuilderRef entry_b;   /* positioned at the end of `entry` */
+} llvm_ctx;
+
+/* ---- llvm_math.c: values ------------------------------------------------------------------- */
+
+/* The LLVM type of a kernel IR value of dtype d, `width` lanes (1: a scalar). Floats are f32,
+ * i32 is i32, bool is i1, whatever the storage type. */
+LLVMTypeRef llvm_value_type(llvm_ctx *c, mc_dtype d, int width);
+LLVMValueRef llvm_const_f32(llvm_ctx *c, double v, int width);
+LLVMValueRef llvm_const_i32(llvm_ctx *c, int64_t v, int width);
+LLVMValueRef llvm_const_i64(llvm_ctx *c, int64_t v);
+LLVMValueRef llvm_const_value(llvm_ctx *c, mc_dtype d, double v, int width); /* KI_CONST */
+LLVMValueRef llvm_splat(llvm_ctx *c, LLVMValueRef scalar, int width);
+/* An intrinsic by name, overloaded on `types` (e.g. "llvm.fmuladd" on <8 x float>). */
+LLVMValueRef llvm_call_intrinsic(llvm_ctx *c, const char *name, LLVMTypeRef *types, int ntypes,
+                                 LLVMValueRef *args, int nargs);
+/* op (a KI_OP primitive or MC_OP_CAST) on args of dtype `in` giving dtype `out`. */
+LLVMValueRef llvm_emit_op(llvm_ctx *c, mc_op op, mc_dtype in, mc_dtype out, LLVMValueRef *args,
+                          int width);
+/* Reduction steps: acc op= x, for op in MC_OP_SUM/MAX/MIN on dtype d (sum of i32 in i64). */
+LLVMValueRef llvm_reduce_step(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc, LLVMValueRef x);
+LLVMValueRef llvm_reduce_identity(llvm_ctx *c, mc_op op, mc_dtype d, int width);
+/* Combine the lanes of a vector accumulator into a scalar with a halving tree. */
+LLVMValueRef llvm_reduce_lanes(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc, int width);
+/* The accumulator's type (i64 for an i32 sum) and its final conversion to the value type. */
+LLVMTypeRef llvm_acc_type(llvm_ctx *c, mc_op op, mc_dtype d, int width);
+LLVMValueRef llvm_acc_finish(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc);
+/* Convert an f32 value to the bit pattern of bf16/f16 (i16), rounding to nearest even. */
+LLVMValueRef llvm_f32_to_half_bits(llvm_ctx *c, mc_dtype d, LLVMValueRef x, int width);
+LLVMValueRef llvm_half_bits_to_f32(llvm_ctx *c, mc_dtype d, LLVMValueRef bits, int width);
+
+/* ---- llvm_kernel.c ------------------------------------------------------------------------- */
+
+/* Where one evaluation of a block happens: `width` lanes along index-space dimension
+ * `lane_dim` starting at idx[...] (i64), with each view's element offset at lane 0. */
+typedef struct llvm_point {
+    int width;
+    int lane_dim;                     /* -1 when width == 1 */
+    LLVMValueRef idx[MC_MAX_RANK];    /* i64 index of each dimension at lane 0 */
+    LLVMValueRef *view_offset;        /* per view: i64 element offset at lane 0 (or NULL) */
+    const int64_t (*stride)[MC_MAX_RANK]; /* per view: strides in elements */
+    LLVMValueRef acc;                 /* GEMM epilogue: the accumulator, `width` lanes */
+    const int *dim_of;                /* kernel IR dimension -> dimension of idx (NULL: same) */
+} llvm_point;
+
+/* The base pointer of buffer `buf`, typed for its storage dtype, loaded from the buffers
+ * argument (cached per function in `bases`). */
+LLVMValueRef llvm_buffer_base(llvm_ctx *c, LLVMValueRef buffers, LLVMValueRef *bases, int buf);
+/* Load element(s) of view `v` at the point, converted to the compute type. */
+LLVMValueRef llvm_load_view(llvm_ctx *c, const kir_kernel *k, int v, LLVMValueRef base,
+                            const llvm_point *pt);
+/* Store `value` (compute type, pt->width lanes) through view v at the point. */
+void llvm_store_view(llvm_ctx *c, const kir_kernel *k, int v, LLVMValueRef base,
+                     const llvm_point *pt, LLVMValueRef value);
+/* Evaluate the instructions of block `blk` at the point into cur[]; `row` holds values of row
+ * blocks (scalars) computed earlier; rowvals the reductions' results. Then its stores. */
+void llvm_emit_block(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValueRef *bases,
+                     const llvm_point *pt, LLVMValueRef *cur, LLVMValueRef *row,
+                     LLVMValueRef *rowvals);
+/* An alloca in the function's entry block (so mem2reg promotes it). */
+LLVMValueRef llvm_entry_alloca(llvm_ctx *c, LLVMTypeRef type, const char *name);
+/* Start a kernel function (the signature above) and position the builder in its body; finish
+ * it after its last instruction (returns void). */
+void llvm_begin_function(llvm_ctx *c, const char *name);
+void llvm_finish_function(llvm_ctx *c);
+/* The block that instruction i belongs to. */
+int llvm_block_of(const kir_kernel *k, int i);
+
+/* Build the function of a pointwise, copy or reduction kernel. */
+mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info);
+/* Build the function of a GEMM kernel (llvm_gemm.c). */
+mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info);
+
+/* A counted loop: for (i = begin; i < end; i += step). Use as
+ *     llvm_loop L; llvm_loop_begin(c, &L, begin, end, step, "j"); ... L.index ...; llvm_loop_end(c, &L); */
+typedef struct llvm_loop {
+    LLVMValueRef index;  /* i64, valid inside the body */
+    LLVMValueRef var;    /* its alloca */
+    LLVMValueRef step;
+    LLVMBasicBlockRef head, body, exit;
+} llvm_loop;
+void llvm_loop_begin(llvm_ctx *c, llvm_loop *L, LLVMValueRef begin, LLVMValueRef end,
+                     LLVMValueRef step, const char *name);
+void llvm_loop_end(llvm_ctx *c, llvm_loop *L);
+
+#endif

@@ -1,0 +1,446 @@
+/* The CPU backend (mc_backend_cpu): kernel IR -> LLVM IR -> host machine code, run on a pool.
+ *
+ * prepare() builds one LLVM module holding every kernel of the program (codegen/llvm_kernel.c,
+ * llvm_gemm.c), verifies it, and prints it: that text, with the LLVM version, the host CPU's
+ * name and features and the code generator's settings, is the compile cache's key. On a hit the
+ * cached object file is used as is; on a miss the module is optimized (the new pass manager's
+ * default<O3> pipeline for the host target machine) and compiled to an object file, which is
+ * stored. Either way ORC's LLJIT links the object into memory and hands back one function
+ * pointer per kernel. So a second run of the same program skips optimization and code
+ * generation, which are most of the compile time; building and printing the IR (a few ms) is
+ * what the key costs.
+ *
+ * run() points each kernel at the buffers (host arrays of inputs, params and outputs, the
+ * planned arena for intermediates) and calls it over its parallel index space: on the calling
+ * thread when the kernel is small, otherwise split across the program's persistent thread pool.
+ *
+ * User names never reach the IR: functions are named after kir kernels (generated names), and
+ * buffers are numbers.
+ */
+#include "llvm.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <llvm/Config/llvm-config.h>
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CODEGEN_VERSION "minic-cpu-1" /* bump when generated code changes meaning */
+
+typedef void (*kernel_fn)(void **buffers, int64_t begin, int64_t end, void *scratch);
+
+typedef struct cpu_kernel {
+    kernel_fn fn;
+    llvm_kernel_info info;
+} cpu_kernel;
+
+typedef struct cpu_state {
+    LLVMOrcLLJITRef jit;
+    cpu_kernel *kernels;
+    int nkernels;
+    char *ir;                 /* the module as generated (dump_code) */
+    void *arena;              /* intermediates */
+    void **buffers;           /* per kp buffer: base address */
+    mc_threadpool *pool;
+    int nthreads;
+    void *scratch;            /* nthreads * scratch_stride bytes */
+    size_t scratch_stride;
+} cpu_state;
+
+/* ---- the host target ---------------------------------------------------------------------- */
+
+static llvm_target host;
+static mc_status host_status = MC_OK;
+static char host_error[512];
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+
+static void init_host(void)
+{
+    if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
+        host_status = MC_ERR_SYSTEM;
+        snprintf(host_error, sizeof host_error, "LLVM has no code generator for this machine");
+        return;
+    }
+    host.triple = LLVMGetDefaultTargetTriple();
+    host.cpu = LLVMGetHostCPUName();
+    host.features = LLVMGetHostCPUFeatures();
+    const char *f = host.features ? host.features : "";
+    host.vector_bits = strstr(f, "+avx512f") ? 512 : strstr(f, "+avx") ? 256 : 128;
+    host.fma = strstr(f, "+fma") != NULL;
+}
+
+static mc_status cpu_probe(void)
+{
+    pthread_once(&host_once, init_host);
+    if (host_status != MC_OK)
+        return mc_fail(host_status, "CPU backend: %s", host_error);
+    return MC_OK;
+}
+
+static LLVMTargetMachineRef make_target_machine(char **error)
+{
+    LLVMTargetRef target;
+    if (LLVMGetTargetFromTriple(host.triple, &target, error))
+        return NULL;
+    return LLVMCreateTargetMachine(target, host.triple, host.cpu, host.features, LLVMCodeGenLevelAggressive,
+                                   LLVMRelocDefault, LLVMCodeModelJITDefault);
+}
+
+/* ---- errors -------------------------------------------------------------------------------- */
+
+static mc_status fail_llvm(LLVMErrorRef err, const char *what)
+{
+    char *msg = LLVMGetErrorMessage(err);
+    mc_status st = mc_fail(MC_ERR_SYSTEM, "CPU backend: %s: %s", what, msg ? msg : "unknown LLVM error");
+    LLVMDisposeErrorMessage(msg);
+    return st;
+}
+
+/* ---- building the module ------------------------------------------------------------------ */
+
+static void set_target_attributes(llvm_ctx *c)
+{
+    for (LLVMValueRef fn = LLVMGetFirstFunction(c->mod); fn; fn = LLVMGetNextFunction(fn)) {
+        if (LLVMIsDeclaration(fn))
+            continue;
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateStringAttribute(c->ctx, "target-cpu", 10, host.cpu, (unsigned)strlen(host.cpu)));
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateStringAttribute(c->ctx, "target-features", 15, host.features,
+                                                          (unsigned)strlen(host.features)));
+    }
+}
+
+/* Generate every kernel into c->mod. */
+static mc_status build_module(llvm_ctx *c, const kir_program *kp, cpu_kernel *kernels)
+{
+    for (int i = 0; i < kp->nkernels; i++) {
+        const kir_kernel *k = &kp->kernels[i];
+        mc_status st = k->category == KIR_GEMM ? llvm_emit_gemm_kernel(c, k, &kernels[i].info)
+                                               : llvm_emit_loop_kernel(c, k, &kernels[i].info);
+        if (st != MC_OK)
+            return st;
+    }
+    set_target_attributes(c);
+    char *msg = NULL;
+    if (LLVMVerifyModule(c->mod, LLVMReturnStatusAction, &msg)) {
+        mc_status st = mc_fail(MC_ERR_SYSTEM, "CPU backend: generated LLVM IR is invalid (a bug in minic): %s", msg);
+        LLVMDisposeMessage(msg);
+        return st;
+    }
+    LLVMDisposeMessage(msg);
+    return MC_OK;
+}
+
+/* Optimize and compile the module to an object file (malloc'd copy). */
+static mc_status compile_object(llvm_ctx *c, LLVMTargetMachineRef tm, void **obj, size_t *size)
+{
+    LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+    /* the generated code is vectorized already: LLVM's vectorizers would only add copies */
+    LLVMPassBuilderOptionsSetLoopVectorization(opts, 0);
+    LLVMPassBuilderOptionsSetSLPVectorization(opts, 0);
+    LLVMPassBuilderOptionsSetLoopUnrolling(opts, 0);
+    const char *pipeline = getenv("MINIC_LLVM_PASSES") ? getenv("MINIC_LLVM_PASSES") : "default<O3>";
+    double t0 = mc_now_ms();
+    LLVMErrorRef err = LLVMRunPasses(c->mod, pipeline, tm, opts);
+    if (getenv("MINIC_LLVM_TIMING"))
+        fprintf(stderr, "opt %.1f ms\n", mc_now_ms() - t0);
+    if (getenv("MINIC_LLVM_DUMP"))
+        LLVMPrintModuleToFile(c->mod, getenv("MINIC_LLVM_DUMP"), NULL);
+    t0 = mc_now_ms();
+    LLVMDisposePassBuilderOptions(opts);
+    if (err)
+        return fail_llvm(err, "optimizing");
+    char *msg = NULL;
+    LLVMMemoryBufferRef buf = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, c->mod, LLVMObjectFile, &msg, &buf)) {
+        mc_status st = mc_fail(MC_ERR_SYSTEM, "CPU backend: code generation failed: %s", msg ? msg : "?");
+        LLVMDisposeMessage(msg);
+        return st;
+    }
+    if (getenv("MINIC_LLVM_TIMING"))
+        fprintf(stderr, "codegen %.1f ms\n", mc_now_ms() - t0);
+    *size = LLVMGetBufferSize(buf);
+    *obj = malloc(*size ? *size : 1);
+    if (*obj)
+        memcpy(*obj, LLVMGetBufferStart(buf), *size);
+    LLVMDisposeMemoryBuffer(buf);
+    return *obj ? MC_OK : mc_fail(MC_ERR_SYSTEM, "out of memory holding compiled code");
+}
+
+/* Link an object file into a fresh LLJIT and look up every kernel. */
+static mc_status load_object(cpu_state *s, const kir_program *kp, const void *obj, size_t size)
+{
+    LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
+    LLVMOrcJITTargetMachineBuilderRef jtmb;
+    LLVMErrorRef err = LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb);
+    if (err) {
+        LLVMOrcDisposeLLJITBuilder(builder);
+        return fail_llvm(err, "detecting the host for the JIT");
+    }
+    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, jtmb);
+    if ((err = LLVMOrcCreateLLJIT(&s->jit, builder)))
+        return fail_llvm(err, "creating the JIT");
+    LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(s->jit);
+    /* memset/memcpy that the optimizer introduces come from the process */
+    LLVMOrcDefinitionGeneratorRef gen;
+    if ((err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(s->jit), NULL, NULL)))
+        return fail_llvm(err, "creating the JIT's symbol resolver");
+    LLVMOrcJITDylibAddGenerator(jd, gen);
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, size, "minic-kernels");
+    if ((err = LLVMOrcLLJITAddObjectFile(s->jit, jd, buf)))
+        return fail_llvm(err, "loading compiled code");
+    for (int i = 0; i < kp->nkernels; i++) {
+        LLVMOrcExecutorAddress addr = 0;
+        if ((err = LLVMOrcLLJITLookup(s->jit, &addr, kp->kernels[i].name)))
+            return fail_llvm(err, "linking a kernel");
+        s->kernels[i].fn = (kernel_fn)(uintptr_t)addr;
+    }
+    return MC_OK;
+}
+
+/* The cache key: everything the object code depends on. */
+static char *cache_key(const char *ir, const kir_program *kp, const cpu_kernel *kernels)
+{
+    size_t n = strlen(ir) + strlen(host.cpu) + strlen(host.features) + 256 + (size_t)kp->nkernels * 96;
+    char *key = malloc(n);
+    if (!key)
+        return NULL;
+    size_t at = (size_t)snprintf(key, n, "%s llvm %s target %s cpu %s features %s O3 lanes\n", CODEGEN_VERSION,
+                                 LLVM_VERSION_STRING, host.triple, host.cpu, host.features);
+    for (int i = 0; i < kp->nkernels && at < n; i++)
+        at += (size_t)snprintf(key + at, n - at, "kernel %s units %lld grain %lld scratch %lld\n", kp->kernels[i].name,
+                               (long long)kernels[i].info.units, (long long)kernels[i].info.grain,
+                               (long long)kernels[i].info.scratch_bytes);
+    if (at < n)
+        snprintf(key + at, n - at, "%s", ir);
+    return key;
+}
+
+static void cpu_release(mc_program *p)
+{
+    cpu_state *s = p->state;
+    if (!s)
+        return;
+    mc_threadpool_free(s->pool);
+    if (s->jit) {
+        LLVMErrorRef err = LLVMOrcDisposeLLJIT(s->jit);
+        if (err)
+            LLVMConsumeError(err);
+    }
+    free(s->kernels);
+    free(s->ir);
+    free(s->arena);
+    free(s->buffers);
+    free(s->scratch);
+    free(s);
+    p->state = NULL;
+}
+
+static void *aligned_zalloc(size_t bytes)
+{
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void *m = aligned_alloc(64, rounded ? rounded : 64);
+    if (m)
+        memset(m, 0, rounded ? rounded : 64);
+    return m;
+}
+
+static mc_status cpu_prepare(mc_program *p)
+{
+    mc_status st = cpu_probe();
+    if (st != MC_OK)
+        return st;
+    double t0 = mc_now_ms();
+    const kir_program *kp = p->kp;
+    cpu_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
+    p->state = s;
+    s->nkernels = kp->nkernels;
+    s->kernels = calloc((size_t)(kp->nkernels ? kp->nkernels : 1), sizeof *s->kernels);
+    s->buffers = calloc((size_t)(kp->nbuffers ? kp->nbuffers : 1), sizeof *s->buffers);
+    if (!s->kernels || !s->buffers)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
+
+    llvm_ctx c = {.target = &host, .kp = kp};
+    c.native_lanes = host.vector_bits / 32;
+    c.lanes = 2 * c.native_lanes;
+    c.ctx = LLVMContextCreate();
+    c.mod = LLVMModuleCreateWithNameInContext("minic", c.ctx);
+    c.b = LLVMCreateBuilderInContext(c.ctx);
+    c.entry_b = LLVMCreateBuilderInContext(c.ctx);
+    c.t_f32 = LLVMFloatTypeInContext(c.ctx);
+    c.t_f64 = LLVMDoubleTypeInContext(c.ctx);
+    c.t_i1 = LLVMInt1TypeInContext(c.ctx);
+    c.t_i8 = LLVMInt8TypeInContext(c.ctx);
+    c.t_i16 = LLVMInt16TypeInContext(c.ctx);
+    c.t_i32 = LLVMInt32TypeInContext(c.ctx);
+    c.t_i64 = LLVMInt64TypeInContext(c.ctx);
+    c.t_void = LLVMVoidTypeInContext(c.ctx);
+    c.t_ptr_i8 = LLVMPointerType(c.t_i8, 0);
+    char *error = NULL, *key = NULL, *ir = NULL;
+    void *obj = NULL;
+    size_t obj_size = 0;
+    LLVMTargetMachineRef tm = make_target_machine(&error);
+    if (!tm) {
+        st = mc_fail(MC_ERR_SYSTEM, "CPU backend: no LLVM target for %s: %s", host.triple, error ? error : "?");
+        LLVMDisposeMessage(error);
+        goto done;
+    }
+    LLVMSetTarget(c.mod, host.triple);
+    LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
+    char *layout_text = LLVMCopyStringRepOfTargetData(layout);
+    LLVMSetDataLayout(c.mod, layout_text);
+    LLVMDisposeMessage(layout_text);
+    LLVMDisposeTargetData(layout);
+
+    if ((st = build_module(&c, kp, s->kernels)) != MC_OK)
+        goto done;
+    ir = LLVMPrintModuleToString(c.mod);
+    s->ir = strdup(ir);
+    key = cache_key(ir, kp, s->kernels);
+    if (!s->ir || !key) {
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
+        goto done;
+    }
+    p->kernels_compiled = 0;
+    if (!mc_cache_load("cpu", key, &obj, &obj_size)) {
+        if ((st = compile_object(&c, tm, &obj, &obj_size)) != MC_OK)
+            goto done;
+        mc_cache_store("cpu", key, obj, obj_size);
+        p->kernels_compiled = kp->nkernels;
+    }
+    if ((st = load_object(s, kp, obj, obj_size)) != MC_OK)
+        goto done;
+
+    /* memory: buffers, arena, threads, per-thread scratch */
+    s->arena = aligned_zalloc((size_t)kp->arena_bytes);
+    if ((st = mc_threadpool_new(p->opt.threads, &s->pool)) != MC_OK)
+        goto done;
+    s->nthreads = mc_threadpool_size(s->pool);
+    int64_t scratch = 0;
+    for (int i = 0; i < kp->nkernels; i++)
+        if (s->kernels[i].info.scratch_bytes > scratch)
+            scratch = s->kernels[i].info.scratch_bytes;
+    s->scratch_stride = ((size_t)scratch + 63) / 64 * 64;
+    int64_t total;
+    if (mc_mul_overflows((int64_t)s->scratch_stride, s->nthreads, &total)) {
+        st = mc_fail(MC_ERR_SYSTEM, "CPU backend: workspace size overflows");
+        goto done;
+    }
+    s->scratch = total ? aligned_zalloc((size_t)total) : NULL;
+    if (!s->arena || (total && !s->scratch)) {
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory allocating %lld bytes of intermediates",
+                     (long long)(kp->arena_bytes + total));
+        goto done;
+    }
+done:
+    if (tm)
+        LLVMDisposeTargetMachine(tm);
+    LLVMDisposeMessage(ir);
+    free(key);
+    free(obj);
+    LLVMDisposeBuilder(c.b);
+    LLVMDisposeBuilder(c.entry_b);
+    LLVMDisposeModule(c.mod);
+    LLVMContextDispose(c.ctx);
+    p->compile_ms += mc_now_ms() - t0;
+    return st;
+}
+
+/* ---- running -------------------------------------------------------------------------------- */
+
+typedef struct launch {
+    cpu_state *s;
+    kernel_fn fn;
+} launch;
+
+static void run_range(void *ctx, int64_t begin, int64_t end, int thread)
+{
+    launch *l = ctx;
+    l->fn(l->s->buffers, begin, end, (char *)l->s->scratch + (size_t)thread * l->s->scratch_stride);
+}
+
+static void bind_buffers(mc_program *p, cpu_state *s)
+{
+    const kir_program *kp = p->kp;
+    for (int b = 0; b < kp->nbuffers; b++)
+        s->buffers[b] = kp->buffers[b].kind == KBUF_TEMP ? (char *)s->arena + kp->buffers[b].offset : p->host[b];
+}
+
+static void run_kernel(cpu_state *s, int i)
+{
+    const cpu_kernel *k = &s->kernels[i];
+    launch l = {.s = s, .fn = k->fn};
+    if (k->info.serial)
+        run_range(&l, 0, k->info.units, 0);
+    else
+        mc_threadpool_run(s->pool, k->info.units, k->info.grain, run_range, &l);
+}
+
+static mc_status cpu_run(mc_program *p)
+{
+    cpu_state *s = p->state;
+    bind_buffers(p, s);
+    for (int i = 0; i < s->nkernels; i++)
+        run_kernel(s, i);
+    for (int b = 0; b < p->kp->nbuffers; b++)
+        if (p->dirty)
+            p->dirty[b] = false;
+    return MC_OK;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static mc_status cpu_time(mc_program *p, int iters, double *median_us)
+{
+    if (iters < 1)
+        iters = 1;
+    double *t = malloc((size_t)iters * sizeof *t);
+    if (!t)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory timing the program");
+    mc_status st = cpu_run(p); /* warm-up: pages touched, caches and threads awake */
+    for (int i = 0; i < iters && st == MC_OK; i++) {
+        double t0 = mc_now_ms();
+        st = cpu_run(p);
+        t[i] = (mc_now_ms() - t0) * 1000.0;
+    }
+    if (st == MC_OK) {
+        qsort(t, (size_t)iters, sizeof *t, compare_double);
+        *median_us = iters % 2 ? t[iters / 2] : 0.5 * (t[iters / 2 - 1] + t[iters / 2]);
+    }
+    free(t);
+    return st;
+}
+
+static mc_status cpu_dump_code(mc_program *p, FILE *out)
+{
+    cpu_state *s = p->state;
+    if (!s || !s->ir)
+        return mc_fail(MC_ERR_SYSTEM, "CPU backend: no code was generated");
+    fputs(s->ir, out);
+    return MC_OK;
+}
+
+const mc_backend mc_backend_cpu = {
+    .name = "cpu",
+    .probe = cpu_probe,
+    .prepare = cpu_prepare,
+    .run = cpu_run,
+    .profile = NULL, /* per-kernel timing: not yet */
+    .time = cpu_time,
+    .dump_code = cpu_dump_code,
+    .release = cpu_release,
+};

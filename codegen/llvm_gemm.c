@@ -1,0 +1,441 @@
+/* GEMM kernels: C[batch.., m, n] = sum_k A[batch.., m, k] B[batch.., k, n], then the fused
+ * epilogue, generated as LLVM IR.
+ *
+ * The structure is the classic one of high-performance BLAS (Goto's algorithm), built per
+ * kernel with every size and stride a constant:
+ *
+ *   for each unit (batch, a block of NC columns, a block of rows)     <- threads take units
+ *     for pc in K by KC:           pack B[pc:pc+KC, cols] into NR-wide panels   (L2)
+ *       for ic in rows by MC:      pack A[ic:ic+MC, pc:pc+KC] into MR-tall panels (L2/L1)
+ *         for jr in cols by NR:
+ *           for ir in rows by MR:  micro-kernel: an MR x NR tile in registers, kc FMA steps
+ *                                  (MR broadcasts of A times NR/lanes vectors of B)
+ *                                  then: first K block? start at 0 : add the partial sums kept
+ *                                  in the unit's f32 buffer; last K block? run the epilogue on
+ *                                  the registers and store : keep the partial sums
+ *
+ * Packing reads A and B through their views' strides, so a transposed operand (linear's
+ * weight, a transpose folded into a view) costs nothing beyond the packing every GEMM does; it
+ * also converts f16/bf16 to f32 and pads edge panels with zeros, so the micro-kernel never
+ * sees an edge. The epilogue (bias, activation, residual, the store with its dtype conversion)
+ * runs on full tiles as vectors straight from the accumulators; edge tiles go through a small
+ * stack buffer and scalar code. Batch dimensions are a loop over units, each with its own
+ * offsets, whatever their strides.
+ */
+#include "llvm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define B (c->b)
+
+enum { MR = 6, KC = 256, MC = 72, NC = 256, TARGET_UNITS = 8 };
+
+typedef struct gemm_plan {
+    int nb;                  /* batch rank */
+    int64_t nbatch, M, N, K;
+    int nr, nv, lanes;       /* micro-tile width NR = nv vectors of `lanes` */
+    int64_t ms, msplit, nblocks;
+    int64_t a_m, a_k, b_k, b_n; /* operand strides */
+} gemm_plan;
+
+static LLVMValueRef i64c(llvm_ctx *c, int64_t v) { return llvm_const_i64(c, v); }
+
+static LLVMValueRef min64(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b)
+{
+    return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, b, ""), a, b, "");
+}
+
+static LLVMValueRef fptr(llvm_ctx *c, LLVMValueRef base, LLVMValueRef off)
+{
+    return LLVMBuildInBoundsGEP2(B, c->t_f32, base, &off, 1, "");
+}
+
+static LLVMValueRef vptr(llvm_ctx *c, LLVMValueRef base, LLVMValueRef off, int lanes)
+{
+    return LLVMBuildBitCast(B, fptr(c, base, off), LLVMPointerType(LLVMVectorType(c->t_f32, (unsigned)lanes), 0), "");
+}
+
+static LLVMTypeRef storage_elem(llvm_ctx *c, mc_dtype d)
+{
+    return d == MC_F32 ? c->t_f32 : c->t_i16;
+}
+
+/* Load `width` consecutive elements (width 1: one) of an operand as f32. */
+static LLVMValueRef load_operand(llvm_ctx *c, mc_dtype d, LLVMValueRef base, LLVMValueRef off, int width)
+{
+    LLVMTypeRef elem = storage_elem(c, d);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(B, elem, base, &off, 1, "");
+    LLVMTypeRef t = width == 1 ? elem : LLVMVectorType(elem, (unsigned)width);
+    if (width > 1)
+        p = LLVMBuildBitCast(B, p, LLVMPointerType(t, 0), "");
+    LLVMValueRef v = LLVMBuildLoad2(B, t, p, "");
+    LLVMSetAlignment(v, (unsigned)mc_dtype_size(d));
+    return d == MC_F32 ? v : llvm_half_bits_to_f32(c, d, v, width);
+}
+
+static void store_f32(llvm_ctx *c, LLVMValueRef base, LLVMValueRef off, LLVMValueRef v, int width)
+{
+    LLVMValueRef p = width == 1 ? fptr(c, base, off) : vptr(c, base, off, width);
+    LLVMSetAlignment(LLVMBuildStore(B, v, p), 4);
+}
+
+/* Pack `valid` rows (of an R-row panel layout) by kc columns of an operand:
+ * dst[p * kc + kk * R + r] = src[off + (p + r) * row_stride + kk * col_stride], zero-padded to
+ * a multiple of R rows. */
+static void emit_pack(llvm_ctx *c, LLVMValueRef dst, mc_dtype d, LLVMValueRef src, LLVMValueRef off,
+                      LLVMValueRef valid, LLVMValueRef kc, int64_t row_stride, int64_t col_stride, int R)
+{
+    LLVMValueRef total = LLVMBuildMul(B, LLVMBuildSDiv(B, LLVMBuildAdd(B, valid, i64c(c, R - 1), ""), i64c(c, R), ""), i64c(c, R), "");
+    llvm_loop P;
+    llvm_loop_begin(c, &P, i64c(c, 0), total, i64c(c, R), "pp");
+    LLVMValueRef panel = LLVMBuildMul(B, P.index, kc, "");
+    LLVMValueRef nvalid = min64(c, i64c(c, R), LLVMBuildSub(B, valid, P.index, ""));
+    LLVMValueRef poff = LLVMBuildNSWAdd(B, off, LLVMBuildNSWMul(B, P.index, i64c(c, row_stride), ""), "");
+    LLVMValueRef full = LLVMBuildICmp(B, LLVMIntEQ, nvalid, i64c(c, R), "");
+    LLVMBasicBlockRef bfull = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "pack_full");
+    LLVMBasicBlockRef bpart = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "pack_edge");
+    LLVMBasicBlockRef bdone = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "pack_done");
+    LLVMBuildCondBr(B, full, bfull, bpart);
+
+    /* full panel */
+    LLVMPositionBuilderAtEnd(B, bfull);
+    if (row_stride == 1) {
+        /* rows contiguous: one vector per k */
+        llvm_loop K;
+        llvm_loop_begin(c, &K, i64c(c, 0), kc, i64c(c, 1), "pk");
+        LLVMValueRef v = load_operand(c, d, src, LLVMBuildNSWAdd(B, poff, LLVMBuildNSWMul(B, K.index, i64c(c, col_stride), ""), ""), R);
+        store_f32(c, dst, LLVMBuildAdd(B, panel, LLVMBuildMul(B, K.index, i64c(c, R), ""), ""), v, R);
+        llvm_loop_end(c, &K);
+    } else if (col_stride == 1) {
+        /* each row contiguous along k: walk rows outside, k inside */
+        for (int r = 0; r < R; r++) {
+            llvm_loop K;
+            llvm_loop_begin(c, &K, i64c(c, 0), kc, i64c(c, 1), "pk");
+            LLVMValueRef v = load_operand(c, d, src, LLVMBuildNSWAdd(B, poff, LLVMBuildNSWAdd(B, i64c(c, r * row_stride), K.index, ""), ""), 1);
+            store_f32(c, dst, LLVMBuildAdd(B, panel, LLVMBuildAdd(B, LLVMBuildMul(B, K.index, i64c(c, R), ""), i64c(c, r), ""), ""), v, 1);
+            llvm_loop_end(c, &K);
+        }
+    } else {
+        llvm_loop K;
+        llvm_loop_begin(c, &K, i64c(c, 0), kc, i64c(c, 1), "pk");
+        LLVMValueRef koff = LLVMBuildNSWAdd(B, poff, LLVMBuildNSWMul(B, K.index, i64c(c, col_stride), ""), "");
+        for (int r = 0; r < R; r++) {
+            LLVMValueRef v = load_operand(c, d, src, LLVMBuildNSWAdd(B, koff, i64c(c, r * row_stride), ""), 1);
+            store_f32(c, dst, LLVMBuildAdd(B, panel, LLVMBuildAdd(B, LLVMBuildMul(B, K.index, i64c(c, R), ""), i64c(c, r), ""), ""), v, 1);
+        }
+        llvm_loop_end(c, &K);
+    }
+    LLVMBuildBr(B, bdone);
+
+    /* edge panel: zeros, then the valid rows */
+    LLVMPositionBuilderAtEnd(B, bpart);
+    {
+        llvm_loop Z;
+        llvm_loop_begin(c, &Z, i64c(c, 0), LLVMBuildMul(B, kc, i64c(c, R), ""), i64c(c, 1), "pz");
+        store_f32(c, dst, LLVMBuildAdd(B, panel, Z.index, ""), llvm_const_f32(c, 0, 1), 1);
+        llvm_loop_end(c, &Z);
+        llvm_loop Rl;
+        llvm_loop_begin(c, &Rl, i64c(c, 0), nvalid, i64c(c, 1), "pr");
+        llvm_loop K;
+        llvm_loop_begin(c, &K, i64c(c, 0), kc, i64c(c, 1), "pk");
+        LLVMValueRef so = LLVMBuildNSWAdd(B, poff, LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, Rl.index, i64c(c, row_stride), ""),
+                                                                  LLVMBuildNSWMul(B, K.index, i64c(c, col_stride), ""), ""), "");
+        LLVMValueRef v = load_operand(c, d, src, so, 1);
+        store_f32(c, dst, LLVMBuildAdd(B, panel, LLVMBuildAdd(B, LLVMBuildMul(B, K.index, i64c(c, R), ""), Rl.index, ""), ""), v, 1);
+        llvm_loop_end(c, &K);
+        llvm_loop_end(c, &Rl);
+    }
+    LLVMBuildBr(B, bdone);
+    LLVMPositionBuilderAtEnd(B, bdone);
+    llvm_loop_end(c, &P);
+}
+
+static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
+{
+    memset(g, 0, sizeof *g);
+    g->nb = k->rank - 2;
+    if (g->nb < 0 || k->gemm.m != k->shape[k->rank - 2] || k->gemm.n != k->shape[k->rank - 1])
+        return mc_fail(MC_ERR_SYSTEM, "internal error: GEMM kernel %s has a malformed index space", k->name);
+    if (k->nblocks != 1 || k->blocks[0].loop || k->nreds != 0)
+        return mc_fail(MC_ERR_SYSTEM, "internal error: GEMM kernel %s must have one row block (its epilogue)", k->name);
+    g->M = k->gemm.m;
+    g->N = k->gemm.n;
+    g->K = k->gemm.k;
+    g->nbatch = 1;
+    for (int d = 0; d < g->nb; d++)
+        g->nbatch *= k->shape[d];
+    g->lanes = c->native_lanes;
+    g->nv = 2;
+    g->nr = g->nv * g->lanes;
+    const kir_view *a = &k->views[k->gemm.a], *b = &k->views[k->gemm.b];
+    g->a_m = a->stride[g->nb];
+    g->a_k = a->stride[g->nb + 1];
+    g->b_k = b->stride[g->nb];
+    g->b_n = b->stride[g->nb + 1];
+    mc_dtype da = c->kp->buffers[a->buffer].dtype, db = c->kp->buffers[b->buffer].dtype;
+    if (!mc_dtype_is_float(da) || !mc_dtype_is_float(db))
+        return mc_fail(MC_ERR_SYSTEM, "internal error: GEMM kernel %s on non-float operands", k->name);
+    g->nblocks = (g->N + NC - 1) / NC;
+    int64_t want = (TARGET_UNITS + g->nbatch * g->nblocks - 1) / (g->nbatch * g->nblocks);
+    int64_t max_split = (g->M + MC - 1) / MC;
+    if (want > max_split)
+        want = max_split;
+    if (want < 1)
+        want = 1;
+    g->ms = ((g->M + want - 1) / want + MR - 1) / MR * MR;
+    g->msplit = (g->M + g->ms - 1) / g->ms;
+    return MC_OK;
+}
+
+/* The epilogue of one MR x NR tile at rows [m, m+MR), columns [n, n+NR) of batch offsets
+ * `batch_off` (per view). acc[r * nv + v] are the accumulators. */
+static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, LLVMValueRef *bases,
+                          LLVMValueRef *batch_idx, LLVMValueRef *batch_off, LLVMValueRef m, LLVMValueRef n,
+                          LLVMValueRef m_end, LLVMValueRef *acc, LLVMValueRef tile)
+{
+    int nb = g->nb, L = g->lanes;
+    size_t ncode = (size_t)(k->ncode ? k->ncode : 1), nviews = (size_t)(k->nviews ? k->nviews : 1);
+    LLVMValueRef *cur = calloc(ncode, sizeof *cur), *offs = calloc(nviews, sizeof *offs);
+    MC_ASSERT(cur && offs);
+    const int64_t(*strides)[MC_MAX_RANK] = calloc(nviews, sizeof *strides);
+    MC_ASSERT(strides);
+    for (int v = 0; v < k->nviews; v++)
+        memcpy((void *)strides[v], k->views[v].stride, sizeof strides[v]);
+
+    LLVMValueRef full_m = LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, m, i64c(c, MR), ""), m_end, "");
+    LLVMValueRef full_n = LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, n, i64c(c, g->nr), ""), i64c(c, g->N), "");
+    LLVMBasicBlockRef bfull = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "epi_full");
+    LLVMBasicBlockRef bedge = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "epi_edge");
+    LLVMBasicBlockRef bdone = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "epi_done");
+    LLVMBuildCondBr(B, LLVMBuildAnd(B, full_m, full_n, ""), bfull, bedge);
+
+    /* The accumulators go to a stack tile either way: the epilogue then runs once per row
+     * (a loop, not MR copies of its code), NR lanes at a time on full tiles. */
+    LLVMBasicBlockRef at = LLVMGetInsertBlock(B);
+    LLVMPositionBuilderBefore(B, LLVMGetBasicBlockTerminator(at));
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < g->nv; v++)
+            store_f32(c, tile, i64c(c, r * g->nr + v * L), acc[r * g->nv + v], L);
+    LLVMPositionBuilderAtEnd(B, bfull);
+    {
+        llvm_loop R;
+        llvm_loop_begin(c, &R, i64c(c, 0), i64c(c, MR), i64c(c, 1), "fr");
+        llvm_point pt = {.width = g->nr, .lane_dim = nb + 1, .stride = strides, .view_offset = offs};
+        for (int d = 0; d < nb; d++)
+            pt.idx[d] = batch_idx[d];
+        pt.idx[nb] = LLVMBuildAdd(B, m, R.index, "");
+        pt.idx[nb + 1] = n;
+        for (int vi = 0; vi < k->nviews; vi++)
+            offs[vi] = LLVMBuildNSWAdd(B, batch_off[vi],
+                                       LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, pt.idx[nb], i64c(c, strides[vi][nb]), ""),
+                                                       LLVMBuildNSWMul(B, pt.idx[nb + 1], i64c(c, strides[vi][nb + 1]), ""), ""), "");
+        LLVMValueRef row = LLVMBuildLoad2(B, LLVMVectorType(c->t_f32, (unsigned)g->nr),
+                                          vptr(c, tile, LLVMBuildMul(B, R.index, i64c(c, g->nr), ""), g->nr), "");
+        LLVMSetAlignment(row, 4);
+        pt.acc = row;
+        llvm_emit_block(c, k, 0, bases, &pt, cur, NULL, NULL);
+        llvm_loop_end(c, &R);
+    }
+    LLVMBuildBr(B, bdone);
+
+    /* edge tile: one element at a time */
+    LLVMPositionBuilderAtEnd(B, bedge);
+    LLVMValueRef rows = min64(c, i64c(c, MR), LLVMBuildSub(B, m_end, m, ""));
+    LLVMValueRef cols = min64(c, i64c(c, g->nr), LLVMBuildSub(B, i64c(c, g->N), n, ""));
+    llvm_loop R, C;
+    llvm_loop_begin(c, &R, i64c(c, 0), rows, i64c(c, 1), "er");
+    llvm_loop_begin(c, &C, i64c(c, 0), cols, i64c(c, 1), "ec");
+    {
+        llvm_point pt = {.width = 1, .lane_dim = -1, .stride = strides, .view_offset = offs};
+        for (int d = 0; d < nb; d++)
+            pt.idx[d] = batch_idx[d];
+        pt.idx[nb] = LLVMBuildAdd(B, m, R.index, "");
+        pt.idx[nb + 1] = LLVMBuildAdd(B, n, C.index, "");
+        for (int vi = 0; vi < k->nviews; vi++)
+            offs[vi] = LLVMBuildNSWAdd(B, batch_off[vi],
+                                       LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, pt.idx[nb], i64c(c, strides[vi][nb]), ""),
+                                                       LLVMBuildNSWMul(B, pt.idx[nb + 1], i64c(c, strides[vi][nb + 1]), ""), ""), "");
+        LLVMValueRef ti = LLVMBuildAdd(B, LLVMBuildMul(B, R.index, i64c(c, g->nr), ""), C.index, "");
+        LLVMValueRef a = LLVMBuildLoad2(B, c->t_f32, fptr(c, tile, ti), "");
+        pt.acc = a;
+        llvm_emit_block(c, k, 0, bases, &pt, cur, NULL, NULL);
+    }
+    llvm_loop_end(c, &C);
+    llvm_loop_end(c, &R);
+    LLVMBuildBr(B, bdone);
+    LLVMPositionBuilderAtEnd(B, bdone);
+    free(cur);
+    free(offs);
+    free((void *)strides);
+}
+
+mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info)
+{
+    gemm_plan g;
+    mc_status st = make_plan(c, k, &g);
+    if (st != MC_OK)
+        return st;
+    int nb = g.nb, L = g.lanes, NR = g.nr, NV = g.nv;
+    const kir_view *va = &k->views[k->gemm.a], *vb = &k->views[k->gemm.b];
+    mc_dtype da = c->kp->buffers[va->buffer].dtype, db = c->kp->buffers[vb->buffer].dtype;
+    bool kblocks = g.K > KC;
+    int64_t a_floats = (int64_t)MC * KC, b_floats = (int64_t)KC * NC, c_floats = kblocks ? g.ms * NC : 0;
+
+    LLVMValueRef *bases = calloc((size_t)c->kp->nbuffers + 1, sizeof *bases);
+    LLVMValueRef *batch_off = calloc((size_t)(k->nviews ? k->nviews : 1), sizeof *batch_off);
+    if (!bases || !batch_off) {
+        free(bases);
+        free(batch_off);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory generating kernel %s", k->name);
+    }
+    llvm_begin_function(c, k->name);
+    LLVMValueRef buffers = LLVMGetParam(c->fn, 0), begin = LLVMGetParam(c->fn, 1), end = LLVMGetParam(c->fn, 2);
+    LLVMValueRef scratch = LLVMBuildBitCast(c->entry_b, LLVMGetParam(c->fn, 3), LLVMPointerType(c->t_f32, 0), "ws");
+    LLVMValueRef Ap = scratch;
+    LLVMValueRef Bp = LLVMBuildInBoundsGEP2(c->entry_b, c->t_f32, scratch, (LLVMValueRef[]){i64c(c, a_floats)}, 1, "Bp");
+    LLVMValueRef Cb = LLVMBuildInBoundsGEP2(c->entry_b, c->t_f32, scratch, (LLVMValueRef[]){i64c(c, a_floats + b_floats)}, 1, "Cbuf");
+    LLVMValueRef tile = LLVMBuildBitCast(c->entry_b, llvm_entry_alloca(c, LLVMArrayType(c->t_f32, (unsigned)(MR * NR)), "tile"),
+                                         LLVMPointerType(c->t_f32, 0), "");
+    LLVMValueRef abase = llvm_buffer_base(c, buffers, bases, va->buffer);
+    LLVMValueRef bbase = llvm_buffer_base(c, buffers, bases, vb->buffer);
+    LLVMTypeRef vt = LLVMVectorType(c->t_f32, (unsigned)L);
+    LLVMValueRef accv[MR * 4];
+    for (int i = 0; i < MR * NV; i++)
+        accv[i] = llvm_entry_alloca(c, vt, "acc");
+
+    /* for u in [begin, end): (batch, column block, row block) */
+    llvm_loop U;
+    llvm_loop_begin(c, &U, begin, end, i64c(c, 1), "unit");
+    LLVMValueRef msi = LLVMBuildSRem(B, U.index, i64c(c, g.msplit), "");
+    LLVMValueRef t = LLVMBuildSDiv(B, U.index, i64c(c, g.msplit), "");
+    LLVMValueRef jb = LLVMBuildSRem(B, t, i64c(c, g.nblocks), "");
+    LLVMValueRef bt = LLVMBuildSDiv(B, t, i64c(c, g.nblocks), "");
+    LLVMValueRef batch_idx[MC_MAX_RANK];
+    for (int d = nb - 1; d >= 0; d--) {
+        batch_idx[d] = d == 0 ? bt : LLVMBuildSRem(B, bt, i64c(c, k->shape[d]), "");
+        if (d > 0)
+            bt = LLVMBuildSDiv(B, bt, i64c(c, k->shape[d]), "");
+    }
+    for (int v = 0; v < k->nviews; v++) {
+        LLVMValueRef off = i64c(c, k->views[v].offset);
+        for (int d = 0; d < nb; d++)
+            off = LLVMBuildNSWAdd(B, off, LLVMBuildNSWMul(B, batch_idx[d], i64c(c, k->views[v].stride[d]), ""), "");
+        batch_off[v] = off;
+    }
+    LLVMValueRef m0 = LLVMBuildMul(B, msi, i64c(c, g.ms), "m0");
+    LLVMValueRef m1 = min64(c, LLVMBuildAdd(B, m0, i64c(c, g.ms), ""), i64c(c, g.M));
+    LLVMValueRef n0 = LLVMBuildMul(B, jb, i64c(c, NC), "n0");
+    LLVMValueRef nc = min64(c, i64c(c, NC), LLVMBuildSub(B, i64c(c, g.N), n0, ""));
+
+    llvm_loop P;
+    llvm_loop_begin(c, &P, i64c(c, 0), i64c(c, g.K), i64c(c, KC), "pc");
+    LLVMValueRef kc = min64(c, i64c(c, KC), LLVMBuildSub(B, i64c(c, g.K), P.index, ""));
+    LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, P.index, i64c(c, 0), "first");
+    LLVMValueRef last = LLVMBuildICmp(B, LLVMIntSGE, LLVMBuildAdd(B, P.index, i64c(c, KC), ""), i64c(c, g.K), "last");
+    /* pack B[pc:pc+kc, n0:n0+nc]: panels of NR columns */
+    LLVMValueRef boff = LLVMBuildNSWAdd(B, batch_off[k->gemm.b],
+                                        LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, P.index, i64c(c, g.b_k), ""),
+                                                        LLVMBuildNSWMul(B, n0, i64c(c, g.b_n), ""), ""), "");
+    emit_pack(c, Bp, db, bbase, boff, nc, kc, g.b_n, g.b_k, NR);
+
+    llvm_loop I;
+    llvm_loop_begin(c, &I, m0, m1, i64c(c, MC), "ic");
+    LLVMValueRef mc = min64(c, i64c(c, MC), LLVMBuildSub(B, m1, I.index, ""));
+    LLVMValueRef aoff = LLVMBuildNSWAdd(B, batch_off[k->gemm.a],
+                                        LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, I.index, i64c(c, g.a_m), ""),
+                                                        LLVMBuildNSWMul(B, P.index, i64c(c, g.a_k), ""), ""), "");
+    emit_pack(c, Ap, da, abase, aoff, mc, kc, g.a_m, g.a_k, MR);
+
+    llvm_loop J;
+    llvm_loop_begin(c, &J, i64c(c, 0), nc, i64c(c, NR), "jr");
+    llvm_loop R;
+    llvm_loop_begin(c, &R, i64c(c, 0), mc, i64c(c, MR), "ir");
+    /* micro-kernel */
+    LLVMValueRef apanel = fptr(c, Ap, LLVMBuildMul(B, R.index, kc, ""));
+    LLVMValueRef bpanel = fptr(c, Bp, LLVMBuildMul(B, J.index, kc, ""));
+    for (int i = 0; i < MR * NV; i++)
+        LLVMBuildStore(B, llvm_const_f32(c, 0, L), accv[i]);
+    llvm_loop Kl;
+    llvm_loop_begin(c, &Kl, i64c(c, 0), kc, i64c(c, 1), "k");
+    {
+        LLVMValueRef bv[4];
+        for (int v = 0; v < NV; v++) {
+            LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, Kl.index, i64c(c, NR), ""), i64c(c, v * L), "");
+            bv[v] = LLVMBuildLoad2(B, vt, vptr(c, bpanel, off, L), "");
+            LLVMSetAlignment(bv[v], 4);
+        }
+        for (int r = 0; r < MR; r++) {
+            LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, Kl.index, i64c(c, MR), ""), i64c(c, r), "");
+            LLVMValueRef a = LLVMBuildLoad2(B, c->t_f32, fptr(c, apanel, off), "");
+            LLVMValueRef as = llvm_splat(c, a, L);
+            for (int v = 0; v < NV; v++) {
+                LLVMValueRef acc = LLVMBuildLoad2(B, vt, accv[r * NV + v], "");
+                LLVMValueRef args[3] = {as, bv[v], acc};
+                LLVMBuildStore(B, llvm_call_intrinsic(c, "llvm.fmuladd", &vt, 1, args, 3), accv[r * NV + v]);
+            }
+        }
+    }
+    llvm_loop_end(c, &Kl);
+    LLVMValueRef m = LLVMBuildAdd(B, I.index, R.index, "m");
+    LLVMValueRef n = LLVMBuildAdd(B, n0, J.index, "n");
+    LLVMValueRef acc[MR * 4];
+    for (int i = 0; i < MR * NV; i++)
+        acc[i] = LLVMBuildLoad2(B, vt, accv[i], "");
+    if (kblocks) {
+        /* partial sums of earlier K blocks live in Cbuf[(m - m0) * NC + (n - n0)] */
+        LLVMValueRef cbase = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildSub(B, m, m0, ""), i64c(c, NC), ""), J.index, "");
+        LLVMBasicBlockRef badd = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "add_partial");
+        LLVMBasicBlockRef bjoin = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "partial_done");
+        LLVMBasicBlockRef from = LLVMGetInsertBlock(B);
+        LLVMBuildCondBr(B, first, bjoin, badd);
+        LLVMPositionBuilderAtEnd(B, badd);
+        LLVMValueRef summed[MR * 4];
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NV; v++) {
+                LLVMValueRef off = LLVMBuildAdd(B, cbase, i64c(c, r * NC + v * L), "");
+                LLVMValueRef old = LLVMBuildLoad2(B, vt, vptr(c, Cb, off, L), "");
+                LLVMSetAlignment(old, 4);
+                summed[r * NV + v] = LLVMBuildFAdd(B, acc[r * NV + v], old, "");
+            }
+        LLVMBuildBr(B, bjoin);
+        LLVMPositionBuilderAtEnd(B, bjoin);
+        for (int i = 0; i < MR * NV; i++) {
+            LLVMValueRef phi = LLVMBuildPhi(B, vt, "");
+            LLVMValueRef vals[2] = {acc[i], summed[i]};
+            LLVMBasicBlockRef blocks[2] = {from, badd};
+            LLVMAddIncoming(phi, vals, blocks, 2);
+            acc[i] = phi;
+        }
+        LLVMBasicBlockRef bkeep = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "keep_partial");
+        LLVMBasicBlockRef bepi = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "epilogue");
+        LLVMBasicBlockRef bnext = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "tile_done");
+        LLVMBuildCondBr(B, last, bepi, bkeep);
+        LLVMPositionBuilderAtEnd(B, bkeep);
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < NV; v++)
+                store_f32(c, Cb, LLVMBuildAdd(B, cbase, i64c(c, r * NC + v * L), ""), acc[r * NV + v], L);
+        LLVMBuildBr(B, bnext);
+        LLVMPositionBuilderAtEnd(B, bepi);
+        emit_epilogue(c, k, &g, bases, batch_idx, batch_off, m, n, m1, acc, tile);
+        LLVMBuildBr(B, bnext);
+        LLVMPositionBuilderAtEnd(B, bnext);
+    } else {
+        emit_epilogue(c, k, &g, bases, batch_idx, batch_off, m, n, m1, acc, tile);
+    }
+    llvm_loop_end(c, &R);
+    llvm_loop_end(c, &J);
+    llvm_loop_end(c, &I);
+    llvm_loop_end(c, &P);
+    llvm_loop_end(c, &U);
+    llvm_finish_function(c);
+
+    info->units = g.nbatch * g.nblocks * g.msplit;
+    info->grain = 1;
+    int64_t flops = 2 * g.nbatch * g.M * g.N * g.K;
+    info->serial = flops < (1 << 20) || info->units < 2;
+    info->scratch_bytes = (a_floats + b_floats + c_floats) * 4 + 64;
+    free(bases);
+    free(batch_off);
+    return MC_OK;
+}

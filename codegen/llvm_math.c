@@ -1,0 +1,647 @@
+/* The CPU backend's arithmetic: one LLVM value per kernel IR instruction, on scalars or vectors.
+ *
+ * Every function here takes a lane count and builds the same code for a scalar (width 1) or a
+ * vector (width > 1), so a loop's vector body and its scalar remainder come from one
+ * description. Floats compute in f32 (f16 and bf16 are storage types), i32 in i32 with the
+ * oracle's semantics (ir/eval.c: add, sub, mul, neg, abs and sums wrap around; x / 0 is 0),
+ * bool in i1.
+ *
+ * The transcendentals are branch-free polynomial code emitted as IR, so that they vectorize
+ * with the loop instead of calling libm once per element. Each is an internal always-inline
+ * helper function per width (minic_exp_f32x16, ...), which keeps `minic dump --stage code`
+ * readable. The methods, and why each is accurate (the bounds are measured in
+ * tests/test_cpu_math.c):
+ *   exp      x = n ln2 + r, |r| <= ln2/2 (ln2 in two parts, so n ln2 is exact); Taylor to r^7;
+ *            2^n applied as two exact power-of-two factors so subnormal results round once.
+ *   log      x = 2^e m, m in [sqrt(1/2), sqrt(2)); log m = f - (f^2/2 - s (f^2/2 + R(s^2)))
+ *            with f = m - 1 exact and s = f / (2 + f), R the atanh series; e ln2 in two parts.
+ *   tanh     sign(x) e / (e + 2) with e = expm1(2|x|) (expm1 keeps tiny arguments exact).
+ *   sigmoid  1 / (1 + exp(-|x|)) or exp(-|x|) / (1 + exp(-|x|)): never 1 - (something near 1).
+ *   erf      |x| < 0.5: x P(x^2); else 1 - exp(-x^2) Q(1 / (1 + |x|/2)), with x^2 split into
+ *            hi + lo so exp(-x^2) loses nothing for large |x| (P, Q fitted here, near-minimax).
+ *   gelu     x Phi(x), Phi from the same pieces: on the negative side Phi = erfc/2 directly,
+ *            so the far tail keeps its relative accuracy. gelu_tanh = x sigmoid(2u) (the
+ *            identity (1 + tanh u) / 2 = sigmoid(2u)), silu = x sigmoid(x).
+ *   sin/cos  in double: n = round(x 2/pi), r = x - n pi/2 with pi/2 in three parts (exact for
+ *            |x| < 2^26 pi/2), Taylor polynomials on [-pi/4, pi/4], quadrant select.
+ *   pow      in double: exp(b log|a|) with double log and exp, then C99 pow's special cases.
+ * Each handles NaN, infinities, zeros and subnormals with selects at the end.
+ */
+#include "llvm.h"
+
+#include <math.h>
+#include <string.h>
+
+#define B (c->b)
+
+/* ---- types and constants ------------------------------------------------------------------- */
+
+static LLVMTypeRef vec(LLVMTypeRef t, int width) { return width == 1 ? t : LLVMVectorType(t, (unsigned)width); }
+
+LLVMTypeRef llvm_value_type(llvm_ctx *c, mc_dtype d, int width)
+{
+    switch (d) {
+    case MC_I32: return vec(c->t_i32, width);
+    case MC_BOOL: return vec(c->t_i1, width);
+    default: return vec(c->t_f32, width);
+    }
+}
+
+LLVMValueRef llvm_splat(llvm_ctx *c, LLVMValueRef scalar, int width)
+{
+    if (width == 1)
+        return scalar;
+    LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(scalar), (unsigned)width);
+    if (LLVMIsConstant(scalar)) {
+        LLVMValueRef elems[64];
+        MC_ASSERT(width <= 64);
+        for (int i = 0; i < width; i++)
+            elems[i] = scalar;
+        return LLVMConstVector(elems, (unsigned)width);
+    }
+    LLVMValueRef v = LLVMBuildInsertElement(B, LLVMGetUndef(vt), scalar, llvm_const_i32(c, 0, 1), "");
+    LLVMValueRef zero = LLVMConstNull(LLVMVectorType(c->t_i32, (unsigned)width));
+    return LLVMBuildShuffleVector(B, v, LLVMGetUndef(vt), zero, "");
+}
+
+LLVMValueRef llvm_const_f32(llvm_ctx *c, double v, int width)
+{
+    return llvm_splat(c, LLVMConstReal(c->t_f32, (float)v), width);
+}
+
+static LLVMValueRef const_f64(llvm_ctx *c, double v, int width)
+{
+    return llvm_splat(c, LLVMConstReal(c->t_f64, v), width);
+}
+
+LLVMValueRef llvm_const_i32(llvm_ctx *c, int64_t v, int width)
+{
+    return llvm_splat(c, LLVMConstInt(c->t_i32, (unsigned long long)v, 1), width);
+}
+
+static LLVMValueRef const_i64v(llvm_ctx *c, int64_t v, int width)
+{
+    return llvm_splat(c, LLVMConstInt(c->t_i64, (unsigned long long)v, 1), width);
+}
+
+LLVMValueRef llvm_const_i64(llvm_ctx *c, int64_t v) { return const_i64v(c, v, 1); }
+
+LLVMValueRef llvm_const_value(llvm_ctx *c, mc_dtype d, double v, int width)
+{
+    switch (d) {
+    case MC_I32: return llvm_const_i32(c, (int64_t)mc_round_to_dtype(v, MC_I32), width);
+    case MC_BOOL: return llvm_splat(c, LLVMConstInt(c->t_i1, v != 0, 0), width);
+    default: return llvm_const_f32(c, v, width);
+    }
+}
+
+LLVMValueRef llvm_call_intrinsic(llvm_ctx *c, const char *name, LLVMTypeRef *types, int ntypes,
+                                 LLVMValueRef *args, int nargs)
+{
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    MC_ASSERT(id != 0);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(c->mod, id, types, (size_t)ntypes);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(c->ctx, id, types, (size_t)ntypes);
+    return LLVMBuildCall2(B, fty, fn, args, (unsigned)nargs, "");
+}
+
+/* ---- small builders ----------------------------------------------------------------------- */
+
+static LLVMValueRef call1(llvm_ctx *c, const char *name, LLVMValueRef a)
+{
+    LLVMTypeRef t = LLVMTypeOf(a);
+    return llvm_call_intrinsic(c, name, &t, 1, &a, 1);
+}
+
+static LLVMValueRef call2(llvm_ctx *c, const char *name, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMTypeRef t = LLVMTypeOf(a);
+    LLVMValueRef args[2] = {a, b};
+    return llvm_call_intrinsic(c, name, &t, 1, args, 2);
+}
+
+static LLVMValueRef f_add(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFAdd(B, a, b, ""); }
+static LLVMValueRef f_sub(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFSub(B, a, b, ""); }
+static LLVMValueRef f_mul(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFMul(B, a, b, ""); }
+static LLVMValueRef f_div(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFDiv(B, a, b, ""); }
+static LLVMValueRef sel(llvm_ctx *c, LLVMValueRef k, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildSelect(B, k, a, b, ""); }
+static LLVMValueRef fcmp(llvm_ctx *c, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFCmp(B, p, a, b, ""); }
+static LLVMValueRef isnan_(llvm_ctx *c, LLVMValueRef a) { return fcmp(c, LLVMRealUNO, a, a); }
+
+/* a * b + c, fused where the target has FMA (llvm.fmuladd). */
+static LLVMValueRef fma_(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef d)
+{
+    LLVMTypeRef t = LLVMTypeOf(a);
+    LLVMValueRef args[3] = {a, b, d};
+    return llvm_call_intrinsic(c, "llvm.fmuladd", &t, 1, args, 3);
+}
+
+static int width_of(LLVMValueRef v)
+{
+    LLVMTypeRef t = LLVMTypeOf(v);
+    return LLVMGetTypeKind(t) == LLVMVectorTypeKind ? (int)LLVMGetVectorSize(t) : 1;
+}
+
+static bool is_double(LLVMValueRef v)
+{
+    LLVMTypeRef t = LLVMTypeOf(v);
+    if (LLVMGetTypeKind(t) == LLVMVectorTypeKind)
+        t = LLVMGetElementType(t);
+    return LLVMGetTypeKind(t) == LLVMDoubleTypeKind;
+}
+
+/* A constant of x's type (f32 or f64, x's width). */
+static LLVMValueRef K(llvm_ctx *c, LLVMValueRef x, double v)
+{
+    return is_double(x) ? const_f64(c, v, width_of(x)) : llvm_const_f32(c, v, width_of(x));
+}
+
+/* Horner: coef[0] + x (coef[1] + x (coef[2] + ...)). */
+static LLVMValueRef horner(llvm_ctx *c, LLVMValueRef x, const double *coef, int n)
+{
+    LLVMValueRef acc = K(c, x, coef[n - 1]);
+    for (int i = n - 2; i >= 0; i--)
+        acc = fma_(c, acc, x, K(c, x, coef[i]));
+    return acc;
+}
+
+/* 2^n for i32 lanes n in [-126, 127], as f32. */
+static LLVMValueRef pow2_f32(llvm_ctx *c, LLVMValueRef n, int w)
+{
+    LLVMValueRef e = LLVMBuildShl(B, LLVMBuildAdd(B, n, llvm_const_i32(c, 127, w), ""), llvm_const_i32(c, 23, w), "");
+    return LLVMBuildBitCast(B, e, vec(c->t_f32, w), "");
+}
+
+/* ---- helper functions (one per math function and width) ---------------------------------- */
+
+typedef LLVMValueRef (*math_body)(llvm_ctx *c, LLVMValueRef *args, int w);
+
+/* Call helper `name` of `nargs` f32 arguments, building it first if this module lacks it. */
+static LLVMValueRef call_helper(llvm_ctx *c, const char *name, math_body body, LLVMValueRef *args,
+                                int nargs, int w)
+{
+    char full[64];
+    snprintf(full, sizeof full, "minic_%s_f32x%d", name, w);
+    LLVMTypeRef t = vec(c->t_f32, w);
+    LLVMTypeRef params[3] = {t, t, t};
+    LLVMTypeRef fty = LLVMFunctionType(t, params, (unsigned)nargs, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, full);
+    if (!fn) {
+        fn = LLVMAddFunction(c->mod, full, fty);
+        LLVMSetLinkage(fn, LLVMInternalLinkage);
+        unsigned kind = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, kind, 0));
+        LLVMBasicBlockRef saved = LLVMGetInsertBlock(B);
+        LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, fn, "entry");
+        LLVMPositionBuilderAtEnd(B, entry);
+        LLVMValueRef p[3];
+        for (int i = 0; i < nargs; i++)
+            p[i] = LLVMGetParam(fn, (unsigned)i);
+        LLVMBuildRet(B, body(c, p, w));
+        LLVMPositionBuilderAtEnd(B, saved);
+    }
+    return LLVMBuildCall2(B, fty, fn, args, (unsigned)nargs, "");
+}
+
+static const double ln2_hi_f = 0.693359375, ln2_lo_f = -2.12194440054690583e-4;
+static const double log2e = 1.4426950408889634;
+
+static LLVMValueRef exp_body(llvm_ctx *c, LLVMValueRef *a, int w)
+{
+    static const double taylor[] = {1, 1, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040};
+    LLVMValueRef x = a[0];
+    LLVMValueRef xc = call2(c, "llvm.maxnum", call2(c, "llvm.minnum", x, K(c, x, 89.0)), K(c, x, -104.0));
+    LLVMValueRef n = call1(c, "llvm.rint", f_mul(c, xc, K(c, x, log2e)));
+    LLVMValueRef r = fma_(c, n, K(c, x, -ln2_hi_f), xc);
+    r = fma_(c, n, K(c, x, -ln2_lo_f), r);
+    LLVMValueRef p = horner(c, r, taylor, 8);
+    LLVMValueRef ni = LLVMBuildFPToSI(B, n, vec(c->t_i32, w), "");
+    LLVMValueRef n1 = LLVMBuildAShr(B, ni, llvm_const_i32(c, 1, w), "");
+    LLVMValueRef n2 = LLVMBuildSub(B, ni, n1, "");
+    LLVMValueRef res = f_mul(c, f_mul(c, p, pow2_f32(c, n1, w)), pow2_f32(c, n2, w));
+    return sel(c, isnan_(c, x), x, res);
+}
+
+static LLVMValueRef emit_exp(llvm_ctx *c, LLVMValueRef x, int w) { return call_helper(c, "exp", exp_body, &x, 1, w); }
+
+/* expm1(y) for y in [0, 19]: 2^n expm1(r) + (2^n - 1). */
+static LLVMValueRef expm1_small(llvm_ctx *c, LLVMValueRef y, int w)
+{
+    static const double taylor[] = {1, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320};
+    LLVMValueRef n = call1(c, "llvm.rint", f_mul(c, y, K(c, y, log2e)));
+    LLVMValueRef r = fma_(c, n, K(c, y, -ln2_hi_f), y);
+    r = fma_(c, n, K(c, y, -ln2_lo_f), r);
+    LLVMValueRef p = f_mul(c, r, horner(c, r, taylor, 8));
+    LLVMValueRef s = pow2_f32(c, LLVMBuildFPToSI(B, n, vec(c->t_i32, w), ""), w);
+    return fma_(c, s, p, f_sub(c, s, K(c, y, 1.0)));
+}
+
+static LLVMValueRef tanh_body(llvm_ctx *c, LLVMValueRef *a, int w)
+{
+    LLVMValueRef x = a[0];
+    LLVMValueRef ax = call2(c, "llvm.minnum", call1(c, "llvm.fabs", x), K(c, x, 9.1));
+    LLVMValueRef e = expm1_small(c, f_add(c, ax, ax), w);
+    LLVMValueRef t = f_div(c, e, f_add(c, e, K(c, x, 2.0)));
+    LLVMValueRef res = call2(c, "llvm.copysign", t, x);
+    return sel(c, isnan_(c, x), x, res);
+}
+
+static LLVMValueRef emit_tanh(llvm_ctx *c, LLVMValueRef x, int w) { return call_helper(c, "tanh", tanh_body, &x, 1, w); }
+
+static LLVMValueRef sigmoid_body(llvm_ctx *c, LLVMValueRef *a, int w)
+{
+    LLVMValueRef x = a[0];
+    LLVMValueRef e = emit_exp(c, LLVMBuildFNeg(B, call1(c, "llvm.fabs", x), ""), w);
+    LLVMValueRef num = sel(c, fcmp(c, LLVMRealOGE, x, K(c, x, 0)), K(c, x, 1.0), e);
+    return f_div(c, num, f_add(c, e, K(c, x, 1.0)));
+}
+
+static LLVMValueRef emit_sigmoid(llvm_ctx *c, LLVMValueRef x, int w) { return call_helper(c, "sigmoid", sigmoid_body, &x, 1, w); }
+
+static LLVMValueRef log_body(llvm_ctx *c, LLVMValueRef *a, int w)
+{
+    LLVMValueRef x = a[0];
+    LLVMTypeRef ti = vec(c->t_i32, w);
+    LLVMValueRef tiny = fcmp(c, LLVMRealOLT, x, K(c, x, 0x1p-126));
+    LLVMValueRef xs = sel(c, tiny, f_mul(c, x, K(c, x, 0x1p23)), x);
+    LLVMValueRef eadj = sel(c, tiny, K(c, x, -23.0), K(c, x, 0.0));
+    LLVMValueRef bits = LLVMBuildBitCast(B, xs, ti, "");
+    LLVMValueRef t = LLVMBuildSub(B, bits, llvm_const_i32(c, 0x3f3504f3, w), "");
+    LLVMValueRef e = LLVMBuildAShr(B, t, llvm_const_i32(c, 23, w), "");
+    LLVMValueRef mbits = LLVMBuildAdd(B, LLVMBuildAnd(B, t, llvm_const_i32(c, 0x7fffff, w), ""),
+                                      llvm_const_i32(c, 0x3f3504f3, w), "");
+    LLVMValueRef f = f_sub(c, LLVMBuildBitCast(B, mbits, vec(c->t_f32, w), ""), K(c, x, 1.0));
+    LLVMValueRef s = f_div(c, f, f_add(c, f, K(c, x, 2.0)));
+    LLVMValueRef z = f_mul(c, s, s);
+    static const double series[] = {2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9};
+    LLVMValueRef R = f_mul(c, z, horner(c, z, series, 4));
+    LLVMValueRef hfsq = f_mul(c, K(c, x, 0.5), f_mul(c, f, f));
+    LLVMValueRef dk = f_add(c, LLVMBuildSIToFP(B, e, vec(c->t_f32, w), ""), eadj);
+    /* dk ln2_hi + (f - (hfsq - (s (hfsq + R) + dk ln2_lo))) */
+    LLVMValueRef inner = fma_(c, s, f_add(c, hfsq, R), f_mul(c, dk, K(c, x, ln2_lo_f)));
+    LLVMValueRef res = f_add(c, f_mul(c, dk, K(c, x, ln2_hi_f)), f_sub(c, f, f_sub(c, hfsq, inner)));
+    res = sel(c, fcmp(c, LLVMRealOEQ, x, K(c, x, INFINITY)), x, res);
+    res = sel(c, fcmp(c, LLVMRealOEQ, x, K(c, x, 0.0)), K(c, x, -INFINITY), res);
+    return sel(c, fcmp(c, LLVMRealULT, x, K(c, x, 0.0)), K(c, x, NAN), res);
+}
+
+static LLVMValueRef emit_log(llvm_ctx *c, LLVMValueRef x, int w) { return call_helper(c, "log", log_body, &x, 1, w); }
+
+/* erf/erfc pieces for z = |x| >= 0: small = erf(z) for z < 0.5, large = erfc(z) for z >= 0.5. */
+static void erf_pieces(llvm_ctx *c, LLVMValueRef z, int w, LLVMValueRef *small, LLVMValueRef *large)
+{
+    static const double P[] = {1.12837916696257, -0.37612637595131776, 0.11283753389507917,
+                               -0.026861270556363046, 0.00519296722014689, -0.00075867891642205786};
+    static const double Q[] = {3.3892851233219346e-06, 0.28199078659595322, 0.28349167882188381,
+                               0.23603435240349585, 0.22937200851877096, -0.088388753502461878,
+                               0.363625954591693, -0.5499224214803049, 0.29605892607819517,
+                               -0.045807002793668714, -0.0064735439680363256};
+    LLVMValueRef zs = call2(c, "llvm.minnum", z, K(c, z, 0.5));
+    *small = f_mul(c, zs, horner(c, f_mul(c, zs, zs), P, 6));
+    LLVMValueRef zl = call2(c, "llvm.maxnum", call2(c, "llvm.minnum", z, K(c, z, 10.0)), K(c, z, 0.5));
+    LLVMValueRef u = f_div(c, K(c, z, 1.0), fma_(c, zl, K(c, z, 0.5), K(c, z, 1.0)));
+    LLVMValueRef q = horner(c, u, Q, 11);
+    /* exp(-z^2) with z^2 = hi + lo exactly (the product in double), exp(-hi) (1 - lo). */
+    LLVMTypeRef td = vec(c->t_f64, w);
+    LLVMValueRef zd = LLVMBuildFPExt(B, zl, td, "");
+    LLVMValueRef sq = f_mul(c, zd, zd);
+    LLVMValueRef hi = LLVMBuildFPTrunc(B, sq, vec(c->t_f32, w), "");
+    LLVMValueRef lo = LLVMBuildFPTrunc(B, f_sub(c, sq, LLVMBuildFPExt(B, hi, td, "")), vec(c->t_f32, w), "");
+    LLVMValueRef e = emit_exp(c, LLVMBuildFNeg(B, hi, ""), w);
+    e = f_sub(c, e, f_mul(c, e, lo));
+    *large = f_mul(c, e, q);
+}
+
+static LLVMValueRef erf_body(llvm_ctx *c, LLVMValueRef *a, int w)
+{
+    LLVMValueRef x = a[0];
+    LLVMValueRef z = call1(c, "llvm.fabs", x);
+    LLVMValueRef small, large;
+    erf_pieces(c, z, w, &small, &large);
+    LLVMValueRef r = sel(c, fcmp(c, LLVMRealOLT, z, K(c, x, 0.5)), small, f_sub(c, K(c, x, 1.0), large));
+    r = call2(c, "llvm.copysign", r, x);
+    return sel(c, isnan_(c, x), x, r);
+}
+
+static LLVMValueRef gelu_body(llvm_ctx *c, LLVMValueRef *a, int w)
+{
+    LLVMValueRef x = a[0];
+    LLVMValueRef z = f_mul(c, call1(c, "llvm.fabs", x), K(c, x, 0.70710678118654752));
+    LLVMValueRef small, large;
+    erf_pieces(c, z, w, &small, &large);
+    LLVMValueRef is_small = fcmp(c, LLVMRealOLT, z, K(c, x, 0.5));
+    LLVMValueRef half_small = f_mul(c, K(c, x, 0.5), small);
+    LLVMValueRef half_large = f_mul(c, K(c, x, 0.5), large);
+    LLVMValueRef pos = sel(c, is_small, f_add(c, K(c, x, 0.5), half_small), f_sub(c, K(c, x, 1.0), half_large));
+    LLVMValueRef neg = sel(c, is_small, f_sub(c, K(c, x, 0.5), half_small), half_large);
+    LLVMValueRef cdf = sel(c, fcmp(c, LLVMRealOGE, x, K(c, x, 0.0)), pos, neg);
+    return sel(c, isnan_(c, x), x, f_mul(c, x, cdf));
+}
+
+static LLVMValueRef gelu_tanh_body(llvm_ctx *c, LLVMValueRef *a, int w)
+{
+    LLVMValueRef x = a[0];
+    const double k1 = 1.5957691216057308; /* 2 sqrt(2/pi) */
+    LLVMValueRef u = f_mul(c, x, fma_(c, f_mul(c, x, x), K(c, x, k1 * 0.044715), K(c, x, k1)));
+    return f_mul(c, x, emit_sigmoid(c, u, w));
+}
+
+static LLVMValueRef silu_body(llvm_ctx *c, LLVMValueRef *a, int w)
+{
+    return f_mul(c, a[0], emit_sigmoid(c, a[0], w));
+}
+
+/* sin (cosine = false) or cos of f32 lanes, computed in double. */
+static LLVMValueRef sin_cos(llvm_ctx *c, LLVMValueRef x, int w, bool cosine)
+{
+    static const double S[] = {-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800};
+    static const double C[] = {1, -1.0 / 2, 1.0 / 24, -1.0 / 720, 1.0 / 40320, -1.0 / 3628800, 1.0 / 479001600};
+    LLVMTypeRef td = vec(c->t_f64, w), ti = vec(c->t_i32, w);
+    LLVMValueRef finite = fcmp(c, LLVMRealOLT, call1(c, "llvm.fabs", x), K(c, x, INFINITY));
+    LLVMValueRef xd = LLVMBuildFPExt(B, sel(c, finite, x, K(c, x, 0)), td, "");
+    LLVMValueRef n = call1(c, "llvm.rint", f_mul(c, xd, K(c, xd, 0.63661977236758134)));
+    LLVMValueRef r = f_sub(c, xd, f_mul(c, n, K(c, xd, 1.5707963109016418)));
+    r = f_sub(c, r, f_mul(c, n, K(c, xd, 1.5893254712295857e-08)));
+    r = f_sub(c, r, f_mul(c, n, K(c, xd, 6.123233995736766e-17)));
+    LLVMValueRef quarter = call1(c, "llvm.floor", f_mul(c, n, K(c, xd, 0.25)));
+    LLVMValueRef q = LLVMBuildFPToSI(B, f_sub(c, n, f_mul(c, quarter, K(c, xd, 4.0))), ti, "");
+    if (cosine)
+        q = LLVMBuildAdd(B, q, llvm_const_i32(c, 1, w), "");
+    LLVMValueRef r2 = f_mul(c, r, r);
+    LLVMValueRef sinr = fma_(c, f_mul(c, r, r2), horner(c, r2, S, 5), r);
+    LLVMValueRef cosr = horner(c, r2, C, 7);
+    LLVMValueRef swap = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, q, llvm_const_i32(c, 1, w), ""), llvm_const_i32(c, 0, w), "");
+    LLVMValueRef negate = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, q, llvm_const_i32(c, 2, w), ""), llvm_const_i32(c, 0, w), "");
+    LLVMValueRef v = sel(c, swap, cosr, sinr);
+    v = sel(c, negate, LLVMBuildFNeg(B, v, ""), v);
+    LLVMValueRef res = LLVMBuildFPTrunc(B, v, vec(c->t_f32, w), "");
+    return sel(c, finite, res, K(c, x, NAN));
+}
+
+static LLVMValueRef sin_body(llvm_ctx *c, LLVMValueRef *a, int w) { return sin_cos(c, a[0], w, false); }
+static LLVMValueRef cos_body(llvm_ctx *c, LLVMValueRef *a, int w) { return sin_cos(c, a[0], w, true); }
+
+/* log of positive finite doubles (any zero, inf or NaN is fixed by the caller). */
+static LLVMValueRef log_f64(llvm_ctx *c, LLVMValueRef x, int w)
+{
+    static const double series[] = {2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9, 2.0 / 11, 2.0 / 13, 2.0 / 15, 2.0 / 17, 2.0 / 19};
+    LLVMTypeRef tl = vec(c->t_i64, w);
+    LLVMValueRef bits = LLVMBuildBitCast(B, x, tl, "");
+    LLVMValueRef t = LLVMBuildSub(B, bits, const_i64v(c, 0x3fe6a09e667f3bcdll, w), "");
+    LLVMValueRef e = LLVMBuildAShr(B, t, const_i64v(c, 52, w), "");
+    LLVMValueRef mbits = LLVMBuildAdd(B, LLVMBuildAnd(B, t, const_i64v(c, 0x000fffffffffffffll, w), ""),
+                                      const_i64v(c, 0x3fe6a09e667f3bcdll, w), "");
+    LLVMValueRef f = f_sub(c, LLVMBuildBitCast(B, mbits, vec(c->t_f64, w), ""), K(c, x, 1.0));
+    LLVMValueRef s = f_div(c, f, f_add(c, f, K(c, x, 2.0)));
+    LLVMValueRef z = f_mul(c, s, s);
+    LLVMValueRef R = f_mul(c, z, horner(c, z, series, 9));
+    LLVMValueRef hfsq = f_mul(c, K(c, x, 0.5), f_mul(c, f, f));
+    LLVMValueRef logm = f_sub(c, f, f_sub(c, hfsq, f_mul(c, s, f_add(c, hfsq, R))));
+    LLVMValueRef dk = LLVMBuildSIToFP(B, e, vec(c->t_f64, w), "");
+    return fma_(c, dk, K(c, x, 0.69314718055994531), logm);
+}
+
+/* exp of doubles, for results that will be rounded to f32 (y clamped to [-110, 90]). */
+static LLVMValueRef exp_f64(llvm_ctx *c, LLVMValueRef y, int w)
+{
+    double taylor[12];
+    taylor[0] = 1;
+    for (int i = 1; i < 12; i++)
+        taylor[i] = taylor[i - 1] / i;
+    LLVMValueRef yc = call2(c, "llvm.maxnum", call2(c, "llvm.minnum", y, K(c, y, 90.0)), K(c, y, -110.0));
+    LLVMValueRef n = call1(c, "llvm.rint", f_mul(c, yc, K(c, y, log2e)));
+    LLVMValueRef r = f_sub(c, yc, f_mul(c, n, K(c, y, 0.6931471803691238)));
+    r = f_sub(c, r, f_mul(c, n, K(c, y, 1.9082149292705877e-10)));
+    LLVMValueRef p = horner(c, r, taylor, 12);
+    LLVMTypeRef tl = vec(c->t_i64, w);
+    LLVMValueRef ni = LLVMBuildFPToSI(B, n, tl, "");
+    LLVMValueRef scale = LLVMBuildBitCast(B, LLVMBuildShl(B, LLVMBuildAdd(B, ni, const_i64v(c, 1023, w), ""), const_i64v(c, 52, w), ""),
+                                          vec(c->t_f64, w), "");
+    return f_mul(c, p, scale);
+}
+
+static LLVMValueRef pow_body(llvm_ctx *c, LLVMValueRef *args, int w)
+{
+    LLVMValueRef a = args[0], b = args[1];
+    LLVMTypeRef td = vec(c->t_f64, w);
+    LLVMValueRef ad = LLVMBuildFPExt(B, call1(c, "llvm.fabs", a), td, "");
+    LLVMValueRef bd = LLVMBuildFPExt(B, b, td, "");
+    LLVMValueRef one = K(c, ad, 1.0);
+    /* log|a|, with |a| = 0 -> -inf and |a| = inf -> inf */
+    LLVMValueRef ok = LLVMBuildAnd(B, fcmp(c, LLVMRealOGT, ad, K(c, ad, 0)), fcmp(c, LLVMRealOLT, ad, K(c, ad, INFINITY)), "");
+    LLVMValueRef L = log_f64(c, sel(c, ok, ad, one), w);
+    L = sel(c, fcmp(c, LLVMRealOEQ, ad, K(c, ad, 0)), K(c, ad, -INFINITY), L);
+    L = sel(c, fcmp(c, LLVMRealOEQ, ad, K(c, ad, INFINITY)), K(c, ad, INFINITY), L);
+    L = sel(c, isnan_(c, ad), ad, L);
+    LLVMValueRef y = f_mul(c, bd, L);
+    LLVMValueRef mag = LLVMBuildFPTrunc(B, exp_f64(c, y, w), vec(c->t_f32, w), "");
+    /* b an integer, and odd? (in double: exact for every f32) */
+    LLVMValueRef b_int = fcmp(c, LLVMRealOEQ, call1(c, "llvm.floor", bd), bd);
+    LLVMValueRef hb = f_mul(c, bd, K(c, bd, 0.5));
+    LLVMValueRef b_odd = LLVMBuildAnd(B, b_int, fcmp(c, LLVMRealONE, call1(c, "llvm.floor", hb), hb), "");
+    LLVMValueRef a_neg = LLVMBuildICmp(B, LLVMIntSLT, LLVMBuildBitCast(B, a, vec(c->t_i32, w), ""), llvm_const_i32(c, 0, w), "");
+    LLVMValueRef res = sel(c, LLVMBuildAnd(B, a_neg, b_odd, ""), LLVMBuildFNeg(B, mag, ""), mag);
+    LLVMValueRef f1 = llvm_const_f32(c, 1.0, w);
+    LLVMValueRef a_lt0 = fcmp(c, LLVMRealOLT, a, llvm_const_f32(c, 0, w));
+    res = sel(c, LLVMBuildAnd(B, a_lt0, LLVMBuildNot(B, b_int, ""), ""), llvm_const_f32(c, NAN, w), res);
+    res = sel(c, isnan_(c, y), llvm_const_f32(c, NAN, w), res);
+    LLVMValueRef b_inf = fcmp(c, LLVMRealOEQ, call1(c, "llvm.fabs", b), llvm_const_f32(c, INFINITY, w));
+    res = sel(c, LLVMBuildAnd(B, fcmp(c, LLVMRealOEQ, ad, one), b_inf, ""), f1, res);
+    LLVMValueRef trivial = LLVMBuildOr(B, fcmp(c, LLVMRealOEQ, b, llvm_const_f32(c, 0, w)),
+                                       fcmp(c, LLVMRealOEQ, a, f1), "");
+    return sel(c, trivial, f1, res);
+}
+
+/* ---- f16 / bf16 ------------------------------------------------------------------------------ */
+
+LLVMValueRef llvm_f32_to_half_bits(llvm_ctx *c, mc_dtype d, LLVMValueRef x, int w)
+{
+    LLVMTypeRef t16 = vec(c->t_i16, w);
+    if (d == MC_F16) {
+        LLVMValueRef h = LLVMBuildFPTrunc(B, x, vec(LLVMHalfTypeInContext(c->ctx), w), "");
+        return LLVMBuildBitCast(B, h, t16, "");
+    }
+    /* bf16: add 0x7fff + (bit 16) and keep the high half: round to nearest even; NaN kept quiet. */
+    LLVMValueRef bits = LLVMBuildBitCast(B, x, vec(c->t_i32, w), "");
+    LLVMValueRef lsb = LLVMBuildAnd(B, LLVMBuildLShr(B, bits, llvm_const_i32(c, 16, w), ""), llvm_const_i32(c, 1, w), "");
+    LLVMValueRef rounded = LLVMBuildAdd(B, bits, LLVMBuildAdd(B, lsb, llvm_const_i32(c, 0x7fff, w), ""), "");
+    LLVMValueRef nan = LLVMBuildOr(B, bits, llvm_const_i32(c, 0x400000, w), "");
+    LLVMValueRef r = sel(c, isnan_(c, x), nan, rounded);
+    return LLVMBuildTrunc(B, LLVMBuildLShr(B, r, llvm_const_i32(c, 16, w), ""), t16, "");
+}
+
+LLVMValueRef llvm_half_bits_to_f32(llvm_ctx *c, mc_dtype d, LLVMValueRef bits, int w)
+{
+    if (d == MC_F16) {
+        LLVMValueRef h = LLVMBuildBitCast(B, bits, vec(LLVMHalfTypeInContext(c->ctx), w), "");
+        return LLVMBuildFPExt(B, h, vec(c->t_f32, w), "");
+    }
+    LLVMValueRef wide = LLVMBuildShl(B, LLVMBuildZExt(B, bits, vec(c->t_i32, w), ""), llvm_const_i32(c, 16, w), "");
+    return LLVMBuildBitCast(B, wide, vec(c->t_f32, w), "");
+}
+
+/* Round an f32 value to what dtype d (f16, bf16) holds, staying f32. */
+static LLVMValueRef round_to(llvm_ctx *c, mc_dtype d, LLVMValueRef x, int w)
+{
+    if (d != MC_F16 && d != MC_BF16)
+        return x;
+    return llvm_half_bits_to_f32(c, d, llvm_f32_to_half_bits(c, d, x, w), w);
+}
+
+/* ---- operators -------------------------------------------------------------------------------- */
+
+static LLVMValueRef nan_max(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b, bool is_max)
+{
+    LLVMValueRef t = sel(c, fcmp(c, is_max ? LLVMRealOGT : LLVMRealOLT, a, b), a, b);
+    return sel(c, isnan_(c, a), a, t);
+}
+
+static LLVMValueRef int_div(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b, int w)
+{
+    /* Truncating division; x / 0 is 0 (as NumPy) and INT32_MIN / -1 wraps to INT32_MIN
+     * (ir/eval.c). Done in i64 so that neither case traps. */
+    LLVMTypeRef tl = vec(c->t_i64, w);
+    LLVMValueRef zero = llvm_const_i32(c, 0, w);
+    LLVMValueRef bz = LLVMBuildICmp(B, LLVMIntEQ, b, zero, "");
+    LLVMValueRef safe_b = sel(c, bz, llvm_const_i32(c, 1, w), b);
+    LLVMValueRef q = LLVMBuildSDiv(B, LLVMBuildSExt(B, a, tl, ""), LLVMBuildSExt(B, safe_b, tl, ""), "");
+    return sel(c, bz, zero, LLVMBuildTrunc(B, q, vec(c->t_i32, w), ""));
+}
+
+static LLVMValueRef emit_cast(llvm_ctx *c, mc_dtype in, mc_dtype out, LLVMValueRef x, int w)
+{
+    bool fin = mc_dtype_is_float(in), fout = mc_dtype_is_float(out);
+    if (fin && fout)
+        return out == in ? x : round_to(c, out, x, w);
+    if (fin && out == MC_I32) {
+        LLVMTypeRef types[2] = {vec(c->t_i32, w), LLVMTypeOf(x)};
+        return llvm_call_intrinsic(c, "llvm.fptosi.sat", types, 2, &x, 1);
+    }
+    if (fin && out == MC_BOOL)
+        return fcmp(c, LLVMRealUNE, x, llvm_const_f32(c, 0, w));
+    if (in == MC_I32 && fout)
+        return round_to(c, out, LLVMBuildSIToFP(B, x, vec(c->t_f32, w), ""), w);
+    if (in == MC_I32 && out == MC_BOOL)
+        return LLVMBuildICmp(B, LLVMIntNE, x, llvm_const_i32(c, 0, w), "");
+    if (in == MC_BOOL && fout)
+        return LLVMBuildUIToFP(B, x, vec(c->t_f32, w), "");
+    if (in == MC_BOOL && out == MC_I32)
+        return LLVMBuildZExt(B, x, vec(c->t_i32, w), "");
+    return x; /* i32 -> i32, bool -> bool */
+}
+
+LLVMValueRef llvm_emit_op(llvm_ctx *c, mc_op op, mc_dtype in, mc_dtype out, LLVMValueRef *a, int w)
+{
+    bool f = mc_dtype_is_float(in);
+    switch (op) {
+    case MC_OP_NEG:
+        return f ? LLVMBuildFNeg(B, a[0], "") : LLVMBuildNeg(B, a[0], "");
+    case MC_OP_ABS:
+        if (f)
+            return call1(c, "llvm.fabs", a[0]);
+        return sel(c, LLVMBuildICmp(B, LLVMIntSLT, a[0], llvm_const_i32(c, 0, w), ""), LLVMBuildNeg(B, a[0], ""), a[0]);
+    case MC_OP_EXP: return emit_exp(c, a[0], w);
+    case MC_OP_LOG: return emit_log(c, a[0], w);
+    case MC_OP_SQRT: return call1(c, "llvm.sqrt", a[0]);
+    case MC_OP_RSQRT: return f_div(c, llvm_const_f32(c, 1, w), call1(c, "llvm.sqrt", a[0]));
+    case MC_OP_RECIP: return f_div(c, llvm_const_f32(c, 1, w), a[0]);
+    case MC_OP_TANH: return emit_tanh(c, a[0], w);
+    case MC_OP_SIGMOID: return emit_sigmoid(c, a[0], w);
+    case MC_OP_RELU: return sel(c, fcmp(c, LLVMRealOLT, a[0], llvm_const_f32(c, 0, w)), llvm_const_f32(c, 0, w), a[0]);
+    case MC_OP_GELU: return call_helper(c, "gelu", gelu_body, a, 1, w);
+    case MC_OP_GELU_TANH: return call_helper(c, "gelu_tanh", gelu_tanh_body, a, 1, w);
+    case MC_OP_SILU: return call_helper(c, "silu", silu_body, a, 1, w);
+    case MC_OP_SIN: return call_helper(c, "sin", sin_body, a, 1, w);
+    case MC_OP_COS: return call_helper(c, "cos", cos_body, a, 1, w);
+    case MC_OP_ERF: return call_helper(c, "erf", erf_body, a, 1, w);
+    case MC_OP_ADD:
+        return f ? f_add(c, a[0], a[1]) : LLVMBuildAdd(B, a[0], a[1], "");
+    case MC_OP_SUB:
+        return f ? f_sub(c, a[0], a[1]) : LLVMBuildSub(B, a[0], a[1], "");
+    case MC_OP_MUL:
+        return f ? f_mul(c, a[0], a[1]) : LLVMBuildMul(B, a[0], a[1], "");
+    case MC_OP_DIV: return f ? f_div(c, a[0], a[1]) : int_div(c, a[0], a[1], w);
+    case MC_OP_POW: return call_helper(c, "pow", pow_body, a, 2, w);
+    case MC_OP_MAXIMUM:
+    case MC_OP_MINIMUM: {
+        bool is_max = op == MC_OP_MAXIMUM;
+        if (f)
+            return nan_max(c, a[0], a[1], is_max);
+        return sel(c, LLVMBuildICmp(B, is_max ? LLVMIntSGT : LLVMIntSLT, a[0], a[1], ""), a[0], a[1]);
+    }
+    case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT: case MC_OP_LE: case MC_OP_GT: case MC_OP_GE: {
+        static const LLVMRealPredicate fp[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
+        static const LLVMIntPredicate ip[] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
+        int i = (int)(op - MC_OP_EQ);
+        return f ? fcmp(c, fp[i], a[0], a[1]) : LLVMBuildICmp(B, ip[i], a[0], a[1], "");
+    }
+    case MC_OP_WHERE: return sel(c, a[0], a[1], a[2]);
+    case MC_OP_CAST: return emit_cast(c, in, out, a[0], w);
+    default: MC_ASSERT(!"operator without a CPU lowering");
+    }
+}
+
+/* ---- reductions ------------------------------------------------------------------------------- */
+
+LLVMTypeRef llvm_acc_type(llvm_ctx *c, mc_op op, mc_dtype d, int width)
+{
+    (void)op;
+    return llvm_value_type(c, d, width);
+}
+
+LLVMValueRef llvm_reduce_identity(llvm_ctx *c, mc_op op, mc_dtype d, int width)
+{
+    if (d == MC_I32) {
+        if (op == MC_OP_SUM)
+            return llvm_const_i32(c, 0, width);
+        return llvm_const_i32(c, op == MC_OP_MAX ? INT32_MIN : INT32_MAX, width);
+    }
+    if (op == MC_OP_SUM)
+        return llvm_const_f32(c, 0, width);
+    return llvm_const_f32(c, op == MC_OP_MAX ? -INFINITY : INFINITY, width);
+}
+
+static LLVMValueRef combine(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc, LLVMValueRef x)
+{
+    if (d == MC_I32) {
+        if (op == MC_OP_SUM)
+            return LLVMBuildAdd(B, acc, x, "");
+        return sel(c, LLVMBuildICmp(B, op == MC_OP_MAX ? LLVMIntSGT : LLVMIntSLT, acc, x, ""), acc, x);
+    }
+    if (op == MC_OP_SUM)
+        return f_add(c, acc, x);
+    return nan_max(c, acc, x, op == MC_OP_MAX);
+}
+
+LLVMValueRef llvm_reduce_step(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc, LLVMValueRef x)
+{
+    return combine(c, op, d, acc, x);
+}
+
+LLVMValueRef llvm_reduce_lanes(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc, int width)
+{
+    while (width > 1) {
+        int half = width / 2;
+        LLVMValueRef lo_idx[32], hi_idx[32];
+        for (int i = 0; i < half; i++) {
+            lo_idx[i] = llvm_const_i32(c, i, 1);
+            hi_idx[i] = llvm_const_i32(c, i + half, 1);
+        }
+        LLVMValueRef undef = LLVMGetUndef(LLVMTypeOf(acc));
+        LLVMValueRef lo = LLVMBuildShuffleVector(B, acc, undef, LLVMConstVector(lo_idx, (unsigned)half), "");
+        LLVMValueRef hi = LLVMBuildShuffleVector(B, acc, undef, LLVMConstVector(hi_idx, (unsigned)half), "");
+        if (half == 1) {
+            lo = LLVMBuildExtractElement(B, lo, llvm_const_i32(c, 0, 1), "");
+            hi = LLVMBuildExtractElement(B, hi, llvm_const_i32(c, 0, 1), "");
+        }
+        acc = combine(c, op, d, lo, hi);
+        width = half;
+    }
+    return acc;
+}
+
+LLVMValueRef llvm_acc_finish(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc)
+{
+    (void)c, (void)op, (void)d;
+    return acc; /* i32 sums wrap around, as the oracle's (ir/eval.c) */
+}

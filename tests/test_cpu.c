@@ -1,0 +1,339 @@
+/* The CPU backend (codegen/llvm*.c) on hand-built kernel IR programs, against a float64
+ * interpreter of the kernel IR (tests/cuda_fixtures.h, shared with the CUDA tests).
+ *
+ * Each fixture runs at sizes that exercise the vector body, the scalar remainder and the
+ * row/chunk splitting (odd sizes, sizes below one vector, long rows), with 1 and 2 threads;
+ * GEMMs at sizes with edge tiles in M and N, K above one K block (partial sums), a transposed
+ * operand, a batch-broadcast operand, f16/bf16 operands and epilogues of every kind. Also: the
+ * thread pool runs every index exactly once under both splits; a second prepare of the same
+ * program is served from the disk cache; the dumped IR names kernels and nothing of the user's.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testlib.h"
+
+#include "runtime/runtime.h"
+#include "cuda_fixtures.h"
+
+/* A program around a hand-built kernel list, as mc_program_compile would make it. */
+typedef struct fake {
+    mc_program p;
+    void **ref;      /* per buffer: the interpreter's arrays (temps included) */
+} fake;
+
+static double uniform(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(*s >> 11) / 9007199254740992.0 * 2 - 1;
+}
+
+static void fake_init(fake *f, kir_program *kp, int threads, uint64_t seed)
+{
+    memset(f, 0, sizeof *f);
+    f->p.kp = kp;
+    f->p.opt.fuse = true; /* mc_options_default() lives with mc_program_compile */
+    f->p.opt.threads = threads;
+    f->p.host = calloc((size_t)kp->nbuffers, sizeof *f->p.host);
+    f->ref = calloc((size_t)kp->nbuffers, sizeof *f->ref);
+    for (int b = 0; b < kp->nbuffers; b++) {
+        const kir_buffer *kb = &kp->buffers[b];
+        size_t bytes = (size_t)kb->numel * mc_dtype_size(kb->dtype);
+        f->ref[b] = calloc(bytes ? bytes : 1, 1);
+        if (kb->kind != KBUF_TEMP)
+            f->p.host[b] = calloc(bytes ? bytes : 1, 1);
+        if (kb->kind == KBUF_INPUT || kb->kind == KBUF_PARAM) {
+            for (int64_t i = 0; i < kb->numel; i++) {
+                double v = uniform(&seed) * 2;
+                if (kb->dtype == MC_I32)
+                    v = floor(v * 5);
+                mc_store_element(f->p.host[b], kb->dtype, i, v);
+            }
+            memcpy(f->ref[b], f->p.host[b], bytes);
+        }
+    }
+}
+
+static void fake_free(fake *f)
+{
+    for (int b = 0; b < f->p.kp->nbuffers; b++) {
+        free(f->p.host[b]);
+        free(f->ref[b]);
+    }
+    free(f->p.host);
+    free(f->ref);
+}
+
+static bool has_gemm(const kir_program *kp)
+{
+    for (int i = 0; i < kp->nkernels; i++)
+        if (kp->kernels[i].category == KIR_GEMM)
+            return true;
+    return false;
+}
+
+/* Compile kp for the CPU, run it, and compare every output with the interpreter (SPEC §6). */
+static void check_program(kir_program *kp, int threads, const char *what)
+{
+    fake f;
+    fake_init(&f, kp, threads, 42);
+    fx_eval(kp, f.ref);
+    mc_status st = mc_backend_cpu.prepare(&f.p);
+    if (st != MC_OK)
+        fail_msg("%s: prepare: %s", what, mc_error_message());
+    assert_int_equal(mc_backend_cpu.run(&f.p), MC_OK);
+    /* run twice: a second run must give the same (no state left behind) */
+    assert_int_equal(mc_backend_cpu.run(&f.p), MC_OK);
+    bool gemm = has_gemm(kp);
+    for (int b = 0; b < kp->nbuffers; b++) {
+        const kir_buffer *kb = &kp->buffers[b];
+        if (kb->kind != KBUF_OUTPUT)
+            continue;
+        double *got = malloc((size_t)kb->numel * sizeof *got), *want = malloc((size_t)kb->numel * sizeof *want);
+        for (int64_t i = 0; i < kb->numel; i++) {
+            got[i] = mc_load_element(f.p.host[b], kb->dtype, i);
+            want[i] = mc_load_element(f.ref[b], kb->dtype, i);
+        }
+        if (kb->dtype == MC_I32 || kb->dtype == MC_BOOL) {
+            for (int64_t i = 0; i < kb->numel; i++)
+                if (got[i] != want[i])
+                    fail_msg("%s: buffer %d element %lld: got %g, want %g", what, b, (long long)i, got[i], want[i]);
+        } else {
+            double tol = kb->dtype == MC_F32 ? (gemm ? 1e-4 : 1e-5) : 1e-2;
+            double err = mc_test_rel_error(got, want, kb->numel);
+            if (!(err <= tol)) {
+                for (int64_t i = 0; i < kb->numel && i < 8; i++)
+                    fprintf(stderr, "  [%lld] got %.9g want %.9g\n", (long long)i, got[i], want[i]);
+                fail_msg("%s: buffer %d (%s): relative error %g > %g", what, b, mc_dtype_name(kb->dtype), err, tol);
+            }
+        }
+        free(got);
+        free(want);
+    }
+    mc_backend_cpu.release(&f.p);
+    assert_null(f.p.state);
+    fake_free(&f);
+}
+
+static void test_pointwise(void **state)
+{
+    (void)state;
+    static const int64_t sizes[][2] = {{64, 256}, {3, 7}, {1, 1}, {5, 33}, {2, 40000}, {300, 17}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (int threads = 1; threads <= 2; threads++) {
+            kir_program *kp = fx_pointwise(sizes[i][0], sizes[i][1]);
+            char what[64];
+            snprintf(what, sizeof what, "pointwise %lldx%lld t%d", (long long)sizes[i][0], (long long)sizes[i][1], threads);
+            check_program(kp, threads, what);
+            fx_free(kp);
+        }
+}
+
+static void test_reductions(void **state)
+{
+    (void)state;
+    mc_dtype dts[3] = {MC_F32, MC_F16, MC_BF16};
+    for (int i = 0; i < 3; i++) {
+        kir_program *kp = fx_softmax(64, 256, dts[i]);
+        check_program(kp, 2, "softmax 64x256");
+        fx_free(kp);
+        kp = fx_softmax(7, 37, dts[i]);
+        check_program(kp, 1, "softmax 7x37");
+        fx_free(kp);
+        kp = fx_layernorm(16, 4096, dts[i]);
+        check_program(kp, 2, "layernorm 16x4096");
+        fx_free(kp);
+        kp = fx_layernorm(5, 9, dts[i]);
+        check_program(kp, 2, "layernorm 5x9");
+        fx_free(kp);
+    }
+    kir_program *kp = fx_full_reduce(100, 1000);
+    check_program(kp, 2, "full reduce 100x1000");
+    fx_free(kp);
+    kp = fx_full_reduce(1, 3);
+    check_program(kp, 1, "full reduce 1x3");
+    fx_free(kp);
+}
+
+/* sum over axis 0 of x [R, C] (a column reduction: the reduced axis is strided) and a max
+ * over a middle axis of [A, B, C] (two row dims around the reduced one) */
+static void test_strided_reductions(void **state)
+{
+    (void)state;
+    int64_t R = 33, C = 21;
+    kir_program *kp = fx_program();
+    int x = fx_buffer(kp, KBUF_INPUT, MC_F32, R * C);
+    int y = fx_buffer(kp, KBUF_OUTPUT, MC_F32, C);
+    kir_kernel *k = fx_kernel(kp, "red_sum_0", KIR_REDUCTION, 2, (int64_t[]){C, R}, 1);
+    int vx = fx_view(k, x, 0, (int64_t[]){1, C});
+    int vy = fx_view(k, y, 0, (int64_t[]){1, 0});
+    fx_block(k, true);
+    fx_reduce(k, MC_OP_SUM, fx_load(k, vx, MC_F32), MC_F32);
+    fx_block(k, false);
+    fx_store(k, vy, fx_other(k, KI_ROWVAL, MC_F32, 0));
+    int z = fx_buffer(kp, KBUF_OUTPUT, MC_I32, 4 * 6);
+    kir_kernel *k2 = fx_kernel(kp, "red_max_1", KIR_REDUCTION, 3, (int64_t[]){4, 6, 5}, 2);
+    int xi = fx_buffer(kp, KBUF_INPUT, MC_I32, 4 * 5 * 6);
+    int vxi = fx_view(k2, xi, 0, (int64_t[]){30, 1, 6}); /* x[a, c, b]: reduce the middle axis */
+    int vz = fx_view(k2, z, 0, (int64_t[]){6, 1, 0});
+    fx_block(k2, true);
+    fx_reduce(k2, MC_OP_MAX, fx_load(k2, vxi, MC_I32), MC_I32);
+    fx_block(k2, false);
+    fx_store(k2, vz, fx_other(k2, KI_ROWVAL, MC_I32, 0));
+    check_program(kp, 2, "strided reductions");
+    fx_free(kp);
+}
+
+static void test_gemm(void **state)
+{
+    (void)state;
+    mc_dtype dts[3] = {MC_F32, MC_F16, MC_BF16};
+    for (int i = 0; i < 3; i++) {
+        kir_program *kp = fx_gemms(3, 40, 24, 32, dts[i]);
+        check_program(kp, 2, "gemms 3x40x24x32");
+        fx_free(kp);
+    }
+    /* edges everywhere, K over one block (partial sums), one thread and two */
+    kir_program *kp = fx_gemms(2, 61, 45, 300, MC_F32);
+    check_program(kp, 1, "gemms 2x61x45x300 t1");
+    fx_free(kp);
+    kp = fx_gemms(1, 130, 290, 600, MC_F32);
+    check_program(kp, 2, "gemms 1x130x290x600 t2");
+    fx_free(kp);
+    kp = fx_gemms(2, 1, 1, 1, MC_F32);
+    check_program(kp, 2, "gemms 2x1x1x1");
+    fx_free(kp);
+}
+
+/* A plain matmul with A transposed (A's K axis contiguous in memory is not), B row-major. */
+static void test_gemm_transposed_a(void **state)
+{
+    (void)state;
+    int64_t M = 50, N = 70, K = 90;
+    kir_program *kp = fx_program();
+    int a = fx_buffer(kp, KBUF_INPUT, MC_F32, K * M); /* stored [K, M] */
+    int b = fx_buffer(kp, KBUF_INPUT, MC_F32, K * N);
+    int y = fx_buffer(kp, KBUF_OUTPUT, MC_F32, M * N);
+    kir_kernel *k = fx_kernel(kp, "gemm_0", KIR_GEMM, 2, (int64_t[]){M, N}, 2);
+    k->gemm.m = M;
+    k->gemm.n = N;
+    k->gemm.k = K;
+    k->gemm.a = fx_view(k, a, 0, (int64_t[]){1, M});
+    k->gemm.b = fx_view(k, b, 0, (int64_t[]){N, 1});
+    fx_block(k, false);
+    int acc = fx_other(k, KI_ACC, MC_F32, 0);
+    fx_store(k, fx_view_contig(k, y), fx_op(k, MC_OP_RELU, MC_F32, acc, 0, 0));
+    check_program(kp, 2, "gemm A^T");
+    fx_free(kp);
+}
+
+/* ---- the thread pool ------------------------------------------------------------------------ */
+
+typedef struct count_job {
+    int *hits;
+    int nthreads;
+    int bad_thread;
+} count_job;
+
+static void count_range(void *ctx, int64_t begin, int64_t end, int thread)
+{
+    count_job *j = ctx;
+    if (thread < 0 || thread >= j->nthreads)
+        __atomic_store_n(&j->bad_thread, 1, __ATOMIC_RELAXED);
+    for (int64_t i = begin; i < end; i++)
+        __atomic_fetch_add(&j->hits[i], 1, __ATOMIC_RELAXED);
+}
+
+static void test_threadpool(void **state)
+{
+    (void)state;
+    int counts[] = {1, 2, 3, 5};
+    for (size_t t = 0; t < sizeof counts / sizeof counts[0]; t++) {
+        mc_threadpool *pool;
+        assert_int_equal(mc_threadpool_new(counts[t], &pool), MC_OK);
+        assert_int_equal(mc_threadpool_size(pool), counts[t]);
+        for (int64_t n = 1; n <= 1000; n = n * 3 + 1) {
+            for (int64_t grain = 0; grain <= 7; grain += 7) {
+                int *hits = calloc((size_t)n, sizeof *hits);
+                count_job j = {.hits = hits, .nthreads = counts[t]};
+                for (int rep = 0; rep < 3; rep++)
+                    mc_threadpool_run(pool, n, grain, count_range, &j);
+                for (int64_t i = 0; i < n; i++)
+                    assert_int_equal(hits[i], 3);
+                assert_int_equal(j.bad_thread, 0);
+                free(hits);
+            }
+        }
+        mc_threadpool_free(pool);
+    }
+    mc_threadpool *pool;
+    assert_int_equal(mc_threadpool_new(-1, &pool), MC_ERR_INPUT);
+    assert_null(pool);
+    assert_int_equal(mc_threadpool_new(0, &pool), MC_OK);
+    assert_int_equal(mc_threadpool_size(pool), mc_threadpool_default_threads());
+    mc_threadpool_free(pool);
+}
+
+/* ---- cache and dump -------------------------------------------------------------------------- */
+
+static void test_cache_and_dump(void **state)
+{
+    (void)state;
+    if (getenv("MINIC_NO_CACHE"))
+        unsetenv("MINIC_NO_CACHE");
+    /* a size no other test uses, so the first prepare here is a miss in a fresh cache */
+    kir_program *kp = fx_softmax(11, 1237, MC_F32);
+    fake f;
+    fake_init(&f, kp, 1, 7);
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/cache", mc_test_tmpdir());
+    setenv("XDG_CACHE_HOME", dir, 1);
+    assert_int_equal(mc_backend_cpu.prepare(&f.p), MC_OK);
+    assert_int_equal(f.p.kernels_compiled, 1);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_int_equal(mc_backend_cpu.dump_code(&f.p, out), MC_OK);
+    fclose(out);
+    assert_non_null(strstr(text, "define void @red_fused_softmax_0("));
+    assert_non_null(strstr(text, "minic_exp_f32x"));
+    free(text);
+    mc_backend_cpu.release(&f.p);
+    double t0 = mc_now_ms();
+    assert_int_equal(mc_backend_cpu.prepare(&f.p), MC_OK);
+    double warm = mc_now_ms() - t0;
+    assert_int_equal(f.p.kernels_compiled, 0); /* from the cache */
+    assert_int_equal(mc_backend_cpu.run(&f.p), MC_OK);
+    fx_eval(kp, f.ref);
+    double *got = malloc(11 * 1237 * sizeof *got), *want = malloc(11 * 1237 * sizeof *want);
+    for (int i = 0; i < 11 * 1237; i++) {
+        got[i] = ((float *)f.p.host[1])[i];
+        want[i] = ((float *)f.ref[1])[i];
+    }
+    assert_true(mc_test_rel_error(got, want, 11 * 1237) < 1e-5);
+    free(got);
+    free(want);
+    double us;
+    assert_int_equal(mc_backend_cpu.time(&f.p, 5, &us), MC_OK);
+    assert_true(us > 0 && us < 1e6);
+    fprintf(stderr, "prepare from cache: %.1f ms; run %.1f us\n", warm, us);
+    mc_backend_cpu.release(&f.p);
+    fake_free(&f);
+    fx_free(kp);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_threadpool),
+        cmocka_unit_test(test_pointwise),
+        cmocka_unit_test(test_reductions),
+        cmocka_unit_test(test_strided_reductions),
+        cmocka_unit_test(test_gemm),
+        cmocka_unit_test(test_gemm_transposed_a),
+        cmocka_unit_test(test_cache_and_dump),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
