@@ -41,11 +41,11 @@ typedef struct mc_cuda_code {
 /* Render kernel `ki` of kp for target t. `align[b]` is the byte alignment (a power of two,
  * at most 256) of buffer b's device address. With `acc_scratch` a GEMM kernel is rendered as
  * its epilogue only: a pointwise kernel over [batch.., M, N] that reads the accumulator from a
- * contiguous f32 scratch buffer (cuBLASLt wrote it); without it a GEMM kernel is rendered whole
+ * contiguous scratch buffer of dtype acc_dtype (cuBLASLt wrote it); without it a GEMM kernel is rendered whole
  * (a tiled GEMM with the epilogue inlined). Returns MC_ERR_SYSTEM on OOM or IR it cannot
  * express (an internal error message naming the kernel). */
 mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
-                         bool acc_scratch, mc_cuda_code *out);
+                         bool acc_scratch, mc_dtype acc_dtype, mc_cuda_code *out);
 void mc_cuda_code_free(mc_cuda_code *c);
 
 /* ---- GEMMs through cuBLASLt ------------------------------------------------------------------
@@ -89,7 +89,9 @@ typedef struct mc_cuda_gemm_plan {
     int nouter;       /* outer batch dimensions looped over with one call per index */
     int64_t outer_shape[MC_MAX_RANK];
     int64_t calls;    /* product of outer_shape */
-    int64_t scratch_elems; /* !full: f32 elements of scratch needed */
+    int64_t scratch_elems; /* !full: elements of scratch needed */
+    mc_dtype scratch_dtype;/* !full: f32, or the f16/bf16 every store of the epilogue writes
+                              (half the traffic; acc is rounded once more, within SPEC §6) */
 } mc_cuda_gemm_plan;
 
 /* Decide how kernel ki (a KIR_GEMM) runs: which epilogue cuBLASLt takes, operand layouts and

@@ -228,7 +228,15 @@ void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
         }
     }
     if (!p->full) {
-        /* D is the contiguous f32 scratch [batch.., M, N]; the epilogue kernel does the rest */
+        /* D is the contiguous scratch [batch.., M, N]; the epilogue kernel does the rest. When
+         * every store is to one half type, the scratch holds that type. */
+        mc_dtype sd = k->nstores ? kp->buffers[k->views[k->stores[0].view].buffer].dtype : MC_F32;
+        for (int s2 = 1; s2 < k->nstores; s2++)
+            if (kp->buffers[k->views[k->stores[s2].view].buffer].dtype != sd)
+                sd = MC_F32;
+        if (sd != MC_F16 && sd != MC_BF16)
+            sd = MC_F32;
+        p->scratch_dtype = sd;
         p->epi = MC_LT_EPI_DEFAULT;
         p->alpha = 1.0f;
         p->beta = 0.0f;
@@ -242,7 +250,7 @@ void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
         map_output(k, dstride, &p->d);
         p->d.buffer = -1;
         p->d.offset = 0;
-        p->d.dtype = MC_F32;
+        p->d.dtype = sd;
         res_view = -1;
     }
     if (res_view < 0) {
@@ -358,7 +366,7 @@ mc_status mc_cuda_plan_program(const kir_program *kp, const mc_cuda_target *t, c
                 continue; /* cuBLASLt does it all */
             scratch = pl->gemm.use_lt;
         }
-        mc_status st = mc_cuda_render(kp, i, t, align, scratch, &pl->code);
+        mc_status st = mc_cuda_render(kp, i, t, align, scratch, pl->gemm.scratch_dtype, &pl->code);
         if (st != MC_OK) {
             mc_cuda_plans_free(plans, kp->nkernels);
             return st;

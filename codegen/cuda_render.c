@@ -41,6 +41,7 @@ typedef struct rctx {
     bool *cached;      /* per view (canonical): kept in registers across loop blocks */
     bool *cache_filled;/* per view (canonical): an earlier loop block filled the cache */
     bool acc_scratch;
+    mc_dtype acc_dtype;
     int acc_param;
     const char *I;     /* index type */
     int V;             /* elements per chunk */
@@ -160,12 +161,12 @@ static bool view_vectorized(const rctx *c, int v)
 
 /* The largest V (<= 16 bytes per access of every contiguous view) that every view allows. */
 static int choose_vec(const kir_program *kp, const kir_kernel *k, const int *align,
-                      const bool *used, bool acc_scratch)
+                      const bool *used, bool acc_scratch, mc_dtype acc_dtype)
 {
     if (k->rank == 0)
         return 1;
     int64_t inner = k->shape[k->rank - 1];
-    size_t maxsize = acc_scratch ? 4 : 0;
+    size_t maxsize = acc_scratch ? mc_dtype_size(acc_dtype) : 0;
     for (int v = 0; v < k->nviews; v++) {
         if (!used[v] || k->views[v].stride[k->rank - 1] != 1)
             continue;
@@ -248,11 +249,11 @@ static bool emit_value(rctx *c, int i, int k_iter)
         return true;
     case KI_ACC:
         if (c->acc_scratch && c->V > 1 && c->u >= 0)
-            mc_sb_printf(sb, "LA[%d].x[%d]", c->u, c->j);
+            mc_sb_printf(sb, "mc_ld(LA[%d].x[%d])", c->u, c->j);
         else if (c->acc_scratch && c->V > 1)
-            mc_sb_printf(sb, "LA.x[%d]", c->j);
+            mc_sb_printf(sb, "mc_ld(LA.x[%d])", c->j);
         else if (c->acc_scratch)
-            mc_sb_printf(sb, "acc_p[e_]");
+            mc_sb_printf(sb, "mc_ld(acc_p[e_])");
         else
             mc_sb_puts(sb, "acc");
         return true;
@@ -319,11 +320,11 @@ static bool emit_chunk(rctx *c, int b, int k_iter, int depth)
     free(done);
     if (c->acc_scratch && c->V > 1 && c->phase != 2) {
         if (c->u >= 0)
-            mc_sb_printf(sb, "%sLA[%d] = *(const mc_vec<float, %d> *)(acc_p + e_);\n", in, c->u,
-                         c->V);
+            mc_sb_printf(sb, "%sLA[%d] = *(const mc_vec<%s, %d> *)(acc_p + e_);\n", in, c->u,
+                         storage_type(c->acc_dtype), c->V);
         else
-            mc_sb_printf(sb, "%sconst mc_vec<float, %d> LA = *(const mc_vec<float, %d> *)(acc_p + e_);\n",
-                         in, c->V, c->V);
+            mc_sb_printf(sb, "%sconst mc_vec<%s, %d> LA = *(const mc_vec<%s, %d> *)(acc_p + e_);\n",
+                         in, storage_type(c->acc_dtype), c->V, storage_type(c->acc_dtype), c->V);
     }
     if (c->phase == 1)
         return true;
@@ -469,7 +470,8 @@ static void emit_signature(rctx *c, mc_cuda_code *out, int block_threads)
         if (p)
             mc_sb_puts(sb, ", ");
         if (b == MC_CUDA_PARAM_SCRATCH) {
-            mc_sb_printf(sb, "const float *%sacc_p", restrict_ok ? "__restrict__ " : "");
+            mc_sb_printf(sb, "const %s *%sacc_p", storage_type(c->acc_dtype),
+                         restrict_ok ? "__restrict__ " : "");
             continue;
         }
         bool written = false;
@@ -543,7 +545,7 @@ static bool render_pointwise(rctx *c, mc_cuda_code *out)
     }
     free(used);
     if (c->acc_scratch && c->V > 1)
-        mc_sb_printf(sb, "    mc_vec<float, %d> LA[%d];\n", c->V, U);
+        mc_sb_printf(sb, "    mc_vec<%s, %d> LA[%d];\n", storage_type(c->acc_dtype), c->V, U);
     for (int phase = 1; phase <= 2; phase++) {
         for (int u = 0; u < U; u++) {
             c->u = u;
@@ -781,12 +783,12 @@ void mc_cuda_code_free(mc_cuda_code *c)
 }
 
 mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
-                         bool acc_scratch, mc_cuda_code *out)
+                         bool acc_scratch, mc_dtype acc_dtype, mc_cuda_code *out)
 {
     memset(out, 0, sizeof *out);
     const kir_kernel *k = &kp->kernels[ki];
     rctx c = {.kp = kp, .k = k, .t = t, .align = align, .sb = &out->src, .j = -1, .u = -1,
-              .acc_scratch = acc_scratch};
+              .acc_scratch = acc_scratch, .acc_dtype = acc_dtype};
     int nv = k->nviews + 1;
     c.view_param = calloc((size_t)nv, sizeof(int));
     c.canon = calloc((size_t)nv, sizeof(int));
@@ -865,7 +867,7 @@ mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t,
         }
         c.V = k->category == KIR_REDUCTION && k->nrow == k->rank
                   ? 1
-                  : choose_vec(kp, k, align, vused, acc_scratch);
+                  : choose_vec(kp, k, align, vused, acc_scratch, acc_dtype);
         free(vused);
     }
     out->vec = c.V;

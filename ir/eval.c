@@ -28,6 +28,7 @@
 #include "ir.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,35 @@ static bool checked_numel(const int64_t *shape, int rank, int64_t *out)
         return false;
     *out = n;
     return true;
+}
+
+/* May `bytes` more be allocated? Large requests are checked against MemAvailable first: where
+ * the kernel overcommits, malloc succeeds and the process is killed later, when the pages are
+ * touched, and `minic bench` runs the oracle on full-size graphs. Unknown: yes. */
+static bool memory_available(size_t bytes)
+{
+    if (bytes < ((size_t)64 << 20))
+        return true;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return true;
+    char line[256];
+    unsigned long long kb;
+    bool ok = true;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+            ok = bytes / 1024 <= kb;
+            break;
+        }
+    fclose(f);
+    return ok;
+}
+
+/* malloc, or NULL when the memory is not there (see memory_available). */
+static double *alloc_doubles(int64_t n)
+{
+    size_t bytes = (size_t)(n > 0 ? n : 1) * sizeof(double);
+    return memory_available(bytes) ? malloc(bytes) : NULL;
 }
 
 static int64_t numel_of(const mc_node *n)
@@ -431,7 +461,7 @@ static mc_status eval_linear(const op_ctx *c)
     int64_t in = x->shape[x->rank - 1], out = n->shape[n->rank - 1], rows = c->numel / out;
     const double *xv = operand(c, 0), *w = operand(c, 1);
     const double *b = n->nin > 2 && n->in[2] >= 0 ? operand(c, 2) : NULL;
-    double *wt = malloc((size_t)(in * out) * sizeof *wt); /* w's own size: already checked */
+    double *wt = alloc_doubles(in * out); /* w's own size: already checked */
     if (!wt)
         return mc_fail(MC_ERR_SYSTEM, "out of memory evaluating the graph");
     for (int64_t o = 0; o < out; o++)
@@ -604,7 +634,7 @@ mc_status mc_graph_eval(const mc_graph *g, const void *const *inputs, bool exact
             st = mc_fail(MC_ERR_INPUT, "mc_graph_eval: value %d is too large to evaluate", i);
             goto done;
         }
-        vals[i] = malloc((size_t)(numel ? numel : 1) * sizeof(double));
+        vals[i] = alloc_doubles(numel);
         if (!vals[i]) {
             st = mc_fail(MC_ERR_SYSTEM, "out of memory evaluating the graph (%lld elements)",
                          (long long)numel);
@@ -620,7 +650,7 @@ mc_status mc_graph_eval(const mc_graph *g, const void *const *inputs, bool exact
         for (int p = 0; p < g->noutputs; p++) {
             if (g->outputs[p] != i)
                 continue;
-            outputs[p] = malloc((size_t)(numel ? numel : 1) * sizeof(double));
+            outputs[p] = alloc_doubles(numel);
             if (!outputs[p]) {
                 st = mc_fail(MC_ERR_SYSTEM, "out of memory evaluating the graph");
                 goto done;

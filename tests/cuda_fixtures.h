@@ -198,13 +198,23 @@ static inline kir_program *fx_pw_bench(int64_t R, int64_t C, bool copy)
 }
 
 /* softmax(x * scale) over the last axis of x [R, C], as the passes decompose it */
-static inline kir_program *fx_softmax(int64_t R, int64_t C, mc_dtype d)
+/* attention4: the rows as [R / 12 / C, 12, C] (three row dims), as attention lays them out */
+static inline kir_program *fx_softmax_shaped(int64_t R, int64_t C, mc_dtype d, bool attention4)
 {
     kir_program *kp = fx_program();
     int x = fx_buffer(kp, KBUF_INPUT, d, R * C);
     int y = fx_buffer(kp, KBUF_OUTPUT, d, R * C);
-    int64_t shape[2] = {R, C};
-    kir_kernel *k = fx_kernel(kp, "red_fused_softmax_0", KIR_REDUCTION, 2, shape, 1);
+    int64_t shape[4] = {R, C, 0, 0};
+    int rank = 2, nrow = 1;
+    if (attention4) {
+        shape[0] = R / 12 / C;
+        shape[1] = 12;
+        shape[2] = C;
+        shape[3] = C;
+        rank = 4;
+        nrow = 3;
+    }
+    kir_kernel *k = fx_kernel(kp, "red_fused_softmax_0", KIR_REDUCTION, rank, shape, nrow);
     int vx = fx_view_contig(k, x), vy = fx_view_contig(k, y);
     fx_block(k, true);
     int s0 = fx_op(k, MC_OP_MUL, MC_F32, fx_load(k, vx, d), fx_const(k, 0.125, MC_F32), 0);
@@ -222,6 +232,11 @@ static inline kir_program *fx_softmax(int64_t R, int64_t C, mc_dtype d)
                    fx_op(k, MC_OP_SUB, MC_F32, s2, fx_other(k, KI_ROWVAL, MC_F32, 0), 0), 0, 0);
     fx_store(k, vy, fx_op(k, MC_OP_MUL, d, e2, inv, 0));
     return kp;
+}
+
+static inline kir_program *fx_softmax(int64_t R, int64_t C, mc_dtype d)
+{
+    return fx_softmax_shaped(R, C, d, false);
 }
 
 /* layernorm over the last axis of x [R, C] with weight and bias [C]; also stores the row mean

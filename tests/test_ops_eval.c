@@ -393,6 +393,11 @@ static void test_sizes_and_failures(void **state)
     assert_int_equal(mc_graph_eval(&h->g, in, true, outs), MC_ERR_SYSTEM);
     assert_null(outs[0]);
     assert_null(outs[1]);
+    /* 2^38 doubles (2 TiB): an address space holds it, no machine's memory here does; the
+     * check against MemAvailable refuses it before malloc could overcommit it. */
+    h->nodes[b].shape[0] = INT64_C(1) << 38;
+    assert_int_equal(mc_graph_eval(&h->g, in, true, outs), MC_ERR_SYSTEM);
+    assert_non_null(strstr(mc_error_message(), "out of memory"));
     free(h);
 }
 
