@@ -398,6 +398,17 @@ static mc_status cpu_run(mc_program *p)
     return MC_OK;
 }
 
+/* One kernel alone, for the profiler's per-kernel host timing (runtime/profile.c; added by
+ * the cli work). Called after a full run, so the buffers are bound and hold their inputs. */
+static mc_status cpu_run_kernel(mc_program *p, int kernel)
+{
+    cpu_state *s = p->state;
+    if (kernel < 0 || kernel >= s->nkernels)
+        return mc_fail(MC_ERR_INPUT, "CPU backend: no kernel %d", kernel);
+    run_kernel(s, kernel);
+    return MC_OK;
+}
+
 static int compare_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -443,4 +454,5 @@ const mc_backend mc_backend_cpu = {
     .time = cpu_time,
     .dump_code = cpu_dump_code,
     .release = cpu_release,
+    .run_kernel = cpu_run_kernel,
 };

@@ -21,7 +21,9 @@
  *            hi + lo so exp(-x^2) loses nothing for large |x| (P, Q fitted here, near-minimax).
  *   gelu     x Phi(x), Phi from the same pieces: on the negative side Phi = erfc/2 directly,
  *            so the far tail keeps its relative accuracy. gelu_tanh = x sigmoid(2u) (the
- *            identity (1 + tanh u) / 2 = sigmoid(2u)), silu = x sigmoid(x).
+ *            identity (1 + tanh u) / 2 = sigmoid(2u)), with 2u in double and split in two,
+ *            silu = x sigmoid(x). Tails whose exp underflows are formed scaled by 2^32 and
+ *            scaled back after the last product, so results near FLT_MIN round once.
  *   sin/cos  in double: n = round(x 2/pi), r = x - n pi/2 with pi/2 in three parts (exact for
  *            |x| < 2^26 pi/2), Taylor polynomials on [-pi/4, pi/4], quadrant select.
  *   pow      in double: exp(b log|a|) with double log and exp, then C99 pow's special cases.
@@ -206,21 +208,26 @@ static LLVMValueRef call_helper(llvm_ctx *c, const char *name, math_body body, L
 static const double ln2_hi_f = 0.693359375, ln2_lo_f = -2.12194440054690583e-4;
 static const double log2e = 1.4426950408889634;
 
-static LLVMValueRef exp_body(llvm_ctx *c, LLVMValueRef *a, int w)
+/* exp(x) 2^scale (scale in [0, 32]): a tail that will be multiplied by something large and
+ * only then scaled back keeps its precision even where exp(x) alone is subnormal. */
+static LLVMValueRef exp_scaled(llvm_ctx *c, LLVMValueRef x, int w, int scale)
 {
     static const double taylor[] = {1, 1, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040};
-    LLVMValueRef x = a[0];
-    LLVMValueRef xc = call2(c, "llvm.maxnum", call2(c, "llvm.minnum", x, K(c, x, 89.0)), K(c, x, -104.0));
+    /* below the clamp exp(x) 2^scale rounds to 0 anyway */
+    LLVMValueRef xc = call2(c, "llvm.maxnum", call2(c, "llvm.minnum", x, K(c, x, 89.0)), K(c, x, -104.0 - scale * 0.69314718));
     LLVMValueRef n = call1(c, "llvm.rint", f_mul(c, xc, K(c, x, log2e)));
     LLVMValueRef r = fma_(c, n, K(c, x, -ln2_hi_f), xc);
     r = fma_(c, n, K(c, x, -ln2_lo_f), r);
     LLVMValueRef p = horner(c, r, taylor, 8);
     LLVMValueRef ni = LLVMBuildFPToSI(B, n, vec(c->t_i32, w), "");
     LLVMValueRef n1 = LLVMBuildAShr(B, ni, llvm_const_i32(c, 1, w), "");
-    LLVMValueRef n2 = LLVMBuildSub(B, ni, n1, "");
+    LLVMValueRef n2 = LLVMBuildAdd(B, LLVMBuildSub(B, ni, n1, ""), llvm_const_i32(c, scale, w), "");
     LLVMValueRef res = f_mul(c, f_mul(c, p, pow2_f32(c, n1, w)), pow2_f32(c, n2, w));
+    res = sel(c, fcmp(c, LLVMRealOEQ, x, K(c, x, -INFINITY)), K(c, x, 0), res);
     return sel(c, isnan_(c, x), x, res);
 }
+
+static LLVMValueRef exp_body(llvm_ctx *c, LLVMValueRef *a, int w) { return exp_scaled(c, a[0], w, 0); }
 
 static LLVMValueRef emit_exp(llvm_ctx *c, LLVMValueRef x, int w) { return call_helper(c, "exp", exp_body, &x, 1, w); }
 
@@ -258,6 +265,22 @@ static LLVMValueRef sigmoid_body(llvm_ctx *c, LLVMValueRef *a, int w)
 
 static LLVMValueRef emit_sigmoid(llvm_ctx *c, LLVMValueRef x, int w) { return call_helper(c, "sigmoid", sigmoid_body, &x, 1, w); }
 
+/* x sigmoid(t) for t = hi + lo (lo a correction below hi's ulp, or 0). For t < 0 it is
+ * x e / (1 + e) with e = exp(t) kept scaled by 2^32 until the product is formed, so results
+ * near and below FLT_MIN are still rounded once. */
+static LLVMValueRef x_sigmoid(llvm_ctx *c, LLVMValueRef x, LLVMValueRef hi, LLVMValueRef lo, int w)
+{
+    LLVMValueRef nonneg = fcmp(c, LLVMRealOGE, hi, K(c, x, 0));
+    LLVMValueRef es = exp_scaled(c, LLVMBuildFNeg(B, call1(c, "llvm.fabs", hi), ""), w, 32);
+    if (lo) /* exp(-|hi| - sign(hi) lo) = exp(-|hi|) (1 - sign(hi) lo) */
+        es = fma_(c, es, sel(c, nonneg, LLVMBuildFNeg(B, lo, ""), lo), es);
+    LLVMValueRef e = f_mul(c, es, K(c, x, 0x1p-32));
+    LLVMValueRef d = f_add(c, e, K(c, x, 1.0));
+    LLVMValueRef pos = f_div(c, x, d);
+    LLVMValueRef neg = f_mul(c, f_div(c, f_mul(c, x, es), d), K(c, x, 0x1p-32));
+    return sel(c, nonneg, pos, neg);
+}
+
 static LLVMValueRef log_body(llvm_ctx *c, LLVMValueRef *a, int w)
 {
     LLVMValueRef x = a[0];
@@ -287,8 +310,27 @@ static LLVMValueRef log_body(llvm_ctx *c, LLVMValueRef *a, int w)
 
 static LLVMValueRef emit_log(llvm_ctx *c, LLVMValueRef x, int w) { return call_helper(c, "log", log_body, &x, 1, w); }
 
-/* erf/erfc pieces for z = |x| >= 0: small = erf(z) for z < 0.5, large = erfc(z) for z >= 0.5. */
-static void erf_pieces(llvm_ctx *c, LLVMValueRef z, int w, LLVMValueRef *small, LLVMValueRef *large)
+/* hi + lo = a * b exactly (f32 lanes): an FMA where the host has one, else the product in
+ * double split in two. */
+static void exact_product(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b, int w, LLVMValueRef *hi, LLVMValueRef *lo)
+{
+    if (c->target->fma) {
+        *hi = f_mul(c, a, b);
+        LLVMValueRef args[3] = {a, b, LLVMBuildFNeg(B, *hi, "")};
+        LLVMTypeRef t = LLVMTypeOf(a);
+        *lo = llvm_call_intrinsic(c, "llvm.fma", &t, 1, args, 3);
+        return;
+    }
+    LLVMTypeRef td = vec(c->t_f64, w);
+    LLVMValueRef p = f_mul(c, LLVMBuildFPExt(B, a, td, ""), LLVMBuildFPExt(B, b, td, ""));
+    *hi = LLVMBuildFPTrunc(B, p, vec(c->t_f32, w), "");
+    *lo = LLVMBuildFPTrunc(B, f_sub(c, p, LLVMBuildFPExt(B, *hi, td, "")), vec(c->t_f32, w), "");
+}
+
+/* erf/erfc pieces for z = |x| >= 0 with z^2 = sq_hi + sq_lo exactly: small = erf(z) for
+ * z < 0.5; large = erfc(z) 2^32 for z >= 0.5 (scaled: see x_sigmoid). */
+static void erf_pieces(llvm_ctx *c, LLVMValueRef z, LLVMValueRef sq_hi, LLVMValueRef sq_lo, int w,
+                       LLVMValueRef *small, LLVMValueRef *large)
 {
     static const double P[] = {1.12837916696257, -0.37612637595131776, 0.11283753389507917,
                                -0.026861270556363046, 0.00519296722014689, -0.00075867891642205786};
@@ -301,24 +343,23 @@ static void erf_pieces(llvm_ctx *c, LLVMValueRef z, int w, LLVMValueRef *small, 
     LLVMValueRef zl = call2(c, "llvm.maxnum", call2(c, "llvm.minnum", z, K(c, z, 10.0)), K(c, z, 0.5));
     LLVMValueRef u = f_div(c, K(c, z, 1.0), fma_(c, zl, K(c, z, 0.5), K(c, z, 1.0)));
     LLVMValueRef q = horner(c, u, Q, 11);
-    /* exp(-z^2) with z^2 = hi + lo exactly (the product in double), exp(-hi) (1 - lo). */
-    LLVMTypeRef td = vec(c->t_f64, w);
-    LLVMValueRef zd = LLVMBuildFPExt(B, zl, td, "");
-    LLVMValueRef sq = f_mul(c, zd, zd);
-    LLVMValueRef hi = LLVMBuildFPTrunc(B, sq, vec(c->t_f32, w), "");
-    LLVMValueRef lo = LLVMBuildFPTrunc(B, f_sub(c, sq, LLVMBuildFPExt(B, hi, td, "")), vec(c->t_f32, w), "");
-    LLVMValueRef e = emit_exp(c, LLVMBuildFNeg(B, hi, ""), w);
+    /* exp(-z^2) = exp(-hi) (1 - lo); beyond z = 10 erfc is below f32's range anyway */
+    LLVMValueRef big = fcmp(c, LLVMRealOGT, z, K(c, z, 10.0));
+    LLVMValueRef hi = sel(c, big, K(c, z, 100.0), sq_hi), lo = sel(c, big, K(c, z, 0.0), sq_lo);
+    LLVMValueRef e = exp_scaled(c, LLVMBuildFNeg(B, hi, ""), w, 32);
     e = f_sub(c, e, f_mul(c, e, lo));
-    *large = f_mul(c, e, q);
+    *large = sel(c, big, K(c, z, 0.0), f_mul(c, e, q));
 }
 
 static LLVMValueRef erf_body(llvm_ctx *c, LLVMValueRef *a, int w)
 {
     LLVMValueRef x = a[0];
     LLVMValueRef z = call1(c, "llvm.fabs", x);
-    LLVMValueRef small, large;
-    erf_pieces(c, z, w, &small, &large);
-    LLVMValueRef r = sel(c, fcmp(c, LLVMRealOLT, z, K(c, x, 0.5)), small, f_sub(c, K(c, x, 1.0), large));
+    LLVMValueRef small, large, hi, lo;
+    exact_product(c, z, z, w, &hi, &lo);
+    erf_pieces(c, z, hi, lo, w, &small, &large);
+    LLVMValueRef r = sel(c, fcmp(c, LLVMRealOLT, z, K(c, x, 0.5)), small,
+                         f_sub(c, K(c, x, 1.0), f_mul(c, large, K(c, x, 0x1p-32))));
     r = call2(c, "llvm.copysign", r, x);
     return sel(c, isnan_(c, x), x, r);
 }
@@ -326,29 +367,44 @@ static LLVMValueRef erf_body(llvm_ctx *c, LLVMValueRef *a, int w)
 static LLVMValueRef gelu_body(llvm_ctx *c, LLVMValueRef *a, int w)
 {
     LLVMValueRef x = a[0];
-    LLVMValueRef z = f_mul(c, call1(c, "llvm.fabs", x), K(c, x, 0.70710678118654752));
-    LLVMValueRef small, large;
-    erf_pieces(c, z, w, &small, &large);
+    LLVMValueRef ax = call1(c, "llvm.fabs", x);
+    LLVMValueRef z = f_mul(c, ax, K(c, x, 0.70710678118654752));
+    LLVMValueRef small, large, hi, lo; /* z^2 = x^2 / 2 exactly */
+    exact_product(c, ax, ax, w, &hi, &lo);
+    hi = f_mul(c, hi, K(c, x, 0.5));
+    lo = f_mul(c, lo, K(c, x, 0.5));
+    erf_pieces(c, z, hi, lo, w, &small, &large);
     LLVMValueRef is_small = fcmp(c, LLVMRealOLT, z, K(c, x, 0.5));
     LLVMValueRef half_small = f_mul(c, K(c, x, 0.5), small);
-    LLVMValueRef half_large = f_mul(c, K(c, x, 0.5), large);
+    LLVMValueRef half_large = f_mul(c, K(c, x, 0.5 * 0x1p-32), large);
     LLVMValueRef pos = sel(c, is_small, f_add(c, K(c, x, 0.5), half_small), f_sub(c, K(c, x, 1.0), half_large));
-    LLVMValueRef neg = sel(c, is_small, f_sub(c, K(c, x, 0.5), half_small), half_large);
-    LLVMValueRef cdf = sel(c, fcmp(c, LLVMRealOGE, x, K(c, x, 0.0)), pos, neg);
-    return sel(c, isnan_(c, x), x, f_mul(c, x, cdf));
+    LLVMValueRef r = f_mul(c, x, sel(c, is_small, f_sub(c, K(c, x, 0.5), half_small), pos));
+    /* far negative tail: x erfc(z) / 2, scaled back only after the product */
+    LLVMValueRef tail = f_mul(c, f_mul(c, x, f_mul(c, K(c, x, 0.5), large)), K(c, x, 0x1p-32));
+    LLVMValueRef nonneg = fcmp(c, LLVMRealOGE, x, K(c, x, 0.0));
+    r = sel(c, LLVMBuildOr(B, nonneg, is_small, ""), sel(c, nonneg, f_mul(c, x, pos), r), tail);
+    /* -inf: the oracle's 0.5 x (1 + erf(x / sqrt 2)) is -inf * 0 = NaN */
+    r = sel(c, fcmp(c, LLVMRealOEQ, x, K(c, x, -INFINITY)), K(c, x, NAN), r);
+    return sel(c, isnan_(c, x), x, r);
 }
 
 static LLVMValueRef gelu_tanh_body(llvm_ctx *c, LLVMValueRef *a, int w)
 {
     LLVMValueRef x = a[0];
     const double k1 = 1.5957691216057308; /* 2 sqrt(2/pi) */
-    LLVMValueRef u = f_mul(c, x, fma_(c, f_mul(c, x, x), K(c, x, k1 * 0.044715), K(c, x, k1)));
-    return f_mul(c, x, emit_sigmoid(c, u, w));
+    /* t = 2u in double, split into hi + lo: exp(-|t|) is sensitive to t's rounding */
+    LLVMTypeRef td = vec(c->t_f64, w);
+    LLVMValueRef xd = LLVMBuildFPExt(B, x, td, "");
+    LLVMValueRef t = f_mul(c, xd, fma_(c, f_mul(c, xd, xd), K(c, xd, k1 * 0.044715), K(c, xd, k1)));
+    LLVMValueRef hi = LLVMBuildFPTrunc(B, t, vec(c->t_f32, w), "");
+    LLVMValueRef lo = LLVMBuildFPTrunc(B, f_sub(c, t, LLVMBuildFPExt(B, hi, td, "")), vec(c->t_f32, w), "");
+    LLVMValueRef finite = fcmp(c, LLVMRealOLT, call1(c, "llvm.fabs", hi), K(c, x, INFINITY));
+    return x_sigmoid(c, x, hi, sel(c, finite, lo, K(c, x, 0)), w);
 }
 
 static LLVMValueRef silu_body(llvm_ctx *c, LLVMValueRef *a, int w)
 {
-    return f_mul(c, a[0], emit_sigmoid(c, a[0], w));
+    return x_sigmoid(c, a[0], a[0], NULL, w);
 }
 
 /* sin (cosine = false) or cos of f32 lanes, computed in double. */
@@ -443,7 +499,8 @@ static LLVMValueRef pow_body(llvm_ctx *c, LLVMValueRef *args, int w)
     LLVMValueRef res = sel(c, LLVMBuildAnd(B, a_neg, b_odd, ""), LLVMBuildFNeg(B, mag, ""), mag);
     LLVMValueRef f1 = llvm_const_f32(c, 1.0, w);
     LLVMValueRef a_lt0 = fcmp(c, LLVMRealOLT, a, llvm_const_f32(c, 0, w));
-    res = sel(c, LLVMBuildAnd(B, a_lt0, LLVMBuildNot(B, b_int, ""), ""), llvm_const_f32(c, NAN, w), res);
+    LLVMValueRef a_fin = fcmp(c, LLVMRealOLT, ad, K(c, ad, INFINITY));
+    res = sel(c, LLVMBuildAnd(B, LLVMBuildAnd(B, a_lt0, a_fin, ""), LLVMBuildNot(B, b_int, ""), ""), llvm_const_f32(c, NAN, w), res);
     res = sel(c, isnan_(c, y), llvm_const_f32(c, NAN, w), res);
     LLVMValueRef b_inf = fcmp(c, LLVMRealOEQ, call1(c, "llvm.fabs", b), llvm_const_f32(c, INFINITY, w));
     res = sel(c, LLVMBuildAnd(B, fcmp(c, LLVMRealOEQ, ad, one), b_inf, ""), f1, res);

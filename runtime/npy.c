@@ -5,7 +5,8 @@
  * 'shape': (2, 3), }) padded with spaces and a newline, then the raw C-order data.
  *
  * The reader is split into mc_npy_parse, which works on bytes in memory (so the fuzzer can
- * drive it without touching the disk), and mc_npy_read, which reads the file and calls it.
+ * drive it without touching the disk), and mc_npy_read, which reads the file and runs the
+ * same checks (parse_file), then keeps the data in the file's own buffer (one copy in memory).
  * Every field is checked before it is used: the header length against the file, the dict by a
  * small parser for the Python-literal subset NumPy writes (either quote, free spacing,
  * trailing commas, `(n,)` tuples, Python 2 `L` suffixes), each key present exactly once, no
@@ -254,8 +255,10 @@ static uint32_t load_le(const unsigned char *p, int bytes)
     return v;
 }
 
-mc_status mc_npy_parse(const void *data, size_t size, const char *name, mc_dtype want,
-                       mc_array *out)
+/* Parse and check everything; on success out holds dtype, rank and shape, and the data is
+ * bytes [*data_offset, size) of the input (out->data not set). */
+static mc_status parse_file(const void *data, size_t size, const char *name, mc_dtype want,
+                            mc_array *out, size_t *data_offset)
 {
     memset(out, 0, sizeof *out);
     const unsigned char *b = data;
@@ -282,7 +285,7 @@ mc_status mc_npy_parse(const void *data, size_t size, const char *name, mc_dtype
         return st;
     if (hd.fortran_order)
         return mc_fail(MC_ERR_INPUT, "%s: Fortran-order arrays are not supported", name);
-    mc_dtype dtype;
+    mc_dtype dtype = MC_F32; /* set by dtype_of; initialized for GCC -O2 */
     st = dtype_of(name, hd.descr, want, &dtype);
     if (st != MC_OK)
         return st;
@@ -299,18 +302,36 @@ mc_status mc_npy_parse(const void *data, size_t size, const char *name, mc_dtype
                        name, have, (long long)bytes,
                        have < (uint64_t)bytes ? "file truncated" : "trailing bytes");
 
-    void *copy = malloc(have ? have : 1);
-    if (!copy)
-        return mc_fail(MC_ERR_SYSTEM, "%s: out of memory (%zu bytes)", name, have);
-    memcpy(copy, b + prefix + header_len, have);
-    if (dtype == MC_BOOL) /* NumPy bools are 0/1; anything else means true */
-        for (size_t i = 0; i < have; i++)
-            ((unsigned char *)copy)[i] = ((unsigned char *)copy)[i] != 0;
     out->dtype = dtype;
     out->rank = hd.rank;
     memcpy(out->shape, hd.shape, sizeof hd.shape);
-    out->data = copy;
     out->bytes = have;
+    *data_offset = prefix + header_len;
+    return MC_OK;
+}
+
+/* NumPy bools are 0/1; any other byte means true. */
+static void normalize_bools(mc_array *a)
+{
+    if (a->dtype == MC_BOOL)
+        for (size_t i = 0; i < a->bytes; i++)
+            ((unsigned char *)a->data)[i] = ((unsigned char *)a->data)[i] != 0;
+}
+
+mc_status mc_npy_parse(const void *data, size_t size, const char *name, mc_dtype want,
+                       mc_array *out)
+{
+    size_t offset;
+    mc_status st = parse_file(data, size, name, want, out, &offset);
+    if (st != MC_OK)
+        return st;
+    out->data = malloc(out->bytes ? out->bytes : 1);
+    if (!out->data) {
+        memset(out, 0, sizeof *out);
+        return mc_fail(MC_ERR_SYSTEM, "%s: out of memory", name);
+    }
+    memcpy(out->data, (const unsigned char *)data + offset, out->bytes);
+    normalize_bools(out);
     return MC_OK;
 }
 
@@ -318,13 +339,21 @@ mc_status mc_npy_read(const char *path, mc_dtype want, mc_array *out)
 {
     memset(out, 0, sizeof *out);
     char *data;
-    size_t size;
+    size_t size, offset;
     mc_status st = mc_file_read_all(path, &data, &size);
     if (st != MC_OK)
         return st;
-    st = mc_npy_parse(data, size, path, want, out);
-    free(data);
-    return st;
+    st = parse_file(data, size, path, want, out, &offset);
+    if (st != MC_OK) {
+        free(data);
+        return st;
+    }
+    /* Slide the data to the front of the file's buffer rather than holding two copies. */
+    memmove(data, data + offset, out->bytes);
+    char *shrunk = realloc(data, out->bytes ? out->bytes : 1);
+    out->data = shrunk ? shrunk : data;
+    normalize_bools(out);
+    return MC_OK;
 }
 
 /* ---- writing ------------------------------------------------------------------------------ */

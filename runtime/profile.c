@@ -325,8 +325,11 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
         fprintf(out, "        kernel time not measured by the %s backend, ", p->backend->name);
     if (!isnan(prof->wall_us))
         fprintf(out, "wall time %.2f us per run", prof->wall_us);
-    if (timed && prof->wall_us > 0)
-        fprintf(out, ", device busy %.1f%%", 100.0 * kernel_us / prof->wall_us);
+    if (timed && prof->wall_us > 0) {
+        double busy = 100.0 * kernel_us / prof->wall_us;
+        fprintf(out, ", device busy %.1f%%%s", busy,
+                busy > 100 ? " (suspect: kernels timed one by one took longer than whole runs)" : "");
+    }
     fprintf(out, "\n        peak memory %lld bytes, compile %.1f ms\n",
             (long long)mc_profile_peak_memory(p), p->compile_ms);
 }

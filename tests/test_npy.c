@@ -209,6 +209,11 @@ static void test_bf16_as_u2_and_bool_normalized(void **state)
     assert_int_equal(mc_npy_parse(image, n, "b.npy", MC_BOOL, &a), MC_OK);
     assert_int_equal(((unsigned char *)a.data)[2], 1);
     free(a.data);
+    /* The same through the file reader, which keeps the data in the file's buffer. */
+    assert_int_equal(mc_npy_read(mc_test_write_file("bools.npy", image, n), MC_BOOL, &a), MC_OK);
+    assert_int_equal(a.bytes, 3);
+    assert_memory_equal(a.data, "\0\1\1", 3);
+    free(a.data);
 }
 
 static void test_bad_preamble(void **state)

@@ -25,4 +25,11 @@ double mc_test_rel_error(const double *a, const double *b, int64_t n);
 /* True when a CUDA GPU is usable here (the cuda backend's probe). */
 bool mc_test_have_gpu(void);
 
+/* Allocation failure injection (tests/failalloc.c), for tests named test_*_oom.c only: they are
+ * linked so that malloc, calloc and realloc from the test and from libminic go through it.
+ * mc_test_fail_alloc(n): the allocation with index n from now on (0 = the next) fails, every
+ * other one succeeds; n = -1 turns it off. mc_test_alloc_failed(): whether that one happened. */
+void mc_test_fail_alloc(long n);
+bool mc_test_alloc_failed(void);
+
 #endif

@@ -301,10 +301,13 @@ static int bench_compare(const cli_args *a, const mc_graph *g, mc_program *fused
             double efu = relative_error(f, u, n), tol = tolerance(g, t.dtype);
             bool ok = efu <= tol;
             disagree |= !ok;
+            char tol_text[32] = "exact";
+            if (tol > 0)
+                snprintf(tol_text, sizeof tol_text, "%.0e", tol);
             printf("output %s: error vs float64: fused %.3g, unfused %.3g (%s); fused vs unfused "
-                   "%.3g, tolerance %.0e: %s\n",
+                   "%.3g, tolerance %s: %s\n",
                    t.name, ef, eu, ef < eu ? "fused closer" : ef > eu ? "unfused closer" : "equal",
-                   efu, tol, ok ? "agree" : "DISAGREE");
+                   efu, tol_text, ok ? "agree" : "DISAGREE");
         }
         free(f);
         free(u);

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The CPU benchmark: minic --backend cpu on bench/cpu/*.graph and a 2048^2 f32 GEMM, next to
+# the peers of ../shared/peers (PyTorch eager and ONNX Runtime) measured in the same run.
+#
+#   bench/cpu_bench.sh [MINIC_BIN] [REPEATS]
+#
+# Prints one line per measurement (median of each tool's own timer over its iterations; the
+# whole set is repeated REPEATS times and every repeat is printed, so medians across repeats
+# can be taken). Peers are skipped, with a note, where they are not installed:
+#   PyTorch: apt-get install -y python3-torch python3-numpy (run with /usr/bin/python3)
+#   ONNX Runtime: ORT_DIR=<dir with node_modules/onnxruntime-node> and ORT_MODELS=<dir of
+#   ort_export.py's output>.
+# Also the compile time of examples/mlp.graph cold (empty cache) and the total process time of
+# a run served from the cache. The machine's load is printed first: benchmark when it is quiet.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MINIC=${1:-build/minic}
+REPEATS=${2:-3}
+PEERS=${PEERS:-../shared/peers}
+[ -d "$PEERS" ] || PEERS=/work/shared/peers
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+export XDG_CACHE_HOME="$TMP/cache"
+
+echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+cat > "$TMP/gemm2048.graph" <<'EOF'
+graph gemm2048
+input a : f32[2048, 2048]
+input b : f32[2048, 2048]
+c = matmul(a, b)
+output c
+EOF
+
+minic_time() { # graph, iters -> microseconds per run (the backend's median)
+    "$MINIC" run "$1" --backend cpu --iters "$2" 2>&1 | sed -n 's/^time: \([0-9.]*\) us.*/\1/p'
+}
+
+for rep in $(seq "$REPEATS"); do
+    for w in pointwise layernorm softmax mlp small_mlp; do
+        iters=20
+        [ "$w" = small_mlp ] && iters=200
+        echo "minic $w: $(minic_time "bench/cpu/$w.graph" $iters) us"
+    done
+    us=$(minic_time "$TMP/gemm2048.graph" 5)
+    echo "minic gemm2048: $us us = $(awk -v us="$us" 'BEGIN { printf "%.1f", 2 * 2048^3 / us / 1e3 }') GFLOP/s"
+    if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+        echo "torch: $(/usr/bin/python3 "$PEERS/torch_cpu.py")"
+    else
+        echo "torch: skipped (apt-get install -y python3-torch python3-numpy)"
+    fi
+    if [ -n "${ORT_DIR:-}" ] && [ -n "${ORT_MODELS:-}" ]; then
+        echo "onnxruntime: $(ORT="$ORT_DIR/node_modules/onnxruntime-node" node "$PEERS/ort_time.js" "$ORT_MODELS")"
+    else
+        echo "onnxruntime: skipped (set ORT_DIR and ORT_MODELS)"
+    fi
+done
+
+# Compile time of the examples' mlp: cold (empty cache), then total process time from the cache.
+rm -rf "$XDG_CACHE_HOME"
+"$MINIC" run examples/mlp.graph --backend cpu 2>&1 | sed -n 's/.*compiled in \([0-9.]*\) ms.*/mlp example cold compile: \1 ms/p'
+for i in 1 2 3 4 5; do
+    s=$(date +%s.%N)
+    "$MINIC" run examples/mlp.graph --backend cpu > /dev/null 2>&1
+    e=$(date +%s.%N)
+    echo "mlp example from cache: $(awk -v s="$s" -v e="$e" 'BEGIN { printf "%.1f", (e - s) * 1000 }') ms total process time"
+done
