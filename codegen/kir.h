@@ -30,6 +30,10 @@
  * GEMM operand views use the same batch strides, then two more: A: stride[nb] along M and
  * stride[nb+1] along K; B: stride[nb] along K and stride[nb+1] along N (nb = batch rank).
  *
+ * Stores may go through any view, not only a contiguous one: a value whose only reader was a
+ * transpose/reshape copy is stored straight into the copy's buffer through permuted strides.
+ * KI_INDEX yields an i32 (iota of another dtype is followed by a cast).
+ *
  * Arithmetic: every KI_OP computes in f32 for float dtypes (f16 and bf16 are converted when
  * loaded and rounded when stored), in i32 for i32, and bool for bool; `dtype` is the value's
  * dtype in the graph, so a backend knows what a store converts to.
@@ -136,7 +140,11 @@ typedef struct kir_program {
     kir_kernel *kernels;
     int nkernels;
     int *graph_buffer;      /* for each graph node: its buffer, or -1 (fused away / a view) */
-    int64_t arena_bytes;    /* planned size of all KBUF_TEMP buffers */
+    int64_t arena_bytes;    /* planned size of all KBUF_TEMP buffers. Two temps may share an
+                               offset when one kernel reads the first and writes the second
+                               element by element through the same view (passes/plan.c: in
+                               place), so a backend must not assume that a kernel's input and
+                               output buffers never alias (no `restrict`/noalias on temps). */
     int64_t unplanned_bytes;/* what they would need with a buffer each */
     mc_arena arena;         /* everything above lives here */
 } kir_program;
