@@ -178,15 +178,29 @@ void kir_count(const kir_program *kp, kir_kernel *k)
 
     /* Bytes: which views are read (loads, GEMM operands) and written (stores), and over which
      * dims (a row block's views move only along the row dims). */
-    int nb = kp->nbuffers;
-    int64_t *read = calloc((size_t)(nb > 0 ? nb : 1), sizeof *read);
-    int64_t *written = calloc((size_t)(nb > 0 ? nb : 1), sizeof *written);
+    /* Tallies per distinct buffer of the kernel's views (slot s holds buffer slot_buffer[s]),
+     * not per buffer of the program: counting every kernel stays linear in the program. */
+    size_t nv = (size_t)(k->nviews > 0 ? k->nviews : 1);
+    int nslots = 0;
+    int *slot_buffer = calloc(nv, sizeof *slot_buffer);
+    int *view_slot = calloc(nv, sizeof *view_slot);
+    int64_t *read = calloc(nv, sizeof *read);
+    int64_t *written = calloc(nv, sizeof *written);
     int *view_dims = calloc((size_t)(k->nviews > 0 ? k->nviews : 1), sizeof *view_dims);
     bool *view_read = calloc((size_t)(k->nviews > 0 ? k->nviews : 1), sizeof *view_read);
     bool *view_written = calloc((size_t)(k->nviews > 0 ? k->nviews : 1), sizeof *view_written);
-    if (!read || !written || !view_dims || !view_read || !view_written) {
+    if (!read || !written || !view_dims || !view_read || !view_written || !slot_buffer ||
+        !view_slot) {
         k->bytes = 0;
         goto done;
+    }
+    for (int v = 0; v < k->nviews; v++) {
+        int s = 0;
+        while (s < nslots && slot_buffer[s] != k->views[v].buffer)
+            s++;
+        if (s == nslots)
+            slot_buffer[nslots++] = k->views[v].buffer;
+        view_slot[v] = s;
     }
     for (int b = 0; b < k->nblocks; b++) {
         const kir_block *bl = &k->blocks[b];
@@ -210,9 +224,9 @@ void kir_count(const kir_program *kp, kir_kernel *k)
         const kir_view *vw = &k->views[v];
         int64_t n = view_touches(vw->stride, k->shape, view_dims[v]);
         if (view_read[v])
-            read[vw->buffer] = sat_add(read[vw->buffer], n);
+            read[view_slot[v]] = sat_add(read[view_slot[v]], n);
         if (view_written[v])
-            written[vw->buffer] = sat_add(written[vw->buffer], n);
+            written[view_slot[v]] = sat_add(written[view_slot[v]], n);
     }
     if (k->category == KIR_GEMM) {
         int nbat = k->rank - 2;
@@ -224,18 +238,22 @@ void kir_count(const kir_program *kp, kir_kernel *k)
         bshape[nbat] = k->gemm.k;
         bshape[nbat + 1] = k->gemm.n;
         const kir_view *a = &k->views[k->gemm.a], *bv = &k->views[k->gemm.b];
-        read[a->buffer] = sat_add(read[a->buffer], view_touches(a->stride, ashape, k->rank));
-        read[bv->buffer] = sat_add(read[bv->buffer], view_touches(bv->stride, bshape, k->rank));
+        int sa = view_slot[k->gemm.a], sb = view_slot[k->gemm.b];
+        read[sa] = sat_add(read[sa], view_touches(a->stride, ashape, k->rank));
+        read[sb] = sat_add(read[sb], view_touches(bv->stride, bshape, k->rank));
     }
     int64_t bytes = 0;
-    for (int b = 0; b < nb; b++) {
-        int64_t size = (int64_t)mc_dtype_size(kp->buffers[b].dtype);
-        int64_t r = read[b] < kp->buffers[b].numel ? read[b] : kp->buffers[b].numel;
-        int64_t w = written[b] < kp->buffers[b].numel ? written[b] : kp->buffers[b].numel;
+    for (int s = 0; s < nslots; s++) {
+        const kir_buffer *buf = &kp->buffers[slot_buffer[s]];
+        int64_t size = (int64_t)mc_dtype_size(buf->dtype);
+        int64_t r = read[s] < buf->numel ? read[s] : buf->numel;
+        int64_t w = written[s] < buf->numel ? written[s] : buf->numel;
         bytes = sat_add(bytes, sat_mul(sat_add(r, w), size));
     }
     k->bytes = bytes;
 done:
+    free(slot_buffer);
+    free(view_slot);
     free(read);
     free(written);
     free(view_dims);

@@ -147,14 +147,7 @@ static mc_status compile_object(llvm_ctx *c, LLVMTargetMachineRef tm, void **obj
     LLVMPassBuilderOptionsSetLoopVectorization(opts, 0);
     LLVMPassBuilderOptionsSetSLPVectorization(opts, 0);
     LLVMPassBuilderOptionsSetLoopUnrolling(opts, 0);
-    const char *pipeline = getenv("MINIC_LLVM_PASSES") ? getenv("MINIC_LLVM_PASSES") : "default<O3>";
-    double t0 = mc_now_ms();
-    LLVMErrorRef err = LLVMRunPasses(c->mod, pipeline, tm, opts);
-    if (getenv("MINIC_LLVM_TIMING"))
-        fprintf(stderr, "opt %.1f ms\n", mc_now_ms() - t0);
-    if (getenv("MINIC_LLVM_DUMP"))
-        LLVMPrintModuleToFile(c->mod, getenv("MINIC_LLVM_DUMP"), NULL);
-    t0 = mc_now_ms();
+    LLVMErrorRef err = LLVMRunPasses(c->mod, "default<O3>", tm, opts);
     LLVMDisposePassBuilderOptions(opts);
     if (err)
         return fail_llvm(err, "optimizing");
@@ -165,8 +158,6 @@ static mc_status compile_object(llvm_ctx *c, LLVMTargetMachineRef tm, void **obj
         LLVMDisposeMessage(msg);
         return st;
     }
-    if (getenv("MINIC_LLVM_TIMING"))
-        fprintf(stderr, "codegen %.1f ms\n", mc_now_ms() - t0);
     *size = LLVMGetBufferSize(buf);
     *obj = malloc(*size ? *size : 1);
     if (*obj)

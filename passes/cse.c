@@ -2,8 +2,9 @@
  *
  * Requires: a graph. Changes: a node equal to an earlier one (same operator, dtype, shape,
  * operands after renaming, attributes; constants by value and dtype) is replaced by it. Graph
- * outputs are never replaced, so two outputs stay two values. Nodes are hashed; equal hashes
- * are compared field by field.
+ * outputs are never replaced, so two outputs stay two values. Nodes are hashed into an
+ * open-addressing table (so a graph of a million nodes is not quadratic); equal hashes are
+ * compared field by field, and the earliest equal node wins.
  */
 #include "passes.h"
 
@@ -47,16 +48,23 @@ static bool same_node(const mc_node *a, const mc_node *b)
 
 mc_status mc_pass_cse(mc_graph *g)
 {
-    bool *is_output = calloc((size_t)(g->nnodes > 0 ? g->nnodes : 1), sizeof *is_output);
-    uint64_t *hash = calloc((size_t)(g->nnodes > 0 ? g->nnodes : 1), sizeof *hash);
+    size_t n = (size_t)(g->nnodes > 0 ? g->nnodes : 1), cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    bool *is_output = calloc(n, sizeof *is_output);
+    uint64_t *hash = calloc(n, sizeof *hash);
+    int32_t *table = malloc(cap * sizeof *table); /* node index per slot, -1 empty */
     mc_rewrite rw;
-    mc_status st = is_output && hash ? mc_rewrite_begin(&rw, g)
-                                     : mc_fail(MC_ERR_SYSTEM, "out of memory in cse");
+    mc_status st = is_output && hash && table ? mc_rewrite_begin(&rw, g)
+                                              : mc_fail(MC_ERR_SYSTEM, "out of memory in cse");
     if (st != MC_OK) {
         free(is_output);
         free(hash);
+        free(table);
         return st;
     }
+    for (size_t s = 0; s < cap; s++)
+        table[s] = -1;
     for (int o = 0; o < g->noutputs; o++)
         is_output[g->outputs[o]] = true;
     for (int i = 0; i < g->nnodes && st == MC_OK; i++) {
@@ -68,16 +76,21 @@ mc_status mc_pass_cse(mc_graph *g)
         const mc_node *n = &rw.dst->nodes[v];
         hash[v] = node_hash(n);
         rw.map[i] = v;
-        if (is_output[i] || n->op == MC_OP_INPUT || n->op == MC_OP_PARAM)
-            continue;
-        for (int j = 0; j < v; j++)
-            if (hash[j] == hash[v] && same_node(&rw.dst->nodes[j], n)) {
+        bool keep = is_output[i] || n->op == MC_OP_INPUT || n->op == MC_OP_PARAM;
+        size_t s = (size_t)hash[v] & (cap - 1);
+        for (; table[s] >= 0; s = (s + 1) & (cap - 1)) {
+            int j = table[s];
+            if (!keep && hash[j] == hash[v] && same_node(&rw.dst->nodes[j], n)) {
                 rw.map[i] = j; /* the copy just made is dead; dce removes it */
                 break;
             }
+        }
+        if (table[s] < 0)
+            table[s] = v; /* new: later nodes may be replaced by it */
     }
     free(is_output);
     free(hash);
+    free(table);
     if (st != MC_OK) {
         mc_rewrite_abort(&rw);
         return st;

@@ -29,6 +29,10 @@
 #include <string.h>
 
 #define MAX_MAPS 8
+/* The most nodes one group may hold. Lowering evaluates a group's members recursively and
+ * memoizes them in a list, so an unbounded group (a chain of 200k adds fuses into one) would
+ * overflow the stack and take quadratic time; a long chain becomes several kernels instead. */
+#define MC_FUSE_MAX_MEMBERS 256
 
 /* ---- maps and views ----------------------------------------------------------------------- */
 
@@ -366,6 +370,7 @@ static void add_member(walk *w, int i, int group, bool stored)
     fn->kind = MC_FN_MEMBER;
     fn->group = group;
     fn->stored = stored;
+    w->f->groups[group].nmembers++;
     if (stored) {
         fn->has_view = true;
         memset(&fn->view, 0, sizeof fn->view);
@@ -454,6 +459,8 @@ static bool can_join(walk *w, int i, int group, bool stored, mc_cmap *maps, int 
     const mc_fgroup *G = &f->groups[group];
     const mc_node *n = &g->nodes[i];
     if (G->kind != MC_FG_POINTWISE && !(G->kind == MC_FG_RESHAPE && !stored))
+        return false;
+    if (G->nmembers >= MC_FUSE_MAX_MEMBERS)
         return false;
     /* The maps: every use of i by a member of G, at every map of that member. */
     int count = 0;

@@ -38,6 +38,14 @@ typedef struct {
     int nbuffers, capbuffers;
     kir_kernel *kernels;
     int nkernels, capkernels;
+    /* Per-group member lists and per-node scratch, made once so that lowering is linear in
+     * the graph (a group used to scan every node: quadratic for 10^5 unfused kernels). */
+    int *member_start;     /* per group + 1: members of group q are members[member_start[q]..] */
+    int *members;          /* node indices, ascending within each group */
+    int *dep;              /* per node: reductions of its group it depends on */
+    int *red_index;        /* per node: reduction number in its kernel, -1 (reset per group) */
+    int *by_place;         /* user nodes with a line, sorted by (line, col, index) */
+    int nby_place;
 } lower_ctx;
 
 typedef struct {
@@ -240,18 +248,104 @@ static void add_store(kbuild *b, int node, const mc_cmap *m, int value, int bloc
 
 /* ---- buffers -------------------------------------------------------------------------------- */
 
+static int place_cmp(const mc_graph *u, int a, int b)
+{
+    const mc_node *x = &u->nodes[a], *y = &u->nodes[b];
+    if (x->line != y->line)
+        return x->line < y->line ? -1 : 1;
+    if (x->col != y->col)
+        return x->col < y->col ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+/* Member lists of every group (ascending node order), the per-node scratch arrays, and the
+ * user's nodes sorted by place (a bottom-up merge sort: stable, no global comparator state). */
+static bool index_groups(lower_ctx *L, const mc_graph *user)
+{
+    const mc_fusion *f = L->f;
+    int n = L->g->nnodes, ng = f->ngroups, nu = user->nnodes;
+    size_t sn = (size_t)(n > 0 ? n : 1), su = (size_t)(nu > 0 ? nu : 1);
+    L->member_start = calloc((size_t)ng + 2, sizeof *L->member_start);
+    L->members = malloc(sn * sizeof *L->members);
+    L->dep = calloc(sn, sizeof *L->dep);
+    L->red_index = malloc(sn * sizeof *L->red_index);
+    L->by_place = malloc(su * sizeof *L->by_place);
+    int *tmp = malloc(su * sizeof *tmp);
+    bool ok = L->member_start && L->members && L->dep && L->red_index && L->by_place && tmp;
+    if (ok) {
+        for (int i = 0; i < n; i++) {
+            L->red_index[i] = -1;
+            if (f->nodes[i].kind == MC_FN_MEMBER)
+                L->member_start[f->nodes[i].group + 2]++;
+        }
+        for (int q = 0; q < ng; q++)
+            L->member_start[q + 2] += L->member_start[q + 1];
+        for (int i = 0; i < n; i++) /* member_start[q + 1] is group q's fill position */
+            if (f->nodes[i].kind == MC_FN_MEMBER)
+                L->members[L->member_start[f->nodes[i].group + 1]++] = i;
+        L->nby_place = 0;
+        for (int i = 0; i < nu; i++)
+            if (user->nodes[i].line > 0)
+                L->by_place[L->nby_place++] = i;
+        int m = L->nby_place;
+        int *src = L->by_place, *dst = tmp;
+        for (int width = 1; width < m; width *= 2) {
+            for (int lo = 0; lo < m; lo += 2 * width) {
+                int mid = lo + width < m ? lo + width : m, hi = lo + 2 * width < m ? lo + 2 * width : m;
+                int a = lo, b = mid, o = lo;
+                while (a < mid || b < hi)
+                    dst[o++] = (b >= hi || (a < mid && place_cmp(user, src[a], src[b]) <= 0)) ? src[a++] : src[b++];
+            }
+            int *t = src;
+            src = dst;
+            dst = t;
+        }
+        if (src != L->by_place)
+            memcpy(L->by_place, src, sizeof *src * (size_t)m);
+    }
+    free(tmp);
+    return ok;
+}
+
+static void free_index(lower_ctx *L)
+{
+    free(L->member_start);
+    free(L->members);
+    free(L->dep);
+    free(L->red_index);
+    free(L->by_place);
+}
+
+/* The user's node that node `node` of the decomposed graph stands for: the node of the same
+ * name, else the last one defined at the same line and column, else the first output. */
 static int user_node_for(const lower_ctx *L, int node)
 {
     const mc_node *n = &L->g->nodes[node];
     const mc_graph *u = L->user;
-    if (n->name)
-        for (int i = 0; i < u->nnodes; i++)
+    if (n->name) {
+        int32_t i = mc_name_map_get(&u->names, n->name);
+        if (i >= 0 && i < u->nnodes && u->nodes[i].name && strcmp(u->nodes[i].name, n->name) == 0)
+            return i;
+        for (i = 0; i < u->nnodes && !u->names.cap; i++) /* a graph without a name map */
             if (u->nodes[i].name && strcmp(u->nodes[i].name, n->name) == 0)
                 return i;
-    if (n->line > 0)
-        for (int i = u->nnodes - 1; i >= 0; i--)
-            if (u->nodes[i].line == n->line && u->nodes[i].col == n->col)
-                return i;
+    }
+    if (n->line > 0) {
+        int lo = 0, hi = L->nby_place; /* first entry past (line, col) */
+        while (lo < hi) {
+            int mid = lo + (hi - lo) / 2;
+            const mc_node *m = &u->nodes[L->by_place[mid]];
+            if (m->line < n->line || (m->line == n->line && m->col <= n->col))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0) {
+            const mc_node *m = &u->nodes[L->by_place[lo - 1]];
+            if (m->line == n->line && m->col == n->col)
+                return L->by_place[lo - 1];
+        }
+    }
     return u->noutputs > 0 ? u->outputs[0] : 0;
 }
 
@@ -380,7 +474,6 @@ static void kbuild_free(kbuild *b)
     free(b->reds);
     free(b->stores);
     free(b->memo);
-    free(b->red_index);
 }
 
 /* Blocks in order, empty ones dropped, instructions renumbered; into the program's arena. */
@@ -492,19 +585,9 @@ static void lower_group(lower_ctx *L, int gi)
     const mc_fusion *f = L->f;
     const mc_graph *g = L->g;
     const mc_fgroup *G = &f->groups[gi];
-    int n = g->nnodes;
-    int *members = malloc(sizeof *members * (size_t)(n > 0 ? n : 1));
-    int *dep = calloc((size_t)(n > 0 ? n : 1), sizeof *dep);
-    if (!members || !dep) {
-        L->failed = true;
-        free(members);
-        free(dep);
-        return;
-    }
-    int nm = 0;
-    for (int i = 0; i < n; i++)
-        if (f->nodes[i].kind == MC_FN_MEMBER && f->nodes[i].group == gi)
-            members[nm++] = i;
+    const int *members = L->members + L->member_start[gi];
+    int nm = L->member_start[gi + 1] - L->member_start[gi];
+    int *dep = L->dep;
 
     if (G->kind == MC_FG_ELIDED)
         goto done;
@@ -557,14 +640,7 @@ static void lower_group(lower_ctx *L, int gi)
             b.nrow += !G->reduced[d];
         memcpy(b.reduced, G->reduced, sizeof b.reduced);
     }
-    b.red_index = malloc(sizeof *b.red_index * (size_t)(n > 0 ? n : 1));
-    if (!b.red_index) {
-        L->failed = true;
-        kbuild_free(&b);
-        goto done;
-    }
-    for (int i = 0; i < n; i++)
-        b.red_index[i] = -1;
+    b.red_index = L->red_index; /* all -1 here; reset below */
 
     kir_kernel *k = NULL;
     bool copy = G->kind != MC_FG_POINTWISE;
@@ -679,8 +755,8 @@ static void lower_group(lower_ctx *L, int gi)
     L->nkernels++;
     kbuild_free(&b);
 done:
-    free(members);
-    free(dep);
+    for (int m = 0; m < nm; m++)
+        L->red_index[members[m]] = -1;
 }
 
 /* ---- the program ---------------------------------------------------------------------------- */
@@ -701,6 +777,12 @@ mc_status mc_lower(const mc_fusion *f, const mc_graph *user, const mc_compile_op
     }
     for (int i = 0; i < n; i++)
         L.buffer_of[i] = -1;
+    if (!index_groups(&L, user)) {
+        free_index(&L);
+        free(L.kp);
+        free(L.buffer_of);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory lowering the graph");
+    }
     /* Buffers: inputs and params, then every stored value; outputs claimed by position. */
     for (int i = 0; i < n; i++) {
         const mc_node *nd = &g->nodes[i];
@@ -731,6 +813,7 @@ mc_status mc_lower(const mc_fusion *f, const mc_graph *user, const mc_compile_op
         free(L.buffers);
         free(L.kernels);
         free(L.buffer_of);
+        free_index(&L);
         kir_program_free(kp);
         return mc_fail(MC_ERR_SYSTEM, "out of memory lowering the graph");
     }
@@ -770,6 +853,7 @@ mc_status mc_lower(const mc_fusion *f, const mc_graph *user, const mc_compile_op
     free(L.buffers);
     free(L.kernels);
     free(L.buffer_of);
+    free_index(&L);
     *out = kp;
     return MC_OK;
 }

@@ -120,6 +120,7 @@ typedef struct mc_fgroup {
     int nred;                    /* reductions in the group */
     bool reduced[MC_MAX_RANK];   /* the reduced dims of the space (when nred > 0) */
     int out_index;               /* MC_FG_OUTPUT: which graph output */
+    int nmembers;                /* members so far (fusion caps it: MC_FUSE_MAX_MEMBERS) */
 } mc_fgroup;
 
 typedef struct mc_fusion {

@@ -9,11 +9,14 @@
  * element by element through the same view (in_place below): then they share one address. Placement is greedy best-fit in the order of
  * decreasing size (the classic offset-assignment heuristic): each temp goes to the lowest
  * aligned offset that clashes with no already placed temp live at the same time. Offsets are
- * 256-byte aligned, enough for any vector load a backend may use.
+ * 256-byte aligned, enough for any vector load a backend may use. Only pairs of temps live at
+ * the same time are ever compared (found by one sweep in kernel order), so a program of 10^5
+ * kernels is planned in about linear time, not quadratic.
  */
 #include "passes.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define PLAN_ALIGN 256
 
@@ -26,9 +29,34 @@ static int64_t aligned_size(const kir_buffer *b)
     return bytes / PLAN_ALIGN * PLAN_ALIGN;
 }
 
-static bool live_together(const kir_buffer *a, const kir_buffer *b)
+typedef struct {
+    int64_t size;  /* aligned bytes; later the temp's rank in placement order */
+    int first;     /* first kernel */
+    int buffer;
+} place_key;
+
+static int by_size_cmp(const void *pa, const void *pb)
 {
-    return a->first <= b->last && b->first <= a->last;
+    const place_key *a = pa, *b = pb;
+    if (a->size != b->size)
+        return a->size > b->size ? -1 : 1;
+    if (a->first != b->first)
+        return a->first < b->first ? -1 : 1;
+    return (a->buffer > b->buffer) - (a->buffer < b->buffer);
+}
+
+static int by_first_cmp(const void *pa, const void *pb)
+{
+    const place_key *a = pa, *b = pb;
+    if (a->first != b->first)
+        return a->first < b->first ? -1 : 1;
+    return (a->size > b->size) - (a->size < b->size);
+}
+
+static int int_cmp(const void *pa, const void *pb)
+{
+    int a = *(const int *)pa, b = *(const int *)pb;
+    return (a > b) - (a < b);
 }
 
 static bool same_view(const kir_kernel *k, const kir_view *a, const kir_view *b)
@@ -112,30 +140,89 @@ void mc_plan_memory(kir_program *kp, bool share)
         free(temps);
         return;
     }
-    /* Largest first (ties: earliest first), each at the lowest offset that fits. */
-    for (int i = 1; i < nt; i++)
-        for (int j = i; j > 0; j--) {
-            const kir_buffer *a = &kp->buffers[temps[j - 1]], *b = &kp->buffers[temps[j]];
-            int64_t sa = aligned_size(a), sb = aligned_size(b);
-            if (sa > sb || (sa == sb && a->first <= b->first))
-                break;
-            int t = temps[j];
-            temps[j] = temps[j - 1];
-            temps[j - 1] = t;
+    /* Largest first (ties: earliest first, then buffer order), each at the lowest offset that
+     * fits among the temps placed before it that are live at the same time. */
+    place_key *keys = malloc(sizeof *keys * (size_t)(nt > 0 ? nt : 1));
+    int64_t *degree = calloc((size_t)nt + 1, sizeof *degree);
+    if (!keys || !degree) {
+        kp->arena_bytes = unplanned; /* out of memory: one range each is still correct */
+        free(keys);
+        free(degree);
+        free(temps);
+        return;
+    }
+    for (int i = 0; i < nt; i++)
+        keys[i] = (place_key){.size = aligned_size(&kp->buffers[temps[i]]),
+                              .first = kp->buffers[temps[i]].first, .buffer = temps[i]};
+    qsort(keys, (size_t)nt, sizeof *keys, by_size_cmp);
+    for (int i = 0; i < nt; i++) {
+        temps[i] = keys[i].buffer; /* placement order */
+        keys[i].size = i; /* now: the rank, for the sweep below */
+    }
+    /* Pairs live at the same time, found by a sweep in order of first kernel (linear in the
+     * pairs), kept per temp as the ranks of the others, ascending: the same temps the plain
+     * scan over every earlier one would meet, in the same order. */
+    place_key *sweep = malloc(sizeof *sweep * (size_t)(nt > 0 ? nt : 1));
+    int *adj = NULL;
+    int64_t nedges = 0;
+    if (sweep) {
+        memcpy(sweep, keys, sizeof *sweep * (size_t)nt);
+        qsort(sweep, (size_t)nt, sizeof *sweep, by_first_cmp);
+        for (int pass = 0; pass < 2; pass++) {
+            for (int a = 0; a < nt; a++) {
+                const kir_buffer *ba = &kp->buffers[sweep[a].buffer];
+                for (int b = a + 1; b < nt && sweep[b].first <= ba->last; b++) {
+                    int ra = (int)sweep[a].size, rb = (int)sweep[b].size;
+                    if (pass == 0) {
+                        degree[ra + 1]++;
+                        degree[rb + 1]++;
+                    } else {
+                        adj[degree[ra]++] = rb;
+                        adj[degree[rb]++] = ra;
+                    }
+                }
+            }
+            if (pass == 0) {
+                for (int i = 0; i < nt; i++)
+                    degree[i + 1] += degree[i];
+                nedges = degree[nt];
+                adj = malloc(sizeof *adj * (size_t)(nedges > 0 ? nedges : 1));
+                if (!adj)
+                    break;
+            } else {
+                for (int i = nt; i > 0; i--) /* filling moved each start to the next one's */
+                    degree[i] = degree[i - 1];
+                degree[0] = 0;
+            }
         }
+    }
+    if (!sweep || !adj) {
+        kp->arena_bytes = unplanned;
+        free(sweep);
+        free(adj);
+        free(keys);
+        free(degree);
+        free(temps);
+        return;
+    }
+    for (int i = 0; i < nt; i++)
+        qsort(adj + degree[i], (size_t)(degree[i + 1] - degree[i]), sizeof *adj, int_cmp);
     for (int i = 0; i < nt; i++) {
         kir_buffer *buf = &kp->buffers[temps[i]];
         int64_t size = aligned_size(buf), offset = -1;
-        /* First choice: the place of a temp it may overwrite in place (either direction). */
-        for (int j = 0; j < i && offset < 0; j++) {
-            int o = temps[j];
+        /* First choice: the place of a temp it may overwrite in place (either direction).
+         * Such a temp is live together with it (one dies where the other is born), so both
+         * loops run over the live-together temps placed before it, in placement order. */
+        for (int64_t ej = degree[i]; ej < degree[i + 1] && adj[ej] < i && offset < 0; ej++) {
+            int j = adj[ej], o = temps[j];
             if (!in_place(kp, o, temps[i]) && !in_place(kp, temps[i], o))
                 continue;
             int64_t at = kp->buffers[o].offset;
             bool clash = false;
-            for (int q = 0; q < i && !clash; q++) {
+            for (int64_t eq = degree[i]; eq < degree[i + 1] && adj[eq] < i && !clash; eq++) {
+                int q = adj[eq];
                 const kir_buffer *other = &kp->buffers[temps[q]];
-                if (q == j || !live_together(buf, other))
+                if (q == j)
                     continue;
                 if (other->offset == at && (in_place(kp, temps[q], temps[i]) || in_place(kp, temps[i], temps[q])))
                     continue;
@@ -148,10 +235,10 @@ void mc_plan_memory(kir_program *kp, bool share)
             if (offset < 0)
                 offset = 0;
             moved = false;
-            for (int j = 0; j < i; j++) {
-                const kir_buffer *o = &kp->buffers[temps[j]];
+            for (int64_t e = degree[i]; e < degree[i + 1] && adj[e] < i; e++) {
+                const kir_buffer *o = &kp->buffers[temps[adj[e]]];
                 int64_t osize = aligned_size(o);
-                if (live_together(buf, o) && offset < o->offset + osize && o->offset < offset + size) {
+                if (offset < o->offset + osize && o->offset < offset + size) {
                     offset = o->offset + osize;
                     moved = true;
                 }
@@ -161,6 +248,10 @@ void mc_plan_memory(kir_program *kp, bool share)
         if (offset + size > arena)
             arena = offset + size;
     }
+    free(sweep);
+    free(adj);
+    free(keys);
+    free(degree);
     kp->arena_bytes = arena;
     free(temps);
 }

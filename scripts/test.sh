@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Build minic with AddressSanitizer and UndefinedBehaviorSanitizer and run the whole test suite.
+# Build minic with AddressSanitizer and UndefinedBehaviorSanitizer and run the whole test suite,
+# then each libFuzzer target for MINIC_FUZZ_SECONDS (default 45; 0 skips) with ASan + UBSan
+# (scripts/fuzz.sh): a finding fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -8,4 +10,8 @@ cmake --build build-test -j"$(nproc)"
 export MINIC_FULL_TESTS=1 # also the slow checks (tests/quickstart_build.sh: the Release build)
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-cd build-test && ctest --output-on-failure -j"$(nproc)"
+(cd build-test && ctest --output-on-failure -j"$(nproc)")
+fuzz_seconds=${MINIC_FUZZ_SECONDS:-45}
+if [ "$fuzz_seconds" -gt 0 ]; then
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 bash scripts/fuzz.sh "$fuzz_seconds"
+fi
