@@ -5,13 +5,13 @@
 # benchmark suite beside PyTorch (bench/gpu_bench.sh). Logs and a summary table go to $OUT
 # (or ./gpu-out), the summary also to stdout, last, so the device tool's tail shows it.
 #
-#   bash scripts/gpu.sh [tests|cudatests] [sanitize] [fixtures] [bench] [peers]   (default: all
+#   bash scripts/gpu.sh [tests|cudatests] [sanitize] [fixtures] [bench] [peers] [peaks]   (default: all
 #   but cudatests, which runs only the CUDA tests)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
-stages=${*:-tests sanitize fixtures bench peers}
+stages=${*:-tests sanitize fixtures bench peers peaks}
 has() { [[ " $stages " == *" $1 "* ]]; }
 log=$OUT/gpu.log
 summary=$OUT/summary.txt
@@ -71,6 +71,16 @@ if has peers && [ -f bench/peers/torch_gpu.py ]; then
     PYTHONUNBUFFERED=1 timeout ${PEERS_TIMEOUT:-420} python3 bench/peers/torch_gpu.py >"$OUT/torch.log" 2>&1
     grep '^JSON' "$OUT/torch.log" | sed 's/^JSON //' >"$OUT/torch.json"
     tail -3 "$OUT/torch.log" | cut -c1-2000 >>"$summary"
+fi
+# peaks (helper `peaks`): measured ceilings, then a profile that uses them (docs/PROFILING.md).
+if has peaks; then
+    timeout 300 ./build-gpu/minic peaks --backend cuda >"$OUT/peaks.txt" 2>&1
+    say "minic peaks --backend cuda: exit $?"
+    cat "$OUT/peaks.txt" | tee -a "$summary"
+    timeout 120 ./build-gpu/minic run bench/gpu/mlp.graph --backend cuda --profile \
+        --profile-json "$OUT/mlp_profile.json" --roofline "$OUT/mlp_roofline.svg" >"$OUT/mlp_profile.txt" 2>&1
+    say "minic run bench/gpu/mlp.graph --profile: exit $?"
+    grep -A12 '^profile:' "$OUT/mlp_profile.txt" | tee -a "$summary"
 fi
 echo "==== summary"
 cat "$summary"
