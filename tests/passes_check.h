@@ -31,12 +31,24 @@ static inline double check_tolerance(const mc_graph *g, mc_dtype d, double scale
     return (check_has_matmul(g) ? 1e-4 : 1e-5) * scale;
 }
 
-/* Compile and run g on the reference backend; outputs as doubles (malloc'd arrays). */
+/* The backend the checks run on: ref, or MINIC_TEST_BACKEND=cpu|cuda (the random-graph test
+ * runs on every backend this way: a CTest entry for cpu, scripts/gpu.sh for cuda). */
+static inline mc_backend_kind check_backend(void)
+{
+    const char *b = getenv("MINIC_TEST_BACKEND");
+    if (b && strcmp(b, "cpu") == 0)
+        return MC_BACKEND_CPU;
+    if (b && strcmp(b, "cuda") == 0)
+        return MC_BACKEND_CUDA;
+    return MC_BACKEND_REF;
+}
+
+/* Compile and run g on the checked backend; outputs as doubles (malloc'd arrays). */
 static inline mc_status check_run(const mc_graph *g, bool fuse, bool plan, uint64_t seed, double **outs,
                            mc_program **keep)
 {
     mc_options opt = mc_options_default();
-    opt.backend = MC_BACKEND_REF;
+    opt.backend = check_backend();
     opt.fuse = fuse;
     opt.plan_memory = plan;
     opt.quiet = true;
