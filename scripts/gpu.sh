@@ -71,6 +71,9 @@ if has peers && [ -f bench/peers/torch_gpu.py ]; then
     PYTHONUNBUFFERED=1 timeout ${PEERS_TIMEOUT:-420} python3 bench/peers/torch_gpu.py >"$OUT/torch.log" 2>&1
     grep '^JSON' "$OUT/torch.log" | sed 's/^JSON //' >"$OUT/torch.json"
     tail -3 "$OUT/torch.log" | cut -c1-2000 >>"$summary"
+    # One table: minic beside the peers of this same run, with the ratios.
+    [ -s "$OUT/bench.txt" ] && [ -s "$OUT/torch.json" ] &&
+        python3 bench/table.py "$OUT/bench.txt" "$OUT/torch.json" | tee "$OUT/table.txt" >>"$summary"
 fi
 # peaks (helper `peaks`): measured ceilings, then a profile that uses them (docs/PROFILING.md).
 if has peaks; then
