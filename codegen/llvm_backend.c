@@ -400,12 +400,6 @@ static mc_status cpu_run_kernel(mc_program *p, int kernel)
     return MC_OK;
 }
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static mc_status cpu_time(mc_program *p, int iters, double *median_us)
 {
     if (iters < 1)
@@ -420,8 +414,7 @@ static mc_status cpu_time(mc_program *p, int iters, double *median_us)
         t[i] = (mc_now_ms() - t0) * 1000.0;
     }
     if (st == MC_OK) {
-        qsort(t, (size_t)iters, sizeof *t, compare_double);
-        *median_us = iters % 2 ? t[iters / 2] : 0.5 * (t[iters / 2 - 1] + t[iters / 2]);
+        *median_us = mc_median(t, iters);
     }
     free(t);
     return st;

@@ -687,18 +687,6 @@ static mc_status cuda_run(mc_program *p)
     return sync_stream(s, "running the program");
 }
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, compare_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static mc_status cuda_time(mc_program *p, int iters, double *median_us)
 {
     cuda_state *s = p->state;
@@ -733,7 +721,7 @@ static mc_status cuda_time(mc_program *p, int iters, double *median_us)
         done += n;
     }
     if (st == MC_OK)
-        *median_us = median(t, iters);
+        *median_us = mc_median(t, iters);
     free(t);
     for (int i = 0; i <= BATCH; i++)
         cu->cuEventDestroy(ev[i]);
@@ -793,7 +781,7 @@ static mc_status cuda_profile(mc_program *p, int iters, mc_profile *prof)
         }
     }
     for (int k = 0; k < kp->nkernels && st == MC_OK; k++) {
-        prof->time_us[k] = median(&t[(size_t)k * (size_t)iters], iters);
+        prof->time_us[k] = mc_median(&t[(size_t)k * (size_t)iters], iters);
         int launches = 0;
         for (int i = 0; i < n; i++)
             if (s->steps[i].kernel == k)

@@ -152,18 +152,6 @@ bool mc_peaks_load(const char *device, mc_peaks *pk)
 
 /* ---- CPU measurements ---------------------------------------------------------------------- */
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_of(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, compare_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
-
 typedef struct worker {
     char *dst;
     const char *src;
@@ -325,7 +313,7 @@ mc_status mc_peaks_measure_cpu(const mc_peaks_config *cfg, mc_peaks *pk)
             st = mc_fail(MC_ERR_SYSTEM, "peaks: cannot start %d threads", n);
     }
     if (st == MC_OK)
-        pk->copy_bytes_per_s = 2.0 * (double)total / median_of(t, reps);
+        pk->copy_bytes_per_s = 2.0 * (double)total / mc_median(t, reps);
 
     void *(*fma)(void *) = fma_worker_generic;
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -342,7 +330,7 @@ mc_status mc_peaks_measure_cpu(const mc_peaks_config *cfg, mc_peaks *pk)
             st = mc_fail(MC_ERR_SYSTEM, "peaks: cannot start %d threads", n);
     }
     if (st == MC_OK)
-        pk->fma_flops_per_s = 2.0 * 8 * NACC * (double)iters * n / median_of(t, reps);
+        pk->fma_flops_per_s = 2.0 * 8 * NACC * (double)iters * n / mc_median(t, reps);
 done:
     free(src);
     free(dst);

@@ -51,18 +51,6 @@ void mc_profile_release(mc_profile *prof)
     prof->time_us = prof->peak_flops = NULL;
 }
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_of(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, compare_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
-
 /* The CPU's name from /proc/cpuinfo ("" where there is none). */
 static void host_cpu_name(char *buf, size_t size)
 {
@@ -99,7 +87,7 @@ static mc_status time_kernels_on_host(mc_program *p, int iters, mc_profile *prof
             t[(size_t)k * (size_t)iters + (size_t)i] = (mc_now_ms() - t0) * 1000.0;
         }
     for (int k = 0; k < n && st == MC_OK; k++) {
-        prof->time_us[k] = median_of(&t[(size_t)k * (size_t)iters], iters);
+        prof->time_us[k] = mc_median(&t[(size_t)k * (size_t)iters], iters);
         prof->launches[k] = 1;
     }
     free(t);
@@ -125,7 +113,7 @@ mc_status mc_profile_collect(mc_program *p, int iters, mc_profile *prof)
         wall[i] = (mc_now_ms() - t0) * 1000.0;
     }
     if (st == MC_OK)
-        prof->wall_us = median_of(wall, iters);
+        prof->wall_us = mc_median(wall, iters);
     free(wall);
     if (st == MC_OK && p->backend->profile)
         st = p->backend->profile(p, iters, prof);

@@ -193,5 +193,6 @@ void mc_threadpool_free(mc_threadpool *pool);
  * f32/f16/bf16 uniform in [-1, 1), i32 in 0..9, bool random. Same values on every backend. */
 void mc_fill_random(void *data, mc_dtype d, int64_t n, uint64_t seed, const char *name);
 double mc_now_ms(void); /* monotonic clock */
+double mc_median(double *t, int n); /* the median of t[0..n) (sorts t in place); n >= 1 */
 
 #endif
