@@ -82,30 +82,25 @@ static bool make_parent_dirs(char *path)
 static const char *gemm_key[MC_NUM_DTYPES] = {"gemm_f32_flops_per_s", "gemm_f16_flops_per_s",
                                               "gemm_bf16_flops_per_s", NULL, NULL};
 
-mc_status mc_peaks_save(const mc_peaks *pk)
+static mc_status write_peaks(FILE *f, void *ctx)
 {
-    char path[4096], tmp[4200];
-    if (!mc_peaks_path(pk->device, path, sizeof path))
-        return mc_fail(MC_ERR_SYSTEM, "no cache directory (neither XDG_CACHE_HOME nor HOME is set)");
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    if (!make_parent_dirs(tmp))
-        return mc_fail(MC_ERR_SYSTEM, "%s: cannot create the directory: %s", path, strerror(errno));
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return mc_fail(MC_ERR_SYSTEM, "%s: cannot write: %s", tmp, strerror(errno));
+    const mc_peaks *pk = ctx;
     fprintf(f, "device %s\nthreads %d\ncopy_bytes_per_s %.6g\nfma_flops_per_s %.6g\nsm_mhz %.6g\n",
             pk->device, pk->threads, pk->copy_bytes_per_s, pk->fma_flops_per_s, pk->sm_mhz);
     for (int d = 0; d < MC_NUM_DTYPES; d++)
         if (gemm_key[d])
             fprintf(f, "%s %.6g\n", gemm_key[d], pk->gemm_flops_per_s[d]);
-    bool ok = !ferror(f);
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return mc_fail(MC_ERR_SYSTEM, "%s: cannot write: %s", path, strerror(e));
-    }
     return MC_OK;
+}
+
+mc_status mc_peaks_save(const mc_peaks *pk)
+{
+    char path[4096];
+    if (!mc_peaks_path(pk->device, path, sizeof path))
+        return mc_fail(MC_ERR_SYSTEM, "no cache directory (neither XDG_CACHE_HOME nor HOME is set)");
+    if (!make_parent_dirs(path))
+        return mc_fail(MC_ERR_SYSTEM, "%s: cannot create the directory: %s", path, strerror(errno));
+    return mc_file_write_atomic(path, write_peaks, (void *)pk);
 }
 
 bool mc_peaks_load(const char *device, mc_peaks *pk)

@@ -359,16 +359,11 @@ static void json_number(FILE *f, double x)
         fputs("null", f);
 }
 
-mc_status mc_profile_write_json(const mc_profile *prof, const char *path)
+static mc_status write_json(FILE *f, void *ctx)
 {
+    const mc_profile *prof = ctx;
     const mc_program *p = prof->program;
     const kir_program *kp = p->kp;
-    char tmp[4200];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= sizeof tmp)
-        return mc_fail(MC_ERR_INPUT, "%s: path too long", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return mc_fail(MC_ERR_INPUT, "%s: cannot write: %s", path, strerror(errno));
     fprintf(f, "{ \"backend\": ");
     json_string(f, p->backend->name);
     fprintf(f, ", \"device\": ");
@@ -434,28 +429,22 @@ mc_status mc_profile_write_json(const mc_profile *prof, const char *path)
             (long long)mc_profile_peak_memory(p));
     json_number(f, p->compile_ms);
     fprintf(f, " } }\n");
-    bool ok = !ferror(f);
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return mc_fail(MC_ERR_INPUT, "%s: cannot write: %s", path, strerror(e));
-    }
     return MC_OK;
+}
+
+/* Written to a temporary name and renamed (mc_file_write_atomic): never a partial file. */
+mc_status mc_profile_write_json(const mc_profile *prof, const char *path)
+{
+    return mc_file_write_atomic(path, write_json, (void *)prof);
 }
 
 /* ---- trace --------------------------------------------------------------------------------- */
 
-mc_status mc_profile_write_trace(const mc_profile *prof, const char *path)
+static mc_status write_trace(FILE *f, void *ctx)
 {
+    const mc_profile *prof = ctx;
     const mc_program *p = prof->program;
     const kir_program *kp = p->kp;
-    char tmp[4200];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= sizeof tmp)
-        return mc_fail(MC_ERR_INPUT, "%s: path too long", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return mc_fail(MC_ERR_INPUT, "%s: cannot write: %s", path, strerror(errno));
     int measured = 0;
     for (int k = 0; k < prof->nkernels; k++)
         measured += !isnan(prof->time_us[k]);
@@ -489,14 +478,13 @@ mc_status mc_profile_write_trace(const mc_profile *prof, const char *path)
         ts += t;
     }
     fprintf(f, "\n  ] }\n");
-    bool ok = !ferror(f);
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return mc_fail(MC_ERR_INPUT, "%s: cannot write: %s", path, strerror(e));
-    }
     return MC_OK;
+}
+
+/* Written to a temporary name and renamed (mc_file_write_atomic): never a partial file. */
+mc_status mc_profile_write_trace(const mc_profile *prof, const char *path)
+{
+    return mc_file_write_atomic(path, write_trace, (void *)prof);
 }
 
 /* ---- roofline ------------------------------------------------------------------------------ */
@@ -504,8 +492,9 @@ mc_status mc_profile_write_trace(const mc_profile *prof, const char *path)
 static double log_floor10(double x) { return pow(10, floor(log10(x))); }
 static double log_ceil10(double x) { return pow(10, ceil(log10(x))); }
 
-mc_status mc_profile_write_roofline(const mc_profile *prof, const char *path)
+static mc_status write_roofline(FILE *f, void *ctx)
 {
+    const mc_profile *prof = ctx;
     const kir_program *kp = prof->program->kp;
     /* Axis ranges (log-log): intensity in FLOP/byte, rate in FLOP/s. */
     double xmin = INFINITY, xmax = 0, ymin = INFINITY, ymax = 0, peak_max = 0;
@@ -533,12 +522,6 @@ mc_status mc_profile_write_roofline(const mc_profile *prof, const char *path)
     xmin = log_floor10(xmin / 2), xmax = log_ceil10(xmax * 2);
     ymin = log_floor10(ymin / 2), ymax = log_ceil10(ymax * 2);
 
-    char tmp[4200];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= sizeof tmp)
-        return mc_fail(MC_ERR_INPUT, "%s: path too long", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return mc_fail(MC_ERR_INPUT, "%s: cannot write: %s", path, strerror(errno));
     const double W = 900, H = 600, L = 90, R = 260, T = 50, B = 70; /* plot margins */
     const double pw = W - L - R, ph = H - T - B;
 #define SX(x) (L + pw * (log10(x) - log10(xmin)) / (log10(xmax) - log10(xmin)))
@@ -613,12 +596,11 @@ mc_status mc_profile_write_roofline(const mc_profile *prof, const char *path)
 #undef SX
 #undef SY
     fprintf(f, "</svg>\n");
-    bool ok = !ferror(f);
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return mc_fail(MC_ERR_INPUT, "%s: cannot write: %s", path, strerror(e));
-    }
     return MC_OK;
+}
+
+/* Written to a temporary name and renamed (mc_file_write_atomic): never a partial file. */
+mc_status mc_profile_write_roofline(const mc_profile *prof, const char *path)
+{
+    return mc_file_write_atomic(path, write_roofline, (void *)prof);
 }
