@@ -497,7 +497,7 @@ static mc_status write_roofline(FILE *f, void *ctx)
     const mc_profile *prof = ctx;
     const kir_program *kp = prof->program->kp;
     /* Axis ranges (log-log): intensity in FLOP/byte, rate in FLOP/s. */
-    double xmin = INFINITY, xmax = 0, ymin = INFINITY, ymax = 0, peak_max = 0;
+    double xmin = INFINITY, xmax = 0, ymin = INFINITY, ymax = 0, peak_max = 0, peak_min = INFINITY;
     for (int k = 0; k < prof->nkernels; k++) {
         mc_kernel_rates r = mc_profile_kernel_rates(prof, k);
         if (r.intensity > 0) {
@@ -509,9 +509,12 @@ static mc_status write_roofline(FILE *f, void *ctx)
             ymax = fmax(ymax, r.flops_per_s);
         }
         peak_max = fmax(peak_max, prof->peak_flops[k]);
+        if (prof->peak_flops[k] > 0)
+            peak_min = fmin(peak_min, prof->peak_flops[k]);
     }
     double bw = prof->peak_bytes_per_s;
-    if (peak_max > 0 && bw > 0) {
+    if (peak_max > 0 && bw > 0) { /* every roof's ridge point inside the plot */
+        xmin = fmin(xmin, peak_min / bw);
         xmax = fmax(xmax, peak_max / bw);
         ymax = fmax(ymax, peak_max);
     }

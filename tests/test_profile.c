@@ -198,6 +198,31 @@ static void test_rates_and_bounds(void **state)
     assert_non_null(strstr(svg, "<polyline")); /* the roof */
     assert_non_null(strstr(svg, "gemm_bias_gelu_0"));
 
+    /* A ridge point far left of every kernel (huge bandwidth) still lies inside the frame: the
+     * roof never leaves the plot. */
+    prof.peak_bytes_per_s = 500e12;
+    assert_int_equal(mc_profile_write_roofline(&prof, svg_path), MC_OK);
+    f = fopen(svg_path, "r");
+    assert_non_null(f);
+    n = fread(svg, 1, sizeof svg - 1, f);
+    svg[n] = '\0';
+    fclose(f);
+    double fx, fy, fw, fh;
+    const char *frame = strstr(svg, "<rect x=");
+    assert_non_null(frame);
+    assert_int_equal(sscanf(frame, "<rect x=\"%lf\" y=\"%lf\" width=\"%lf\" height=\"%lf\"", &fx, &fy, &fw, &fh), 4);
+    const char *roof = strstr(svg, "points=\"");
+    assert_non_null(roof);
+    roof += strlen("points=\"");
+    for (int i = 0; i < 3; i++) {
+        double x, y;
+        int used = 0;
+        assert_int_equal(sscanf(roof, "%lf,%lf%n", &x, &y, &used), 2);
+        roof += used;
+        assert_true(x >= fx - 0.1 && x <= fx + fw + 0.1);
+        assert_true(y >= fy - 0.1 && y <= fy + fh + 0.1);
+    }
+
     assert_true(mc_profile_peak_memory(p) >= (32 * 128 * 2 + 512 * 128 * 2 + 512 + 128) * 4);
     mc_profile_release(&prof);
     mc_program_free(p);
