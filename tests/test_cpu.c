@@ -6,7 +6,8 @@
  * GEMMs at sizes with edge tiles in M and N, K above one K block (partial sums), a transposed
  * operand, a batch-broadcast operand, f16/bf16 operands and epilogues of every kind. Also: the
  * thread pool runs every index exactly once under both splits; a second prepare of the same
- * program is served from the disk cache; the dumped IR names kernels and nothing of the user's.
+ * program is served from the disk cache; the dumped IR names kernels and nothing of the user's;
+ * non-temporal stores give the same results whatever the output buffer's alignment.
  */
 #include <math.h>
 #include <stdio.h>
@@ -229,6 +230,69 @@ static void test_gemm_transposed_a(void **state)
     fx_free(kp);
 }
 
+/* Stores to a large output that the kernel never reads bypass the caches (non-temporal), on
+ * addresses aligned to a whole vector, after single steps that reach that alignment. The
+ * results must be right however the caller's buffer is aligned: shifted by whole elements
+ * (peeling), and the vector stores are aligned ones only where the address allows. */
+static void test_nontemporal_stores(void **state)
+{
+    (void)state;
+    kir_program *kps[3] = {fx_pw_bench(1024, 4100, false), fx_softmax(1024, 4100, MC_F32),
+                           fx_layernorm(2048, 4100, MC_F16)};
+    const char *names[3] = {"pointwise 1024x4100", "softmax 1024x4100", "layernorm f16 2048x4100"};
+    for (int c = 0; c < 3; c++) {
+        kir_program *kp = kps[c];
+        fake f;
+        fake_init(&f, kp, 2, 5);
+        fx_eval(kp, f.ref);
+        if (mc_backend_cpu.prepare(&f.p) != MC_OK)
+            fail_msg("%s: prepare: %s", names[c], mc_error_message());
+        char *text = NULL;
+        size_t len = 0;
+        FILE *out = open_memstream(&text, &len);
+        assert_int_equal(mc_backend_cpu.dump_code(&f.p, out), MC_OK);
+        fclose(out);
+#if defined(__x86_64__)
+        if (!strstr(text, "!nontemporal") || !strstr(text, "@llvm.x86.sse.sfence"))
+            fail_msg("%s: no non-temporal stores (or no fence) in the generated code", names[c]);
+#endif
+        free(text);
+        int big = -1; /* the large output */
+        for (int b = 0; b < kp->nbuffers; b++)
+            if (kp->buffers[b].kind == KBUF_OUTPUT && (big < 0 || kp->buffers[b].numel > kp->buffers[big].numel))
+                big = b;
+        const kir_buffer *kb = &kp->buffers[big];
+        size_t esize = mc_dtype_size(kb->dtype), bytes = (size_t)kb->numel * esize;
+        char *mem = aligned_alloc(64, bytes + 64);
+        assert_non_null(mem);
+        void *own = f.p.host[big];
+        size_t shifts[] = {0, esize, 3 * esize, 16, 32};
+        for (size_t i = 0; i < sizeof shifts / sizeof shifts[0]; i++) {
+            memset(mem, 0xff, bytes + 64); /* NaN wherever a store is missed */
+            f.p.host[big] = mem + shifts[i];
+            assert_int_equal(mc_backend_cpu.run(&f.p), MC_OK);
+            double *got = malloc((size_t)kb->numel * sizeof *got), *want = malloc((size_t)kb->numel * sizeof *want);
+            for (int64_t j = 0; j < kb->numel; j++) {
+                got[j] = mc_load_element(f.p.host[big], kb->dtype, j);
+                want[j] = mc_load_element(f.ref[big], kb->dtype, j);
+            }
+            double err = mc_test_rel_error(got, want, kb->numel);
+            if (!(err <= (kb->dtype == MC_F32 ? 1e-5 : 1e-2)))
+                fail_msg("%s, output shifted by %zu bytes: relative error %g", names[c], shifts[i], err);
+            /* the bytes around the output are untouched */
+            assert_true((unsigned char)mem[0] == 0xff || shifts[i] == 0);
+            assert_true((unsigned char)mem[shifts[i] + bytes] == 0xff);
+            free(got);
+            free(want);
+        }
+        f.p.host[big] = own;
+        free(mem);
+        mc_backend_cpu.release(&f.p);
+        fake_free(&f);
+        fx_free(kp);
+    }
+}
+
 /* ---- the thread pool ------------------------------------------------------------------------ */
 
 typedef struct count_job {
@@ -333,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_strided_reductions),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_gemm_transposed_a),
+        cmocka_unit_test(test_nontemporal_stores),
         cmocka_unit_test(test_cache_and_dump),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
