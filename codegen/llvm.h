@@ -37,7 +37,17 @@ typedef struct llvm_kernel_info {
     int64_t grain;          /* pool split: <= 0 static contiguous ranges, else dynamic chunks */
     bool serial;            /* too small to be worth waking the pool */
     int64_t scratch_bytes;  /* per-thread workspace */
+    /* GEMMs whose B operand is a param: B is packed once into a persistent buffer (repacked
+     * when the param changes) instead of on every call. 0 when not. */
+    int64_t packed_b_bytes;
+    int packed_b_buffer;    /* the kp buffer that is packed */
+    int64_t pack_units;     /* the pack function's index space (K blocks) */
 } llvm_kernel_info;
+
+/* The pack function of a GEMM with packed_b_bytes > 0 is named "<kernel>" LLVM_PACK_SUFFIX and
+ * has the kernel signature, with `scratch` the packed buffer; the kernel finds that buffer in
+ * buffers[kp->nbuffers + kernel index]. */
+#define LLVM_PACK_SUFFIX "_pack_b"
 
 /* The state of building one module. */
 typedef struct llvm_ctx {

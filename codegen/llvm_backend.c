@@ -13,6 +13,9 @@
  * run() points each kernel at the buffers (host arrays of inputs, params and outputs, the
  * planned arena for intermediates) and calls it over its parallel index space: on the calling
  * thread when the kernel is small, otherwise split across the program's persistent thread pool.
+ * GEMMs whose B operand is a param read it from a buffer packed once (llvm_gemm.c): run()
+ * calls their pack functions first, on the first run and whenever the param was bound again
+ * (the program's dirty flags), so weights are not repacked on every call.
  *
  * User names never reach the IR: functions are named after kir kernels (generated names), and
  * buffers are numbers.
@@ -32,13 +35,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CODEGEN_VERSION "minic-cpu-1" /* bump when generated code changes meaning */
+#define CODEGEN_VERSION "minic-cpu-2" /* bump when generated code changes meaning */
 
 typedef void (*kernel_fn)(void **buffers, int64_t begin, int64_t end, void *scratch);
 
 typedef struct cpu_kernel {
     kernel_fn fn;
     llvm_kernel_info info;
+    kernel_fn pack;           /* GEMM with a param B: packs it into `packed` */
+    void *packed;
+    bool packed_valid;        /* `packed` holds the param's current value */
 } cpu_kernel;
 
 typedef struct cpu_state {
@@ -47,7 +53,7 @@ typedef struct cpu_state {
     int nkernels;
     char *ir;                 /* the module as generated (dump_code) */
     void *arena;              /* intermediates */
-    void **buffers;           /* per kp buffer: base address */
+    void **buffers;           /* per kp buffer: base address; then per kernel: its packed B */
     mc_threadpool *pool;
     int nthreads;
     void *scratch;            /* nthreads * scratch_stride bytes */
@@ -193,6 +199,13 @@ static mc_status load_object(cpu_state *s, const kir_program *kp, const void *ob
         if ((err = LLVMOrcLLJITLookup(s->jit, &addr, kp->kernels[i].name)))
             return fail_llvm(err, "linking a kernel");
         s->kernels[i].fn = (kernel_fn)(uintptr_t)addr;
+        if (s->kernels[i].info.packed_b_bytes > 0) {
+            char name[sizeof kp->kernels[i].name + sizeof LLVM_PACK_SUFFIX];
+            snprintf(name, sizeof name, "%s%s", kp->kernels[i].name, LLVM_PACK_SUFFIX);
+            if ((err = LLVMOrcLLJITLookup(s->jit, &addr, name)))
+                return fail_llvm(err, "linking a kernel");
+            s->kernels[i].pack = (kernel_fn)(uintptr_t)addr;
+        }
     }
     return MC_OK;
 }
@@ -207,9 +220,9 @@ static char *cache_key(const char *ir, const kir_program *kp, const cpu_kernel *
     size_t at = (size_t)snprintf(key, n, "%s llvm %s target %s cpu %s features %s O3 lanes\n", CODEGEN_VERSION,
                                  LLVM_VERSION_STRING, host.triple, host.cpu, host.features);
     for (int i = 0; i < kp->nkernels && at < n; i++)
-        at += (size_t)snprintf(key + at, n - at, "kernel %s units %lld grain %lld scratch %lld\n", kp->kernels[i].name,
-                               (long long)kernels[i].info.units, (long long)kernels[i].info.grain,
-                               (long long)kernels[i].info.scratch_bytes);
+        at += (size_t)snprintf(key + at, n - at, "kernel %s units %lld grain %lld scratch %lld packed %lld\n",
+                               kp->kernels[i].name, (long long)kernels[i].info.units, (long long)kernels[i].info.grain,
+                               (long long)kernels[i].info.scratch_bytes, (long long)kernels[i].info.packed_b_bytes);
     if (at < n)
         snprintf(key + at, n - at, "%s", ir);
     return key;
@@ -221,6 +234,8 @@ static void cpu_release(mc_program *p)
     if (!s)
         return;
     mc_threadpool_free(s->pool);
+    for (int i = 0; s->kernels && i < s->nkernels; i++)
+        free(s->kernels[i].packed);
     if (s->jit) {
         LLVMErrorRef err = LLVMOrcDisposeLLJIT(s->jit);
         if (err)
@@ -257,7 +272,7 @@ static mc_status cpu_prepare(mc_program *p)
     p->state = s;
     s->nkernels = kp->nkernels;
     s->kernels = calloc((size_t)(kp->nkernels ? kp->nkernels : 1), sizeof *s->kernels);
-    s->buffers = calloc((size_t)(kp->nbuffers ? kp->nbuffers : 1), sizeof *s->buffers);
+    s->buffers = calloc((size_t)kp->nbuffers + (size_t)kp->nkernels + 1, sizeof *s->buffers);
     if (!s->kernels || !s->buffers)
         return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
 
@@ -328,6 +343,16 @@ static mc_status cpu_prepare(mc_program *p)
         goto done;
     }
     s->scratch = total ? aligned_zalloc((size_t)total) : NULL;
+    for (int i = 0; i < kp->nkernels; i++) {
+        if (s->kernels[i].info.packed_b_bytes <= 0)
+            continue;
+        if (!(s->kernels[i].packed = aligned_zalloc((size_t)s->kernels[i].info.packed_b_bytes))) {
+            st = mc_fail(MC_ERR_SYSTEM, "out of memory allocating %lld bytes for a packed weight",
+                         (long long)s->kernels[i].info.packed_b_bytes);
+            goto done;
+        }
+        s->buffers[kp->nbuffers + i] = s->kernels[i].packed;
+    }
     if (!s->arena || (total && !s->scratch)) {
         st = mc_fail(MC_ERR_SYSTEM, "out of memory allocating %lld bytes of intermediates",
                      (long long)(kp->arena_bytes + total));
@@ -352,12 +377,34 @@ done:
 typedef struct launch {
     cpu_state *s;
     kernel_fn fn;
+    void *packed; /* a pack function's destination */
 } launch;
 
 static void run_range(void *ctx, int64_t begin, int64_t end, int thread)
 {
     launch *l = ctx;
     l->fn(l->s->buffers, begin, end, (char *)l->s->scratch + (size_t)thread * l->s->scratch_stride);
+}
+
+static void run_pack(void *ctx, int64_t begin, int64_t end, int thread)
+{
+    (void)thread;
+    launch *l = ctx;
+    l->fn(l->s->buffers, begin, end, l->packed);
+}
+
+/* Pack the B operands that are params, where not packed yet or the param changed since (a
+ * program without dirty flags repacks every time). */
+static void pack_params(mc_program *p, cpu_state *s)
+{
+    for (int i = 0; i < s->nkernels; i++) {
+        cpu_kernel *k = &s->kernels[i];
+        if (!k->pack || (k->packed_valid && p->dirty && !p->dirty[k->info.packed_b_buffer]))
+            continue;
+        launch l = {.s = s, .fn = k->pack, .packed = k->packed};
+        mc_threadpool_run(s->pool, k->info.pack_units, 1, run_pack, &l);
+        k->packed_valid = true;
+    }
 }
 
 static void bind_buffers(mc_program *p, cpu_state *s)
@@ -381,6 +428,7 @@ static mc_status cpu_run(mc_program *p)
 {
     cpu_state *s = p->state;
     bind_buffers(p, s);
+    pack_params(p, s);
     for (int i = 0; i < s->nkernels; i++)
         run_kernel(s, i);
     for (int b = 0; b < p->kp->nbuffers; b++)
@@ -396,6 +444,7 @@ static mc_status cpu_run_kernel(mc_program *p, int kernel)
     cpu_state *s = p->state;
     if (kernel < 0 || kernel >= s->nkernels)
         return mc_fail(MC_ERR_INPUT, "CPU backend: no kernel %d", kernel);
+    pack_params(p, s);
     run_kernel(s, kernel);
     return MC_OK;
 }
