@@ -704,6 +704,27 @@ static bool render_reduction(rctx *c, mc_cuda_code *out)
     return true;
 }
 
+/* A whole GEMM's loop over its batch index z_ (grid z, then strided), with the batch
+ * coordinates i0.. and the operands' bases ab_ (A) and bb_ (B) at that index. Opens a brace
+ * the caller closes. */
+static void emit_batch_loop(rctx *c, int64_t batch)
+{
+    const kir_kernel *k = c->k;
+    int nb = k->rank - 2;
+    mc_sb_printf(c->sb, "  for (%s z_ = blockIdx.z; z_ < (%s)%lld; z_ += gridDim.z) {\n", c->I,
+                 c->I, (long long)batch);
+    emit_coords(c, "z_", 0, nb, "    ");
+    for (int which = 0; which < 2; which++) {
+        const kir_view *w = &k->views[which ? k->gemm.b : k->gemm.a];
+        mc_sb_printf(c->sb, "    const %s %s_ = (%s)%lld", c->I, which ? "bb" : "ab", c->I,
+                     (long long)w->offset);
+        for (int d = 0; d < nb; d++)
+            if (w->stride[d] && k->shape[d] != 1)
+                mc_sb_printf(c->sb, " + i%d * (%s)%lld", d, c->I, (long long)w->stride[d]);
+        mc_sb_puts(c->sb, ";\n");
+    }
+}
+
 static bool render_gemm_tiled(rctx *c, mc_cuda_code *out)
 {
     const kir_kernel *k = c->k;
@@ -725,19 +746,7 @@ static bool render_gemm_tiled(rctx *c, mc_cuda_code *out)
                  c->I, nb, c->I, nb + 1, c->I);
     mc_sb_printf(sb, "  const %s am_ = (%s)blockIdx.y * 16 + tx; /* A row loaded by this thread */\n",
                  c->I, c->I);
-    mc_sb_printf(sb, "  for (%s z_ = blockIdx.z; z_ < (%s)%lld; z_ += gridDim.z) {\n", c->I, c->I,
-                 (long long)batch);
-    emit_coords(c, "z_", 0, nb, "    ");
-    /* operand bases at this batch index */
-    for (int which = 0; which < 2; which++) {
-        const kir_view *w = which ? B : A;
-        mc_sb_printf(sb, "    const %s %s_ = (%s)%lld", c->I, which ? "bb" : "ab", c->I,
-                     (long long)w->offset);
-        for (int d = 0; d < nb; d++)
-            if (w->stride[d] && k->shape[d] != 1)
-                mc_sb_printf(sb, " + i%d * (%s)%lld", d, c->I, (long long)w->stride[d]);
-        mc_sb_puts(sb, ";\n");
-    }
+    emit_batch_loop(c, batch);
     mc_sb_puts(sb, "    float acc = 0.0f;\n");
     mc_sb_printf(sb, "    for (%s k0 = 0; k0 < (%s)%lld; k0 += 16) {\n", c->I, c->I, (long long)g->k);
     /* As[kk][mm] = A(m0 + mm, k0 + kk): thread (tx, ty) loads A(m0 + tx, k0 + ty) */
@@ -796,18 +805,7 @@ static bool render_gemm_dot(rctx *c, mc_cuda_code *out)
                      "  const %s m0 = tile / %lld * %d, n0 = tile %% %lld * %d;\n",
                  I, I, DOT_WARPS, I, (long long)tiles, I, (long long)tiles_n, DOT_TM,
                  (long long)tiles_n, DOT_TN);
-    mc_sb_printf(sb, "  for (%s z_ = blockIdx.z; z_ < (%s)%lld; z_ += gridDim.z) {\n", I, I,
-                 (long long)batch);
-    emit_coords(c, "z_", 0, nb, "    ");
-    for (int which = 0; which < 2; which++) {
-        const kir_view *w = which ? B : A;
-        mc_sb_printf(sb, "    const %s %s_ = (%s)%lld", I, which ? "bb" : "ab", I,
-                     (long long)w->offset);
-        for (int d = 0; d < nb; d++)
-            if (w->stride[d] && k->shape[d] != 1)
-                mc_sb_printf(sb, " + i%d * (%s)%lld", d, I, (long long)w->stride[d]);
-        mc_sb_puts(sb, ";\n");
-    }
+    emit_batch_loop(c, batch);
     /* row bases, clamped to the last row/column so edge tiles load valid memory */
     for (int r = 0; r < DOT_TM; r++)
         mc_sb_printf(sb, "    const %s ar%d = ab_ + min(m0 + %d, (%s)%lld) * (%s)%lld;\n", I, r,
