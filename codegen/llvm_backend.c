@@ -3,9 +3,8 @@
  * prepare() builds one LLVM module holding every kernel of the program (codegen/llvm_kernel.c,
  * llvm_gemm.c), verifies it, and prints it: that text, with the LLVM version, the host CPU's
  * name and features and the code generator's settings, is the compile cache's key. On a hit the
- * cached object file is used as is; on a miss the module is optimized (the new pass manager's
- * default<O3> pipeline for the host target machine) and compiled to an object file, which is
- * stored. Either way ORC's LLJIT links the object into memory and hands back one function
+ * cached object file is used as is; on a miss the module is optimized (OPT_PIPELINE below, for
+ * the host target machine) and compiled to an object file, which is stored. Either way ORC's LLJIT links the object into memory and hands back one function
  * pointer per kernel. So a second run of the same program skips optimization and code
  * generation, which are most of the compile time; building and printing the IR (a few ms) is
  * what the key costs.
@@ -42,8 +41,7 @@ typedef void (*kernel_fn)(void **buffers, int64_t begin, int64_t end, void *scra
 typedef struct cpu_kernel {
     kernel_fn fn;
     llvm_kernel_info info;
-    kernel_fn pack;           /* GEMM with a param B: packs it into `packed` */
-    void *packed;
+    float *packed;            /* GEMM with a param B: B packed (info.packed_b) */
     bool packed_valid;        /* `packed` holds the param's current value */
 } cpu_kernel;
 
@@ -145,15 +143,24 @@ static mc_status build_module(llvm_ctx *c, const kir_program *kp, cpu_kernel *ke
     return MC_OK;
 }
 
+/* The optimization pipeline. The generated code is vectorized, tiled and specialized on its
+ * sizes already, so what it needs from LLVM is the clean-up a front end's output needs: allocas
+ * to registers, the math helpers inlined, constants folded, common subexpressions and
+ * invariant address arithmetic out of the loops, dead branches gone. default<O3> does that and
+ * much more (LLVM 14 runs its loop vectorizer even when told not to, on the packing loops, and
+ * unswitches and unrolls loops into copies): on the examples' mlp it took 160 ms to optimize
+ * and left twice the code for the code generator, 340 ms cold in all against about 100 ms with
+ * this list, for the same inner loops instruction for instruction (GEMM micro-kernel,
+ * pointwise and reduction loops, compared in the generated assembly). */
+static const char OPT_PIPELINE[] =
+    "always-inline,globaldce,"
+    "function(sroa,early-cse,simplifycfg,instcombine,loop-mssa(loop-rotate,licm),gvn,instcombine,simplifycfg)";
+
 /* Optimize and compile the module to an object file (malloc'd copy). */
 static mc_status compile_object(llvm_ctx *c, LLVMTargetMachineRef tm, void **obj, size_t *size)
 {
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
-    /* the generated code is vectorized already: LLVM's vectorizers would only add copies */
-    LLVMPassBuilderOptionsSetLoopVectorization(opts, 0);
-    LLVMPassBuilderOptionsSetSLPVectorization(opts, 0);
-    LLVMPassBuilderOptionsSetLoopUnrolling(opts, 0);
-    LLVMErrorRef err = LLVMRunPasses(c->mod, "default<O3>", tm, opts);
+    LLVMErrorRef err = LLVMRunPasses(c->mod, OPT_PIPELINE, tm, opts);
     LLVMDisposePassBuilderOptions(opts);
     if (err)
         return fail_llvm(err, "optimizing");
@@ -199,13 +206,6 @@ static mc_status load_object(cpu_state *s, const kir_program *kp, const void *ob
         if ((err = LLVMOrcLLJITLookup(s->jit, &addr, kp->kernels[i].name)))
             return fail_llvm(err, "linking a kernel");
         s->kernels[i].fn = (kernel_fn)(uintptr_t)addr;
-        if (s->kernels[i].info.packed_b_bytes > 0) {
-            char name[sizeof kp->kernels[i].name + sizeof LLVM_PACK_SUFFIX];
-            snprintf(name, sizeof name, "%s%s", kp->kernels[i].name, LLVM_PACK_SUFFIX);
-            if ((err = LLVMOrcLLJITLookup(s->jit, &addr, name)))
-                return fail_llvm(err, "linking a kernel");
-            s->kernels[i].pack = (kernel_fn)(uintptr_t)addr;
-        }
     }
     return MC_OK;
 }
@@ -213,16 +213,16 @@ static mc_status load_object(cpu_state *s, const kir_program *kp, const void *ob
 /* The cache key: everything the object code depends on. */
 static char *cache_key(const char *ir, const kir_program *kp, const cpu_kernel *kernels)
 {
-    size_t n = strlen(ir) + strlen(host.cpu) + strlen(host.features) + 256 + (size_t)kp->nkernels * 96;
+    size_t n = strlen(ir) + strlen(host.cpu) + strlen(host.features) + sizeof OPT_PIPELINE + 256 + (size_t)kp->nkernels * 256;
     char *key = malloc(n);
     if (!key)
         return NULL;
-    size_t at = (size_t)snprintf(key, n, "%s llvm %s target %s cpu %s features %s O3 lanes\n", CODEGEN_VERSION,
-                                 LLVM_VERSION_STRING, host.triple, host.cpu, host.features);
+    size_t at = (size_t)snprintf(key, n, "%s llvm %s target %s cpu %s features %s passes %s\n", CODEGEN_VERSION,
+                                 LLVM_VERSION_STRING, host.triple, host.cpu, host.features, OPT_PIPELINE);
     for (int i = 0; i < kp->nkernels && at < n; i++)
         at += (size_t)snprintf(key + at, n - at, "kernel %s units %lld grain %lld scratch %lld packed %lld\n",
                                kp->kernels[i].name, (long long)kernels[i].info.units, (long long)kernels[i].info.grain,
-                               (long long)kernels[i].info.scratch_bytes, (long long)kernels[i].info.packed_b_bytes);
+                               (long long)kernels[i].info.scratch_bytes, (long long)kernels[i].info.packed_b.bytes);
     if (at < n)
         snprintf(key + at, n - at, "%s", ir);
     return key;
@@ -344,11 +344,11 @@ static mc_status cpu_prepare(mc_program *p)
     }
     s->scratch = total ? aligned_zalloc((size_t)total) : NULL;
     for (int i = 0; i < kp->nkernels; i++) {
-        if (s->kernels[i].info.packed_b_bytes <= 0)
+        if (s->kernels[i].info.packed_b.bytes <= 0)
             continue;
-        if (!(s->kernels[i].packed = aligned_zalloc((size_t)s->kernels[i].info.packed_b_bytes))) {
+        if (!(s->kernels[i].packed = aligned_zalloc((size_t)s->kernels[i].info.packed_b.bytes))) {
             st = mc_fail(MC_ERR_SYSTEM, "out of memory allocating %lld bytes for a packed weight",
-                         (long long)s->kernels[i].info.packed_b_bytes);
+                         (long long)s->kernels[i].info.packed_b.bytes);
             goto done;
         }
         s->buffers[kp->nbuffers + i] = s->kernels[i].packed;
@@ -377,7 +377,6 @@ done:
 typedef struct launch {
     cpu_state *s;
     kernel_fn fn;
-    void *packed; /* a pack function's destination */
 } launch;
 
 static void run_range(void *ctx, int64_t begin, int64_t end, int thread)
@@ -386,11 +385,17 @@ static void run_range(void *ctx, int64_t begin, int64_t end, int thread)
     l->fn(l->s->buffers, begin, end, (char *)l->s->scratch + (size_t)thread * l->s->scratch_stride);
 }
 
+typedef struct pack_job {
+    const llvm_packed_b *pb;
+    const void *src;
+    float *dst;
+} pack_job;
+
 static void run_pack(void *ctx, int64_t begin, int64_t end, int thread)
 {
     (void)thread;
-    launch *l = ctx;
-    l->fn(l->s->buffers, begin, end, l->packed);
+    pack_job *j = ctx;
+    llvm_pack_b(j->pb, j->src, j->dst, begin, end);
 }
 
 /* Pack the B operands that are params, where not packed yet or the param changed since (a
@@ -399,10 +404,11 @@ static void pack_params(mc_program *p, cpu_state *s)
 {
     for (int i = 0; i < s->nkernels; i++) {
         cpu_kernel *k = &s->kernels[i];
-        if (!k->pack || (k->packed_valid && p->dirty && !p->dirty[k->info.packed_b_buffer]))
+        const llvm_packed_b *pb = &k->info.packed_b;
+        if (!k->packed || (k->packed_valid && p->dirty && !p->dirty[pb->buffer]))
             continue;
-        launch l = {.s = s, .fn = k->pack, .packed = k->packed};
-        mc_threadpool_run(s->pool, k->info.pack_units, 1, run_pack, &l);
+        pack_job j = {.pb = pb, .src = s->buffers[pb->buffer], .dst = k->packed};
+        mc_threadpool_run(s->pool, llvm_packed_b_blocks(pb), 1, run_pack, &j);
         k->packed_valid = true;
     }
 }

@@ -20,11 +20,11 @@
  * sees an edge.
  *
  * Two cases skip the packing that dominates small GEMMs (a 32 x 256 x 256 linear spends as
- * long packing its weight as multiplying). B a param (a weight): a second function,
- * "<kernel>_pack_b", packs all of B once into a persistent buffer laid out as the per-call
- * packing would be (K blocks of KC rows, each a row of NR-wide panels over all of N), and the
- * runtime calls it again only when the param changes; the column blocks that units take can
- * then be narrow, so a GEMM with few rows still gives every thread work. A small f32 A (one MC
+ * long packing its weight as multiplying). B a param (a weight): the runtime packs all of B
+ * once into a persistent buffer (llvm_pack_b, plain C: it runs once, and generating it would
+ * cost compile time) laid out as the per-call packing would be (K blocks of KC rows, each a
+ * row of NR-wide panels over all of N), again only when the param changes; the column blocks
+ * that units take can then be narrow, so a GEMM with few rows still gives every thread work. A small f32 A (one MC
  * block of rows): the micro-kernel broadcasts A's elements from where they are, one pointer
  * per tile row (rows past M clamped to the last one: their results are never stored). The epilogue (bias, activation, residual, the store with its dtype conversion)
  * runs on full tiles as vectors straight from the accumulators; edge tiles go through a small
@@ -308,35 +308,47 @@ static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, 
     free((void *)strides);
 }
 
-/* The pack function of a GEMM whose B is a param: units are K blocks; block pc of the packed
- * buffer (argument 3) holds B[pc:pc+kc, 0:N] as NR-wide panels of kc rows, zero-padded to np. */
-static mc_status emit_pack_b(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, mc_dtype db)
+/* ---- packing a param B ahead (called by the runtime, not generated) ------------------------ */
+
+int64_t llvm_packed_b_blocks(const llvm_packed_b *pb)
 {
-    const kir_view *vb = &k->views[k->gemm.b];
-    size_t len = strlen(k->name) + sizeof LLVM_PACK_SUFFIX;
-    char *name = malloc(len);
-    LLVMValueRef *bases = calloc((size_t)c->kp->nbuffers + 1, sizeof *bases);
-    if (!name || !bases) {
-        free(name);
-        free(bases);
-        return mc_fail(MC_ERR_SYSTEM, "out of memory generating kernel %s", k->name);
+    return (pb->k + pb->kc - 1) / pb->kc;
+}
+
+static float element_f32(mc_dtype d, const void *src, int64_t i)
+{
+    switch (d) {
+    case MC_F32: return ((const float *)src)[i];
+    case MC_BF16: return (float)mc_bf16_to_double(((const uint16_t *)src)[i]);
+    default: return (float)mc_f16_to_double(((const uint16_t *)src)[i]);
     }
-    snprintf(name, len, "%s%s", k->name, LLVM_PACK_SUFFIX);
-    llvm_begin_function(c, name);
-    LLVMValueRef buffers = LLVMGetParam(c->fn, 0), begin = LLVMGetParam(c->fn, 1), end = LLVMGetParam(c->fn, 2);
-    LLVMValueRef dst = LLVMBuildBitCast(c->entry_b, LLVMGetParam(c->fn, 3), LLVMPointerType(c->t_f32, 0), "packed");
-    LLVMValueRef bbase = llvm_buffer_base(c, buffers, bases, vb->buffer);
-    llvm_loop U;
-    llvm_loop_begin(c, &U, begin, end, i64c(c, 1), "kb");
-    LLVMValueRef pc = LLVMBuildMul(B, U.index, i64c(c, KC), "");
-    LLVMValueRef kc = min64(c, i64c(c, KC), LLVMBuildSub(B, i64c(c, g->K), pc, ""));
-    LLVMValueRef off = LLVMBuildNSWAdd(B, i64c(c, vb->offset), LLVMBuildNSWMul(B, pc, i64c(c, g->b_k), ""), "");
-    emit_pack(c, fptr(c, dst, LLVMBuildMul(B, pc, i64c(c, g->np), "")), db, bbase, off, i64c(c, g->N), kc, g->b_n, g->b_k, g->nr);
-    llvm_loop_end(c, &U);
-    llvm_finish_function(c);
-    free(name);
-    free(bases);
-    return MC_OK;
+}
+
+/* Block pc of the packed buffer starts at pc * np and holds B[pc:pc+kc, 0:n] as panels of nr
+ * columns, each kc rows of nr floats (columns past n are zeros): the layout the kernel's own
+ * packing of B produces, for all of N at once. */
+void llvm_pack_b(const llvm_packed_b *pb, const void *src, float *dst, int64_t begin, int64_t end)
+{
+    for (int64_t blk = begin; blk < end; blk++) {
+        int64_t pc = blk * pb->kc, kc = pb->k - pc < pb->kc ? pb->k - pc : pb->kc;
+        float *block = dst + pc * pb->np;
+        for (int64_t j = 0; j < pb->np; j += pb->nr) {
+            float *panel = block + j * kc;
+            int64_t valid = pb->n - j < pb->nr ? pb->n - j : pb->nr;
+            for (int64_t kk = 0; kk < kc; kk++) {
+                int64_t row = pb->offset + (pc + kk) * pb->stride_k + j * pb->stride_n;
+                float *out = panel + kk * pb->nr;
+                if (pb->dtype == MC_F32 && pb->stride_n == 1) {
+                    memcpy(out, (const float *)src + row, (size_t)valid * sizeof *out);
+                } else {
+                    for (int64_t r = 0; r < valid; r++)
+                        out[r] = element_f32(pb->dtype, src, row + r * pb->stride_n);
+                }
+                for (int64_t r = valid; r < pb->nr; r++)
+                    out[r] = 0;
+            }
+        }
+    }
 }
 
 mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info)
@@ -538,10 +550,9 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     free(bases);
     free(batch_off);
     if (g.packed_b) {
-        info->packed_b_bytes = g.K * g.np * 4;
-        info->packed_b_buffer = vb->buffer;
-        info->pack_units = (g.K + KC - 1) / KC;
-        return emit_pack_b(c, k, &g, db);
+        info->packed_b = (llvm_packed_b){.bytes = g.K * g.np * 4, .buffer = vb->buffer, .dtype = db,
+                                         .offset = vb->offset, .k = g.K, .n = g.N, .stride_k = g.b_k,
+                                         .stride_n = g.b_n, .kc = KC, .nr = NR, .np = g.np};
     }
     return MC_OK;
 }
