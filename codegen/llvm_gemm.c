@@ -24,12 +24,16 @@
  * once into a persistent buffer (llvm_pack_b, plain C: it runs once, and generating it would
  * cost compile time) laid out as the per-call packing would be (K blocks of KC rows, each a
  * row of NR-wide panels over all of N), again only when the param changes; the column blocks
- * that units take can then be narrow, so a GEMM with few rows still gives every thread work. A small f32 A (one MC
- * block of rows): the micro-kernel broadcasts A's elements from where they are, one pointer
- * per tile row (rows past M clamped to the last one: their results are never stored). The epilogue (bias, activation, residual, the store with its dtype conversion)
- * runs on full tiles as vectors straight from the accumulators; edge tiles go through a small
- * stack buffer and scalar code. Batch dimensions are a loop over units, each with its own
- * offsets, whatever their strides.
+ * that units take can then be narrow, so a GEMM with few rows still gives every thread work.
+ * A small f32 A (one MC block of rows): the micro-kernel broadcasts A's elements from where
+ * they are, one pointer per tile row (rows past M clamped to the last one: their results are
+ * never stored).
+ *
+ * The one tile that M cuts short (M % MR rows, a constant) runs a micro-kernel of just those
+ * rows: for M = 32, six full tiles of 6 would compute 36 rows. The epilogue (bias,
+ * activation, residual, the store with its dtype conversion) runs on full tiles as vectors
+ * straight from the accumulators; edge tiles go through a small stack buffer and scalar code.
+ * Batch dimensions are a loop over units, each with its own offsets, whatever their strides.
  */
 #include "llvm.h"
 
@@ -47,7 +51,7 @@ typedef struct gemm_plan {
     int64_t ms, msplit, nblocks;
     int64_t ncb;             /* columns per unit (NC, or narrower when B is packed once) */
     int64_t a_m, a_k, b_k, b_n; /* operand strides */
-    bool packed_b;           /* B is a param, packed once by the pack function */
+    bool packed_b;           /* B is a param, packed once by the runtime (llvm_pack_b) */
     bool direct_a;           /* A is read in place by the micro-kernel, not packed */
     int64_t np;              /* packed B: N rounded up to NR, the length of a packed row */
 } gemm_plan;
@@ -351,6 +355,49 @@ void llvm_pack_b(const llvm_packed_b *pb, const void *src, float *dst, int64_t b
     }
 }
 
+/* What the micro-kernel reads: A as a packed panel (element (kk, r) at apanel[kk * MR + r]) or
+ * in place (row r at arow[r], elements a_k apart); B's packed panel (kc rows of NR). */
+typedef struct micro_args {
+    const gemm_plan *g;
+    LLVMValueRef *accv;       /* MR * nv vector allocas */
+    LLVMValueRef apanel, arow[MR], bpanel, kc;
+} micro_args;
+
+/* accv = the first `rows` rows of A's tile times B's panel (kc FMA steps of rows x nv
+ * vectors); the accumulators of rows past `rows` are zero. */
+static void emit_micro_kernel(llvm_ctx *c, const micro_args *ma, int rows)
+{
+    const gemm_plan *g = ma->g;
+    int L = g->lanes, NV = g->nv;
+    LLVMTypeRef vt = LLVMVectorType(c->t_f32, (unsigned)L);
+    for (int i = 0; i < MR * NV; i++)
+        LLVMBuildStore(B, llvm_const_f32(c, 0, L), ma->accv[i]);
+    llvm_loop Kl;
+    llvm_loop_begin(c, &Kl, i64c(c, 0), ma->kc, i64c(c, 1), "k");
+    LLVMValueRef bv[4];
+    for (int v = 0; v < NV; v++) {
+        LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, Kl.index, i64c(c, g->nr), ""), i64c(c, v * L), "");
+        bv[v] = LLVMBuildLoad2(B, vt, vptr(c, ma->bpanel, off, L), "");
+        LLVMSetAlignment(bv[v], 4);
+    }
+    for (int r = 0; r < rows; r++) {
+        LLVMValueRef a;
+        if (g->direct_a) {
+            a = LLVMBuildLoad2(B, c->t_f32, fptr(c, ma->arow[r], LLVMBuildMul(B, Kl.index, i64c(c, g->a_k), "")), "");
+        } else {
+            LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, Kl.index, i64c(c, MR), ""), i64c(c, r), "");
+            a = LLVMBuildLoad2(B, c->t_f32, fptr(c, ma->apanel, off), "");
+        }
+        LLVMValueRef as = llvm_splat(c, a, L);
+        for (int v = 0; v < NV; v++) {
+            LLVMValueRef acc = LLVMBuildLoad2(B, vt, ma->accv[r * NV + v], "");
+            LLVMValueRef args[3] = {as, bv[v], acc};
+            LLVMBuildStore(B, llvm_call_intrinsic(c, "llvm.fmuladd", &vt, 1, args, 3), ma->accv[r * NV + v]);
+        }
+    }
+    llvm_loop_end(c, &Kl);
+}
+
 mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info)
 {
     gemm_plan g;
@@ -448,47 +495,36 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     llvm_loop_begin(c, &J, i64c(c, 0), nc, i64c(c, NR), "jr");
     llvm_loop R;
     llvm_loop_begin(c, &R, i64c(c, 0), mc, i64c(c, MR), "ir");
-    /* micro-kernel */
-    LLVMValueRef apanel = NULL, arow[MR];
+    /* micro-kernel: MR rows, or, on the one tile that M cuts short, only its rows */
+    LLVMValueRef m_tile = LLVMBuildAdd(B, I.index, R.index, "");
+    micro_args ma = {.g = &g, .accv = accv, .bpanel = fptr(c, bblock, LLVMBuildMul(B, J.index, kc, "")), .kc = kc};
     if (g.direct_a) {
         /* row r of the tile in place (clamped to the last row: edge rows are never stored) */
         LLVMValueRef at = LLVMBuildNSWAdd(B, batch_off[k->gemm.a], LLVMBuildNSWMul(B, P.index, i64c(c, g.a_k), ""), "");
         for (int r = 0; r < MR; r++) {
-            LLVMValueRef row = min64(c, LLVMBuildAdd(B, LLVMBuildAdd(B, I.index, R.index, ""), i64c(c, r), ""), i64c(c, g.M - 1));
-            arow[r] = fptr(c, abase, LLVMBuildNSWAdd(B, at, LLVMBuildNSWMul(B, row, i64c(c, g.a_m), ""), ""));
+            LLVMValueRef row = min64(c, LLVMBuildAdd(B, m_tile, i64c(c, r), ""), i64c(c, g.M - 1));
+            ma.arow[r] = fptr(c, abase, LLVMBuildNSWAdd(B, at, LLVMBuildNSWMul(B, row, i64c(c, g.a_m), ""), ""));
         }
     } else {
-        apanel = fptr(c, Ap, LLVMBuildMul(B, R.index, kc, ""));
+        ma.apanel = fptr(c, Ap, LLVMBuildMul(B, R.index, kc, ""));
     }
-    LLVMValueRef bpanel = fptr(c, bblock, LLVMBuildMul(B, J.index, kc, ""));
-    for (int i = 0; i < MR * NV; i++)
-        LLVMBuildStore(B, llvm_const_f32(c, 0, L), accv[i]);
-    llvm_loop Kl;
-    llvm_loop_begin(c, &Kl, i64c(c, 0), kc, i64c(c, 1), "k");
-    {
-        LLVMValueRef bv[4];
-        for (int v = 0; v < NV; v++) {
-            LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, Kl.index, i64c(c, NR), ""), i64c(c, v * L), "");
-            bv[v] = LLVMBuildLoad2(B, vt, vptr(c, bpanel, off, L), "");
-            LLVMSetAlignment(bv[v], 4);
-        }
-        for (int r = 0; r < MR; r++) {
-            LLVMValueRef a;
-            if (g.direct_a) {
-                a = LLVMBuildLoad2(B, c->t_f32, fptr(c, arow[r], LLVMBuildMul(B, Kl.index, i64c(c, g.a_k), "")), "");
-            } else {
-                LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, Kl.index, i64c(c, MR), ""), i64c(c, r), "");
-                a = LLVMBuildLoad2(B, c->t_f32, fptr(c, apanel, off), "");
-            }
-            LLVMValueRef as = llvm_splat(c, a, L);
-            for (int v = 0; v < NV; v++) {
-                LLVMValueRef acc = LLVMBuildLoad2(B, vt, accv[r * NV + v], "");
-                LLVMValueRef args[3] = {as, bv[v], acc};
-                LLVMBuildStore(B, llvm_call_intrinsic(c, "llvm.fmuladd", &vt, 1, args, 3), accv[r * NV + v]);
-            }
-        }
+    int rem = (int)(g.M % MR);
+    if (rem == 0) {
+        emit_micro_kernel(c, &ma, MR);
+    } else {
+        LLVMBasicBlockRef bfull = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "tile_full");
+        LLVMBasicBlockRef bshort = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "tile_short");
+        LLVMBasicBlockRef bjoin = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "tile_computed");
+        LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, m_tile, i64c(c, MR), ""), i64c(c, g.M), ""),
+                        bfull, bshort);
+        LLVMPositionBuilderAtEnd(B, bfull);
+        emit_micro_kernel(c, &ma, MR);
+        LLVMBuildBr(B, bjoin);
+        LLVMPositionBuilderAtEnd(B, bshort);
+        emit_micro_kernel(c, &ma, rem);
+        LLVMBuildBr(B, bjoin);
+        LLVMPositionBuilderAtEnd(B, bjoin);
     }
-    llvm_loop_end(c, &Kl);
     LLVMValueRef m = LLVMBuildAdd(B, I.index, R.index, "m");
     LLVMValueRef n = LLVMBuildAdd(B, n0, J.index, "n");
     LLVMValueRef acc[MR * 4];

@@ -32,7 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { SPIN_ITERATIONS = 20000, WAIT_SPINS_BEFORE_YIELD = 4000 };
+enum { SPIN_ITERATIONS = 4000, WAIT_SPINS_BEFORE_YIELD = 4000 };
 
 #define INDEX_BITS 32
 #define INDEX_MASK ((UINT64_C(1) << INDEX_BITS) - 1)
