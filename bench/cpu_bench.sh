@@ -12,6 +12,9 @@
 #   ort_export.py's output>.
 # Also the compile time of examples/mlp.graph cold (empty cache) and the total process time of
 # a run served from the cache. The machine's load is printed first: benchmark when it is quiet.
+# Last comes one table (bench/cpu_table.py): medians across repeats, each peer, the ratio to
+# the better peer, and the memory floor (the profile's bytes / the copy bandwidth `minic peaks`
+# measures in the same run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MINIC=${1:-build/minic}
@@ -22,6 +25,7 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 export XDG_CACHE_HOME="$TMP/cache"
 
+measure() {
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -33,6 +37,13 @@ input b : f32[2048, 2048]
 c = matmul(a, b)
 output c
 EOF
+
+# the machine's ceilings, and the bytes and FLOPs each workload's compiled program moves
+"$MINIC" peaks --backend cpu 2>&1 | sed -n 's/^ *copy bandwidth *\([0-9.]*\) GB\/s.*/peak copy: \1 GB\/s/p; s/^ *f32 FMA rate *\([0-9.]*\) GFLOP\/s.*/peak fma: \1 GFLOP\/s/p'
+for w in pointwise layernorm softmax mlp small_mlp; do
+    "$MINIC" run "bench/cpu/$w.graph" --backend cpu --profile --iters 2 2>&1 |
+        sed -n "s/^totals: .*, \([0-9]*\) FLOPs, \([0-9]*\) bytes moved.*/work $w: \1 flops \2 bytes/p"
+done
 
 minic_time() { # graph, iters -> microseconds per run (the backend's median)
     "$MINIC" run "$1" --backend cpu --iters "$2" 2>&1 | sed -n 's/^time: \([0-9.]*\) us.*/\1/p'
@@ -67,3 +78,8 @@ for i in 1 2 3 4 5; do
     e=$(date +%s.%N)
     echo "mlp example from cache: $(awk -v s="$s" -v e="$e" 'BEGIN { printf "%.1f", (e - s) * 1000 }') ms total process time"
 done
+}
+
+measure | tee "$TMP/log.txt"
+echo
+python3 bench/cpu_table.py "$TMP/log.txt"

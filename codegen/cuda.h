@@ -74,7 +74,9 @@ typedef struct mc_lt_matrix {
 } mc_lt_matrix;
 
 typedef struct mc_cuda_gemm_plan {
-    bool use_lt;      /* false: a generated GEMM kernel does it all (layout cuBLASLt can't take) */
+    bool use_lt;      /* false: a generated GEMM kernel does it all (layout cuBLASLt can't take,
+                         or small) */
+    bool small;       /* mc_cuda_gemm_small: the generated warp-dot kernel beats cuBLASLt */
     bool full;        /* true: the epilogue is cuBLASLt's; false: D is the f32 scratch buffer and
                          a generated epilogue kernel follows */
     mc_lt_epilogue epi;
@@ -97,6 +99,9 @@ typedef struct mc_cuda_gemm_plan {
 /* Decide how kernel ki (a KIR_GEMM) runs: which epilogue cuBLASLt takes, operand layouts and
  * batching. Never fails: layouts it cannot map give use_lt = false. */
 void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *plan);
+/* Is kernel k a GEMM small enough (few rows, both operands contiguous along K) that the
+ * generated warp-dot kernel beats a cuBLASLt call? */
+bool mc_cuda_gemm_small(const kir_kernel *k);
 /* A one-line description of the plan for dump_code. */
 void mc_cuda_gemm_plan_describe(const mc_cuda_gemm_plan *plan, mc_strbuf *sb);
 

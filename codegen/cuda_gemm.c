@@ -313,11 +313,33 @@ void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
     p->use_lt = true;
 }
 
+/* Measured on an H200 (docs/PERFORMANCE.md): cuBLASLt takes about 6 us for a 32x256x256 f32
+ * GEMM in a CUDA graph, the generated warp-dot kernel about a third of that; past a few
+ * million multiply-adds or 64 rows cuBLASLt's tiles win. */
+#define SMALL_ROWS 64
+#define SMALL_MACS ((int64_t)1 << 24)
+
+bool mc_cuda_gemm_small(const kir_kernel *k)
+{
+    int nb = k->rank - 2;
+    const kir_gemm *g = &k->gemm;
+    if (k->category != KIR_GEMM || nb < 0 || g->m <= 0 || g->n <= 0 || g->k <= 0)
+        return false;
+    /* both operands contiguous along K: a warp's lanes read consecutive addresses */
+    if (k->views[g->a].stride[nb + 1] != 1 || k->views[g->b].stride[nb] != 1)
+        return false;
+    int64_t rows = g->m;
+    for (int d = 0; d < nb; d++)
+        rows *= k->shape[d];
+    return rows <= SMALL_ROWS && g->n <= SMALL_MACS / rows / g->k;
+}
+
 void mc_cuda_gemm_plan_describe(const mc_cuda_gemm_plan *p, mc_strbuf *sb)
 {
     static const char *epi[] = {"DEFAULT", "BIAS", "RELU", "RELU_BIAS", "GELU", "GELU_BIAS"};
     if (!p->use_lt) {
-        mc_sb_puts(sb, "generated tiled GEMM (layout cuBLASLt cannot take)");
+        mc_sb_puts(sb, p->small ? "generated warp-dot GEMM (small: launch latency dominates)"
+                                : "generated tiled GEMM (layout cuBLASLt cannot take)");
         return;
     }
     mc_sb_printf(sb, "cuBLASLt matmul m=%lld n=%lld k=%lld batch=%lld calls=%lld op(A)=%s "
@@ -362,6 +384,10 @@ mc_status mc_cuda_plan_program(const kir_program *kp, const mc_cuda_target *t, c
         if (kp->kernels[i].category == KIR_GEMM) {
             pl->is_gemm = true;
             mc_cuda_gemm_plan_make(kp, i, &pl->gemm);
+            if (mc_cuda_gemm_small(&kp->kernels[i])) {
+                pl->gemm.use_lt = false;
+                pl->gemm.small = true;
+            }
             if (pl->gemm.use_lt && pl->gemm.full)
                 continue; /* cuBLASLt does it all */
             scratch = pl->gemm.use_lt;

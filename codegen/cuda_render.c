@@ -14,8 +14,9 @@
  *               (when the thread's share of the row is small enough), so softmax and layernorm
  *               read the row once and write it once.
  *   gemm        either only its epilogue (acc read from cuBLASLt's f32 scratch output, a
- *               pointwise kernel) or, where cuBLASLt cannot take the layout, a shared-memory
- *               tiled GEMM with the epilogue inlined.
+ *               pointwise kernel); or, for a small GEMM, warps of dot products along K with
+ *               the epilogue inlined; or, where cuBLASLt cannot take the layout, a
+ *               shared-memory tiled GEMM with the epilogue inlined.
  *
  * Shapes, strides and offsets are literals in the source, so index arithmetic is divisions by
  * constants; indices are 32-bit unless some offset can reach 2^31. Kernel names come from kir
@@ -703,6 +704,27 @@ static bool render_reduction(rctx *c, mc_cuda_code *out)
     return true;
 }
 
+/* A whole GEMM's loop over its batch index z_ (grid z, then strided), with the batch
+ * coordinates i0.. and the operands' bases ab_ (A) and bb_ (B) at that index. Opens a brace
+ * the caller closes. */
+static void emit_batch_loop(rctx *c, int64_t batch)
+{
+    const kir_kernel *k = c->k;
+    int nb = k->rank - 2;
+    mc_sb_printf(c->sb, "  for (%s z_ = blockIdx.z; z_ < (%s)%lld; z_ += gridDim.z) {\n", c->I,
+                 c->I, (long long)batch);
+    emit_coords(c, "z_", 0, nb, "    ");
+    for (int which = 0; which < 2; which++) {
+        const kir_view *w = &k->views[which ? k->gemm.b : k->gemm.a];
+        mc_sb_printf(c->sb, "    const %s %s_ = (%s)%lld", c->I, which ? "bb" : "ab", c->I,
+                     (long long)w->offset);
+        for (int d = 0; d < nb; d++)
+            if (w->stride[d] && k->shape[d] != 1)
+                mc_sb_printf(c->sb, " + i%d * (%s)%lld", d, c->I, (long long)w->stride[d]);
+        mc_sb_puts(c->sb, ";\n");
+    }
+}
+
 static bool render_gemm_tiled(rctx *c, mc_cuda_code *out)
 {
     const kir_kernel *k = c->k;
@@ -724,19 +746,7 @@ static bool render_gemm_tiled(rctx *c, mc_cuda_code *out)
                  c->I, nb, c->I, nb + 1, c->I);
     mc_sb_printf(sb, "  const %s am_ = (%s)blockIdx.y * 16 + tx; /* A row loaded by this thread */\n",
                  c->I, c->I);
-    mc_sb_printf(sb, "  for (%s z_ = blockIdx.z; z_ < (%s)%lld; z_ += gridDim.z) {\n", c->I, c->I,
-                 (long long)batch);
-    emit_coords(c, "z_", 0, nb, "    ");
-    /* operand bases at this batch index */
-    for (int which = 0; which < 2; which++) {
-        const kir_view *w = which ? B : A;
-        mc_sb_printf(sb, "    const %s %s_ = (%s)%lld", c->I, which ? "bb" : "ab", c->I,
-                     (long long)w->offset);
-        for (int d = 0; d < nb; d++)
-            if (w->stride[d] && k->shape[d] != 1)
-                mc_sb_printf(sb, " + i%d * (%s)%lld", d, c->I, (long long)w->stride[d]);
-        mc_sb_puts(sb, ";\n");
-    }
+    emit_batch_loop(c, batch);
     mc_sb_puts(sb, "    float acc = 0.0f;\n");
     mc_sb_printf(sb, "    for (%s k0 = 0; k0 < (%s)%lld; k0 += 16) {\n", c->I, c->I, (long long)g->k);
     /* As[kk][mm] = A(m0 + mm, k0 + kk): thread (tx, ty) loads A(m0 + tx, k0 + ty) */
@@ -754,6 +764,94 @@ static bool render_gemm_tiled(rctx *c, mc_cuda_code *out)
     mc_sb_printf(sb, "    if (i%d < (%s)%lld && i%d < (%s)%lld) {\n", nb, c->I, (long long)g->m,
                  nb + 1, c->I, (long long)g->n);
     /* epilogue: the single row block evaluated at (batch.., m, n); V == 1 */
+    emit_view_offsets(c, 0, 0, 3, false);
+    if (!emit_chunk(c, 0, 0, 3))
+        return false;
+    mc_sb_puts(sb, "    }\n  }\n}\n");
+    return true;
+}
+
+/* A small GEMM (mc_cuda_gemm_small: few rows, both operands contiguous along K), where launch
+ * and memory latency, not arithmetic, set the time. Each warp owns a DOT_TM x DOT_TN tile of
+ * outputs; its lanes stride along K (so every load instruction of the warp reads consecutive
+ * addresses) and keep one partial sum per output. A reduce-scatter butterfly then leaves each
+ * output's total in two lanes (16 shuffles for 16 outputs instead of 5 per output), and the
+ * even lane of each pair runs the epilogue at that (m, n). Rows and columns past the edge are
+ * clamped for the loads and not stored. */
+#define DOT_TM 4
+#define DOT_TN 4
+#define DOT_WARPS 4
+
+static bool render_gemm_dot(rctx *c, mc_cuda_code *out)
+{
+    const kir_kernel *k = c->k;
+    mc_strbuf *sb = c->sb;
+    int nb = k->rank - 2;
+    int64_t batch = shape_prod(k, 0, nb);
+    const kir_gemm *g = &k->gemm;
+    const kir_view *A = &k->views[g->a], *B = &k->views[g->b];
+    int64_t tiles_n = (g->n + DOT_TN - 1) / DOT_TN;
+    int64_t tiles = (g->m + DOT_TM - 1) / DOT_TM * tiles_n;
+    out->grid[0] = (tiles + DOT_WARPS - 1) / DOT_WARPS;
+    out->grid[1] = 1;
+    out->grid[2] = batch < 65535 ? (batch > 0 ? batch : 1) : 65535;
+    out->block = 32 * DOT_WARPS;
+    out->scheme = "gemm-dot";
+    emit_signature(c, out, 32 * DOT_WARPS);
+    const char *I = c->I;
+    mc_sb_printf(sb, "  const int lane = threadIdx.x & 31;\n"
+                     "  const %s tile = (%s)blockIdx.x * %d + (threadIdx.x >> 5);\n"
+                     "  if (tile >= (%s)%lld)\n    return;\n"
+                     "  const %s m0 = tile / %lld * %d, n0 = tile %% %lld * %d;\n",
+                 I, I, DOT_WARPS, I, (long long)tiles, I, (long long)tiles_n, DOT_TM,
+                 (long long)tiles_n, DOT_TN);
+    emit_batch_loop(c, batch);
+    /* row bases, clamped to the last row/column so edge tiles load valid memory */
+    for (int r = 0; r < DOT_TM; r++)
+        mc_sb_printf(sb, "    const %s ar%d = ab_ + min(m0 + %d, (%s)%lld) * (%s)%lld;\n", I, r,
+                     r, I, (long long)g->m - 1, I, (long long)A->stride[nb]);
+    for (int q = 0; q < DOT_TN; q++)
+        mc_sb_printf(sb, "    const %s bc%d = bb_ + min(n0 + %d, (%s)%lld) * (%s)%lld;\n", I, q,
+                     q, I, (long long)g->n - 1, I, (long long)B->stride[nb + 1]);
+    int T = DOT_TM * DOT_TN;
+    mc_sb_puts(sb, "    float");
+    for (int t = 0; t < T; t++)
+        mc_sb_printf(sb, "%s s%d = 0.0f", t ? "," : "", t);
+    mc_sb_puts(sb, ";\n");
+    mc_sb_printf(sb, "#pragma unroll 8\n    for (%s kk = lane; kk < (%s)%lld; kk += 32) {\n", I, I,
+                 (long long)g->k);
+    for (int r = 0; r < DOT_TM; r++)
+        mc_sb_printf(sb, "      const float a%d = mc_ld(p%d[ar%d + kk]);\n", r,
+                     c->view_param[g->a], r);
+    for (int q = 0; q < DOT_TN; q++)
+        mc_sb_printf(sb, "      const float b%d = mc_ld(p%d[bc%d + kk]);\n", q,
+                     c->view_param[g->b], q);
+    for (int r = 0; r < DOT_TM; r++)
+        for (int q = 0; q < DOT_TN; q++)
+            mc_sb_printf(sb, "      s%d = fmaf(a%d, b%d, s%d);\n", r * DOT_TN + q, r, q,
+                         r * DOT_TN + q);
+    mc_sb_puts(sb, "    }\n");
+    /* reduce-scatter: at offset o the lanes with bit o set keep the upper half of the sums */
+    int h = T / 2;
+    for (int o = 16; o >= 1 && h >= 1; o /= 2, h /= 2) {
+        mc_sb_printf(sb, "    {\n      const bool up = lane & %d;\n", o);
+        for (int t = 0; t < h; t++)
+            mc_sb_printf(sb, "      s%d = (up ? s%d : s%d) + __shfl_xor_sync(0xffffffffu, "
+                             "up ? s%d : s%d, %d);\n", t, t + h, t, t, t + h, o);
+        mc_sb_puts(sb, "    }\n");
+    }
+    /* T = 16 sums over 32 lanes: one more exchange completes lane pairs (2i, 2i+1) */
+    int held_shift = 0;
+    for (int n = 32; n > T; n /= 2)
+        held_shift++;
+    for (int o = 1; o < (1 << held_shift); o *= 2)
+        mc_sb_printf(sb, "    s0 += __shfl_xor_sync(0xffffffffu, s0, %d);\n", o);
+    mc_sb_printf(sb, "    const int t_out = lane >> %d;\n", held_shift);
+    mc_sb_printf(sb, "    const %s i%d = m0 + t_out / %d, i%d = n0 + t_out %% %d;\n", I, nb,
+                 DOT_TN, nb + 1, DOT_TN);
+    mc_sb_printf(sb, "    if ((lane & %d) == 0 && i%d < (%s)%lld && i%d < (%s)%lld) {\n",
+                 (1 << held_shift) - 1, nb, I, (long long)g->m, nb + 1, I, (long long)g->n);
+    mc_sb_puts(sb, "      const float acc = s0;\n");
     emit_view_offsets(c, 0, 0, 3, false);
     if (!emit_chunk(c, 0, 0, 3))
         return false;
@@ -886,7 +984,7 @@ mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t,
     mc_sb_printf(sb, "], %d row dims, vector width %d */\n", k->nrow, c.V);
     bool ok;
     if (k->category == KIR_GEMM && !acc_scratch)
-        ok = render_gemm_tiled(&c, out);
+        ok = mc_cuda_gemm_small(k) ? render_gemm_dot(&c, out) : render_gemm_tiled(&c, out);
     else if (k->category == KIR_REDUCTION)
         ok = render_reduction(&c, out);
     else

@@ -37,7 +37,28 @@ typedef struct llvm_kernel_info {
     int64_t grain;          /* pool split: <= 0 static contiguous ranges, else dynamic chunks */
     bool serial;            /* too small to be worth waking the pool */
     int64_t scratch_bytes;  /* per-thread workspace */
+    /* A GEMM whose B operand is a param reads B packed once into a persistent buffer (bytes
+     * > 0), which it finds in buffers[kp->nbuffers + kernel index]; the runtime fills it with
+     * llvm_pack_b at the first run and whenever the param is bound again. */
+    struct llvm_packed_b {
+        int64_t bytes;          /* k * np floats; 0: B is not packed ahead */
+        int buffer;             /* the kp buffer (a param) */
+        mc_dtype dtype;
+        int64_t offset;         /* B[kk, j] = buffer[offset + kk * stride_k + j * stride_n] */
+        int64_t k, n, stride_k, stride_n;
+        int64_t kc;             /* rows per K block */
+        int nr;                 /* panel width */
+        int64_t np;             /* n rounded up to nr */
+    } packed_b;
 } llvm_kernel_info;
+
+typedef struct llvm_packed_b llvm_packed_b;
+
+/* The number of K blocks of a packed B, and the packing of blocks [begin, end) of B (the
+ * param's host array) into dst, converted to f32 (llvm_gemm.c, next to the code that reads
+ * it). Threads may pack disjoint block ranges at once. */
+int64_t llvm_packed_b_blocks(const llvm_packed_b *pb);
+void llvm_pack_b(const llvm_packed_b *pb, const void *src, float *dst, int64_t begin, int64_t end);
 
 /* The state of building one module. */
 typedef struct llvm_ctx {

@@ -3,9 +3,8 @@
  * prepare() builds one LLVM module holding every kernel of the program (codegen/llvm_kernel.c,
  * llvm_gemm.c), verifies it, and prints it: that text, with the LLVM version, the host CPU's
  * name and features and the code generator's settings, is the compile cache's key. On a hit the
- * cached object file is used as is; on a miss the module is optimized (the new pass manager's
- * default<O3> pipeline for the host target machine) and compiled to an object file, which is
- * stored. Either way ORC's LLJIT links the object into memory and hands back one function
+ * cached object file is used as is; on a miss the module is optimized (OPT_PIPELINE below, for
+ * the host target machine) and compiled to an object file, which is stored. Either way ORC's LLJIT links the object into memory and hands back one function
  * pointer per kernel. So a second run of the same program skips optimization and code
  * generation, which are most of the compile time; building and printing the IR (a few ms) is
  * what the key costs.
@@ -13,6 +12,9 @@
  * run() points each kernel at the buffers (host arrays of inputs, params and outputs, the
  * planned arena for intermediates) and calls it over its parallel index space: on the calling
  * thread when the kernel is small, otherwise split across the program's persistent thread pool.
+ * GEMMs whose B operand is a param read it from a buffer packed once (llvm_gemm.c): run()
+ * calls their pack functions first, on the first run and whenever the param was bound again
+ * (the program's dirty flags), so weights are not repacked on every call.
  *
  * User names never reach the IR: functions are named after kir kernels (generated names), and
  * buffers are numbers.
@@ -32,13 +34,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CODEGEN_VERSION "minic-cpu-1" /* bump when generated code changes meaning */
+#define CODEGEN_VERSION "minic-cpu-2" /* bump when generated code changes meaning */
 
 typedef void (*kernel_fn)(void **buffers, int64_t begin, int64_t end, void *scratch);
 
 typedef struct cpu_kernel {
     kernel_fn fn;
     llvm_kernel_info info;
+    float *packed;            /* GEMM with a param B: B packed (info.packed_b) */
+    bool packed_valid;        /* `packed` holds the param's current value */
 } cpu_kernel;
 
 typedef struct cpu_state {
@@ -47,7 +51,7 @@ typedef struct cpu_state {
     int nkernels;
     char *ir;                 /* the module as generated (dump_code) */
     void *arena;              /* intermediates */
-    void **buffers;           /* per kp buffer: base address */
+    void **buffers;           /* per kp buffer: base address; then per kernel: its packed B */
     mc_threadpool *pool;
     int nthreads;
     void *scratch;            /* nthreads * scratch_stride bytes */
@@ -139,15 +143,24 @@ static mc_status build_module(llvm_ctx *c, const kir_program *kp, cpu_kernel *ke
     return MC_OK;
 }
 
+/* The optimization pipeline. The generated code is vectorized, tiled and specialized on its
+ * sizes already, so what it needs from LLVM is the clean-up a front end's output needs: allocas
+ * to registers, the math helpers inlined, constants folded, common subexpressions and
+ * invariant address arithmetic out of the loops, dead branches gone. default<O3> does that and
+ * much more (LLVM 14 runs its loop vectorizer even when told not to, on the packing loops, and
+ * unswitches and unrolls loops into copies): on the examples' mlp it took 160 ms to optimize
+ * and left twice the code for the code generator, 340 ms cold in all against about 100 ms with
+ * this list, for the same inner loops instruction for instruction (GEMM micro-kernel,
+ * pointwise and reduction loops, compared in the generated assembly). */
+static const char OPT_PIPELINE[] =
+    "always-inline,globaldce,"
+    "function(sroa,early-cse,simplifycfg,instcombine,loop-mssa(loop-rotate,licm),gvn,instcombine,simplifycfg)";
+
 /* Optimize and compile the module to an object file (malloc'd copy). */
 static mc_status compile_object(llvm_ctx *c, LLVMTargetMachineRef tm, void **obj, size_t *size)
 {
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
-    /* the generated code is vectorized already: LLVM's vectorizers would only add copies */
-    LLVMPassBuilderOptionsSetLoopVectorization(opts, 0);
-    LLVMPassBuilderOptionsSetSLPVectorization(opts, 0);
-    LLVMPassBuilderOptionsSetLoopUnrolling(opts, 0);
-    LLVMErrorRef err = LLVMRunPasses(c->mod, "default<O3>", tm, opts);
+    LLVMErrorRef err = LLVMRunPasses(c->mod, OPT_PIPELINE, tm, opts);
     LLVMDisposePassBuilderOptions(opts);
     if (err)
         return fail_llvm(err, "optimizing");
@@ -200,16 +213,16 @@ static mc_status load_object(cpu_state *s, const kir_program *kp, const void *ob
 /* The cache key: everything the object code depends on. */
 static char *cache_key(const char *ir, const kir_program *kp, const cpu_kernel *kernels)
 {
-    size_t n = strlen(ir) + strlen(host.cpu) + strlen(host.features) + 256 + (size_t)kp->nkernels * 96;
+    size_t n = strlen(ir) + strlen(host.cpu) + strlen(host.features) + sizeof OPT_PIPELINE + 256 + (size_t)kp->nkernels * 256;
     char *key = malloc(n);
     if (!key)
         return NULL;
-    size_t at = (size_t)snprintf(key, n, "%s llvm %s target %s cpu %s features %s O3 lanes\n", CODEGEN_VERSION,
-                                 LLVM_VERSION_STRING, host.triple, host.cpu, host.features);
+    size_t at = (size_t)snprintf(key, n, "%s llvm %s target %s cpu %s features %s passes %s\n", CODEGEN_VERSION,
+                                 LLVM_VERSION_STRING, host.triple, host.cpu, host.features, OPT_PIPELINE);
     for (int i = 0; i < kp->nkernels && at < n; i++)
-        at += (size_t)snprintf(key + at, n - at, "kernel %s units %lld grain %lld scratch %lld\n", kp->kernels[i].name,
-                               (long long)kernels[i].info.units, (long long)kernels[i].info.grain,
-                               (long long)kernels[i].info.scratch_bytes);
+        at += (size_t)snprintf(key + at, n - at, "kernel %s units %lld grain %lld scratch %lld packed %lld\n",
+                               kp->kernels[i].name, (long long)kernels[i].info.units, (long long)kernels[i].info.grain,
+                               (long long)kernels[i].info.scratch_bytes, (long long)kernels[i].info.packed_b.bytes);
     if (at < n)
         snprintf(key + at, n - at, "%s", ir);
     return key;
@@ -221,6 +234,8 @@ static void cpu_release(mc_program *p)
     if (!s)
         return;
     mc_threadpool_free(s->pool);
+    for (int i = 0; s->kernels && i < s->nkernels; i++)
+        free(s->kernels[i].packed);
     if (s->jit) {
         LLVMErrorRef err = LLVMOrcDisposeLLJIT(s->jit);
         if (err)
@@ -257,7 +272,7 @@ static mc_status cpu_prepare(mc_program *p)
     p->state = s;
     s->nkernels = kp->nkernels;
     s->kernels = calloc((size_t)(kp->nkernels ? kp->nkernels : 1), sizeof *s->kernels);
-    s->buffers = calloc((size_t)(kp->nbuffers ? kp->nbuffers : 1), sizeof *s->buffers);
+    s->buffers = calloc((size_t)kp->nbuffers + (size_t)kp->nkernels + 1, sizeof *s->buffers);
     if (!s->kernels || !s->buffers)
         return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
 
@@ -328,6 +343,16 @@ static mc_status cpu_prepare(mc_program *p)
         goto done;
     }
     s->scratch = total ? aligned_zalloc((size_t)total) : NULL;
+    for (int i = 0; i < kp->nkernels; i++) {
+        if (s->kernels[i].info.packed_b.bytes <= 0)
+            continue;
+        if (!(s->kernels[i].packed = aligned_zalloc((size_t)s->kernels[i].info.packed_b.bytes))) {
+            st = mc_fail(MC_ERR_SYSTEM, "out of memory allocating %lld bytes for a packed weight",
+                         (long long)s->kernels[i].info.packed_b.bytes);
+            goto done;
+        }
+        s->buffers[kp->nbuffers + i] = s->kernels[i].packed;
+    }
     if (!s->arena || (total && !s->scratch)) {
         st = mc_fail(MC_ERR_SYSTEM, "out of memory allocating %lld bytes of intermediates",
                      (long long)(kp->arena_bytes + total));
@@ -360,6 +385,34 @@ static void run_range(void *ctx, int64_t begin, int64_t end, int thread)
     l->fn(l->s->buffers, begin, end, (char *)l->s->scratch + (size_t)thread * l->s->scratch_stride);
 }
 
+typedef struct pack_job {
+    const llvm_packed_b *pb;
+    const void *src;
+    float *dst;
+} pack_job;
+
+static void run_pack(void *ctx, int64_t begin, int64_t end, int thread)
+{
+    (void)thread;
+    pack_job *j = ctx;
+    llvm_pack_b(j->pb, j->src, j->dst, begin, end);
+}
+
+/* Pack the B operands that are params, where not packed yet or the param changed since (a
+ * program without dirty flags repacks every time). */
+static void pack_params(mc_program *p, cpu_state *s)
+{
+    for (int i = 0; i < s->nkernels; i++) {
+        cpu_kernel *k = &s->kernels[i];
+        const llvm_packed_b *pb = &k->info.packed_b;
+        if (!k->packed || (k->packed_valid && p->dirty && !p->dirty[pb->buffer]))
+            continue;
+        pack_job j = {.pb = pb, .src = s->buffers[pb->buffer], .dst = k->packed};
+        mc_threadpool_run(s->pool, llvm_packed_b_blocks(pb), 1, run_pack, &j);
+        k->packed_valid = true;
+    }
+}
+
 static void bind_buffers(mc_program *p, cpu_state *s)
 {
     const kir_program *kp = p->kp;
@@ -381,6 +434,7 @@ static mc_status cpu_run(mc_program *p)
 {
     cpu_state *s = p->state;
     bind_buffers(p, s);
+    pack_params(p, s);
     for (int i = 0; i < s->nkernels; i++)
         run_kernel(s, i);
     for (int b = 0; b < p->kp->nbuffers; b++)
@@ -396,6 +450,7 @@ static mc_status cpu_run_kernel(mc_program *p, int kernel)
     cpu_state *s = p->state;
     if (kernel < 0 || kernel >= s->nkernels)
         return mc_fail(MC_ERR_INPUT, "CPU backend: no kernel %d", kernel);
+    pack_params(p, s);
     run_kernel(s, kernel);
     return MC_OK;
 }

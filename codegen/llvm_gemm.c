@@ -17,10 +17,23 @@
  * Packing reads A and B through their views' strides, so a transposed operand (linear's
  * weight, a transpose folded into a view) costs nothing beyond the packing every GEMM does; it
  * also converts f16/bf16 to f32 and pads edge panels with zeros, so the micro-kernel never
- * sees an edge. The epilogue (bias, activation, residual, the store with its dtype conversion)
- * runs on full tiles as vectors straight from the accumulators; edge tiles go through a small
- * stack buffer and scalar code. Batch dimensions are a loop over units, each with its own
- * offsets, whatever their strides.
+ * sees an edge.
+ *
+ * Two cases skip the packing that dominates small GEMMs (a 32 x 256 x 256 linear spends as
+ * long packing its weight as multiplying). B a param (a weight): the runtime packs all of B
+ * once into a persistent buffer (llvm_pack_b, plain C: it runs once, and generating it would
+ * cost compile time) laid out as the per-call packing would be (K blocks of KC rows, each a
+ * row of NR-wide panels over all of N), again only when the param changes; the column blocks
+ * that units take can then be narrow, so a GEMM with few rows still gives every thread work.
+ * A small f32 A (one MC block of rows): the micro-kernel broadcasts A's elements from where
+ * they are, one pointer per tile row (rows past M clamped to the last one: their results are
+ * never stored).
+ *
+ * The one tile that M cuts short (M % MR rows, a constant) runs a micro-kernel of just those
+ * rows: for M = 32, six full tiles of 6 would compute 36 rows. The epilogue (bias,
+ * activation, residual, the store with its dtype conversion) runs on full tiles as vectors
+ * straight from the accumulators; edge tiles go through a small stack buffer and scalar code.
+ * Batch dimensions are a loop over units, each with its own offsets, whatever their strides.
  */
 #include "llvm.h"
 
@@ -36,7 +49,11 @@ typedef struct gemm_plan {
     int64_t nbatch, M, N, K;
     int nr, nv, lanes;       /* micro-tile width NR = nv vectors of `lanes` */
     int64_t ms, msplit, nblocks;
+    int64_t ncb;             /* columns per unit (NC, or narrower when B is packed once) */
     int64_t a_m, a_k, b_k, b_n; /* operand strides */
+    bool packed_b;           /* B is a param, packed once by the runtime (llvm_pack_b) */
+    bool direct_a;           /* A is read in place by the micro-kernel, not packed */
+    int64_t np;              /* packed B: N rounded up to NR, the length of a packed row */
 } gemm_plan;
 
 static LLVMValueRef i64c(llvm_ctx *c, int64_t v) { return llvm_const_i64(c, v); }
@@ -108,14 +125,27 @@ static void emit_pack(llvm_ctx *c, LLVMValueRef dst, mc_dtype d, LLVMValueRef sr
         store_f32(c, dst, LLVMBuildAdd(B, panel, LLVMBuildMul(B, K.index, i64c(c, R), ""), ""), v, R);
         llvm_loop_end(c, &K);
     } else if (col_stride == 1) {
-        /* each row contiguous along k: walk rows outside, k inside */
-        for (int r = 0; r < R; r++) {
-            llvm_loop K;
-            llvm_loop_begin(c, &K, i64c(c, 0), kc, i64c(c, 1), "pk");
-            LLVMValueRef v = load_operand(c, d, src, LLVMBuildNSWAdd(B, poff, LLVMBuildNSWAdd(B, i64c(c, r * row_stride), K.index, ""), ""), 1);
-            store_f32(c, dst, LLVMBuildAdd(B, panel, LLVMBuildAdd(B, LLVMBuildMul(B, K.index, i64c(c, R), ""), i64c(c, r), ""), ""), v, 1);
-            llvm_loop_end(c, &K);
+        /* each row contiguous along k: rows in a loop, k in vectors whose lanes go to the
+         * row's column of the panel, then the rest of k one at a time */
+        int L = c->native_lanes;
+        llvm_loop Rl;
+        llvm_loop_begin(c, &Rl, i64c(c, 0), i64c(c, R), i64c(c, 1), "pr");
+        LLVMValueRef roff = LLVMBuildNSWAdd(B, poff, LLVMBuildNSWMul(B, Rl.index, i64c(c, row_stride), ""), "");
+        LLVMValueRef dcol = LLVMBuildAdd(B, panel, Rl.index, "");
+        LLVMValueRef kv = LLVMBuildMul(B, LLVMBuildSDiv(B, kc, i64c(c, L), ""), i64c(c, L), "");
+        llvm_loop K;
+        llvm_loop_begin(c, &K, i64c(c, 0), kv, i64c(c, L), "pkv");
+        LLVMValueRef v = load_operand(c, d, src, LLVMBuildNSWAdd(B, roff, K.index, ""), L);
+        for (int l = 0; l < L; l++) {
+            LLVMValueRef at = LLVMBuildMul(B, LLVMBuildAdd(B, K.index, i64c(c, l), ""), i64c(c, R), "");
+            store_f32(c, dst, LLVMBuildAdd(B, dcol, at, ""), LLVMBuildExtractElement(B, v, llvm_const_i32(c, l, 1), ""), 1);
         }
+        llvm_loop_end(c, &K);
+        llvm_loop_begin(c, &K, kv, kc, i64c(c, 1), "pk");
+        v = load_operand(c, d, src, LLVMBuildNSWAdd(B, roff, K.index, ""), 1);
+        store_f32(c, dst, LLVMBuildAdd(B, dcol, LLVMBuildMul(B, K.index, i64c(c, R), ""), ""), v, 1);
+        llvm_loop_end(c, &K);
+        llvm_loop_end(c, &Rl);
     } else {
         llvm_loop K;
         llvm_loop_begin(c, &K, i64c(c, 0), kc, i64c(c, 1), "pk");
@@ -176,7 +206,19 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
     mc_dtype da = c->kp->buffers[a->buffer].dtype, db = c->kp->buffers[b->buffer].dtype;
     if (!mc_dtype_is_float(da) || !mc_dtype_is_float(db))
         return mc_fail(MC_ERR_SYSTEM, "internal error: GEMM kernel %s on non-float operands", k->name);
-    g->nblocks = (g->N + NC - 1) / NC;
+    const kir_buffer *bbuf = &c->kp->buffers[b->buffer];
+    g->packed_b = bbuf->kind == KBUF_PARAM;
+    for (int d = 0; d < g->nb; d++)
+        g->packed_b = g->packed_b && b->stride[d] == 0; /* one B for every batch */
+    g->np = (g->N + g->nr - 1) / g->nr * g->nr;
+    g->direct_a = da == MC_F32 && g->M <= MC;
+    /* column blocks: NC wide, or, when B costs nothing per unit, narrowed (down to 4 panels)
+     * until there are enough units for the threads */
+    g->ncb = NC;
+    while (g->packed_b && g->ncb > 4 * g->nr && g->nbatch * ((g->N + g->ncb - 1) / g->ncb) < TARGET_UNITS &&
+           g->N > g->ncb / 2)
+        g->ncb /= 2;
+    g->nblocks = (g->N + g->ncb - 1) / g->ncb;
     int64_t want = (TARGET_UNITS + g->nbatch * g->nblocks - 1) / (g->nbatch * g->nblocks);
     int64_t max_split = (g->M + MC - 1) / MC;
     if (want > max_split)
@@ -270,6 +312,92 @@ static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, 
     free((void *)strides);
 }
 
+/* ---- packing a param B ahead (called by the runtime, not generated) ------------------------ */
+
+int64_t llvm_packed_b_blocks(const llvm_packed_b *pb)
+{
+    return (pb->k + pb->kc - 1) / pb->kc;
+}
+
+static float element_f32(mc_dtype d, const void *src, int64_t i)
+{
+    switch (d) {
+    case MC_F32: return ((const float *)src)[i];
+    case MC_BF16: return (float)mc_bf16_to_double(((const uint16_t *)src)[i]);
+    default: return (float)mc_f16_to_double(((const uint16_t *)src)[i]);
+    }
+}
+
+/* Block pc of the packed buffer starts at pc * np and holds B[pc:pc+kc, 0:n] as panels of nr
+ * columns, each kc rows of nr floats (columns past n are zeros): the layout the kernel's own
+ * packing of B produces, for all of N at once. */
+void llvm_pack_b(const llvm_packed_b *pb, const void *src, float *dst, int64_t begin, int64_t end)
+{
+    for (int64_t blk = begin; blk < end; blk++) {
+        int64_t pc = blk * pb->kc, kc = pb->k - pc < pb->kc ? pb->k - pc : pb->kc;
+        float *block = dst + pc * pb->np;
+        for (int64_t j = 0; j < pb->np; j += pb->nr) {
+            float *panel = block + j * kc;
+            int64_t valid = pb->n - j < pb->nr ? pb->n - j : pb->nr;
+            for (int64_t kk = 0; kk < kc; kk++) {
+                int64_t row = pb->offset + (pc + kk) * pb->stride_k + j * pb->stride_n;
+                float *out = panel + kk * pb->nr;
+                if (pb->dtype == MC_F32 && pb->stride_n == 1) {
+                    memcpy(out, (const float *)src + row, (size_t)valid * sizeof *out);
+                } else {
+                    for (int64_t r = 0; r < valid; r++)
+                        out[r] = element_f32(pb->dtype, src, row + r * pb->stride_n);
+                }
+                for (int64_t r = valid; r < pb->nr; r++)
+                    out[r] = 0;
+            }
+        }
+    }
+}
+
+/* What the micro-kernel reads: A as a packed panel (element (kk, r) at apanel[kk * MR + r]) or
+ * in place (row r at arow[r], elements a_k apart); B's packed panel (kc rows of NR). */
+typedef struct micro_args {
+    const gemm_plan *g;
+    LLVMValueRef *accv;       /* MR * nv vector allocas */
+    LLVMValueRef apanel, arow[MR], bpanel, kc;
+} micro_args;
+
+/* accv = the first `rows` rows of A's tile times B's panel (kc FMA steps of rows x nv
+ * vectors); the accumulators of rows past `rows` are zero. */
+static void emit_micro_kernel(llvm_ctx *c, const micro_args *ma, int rows)
+{
+    const gemm_plan *g = ma->g;
+    int L = g->lanes, NV = g->nv;
+    LLVMTypeRef vt = LLVMVectorType(c->t_f32, (unsigned)L);
+    for (int i = 0; i < MR * NV; i++)
+        LLVMBuildStore(B, llvm_const_f32(c, 0, L), ma->accv[i]);
+    llvm_loop Kl;
+    llvm_loop_begin(c, &Kl, i64c(c, 0), ma->kc, i64c(c, 1), "k");
+    LLVMValueRef bv[4];
+    for (int v = 0; v < NV; v++) {
+        LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, Kl.index, i64c(c, g->nr), ""), i64c(c, v * L), "");
+        bv[v] = LLVMBuildLoad2(B, vt, vptr(c, ma->bpanel, off, L), "");
+        LLVMSetAlignment(bv[v], 4);
+    }
+    for (int r = 0; r < rows; r++) {
+        LLVMValueRef a;
+        if (g->direct_a) {
+            a = LLVMBuildLoad2(B, c->t_f32, fptr(c, ma->arow[r], LLVMBuildMul(B, Kl.index, i64c(c, g->a_k), "")), "");
+        } else {
+            LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, Kl.index, i64c(c, MR), ""), i64c(c, r), "");
+            a = LLVMBuildLoad2(B, c->t_f32, fptr(c, ma->apanel, off), "");
+        }
+        LLVMValueRef as = llvm_splat(c, a, L);
+        for (int v = 0; v < NV; v++) {
+            LLVMValueRef acc = LLVMBuildLoad2(B, vt, ma->accv[r * NV + v], "");
+            LLVMValueRef args[3] = {as, bv[v], acc};
+            LLVMBuildStore(B, llvm_call_intrinsic(c, "llvm.fmuladd", &vt, 1, args, 3), ma->accv[r * NV + v]);
+        }
+    }
+    llvm_loop_end(c, &Kl);
+}
+
 mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info)
 {
     gemm_plan g;
@@ -280,7 +408,10 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     const kir_view *va = &k->views[k->gemm.a], *vb = &k->views[k->gemm.b];
     mc_dtype da = c->kp->buffers[va->buffer].dtype, db = c->kp->buffers[vb->buffer].dtype;
     bool kblocks = g.K > KC;
-    int64_t a_floats = (int64_t)MC * KC, b_floats = (int64_t)KC * NC, c_floats = kblocks ? g.ms * NC : 0;
+    int64_t a_floats = g.direct_a ? 0 : (int64_t)MC * KC, b_floats = g.packed_b ? 0 : (int64_t)KC * NC;
+    int64_t c_floats = kblocks ? g.ms * g.ncb : 0;
+    int kidx = (int)(k - c->kp->kernels);
+    MC_ASSERT(kidx >= 0 && kidx < c->kp->nkernels);
 
     LLVMValueRef *bases = calloc((size_t)c->kp->nbuffers + 1, sizeof *bases);
     LLVMValueRef *batch_off = calloc((size_t)(k->nviews ? k->nviews : 1), sizeof *batch_off);
@@ -299,6 +430,11 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
                                          LLVMPointerType(c->t_f32, 0), "");
     LLVMValueRef abase = llvm_buffer_base(c, buffers, bases, va->buffer);
     LLVMValueRef bbase = llvm_buffer_base(c, buffers, bases, vb->buffer);
+    LLVMValueRef bpacked = NULL; /* packed B: buffers[nbuffers + kernel index] */
+    if (g.packed_b) {
+        LLVMValueRef slot = LLVMBuildGEP2(c->entry_b, c->t_ptr_i8, buffers, (LLVMValueRef[]){i64c(c, c->kp->nbuffers + kidx)}, 1, "");
+        bpacked = LLVMBuildBitCast(c->entry_b, LLVMBuildLoad2(c->entry_b, c->t_ptr_i8, slot, ""), LLVMPointerType(c->t_f32, 0), "bpacked");
+    }
     LLVMTypeRef vt = LLVMVectorType(c->t_f32, (unsigned)L);
     LLVMValueRef accv[MR * 4];
     for (int i = 0; i < MR * NV; i++)
@@ -325,66 +461,78 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     }
     LLVMValueRef m0 = LLVMBuildMul(B, msi, i64c(c, g.ms), "m0");
     LLVMValueRef m1 = min64(c, LLVMBuildAdd(B, m0, i64c(c, g.ms), ""), i64c(c, g.M));
-    LLVMValueRef n0 = LLVMBuildMul(B, jb, i64c(c, NC), "n0");
-    LLVMValueRef nc = min64(c, i64c(c, NC), LLVMBuildSub(B, i64c(c, g.N), n0, ""));
+    LLVMValueRef n0 = LLVMBuildMul(B, jb, i64c(c, g.ncb), "n0");
+    LLVMValueRef nc = min64(c, i64c(c, g.ncb), LLVMBuildSub(B, i64c(c, g.N), n0, ""));
 
     llvm_loop P;
     llvm_loop_begin(c, &P, i64c(c, 0), i64c(c, g.K), i64c(c, KC), "pc");
     LLVMValueRef kc = min64(c, i64c(c, KC), LLVMBuildSub(B, i64c(c, g.K), P.index, ""));
     LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, P.index, i64c(c, 0), "first");
     LLVMValueRef last = LLVMBuildICmp(B, LLVMIntSGE, LLVMBuildAdd(B, P.index, i64c(c, KC), ""), i64c(c, g.K), "last");
-    /* pack B[pc:pc+kc, n0:n0+nc]: panels of NR columns */
-    LLVMValueRef boff = LLVMBuildNSWAdd(B, batch_off[k->gemm.b],
-                                        LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, P.index, i64c(c, g.b_k), ""),
-                                                        LLVMBuildNSWMul(B, n0, i64c(c, g.b_n), ""), ""), "");
-    emit_pack(c, Bp, db, bbase, boff, nc, kc, g.b_n, g.b_k, NR);
+    LLVMValueRef bblock = Bp;
+    if (g.packed_b) {
+        /* K block pc of the packed B starts at pc * np; column n's panel at n * kc in it */
+        bblock = fptr(c, bpacked, LLVMBuildAdd(B, LLVMBuildMul(B, P.index, i64c(c, g.np), ""), LLVMBuildMul(B, n0, kc, ""), ""));
+    } else {
+        /* pack B[pc:pc+kc, n0:n0+nc]: panels of NR columns */
+        LLVMValueRef boff = LLVMBuildNSWAdd(B, batch_off[k->gemm.b],
+                                            LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, P.index, i64c(c, g.b_k), ""),
+                                                            LLVMBuildNSWMul(B, n0, i64c(c, g.b_n), ""), ""), "");
+        emit_pack(c, Bp, db, bbase, boff, nc, kc, g.b_n, g.b_k, NR);
+    }
 
     llvm_loop I;
     llvm_loop_begin(c, &I, m0, m1, i64c(c, MC), "ic");
     LLVMValueRef mc = min64(c, i64c(c, MC), LLVMBuildSub(B, m1, I.index, ""));
-    LLVMValueRef aoff = LLVMBuildNSWAdd(B, batch_off[k->gemm.a],
-                                        LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, I.index, i64c(c, g.a_m), ""),
-                                                        LLVMBuildNSWMul(B, P.index, i64c(c, g.a_k), ""), ""), "");
-    emit_pack(c, Ap, da, abase, aoff, mc, kc, g.a_m, g.a_k, MR);
+    if (!g.direct_a) {
+        LLVMValueRef aoff = LLVMBuildNSWAdd(B, batch_off[k->gemm.a],
+                                            LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, I.index, i64c(c, g.a_m), ""),
+                                                            LLVMBuildNSWMul(B, P.index, i64c(c, g.a_k), ""), ""), "");
+        emit_pack(c, Ap, da, abase, aoff, mc, kc, g.a_m, g.a_k, MR);
+    }
 
     llvm_loop J;
     llvm_loop_begin(c, &J, i64c(c, 0), nc, i64c(c, NR), "jr");
     llvm_loop R;
     llvm_loop_begin(c, &R, i64c(c, 0), mc, i64c(c, MR), "ir");
-    /* micro-kernel */
-    LLVMValueRef apanel = fptr(c, Ap, LLVMBuildMul(B, R.index, kc, ""));
-    LLVMValueRef bpanel = fptr(c, Bp, LLVMBuildMul(B, J.index, kc, ""));
-    for (int i = 0; i < MR * NV; i++)
-        LLVMBuildStore(B, llvm_const_f32(c, 0, L), accv[i]);
-    llvm_loop Kl;
-    llvm_loop_begin(c, &Kl, i64c(c, 0), kc, i64c(c, 1), "k");
-    {
-        LLVMValueRef bv[4];
-        for (int v = 0; v < NV; v++) {
-            LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, Kl.index, i64c(c, NR), ""), i64c(c, v * L), "");
-            bv[v] = LLVMBuildLoad2(B, vt, vptr(c, bpanel, off, L), "");
-            LLVMSetAlignment(bv[v], 4);
-        }
+    /* micro-kernel: MR rows, or, on the one tile that M cuts short, only its rows */
+    LLVMValueRef m_tile = LLVMBuildAdd(B, I.index, R.index, "");
+    micro_args ma = {.g = &g, .accv = accv, .bpanel = fptr(c, bblock, LLVMBuildMul(B, J.index, kc, "")), .kc = kc};
+    if (g.direct_a) {
+        /* row r of the tile in place (clamped to the last row: edge rows are never stored) */
+        LLVMValueRef at = LLVMBuildNSWAdd(B, batch_off[k->gemm.a], LLVMBuildNSWMul(B, P.index, i64c(c, g.a_k), ""), "");
         for (int r = 0; r < MR; r++) {
-            LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, Kl.index, i64c(c, MR), ""), i64c(c, r), "");
-            LLVMValueRef a = LLVMBuildLoad2(B, c->t_f32, fptr(c, apanel, off), "");
-            LLVMValueRef as = llvm_splat(c, a, L);
-            for (int v = 0; v < NV; v++) {
-                LLVMValueRef acc = LLVMBuildLoad2(B, vt, accv[r * NV + v], "");
-                LLVMValueRef args[3] = {as, bv[v], acc};
-                LLVMBuildStore(B, llvm_call_intrinsic(c, "llvm.fmuladd", &vt, 1, args, 3), accv[r * NV + v]);
-            }
+            LLVMValueRef row = min64(c, LLVMBuildAdd(B, m_tile, i64c(c, r), ""), i64c(c, g.M - 1));
+            ma.arow[r] = fptr(c, abase, LLVMBuildNSWAdd(B, at, LLVMBuildNSWMul(B, row, i64c(c, g.a_m), ""), ""));
         }
+    } else {
+        ma.apanel = fptr(c, Ap, LLVMBuildMul(B, R.index, kc, ""));
     }
-    llvm_loop_end(c, &Kl);
+    int rem = (int)(g.M % MR);
+    if (rem == 0) {
+        emit_micro_kernel(c, &ma, MR);
+    } else {
+        LLVMBasicBlockRef bfull = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "tile_full");
+        LLVMBasicBlockRef bshort = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "tile_short");
+        LLVMBasicBlockRef bjoin = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "tile_computed");
+        LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, m_tile, i64c(c, MR), ""), i64c(c, g.M), ""),
+                        bfull, bshort);
+        LLVMPositionBuilderAtEnd(B, bfull);
+        emit_micro_kernel(c, &ma, MR);
+        LLVMBuildBr(B, bjoin);
+        LLVMPositionBuilderAtEnd(B, bshort);
+        emit_micro_kernel(c, &ma, rem);
+        LLVMBuildBr(B, bjoin);
+        LLVMPositionBuilderAtEnd(B, bjoin);
+    }
     LLVMValueRef m = LLVMBuildAdd(B, I.index, R.index, "m");
     LLVMValueRef n = LLVMBuildAdd(B, n0, J.index, "n");
     LLVMValueRef acc[MR * 4];
     for (int i = 0; i < MR * NV; i++)
         acc[i] = LLVMBuildLoad2(B, vt, accv[i], "");
     if (kblocks) {
-        /* partial sums of earlier K blocks live in Cbuf[(m - m0) * NC + (n - n0)] */
-        LLVMValueRef cbase = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildSub(B, m, m0, ""), i64c(c, NC), ""), J.index, "");
+        /* partial sums of earlier K blocks live in Cbuf[(m - m0) * ncb + (n - n0)] */
+        LLVMValueRef cbase = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildSub(B, m, m0, ""), i64c(c, g.ncb), ""), J.index, "");
         LLVMBasicBlockRef badd = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "add_partial");
         LLVMBasicBlockRef bjoin = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "partial_done");
         LLVMBasicBlockRef from = LLVMGetInsertBlock(B);
@@ -393,7 +541,7 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
         LLVMValueRef summed[MR * 4];
         for (int r = 0; r < MR; r++)
             for (int v = 0; v < NV; v++) {
-                LLVMValueRef off = LLVMBuildAdd(B, cbase, i64c(c, r * NC + v * L), "");
+                LLVMValueRef off = LLVMBuildAdd(B, cbase, i64c(c, r * g.ncb + v * L), "");
                 LLVMValueRef old = LLVMBuildLoad2(B, vt, vptr(c, Cb, off, L), "");
                 LLVMSetAlignment(old, 4);
                 summed[r * NV + v] = LLVMBuildFAdd(B, acc[r * NV + v], old, "");
@@ -414,7 +562,7 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
         LLVMPositionBuilderAtEnd(B, bkeep);
         for (int r = 0; r < MR; r++)
             for (int v = 0; v < NV; v++)
-                store_f32(c, Cb, LLVMBuildAdd(B, cbase, i64c(c, r * NC + v * L), ""), acc[r * NV + v], L);
+                store_f32(c, Cb, LLVMBuildAdd(B, cbase, i64c(c, r * g.ncb + v * L), ""), acc[r * NV + v], L);
         LLVMBuildBr(B, bnext);
         LLVMPositionBuilderAtEnd(B, bepi);
         emit_epilogue(c, k, &g, bases, batch_idx, batch_off, m, n, m1, acc, tile);
@@ -437,5 +585,10 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     info->scratch_bytes = (a_floats + b_floats + c_floats) * 4 + 64;
     free(bases);
     free(batch_off);
+    if (g.packed_b) {
+        info->packed_b = (llvm_packed_b){.bytes = g.K * g.np * 4, .buffer = vb->buffer, .dtype = db,
+                                         .offset = vb->offset, .k = g.K, .n = g.N, .stride_k = g.b_k,
+                                         .stride_n = g.b_n, .kc = KC, .nr = NR, .np = g.np};
+    }
     return MC_OK;
 }

@@ -23,6 +23,7 @@
  */
 #include "../codegen/cuda.h"
 #include "cuda_api.h"
+#include "peaks.h"
 #include "profile.h"
 
 #include <stdlib.h>
@@ -728,19 +729,6 @@ static mc_status cuda_time(mc_program *p, int iters, double *median_us)
     return st;
 }
 
-/* Peak rates by device name (dense, no sparsity); 0 where unknown. */
-static void device_peaks(const char *name, double *f32, double *tc16, double *tf32, double *bw)
-{
-    *f32 = *tc16 = *tf32 = *bw = 0;
-    if (strncmp(name, "NVIDIA H100", 11) == 0 || strncmp(name, "NVIDIA H200", 11) == 0) {
-        bool pcie = strstr(name, "PCIe") != NULL;
-        *f32 = pcie ? 51.2e12 : 66.9e12;
-        *tc16 = pcie ? 756e12 : 989e12;
-        *tf32 = pcie ? 378e12 : 494e12;
-        *bw = strncmp(name, "NVIDIA H200", 11) == 0 ? 4.8e12 : pcie ? 2.0e12 : 3.35e12;
-    }
-}
-
 static mc_status cuda_profile(mc_program *p, int iters, mc_profile *prof)
 {
     cuda_state *s = p->state;
@@ -754,7 +742,7 @@ static mc_status cuda_profile(mc_program *p, int iters, mc_profile *prof)
     snprintf(prof->device, sizeof prof->device, "%s", s->device_name);
     snprintf(prof->clock, sizeof prof->clock, "cuda events");
     double f32, tc16, tf32, bw;
-    device_peaks(s->device_name, &f32, &tc16, &tf32, &bw);
+    mc_peaks_datasheet(s->device_name, &f32, &tf32, &tc16, &bw); /* 0 where unknown */
     prof->peak_bytes_per_s = bw;
     int n = s->nsteps;
     CUevent *ev = calloc((size_t)n + 1, sizeof(CUevent));

@@ -1,16 +1,26 @@
 /* A persistent pool of worker threads for the CPU backend.
  *
  * Threads start once, when a program is prepared, and live until it is freed: a kernel launch is
- * a write of (function, context, range) and a generation bump, never a thread start. The caller
- * takes part as thread 0, so a pool of n threads starts n - 1 workers and a pool of one runs
- * everything inline with no synchronization at all.
+ * a write of (function, context, range, chunk) and the publication of a new job word, never a
+ * thread start. The caller takes part as thread 0, so a pool of n threads starts n - 1 workers
+ * and a pool of one runs everything inline with no synchronization at all.
  *
- * Work is split in one of two ways. Static: [0, n) in `threads` contiguous, balanced ranges, one
- * per thread (pointwise and reduction kernels, whose rows cost the same). Dynamic: threads take
- * `grain`-sized chunks from an atomic counter until none are left (GEMM tiles, whose costs vary
- * at the edges). Idle workers spin briefly on the generation counter (a launch costs a few
- * hundred nanoseconds when kernels follow each other) and then sleep on a condition variable, so
- * a pool that waits between runs costs no CPU time on a shared machine.
+ * Every job is cut into chunks that any thread may take: `grain` indices each, or, for grain
+ * <= 0, one balanced contiguous range per thread. Chunks are claimed from one 64-bit word, the
+ * job's number in the high 32 bits and the next unclaimed index in the low 32, by compare-and-
+ * swap, and the caller waits until every index has been *completed*, not until every worker
+ * has reported. So a worker that is slow to wake (descheduled on a machine whose other core
+ * is busy, or asleep) costs nothing: the caller takes its chunks, and the job is done when the
+ * work is; a late worker finds the job number changed or no index left and goes back to wait.
+ * A claim succeeds only while its job is still the current one, so a late worker never runs a
+ * chunk of a job it did not read: the job's fields are atomics (reading them late is harmless),
+ * a claim is a compare-and-swap of the word it read before them, and the caller closes a job
+ * (index all ones) once every index is claimed, before it writes the next job's fields.
+ *
+ * Idle workers spin briefly on the job word (a launch costs well under a microsecond when
+ * kernels follow each other) and then sleep on a condition variable, so a pool that waits
+ * between runs costs no CPU time on a shared machine. The caller, waiting for chunks other
+ * threads hold, spins and then yields its core, which lets a preempted worker finish sooner.
  */
 #include "runtime.h"
 
@@ -22,7 +32,10 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { SPIN_ITERATIONS = 20000 };
+enum { SPIN_ITERATIONS = 4000, WAIT_SPINS_BEFORE_YIELD = 4000 };
+
+#define INDEX_BITS 32
+#define INDEX_MASK ((UINT64_C(1) << INDEX_BITS) - 1)
 
 struct mc_threadpool {
     int nthreads;              /* including the caller */
@@ -30,14 +43,14 @@ struct mc_threadpool {
     int started;               /* workers actually started */
     pthread_mutex_t lock;
     pthread_cond_t wake;       /* workers sleep here between jobs */
-    atomic_uint_fast64_t generation; /* bumped once per job */
-    atomic_int pending;        /* workers still running the current job */
-    atomic_int_fast64_t next;  /* dynamic split: the next unclaimed index */
+    atomic_int sleepers;       /* workers waiting on `wake` (or about to) */
+    atomic_uint_fast64_t word; /* job number << 32 | next unclaimed index */
+    atomic_int_fast64_t completed; /* indices of the current job that have run */
     atomic_bool quit;
-    /* the current job (written before `generation` is bumped) */
-    mc_parallel_fn fn;
-    void *ctx;
-    int64_t n, grain;
+    /* the current job, written before its word is published */
+    _Atomic(mc_parallel_fn) fn;
+    _Atomic(void *) ctx;
+    atomic_int_fast64_t n, chunk;
 };
 
 typedef struct worker_arg {
@@ -52,23 +65,28 @@ static void cpu_relax(void)
 #endif
 }
 
-/* Thread `t`'s part of the current job. */
-static void run_share(mc_threadpool *pool, int t)
+/* Take and run chunks of job `job` as thread t until none is left or the job is no longer the
+ * current one. */
+static void take_chunks(mc_threadpool *pool, uint64_t job, int t)
 {
-    if (pool->grain <= 0) {
-        int64_t per = pool->n / pool->nthreads, extra = pool->n % pool->nthreads;
-        int64_t begin = t * per + (t < extra ? t : extra);
-        int64_t end = begin + per + (t < extra ? 1 : 0);
-        if (begin < end)
-            pool->fn(pool->ctx, begin, end, t);
-        return;
-    }
     for (;;) {
-        int64_t begin = atomic_fetch_add(&pool->next, pool->grain);
-        if (begin >= pool->n)
+        uint64_t w = atomic_load(&pool->word);
+        if (w >> INDEX_BITS != job)
             return;
-        int64_t end = begin + pool->grain < pool->n ? begin + pool->grain : pool->n;
-        pool->fn(pool->ctx, begin, end, t);
+        int64_t begin = (int64_t)(w & INDEX_MASK);
+        int64_t n = atomic_load_explicit(&pool->n, memory_order_relaxed);
+        int64_t chunk = atomic_load_explicit(&pool->chunk, memory_order_relaxed);
+        mc_parallel_fn fn = atomic_load_explicit(&pool->fn, memory_order_relaxed);
+        void *ctx = atomic_load_explicit(&pool->ctx, memory_order_relaxed);
+        if (begin >= n)
+            return;
+        int64_t end = begin + chunk < n ? begin + chunk : n;
+        /* the claim succeeds only if the word did not move since it was read: then the job
+         * was current (and its fields the ones read) all along */
+        if (!atomic_compare_exchange_weak(&pool->word, &w, (job << INDEX_BITS) | (uint64_t)end))
+            continue;
+        fn(ctx, begin, end, t);
+        atomic_fetch_add(&pool->completed, end - begin);
     }
 }
 
@@ -80,22 +98,23 @@ static void *worker_main(void *p)
     free(arg);
     uint64_t seen = 0;
     for (;;) {
-        uint64_t gen = atomic_load(&pool->generation);
-        for (int spin = 0; gen == seen && spin < SPIN_ITERATIONS && !atomic_load(&pool->quit); spin++) {
+        uint64_t job = atomic_load(&pool->word) >> INDEX_BITS;
+        for (int spin = 0; job == seen && spin < SPIN_ITERATIONS && !atomic_load(&pool->quit); spin++) {
             cpu_relax();
-            gen = atomic_load(&pool->generation);
+            job = atomic_load(&pool->word) >> INDEX_BITS;
         }
-        if (gen == seen) {
+        if (job == seen) {
             pthread_mutex_lock(&pool->lock);
-            while ((gen = atomic_load(&pool->generation)) == seen && !atomic_load(&pool->quit))
+            atomic_fetch_add(&pool->sleepers, 1);
+            while ((job = atomic_load(&pool->word) >> INDEX_BITS) == seen && !atomic_load(&pool->quit))
                 pthread_cond_wait(&pool->wake, &pool->lock);
+            atomic_fetch_sub(&pool->sleepers, 1);
             pthread_mutex_unlock(&pool->lock);
         }
         if (atomic_load(&pool->quit))
             return NULL;
-        seen = gen;
-        run_share(pool, index);
-        atomic_fetch_sub(&pool->pending, 1);
+        seen = job;
+        take_chunks(pool, job, index);
     }
 }
 
@@ -123,10 +142,14 @@ mc_status mc_threadpool_new(int threads, mc_threadpool **out)
     pool->nthreads = threads;
     pthread_mutex_init(&pool->lock, NULL);
     pthread_cond_init(&pool->wake, NULL);
-    atomic_init(&pool->generation, 0);
-    atomic_init(&pool->pending, 0);
-    atomic_init(&pool->next, 0);
+    atomic_init(&pool->sleepers, 0);
+    atomic_init(&pool->word, 0);
+    atomic_init(&pool->completed, 0);
     atomic_init(&pool->quit, false);
+    atomic_init(&pool->fn, NULL);
+    atomic_init(&pool->ctx, NULL);
+    atomic_init(&pool->n, 0);
+    atomic_init(&pool->chunk, 1);
     if (threads > 1) {
         pool->workers = calloc((size_t)threads - 1, sizeof *pool->workers);
         if (!pool->workers) {
@@ -158,28 +181,38 @@ void mc_threadpool_run(mc_threadpool *pool, int64_t n, int64_t grain, mc_paralle
 {
     if (n <= 0)
         return;
-    int useful = pool ? pool->nthreads : 1;
-    if (grain > 0 && (n + grain - 1) / grain < useful)
-        useful = (int)((n + grain - 1) / grain);
-    if (grain <= 0 && n < useful)
-        useful = (int)n;
-    if (!pool || useful <= 1 || pool->started < pool->nthreads - 1) {
+    int threads = pool ? pool->nthreads : 1;
+    int64_t chunk = grain > 0 ? grain : (n + threads - 1) / threads;
+    /* one chunk, one thread, a pool that did not fully start, or more indices than the job
+     * word holds: run it here */
+    if (!pool || threads <= 1 || chunk >= n || pool->started < threads - 1 || (uint64_t)n >= INDEX_MASK) {
         fn(ctx, 0, n, 0);
         return;
     }
-    pool->fn = fn;
-    pool->ctx = ctx;
-    pool->n = n;
-    pool->grain = grain;
-    atomic_store(&pool->next, 0);
-    atomic_store(&pool->pending, pool->nthreads - 1);
-    pthread_mutex_lock(&pool->lock);
-    atomic_fetch_add(&pool->generation, 1);
-    pthread_cond_broadcast(&pool->wake);
-    pthread_mutex_unlock(&pool->lock);
-    run_share(pool, 0);
-    while (atomic_load(&pool->pending) > 0)
-        cpu_relax();
+    uint64_t job = ((atomic_load(&pool->word) >> INDEX_BITS) + 1) & INDEX_MASK;
+    if (job == 0)
+        job = 1; /* 0 is what workers start out having seen */
+    atomic_store_explicit(&pool->fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&pool->ctx, ctx, memory_order_relaxed);
+    atomic_store_explicit(&pool->n, n, memory_order_relaxed);
+    atomic_store_explicit(&pool->chunk, chunk, memory_order_relaxed);
+    atomic_store(&pool->completed, 0);
+    atomic_store(&pool->word, job << INDEX_BITS); /* publishes the fields above */
+    if (atomic_load(&pool->sleepers) > 0) {
+        pthread_mutex_lock(&pool->lock);
+        pthread_cond_broadcast(&pool->wake);
+        pthread_mutex_unlock(&pool->lock);
+    }
+    take_chunks(pool, job, 0);
+    /* every index is claimed: close the job, so that no late claim can succeed once the
+     * fields are rewritten for the next one (a claim from (job, n) would otherwise match) */
+    atomic_store(&pool->word, (job << INDEX_BITS) | INDEX_MASK);
+    for (int spin = 0; atomic_load(&pool->completed) < n; spin++) {
+        if (spin < WAIT_SPINS_BEFORE_YIELD)
+            cpu_relax();
+        else
+            sched_yield();
+    }
 }
 
 void mc_threadpool_free(mc_threadpool *pool)

@@ -141,6 +141,19 @@ static void test_gemms(void **state)
         assert_string_equal(pl[3].code.scheme, "gemm-tiled");
         mc_cuda_plans_free(pl, kp->nkernels);
         fx_free(kp);
+        /* 26 rows: small enough for the warp-dot kernel, except the K-broadcast layout */
+        kp = fx_gemms(2, 13, 70, 300, dts[i]);
+        pl = compile_all(kp);
+        for (int g = 0; g < 3; g++) {
+            assert_false(pl[g].gemm.use_lt);
+            assert_true(pl[g].gemm.small);
+            assert_string_equal(pl[g].code.scheme, "gemm-dot");
+            assert_non_null(strstr(pl[g].code.src.data, "__shfl_xor_sync"));
+        }
+        assert_false(pl[3].gemm.small);
+        assert_string_equal(pl[3].code.scheme, "gemm-tiled");
+        mc_cuda_plans_free(pl, kp->nkernels);
+        fx_free(kp);
     }
 }
 

@@ -178,6 +178,13 @@ static void test_gemms(void **state)
         kp = fx_gemms(2, 130, 96, 200, dts[i]);
         run_and_check(kp, "gemms larger");
         fx_free(kp);
+        /* small: the warp-dot kernel, with edge tiles in M and N and K not a multiple of 32 */
+        kp = fx_gemms(2, 13, 70, 300, dts[i]);
+        run_and_check(kp, "small gemms");
+        fx_free(kp);
+        kp = fx_gemms(1, 32, 256, 256, dts[i]);
+        run_and_check(kp, "small gemms 32x256x256");
+        fx_free(kp);
     }
 }
 

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""One table from bench/cpu_bench.sh's lines: minic beside PyTorch and ONNX Runtime (medians
+across the script's repeats, each tool timed by its own timer in the same run), the ratio to
+the better peer, and the memory floor.
+
+    python3 bench/cpu_table.py CPU_BENCH_OUTPUT.txt      (bench/cpu_bench.sh runs it last)
+
+floor = the bytes minic's compiled program moves (its profile) / the copy bandwidth `minic
+peaks` measured in the same run; "x floor" is minic's time over that. A ratio below 1 means
+minic is faster.
+"""
+import json, re, statistics, sys
+
+PEER_KEY = {
+    "pointwise": "pointwise_f32_4096x4096",
+    "layernorm": "layernorm_f32_4096x4096",
+    "softmax": "softmax_f32_4096x4096",
+    "mlp": "mlp_f32_512x1024x4096",
+    "small_mlp": "small_mlp_f32_32x256_4layers",
+}
+
+
+def med(xs):
+    return statistics.median(xs) if xs else None
+
+
+def fmt(x, unit=1.0):
+    return "-" if x is None else f"{x / unit:.3g}" if x / unit < 100 else f"{x / unit:.0f}"
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    minic, torch, ort, work = {}, {}, {}, {}
+    copy = fma = None
+    gemm = []
+    extra = []
+    for line in open(sys.argv[1]):
+        line = line.rstrip("\n")
+        if m := re.match(r"minic (\w+): ([0-9.]+) us", line):
+            minic.setdefault(m[1], []).append(float(m[2]))
+            if m[1] == "gemm2048":
+                gemm.append(2 * 2048**3 / float(m[2]) / 1e3)
+        elif m := re.match(r"peak copy: ([0-9.]+) GB/s", line):
+            copy = float(m[1]) * 1e9
+        elif m := re.match(r"peak fma: ([0-9.]+) GFLOP/s", line):
+            fma = float(m[1]) * 1e9
+        elif m := re.match(r"work (\w+): (\d+) flops (\d+) bytes", line):
+            work[m[1]] = (int(m[2]), int(m[3]))
+        elif line.startswith(("torch: {", "onnxruntime: {")):
+            name, _, text = line.partition(": ")
+            for k, v in json.loads(text).items():
+                (torch if name == "torch" else ort).setdefault(k, []).append(float(v))
+        elif line.startswith("mlp example"):
+            extra.append(line)
+    print("CPU: times in us (medians across repeats); ratio = minic / better peer; "
+          "floor = bytes / measured copy bandwidth")
+    print(f"{'workload':11} {'minic':>9} {'torch':>9} {'ORT':>9} {'vs best':>8} "
+          f"{'floor':>8} {'x floor':>8} {'GFLOP/s':>8}")
+    for w, key in PEER_KEY.items():
+        t = med(minic.get(w, []))
+        pt, po = med(torch.get(key, [])), med(ort.get(key, []))
+        best = min([p for p in (pt, po) if p is not None], default=None)
+        flops, nbytes = work.get(w, (None, None))
+        floor = nbytes / copy * 1e6 if nbytes and copy else None
+        rate = flops / t / 1e3 if flops and t else None
+        print(f"{w:11} {fmt(t):>9} {fmt(pt):>9} {fmt(po):>9} "
+              f"{'-' if t is None or best is None else f'{t / best:.2f}x':>8} "
+              f"{fmt(floor):>8} {'-' if t is None or floor is None else f'{t / floor:.2f}x':>8} "
+              f"{fmt(rate):>8}")
+    g = med(gemm)
+    tg = med(torch.get("sgemm_GFLOPs_torch", []))
+    if g is not None:
+        print(f"gemm 2048^2 f32: minic {g:.1f} GFLOP/s, PyTorch {fmt(tg)} GFLOP/s"
+              + (f" ({g / tg:.0%} of PyTorch's)" if tg else "")
+              + (f", {g / fma * 1e9:.0%} of the measured FMA rate" if fma else ""))
+    if copy:
+        print(f"ceilings (minic peaks, same run): copy {copy / 1e9:.1f} GB/s"
+              + (f", f32 FMA {fma / 1e9:.1f} GFLOP/s" if fma else ""))
+    for line in extra:
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
