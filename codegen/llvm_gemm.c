@@ -25,9 +25,11 @@
  * cost compile time) laid out as the per-call packing would be (K blocks of KC rows, each a
  * row of NR-wide panels over all of N), again only when the param changes; the column blocks
  * that units take can then be narrow, so a GEMM with few rows still gives every thread work.
- * A small f32 A (one MC block of rows): the micro-kernel broadcasts A's elements from where
- * they are, one pointer per tile row (rows past M clamped to the last one: their results are
- * never stored).
+ * An f32 A that is small (one MC block of rows) or whose rows are contiguous along K: the
+ * micro-kernel broadcasts A's elements from where they are, one pointer per tile row (rows
+ * past M clamped to the last one: their results are never stored). Packing A would be
+ * repeated for every column block a unit takes (8 times on a 2048^2 matmul, ~10% of its
+ * time); a transposed A of many rows is still packed (each k step would touch a new page).
  *
  * The one tile that M cuts short (M % MR rows, a constant) runs a micro-kernel of just those
  * rows: for M = 32, six full tiles of 6 would compute 36 rows. The epilogue (bias,
@@ -211,7 +213,7 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
     for (int d = 0; d < g->nb; d++)
         g->packed_b = g->packed_b && b->stride[d] == 0; /* one B for every batch */
     g->np = (g->N + g->nr - 1) / g->nr * g->nr;
-    g->direct_a = da == MC_F32 && g->M <= MC;
+    g->direct_a = da == MC_F32 && (g->a_k == 1 || g->M <= MC);
     /* column blocks: NC wide, or, when B costs nothing per unit, narrowed (down to 4 panels)
      * until there are enough units for the threads */
     g->ncb = NC;

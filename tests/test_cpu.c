@@ -215,11 +215,10 @@ static void test_gemm(void **state)
     fx_free(kp);
 }
 
-/* A plain matmul with A transposed (A's K axis contiguous in memory is not), B row-major. */
-static void test_gemm_transposed_a(void **state)
+/* A plain matmul with A transposed (A's K axis contiguous in memory is not), B row-major: few
+ * rows (A read in place) and many (A packed, K over one block). */
+static void check_gemm_transposed_a(int64_t M, int64_t N, int64_t K)
 {
-    (void)state;
-    int64_t M = 50, N = 70, K = 90;
     kir_program *kp = fx_program();
     int a = fx_buffer(kp, KBUF_INPUT, MC_F32, K * M); /* stored [K, M] */
     int b = fx_buffer(kp, KBUF_INPUT, MC_F32, K * N);
@@ -235,6 +234,13 @@ static void test_gemm_transposed_a(void **state)
     fx_store(k, fx_view_contig(k, y), fx_op(k, MC_OP_RELU, MC_F32, acc, 0, 0));
     check_program(kp, 2, "gemm A^T");
     fx_free(kp);
+}
+
+static void test_gemm_transposed_a(void **state)
+{
+    (void)state;
+    check_gemm_transposed_a(50, 70, 90);
+    check_gemm_transposed_a(150, 40, 300);
 }
 
 /* Stores to a large output that the kernel never reads bypass the caches (non-temporal), on
