@@ -34,6 +34,7 @@ enum {
     SUM_BLOCK = 4096,      /* reductions: elements per partial sum */
     SERIAL_POINTS = 1 << 15, /* kernels smaller than this run on the calling thread */
     ACCUMULATORS = 4,      /* reductions: independent vector accumulators per loop trip */
+    ROW_CACHE_MAX_BYTES = 128 << 10, /* reductions: per-thread scratch for values reused */
 };
 
 /* Stores to a buffer at least this large, which the kernel writes and never reads, bypass the
@@ -268,9 +269,34 @@ static LLVMValueRef emit_index(llvm_ctx *c, const llvm_point *pt, int dim, mc_dt
     return v;
 }
 
-void llvm_emit_block(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValueRef *bases,
-                     const llvm_point *pt, LLVMValueRef *cur, LLVMValueRef *row,
-                     LLVMValueRef *rowvals)
+/* Values that a later loop block of a reduction kernel would compute again (softmax's exp:
+ * once for the row's sum, again for the output) are kept in the calling thread's scratch, one
+ * f32 row per value, while the row is walked the first time, and loaded the second time. */
+typedef struct row_cache {
+    int *save;        /* per instruction: the scratch row its value is saved to, or -1 */
+    int *load;        /* per instruction: the scratch row it is loaded from instead, or -1 */
+    int rows;         /* scratch rows in use */
+    int64_t extent;   /* elements per row: the reduced extent */
+    int dim;          /* the merged dimension a point's position in the row is along */
+} row_cache;
+
+/* Load (value NULL) or store the row cache's row `slot` at the point. */
+static LLVMValueRef row_cache_access(llvm_ctx *c, const row_cache *rc, const llvm_point *pt, int slot,
+                                     LLVMValueRef value)
+{
+    LLVMTypeRef pf = LLVMPointerType(c->t_f32, 0);
+    LLVMValueRef base = LLVMBuildBitCast(B, LLVMGetParam(c->fn, 3), pf, "");
+    LLVMValueRef off = LLVMBuildNSWAdd(B, llvm_const_i64(c, slot * rc->extent), pt->idx[rc->dim], "");
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(B, c->t_f32, base, &off, 1, "");
+    LLVMTypeRef t = llvm_value_type(c, MC_F32, pt->width);
+    p = LLVMBuildBitCast(B, p, LLVMPointerType(t, 0), "");
+    LLVMValueRef ins = value ? LLVMBuildStore(B, value, p) : LLVMBuildLoad2(B, t, p, "");
+    LLVMSetAlignment(ins, 4);
+    return value ? NULL : ins;
+}
+
+static void emit_block(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValueRef *bases, const llvm_point *pt,
+                       LLVMValueRef *cur, LLVMValueRef *row, LLVMValueRef *rowvals, const row_cache *rc)
 {
     const kir_block *bl = &k->blocks[blk];
     int w = pt->width;
@@ -278,6 +304,10 @@ void llvm_emit_block(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValueRef *ba
     for (int i = bl->first; i < bl->first + bl->count; i++) {
         const kir_instr *in = &k->code[i];
         LLVMValueRef v = NULL;
+        if (rc && rc->load && rc->load[i] >= 0) {
+            cur[i] = row_cache_access(c, rc, pt, rc->load[i], NULL);
+            continue;
+        }
         switch (in->kind) {
         case KI_LOAD: {
             LLVMValueRef base = llvm_buffer_base(c, buffers, bases, k->views[in->view].buffer);
@@ -303,11 +333,20 @@ void llvm_emit_block(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValueRef *ba
             }
             /* the operands' dtype: where's are its branches, the others' their first operand */
             mc_dtype in_dtype = k->code[in->arg[in->op == MC_OP_WHERE ? 1 : 0]].dtype;
-            v = llvm_emit_op(c, in->op, in_dtype, in->dtype, args, w);
+            mc_op op = in->op;
+            if (op == MC_OP_DIV && mc_dtype_is_float(in_dtype) && bl->loop && row && llvm_block_of(k, in->arg[1]) != blk) {
+                /* by a row's value (softmax's sum): one division per row, a product per element */
+                LLVMValueRef inv = LLVMBuildFDiv(B, LLVMConstReal(c->t_f32, 1.0), row[in->arg[1]], "");
+                args[1] = llvm_splat(c, inv, w);
+                op = MC_OP_MUL;
+            }
+            v = llvm_emit_op(c, op, in_dtype, in->dtype, args, w);
             break;
         }
         }
         cur[i] = v;
+        if (rc && rc->save && rc->save[i] >= 0)
+            row_cache_access(c, rc, pt, rc->save[i], v);
     }
     for (int s = 0; s < k->nstores; s++) {
         const kir_store *st = &k->stores[s];
@@ -317,6 +356,13 @@ void llvm_emit_block(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValueRef *ba
         LLVMValueRef val = (row && llvm_block_of(k, st->value) != blk) ? llvm_splat(c, row[st->value], w) : cur[st->value];
         llvm_store_view(c, k, st->view, base, pt, val);
     }
+}
+
+void llvm_emit_block(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValueRef *bases,
+                     const llvm_point *pt, LLVMValueRef *cur, LLVMValueRef *row,
+                     LLVMValueRef *rowvals)
+{
+    emit_block(c, k, blk, bases, pt, cur, row, rowvals, NULL);
 }
 
 /* ---- the plan: merged dimensions --------------------------------------------------------- */
@@ -434,25 +480,106 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, loop_plan *pl)
     return MC_OK;
 }
 
-/* A block whose instructions include a transcendental (or a division) per element: its loops
- * run one native vector at a time with one accumulator set and are not unrolled, which keeps
- * the long body in registers. */
+/* A transcendental: tens of instructions per element. */
+static bool op_is_heavy(mc_op op)
+{
+    switch (op) {
+    case MC_OP_EXP: case MC_OP_LOG: case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_GELU:
+    case MC_OP_GELU_TANH: case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF:
+    case MC_OP_POW:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* A block whose instructions include a transcendental: its loops run one native vector at a
+ * time with one accumulator set and are not unrolled, which keeps the long body in registers. */
 static bool block_is_heavy(const kir_kernel *k, int blk)
 {
     const kir_block *bl = &k->blocks[blk];
-    for (int i = bl->first; i < bl->first + bl->count; i++) {
-        if (k->code[i].kind != KI_OP)
-            continue;
-        switch (k->code[i].op) {
-        case MC_OP_EXP: case MC_OP_LOG: case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_GELU:
-        case MC_OP_GELU_TANH: case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF:
-        case MC_OP_POW:
+    for (int i = bl->first; i < bl->first + bl->count; i++)
+        if (k->code[i].kind == KI_OP && op_is_heavy(k->code[i].op))
             return true;
-        default:
+    return false;
+}
+
+/* Whether instructions i and j of loop blocks compute the same value at every point: the same
+ * operation on the same operands, loads of the same view of a buffer the kernel never stores
+ * to, or one and the same row-block value. */
+static bool same_value(const kir_kernel *k, const bool *stored, int i, int j)
+{
+    if (i == j)
+        return true;
+    const kir_instr *a = &k->code[i], *b = &k->code[j];
+    if (a->kind != b->kind || a->dtype != b->dtype || !k->blocks[llvm_block_of(k, i)].loop ||
+        !k->blocks[llvm_block_of(k, j)].loop)
+        return false;
+    switch (a->kind) {
+    case KI_LOAD: {
+        const kir_view *va = &k->views[a->view], *vb = &k->views[b->view];
+        if (va->buffer != vb->buffer || va->offset != vb->offset || stored[va->buffer])
+            return false;
+        for (int d = 0; d < k->rank; d++)
+            if (va->stride[d] != vb->stride[d])
+                return false;
+        return true;
+    }
+    case KI_CONST: return a->value == b->value;
+    case KI_INDEX: case KI_ROWVAL: return a->view == b->view;
+    case KI_ACC: return false;
+    case KI_OP: {
+        if (a->op != b->op)
+            return false;
+        int nin = a->op == MC_OP_CAST ? 1 : mc_op_table[a->op].min_in;
+        for (int n = 0; n < nin; n++)
+            if (!same_value(k, stored, a->arg[n], b->arg[n]))
+                return false;
+        return true;
+    }
+    }
+    return false;
+}
+
+/* The row cache of a reduction kernel whose reduced dimensions merge into one: each
+ * transcendental of a loop block that an earlier loop block computes already is loaded from
+ * the scratch row the earlier one saves it to, within ROW_CACHE_MAX_BYTES per thread. */
+static mc_status plan_row_cache(llvm_ctx *c, const kir_kernel *k, const loop_plan *pl, row_cache *rc)
+{
+    memset(rc, 0, sizeof *rc);
+    if (pl->pointwise || pl->rank - pl->nrow != 1 || k->ncode == 0)
+        return MC_OK;
+    rc->dim = pl->rank - 1;
+    rc->extent = pl->shape[rc->dim];
+    rc->save = malloc((size_t)k->ncode * sizeof *rc->save);
+    rc->load = malloc((size_t)k->ncode * sizeof *rc->load);
+    bool *stored = calloc((size_t)c->kp->nbuffers + 1, sizeof *stored);
+    if (!rc->save || !rc->load || !stored) {
+        free(stored);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory planning kernel %s", k->name);
+    }
+    for (int i = 0; i < k->ncode; i++)
+        rc->save[i] = rc->load[i] = -1;
+    for (int s = 0; s < k->nstores; s++)
+        stored[k->views[k->stores[s].view].buffer] = true;
+    for (int i = 0; i < k->ncode; i++) {
+        int bi = llvm_block_of(k, i);
+        if (!k->blocks[bi].loop || k->code[i].kind != KI_OP || !op_is_heavy(k->code[i].op))
+            continue;
+        for (int j = 0; j < k->blocks[bi].first; j++) {
+            if (k->code[j].kind != KI_OP || k->code[j].op != k->code[i].op || !same_value(k, stored, i, j))
+                continue;
+            if (rc->save[j] < 0) {
+                if ((rc->rows + 1) * rc->extent * (int64_t)sizeof(float) > ROW_CACHE_MAX_BYTES)
+                    break;
+                rc->save[j] = rc->rows++;
+            }
+            rc->load[i] = rc->save[j];
             break;
         }
     }
-    return false;
+    free(stored);
+    return MC_OK;
 }
 
 /* ---- emission ------------------------------------------------------------------------------ */
@@ -470,6 +597,7 @@ typedef struct emit_state {
     LLVMValueRef *row_offset;   /* per view: offset of the row's first element */
     LLVMValueRef idx[MC_MAX_RANK];
     bool used_nontemporal;      /* a non-temporal store was emitted: fence before returning */
+    row_cache cache;            /* reduction kernels: values computed once per row walk */
 } emit_state;
 
 /* The body of a loop step at one point; `unit` says which of the ACCUMULATORS independent
@@ -674,7 +802,7 @@ typedef struct loop_block_arg {
 static void loop_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, int unit, void *p)
 {
     loop_block_arg *a = p;
-    llvm_emit_block(c, e->k, a->blk, e->bases, pt, e->cur, e->row, e->rowvals);
+    emit_block(c, e->k, a->blk, e->bases, pt, e->cur, e->row, e->rowvals, &e->cache);
     for (int r = 0; r < e->k->nreds; r++) {
         const kir_reduce *rd = &e->k->reds[r];
         if (rd->block != a->blk)
@@ -807,6 +935,8 @@ mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
         st = mc_fail(MC_ERR_SYSTEM, "out of memory generating kernel %s", k->name);
         goto done;
     }
+    if ((st = plan_row_cache(c, k, &pl, &e.cache)) != MC_OK)
+        goto done;
     llvm_begin_function(c, k->name);
     LLVMValueRef begin = LLVMGetParam(c->fn, 1), end = LLVMGetParam(c->fn, 2);
 
@@ -870,7 +1000,7 @@ mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     info->units = pl.rows * pl.nchunks;
     info->grain = 0;
     info->serial = points < SERIAL_POINTS || info->units < 2;
-    info->scratch_bytes = 0;
+    info->scratch_bytes = e.cache.rows * e.cache.extent * (int64_t)sizeof(float);
 done:
     free(pl.stride);
     free(pl.nontemporal);
@@ -879,5 +1009,7 @@ done:
     free(e.cur);
     free(e.rowvals);
     free(e.row_offset);
+    free(e.cache.save);
+    free(e.cache.load);
     return st;
 }

@@ -256,7 +256,64 @@ static LLVMValueRef exp_scaled(llvm_ctx *c, LLVMValueRef x, int w, int scale)
     return f_mul(c, f_mul(c, p, pow2_f32(c, n1, w)), pow2_f32(c, n2, w));
 }
 
-static LLVMValueRef exp_body(llvm_ctx *c, LLVMValueRef *a, int w) { return exp_scaled(c, a[0], w, 0); }
+/* exp(y) 2^scale where 2^(n + scale) is a normal number (the caller makes sure: y in [-87, 87]
+ * for scale 0, [-105, 0] for scale 32), so one factor does: exp_scaled without its clamps and
+ * second factor, and the same result wherever both apply. */
+static LLVMValueRef exp_in_range(llvm_ctx *c, LLVMValueRef y, int w, int scale)
+{
+    LLVMValueRef k = fma_(c, y, K(c, y, log2e), K(c, y, exp_shifter));
+    LLVMValueRef n = f_sub(c, k, K(c, y, exp_shifter));
+    LLVMValueRef r = fma_(c, n, K(c, y, -ln2_hi_f), y);
+    r = fma_(c, n, K(c, y, -ln2_lo_f), r);
+    LLVMValueRef p = horner(c, r, exp_poly, 7);
+    /* k's bits are 0x4b400000 + n: rebias to the exponent field of 2^(n + scale) */
+    LLVMValueRef bits = LLVMBuildBitCast(B, k, vec(c->t_i32, w), "");
+    bits = LLVMBuildAdd(B, bits, llvm_const_i32(c, 127 + scale - 0x4b400000, w), "");
+    bits = LLVMBuildShl(B, bits, llvm_const_i32(c, 23, w), "");
+    return f_mul(c, p, LLVMBuildBitCast(B, bits, vec(c->t_f32, w), ""));
+}
+
+typedef LLVMValueRef (*math_fn)(llvm_ctx *c, LLVMValueRef x, int w);
+
+/* Branch once per vector (a scalar: once): where any lane of `rare` is set, slow(x), else
+ * fast(x). The common case runs a short path without a branch per lane; the other keeps the
+ * full accuracy and special cases. */
+static LLVMValueRef branch_on_rare(llvm_ctx *c, LLVMValueRef rare, LLVMValueRef x, int w, math_fn fast, math_fn slow)
+{
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(B));
+    LLVMBasicBlockRef bb_fast = LLVMAppendBasicBlockInContext(c->ctx, fn, "fast");
+    LLVMBasicBlockRef bb_slow = LLVMAppendBasicBlockInContext(c->ctx, fn, "slow");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c->ctx, fn, "join");
+    if (w > 1)
+        rare = call1(c, "llvm.vector.reduce.or", rare);
+    rare = call2(c, "llvm.expect", rare, LLVMConstInt(c->t_i1, 0, 0));
+    LLVMBuildCondBr(B, rare, bb_slow, bb_fast);
+    LLVMValueRef vals[2];
+    LLVMBasicBlockRef from[2];
+    LLVMPositionBuilderAtEnd(B, bb_fast);
+    vals[0] = fast(c, x, w);
+    from[0] = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, bb_slow);
+    vals[1] = slow(c, x, w);
+    from[1] = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, join);
+    LLVMValueRef r = LLVMBuildPhi(B, LLVMTypeOf(x), "");
+    LLVMAddIncoming(r, vals, from, 2);
+    return r;
+}
+
+static LLVMValueRef exp_common(llvm_ctx *c, LLVMValueRef x, int w) { return exp_in_range(c, x, w, 0); }
+static LLVMValueRef exp_any(llvm_ctx *c, LLVMValueRef x, int w) { return exp_scaled(c, x, w, 0); }
+
+/* |x| <= 87 (NaN is not) in every lane: one scale factor and no clamps; else the general path */
+static LLVMValueRef exp_body(llvm_ctx *c, LLVMValueRef *a, int w)
+{
+    LLVMValueRef x = a[0];
+    LLVMValueRef rare = fcmp(c, LLVMRealUGT, call1(c, "llvm.fabs", x), K(c, x, 87.0));
+    return branch_on_rare(c, rare, x, w, exp_common, exp_any);
+}
 
 static LLVMValueRef emit_exp(llvm_ctx *c, LLVMValueRef x, int w) { return call_helper(c, "exp", exp_body, &x, 1, w); }
 
@@ -356,22 +413,6 @@ static void exact_product(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b, int w, LL
     *lo = LLVMBuildFPTrunc(B, f_sub(c, p, LLVMBuildFPExt(B, *hi, td, "")), vec(c->t_f32, w), "");
 }
 
-/* exp(y) 2^scale for y in [-105, 0] (the caller clamps; scale in [0, 32], so 2^(n + scale) stays
- * a normal number and one factor does): exp_scaled without its clamps and second factor. */
-static LLVMValueRef exp_nonpositive(llvm_ctx *c, LLVMValueRef y, int w, int scale)
-{
-    LLVMValueRef k = fma_(c, y, K(c, y, log2e), K(c, y, exp_shifter));
-    LLVMValueRef n = f_sub(c, k, K(c, y, exp_shifter));
-    LLVMValueRef r = fma_(c, n, K(c, y, -ln2_hi_f), y);
-    r = fma_(c, n, K(c, y, -ln2_lo_f), r);
-    LLVMValueRef p = horner(c, r, exp_poly, 7);
-    /* k's bits are 0x4b400000 + n: rebias to the exponent field of 2^(n + scale) */
-    LLVMValueRef bits = LLVMBuildBitCast(B, k, vec(c->t_i32, w), "");
-    bits = LLVMBuildAdd(B, bits, llvm_const_i32(c, 127 + scale - 0x4b400000, w), "");
-    bits = LLVMBuildShl(B, bits, llvm_const_i32(c, 23, w), "");
-    return f_mul(c, p, LLVMBuildBitCast(B, bits, vec(c->t_f32, w), ""));
-}
-
 /* erf(x) = x R(x^2) for |x| <= 3.92, R = P/Q a rational function fitted here (near-minimax,
  * relative error 5.2e-8); beyond 3.92 erf rounds to +-1 in f32. One division, eleven FMAs. */
 static LLVMValueRef erf_body(llvm_ctx *c, LLVMValueRef *a, int w)
@@ -407,7 +448,7 @@ static LLVMValueRef gelu_tail(llvm_ctx *c, LLVMValueRef x, int w)
     LLVMValueRef t = min_keep_nan(c, call1(c, "llvm.fabs", x), 14.5);
     LLVMValueRef hi, lo;
     exact_product(c, t, t, w, &hi, &lo);
-    LLVMValueRef e = exp_nonpositive(c, f_mul(c, hi, K(c, x, -0.5)), w, 32);
+    LLVMValueRef e = exp_in_range(c, f_mul(c, hi, K(c, x, -0.5)), w, 32);
     e = fma_(c, e, f_mul(c, lo, K(c, x, -0.5)), e);
     LLVMValueRef m = f_div(c, horner(c, t, P, 5), horner(c, t, Q, 6));
     LLVMValueRef v = f_mul(c, f_mul(c, f_mul(c, t, e), m), K(c, x, -0x1p-32)); /* -t Phi(-t) */
@@ -421,42 +462,24 @@ static LLVMValueRef gelu_tail(llvm_ctx *c, LLVMValueRef x, int w)
  * division and twelve FMAs. Its error is absolute, about 1e-7 in Phi, so relative to the result
  * it grows where Phi(x) is small: 3e-6 at x = -2, far worse further out. So a vector with any
  * lane below -2 (or -inf) takes gelu_tail instead; NaN stays on this path and stays NaN. */
-static LLVMValueRef gelu_body(llvm_ctx *c, LLVMValueRef *a, int w)
+static LLVMValueRef gelu_common(llvm_ctx *c, LLVMValueRef x, int w)
 {
+    (void)w;
     static const double P[] = {0.3989422600367494, 0.03530026225724322, 0.004467339034707179,
                                0.00016316978398254675, 3.1305013840100897e-06, -2.1636685618350743e-08,
                                1.1021512335830843e-10};
     static const double Q[] = {1.0, 0.2551504700824682, 0.028725248540532475, 0.0017916710143715505,
                                5.9618349848156166e-05};
-    LLVMValueRef x = a[0];
-    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(B));
-    LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(c->ctx, fn, "fast");
-    LLVMBasicBlockRef tail = LLVMAppendBasicBlockInContext(c->ctx, fn, "tail");
-    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c->ctx, fn, "join");
-    LLVMValueRef any = fcmp(c, LLVMRealOLT, x, K(c, x, -1.75));
-    if (w > 1)
-        any = call1(c, "llvm.vector.reduce.or", any);
-    any = call2(c, "llvm.expect", any, LLVMConstInt(c->t_i1, 0, 0));
-    LLVMBuildCondBr(B, any, tail, fast);
-
-    LLVMPositionBuilderAtEnd(B, fast);
     LLVMValueRef xc = min_keep_nan(c, x, 5.54);
     LLVMValueRef s = f_mul(c, xc, xc);
     LLVMValueRef phi = fma_(c, xc, f_div(c, horner(c, s, P, 7), horner(c, s, Q, 5)), K(c, x, 0.5));
-    LLVMValueRef r_fast = f_mul(c, x, phi);
-    LLVMBuildBr(B, join);
+    return f_mul(c, x, phi);
+}
 
-    LLVMPositionBuilderAtEnd(B, tail);
-    LLVMValueRef r_tail = gelu_tail(c, x, w);
-    LLVMBasicBlockRef tail_end = LLVMGetInsertBlock(B);
-    LLVMBuildBr(B, join);
-
-    LLVMPositionBuilderAtEnd(B, join);
-    LLVMValueRef r = LLVMBuildPhi(B, LLVMTypeOf(x), "");
-    LLVMValueRef vals[2] = {r_fast, r_tail};
-    LLVMBasicBlockRef from[2] = {fast, tail_end};
-    LLVMAddIncoming(r, vals, from, 2);
-    return r;
+static LLVMValueRef gelu_body(llvm_ctx *c, LLVMValueRef *a, int w)
+{
+    LLVMValueRef x = a[0];
+    return branch_on_rare(c, fcmp(c, LLVMRealOLT, x, K(c, x, -1.75)), x, w, gelu_common, gelu_tail);
 }
 
 static LLVMValueRef gelu_tanh_body(llvm_ctx *c, LLVMValueRef *a, int w)

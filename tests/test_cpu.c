@@ -7,7 +7,8 @@
  * operand, a batch-broadcast operand, f16/bf16 operands and epilogues of every kind. Also: the
  * thread pool runs every index exactly once under both splits; a second prepare of the same
  * program is served from the disk cache; the dumped IR names kernels and nothing of the user's;
- * non-temporal stores give the same results whatever the output buffer's alignment.
+ * non-temporal stores give the same results whatever the output buffer's alignment; softmax's
+ * exp is computed once per element.
  */
 #include <math.h>
 #include <stdio.h>
@@ -299,6 +300,52 @@ static void test_nontemporal_stores(void **state)
     }
 }
 
+/* Calls of minic_exp in the generated code of kp (before inlining). */
+static int exp_calls(kir_program *kp)
+{
+    fake f;
+    fake_init(&f, kp, 1, 3);
+    if (mc_backend_cpu.prepare(&f.p) != MC_OK)
+        fail_msg("prepare: %s", mc_error_message());
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_int_equal(mc_backend_cpu.dump_code(&f.p, out), MC_OK);
+    fclose(out);
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, "call ")) != NULL; p++) {
+        const char *eol = strchr(p, '\n');
+        const char *e = strstr(p, "@minic_exp_f32x");
+        if (e && (!eol || e < eol))
+            n++;
+    }
+    free(text);
+    mc_backend_cpu.release(&f.p);
+    fake_free(&f);
+    return n;
+}
+
+/* softmax computes exp(x - max) in two loop blocks (for the sum, then for the output): the
+ * second loads the first's values from the per-thread row cache instead (one call in the vector
+ * loop, one in the scalar remainder). The same kernel with a different scale in the last block
+ * must compute it again (and give the interpreter's results either way). */
+static void test_row_cache(void **state)
+{
+    (void)state;
+    kir_program *kp = fx_softmax(7, 37, MC_F32);
+    assert_int_equal(exp_calls(kp), 2);
+    check_program(kp, 2, "softmax 7x37, exp cached");
+    fx_free(kp);
+    kp = fx_softmax(7, 37, MC_F32);
+    kir_kernel *k = &kp->kernels[0];
+    for (int i = k->blocks[k->nblocks - 1].first; i < k->ncode; i++)
+        if (k->code[i].kind == KI_CONST)
+            k->code[i].value = 0.25; /* the last block's scale: exp(0.25 x - max) */
+    assert_int_equal(exp_calls(kp), 4);
+    check_program(kp, 2, "softmax-like 7x37, different exp");
+    fx_free(kp);
+}
+
 /* A GEMM's param B is packed once, at the first run: binding a new value (dirty) must repack
  * it, a run without a change must not need to. Small M (A read in place) and large M (A
  * packed), K over one block, N over several column blocks. */
@@ -440,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_gemm_transposed_a),
         cmocka_unit_test(test_nontemporal_stores),
+        cmocka_unit_test(test_row_cache),
         cmocka_unit_test(test_gemm_param_update),
         cmocka_unit_test(test_cache_and_dump),
     };
