@@ -116,6 +116,8 @@ typedef struct llvm_point {
     const int64_t (*stride)[MC_MAX_RANK]; /* per view: strides in elements */
     LLVMValueRef acc;                 /* GEMM epilogue: the accumulator, `width` lanes */
     const int *dim_of;                /* kernel IR dimension -> dimension of idx (NULL: same) */
+    const bool *nontemporal;          /* per view: vector stores are non-temporal, the address
+                                         aligned to the vector (NULL: none) */
 } llvm_point;
 
 /* The base pointer of buffer `buf`, typed for its storage dtype, loaded from the buffers

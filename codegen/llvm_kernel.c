@@ -22,6 +22,8 @@
  */
 #include "llvm.h"
 
+#include <llvm-c/DebugInfo.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +33,15 @@ enum {
     CHUNK = 8192,          /* pointwise: elements of the last axis per parallel unit, when long */
     SUM_BLOCK = 4096,      /* reductions: elements per partial sum */
     SERIAL_POINTS = 1 << 15, /* kernels smaller than this run on the calling thread */
+    ACCUMULATORS = 4,      /* reductions: independent vector accumulators per loop trip */
 };
+
+/* Stores to a buffer at least this large, which the kernel writes and never reads, bypass the
+ * caches (non-temporal): the data would only evict the working set on its way to memory, and
+ * a normal store first reads each line it writes (read for ownership), a third of the traffic
+ * of a copy. Half the L3 of the machines this is tuned on (32 MB), so that an intermediate
+ * the next kernel reads back from the cache stays a normal store. */
+#define NONTEMPORAL_MIN_BYTES ((int64_t)16 << 20)
 
 /* ---- functions, allocas, loops ------------------------------------------------------------ */
 
@@ -84,6 +94,31 @@ void llvm_loop_end(llvm_ctx *c, llvm_loop *L)
 {
     LLVMBuildStore(B, LLVMBuildNSWAdd(B, L->index, L->step, ""), L->var);
     LLVMBuildBr(B, L->head);
+    LLVMPositionBuilderAtEnd(B, L->exit);
+}
+
+/* llvm_loop_end with a hint for LLVM's unroller on the back edge: `unroll` copies of the body
+ * (1: do not unroll). A loop whose body is long already (a transcendental per element) gains
+ * nothing from unrolling and loses to register spills when it is unrolled. */
+static void loop_end_unroll(llvm_ctx *c, llvm_loop *L, int unroll)
+{
+    LLVMBuildStore(B, LLVMBuildNSWAdd(B, L->index, L->step, ""), L->var);
+    LLVMValueRef br = LLVMBuildBr(B, L->head);
+    LLVMMetadataRef opt[2];
+    int nopt = 1;
+    if (unroll <= 1) {
+        opt[0] = LLVMMDStringInContext2(c->ctx, "llvm.loop.unroll.disable", 24);
+    } else {
+        opt[0] = LLVMMDStringInContext2(c->ctx, "llvm.loop.unroll.count", 22);
+        opt[1] = LLVMValueAsMetadata(llvm_const_i32(c, unroll, 1));
+        nopt = 2;
+    }
+    /* a loop ID is a node whose first operand is itself */
+    LLVMMetadataRef tmp = LLVMTemporaryMDNode(c->ctx, NULL, 0);
+    LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(c->ctx, opt, (size_t)nopt)};
+    LLVMMetadataRef id = LLVMMDNodeInContext2(c->ctx, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(tmp, id);
+    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c->ctx, "llvm.loop", 9), LLVMMetadataAsValue(c->ctx, id));
     LLVMPositionBuilderAtEnd(B, L->exit);
 }
 
@@ -194,7 +229,15 @@ void llvm_store_view(llvm_ctx *c, const kir_kernel *k, int v, LLVMValueRef base,
     if (s == 1) {
         LLVMTypeRef vt = LLVMVectorType(elem, (unsigned)w);
         LLVMValueRef p = LLVMBuildBitCast(B, element_ptr(c, elem, base, off), LLVMPointerType(vt, 0), "");
-        LLVMSetAlignment(LLVMBuildStore(B, raw, p), align);
+        LLVMValueRef store = LLVMBuildStore(B, raw, p);
+        if (pt->nontemporal && pt->nontemporal[v]) {
+            /* the caller checked that the address is aligned to the whole vector */
+            align *= (unsigned)w;
+            LLVMMetadataRef one = LLVMValueAsMetadata(llvm_const_i32(c, 1, 1));
+            LLVMSetMetadata(store, LLVMGetMDKindIDInContext(c->ctx, "nontemporal", 11),
+                            LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, &one, 1)));
+        }
+        LLVMSetAlignment(store, align);
         return;
     }
     /* Lane by lane, in order, so a broadcast store (stride 0) keeps the last lane as a scalar
@@ -286,6 +329,8 @@ typedef struct loop_plan {
     int64_t (*stride)[MC_MAX_RANK]; /* per view, merged */
     int64_t rows;                   /* product of the row dimensions */
     int64_t chunk, nchunks;         /* pointwise: the last axis in chunks */
+    bool *nontemporal;              /* per view: its stores are non-temporal where aligned */
+    bool any_nontemporal;
 } loop_plan;
 
 static bool dim_indexed(const kir_kernel *k, int d)
@@ -309,7 +354,29 @@ static void views_in_loops(const kir_kernel *k, bool pointwise, bool *in_loop)
             in_loop[k->stores[s].view] = true;
 }
 
-static mc_status make_plan(const kir_kernel *k, loop_plan *pl)
+/* Which views' stores are non-temporal (NONTEMPORAL_MIN_BYTES): contiguous along the vector
+ * axis, to a large buffer the kernel never loads from. x86-64 only, where the fence that orders
+ * them (sfence) is known. */
+static void plan_nontemporal(llvm_ctx *c, const kir_kernel *k, loop_plan *pl)
+{
+    if (strncmp(c->target->triple, "x86_64", 6) != 0 || pl->rank == 0)
+        return;
+    for (int s = 0; s < k->nstores; s++) {
+        int v = k->stores[s].view, buf = k->views[v].buffer;
+        const kir_buffer *kb = &c->kp->buffers[buf];
+        bool ok = pl->stride[v][pl->rank - 1] == 1 && (pl->pointwise || k->blocks[k->stores[s].block].loop);
+        int64_t bytes;
+        ok = ok && !mc_mul_overflows(kb->numel, (int64_t)mc_dtype_size(kb->dtype), &bytes) &&
+             bytes >= NONTEMPORAL_MIN_BYTES;
+        for (int i = 0; i < k->ncode && ok; i++)
+            if (k->code[i].kind == KI_LOAD && k->views[k->code[i].view].buffer == buf)
+                ok = false;
+        pl->nontemporal[v] = ok;
+        pl->any_nontemporal |= ok;
+    }
+}
+
+static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, loop_plan *pl)
 {
     memset(pl, 0, sizeof *pl);
     pl->pointwise = k->nreds == 0 && k->nrow == k->rank;
@@ -317,8 +384,9 @@ static mc_status make_plan(const kir_kernel *k, loop_plan *pl)
         if (k->blocks[b].loop)
             pl->pointwise = false;
     pl->stride = calloc((size_t)(k->nviews ? k->nviews : 1), sizeof *pl->stride);
+    pl->nontemporal = calloc((size_t)(k->nviews ? k->nviews : 1), sizeof *pl->nontemporal);
     bool *in_loop = calloc((size_t)(k->nviews ? k->nviews : 1), sizeof *in_loop);
-    if (!pl->stride || !in_loop) {
+    if (!pl->stride || !pl->nontemporal || !in_loop) {
         free(in_loop);
         return mc_fail(MC_ERR_SYSTEM, "out of memory planning kernel %s", k->name);
     }
@@ -362,7 +430,29 @@ static mc_status make_plan(const kir_kernel *k, loop_plan *pl)
         pl->chunk = CHUNK;
         pl->nchunks = (pl->shape[n - 1] + CHUNK - 1) / CHUNK;
     }
+    plan_nontemporal(c, k, pl);
     return MC_OK;
+}
+
+/* A block whose instructions include a transcendental (or a division) per element: its loops
+ * run one native vector at a time with one accumulator set and are not unrolled, which keeps
+ * the long body in registers. */
+static bool block_is_heavy(const kir_kernel *k, int blk)
+{
+    const kir_block *bl = &k->blocks[blk];
+    for (int i = bl->first; i < bl->first + bl->count; i++) {
+        if (k->code[i].kind != KI_OP)
+            continue;
+        switch (k->code[i].op) {
+        case MC_OP_EXP: case MC_OP_LOG: case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_GELU:
+        case MC_OP_GELU_TANH: case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF:
+        case MC_OP_POW:
+            return true;
+        default:
+            break;
+        }
+    }
+    return false;
 }
 
 /* ---- emission ------------------------------------------------------------------------------ */
@@ -370,27 +460,32 @@ static mc_status make_plan(const kir_kernel *k, loop_plan *pl)
 typedef struct emit_state {
     const kir_kernel *k;
     loop_plan *pl;
+    int width;                  /* lanes of the vector loops being emitted */
+    bool heavy;                 /* their body is long: no unrolling, one accumulator set */
+    bool reducing;              /* the loop block being emitted folds reductions */
     LLVMValueRef *bases;        /* per buffer */
     LLVMValueRef *row;          /* per instruction: row-block scalars */
     LLVMValueRef *cur;          /* per instruction: the current evaluation */
     LLVMValueRef *rowvals;      /* per reduction */
     LLVMValueRef *row_offset;   /* per view: offset of the row's first element */
     LLVMValueRef idx[MC_MAX_RANK];
+    bool used_nontemporal;      /* a non-temporal store was emitted: fence before returning */
 } emit_state;
 
-/* The innermost loop over [lo, hi) of merged dimension d, `width` lanes at a time, then one
- * lane at a time, evaluating `body` at each step. offsets[] are the views' offsets at index 0
- * of d. */
-typedef void (*step_fn)(llvm_ctx *c, emit_state *e, const llvm_point *pt, void *arg);
+/* The body of a loop step at one point; `unit` says which of the ACCUMULATORS independent
+ * accumulator sets a reduction step folds into. */
+typedef void (*step_fn)(llvm_ctx *c, emit_state *e, const llvm_point *pt, int unit, void *arg);
+typedef void (*done_fn)(llvm_ctx *c, emit_state *e, void *arg);
 
 static void point_at(llvm_ctx *c, emit_state *e, llvm_point *pt, LLVMValueRef *offs, LLVMValueRef *base_offs,
-                     int d, LLVMValueRef j, int width)
+                     int d, LLVMValueRef j, int width, const bool *nontemporal)
 {
     memset(pt, 0, sizeof *pt);
     pt->width = width;
     pt->lane_dim = width > 1 ? d : -1;
     pt->stride = (const int64_t(*)[MC_MAX_RANK])e->pl->stride;
     pt->dim_of = e->pl->dim_of;
+    pt->nontemporal = width > 1 ? nontemporal : NULL;
     memcpy(pt->idx, e->idx, sizeof pt->idx);
     pt->idx[d] = j;
     for (int v = 0; v < e->k->nviews; v++)
@@ -398,56 +493,172 @@ static void point_at(llvm_ctx *c, emit_state *e, llvm_point *pt, LLVMValueRef *o
     pt->view_offset = offs;
 }
 
-static void inner_loop(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVMValueRef hi,
-                       int64_t extent, LLVMValueRef *base_offs, step_fn body, void *arg,
-                       void (*vector_done)(llvm_ctx *, emit_state *, void *), bool blocked)
+/* One vector loop over [lo, hi) (hi - lo a multiple of the width): `units` steps per trip,
+ * each folding into its own accumulator set, so that reductions are not one latency-bound
+ * chain. */
+static void vector_loop(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVMValueRef hi, int units,
+                        LLVMValueRef *base_offs, LLVMValueRef *offs, step_fn body, void *arg,
+                        const bool *nontemporal)
 {
-    int w = c->lanes;
+    int w = e->width;
+    llvm_point pt;
+    llvm_loop L;
+    llvm_loop_begin(c, &L, lo, hi, llvm_const_i64(c, (int64_t)w * units), units > 1 ? "jvu" : "jv");
+    for (int u = 0; u < units; u++) {
+        LLVMValueRef j = u ? LLVMBuildNSWAdd(B, L.index, llvm_const_i64(c, (int64_t)w * u), "") : L.index;
+        point_at(c, e, &pt, offs, base_offs, d, j, w, nontemporal);
+        body(c, e, &pt, u, arg);
+    }
+    if (e->heavy)
+        loop_end_unroll(c, &L, 1);
+    else
+        llvm_loop_end(c, &L);
+}
+
+/* lo + (hi - lo) rounded down to a multiple of m */
+static LLVMValueRef round_down(llvm_ctx *c, LLVMValueRef lo, LLVMValueRef hi, int64_t m)
+{
+    LLVMValueRef n = LLVMBuildSub(B, hi, lo, "");
+    return LLVMBuildAdd(B, lo, LLVMBuildMul(B, LLVMBuildSDiv(B, n, llvm_const_i64(c, m), ""), llvm_const_i64(c, m), ""), "");
+}
+
+/* The vector part of a loop over [lo, vend): for a reduction (`done` given) ACCUMULATORS steps per
+ * trip, then single steps, then `done` folds the accumulators into the row's totals; with
+ * `blocked`, that happens every SUM_BLOCK elements. */
+static void vector_part(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVMValueRef vend, int64_t extent,
+                        LLVMValueRef *base_offs, LLVMValueRef *offs, step_fn body, void *arg, done_fn done,
+                        bool blocked, const bool *nontemporal)
+{
+    int w = e->width;
+    int units = e->reducing && !e->heavy ? ACCUMULATORS : 1;
+    blocked = blocked && e->reducing;
+    llvm_loop outer;
+    LLVMValueRef blo = lo, bhi = vend;
+    bool outer_loop = blocked && extent > SUM_BLOCK;
+    if (outer_loop) {
+        llvm_loop_begin(c, &outer, lo, vend, llvm_const_i64(c, SUM_BLOCK), "jb");
+        blo = outer.index;
+        bhi = LLVMBuildAdd(B, outer.index, llvm_const_i64(c, SUM_BLOCK), "");
+        bhi = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, bhi, vend, ""), bhi, vend, "");
+    }
+    LLVMValueRef mid = blo;
+    if (units > 1 && extent >= (int64_t)w * units) {
+        mid = round_down(c, blo, bhi, (int64_t)w * units);
+        vector_loop(c, e, d, blo, mid, units, base_offs, offs, body, arg, nontemporal);
+    }
+    if (units == 1 || extent % ((int64_t)w * units) != 0 || (outer_loop && SUM_BLOCK % (w * units) != 0))
+        vector_loop(c, e, d, mid, bhi, 1, base_offs, offs, body, arg, nontemporal);
+    if (done)
+        done(c, e, arg);
+    if (outer_loop)
+        llvm_loop_end(c, &outer);
+}
+
+/* The address of view v's element at index j of dimension d, as an integer. */
+static LLVMValueRef address_at(llvm_ctx *c, emit_state *e, int v, int d, LLVMValueRef j, LLVMValueRef *base_offs)
+{
+    LLVMValueRef base = llvm_buffer_base(c, LLVMGetParam(c->fn, 0), e->bases, e->k->views[v].buffer);
+    LLVMValueRef off = LLVMBuildNSWAdd(B, base_offs[v], LLVMBuildNSWMul(B, j, llvm_const_i64(c, e->pl->stride[v][d]), ""), "");
+    LLVMValueRef p = LLVMBuildGEP2(B, LLVMGetElementType(LLVMTypeOf(base)), base, &off, 1, "");
+    return LLVMBuildPtrToInt(B, p, c->t_i64, "");
+}
+
+/* The vector part of a loop with non-temporal stores, over [lo, hi): when the first such view's
+ * elements are aligned to their own size, single steps up to the first address aligned to a
+ * whole vector, then vectors with non-temporal stores, provided every other such view is aligned
+ * there too; otherwise plain vectors. Returns where the vectors ended (the remainder starts). */
+static LLVMValueRef nontemporal_part(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVMValueRef hi,
+                                     int64_t extent, LLVMValueRef *base_offs, LLVMValueRef *offs, step_fn body,
+                                     void *arg, done_fn done)
+{
+    int w = e->width, first = -1;
+    for (int v = 0; v < e->k->nviews && first < 0; v++)
+        if (e->pl->nontemporal[v])
+            first = v;
+    MC_ASSERT(first >= 0);
+    int64_t esize = (int64_t)mc_dtype_size(c->kp->buffers[e->k->views[first].buffer].dtype);
+    int64_t vbytes = esize * w;
+    LLVMValueRef addr = address_at(c, e, first, d, lo, base_offs);
+    LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, addr, llvm_const_i64(c, esize - 1), ""), llvm_const_i64(c, 0), "");
+    LLVMValueRef gap = LLVMBuildAnd(B, LLVMBuildSub(B, llvm_const_i64(c, 0), addr, ""), llvm_const_i64(c, vbytes - 1), "");
+    LLVMValueRef peel = LLVMBuildUDiv(B, gap, llvm_const_i64(c, esize), "peel");
+    LLVMValueRef start = LLVMBuildAdd(B, lo, peel, "");
+    start = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, start, hi, ""), start, hi, "");
+    for (int v = first + 1; v < e->k->nviews; v++) {
+        if (!e->pl->nontemporal[v])
+            continue;
+        int64_t vb = w * (int64_t)mc_dtype_size(c->kp->buffers[e->k->views[v].buffer].dtype);
+        LLVMValueRef a = LLVMBuildAnd(B, address_at(c, e, v, d, start, base_offs), llvm_const_i64(c, vb - 1), "");
+        ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntEQ, a, llvm_const_i64(c, 0), ""), "");
+    }
+    LLVMBasicBlockRef nt = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "nt");
+    LLVMBasicBlockRef plain = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "plain");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "");
+    LLVMBuildCondBr(B, ok, nt, plain);
+
+    LLVMPositionBuilderAtEnd(B, nt);
+    llvm_point pt;
+    llvm_loop L;
+    llvm_loop_begin(c, &L, lo, start, llvm_const_i64(c, 1), "jpeel");
+    point_at(c, e, &pt, offs, base_offs, d, L.index, 1, NULL);
+    body(c, e, &pt, 0, arg);
+    llvm_loop_end(c, &L);
+    LLVMValueRef nt_end = round_down(c, start, hi, w);
+    vector_part(c, e, d, start, nt_end, extent, base_offs, offs, body, arg, done, false, e->pl->nontemporal);
+    LLVMBasicBlockRef nt_last = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, join);
+
+    LLVMPositionBuilderAtEnd(B, plain);
+    LLVMValueRef plain_end = round_down(c, lo, hi, w);
+    vector_part(c, e, d, lo, plain_end, extent, base_offs, offs, body, arg, done, false, NULL);
+    LLVMBasicBlockRef plain_last = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, join);
+
+    LLVMPositionBuilderAtEnd(B, join);
+    LLVMValueRef vend = LLVMBuildPhi(B, c->t_i64, "vend");
+    LLVMValueRef vals[2] = {nt_end, plain_end};
+    LLVMBasicBlockRef from[2] = {nt_last, plain_last};
+    LLVMAddIncoming(vend, vals, from, 2);
+    e->used_nontemporal = true;
+    return vend;
+}
+
+/* The innermost loop over [lo, hi) of merged dimension d: the vector part, then one lane at a
+ * time. base_offs[] are the views' offsets at index 0 of d. */
+static void inner_loop(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVMValueRef hi,
+                       int64_t extent, LLVMValueRef *base_offs, step_fn body, void *arg, done_fn done,
+                       bool blocked)
+{
+    int w = e->width;
     int nv = e->k->nviews ? e->k->nviews : 1;
     LLVMValueRef *offs = calloc((size_t)nv, sizeof *offs);
     MC_ASSERT(offs);
     llvm_point pt;
     LLVMValueRef vend = lo;
+    bool exact = extent % w == 0 && (e->pl->nchunks == 1 || e->pl->chunk % w == 0);
     if (extent >= w) {
-        LLVMValueRef n = LLVMBuildSub(B, hi, lo, "");
-        vend = LLVMBuildAdd(B, lo, LLVMBuildMul(B, LLVMBuildSDiv(B, n, llvm_const_i64(c, w), ""), llvm_const_i64(c, w), ""), "");
-        if (blocked && extent > SUM_BLOCK) {
-            llvm_loop outer;
-            llvm_loop_begin(c, &outer, lo, vend, llvm_const_i64(c, SUM_BLOCK), "jb");
-            LLVMValueRef bend = LLVMBuildAdd(B, outer.index, llvm_const_i64(c, SUM_BLOCK), "");
-            bend = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, bend, vend, ""), bend, vend, "");
-            llvm_loop L;
-            llvm_loop_begin(c, &L, outer.index, bend, llvm_const_i64(c, w), "jv");
-            point_at(c, e, &pt, offs, base_offs, d, L.index, w);
-            body(c, e, &pt, arg);
-            llvm_loop_end(c, &L);
-            if (vector_done)
-                vector_done(c, e, arg);
-            llvm_loop_end(c, &outer);
+        if (e->pl->any_nontemporal && !e->reducing) {
+            vend = nontemporal_part(c, e, d, lo, hi, extent, base_offs, offs, body, arg, done);
+            exact = false;
         } else {
-            llvm_loop L;
-            llvm_loop_begin(c, &L, lo, vend, llvm_const_i64(c, w), "jv");
-            point_at(c, e, &pt, offs, base_offs, d, L.index, w);
-            body(c, e, &pt, arg);
-            llvm_loop_end(c, &L);
-            if (vector_done)
-                vector_done(c, e, arg);
+            vend = round_down(c, lo, hi, w);
+            vector_part(c, e, d, lo, vend, extent, base_offs, offs, body, arg, done, blocked, NULL);
         }
     }
-    bool exact = extent % w == 0 && (e->pl->nchunks == 1 || e->pl->chunk % w == 0);
     if (!exact || extent < w) {
         llvm_loop L;
         llvm_loop_begin(c, &L, vend, hi, llvm_const_i64(c, 1), "j");
-        point_at(c, e, &pt, offs, base_offs, d, L.index, 1);
-        body(c, e, &pt, arg);
+        point_at(c, e, &pt, offs, base_offs, d, L.index, 1, NULL);
+        body(c, e, &pt, 0, arg);
         llvm_loop_end(c, &L);
     }
     free(offs);
 }
 
 /* Pointwise: every block at each point. */
-static void pointwise_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, void *arg)
+static void pointwise_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, int unit, void *arg)
 {
+    (void)unit, (void)arg;
     for (int b = 0; b < e->k->nblocks; b++)
         llvm_emit_block(c, e->k, b, e->bases, pt, e->cur, NULL, e->rowvals);
 }
@@ -455,10 +666,12 @@ static void pointwise_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, voi
 /* A loop block with its reductions. */
 typedef struct loop_block_arg {
     int blk;
-    LLVMValueRef *vacc, *part, *sacc; /* per reduction: allocas (NULL if not in this block) */
+    LLVMValueRef *vacc;   /* per reduction: the row's vector total (NULL if not in this block) */
+    LLVMValueRef (*part)[ACCUMULATORS]; /* per reduction: the partial accumulators */
+    LLVMValueRef *sacc;   /* per reduction: the scalar remainder's accumulator */
 } loop_block_arg;
 
-static void loop_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, void *p)
+static void loop_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, int unit, void *p)
 {
     loop_block_arg *a = p;
     llvm_emit_block(c, e->k, a->blk, e->bases, pt, e->cur, e->row, e->rowvals);
@@ -466,7 +679,7 @@ static void loop_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, void *p)
         const kir_reduce *rd = &e->k->reds[r];
         if (rd->block != a->blk)
             continue;
-        LLVMValueRef slot = pt->width > 1 ? a->part[r] : a->sacc[r];
+        LLVMValueRef slot = pt->width > 1 ? a->part[r][unit] : a->sacc[r];
         LLVMTypeRef t = llvm_acc_type(c, rd->op, rd->dtype, pt->width);
         LLVMValueRef acc = LLVMBuildLoad2(B, t, slot, "");
         /* the value may come from a row block: the same for every element of the loop */
@@ -477,7 +690,7 @@ static void loop_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, void *p)
     }
 }
 
-/* After a run of vector steps: fold the partial accumulators into the totals. */
+/* After a run of vector steps: fold the partial accumulators (pairwise) into the totals. */
 static void loop_vector_done(llvm_ctx *c, emit_state *e, void *p)
 {
     loop_block_arg *a = p;
@@ -485,11 +698,17 @@ static void loop_vector_done(llvm_ctx *c, emit_state *e, void *p)
         const kir_reduce *rd = &e->k->reds[r];
         if (rd->block != a->blk)
             continue;
-        LLVMTypeRef t = llvm_acc_type(c, rd->op, rd->dtype, c->lanes);
+        LLVMTypeRef t = llvm_acc_type(c, rd->op, rd->dtype, e->width);
+        LLVMValueRef parts[ACCUMULATORS];
+        for (int u = 0; u < ACCUMULATORS; u++) {
+            parts[u] = LLVMBuildLoad2(B, t, a->part[r][u], "");
+            LLVMBuildStore(B, llvm_reduce_identity(c, rd->op, rd->dtype, e->width), a->part[r][u]);
+        }
+        for (int n = ACCUMULATORS; n > 1; n /= 2)
+            for (int u = 0; u < n / 2; u++)
+                parts[u] = llvm_reduce_step(c, rd->op, rd->dtype, parts[u], parts[u + n / 2]);
         LLVMValueRef total = LLVMBuildLoad2(B, t, a->vacc[r], "");
-        LLVMValueRef part = LLVMBuildLoad2(B, t, a->part[r], "");
-        LLVMBuildStore(B, llvm_reduce_step(c, rd->op, MC_F32 == rd->dtype ? MC_F32 : rd->dtype, total, part), a->vacc[r]);
-        LLVMBuildStore(B, llvm_reduce_identity(c, rd->op, rd->dtype, c->lanes), a->part[r]);
+        LLVMBuildStore(B, llvm_reduce_step(c, rd->op, rd->dtype, total, parts[0]), a->vacc[r]);
     }
 }
 
@@ -519,6 +738,12 @@ static void emit_loop_block(llvm_ctx *c, emit_state *e, int blk)
 {
     const kir_kernel *k = e->k;
     int nr = k->nreds ? k->nreds : 1;
+    e->heavy = block_is_heavy(k, blk);
+    e->width = e->heavy ? c->native_lanes : c->lanes;
+    e->reducing = false;
+    for (int r = 0; r < k->nreds; r++)
+        e->reducing |= k->reds[r].block == blk;
+    int w = e->width;
     loop_block_arg a = {.blk = blk};
     a.vacc = calloc((size_t)nr, sizeof *a.vacc);
     a.part = calloc((size_t)nr, sizeof *a.part);
@@ -528,12 +753,15 @@ static void emit_loop_block(llvm_ctx *c, emit_state *e, int blk)
         const kir_reduce *rd = &k->reds[r];
         if (rd->block != blk)
             continue;
-        a.vacc[r] = llvm_entry_alloca(c, llvm_acc_type(c, rd->op, rd->dtype, c->lanes), "acc");
-        a.part[r] = llvm_entry_alloca(c, llvm_acc_type(c, rd->op, rd->dtype, c->lanes), "part");
-        a.sacc[r] = llvm_entry_alloca(c, llvm_acc_type(c, rd->op, rd->dtype, 1), "sacc");
-        LLVMBuildStore(B, llvm_reduce_identity(c, rd->op, rd->dtype, c->lanes), a.vacc[r]);
-        LLVMBuildStore(B, llvm_reduce_identity(c, rd->op, rd->dtype, c->lanes), a.part[r]);
+        LLVMTypeRef vt = llvm_acc_type(c, rd->op, rd->dtype, w), st = llvm_acc_type(c, rd->op, rd->dtype, 1);
+        a.vacc[r] = llvm_entry_alloca(c, vt, "acc");
+        a.sacc[r] = llvm_entry_alloca(c, st, "sacc");
+        LLVMBuildStore(B, llvm_reduce_identity(c, rd->op, rd->dtype, w), a.vacc[r]);
         LLVMBuildStore(B, llvm_reduce_identity(c, rd->op, rd->dtype, 1), a.sacc[r]);
+        for (int u = 0; u < ACCUMULATORS; u++) {
+            a.part[r][u] = llvm_entry_alloca(c, vt, "part");
+            LLVMBuildStore(B, llvm_reduce_identity(c, rd->op, rd->dtype, w), a.part[r][u]);
+        }
     }
     if (e->pl->rank > e->pl->nrow) {
         reduced_loops(c, e, e->pl->nrow, e->row_offset, &a);
@@ -542,16 +770,16 @@ static void emit_loop_block(llvm_ctx *c, emit_state *e, int blk)
         llvm_point pt = {.width = 1, .lane_dim = -1, .view_offset = e->row_offset,
                          .stride = (const int64_t(*)[MC_MAX_RANK])e->pl->stride, .dim_of = e->pl->dim_of};
         memcpy(pt.idx, e->idx, sizeof pt.idx);
-        loop_step(c, e, &pt, &a);
+        loop_step(c, e, &pt, 0, &a);
     }
     for (int r = 0; r < k->nreds; r++) {
         const kir_reduce *rd = &k->reds[r];
         if (rd->block != blk)
             continue;
-        LLVMValueRef v = LLVMBuildLoad2(B, llvm_acc_type(c, rd->op, rd->dtype, c->lanes), a.vacc[r], "");
+        LLVMValueRef v = LLVMBuildLoad2(B, llvm_acc_type(c, rd->op, rd->dtype, w), a.vacc[r], "");
         LLVMValueRef s = LLVMBuildLoad2(B, llvm_acc_type(c, rd->op, rd->dtype, 1), a.sacc[r], "");
         LLVMValueRef total = llvm_reduce_step(c, rd->op, rd->dtype == MC_I32 ? MC_I32 : MC_F32,
-                                              llvm_reduce_lanes(c, rd->op, rd->dtype, v, c->lanes), s);
+                                              llvm_reduce_lanes(c, rd->op, rd->dtype, v, w), s);
         e->rowvals[r] = llvm_acc_finish(c, rd->op, rd->dtype, total);
     }
     free(a.vacc);
@@ -562,9 +790,12 @@ static void emit_loop_block(llvm_ctx *c, emit_state *e, int blk)
 mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info)
 {
     loop_plan pl;
-    mc_status st = make_plan(k, &pl);
-    if (st != MC_OK)
+    mc_status st = make_plan(c, k, &pl);
+    if (st != MC_OK) {
+        free(pl.stride);
+        free(pl.nontemporal);
         return st;
+    }
     emit_state e = {.k = k, .pl = &pl};
     size_t ncode = (size_t)(k->ncode ? k->ncode : 1), nv = (size_t)(k->nviews ? k->nviews : 1);
     e.bases = calloc((size_t)c->kp->nbuffers + 1, sizeof *e.bases);
@@ -613,6 +844,9 @@ mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
             LLVMValueRef h = LLVMBuildNSWAdd(B, lo, llvm_const_i64(c, pl.chunk), "");
             hi = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, h, hi, ""), h, hi, "");
         }
+        for (int b = 0; b < k->nblocks; b++)
+            e.heavy |= block_is_heavy(k, b);
+        e.width = e.heavy ? c->native_lanes : c->lanes;
         inner_loop(c, &e, d, lo, hi, pl.shape[d], e.row_offset, pointwise_step, NULL, NULL, false);
     } else {
         llvm_point pt = {.width = 1, .lane_dim = -1, .view_offset = e.row_offset,
@@ -625,7 +859,9 @@ mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
                 llvm_emit_block(c, k, b, e.bases, &pt, e.row, e.row, e.rowvals);
         }
     }
-    llvm_loop_end(c, &U);
+    loop_end_unroll(c, &U, 1);
+    if (e.used_nontemporal) /* non-temporal stores are weakly ordered: visible before returning */
+        llvm_call_intrinsic(c, "llvm.x86.sse.sfence", NULL, 0, NULL, 0);
     llvm_finish_function(c);
 
     int64_t points = 1;
@@ -637,6 +873,7 @@ mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     info->scratch_bytes = 0;
 done:
     free(pl.stride);
+    free(pl.nontemporal);
     free(e.bases);
     free(e.row);
     free(e.cur);

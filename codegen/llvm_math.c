@@ -6,28 +6,36 @@
  * oracle's semantics (ir/eval.c: add, sub, mul, neg, abs and sums wrap around; x / 0 is 0),
  * bool in i1.
  *
- * The transcendentals are branch-free polynomial code emitted as IR, so that they vectorize
- * with the loop instead of calling libm once per element. Each is an internal always-inline
+ * The transcendentals are polynomial and rational code emitted as IR, so that they vectorize
+ * with the loop instead of calling libm once per element; all are branch-free except gelu,
+ * which branches once per vector to an accurate path for its far negative tail. Each is an internal always-inline
  * helper function per width (minic_exp_f32x16, ...), which keeps `minic dump --stage code`
  * readable. The methods, and why each is accurate (the bounds are measured in
  * tests/test_cpu_math.c):
- *   exp      x = n ln2 + r, |r| <= ln2/2 (ln2 in two parts, so n ln2 is exact); Taylor to r^7;
+ *   exp      x = n ln2 + r, |r| <= ln2/2 (ln2 in two parts, so n ln2 is exact; n rounded by
+ *            adding 1.5 2^23, whose bits are then n); exp(r) = 1 + r + r^2 Q(r), Q fitted here;
  *            2^n applied as two exact power-of-two factors so subnormal results round once.
  *   log      x = 2^e m, m in [sqrt(1/2), sqrt(2)); log m = f - (f^2/2 - s (f^2/2 + R(s^2)))
  *            with f = m - 1 exact and s = f / (2 + f), R the atanh series; e ln2 in two parts.
  *   tanh     sign(x) e / (e + 2) with e = expm1(2|x|) (expm1 keeps tiny arguments exact).
  *   sigmoid  1 / (1 + exp(-|x|)) or exp(-|x|) / (1 + exp(-|x|)): never 1 - (something near 1).
- *   erf      |x| < 0.5: x P(x^2); else 1 - exp(-x^2) Q(1 / (1 + |x|/2)), with x^2 split into
- *            hi + lo so exp(-x^2) loses nothing for large |x| (P, Q fitted here, near-minimax).
- *   gelu     x Phi(x), Phi from the same pieces: on the negative side Phi = erfc/2 directly,
- *            so the far tail keeps its relative accuracy. gelu_tanh = x sigmoid(2u) (the
- *            identity (1 + tanh u) / 2 = sigmoid(2u)), with 2u in double and split in two,
- *            silu = x sigmoid(x). Tails whose exp underflows are formed scaled by 2^32 and
- *            scaled back after the last product, so results near FLT_MIN round once.
+ *   erf      x P(x^2) / Q(x^2) on |x| <= 3.92 (fitted here, near-minimax), 1 beyond: one
+ *            division, no exp.
+ *   gelu     x (1/2 + x R(x^2)), R = P/Q fitted here (Phi - 1/2 is odd): twelve FMAs and one
+ *            division. Its error is absolute (about 1e-7 in Phi), so relative to the result it
+ *            grows as Phi(x) shrinks; a vector with a lane below -1.75 takes the accurate
+ *            path instead: Phi(-t) = exp(-t^2/2) M(t) with M rational (fitted here) and t^2
+ *            split in hi + lo, -t Phi(-t) for x < 0 and x - x Phi(-x) for x >= 0, kept scaled
+ *            by 2^32 so the far tail keeps its relative accuracy down to the subnormals.
+ *            gelu_tanh = x sigmoid(2u) (the identity (1 + tanh u) / 2 = sigmoid(2u)), with 2u
+ *            in double and split in two, silu = x sigmoid(x). Tails whose exp underflows are
+ *            formed scaled by 2^32 and scaled back after the last product, so results near
+ *            FLT_MIN round once.
  *   sin/cos  in double: n = round(x 2/pi), r = x - n pi/2 with pi/2 in three parts (exact for
  *            |x| < 2^26 pi/2), Taylor polynomials on [-pi/4, pi/4], quadrant select.
  *   pow      in double: exp(b log|a|) with double log and exp, then C99 pow's special cases.
- * Each handles NaN, infinities, zeros and subnormals with selects at the end.
+ * Each handles NaN, infinities, zeros and subnormals: with selects at the end, or by clamps
+ * written as compare-and-select (one minps/maxps on x86) that a NaN passes through.
  */
 #include "llvm.h"
 
@@ -208,23 +216,44 @@ static LLVMValueRef call_helper(llvm_ctx *c, const char *name, math_body body, L
 static const double ln2_hi_f = 0.693359375, ln2_lo_f = -2.12194440054690583e-4;
 static const double log2e = 1.4426950408889634;
 
+/* min(x, k) and max(x, k) as compare and select, which x86 does in one instruction (minps,
+ * maxps) where llvm.minnum/maxnum need three to honour NaN; a NaN x passes through (the
+ * callers want it to). */
+static LLVMValueRef min_keep_nan(llvm_ctx *c, LLVMValueRef x, double k)
+{
+    return sel(c, fcmp(c, LLVMRealOGT, x, K(c, x, k)), K(c, x, k), x);
+}
+
+static LLVMValueRef max_keep_nan(llvm_ctx *c, LLVMValueRef x, double k)
+{
+    return sel(c, fcmp(c, LLVMRealOLT, x, K(c, x, k)), K(c, x, k), x);
+}
+
+/* exp(r) on |r| <= ln2/2 (a little beyond): 1 + r + r^2 Q(r) with Q of degree 4 fitted here
+ * (near-minimax, relative error 1.4e-7 in Q, so below 1e-8 in exp(r)); the two leading
+ * coefficients stay exactly 1 in f32, which a free fit of all seven would not. */
+static const double exp_poly[] = {1.0, 1.0, 0.499999994963234, 0.16666569968884823, 0.04166686893169229,
+                                  0.008364344230827624, 0.0013901765259840809};
+static const double exp_shifter = 0x1.8p23; /* x + 1.5 2^23 rounds x to an integer in the low bits */
+
 /* exp(x) 2^scale (scale in [0, 32]): a tail that will be multiplied by something large and
- * only then scaled back keeps its precision even where exp(x) alone is subnormal. */
+ * only then scaled back keeps its precision even where exp(x) alone is subnormal. n = rint(x
+ * log2 e) comes from adding 1.5 2^23, whose bits then hold n as an integer; 2^n is applied as
+ * two factors, so results that overflow or are subnormal round once. x is clamped to
+ * [-104.5 - scale ln2, 89] (outside it the result is 0 or inf anyway, -inf included), and a
+ * NaN passes through the clamps and the arithmetic. */
 static LLVMValueRef exp_scaled(llvm_ctx *c, LLVMValueRef x, int w, int scale)
 {
-    static const double taylor[] = {1, 1, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040};
-    /* below the clamp exp(x) 2^scale rounds to 0 anyway */
-    LLVMValueRef xc = call2(c, "llvm.maxnum", call2(c, "llvm.minnum", x, K(c, x, 89.0)), K(c, x, -104.0 - scale * 0.69314718));
-    LLVMValueRef n = call1(c, "llvm.rint", f_mul(c, xc, K(c, x, log2e)));
+    LLVMValueRef xc = max_keep_nan(c, min_keep_nan(c, x, 89.0), -104.5 - scale * 0.69314718);
+    LLVMValueRef k = fma_(c, xc, K(c, x, log2e), K(c, x, exp_shifter));
+    LLVMValueRef n = f_sub(c, k, K(c, x, exp_shifter));
     LLVMValueRef r = fma_(c, n, K(c, x, -ln2_hi_f), xc);
     r = fma_(c, n, K(c, x, -ln2_lo_f), r);
-    LLVMValueRef p = horner(c, r, taylor, 8);
-    LLVMValueRef ni = LLVMBuildFPToSI(B, n, vec(c->t_i32, w), "");
+    LLVMValueRef p = horner(c, r, exp_poly, 7);
+    LLVMValueRef ni = LLVMBuildSub(B, LLVMBuildBitCast(B, k, vec(c->t_i32, w), ""), llvm_const_i32(c, 0x4b400000, w), "");
     LLVMValueRef n1 = LLVMBuildAShr(B, ni, llvm_const_i32(c, 1, w), "");
     LLVMValueRef n2 = LLVMBuildAdd(B, LLVMBuildSub(B, ni, n1, ""), llvm_const_i32(c, scale, w), "");
-    LLVMValueRef res = f_mul(c, f_mul(c, p, pow2_f32(c, n1, w)), pow2_f32(c, n2, w));
-    res = sel(c, fcmp(c, LLVMRealOEQ, x, K(c, x, -INFINITY)), K(c, x, 0), res);
-    return sel(c, isnan_(c, x), x, res);
+    return f_mul(c, f_mul(c, p, pow2_f32(c, n1, w)), pow2_f32(c, n2, w));
 }
 
 static LLVMValueRef exp_body(llvm_ctx *c, LLVMValueRef *a, int w) { return exp_scaled(c, a[0], w, 0); }
@@ -246,7 +275,7 @@ static LLVMValueRef expm1_small(llvm_ctx *c, LLVMValueRef y, int w)
 static LLVMValueRef tanh_body(llvm_ctx *c, LLVMValueRef *a, int w)
 {
     LLVMValueRef x = a[0];
-    LLVMValueRef ax = call2(c, "llvm.minnum", call1(c, "llvm.fabs", x), K(c, x, 9.1));
+    LLVMValueRef ax = min_keep_nan(c, call1(c, "llvm.fabs", x), 9.1);
     LLVMValueRef e = expm1_small(c, f_add(c, ax, ax), w);
     LLVMValueRef t = f_div(c, e, f_add(c, e, K(c, x, 2.0)));
     LLVMValueRef res = call2(c, "llvm.copysign", t, x);
@@ -327,65 +356,107 @@ static void exact_product(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b, int w, LL
     *lo = LLVMBuildFPTrunc(B, f_sub(c, p, LLVMBuildFPExt(B, *hi, td, "")), vec(c->t_f32, w), "");
 }
 
-/* erf/erfc pieces for z = |x| >= 0 with z^2 = sq_hi + sq_lo exactly: small = erf(z) for
- * z < 0.5; large = erfc(z) 2^32 for z >= 0.5 (scaled: see x_sigmoid). */
-static void erf_pieces(llvm_ctx *c, LLVMValueRef z, LLVMValueRef sq_hi, LLVMValueRef sq_lo, int w,
-                       LLVMValueRef *small, LLVMValueRef *large)
+/* exp(y) 2^scale for y in [-105, 0] (the caller clamps; scale in [0, 32], so 2^(n + scale) stays
+ * a normal number and one factor does): exp_scaled without its clamps and second factor. */
+static LLVMValueRef exp_nonpositive(llvm_ctx *c, LLVMValueRef y, int w, int scale)
 {
-    static const double P[] = {1.12837916696257, -0.37612637595131776, 0.11283753389507917,
-                               -0.026861270556363046, 0.00519296722014689, -0.00075867891642205786};
-    static const double Q[] = {3.3892851233219346e-06, 0.28199078659595322, 0.28349167882188381,
-                               0.23603435240349585, 0.22937200851877096, -0.088388753502461878,
-                               0.363625954591693, -0.5499224214803049, 0.29605892607819517,
-                               -0.045807002793668714, -0.0064735439680363256};
-    LLVMValueRef zs = call2(c, "llvm.minnum", z, K(c, z, 0.5));
-    *small = f_mul(c, zs, horner(c, f_mul(c, zs, zs), P, 6));
-    LLVMValueRef zl = call2(c, "llvm.maxnum", call2(c, "llvm.minnum", z, K(c, z, 10.0)), K(c, z, 0.5));
-    LLVMValueRef u = f_div(c, K(c, z, 1.0), fma_(c, zl, K(c, z, 0.5), K(c, z, 1.0)));
-    LLVMValueRef q = horner(c, u, Q, 11);
-    /* exp(-z^2) = exp(-hi) (1 - lo); beyond z = 10 erfc is below f32's range anyway */
-    LLVMValueRef big = fcmp(c, LLVMRealOGT, z, K(c, z, 10.0));
-    LLVMValueRef hi = sel(c, big, K(c, z, 100.0), sq_hi), lo = sel(c, big, K(c, z, 0.0), sq_lo);
-    LLVMValueRef e = exp_scaled(c, LLVMBuildFNeg(B, hi, ""), w, 32);
-    e = f_sub(c, e, f_mul(c, e, lo));
-    *large = sel(c, big, K(c, z, 0.0), f_mul(c, e, q));
+    LLVMValueRef k = fma_(c, y, K(c, y, log2e), K(c, y, exp_shifter));
+    LLVMValueRef n = f_sub(c, k, K(c, y, exp_shifter));
+    LLVMValueRef r = fma_(c, n, K(c, y, -ln2_hi_f), y);
+    r = fma_(c, n, K(c, y, -ln2_lo_f), r);
+    LLVMValueRef p = horner(c, r, exp_poly, 7);
+    /* k's bits are 0x4b400000 + n: rebias to the exponent field of 2^(n + scale) */
+    LLVMValueRef bits = LLVMBuildBitCast(B, k, vec(c->t_i32, w), "");
+    bits = LLVMBuildAdd(B, bits, llvm_const_i32(c, 127 + scale - 0x4b400000, w), "");
+    bits = LLVMBuildShl(B, bits, llvm_const_i32(c, 23, w), "");
+    return f_mul(c, p, LLVMBuildBitCast(B, bits, vec(c->t_f32, w), ""));
 }
 
+/* erf(x) = x R(x^2) for |x| <= 3.92, R = P/Q a rational function fitted here (near-minimax,
+ * relative error 5.2e-8); beyond 3.92 erf rounds to +-1 in f32. One division, eleven FMAs. */
 static LLVMValueRef erf_body(llvm_ctx *c, LLVMValueRef *a, int w)
 {
+    (void)w;
+    static const double P[] = {1.1283791090507713, 0.19991894755853307, 0.05057243231035182,
+                               0.0037012951864991554, 0.00014183727761539578, -1.9576554054924703e-06,
+                               1.9922066883154557e-08};
+    static const double Q[] = {1.0, 0.5105052113157029, 0.11499596287960837, 0.014352619311076224,
+                               0.0009559448985585364};
     LLVMValueRef x = a[0];
-    LLVMValueRef z = call1(c, "llvm.fabs", x);
-    LLVMValueRef small, large, hi, lo;
-    exact_product(c, z, z, w, &hi, &lo);
-    erf_pieces(c, z, hi, lo, w, &small, &large);
-    LLVMValueRef r = sel(c, fcmp(c, LLVMRealOLT, z, K(c, x, 0.5)), small,
-                         f_sub(c, K(c, x, 1.0), f_mul(c, large, K(c, x, 0x1p-32))));
-    r = call2(c, "llvm.copysign", r, x);
-    return sel(c, isnan_(c, x), x, r);
+    LLVMValueRef z = min_keep_nan(c, call1(c, "llvm.fabs", x), 3.92);
+    LLVMValueRef s = f_mul(c, z, z);
+    LLVMValueRef r = f_mul(c, z, f_div(c, horner(c, s, P, 7), horner(c, s, Q, 5)));
+    return call2(c, "llvm.copysign", min_keep_nan(c, r, 1.0), x);
 }
 
+/* gelu(x) = x Phi(x) in the far negative tail. With t = |x|, Phi(-t) = exp(-t^2/2) M(t), where
+ * M(t) = Phi(-t) e^(t^2/2) is smooth and slowly varying (0.5 at 0, about 1/(t sqrt(2 pi)) far
+ * out), so one rational function fitted here (degrees 4/5, relative error 5.9e-9 on
+ * [0, 14.5]) covers every t. Then
+ *     x <  0:  gelu = -t Phi(-t)            (relative accuracy kept however small it is)
+ *     x >= 0:  gelu = x - x Phi(-x)
+ * t^2 = hi + lo exactly (an FMA), exp(-t^2/2) = exp(-hi/2) (1 - lo/2); the exponential is
+ * scaled by 2^32 until the last product, so results in the subnormal range are rounded once.
+ * Past t = 14.5 the tail is below half the smallest subnormal and t is clamped there. */
+static LLVMValueRef gelu_tail(llvm_ctx *c, LLVMValueRef x, int w)
+{
+    static const double P[] = {0.5000000029358912, 0.4382876595874288, 0.1832294468671692,
+                               0.04063122370620966, 0.004115987459158865};
+    static const double Q[] = {1.0, 1.6744602994031843, 1.2024801316235445, 0.46945553274986496,
+                               0.10185382255470082, 0.010317130771601929};
+    LLVMValueRef t = min_keep_nan(c, call1(c, "llvm.fabs", x), 14.5);
+    LLVMValueRef hi, lo;
+    exact_product(c, t, t, w, &hi, &lo);
+    LLVMValueRef e = exp_nonpositive(c, f_mul(c, hi, K(c, x, -0.5)), w, 32);
+    e = fma_(c, e, f_mul(c, lo, K(c, x, -0.5)), e);
+    LLVMValueRef m = f_div(c, horner(c, t, P, 5), horner(c, t, Q, 6));
+    LLVMValueRef v = f_mul(c, f_mul(c, f_mul(c, t, e), m), K(c, x, -0x1p-32)); /* -t Phi(-t) */
+    LLVMValueRef r = sel(c, fcmp(c, LLVMRealOGE, x, K(c, x, 0.0)), f_add(c, x, v), v);
+    /* -inf: the oracle's 0.5 x (1 + erf(x / sqrt 2)) is -inf * 0 = NaN */
+    return sel(c, fcmp(c, LLVMRealOEQ, x, K(c, x, -INFINITY)), K(c, x, NAN), r);
+}
+
+/* gelu(x) = x (1/2 + x R(x^2)) with Phi(x) - 1/2 = x R(x^2), R = P/Q a rational function fitted
+ * here (degrees 6/4 in x^2, relative error 5.1e-8 on [0, 5.54]; past 5.54 Phi rounds to 1): one
+ * division and twelve FMAs. Its error is absolute, about 1e-7 in Phi, so relative to the result
+ * it grows where Phi(x) is small: 3e-6 at x = -2, far worse further out. So a vector with any
+ * lane below -2 (or -inf) takes gelu_tail instead; NaN stays on this path and stays NaN. */
 static LLVMValueRef gelu_body(llvm_ctx *c, LLVMValueRef *a, int w)
 {
+    static const double P[] = {0.3989422600367494, 0.03530026225724322, 0.004467339034707179,
+                               0.00016316978398254675, 3.1305013840100897e-06, -2.1636685618350743e-08,
+                               1.1021512335830843e-10};
+    static const double Q[] = {1.0, 0.2551504700824682, 0.028725248540532475, 0.0017916710143715505,
+                               5.9618349848156166e-05};
     LLVMValueRef x = a[0];
-    LLVMValueRef ax = call1(c, "llvm.fabs", x);
-    LLVMValueRef z = f_mul(c, ax, K(c, x, 0.70710678118654752));
-    LLVMValueRef small, large, hi, lo; /* z^2 = x^2 / 2 exactly */
-    exact_product(c, ax, ax, w, &hi, &lo);
-    hi = f_mul(c, hi, K(c, x, 0.5));
-    lo = f_mul(c, lo, K(c, x, 0.5));
-    erf_pieces(c, z, hi, lo, w, &small, &large);
-    LLVMValueRef is_small = fcmp(c, LLVMRealOLT, z, K(c, x, 0.5));
-    LLVMValueRef half_small = f_mul(c, K(c, x, 0.5), small);
-    LLVMValueRef half_large = f_mul(c, K(c, x, 0.5 * 0x1p-32), large);
-    LLVMValueRef pos = sel(c, is_small, f_add(c, K(c, x, 0.5), half_small), f_sub(c, K(c, x, 1.0), half_large));
-    LLVMValueRef r = f_mul(c, x, sel(c, is_small, f_sub(c, K(c, x, 0.5), half_small), pos));
-    /* far negative tail: x erfc(z) / 2, scaled back only after the product */
-    LLVMValueRef tail = f_mul(c, f_mul(c, x, f_mul(c, K(c, x, 0.5), large)), K(c, x, 0x1p-32));
-    LLVMValueRef nonneg = fcmp(c, LLVMRealOGE, x, K(c, x, 0.0));
-    r = sel(c, LLVMBuildOr(B, nonneg, is_small, ""), sel(c, nonneg, f_mul(c, x, pos), r), tail);
-    /* -inf: the oracle's 0.5 x (1 + erf(x / sqrt 2)) is -inf * 0 = NaN */
-    r = sel(c, fcmp(c, LLVMRealOEQ, x, K(c, x, -INFINITY)), K(c, x, NAN), r);
-    return sel(c, isnan_(c, x), x, r);
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(B));
+    LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(c->ctx, fn, "fast");
+    LLVMBasicBlockRef tail = LLVMAppendBasicBlockInContext(c->ctx, fn, "tail");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c->ctx, fn, "join");
+    LLVMValueRef any = fcmp(c, LLVMRealOLT, x, K(c, x, -1.75));
+    if (w > 1)
+        any = call1(c, "llvm.vector.reduce.or", any);
+    any = call2(c, "llvm.expect", any, LLVMConstInt(c->t_i1, 0, 0));
+    LLVMBuildCondBr(B, any, tail, fast);
+
+    LLVMPositionBuilderAtEnd(B, fast);
+    LLVMValueRef xc = min_keep_nan(c, x, 5.54);
+    LLVMValueRef s = f_mul(c, xc, xc);
+    LLVMValueRef phi = fma_(c, xc, f_div(c, horner(c, s, P, 7), horner(c, s, Q, 5)), K(c, x, 0.5));
+    LLVMValueRef r_fast = f_mul(c, x, phi);
+    LLVMBuildBr(B, join);
+
+    LLVMPositionBuilderAtEnd(B, tail);
+    LLVMValueRef r_tail = gelu_tail(c, x, w);
+    LLVMBasicBlockRef tail_end = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, join);
+
+    LLVMPositionBuilderAtEnd(B, join);
+    LLVMValueRef r = LLVMBuildPhi(B, LLVMTypeOf(x), "");
+    LLVMValueRef vals[2] = {r_fast, r_tail};
+    LLVMBasicBlockRef from[2] = {fast, tail_end};
+    LLVMAddIncoming(r, vals, from, 2);
+    return r;
 }
 
 static LLVMValueRef gelu_tanh_body(llvm_ctx *c, LLVMValueRef *a, int w)

@@ -7,7 +7,8 @@
  * operand, a batch-broadcast operand, f16/bf16 operands and epilogues of every kind. Also: the
  * thread pool runs every index exactly once under both splits; a second prepare of the same
  * program is served from the disk cache (also when it was compiled in parts on two threads);
- * the dumped IR names kernels and nothing of the user's.
+ * the dumped IR names kernels and nothing of the user's; non-temporal stores give the same
+ * results whatever the output buffer's alignment.
  */
 #include <math.h>
 #include <stdio.h>
@@ -243,6 +244,62 @@ static void test_gemm_transposed_a(void **state)
     check_gemm_transposed_a(150, 40, 300);
 }
 
+/* Stores to a large output that the kernel never reads bypass the caches (non-temporal), on
+ * addresses aligned to a whole vector, after single steps that reach that alignment. The
+ * results must be right however the caller's buffer is aligned: shifted by whole elements
+ * (peeling), and the vector stores are aligned ones only where the address allows. */
+static void test_nontemporal_stores(void **state)
+{
+    (void)state;
+    kir_program *kps[3] = {fx_pw_bench(1024, 4100, false), fx_softmax(1024, 4100, MC_F32),
+                           fx_layernorm(2048, 4100, MC_F16)};
+    const char *names[3] = {"pointwise 1024x4100", "softmax 1024x4100", "layernorm f16 2048x4100"};
+    for (int c = 0; c < 3; c++) {
+        kir_program *kp = kps[c];
+        fake f;
+        fake_init(&f, kp, 2, 5);
+        fx_eval(kp, f.ref);
+        if (mc_backend_cpu.prepare(&f.p) != MC_OK)
+            fail_msg("%s: prepare: %s", names[c], mc_error_message());
+        char *text = NULL;
+        size_t len = 0;
+        FILE *out = open_memstream(&text, &len);
+        assert_int_equal(mc_backend_cpu.dump_code(&f.p, out), MC_OK);
+        fclose(out);
+#if defined(__x86_64__)
+        if (!strstr(text, "!nontemporal") || !strstr(text, "@llvm.x86.sse.sfence"))
+            fail_msg("%s: no non-temporal stores (or no fence) in the generated code", names[c]);
+#endif
+        free(text);
+        int big = -1; /* the large output */
+        for (int b = 0; b < kp->nbuffers; b++)
+            if (kp->buffers[b].kind == KBUF_OUTPUT && (big < 0 || kp->buffers[b].numel > kp->buffers[big].numel))
+                big = b;
+        const kir_buffer *kb = &kp->buffers[big];
+        size_t esize = mc_dtype_size(kb->dtype), bytes = (size_t)kb->numel * esize;
+        char *mem = aligned_alloc(64, bytes + 64);
+        assert_non_null(mem);
+        void *own = f.p.host[big];
+        size_t shifts[] = {0, esize, 3 * esize, 16, 32};
+        for (size_t i = 0; i < sizeof shifts / sizeof shifts[0]; i++) {
+            memset(mem, 0xff, bytes + 64); /* NaN wherever a store is missed */
+            f.p.host[big] = mem + shifts[i];
+            assert_int_equal(mc_backend_cpu.run(&f.p), MC_OK);
+            char what[96];
+            snprintf(what, sizeof what, "%s, output shifted by %zu bytes", names[c], shifts[i]);
+            compare_outputs(&f, what);
+            /* the bytes around the output are untouched */
+            assert_true((unsigned char)mem[0] == 0xff || shifts[i] == 0);
+            assert_true((unsigned char)mem[shifts[i] + bytes] == 0xff);
+        }
+        f.p.host[big] = own;
+        free(mem);
+        mc_backend_cpu.release(&f.p);
+        fake_free(&f);
+        fx_free(kp);
+    }
+}
+
 /* A GEMM's param B is packed once, at the first run: binding a new value (dirty) must repack
  * it, a run without a change must not need to. Small M (A read in place) and large M (A
  * packed), K over one block, N over several column blocks. */
@@ -408,6 +465,7 @@ int main(void)
         cmocka_unit_test(test_strided_reductions),
         cmocka_unit_test(test_gemm),
         cmocka_unit_test(test_gemm_transposed_a),
+        cmocka_unit_test(test_nontemporal_stores),
         cmocka_unit_test(test_gemm_param_update),
         cmocka_unit_test(test_cache_and_dump),
         cmocka_unit_test(test_compile_in_parts),
