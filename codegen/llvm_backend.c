@@ -3,18 +3,19 @@
  * prepare() builds one LLVM module holding every kernel of the program (codegen/llvm_kernel.c,
  * llvm_gemm.c), verifies it, and prints it: that text, with the LLVM version, the host CPU's
  * name and features and the code generator's settings, is the compile cache's key. On a hit the
- * cached object file is used as is; on a miss the module is optimized (OPT_PIPELINE below, for
- * the host target machine) and compiled to an object file, which is stored. Either way ORC's LLJIT links the object into memory and hands back one function
- * pointer per kernel. So a second run of the same program skips optimization and code
- * generation, which are most of the compile time; building and printing the IR (a few ms) is
- * what the key costs.
+ * cached object code is used as is; on a miss the module is optimized (OPT_PIPELINE below, for
+ * the host target machine) and compiled to object files, in parts on the program's threads
+ * (compile_program), which are stored together. Either way ORC's LLJIT links the objects into
+ * memory and hands back one function pointer per kernel. So a second run of the same program
+ * skips optimization and code generation, which are most of the compile time; building and
+ * printing the IR (a few ms) is what the key costs.
  *
  * run() points each kernel at the buffers (host arrays of inputs, params and outputs, the
  * planned arena for intermediates) and calls it over its parallel index space: on the calling
  * thread when the kernel is small, otherwise split across the program's persistent thread pool.
  * GEMMs whose B operand is a param read it from a buffer packed once (llvm_gemm.c): run()
- * calls their pack functions first, on the first run and whenever the param was bound again
- * (the program's dirty flags), so weights are not repacked on every call.
+ * packs it first, on the first run and whenever the param was bound again (the program's
+ * dirty flags), so weights are not repacked on every call.
  *
  * User names never reach the IR: functions are named after kir kernels (generated names), and
  * buffers are numbers.
@@ -22,6 +23,8 @@
 #include "llvm.h"
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/BitWriter.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
@@ -34,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CODEGEN_VERSION "minic-cpu-2" /* bump when generated code changes meaning */
+#define CODEGEN_VERSION "minic-cpu-3" /* bump when generated code changes meaning */
 
 typedef void (*kernel_fn)(void **buffers, int64_t begin, int64_t end, void *scratch);
 
@@ -156,32 +159,237 @@ static const char OPT_PIPELINE[] =
     "always-inline,globaldce,"
     "function(sroa,early-cse,simplifycfg,instcombine,loop-mssa(loop-rotate,licm),gvn,instcombine,simplifycfg)";
 
-/* Optimize and compile the module to an object file (malloc'd copy). */
-static mc_status compile_object(llvm_ctx *c, LLVMTargetMachineRef tm, void **obj, size_t *size)
+/* Optimize mod and compile it to an object file (a malloc'd copy). Runs on any thread for
+ * modules of different contexts; errors are written to `error` (a worker's mc_fail message
+ * would stay on the worker). */
+static bool compile_module(LLVMModuleRef mod, LLVMTargetMachineRef tm, void **obj, size_t *size, char *error,
+                           size_t cap)
 {
     LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef err = LLVMRunPasses(c->mod, OPT_PIPELINE, tm, opts);
+    LLVMErrorRef err = LLVMRunPasses(mod, OPT_PIPELINE, tm, opts);
     LLVMDisposePassBuilderOptions(opts);
-    if (err)
-        return fail_llvm(err, "optimizing");
+    if (err) {
+        char *msg = LLVMGetErrorMessage(err);
+        snprintf(error, cap, "optimizing: %s", msg ? msg : "unknown LLVM error");
+        LLVMDisposeErrorMessage(msg);
+        return false;
+    }
     char *msg = NULL;
     LLVMMemoryBufferRef buf = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(tm, c->mod, LLVMObjectFile, &msg, &buf)) {
-        mc_status st = mc_fail(MC_ERR_SYSTEM, "CPU backend: code generation failed: %s", msg ? msg : "?");
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &buf)) {
+        snprintf(error, cap, "code generation failed: %s", msg ? msg : "?");
         LLVMDisposeMessage(msg);
-        return st;
+        return false;
     }
     *size = LLVMGetBufferSize(buf);
     *obj = malloc(*size ? *size : 1);
     if (*obj)
         memcpy(*obj, LLVMGetBufferStart(buf), *size);
     LLVMDisposeMemoryBuffer(buf);
-    return *obj ? MC_OK : mc_fail(MC_ERR_SYSTEM, "out of memory holding compiled code");
+    if (!*obj)
+        snprintf(error, cap, "out of memory holding compiled code");
+    return *obj != NULL;
 }
 
-/* Link an object file into a fresh LLJIT and look up every kernel. */
-static mc_status load_object(cpu_state *s, const kir_program *kp, const void *obj, size_t size)
+/* Compiling in parts: optimization and code generation are most of a cold compile and each
+ * kernel is independent, so with more than one thread the module is written as bitcode, and
+ * each part (a share of the kernels, balanced by instruction count) reads it into a context of
+ * its own, drops the other parts' kernels and compiles the rest to an object file, on the
+ * program's thread pool. A part a busy worker does not take, the caller compiles, so a loaded
+ * machine costs a serial compile plus the bitcode round trip (~1 ms). */
+enum { MAX_PARTS = 8 };
+
+typedef struct compile_part {
+    const void *bitcode;
+    size_t bitcode_size;
+    const kir_program *kp;
+    const int *part_of;      /* per kernel: its part */
+    int index;
+    void *obj;
+    size_t obj_size;
+    char error[512];         /* empty: compiled */
+} compile_part;
+
+static void compile_part_run(compile_part *part)
 {
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange(part->bitcode, part->bitcode_size, "minic", 0);
+    LLVMModuleRef mod = NULL;
+    LLVMTargetMachineRef tm = NULL;
+    char *msg = NULL;
+    if (LLVMParseBitcodeInContext2(ctx, mb, &mod)) {
+        snprintf(part->error, sizeof part->error, "reading the generated module back failed");
+        goto done;
+    }
+    for (int i = 0; i < part->kp->nkernels; i++) {
+        LLVMValueRef fn = LLVMGetNamedFunction(mod, part->kp->kernels[i].name);
+        if (fn && part->part_of[i] != part->index)
+            LLVMDeleteFunction(fn);
+    }
+    if (!(tm = make_target_machine(&msg))) {
+        snprintf(part->error, sizeof part->error, "no LLVM target for %s: %s", host.triple, msg ? msg : "?");
+        LLVMDisposeMessage(msg);
+        goto done;
+    }
+    compile_module(mod, tm, &part->obj, &part->obj_size, part->error, sizeof part->error);
+done:
+    if (tm)
+        LLVMDisposeTargetMachine(tm);
+    if (mod)
+        LLVMDisposeModule(mod);
+    LLVMDisposeMemoryBuffer(mb);
+    LLVMContextDispose(ctx);
+}
+
+static void compile_parts_range(void *ctx, int64_t begin, int64_t end, int thread)
+{
+    (void)thread;
+    compile_part *parts = ctx;
+    for (int64_t i = begin; i < end; i++)
+        compile_part_run(&parts[i]);
+}
+
+static int64_t count_instructions(LLVMValueRef fn)
+{
+    int64_t n = 0;
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in))
+            n++;
+    return n;
+}
+
+/* Objects travel (and are cached) as one blob: a magic word, the count, the sizes, the bytes. */
+static const char BLOB_MAGIC[8] = "MCOBJS1";
+
+static void *objects_to_blob(void **objs, const size_t *sizes, int n, size_t *blob_size)
+{
+    size_t total = sizeof BLOB_MAGIC + 8 * (size_t)(n + 1);
+    for (int i = 0; i < n; i++)
+        total += sizes[i];
+    unsigned char *blob = malloc(total);
+    if (!blob)
+        return NULL;
+    size_t at = sizeof BLOB_MAGIC;
+    memcpy(blob, BLOB_MAGIC, sizeof BLOB_MAGIC);
+    uint64_t count = (uint64_t)n;
+    memcpy(blob + at, &count, 8);
+    at += 8;
+    for (int i = 0; i < n; i++, at += 8) {
+        uint64_t sz = sizes[i];
+        memcpy(blob + at, &sz, 8);
+    }
+    for (int i = 0; i < n; i++) {
+        memcpy(blob + at, objs[i], sizes[i]);
+        at += sizes[i];
+    }
+    *blob_size = total;
+    return blob;
+}
+
+/* The objects of a blob (pointers into it); false when it is not a well-formed blob (a cache
+ * entry from an older minic: then it is recompiled). */
+static bool blob_to_objects(const void *blob, size_t size, const void **objs, size_t *sizes, int *n)
+{
+    const unsigned char *b = blob;
+    uint64_t count;
+    if (size < sizeof BLOB_MAGIC + 8 || memcmp(b, BLOB_MAGIC, sizeof BLOB_MAGIC) != 0)
+        return false;
+    memcpy(&count, b + sizeof BLOB_MAGIC, 8);
+    size_t at = sizeof BLOB_MAGIC + 8;
+    if (count < 1 || count > MAX_PARTS || size - at < 8 * count)
+        return false;
+    size_t data = at + 8 * (size_t)count;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t sz;
+        memcpy(&sz, b + at + 8 * i, 8);
+        if (sz > size - data)
+            return false;
+        objs[i] = b + data;
+        sizes[i] = (size_t)sz;
+        data += (size_t)sz;
+    }
+    *n = (int)count;
+    return data == size;
+}
+
+/* Optimize and compile c->mod, in parts on the pool where it has threads and the program more
+ * than one kernel; the objects as a blob. */
+static mc_status compile_program(llvm_ctx *c, LLVMTargetMachineRef tm, const kir_program *kp, mc_threadpool *pool,
+                                 void **blob, size_t *blob_size)
+{
+    int nparts = mc_threadpool_size(pool);
+    if (nparts > kp->nkernels)
+        nparts = kp->nkernels;
+    if (nparts > MAX_PARTS)
+        nparts = MAX_PARTS;
+    void *objs[MAX_PARTS] = {0};
+    size_t sizes[MAX_PARTS] = {0};
+    char error[512] = "";
+    bool ok = true;
+    if (nparts <= 1) {
+        nparts = 1;
+        ok = compile_module(c->mod, tm, &objs[0], &sizes[0], error, sizeof error);
+    } else {
+        /* largest kernel first into the lightest part */
+        int *part_of = calloc((size_t)kp->nkernels, sizeof *part_of);
+        int64_t *cost = calloc((size_t)kp->nkernels, sizeof *cost);
+        compile_part parts[MAX_PARTS];
+        memset(parts, 0, sizeof parts);
+        LLVMMemoryBufferRef bc = part_of && cost ? LLVMWriteBitcodeToMemoryBuffer(c->mod) : NULL;
+        if (!bc) {
+            free(part_of);
+            free(cost);
+            return mc_fail(MC_ERR_SYSTEM, "out of memory compiling the CPU kernels");
+        }
+        for (int i = 0; i < kp->nkernels; i++) {
+            LLVMValueRef fn = LLVMGetNamedFunction(c->mod, kp->kernels[i].name);
+            cost[i] = fn ? count_instructions(fn) : 0;
+            part_of[i] = -1;
+        }
+        int64_t load[MAX_PARTS] = {0};
+        for (int done = 0; done < kp->nkernels; done++) {
+            int big = -1, light = 0;
+            for (int i = 0; i < kp->nkernels; i++)
+                if (part_of[i] < 0 && (big < 0 || cost[i] > cost[big]))
+                    big = i;
+            for (int q = 1; q < nparts; q++)
+                if (load[q] < load[light])
+                    light = q;
+            part_of[big] = light;
+            load[light] += cost[big];
+        }
+        for (int q = 0; q < nparts; q++)
+            parts[q] = (compile_part){.bitcode = LLVMGetBufferStart(bc), .bitcode_size = LLVMGetBufferSize(bc),
+                                      .kp = kp, .part_of = part_of, .index = q};
+        mc_threadpool_run(pool, nparts, 1, compile_parts_range, parts);
+        for (int q = 0; q < nparts; q++) {
+            objs[q] = parts[q].obj;
+            sizes[q] = parts[q].obj_size;
+            if (ok && parts[q].error[0]) {
+                ok = false;
+                snprintf(error, sizeof error, "%s", parts[q].error);
+            }
+        }
+        LLVMDisposeMemoryBuffer(bc);
+        free(part_of);
+        free(cost);
+    }
+    *blob = ok ? objects_to_blob(objs, sizes, nparts, blob_size) : NULL;
+    for (int q = 0; q < nparts; q++)
+        free(objs[q]);
+    if (!ok)
+        return mc_fail(MC_ERR_SYSTEM, "CPU backend: %s", error);
+    return *blob ? MC_OK : mc_fail(MC_ERR_SYSTEM, "out of memory holding compiled code");
+}
+
+/* Link the objects of a blob into a fresh LLJIT and look up every kernel. */
+static mc_status load_objects(cpu_state *s, const kir_program *kp, const void *blob, size_t blob_size)
+{
+    const void *objs[MAX_PARTS];
+    size_t sizes[MAX_PARTS];
+    int n = 0;
+    if (!blob_to_objects(blob, blob_size, objs, sizes, &n))
+        return mc_fail(MC_ERR_SYSTEM, "CPU backend: compiled code is malformed (a bug in minic)");
     LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
     LLVMOrcJITTargetMachineBuilderRef jtmb;
     LLVMErrorRef err = LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb);
@@ -198,9 +406,11 @@ static mc_status load_object(cpu_state *s, const kir_program *kp, const void *ob
     if ((err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(s->jit), NULL, NULL)))
         return fail_llvm(err, "creating the JIT's symbol resolver");
     LLVMOrcJITDylibAddGenerator(jd, gen);
-    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, size, "minic-kernels");
-    if ((err = LLVMOrcLLJITAddObjectFile(s->jit, jd, buf)))
-        return fail_llvm(err, "loading compiled code");
+    for (int i = 0; i < n; i++) {
+        LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(objs[i], sizes[i], "minic-kernels");
+        if ((err = LLVMOrcLLJITAddObjectFile(s->jit, jd, buf)))
+            return fail_llvm(err, "loading compiled code");
+    }
     for (int i = 0; i < kp->nkernels; i++) {
         LLVMOrcExecutorAddress addr = 0;
         if ((err = LLVMOrcLLJITLookup(s->jit, &addr, kp->kernels[i].name)))
@@ -317,21 +527,27 @@ static mc_status cpu_prepare(mc_program *p)
         st = mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
         goto done;
     }
+    /* the threads first: a cold compile runs on them */
+    if ((st = mc_threadpool_new(p->opt.threads, &s->pool)) != MC_OK)
+        goto done;
+    s->nthreads = mc_threadpool_size(s->pool);
     p->kernels_compiled = 0;
-    if (!mc_cache_load("cpu", key, &obj, &obj_size)) {
-        if ((st = compile_object(&c, tm, &obj, &obj_size)) != MC_OK)
+    const void *cached[MAX_PARTS];
+    size_t cached_sizes[MAX_PARTS];
+    int ncached;
+    if (!mc_cache_load("cpu", key, &obj, &obj_size) || !blob_to_objects(obj, obj_size, cached, cached_sizes, &ncached)) {
+        free(obj);
+        obj = NULL;
+        if ((st = compile_program(&c, tm, kp, s->pool, &obj, &obj_size)) != MC_OK)
             goto done;
         mc_cache_store("cpu", key, obj, obj_size);
         p->kernels_compiled = kp->nkernels;
     }
-    if ((st = load_object(s, kp, obj, obj_size)) != MC_OK)
+    if ((st = load_objects(s, kp, obj, obj_size)) != MC_OK)
         goto done;
 
-    /* memory: buffers, arena, threads, per-thread scratch */
+    /* memory: buffers, arena, per-thread scratch */
     s->arena = aligned_zalloc((size_t)kp->arena_bytes);
-    if ((st = mc_threadpool_new(p->opt.threads, &s->pool)) != MC_OK)
-        goto done;
-    s->nthreads = mc_threadpool_size(s->pool);
     int64_t scratch = 0;
     for (int i = 0; i < kp->nkernels; i++)
         if (s->kernels[i].info.scratch_bytes > scratch)

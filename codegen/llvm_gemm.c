@@ -56,6 +56,7 @@ typedef struct gemm_plan {
     bool packed_b;           /* B is a param, packed once by the runtime (llvm_pack_b) */
     bool direct_a;           /* A is read in place by the micro-kernel, not packed */
     int64_t np;              /* packed B: N rounded up to NR, the length of a packed row */
+    int64_t packed_bytes;    /* packed B: K * np floats */
 } gemm_plan;
 
 static LLVMValueRef i64c(llvm_ctx *c, int64_t v) { return llvm_const_i64(c, v); }
@@ -213,6 +214,10 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
     for (int d = 0; d < g->nb; d++)
         g->packed_b = g->packed_b && b->stride[d] == 0; /* one B for every batch */
     g->np = (g->N + g->nr - 1) / g->nr * g->nr;
+    int64_t floats, bytes;
+    if (mc_mul_overflows(g->K, g->np, &floats) || mc_mul_overflows(floats, 4, &bytes))
+        g->packed_b = false; /* too large to hold packed: packed per call, as for inputs */
+    g->packed_bytes = g->packed_b ? bytes : 0;
     g->direct_a = da == MC_F32 && (g->a_k == 1 || g->M <= MC);
     /* column blocks: NC wide, or, when B costs nothing per unit, narrowed (down to 4 panels)
      * until there are enough units for the threads */
@@ -588,7 +593,7 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     free(bases);
     free(batch_off);
     if (g.packed_b) {
-        info->packed_b = (llvm_packed_b){.bytes = g.K * g.np * 4, .buffer = vb->buffer, .dtype = db,
+        info->packed_b = (llvm_packed_b){.bytes = g.packed_bytes, .buffer = vb->buffer, .dtype = db,
                                          .offset = vb->offset, .k = g.K, .n = g.N, .stride_k = g.b_k,
                                          .stride_n = g.b_n, .kc = KC, .nr = NR, .np = g.np};
     }

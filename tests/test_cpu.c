@@ -6,9 +6,9 @@
  * GEMMs at sizes with edge tiles in M and N, K above one K block (partial sums), a transposed
  * operand, a batch-broadcast operand, f16/bf16 operands and epilogues of every kind. Also: the
  * thread pool runs every index exactly once under both splits; a second prepare of the same
- * program is served from the disk cache; the dumped IR names kernels and nothing of the user's;
- * non-temporal stores give the same results whatever the output buffer's alignment; softmax's
- * exp is computed once per element.
+ * program is served from the disk cache (also when it was compiled in parts on two threads);
+ * the dumped IR names kernels and nothing of the user's; non-temporal stores give the same
+ * results whatever the output buffer's alignment; softmax's exp is computed once per element.
  */
 #include <math.h>
 #include <stdio.h>
@@ -477,6 +477,31 @@ static void test_cache_and_dump(void **state)
     fx_free(kp);
 }
 
+/* With two threads a cold compile runs in parts (each a share of the kernels, its own object
+ * file); the parts are cached together and a second prepare loads them all. */
+static void test_compile_in_parts(void **state)
+{
+    (void)state;
+    if (getenv("MINIC_NO_CACHE"))
+        unsetenv("MINIC_NO_CACHE");
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/cache_parts", mc_test_tmpdir());
+    setenv("XDG_CACHE_HOME", dir, 1);
+    kir_program *kp = fx_gemms(2, 17, 23, 29, MC_F32); /* 4 kernels, sizes no other test uses */
+    fake f;
+    fake_init(&f, kp, 2, 11);
+    fx_eval(kp, f.ref);
+    for (int round = 0; round < 2; round++) {
+        assert_int_equal(mc_backend_cpu.prepare(&f.p), MC_OK);
+        assert_int_equal(f.p.kernels_compiled, round == 0 ? kp->nkernels : 0);
+        assert_int_equal(mc_backend_cpu.run(&f.p), MC_OK);
+        compare_outputs(&f, round == 0 ? "compiled in parts" : "parts from the cache");
+        mc_backend_cpu.release(&f.p);
+    }
+    fake_free(&f);
+    fx_free(kp);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -490,6 +515,7 @@ int main(void)
         cmocka_unit_test(test_row_cache),
         cmocka_unit_test(test_gemm_param_update),
         cmocka_unit_test(test_cache_and_dump),
+        cmocka_unit_test(test_compile_in_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
