@@ -377,6 +377,7 @@ typedef struct loop_plan {
     int64_t chunk, nchunks;         /* pointwise: the last axis in chunks */
     bool *nontemporal;              /* per view: its stores are non-temporal where aligned */
     bool any_nontemporal;
+    bool stores_unread;             /* no buffer the kernel stores to is loaded by it */
 } loop_plan;
 
 static bool dim_indexed(const kir_kernel *k, int d)
@@ -420,6 +421,11 @@ static void plan_nontemporal(llvm_ctx *c, const kir_kernel *k, loop_plan *pl)
         pl->nontemporal[v] = ok;
         pl->any_nontemporal |= ok;
     }
+    pl->stores_unread = true;
+    for (int s = 0; s < k->nstores; s++)
+        for (int i = 0; i < k->ncode; i++)
+            if (k->code[i].kind == KI_LOAD && k->views[k->code[i].view].buffer == k->views[k->stores[s].view].buffer)
+                pl->stores_unread = false;
 }
 
 static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, loop_plan *pl)
@@ -692,9 +698,11 @@ static LLVMValueRef address_at(llvm_ctx *c, emit_state *e, int v, int d, LLVMVal
 }
 
 /* The vector part of a loop with non-temporal stores, over [lo, hi): when the first such view's
- * elements are aligned to their own size, single steps up to the first address aligned to a
- * whole vector, then vectors with non-temporal stores, provided every other such view is aligned
- * there too; otherwise plain vectors. Returns where the vectors ended (the remainder starts). */
+ * elements are aligned to their own size, vectors with non-temporal stores from the first
+ * address aligned to a whole vector, provided every other such view is aligned there too;
+ * the ends before and after them are one plain vector each (overlapping the aligned ones)
+ * where the kernel reads back nothing it stores, else single steps. Otherwise plain vectors.
+ * Returns where the vectors ended (the scalar remainder starts). */
 static LLVMValueRef nontemporal_part(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVMValueRef hi,
                                      int64_t extent, LLVMValueRef *base_offs, LLVMValueRef *offs, step_fn body,
                                      void *arg, done_fn done)
@@ -712,6 +720,8 @@ static LLVMValueRef nontemporal_part(llvm_ctx *c, emit_state *e, int d, LLVMValu
     LLVMValueRef peel = LLVMBuildUDiv(B, gap, llvm_const_i64(c, esize), "peel");
     LLVMValueRef start = LLVMBuildAdd(B, lo, peel, "");
     start = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, start, hi, ""), start, hi, "");
+    if (e->pl->stores_unread) /* the end steps need a whole vector */
+        ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntSGE, LLVMBuildSub(B, hi, lo, ""), llvm_const_i64(c, w), ""), "");
     for (int v = first + 1; v < e->k->nviews; v++) {
         if (!e->pl->nontemporal[v])
             continue;
@@ -726,13 +736,25 @@ static LLVMValueRef nontemporal_part(llvm_ctx *c, emit_state *e, int d, LLVMValu
 
     LLVMPositionBuilderAtEnd(B, nt);
     llvm_point pt;
-    llvm_loop L;
-    llvm_loop_begin(c, &L, lo, start, llvm_const_i64(c, 1), "jpeel");
-    point_at(c, e, &pt, offs, base_offs, d, L.index, 1, NULL);
-    body(c, e, &pt, 0, arg);
-    llvm_loop_end(c, &L);
     LLVMValueRef nt_end = round_down(c, start, hi, w);
-    vector_part(c, e, d, start, nt_end, extent, base_offs, offs, body, arg, done, false, e->pl->nontemporal);
+    if (e->pl->stores_unread) {
+        /* one plain vector step at lo and one ending at hi cover the ends, the aligned steps
+         * between overlap them: recomputing a point is harmless where nothing the kernel
+         * stores is read back */
+        point_at(c, e, &pt, offs, base_offs, d, lo, w, NULL);
+        body(c, e, &pt, 0, arg);
+        vector_part(c, e, d, start, nt_end, extent, base_offs, offs, body, arg, done, false, e->pl->nontemporal);
+        point_at(c, e, &pt, offs, base_offs, d, LLVMBuildSub(B, hi, llvm_const_i64(c, w), ""), w, NULL);
+        body(c, e, &pt, 0, arg);
+        nt_end = hi;
+    } else {
+        llvm_loop L;
+        llvm_loop_begin(c, &L, lo, start, llvm_const_i64(c, 1), "jpeel");
+        point_at(c, e, &pt, offs, base_offs, d, L.index, 1, NULL);
+        body(c, e, &pt, 0, arg);
+        llvm_loop_end(c, &L);
+        vector_part(c, e, d, start, nt_end, extent, base_offs, offs, body, arg, done, false, e->pl->nontemporal);
+    }
     LLVMBasicBlockRef nt_last = LLVMGetInsertBlock(B);
     LLVMBuildBr(B, join);
 

@@ -251,10 +251,12 @@ static void test_gemm_transposed_a(void **state)
 static void test_nontemporal_stores(void **state)
 {
     (void)state;
-    kir_program *kps[3] = {fx_pw_bench(1024, 4100, false), fx_softmax(1024, 4100, MC_F32),
-                           fx_layernorm(2048, 4100, MC_F16)};
-    const char *names[3] = {"pointwise 1024x4100", "softmax 1024x4100", "layernorm f16 2048x4100"};
-    for (int c = 0; c < 3; c++) {
+    /* rows not a multiple of the vector; one long row cut into chunks, the last of 5 elements */
+    kir_program *kps[4] = {fx_pw_bench(1024, 4100, false), fx_pw_bench(1, (4 << 20) + 5, false),
+                           fx_softmax(1024, 4100, MC_F32), fx_layernorm(2048, 4100, MC_F16)};
+    const char *names[4] = {"pointwise 1024x4100", "pointwise 1x4194309", "softmax 1024x4100",
+                            "layernorm f16 2048x4100"};
+    for (int c = 0; c < 4; c++) {
         kir_program *kp = kps[c];
         fake f;
         fake_init(&f, kp, 2, 5);
