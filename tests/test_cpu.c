@@ -8,7 +8,8 @@
  * thread pool runs every index exactly once under both splits; a second prepare of the same
  * program is served from the disk cache (also when it was compiled in parts on two threads);
  * the dumped IR names kernels and nothing of the user's; non-temporal stores give the same
- * results whatever the output buffer's alignment; softmax's exp is computed once per element.
+ * results whatever the output buffer's alignment; softmax's exp is computed once per element;
+ * large reductions prefetch the next row.
  */
 #include <math.h>
 #include <stdio.h>
@@ -272,6 +273,9 @@ static void test_nontemporal_stores(void **state)
         if (!strstr(text, "!nontemporal") || !strstr(text, "@llvm.x86.sse.sfence"))
             fail_msg("%s: no non-temporal stores (or no fence) in the generated code", names[c]);
 #endif
+        /* the reductions' later passes over a row prefetch the next row */
+        if (c >= 2 && !strstr(text, "@llvm.prefetch"))
+            fail_msg("%s: no prefetch of the next row in the generated code", names[c]);
         free(text);
         int big = -1; /* the large output */
         for (int b = 0; b < kp->nbuffers; b++)
