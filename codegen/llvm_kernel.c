@@ -433,10 +433,11 @@ static void plan_nontemporal(llvm_ctx *c, const kir_kernel *k, loop_plan *pl)
 
 /* A reduction kernel walks each row several times: the first loop block streams it from
  * memory, the later ones find it in the cache and compute (softmax: exp). Without help the
- * memory idles while they compute, and the two add up. So the later loop blocks prefetch the
- * next row of the views the first one streams (contiguous along the reduced axis, from a
- * buffer of at least PREFETCH_MIN_BYTES), into L2, one vector step ahead of where the next
- * row's first pass will read. */
+ * memory idles while a long computation runs, and the two add up. So the later loop blocks
+ * that are heavy (block_is_heavy) prefetch the next row of the views the first one streams
+ * (contiguous along the reduced axis, from a buffer of at least PREFETCH_MIN_BYTES) into L2,
+ * at the position they are at in the current row. Light passes (layernorm's) are short
+ * enough for the hardware's own prefetcher, and the extra instructions only cost there. */
 static void plan_prefetch(llvm_ctx *c, const kir_kernel *k, loop_plan *pl)
 {
     pl->first_loop = -1;
@@ -857,7 +858,7 @@ static void loop_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, int unit
 {
     loop_block_arg *a = p;
     emit_block(c, e->k, a->blk, e->bases, pt, e->cur, e->row, e->rowvals, &e->cache);
-    if (a->blk != e->pl->first_loop && pt->width > 1) {
+    if (a->blk != e->pl->first_loop && e->heavy && pt->width > 1) {
         for (int v = 0; v < e->k->nviews; v++) {
             if (!e->pl->prefetch[v])
                 continue;
