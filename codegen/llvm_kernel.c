@@ -43,6 +43,7 @@ enum {
  * of a copy. Half the L3 of the machines this is tuned on (32 MB), so that an intermediate
  * the next kernel reads back from the cache stays a normal store. */
 #define NONTEMPORAL_MIN_BYTES ((int64_t)16 << 20)
+#define PREFETCH_MIN_BYTES ((int64_t)4 << 20) /* below it the whole buffer stays in L2/L3 */
 
 /* ---- functions, allocas, loops ------------------------------------------------------------ */
 
@@ -377,6 +378,9 @@ typedef struct loop_plan {
     int64_t chunk, nchunks;         /* pointwise: the last axis in chunks */
     bool *nontemporal;              /* per view: its stores are non-temporal where aligned */
     bool any_nontemporal;
+    bool stores_unread;             /* no buffer the kernel stores to is loaded by it */
+    bool *prefetch;                 /* per view: later loop blocks prefetch its next row */
+    int first_loop;                 /* the first loop block (-1: none) */
 } loop_plan;
 
 static bool dim_indexed(const kir_kernel *k, int d)
@@ -420,6 +424,38 @@ static void plan_nontemporal(llvm_ctx *c, const kir_kernel *k, loop_plan *pl)
         pl->nontemporal[v] = ok;
         pl->any_nontemporal |= ok;
     }
+    pl->stores_unread = true;
+    for (int s = 0; s < k->nstores; s++)
+        for (int i = 0; i < k->ncode; i++)
+            if (k->code[i].kind == KI_LOAD && k->views[k->code[i].view].buffer == k->views[k->stores[s].view].buffer)
+                pl->stores_unread = false;
+}
+
+/* A reduction kernel walks each row several times: the first loop block streams it from
+ * memory, the later ones find it in the cache and compute (softmax: exp). Without help the
+ * memory idles while they compute, and the two add up. So the later loop blocks prefetch the
+ * next row of the views the first one streams (contiguous along the reduced axis, from a
+ * buffer of at least PREFETCH_MIN_BYTES), into L2, one vector step ahead of where the next
+ * row's first pass will read. */
+static void plan_prefetch(llvm_ctx *c, const kir_kernel *k, loop_plan *pl)
+{
+    pl->first_loop = -1;
+    for (int b = 0; b < k->nblocks && pl->first_loop < 0; b++)
+        if (k->blocks[b].loop)
+            pl->first_loop = b;
+    if (pl->pointwise || pl->first_loop < 0 || pl->nrow == 0 || pl->rank - pl->nrow != 1)
+        return;
+    const kir_block *bl = &k->blocks[pl->first_loop];
+    for (int i = bl->first; i < bl->first + bl->count; i++) {
+        if (k->code[i].kind != KI_LOAD)
+            continue;
+        int v = k->code[i].view;
+        const kir_buffer *kb = &c->kp->buffers[k->views[v].buffer];
+        int64_t bytes;
+        if (pl->stride[v][pl->rank - 1] == 1 && pl->stride[v][pl->nrow - 1] != 0 &&
+            !mc_mul_overflows(kb->numel, (int64_t)mc_dtype_size(kb->dtype), &bytes) && bytes >= PREFETCH_MIN_BYTES)
+            pl->prefetch[v] = true;
+    }
 }
 
 static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, loop_plan *pl)
@@ -431,8 +467,9 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, loop_plan *pl)
             pl->pointwise = false;
     pl->stride = calloc((size_t)(k->nviews ? k->nviews : 1), sizeof *pl->stride);
     pl->nontemporal = calloc((size_t)(k->nviews ? k->nviews : 1), sizeof *pl->nontemporal);
+    pl->prefetch = calloc((size_t)(k->nviews ? k->nviews : 1), sizeof *pl->prefetch);
     bool *in_loop = calloc((size_t)(k->nviews ? k->nviews : 1), sizeof *in_loop);
-    if (!pl->stride || !pl->nontemporal || !in_loop) {
+    if (!pl->stride || !pl->nontemporal || !pl->prefetch || !in_loop) {
         free(in_loop);
         return mc_fail(MC_ERR_SYSTEM, "out of memory planning kernel %s", k->name);
     }
@@ -477,6 +514,7 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, loop_plan *pl)
         pl->nchunks = (pl->shape[n - 1] + CHUNK - 1) / CHUNK;
     }
     plan_nontemporal(c, k, pl);
+    plan_prefetch(c, k, pl);
     return MC_OK;
 }
 
@@ -692,9 +730,11 @@ static LLVMValueRef address_at(llvm_ctx *c, emit_state *e, int v, int d, LLVMVal
 }
 
 /* The vector part of a loop with non-temporal stores, over [lo, hi): when the first such view's
- * elements are aligned to their own size, single steps up to the first address aligned to a
- * whole vector, then vectors with non-temporal stores, provided every other such view is aligned
- * there too; otherwise plain vectors. Returns where the vectors ended (the remainder starts). */
+ * elements are aligned to their own size, vectors with non-temporal stores from the first
+ * address aligned to a whole vector, provided every other such view is aligned there too;
+ * the ends before and after them are one plain vector each (overlapping the aligned ones)
+ * where the kernel reads back nothing it stores, else single steps. Otherwise plain vectors.
+ * Returns where the vectors ended (the scalar remainder starts). */
 static LLVMValueRef nontemporal_part(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVMValueRef hi,
                                      int64_t extent, LLVMValueRef *base_offs, LLVMValueRef *offs, step_fn body,
                                      void *arg, done_fn done)
@@ -712,6 +752,8 @@ static LLVMValueRef nontemporal_part(llvm_ctx *c, emit_state *e, int d, LLVMValu
     LLVMValueRef peel = LLVMBuildUDiv(B, gap, llvm_const_i64(c, esize), "peel");
     LLVMValueRef start = LLVMBuildAdd(B, lo, peel, "");
     start = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, start, hi, ""), start, hi, "");
+    if (e->pl->stores_unread) /* the end steps need a whole vector */
+        ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntSGE, LLVMBuildSub(B, hi, lo, ""), llvm_const_i64(c, w), ""), "");
     for (int v = first + 1; v < e->k->nviews; v++) {
         if (!e->pl->nontemporal[v])
             continue;
@@ -726,13 +768,25 @@ static LLVMValueRef nontemporal_part(llvm_ctx *c, emit_state *e, int d, LLVMValu
 
     LLVMPositionBuilderAtEnd(B, nt);
     llvm_point pt;
-    llvm_loop L;
-    llvm_loop_begin(c, &L, lo, start, llvm_const_i64(c, 1), "jpeel");
-    point_at(c, e, &pt, offs, base_offs, d, L.index, 1, NULL);
-    body(c, e, &pt, 0, arg);
-    llvm_loop_end(c, &L);
     LLVMValueRef nt_end = round_down(c, start, hi, w);
-    vector_part(c, e, d, start, nt_end, extent, base_offs, offs, body, arg, done, false, e->pl->nontemporal);
+    if (e->pl->stores_unread) {
+        /* one plain vector step at lo and one ending at hi cover the ends, the aligned steps
+         * between overlap them: recomputing a point is harmless where nothing the kernel
+         * stores is read back */
+        point_at(c, e, &pt, offs, base_offs, d, lo, w, NULL);
+        body(c, e, &pt, 0, arg);
+        vector_part(c, e, d, start, nt_end, extent, base_offs, offs, body, arg, done, false, e->pl->nontemporal);
+        point_at(c, e, &pt, offs, base_offs, d, LLVMBuildSub(B, hi, llvm_const_i64(c, w), ""), w, NULL);
+        body(c, e, &pt, 0, arg);
+        nt_end = hi;
+    } else {
+        llvm_loop L;
+        llvm_loop_begin(c, &L, lo, start, llvm_const_i64(c, 1), "jpeel");
+        point_at(c, e, &pt, offs, base_offs, d, L.index, 1, NULL);
+        body(c, e, &pt, 0, arg);
+        llvm_loop_end(c, &L);
+        vector_part(c, e, d, start, nt_end, extent, base_offs, offs, body, arg, done, false, e->pl->nontemporal);
+    }
     LLVMBasicBlockRef nt_last = LLVMGetInsertBlock(B);
     LLVMBuildBr(B, join);
 
@@ -803,6 +857,20 @@ static void loop_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, int unit
 {
     loop_block_arg *a = p;
     emit_block(c, e->k, a->blk, e->bases, pt, e->cur, e->row, e->rowvals, &e->cache);
+    if (a->blk != e->pl->first_loop && pt->width > 1) {
+        for (int v = 0; v < e->k->nviews; v++) {
+            if (!e->pl->prefetch[v])
+                continue;
+            int buf = e->k->views[v].buffer;
+            LLVMValueRef base = llvm_buffer_base(c, LLVMGetParam(c->fn, 0), e->bases, buf);
+            LLVMValueRef off = LLVMBuildAdd(B, pt->view_offset[v], llvm_const_i64(c, e->pl->stride[v][e->pl->nrow - 1]), "");
+            LLVMValueRef ptr = LLVMBuildGEP2(B, LLVMGetElementType(LLVMTypeOf(base)), base, &off, 1, "");
+            LLVMValueRef args[4] = {LLVMBuildBitCast(B, ptr, c->t_ptr_i8, ""), llvm_const_i32(c, 0, 1),
+                                    llvm_const_i32(c, 2, 1), llvm_const_i32(c, 1, 1)};
+            LLVMTypeRef pt8 = c->t_ptr_i8;
+            llvm_call_intrinsic(c, "llvm.prefetch", &pt8, 1, args, 4);
+        }
+    }
     for (int r = 0; r < e->k->nreds; r++) {
         const kir_reduce *rd = &e->k->reds[r];
         if (rd->block != a->blk)
@@ -922,6 +990,7 @@ mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     if (st != MC_OK) {
         free(pl.stride);
         free(pl.nontemporal);
+        free(pl.prefetch);
         return st;
     }
     emit_state e = {.k = k, .pl = &pl};
@@ -1004,6 +1073,7 @@ mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
 done:
     free(pl.stride);
     free(pl.nontemporal);
+    free(pl.prefetch);
     free(e.bases);
     free(e.row);
     free(e.cur);

@@ -166,12 +166,48 @@ static LLVMValueRef K(llvm_ctx *c, LLVMValueRef x, double v)
     return is_double(x) ? const_f64(c, v, width_of(x)) : llvm_const_f32(c, v, width_of(x));
 }
 
-/* Horner: coef[0] + x (coef[1] + x (coef[2] + ...)). */
-static LLVMValueRef horner(llvm_ctx *c, LLVMValueRef x, const double *coef, int n)
+/* n constants of x's type as values for the hot loops of long functions: on vectors, loaded
+ * from a module global of whole vectors, minic_k_NAME_<type>x<width> (one vector per value),
+ * instead of written as splat constants. x86 folds such a load into the instruction that uses
+ * it (an FMA's memory operand) or loads it with a plain load, where a splat constant that no
+ * register is left to hold becomes a broadcast instruction, issued on the FP pipes, each time
+ * the loop body runs. */
+static void const_vectors(llvm_ctx *c, const char *name, LLVMValueRef x, const double *v, int n, LLVMValueRef *out)
 {
-    LLVMValueRef acc = K(c, x, coef[n - 1]);
+    int w = width_of(x);
+    MC_ASSERT(n >= 1 && n <= 16);
+    for (int i = 0; i < n; i++)
+        out[i] = K(c, x, v[i]);
+    if (w == 1)
+        return;
+    LLVMTypeRef vt = LLVMTypeOf(x), at = LLVMArrayType(vt, (unsigned)n);
+    LLVMValueRef init = LLVMConstArray(vt, out, (unsigned)n);
+    char full[64];
+    snprintf(full, sizeof full, "minic_k_%s_%sx%d", name, is_double(x) ? "f64" : "f32", w);
+    LLVMValueRef g = LLVMGetNamedGlobal(c->mod, full);
+    if (!g) {
+        g = LLVMAddGlobal(c->mod, at, full);
+        LLVMSetInitializer(g, init);
+        LLVMSetLinkage(g, LLVMInternalLinkage);
+        LLVMSetAlignment(g, 32);
+    }
+    MC_ASSERT(LLVMGetInitializer(g) == init); /* one name, one set of values */
+    for (int i = 0; i < n; i++) {
+        LLVMValueRef idx[2] = {llvm_const_i32(c, 0, 1), llvm_const_i32(c, i, 1)};
+        out[i] = LLVMBuildLoad2(B, vt, LLVMBuildInBoundsGEP2(B, at, g, idx, 2, ""), "");
+        LLVMSetAlignment(out[i], 32);
+    }
+}
+
+/* Horner: coef[0] + x (coef[1] + x (coef[2] + ...)), f32 or f64 like x, the coefficients as
+ * const_vectors named `name`. */
+static LLVMValueRef horner(llvm_ctx *c, const char *name, LLVMValueRef x, const double *coef, int n)
+{
+    LLVMValueRef k[16];
+    const_vectors(c, name, x, coef, n, k);
+    LLVMValueRef acc = k[n - 1];
     for (int i = n - 2; i >= 0; i--)
-        acc = fma_(c, acc, x, K(c, x, coef[i]));
+        acc = fma_(c, acc, x, k[i]);
     return acc;
 }
 
@@ -249,7 +285,7 @@ static LLVMValueRef exp_scaled(llvm_ctx *c, LLVMValueRef x, int w, int scale)
     LLVMValueRef n = f_sub(c, k, K(c, x, exp_shifter));
     LLVMValueRef r = fma_(c, n, K(c, x, -ln2_hi_f), xc);
     r = fma_(c, n, K(c, x, -ln2_lo_f), r);
-    LLVMValueRef p = horner(c, r, exp_poly, 7);
+    LLVMValueRef p = horner(c, "exp", r, exp_poly, 7);
     LLVMValueRef ni = LLVMBuildSub(B, LLVMBuildBitCast(B, k, vec(c->t_i32, w), ""), llvm_const_i32(c, 0x4b400000, w), "");
     LLVMValueRef n1 = LLVMBuildAShr(B, ni, llvm_const_i32(c, 1, w), "");
     LLVMValueRef n2 = LLVMBuildAdd(B, LLVMBuildSub(B, ni, n1, ""), llvm_const_i32(c, scale, w), "");
@@ -261,13 +297,16 @@ static LLVMValueRef exp_scaled(llvm_ctx *c, LLVMValueRef x, int w, int scale)
  * second factor, and the same result wherever both apply. */
 static LLVMValueRef exp_in_range(llvm_ctx *c, LLVMValueRef y, int w, int scale)
 {
-    LLVMValueRef k = fma_(c, y, K(c, y, log2e), K(c, y, exp_shifter));
-    LLVMValueRef n = f_sub(c, k, K(c, y, exp_shifter));
-    LLVMValueRef r = fma_(c, n, K(c, y, -ln2_hi_f), y);
-    r = fma_(c, n, K(c, y, -ln2_lo_f), r);
-    LLVMValueRef p = horner(c, r, exp_poly, 7);
-    /* k's bits are 0x4b400000 + n: rebias to the exponent field of 2^(n + scale) */
-    LLVMValueRef bits = LLVMBuildBitCast(B, k, vec(c->t_i32, w), "");
+    const double v[] = {log2e, exp_shifter, -exp_shifter, -ln2_hi_f, -ln2_lo_f};
+    LLVMValueRef k[5];
+    const_vectors(c, "exp_reduce", y, v, 5, k);
+    LLVMValueRef t = fma_(c, y, k[0], k[1]);
+    LLVMValueRef n = f_add(c, t, k[2]);
+    LLVMValueRef r = fma_(c, n, k[3], y);
+    r = fma_(c, n, k[4], r);
+    LLVMValueRef p = horner(c, "exp", r, exp_poly, 7);
+    /* t's bits are 0x4b400000 + n: rebias to the exponent field of 2^(n + scale) */
+    LLVMValueRef bits = LLVMBuildBitCast(B, t, vec(c->t_i32, w), "");
     bits = LLVMBuildAdd(B, bits, llvm_const_i32(c, 127 + scale - 0x4b400000, w), "");
     bits = LLVMBuildShl(B, bits, llvm_const_i32(c, 23, w), "");
     return f_mul(c, p, LLVMBuildBitCast(B, bits, vec(c->t_f32, w), ""));
@@ -324,7 +363,7 @@ static LLVMValueRef expm1_small(llvm_ctx *c, LLVMValueRef y, int w)
     LLVMValueRef n = call1(c, "llvm.rint", f_mul(c, y, K(c, y, log2e)));
     LLVMValueRef r = fma_(c, n, K(c, y, -ln2_hi_f), y);
     r = fma_(c, n, K(c, y, -ln2_lo_f), r);
-    LLVMValueRef p = f_mul(c, r, horner(c, r, taylor, 8));
+    LLVMValueRef p = f_mul(c, r, horner(c, "expm1", r, taylor, 8));
     LLVMValueRef s = pow2_f32(c, LLVMBuildFPToSI(B, n, vec(c->t_i32, w), ""), w);
     return fma_(c, s, p, f_sub(c, s, K(c, y, 1.0)));
 }
@@ -383,7 +422,7 @@ static LLVMValueRef log_body(llvm_ctx *c, LLVMValueRef *a, int w)
     LLVMValueRef s = f_div(c, f, f_add(c, f, K(c, x, 2.0)));
     LLVMValueRef z = f_mul(c, s, s);
     static const double series[] = {2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9};
-    LLVMValueRef R = f_mul(c, z, horner(c, z, series, 4));
+    LLVMValueRef R = f_mul(c, z, horner(c, "log", z, series, 4));
     LLVMValueRef hfsq = f_mul(c, K(c, x, 0.5), f_mul(c, f, f));
     LLVMValueRef dk = f_add(c, LLVMBuildSIToFP(B, e, vec(c->t_f32, w), ""), eadj);
     /* dk ln2_hi + (f - (hfsq - (s (hfsq + R) + dk ln2_lo))) */
@@ -426,7 +465,7 @@ static LLVMValueRef erf_body(llvm_ctx *c, LLVMValueRef *a, int w)
     LLVMValueRef x = a[0];
     LLVMValueRef z = min_keep_nan(c, call1(c, "llvm.fabs", x), 3.92);
     LLVMValueRef s = f_mul(c, z, z);
-    LLVMValueRef r = f_mul(c, z, f_div(c, horner(c, s, P, 7), horner(c, s, Q, 5)));
+    LLVMValueRef r = f_mul(c, z, f_div(c, horner(c, "erf_p", s, P, 7), horner(c, "erf_q", s, Q, 5)));
     return call2(c, "llvm.copysign", min_keep_nan(c, r, 1.0), x);
 }
 
@@ -450,7 +489,7 @@ static LLVMValueRef gelu_tail(llvm_ctx *c, LLVMValueRef x, int w)
     exact_product(c, t, t, w, &hi, &lo);
     LLVMValueRef e = exp_in_range(c, f_mul(c, hi, K(c, x, -0.5)), w, 32);
     e = fma_(c, e, f_mul(c, lo, K(c, x, -0.5)), e);
-    LLVMValueRef m = f_div(c, horner(c, t, P, 5), horner(c, t, Q, 6));
+    LLVMValueRef m = f_div(c, horner(c, "gelu_tail_p", t, P, 5), horner(c, "gelu_tail_q", t, Q, 6));
     LLVMValueRef v = f_mul(c, f_mul(c, f_mul(c, t, e), m), K(c, x, -0x1p-32)); /* -t Phi(-t) */
     LLVMValueRef r = sel(c, fcmp(c, LLVMRealOGE, x, K(c, x, 0.0)), f_add(c, x, v), v);
     /* -inf: the oracle's 0.5 x (1 + erf(x / sqrt 2)) is -inf * 0 = NaN */
@@ -472,7 +511,7 @@ static LLVMValueRef gelu_common(llvm_ctx *c, LLVMValueRef x, int w)
                                5.9618349848156166e-05};
     LLVMValueRef xc = min_keep_nan(c, x, 5.54);
     LLVMValueRef s = f_mul(c, xc, xc);
-    LLVMValueRef phi = fma_(c, xc, f_div(c, horner(c, s, P, 7), horner(c, s, Q, 5)), K(c, x, 0.5));
+    LLVMValueRef phi = fma_(c, xc, f_div(c, horner(c, "gelu_p", s, P, 7), horner(c, "gelu_q", s, Q, 5)), K(c, x, 0.5));
     return f_mul(c, x, phi);
 }
 
@@ -518,8 +557,8 @@ static LLVMValueRef sin_cos(llvm_ctx *c, LLVMValueRef x, int w, bool cosine)
     if (cosine)
         q = LLVMBuildAdd(B, q, llvm_const_i32(c, 1, w), "");
     LLVMValueRef r2 = f_mul(c, r, r);
-    LLVMValueRef sinr = fma_(c, f_mul(c, r, r2), horner(c, r2, S, 5), r);
-    LLVMValueRef cosr = horner(c, r2, C, 7);
+    LLVMValueRef sinr = fma_(c, f_mul(c, r, r2), horner(c, "sin", r2, S, 5), r);
+    LLVMValueRef cosr = horner(c, "cos", r2, C, 7);
     LLVMValueRef swap = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, q, llvm_const_i32(c, 1, w), ""), llvm_const_i32(c, 0, w), "");
     LLVMValueRef negate = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, q, llvm_const_i32(c, 2, w), ""), llvm_const_i32(c, 0, w), "");
     LLVMValueRef v = sel(c, swap, cosr, sinr);
@@ -544,7 +583,7 @@ static LLVMValueRef log_f64(llvm_ctx *c, LLVMValueRef x, int w)
     LLVMValueRef f = f_sub(c, LLVMBuildBitCast(B, mbits, vec(c->t_f64, w), ""), K(c, x, 1.0));
     LLVMValueRef s = f_div(c, f, f_add(c, f, K(c, x, 2.0)));
     LLVMValueRef z = f_mul(c, s, s);
-    LLVMValueRef R = f_mul(c, z, horner(c, z, series, 9));
+    LLVMValueRef R = f_mul(c, z, horner(c, "log", z, series, 9));
     LLVMValueRef hfsq = f_mul(c, K(c, x, 0.5), f_mul(c, f, f));
     LLVMValueRef logm = f_sub(c, f, f_sub(c, hfsq, f_mul(c, s, f_add(c, hfsq, R))));
     LLVMValueRef dk = LLVMBuildSIToFP(B, e, vec(c->t_f64, w), "");
@@ -562,7 +601,7 @@ static LLVMValueRef exp_f64(llvm_ctx *c, LLVMValueRef y, int w)
     LLVMValueRef n = call1(c, "llvm.rint", f_mul(c, yc, K(c, y, log2e)));
     LLVMValueRef r = f_sub(c, yc, f_mul(c, n, K(c, y, 0.6931471803691238)));
     r = f_sub(c, r, f_mul(c, n, K(c, y, 1.9082149292705877e-10)));
-    LLVMValueRef p = horner(c, r, taylor, 12);
+    LLVMValueRef p = horner(c, "exp", r, taylor, 12);
     LLVMTypeRef tl = vec(c->t_i64, w);
     LLVMValueRef ni = LLVMBuildFPToSI(B, n, tl, "");
     LLVMValueRef scale = LLVMBuildBitCast(B, LLVMBuildShl(B, LLVMBuildAdd(B, ni, const_i64v(c, 1023, w), ""), const_i64v(c, 52, w), ""),
