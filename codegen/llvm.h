@@ -12,10 +12,13 @@
  *
  *     void NAME(i8 **buffers, i64 begin, i64 end, i8 *scratch)
  *
- * `buffers` holds each kernel IR buffer's base address; [begin, end) is the part of the kernel's
- * parallel index space this call computes (rows of a pointwise or reduction kernel, tiles of a
- * GEMM), so the thread pool splits a kernel by calling it on disjoint ranges; `scratch` is the
- * calling thread's workspace (GEMM packing buffers), `llvm_kernel_info.scratch_bytes` long.
+ * `buffers` holds the base address of each kernel IR buffer of c->kp (the backend generates each
+ * kernel against a program of its own buffers, numbered in the order its views name them, so
+ * that kernels differing only in their buffers are one function); [begin, end) is the part of
+ * the kernel's parallel index space this call computes (rows of a pointwise or reduction
+ * kernel, tiles of a GEMM), so the thread pool splits a kernel by calling it on disjoint
+ * ranges; `scratch` is the calling thread's workspace (GEMM packing buffers),
+ * `llvm_kernel_info.scratch_bytes` long.
  */
 #ifndef MINIC_LLVM_H
 #define MINIC_LLVM_H
@@ -38,7 +41,7 @@ typedef struct llvm_kernel_info {
     bool serial;            /* too small to be worth waking the pool */
     int64_t scratch_bytes;  /* per-thread workspace */
     /* A GEMM whose B operand is a param reads B packed once into a persistent buffer (bytes
-     * > 0), which it finds in buffers[kp->nbuffers + kernel index]; the runtime fills it with
+     * > 0), which it finds in buffers[c->kp->nbuffers + kernel index]; the runtime fills it with
      * llvm_pack_b at the first run and whenever the param is bound again. */
     struct llvm_packed_b {
         int64_t bytes;          /* k * np floats; 0: B is not packed ahead */

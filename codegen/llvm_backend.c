@@ -1,9 +1,10 @@
 /* The CPU backend (mc_backend_cpu): kernel IR -> LLVM IR -> host machine code, run on a pool.
  *
  * prepare() builds one LLVM module holding every kernel of the program (codegen/llvm_kernel.c,
- * llvm_gemm.c), verifies it, and prints it: that text, with the LLVM version, the host CPU's
- * name and features and the code generator's settings, is the compile cache's key. On a hit the
- * cached object code is used as is; on a miss the module is optimized (OPT_PIPELINE below, for
+ * llvm_gemm.c; kernels that differ only in their buffers, like the layers of a stack, as one
+ * function: build_module), verifies it, and prints it: that text, with the LLVM version, the
+ * host CPU's name and features and the code generator's settings, is the compile cache's key.
+ * On a hit the cached object code is used as is; on a miss the module is optimized (OPT_PIPELINE below, for
  * the host target machine) and compiled to object files, in parts on the program's threads
  * (compile_program), which are stored together. Either way ORC's LLJIT links the objects into
  * memory and hands back one function pointer per kernel. So a second run of the same program
@@ -37,13 +38,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CODEGEN_VERSION "minic-cpu-3" /* bump when generated code changes meaning */
+#define CODEGEN_VERSION "minic-cpu-4" /* bump when generated code changes meaning */
 
 typedef void (*kernel_fn)(void **buffers, int64_t begin, int64_t end, void *scratch);
 
 typedef struct cpu_kernel {
     kernel_fn fn;
-    llvm_kernel_info info;
+    llvm_kernel_info info;    /* packed_b.buffer is a program buffer */
+    int nlocal;               /* buffers the kernel uses, numbered in the order its views name them */
+    int *global;              /* local number -> program buffer */
+    void **args;              /* its `buffers` argument: nlocal base addresses, then its packed B */
+    int same_as;              /* -1, or the earlier kernel whose code this one runs */
     float *packed;            /* GEMM with a param B: B packed (info.packed_b) */
     bool packed_valid;        /* `packed` holds the param's current value */
 } cpu_kernel;
@@ -54,7 +59,7 @@ typedef struct cpu_state {
     int nkernels;
     char *ir;                 /* the module as generated (dump_code) */
     void *arena;              /* intermediates */
-    void **buffers;           /* per kp buffer: base address; then per kernel: its packed B */
+    void **buffers;           /* per kp buffer: base address */
     mc_threadpool *pool;
     int nthreads;
     void *scratch;            /* nthreads * scratch_stride bytes */
@@ -125,16 +130,110 @@ static void set_target_attributes(llvm_ctx *c)
     }
 }
 
-/* Generate every kernel into c->mod. */
+/* Kernels that compute the same thing on different buffers (the layers of a stack: small_mlp's
+ * four linear+relu) are compiled once. Each kernel is generated against its own numbering of
+ * the buffers it uses (in the order its views name them), so such kernels come out as the same
+ * function but for its name; the runtime hands each kernel its own table of base addresses.
+ * A kernel whose function text and launch facts equal an earlier one's runs that one's code. */
+static bool same_launch(const llvm_kernel_info *a, const llvm_kernel_info *b)
+{
+    const llvm_packed_b *p = &a->packed_b, *q = &b->packed_b;
+    return a->units == b->units && a->grain == b->grain && a->serial == b->serial &&
+           a->scratch_bytes == b->scratch_bytes && p->bytes == q->bytes && p->dtype == q->dtype &&
+           p->offset == q->offset && p->k == q->k && p->n == q->n && p->stride_k == q->stride_k &&
+           p->stride_n == q->stride_n && p->kc == q->kc && p->nr == q->nr && p->np == q->np;
+}
+
+/* Two functions' text from their parameter lists on, equal but for the numbers of metadata
+ * nodes (loop hints: each function gets its own nodes of the same content). */
+static bool same_code(const char *a, const char *b)
+{
+    while (*a && *a == *b) {
+        bool meta = *a == '!';
+        a++;
+        b++;
+        if (meta) {
+            while (*a >= '0' && *a <= '9')
+                a++;
+            while (*b >= '0' && *b <= '9')
+                b++;
+        }
+    }
+    return *a == *b;
+}
+
+/* Generate kernel i against its own buffer numbering. */
+static mc_status emit_kernel(llvm_ctx *c, const kir_program *kp, int i, cpu_kernel *ck, int *local_of)
+{
+    const kir_kernel *k = &kp->kernels[i];
+    int nv = k->nviews;
+    ck->global = malloc((size_t)(nv ? nv : 1) * sizeof *ck->global);
+    kir_buffer *lb = malloc((size_t)(nv ? nv : 1) * sizeof *lb);
+    kir_view *lv = malloc((size_t)(nv ? nv : 1) * sizeof *lv);
+    if (!ck->global || !lb || !lv) {
+        free(lb);
+        free(lv);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory generating kernel %s", k->name);
+    }
+    ck->nlocal = 0;
+    for (int v = 0; v < nv; v++) {
+        int b = k->views[v].buffer;
+        if (local_of[b] < 0) {
+            local_of[b] = ck->nlocal;
+            ck->global[ck->nlocal] = b;
+            lb[ck->nlocal++] = kp->buffers[b];
+        }
+        lv[v] = k->views[v];
+        lv[v].buffer = local_of[b];
+    }
+    for (int l = 0; l < ck->nlocal; l++)
+        local_of[ck->global[l]] = -1;
+    kir_kernel lk = *k;
+    lk.views = lv;
+    kir_program lkp = {.buffers = lb, .nbuffers = ck->nlocal, .kernels = &lk, .nkernels = 1,
+                       .arena_bytes = kp->arena_bytes, .unplanned_bytes = kp->unplanned_bytes};
+    c->kp = &lkp;
+    mc_status st = k->category == KIR_GEMM ? llvm_emit_gemm_kernel(c, &lk, &ck->info)
+                                           : llvm_emit_loop_kernel(c, &lk, &ck->info);
+    c->kp = kp;
+    if (st == MC_OK && ck->info.packed_b.bytes > 0)
+        ck->info.packed_b.buffer = ck->global[ck->info.packed_b.buffer];
+    free(lb);
+    free(lv);
+    return st;
+}
+
+/* Generate every kernel into c->mod (one function per distinct kernel). */
 static mc_status build_module(llvm_ctx *c, const kir_program *kp, cpu_kernel *kernels)
 {
-    for (int i = 0; i < kp->nkernels; i++) {
-        const kir_kernel *k = &kp->kernels[i];
-        mc_status st = k->category == KIR_GEMM ? llvm_emit_gemm_kernel(c, k, &kernels[i].info)
-                                               : llvm_emit_loop_kernel(c, k, &kernels[i].info);
-        if (st != MC_OK)
-            return st;
+    int *local_of = malloc((size_t)(kp->nbuffers ? kp->nbuffers : 1) * sizeof *local_of);
+    char **text = calloc((size_t)(kp->nkernels ? kp->nkernels : 1), sizeof *text);
+    mc_status st = local_of && text ? MC_OK : mc_fail(MC_ERR_SYSTEM, "out of memory generating the CPU kernels");
+    for (int b = 0; st == MC_OK && b < kp->nbuffers; b++)
+        local_of[b] = -1;
+    for (int i = 0; st == MC_OK && i < kp->nkernels; i++) {
+        kernels[i].same_as = -1;
+        if ((st = emit_kernel(c, kp, i, &kernels[i], local_of)) != MC_OK)
+            break;
+        LLVMValueRef fn = LLVMGetNamedFunction(c->mod, kp->kernels[i].name);
+        MC_ASSERT(fn);
+        text[i] = LLVMPrintValueToString(fn);
+        const char *body = strchr(text[i], '('); /* past "define void @NAME" */
+        for (int j = 0; j < i && body; j++) {
+            const char *other = kernels[j].same_as < 0 && text[j] ? strchr(text[j], '(') : NULL;
+            if (other && same_code(body, other) && same_launch(&kernels[i].info, &kernels[j].info)) {
+                kernels[i].same_as = j;
+                LLVMDeleteFunction(fn);
+                break;
+            }
+        }
     }
+    for (int i = 0; text && i < kp->nkernels; i++)
+        LLVMDisposeMessage(text[i]);
+    free(text);
+    free(local_of);
+    if (st != MC_OK)
+        return st;
     set_target_attributes(c);
     char *msg = NULL;
     if (LLVMVerifyModule(c->mod, LLVMReturnStatusAction, &msg)) {
@@ -412,12 +511,31 @@ static mc_status load_objects(cpu_state *s, const kir_program *kp, const void *b
             return fail_llvm(err, "loading compiled code");
     }
     for (int i = 0; i < kp->nkernels; i++) {
+        int same = s->kernels[i].same_as;
         LLVMOrcExecutorAddress addr = 0;
-        if ((err = LLVMOrcLLJITLookup(s->jit, &addr, kp->kernels[i].name)))
+        if ((err = LLVMOrcLLJITLookup(s->jit, &addr, kp->kernels[same < 0 ? i : same].name)))
             return fail_llvm(err, "linking a kernel");
         s->kernels[i].fn = (kernel_fn)(uintptr_t)addr;
     }
     return MC_OK;
+}
+
+/* The module's text for dump_code, then a line per kernel that runs another's code. */
+static char *ir_with_notes(const char *ir, const kir_program *kp, const cpu_kernel *kernels)
+{
+    size_t n = strlen(ir) + 1;
+    for (int i = 0; i < kp->nkernels; i++)
+        if (kernels[i].same_as >= 0)
+            n += 2 * sizeof kp->kernels[i].name + 64;
+    char *text = malloc(n);
+    if (!text)
+        return NULL;
+    size_t at = (size_t)snprintf(text, n, "%s", ir);
+    for (int i = 0; i < kp->nkernels && at < n; i++)
+        if (kernels[i].same_as >= 0)
+            at += (size_t)snprintf(text + at, n - at, "; kernel %s runs the code of %s (the same function)\n",
+                                   kp->kernels[i].name, kp->kernels[kernels[i].same_as].name);
+    return text;
 }
 
 /* The cache key: everything the object code depends on. */
@@ -430,9 +548,10 @@ static char *cache_key(const char *ir, const kir_program *kp, const cpu_kernel *
     size_t at = (size_t)snprintf(key, n, "%s llvm %s target %s cpu %s features %s passes %s\n", CODEGEN_VERSION,
                                  LLVM_VERSION_STRING, host.triple, host.cpu, host.features, OPT_PIPELINE);
     for (int i = 0; i < kp->nkernels && at < n; i++)
-        at += (size_t)snprintf(key + at, n - at, "kernel %s units %lld grain %lld scratch %lld packed %lld\n",
+        at += (size_t)snprintf(key + at, n - at, "kernel %s units %lld grain %lld scratch %lld packed %lld code of %d\n",
                                kp->kernels[i].name, (long long)kernels[i].info.units, (long long)kernels[i].info.grain,
-                               (long long)kernels[i].info.scratch_bytes, (long long)kernels[i].info.packed_b.bytes);
+                               (long long)kernels[i].info.scratch_bytes, (long long)kernels[i].info.packed_b.bytes,
+                               kernels[i].same_as);
     if (at < n)
         snprintf(key + at, n - at, "%s", ir);
     return key;
@@ -444,8 +563,11 @@ static void cpu_release(mc_program *p)
     if (!s)
         return;
     mc_threadpool_free(s->pool);
-    for (int i = 0; s->kernels && i < s->nkernels; i++)
+    for (int i = 0; s->kernels && i < s->nkernels; i++) {
         free(s->kernels[i].packed);
+        free(s->kernels[i].global);
+        free(s->kernels[i].args);
+    }
     if (s->jit) {
         LLVMErrorRef err = LLVMOrcDisposeLLJIT(s->jit);
         if (err)
@@ -482,7 +604,7 @@ static mc_status cpu_prepare(mc_program *p)
     p->state = s;
     s->nkernels = kp->nkernels;
     s->kernels = calloc((size_t)(kp->nkernels ? kp->nkernels : 1), sizeof *s->kernels);
-    s->buffers = calloc((size_t)kp->nbuffers + (size_t)kp->nkernels + 1, sizeof *s->buffers);
+    s->buffers = calloc((size_t)kp->nbuffers + 1, sizeof *s->buffers);
     if (!s->kernels || !s->buffers)
         return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
 
@@ -521,7 +643,7 @@ static mc_status cpu_prepare(mc_program *p)
     if ((st = build_module(&c, kp, s->kernels)) != MC_OK)
         goto done;
     ir = LLVMPrintModuleToString(c.mod);
-    s->ir = strdup(ir);
+    s->ir = ir_with_notes(ir, kp, s->kernels);
     key = cache_key(ir, kp, s->kernels);
     if (!s->ir || !key) {
         st = mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
@@ -560,14 +682,19 @@ static mc_status cpu_prepare(mc_program *p)
     }
     s->scratch = total ? aligned_zalloc((size_t)total) : NULL;
     for (int i = 0; i < kp->nkernels; i++) {
-        if (s->kernels[i].info.packed_b.bytes <= 0)
-            continue;
-        if (!(s->kernels[i].packed = aligned_zalloc((size_t)s->kernels[i].info.packed_b.bytes))) {
-            st = mc_fail(MC_ERR_SYSTEM, "out of memory allocating %lld bytes for a packed weight",
-                         (long long)s->kernels[i].info.packed_b.bytes);
+        cpu_kernel *k = &s->kernels[i];
+        if (!(k->args = calloc((size_t)k->nlocal + 1, sizeof *k->args))) {
+            st = mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
             goto done;
         }
-        s->buffers[kp->nbuffers + i] = s->kernels[i].packed;
+        if (k->info.packed_b.bytes <= 0)
+            continue;
+        if (!(k->packed = aligned_zalloc((size_t)k->info.packed_b.bytes))) {
+            st = mc_fail(MC_ERR_SYSTEM, "out of memory allocating %lld bytes for a packed weight",
+                         (long long)k->info.packed_b.bytes);
+            goto done;
+        }
+        k->args[k->nlocal] = k->packed;
     }
     if (!s->arena || (total && !s->scratch)) {
         st = mc_fail(MC_ERR_SYSTEM, "out of memory allocating %lld bytes of intermediates",
@@ -592,13 +719,13 @@ done:
 
 typedef struct launch {
     cpu_state *s;
-    kernel_fn fn;
+    const cpu_kernel *k;
 } launch;
 
 static void run_range(void *ctx, int64_t begin, int64_t end, int thread)
 {
     launch *l = ctx;
-    l->fn(l->s->buffers, begin, end, (char *)l->s->scratch + (size_t)thread * l->s->scratch_stride);
+    l->k->fn(l->k->args, begin, end, (char *)l->s->scratch + (size_t)thread * l->s->scratch_stride);
 }
 
 typedef struct pack_job {
@@ -634,12 +761,15 @@ static void bind_buffers(mc_program *p, cpu_state *s)
     const kir_program *kp = p->kp;
     for (int b = 0; b < kp->nbuffers; b++)
         s->buffers[b] = kp->buffers[b].kind == KBUF_TEMP ? (char *)s->arena + kp->buffers[b].offset : p->host[b];
+    for (int i = 0; i < s->nkernels; i++)
+        for (int l = 0; l < s->kernels[i].nlocal; l++)
+            s->kernels[i].args[l] = s->buffers[s->kernels[i].global[l]];
 }
 
 static void run_kernel(cpu_state *s, int i)
 {
     const cpu_kernel *k = &s->kernels[i];
-    launch l = {.s = s, .fn = k->fn};
+    launch l = {.s = s, .k = k};
     if (k->info.serial)
         run_range(&l, 0, k->info.units, 0);
     else

@@ -437,7 +437,7 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
                                          LLVMPointerType(c->t_f32, 0), "");
     LLVMValueRef abase = llvm_buffer_base(c, buffers, bases, va->buffer);
     LLVMValueRef bbase = llvm_buffer_base(c, buffers, bases, vb->buffer);
-    LLVMValueRef bpacked = NULL; /* packed B: buffers[nbuffers + kernel index] */
+    LLVMValueRef bpacked = NULL; /* packed B: buffers[c->kp->nbuffers + kernel index] */
     if (g.packed_b) {
         LLVMValueRef slot = LLVMBuildGEP2(c->entry_b, c->t_ptr_i8, buffers, (LLVMValueRef[]){i64c(c, c->kp->nbuffers + kidx)}, 1, "");
         bpacked = LLVMBuildBitCast(c->entry_b, LLVMBuildLoad2(c->entry_b, c->t_ptr_i8, slot, ""), LLVMPointerType(c->t_f32, 0), "bpacked");

@@ -483,6 +483,77 @@ static void test_cache_and_dump(void **state)
     fx_free(kp);
 }
 
+/* A stack of identical layers: y = relu(relu(x @ w1^T + b1) @ w2^T + b2) @ ... (each a GEMM with
+ * its own weight and bias, the same shapes), then a pointwise sigmoid twice. Kernels that only
+ * differ in their buffers share one function (the dump says so) and each still computes with
+ * its own buffers, its own packed weight included, also after one weight is rebound. */
+static void test_shared_kernel_code(void **state)
+{
+    (void)state;
+    enum { LAYERS = 3 };
+    int64_t M = 20, D = 40;
+    kir_program *kp = fx_program();
+    int h = fx_buffer(kp, KBUF_INPUT, MC_F32, M * D), w[LAYERS];
+    for (int l = 0; l < LAYERS; l++) {
+        w[l] = fx_buffer(kp, KBUF_PARAM, MC_F32, D * D);
+        int b = fx_buffer(kp, KBUF_PARAM, MC_F32, D);
+        int out = fx_buffer(kp, l == LAYERS - 1 ? KBUF_OUTPUT : KBUF_TEMP, MC_F32, M * D);
+        char name[32];
+        snprintf(name, sizeof name, "gemm_bias_relu_%d", l);
+        kir_kernel *k = fx_kernel(kp, name, KIR_GEMM, 2, (int64_t[]){M, D}, 2);
+        k->gemm.m = M;
+        k->gemm.n = D;
+        k->gemm.k = D;
+        k->gemm.a = fx_view(k, h, 0, (int64_t[]){D, 1});
+        k->gemm.b = fx_view(k, w[l], 0, (int64_t[]){1, D});
+        fx_block(k, false);
+        int a = fx_op(k, MC_OP_ADD, MC_F32, fx_other(k, KI_ACC, MC_F32, 0),
+                      fx_load(k, fx_view(k, b, 0, (int64_t[]){0, 1}), MC_F32), 0);
+        fx_store(k, fx_view_contig(k, out), fx_op(k, MC_OP_RELU, MC_F32, a, 0, 0));
+        h = out;
+    }
+    for (int l = 0; l < 2; l++) {
+        int out = fx_buffer(kp, KBUF_OUTPUT, MC_F32, M * D);
+        char name[32];
+        snprintf(name, sizeof name, "pw_fused_sigmoid_%d", LAYERS + l);
+        kir_kernel *k = fx_kernel(kp, name, KIR_POINTWISE, 2, (int64_t[]){M, D}, 2);
+        fx_block(k, false);
+        fx_store(k, fx_view_contig(k, out), fx_op(k, MC_OP_SIGMOID, MC_F32, fx_load(k, fx_view_contig(k, h), MC_F32), 0, 0));
+        h = out;
+    }
+    fake f;
+    fake_init(&f, kp, 2, 3);
+    f.p.dirty = calloc((size_t)kp->nbuffers, sizeof *f.p.dirty);
+    assert_non_null(f.p.dirty);
+    assert_int_equal(mc_backend_cpu.prepare(&f.p), MC_OK);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_int_equal(mc_backend_cpu.dump_code(&f.p, out), MC_OK);
+    fclose(out);
+    assert_non_null(strstr(text, "define void @gemm_bias_relu_0("));
+    assert_null(strstr(text, "define void @gemm_bias_relu_2("));
+    assert_non_null(strstr(text, "; kernel gemm_bias_relu_2 runs the code of gemm_bias_relu_0"));
+    assert_non_null(strstr(text, "; kernel pw_fused_sigmoid_4 runs the code of pw_fused_sigmoid_3"));
+    free(text);
+    for (int round = 0; round < 2; round++) {
+        if (round == 1) { /* a new second weight */
+            float *wv = f.p.host[w[1]];
+            for (int64_t i = 0; i < D * D; i++)
+                wv[i] = (float)((i % 7) - 3) / 16.0f;
+            memcpy(f.ref[w[1]], wv, (size_t)(D * D) * sizeof *wv);
+            f.p.dirty[w[1]] = true;
+        }
+        fx_eval(kp, f.ref);
+        assert_int_equal(mc_backend_cpu.run(&f.p), MC_OK);
+        compare_outputs(&f, round ? "shared code, new weight" : "shared code");
+    }
+    mc_backend_cpu.release(&f.p);
+    free(f.p.dirty);
+    fake_free(&f);
+    fx_free(kp);
+}
+
 /* With two threads a cold compile runs in parts (each a share of the kernels, its own object
  * file); the parts are cached together and a second prepare loads them all. */
 static void test_compile_in_parts(void **state)
@@ -522,6 +593,7 @@ int main(void)
         cmocka_unit_test(test_gemm_param_update),
         cmocka_unit_test(test_cache_and_dump),
         cmocka_unit_test(test_compile_in_parts),
+        cmocka_unit_test(test_shared_kernel_code),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
