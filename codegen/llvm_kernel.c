@@ -404,6 +404,31 @@ static void views_in_loops(const kir_kernel *k, bool pointwise, bool *in_loop)
             in_loop[k->stores[s].view] = true;
 }
 
+/* Whether buffers a and b may share memory: the same buffer, or temporaries whose places in
+ * the arena overlap (the memory plan puts a kernel's output where its dead input was). */
+static bool buffers_alias(const kir_program *kp, int a, int b)
+{
+    if (a == b)
+        return true;
+    const kir_buffer *x = &kp->buffers[a], *y = &kp->buffers[b];
+    if (x->kind != KBUF_TEMP || y->kind != KBUF_TEMP)
+        return false;
+    int64_t xb, yb;
+    if (mc_mul_overflows(x->numel, (int64_t)mc_dtype_size(x->dtype), &xb) ||
+        mc_mul_overflows(y->numel, (int64_t)mc_dtype_size(y->dtype), &yb))
+        return true;
+    return x->offset < y->offset + yb && y->offset < x->offset + xb;
+}
+
+/* Whether the kernel loads from memory that buffer `buf` may share. */
+static bool kernel_reads(const kir_program *kp, const kir_kernel *k, int buf)
+{
+    for (int i = 0; i < k->ncode; i++)
+        if (k->code[i].kind == KI_LOAD && buffers_alias(kp, k->views[k->code[i].view].buffer, buf))
+            return true;
+    return false;
+}
+
 /* Which views' stores are non-temporal (NONTEMPORAL_MIN_BYTES): contiguous along the vector
  * axis, to a large buffer the kernel never loads from. x86-64 only, where the fence that orders
  * them (sfence) is known. */
@@ -418,17 +443,14 @@ static void plan_nontemporal(llvm_ctx *c, const kir_kernel *k, loop_plan *pl)
         int64_t bytes;
         ok = ok && !mc_mul_overflows(kb->numel, (int64_t)mc_dtype_size(kb->dtype), &bytes) &&
              bytes >= NONTEMPORAL_MIN_BYTES;
-        for (int i = 0; i < k->ncode && ok; i++)
-            if (k->code[i].kind == KI_LOAD && k->views[k->code[i].view].buffer == buf)
-                ok = false;
+        ok = ok && !kernel_reads(c->kp, k, buf);
         pl->nontemporal[v] = ok;
         pl->any_nontemporal |= ok;
     }
     pl->stores_unread = true;
     for (int s = 0; s < k->nstores; s++)
-        for (int i = 0; i < k->ncode; i++)
-            if (k->code[i].kind == KI_LOAD && k->views[k->code[i].view].buffer == k->views[k->stores[s].view].buffer)
-                pl->stores_unread = false;
+        if (kernel_reads(c->kp, k, k->views[k->stores[s].view].buffer))
+            pl->stores_unread = false;
 }
 
 /* A reduction kernel walks each row several times: the first loop block streams it from
@@ -544,8 +566,9 @@ static bool block_is_heavy(const kir_kernel *k, int blk)
 }
 
 /* Whether instructions i and j of loop blocks compute the same value at every point: the same
- * operation on the same operands, loads of the same view of a buffer the kernel never stores
- * to, or one and the same row-block value. */
+ * operation on the same operands, loads of the same view of a buffer whose memory the kernel
+ * never stores to (stored[] marks every buffer that may share memory with a stored one), or
+ * one and the same row-block value. */
 static bool same_value(const kir_kernel *k, const bool *stored, int i, int j)
 {
     if (i == j)
@@ -600,7 +623,9 @@ static mc_status plan_row_cache(llvm_ctx *c, const kir_kernel *k, const loop_pla
     for (int i = 0; i < k->ncode; i++)
         rc->save[i] = rc->load[i] = -1;
     for (int s = 0; s < k->nstores; s++)
-        stored[k->views[k->stores[s].view].buffer] = true;
+        for (int b = 0; b < c->kp->nbuffers; b++)
+            if (buffers_alias(c->kp, b, k->views[k->stores[s].view].buffer))
+                stored[b] = true;
     for (int i = 0; i < k->ncode; i++) {
         int bi = llvm_block_of(k, i);
         if (!k->blocks[bi].loop || k->code[i].kind != KI_OP || !op_is_heavy(k->code[i].op))

@@ -306,6 +306,36 @@ static void test_nontemporal_stores(void **state)
     }
 }
 
+/* The memory plan puts a kernel's output where its dead input was (temporaries at one arena
+ * offset): such a kernel reads what it overwrites, so it must neither recompute points it has
+ * stored (the non-temporal loops' overlapping end steps) nor take loads of that memory as
+ * unchanged. Large enough for non-temporal stores, rows not a multiple of the vector. */
+static void test_in_place_temps(void **state)
+{
+    (void)state;
+    int64_t R = 1024, C = 4100, shape[2] = {1024, 4100};
+    kir_program *kp = fx_program();
+    int x = fx_buffer(kp, KBUF_INPUT, MC_F32, R * C);
+    int t = fx_buffer(kp, KBUF_TEMP, MC_F32, R * C);
+    int u = fx_buffer(kp, KBUF_TEMP, MC_F32, R * C);
+    int y = fx_buffer(kp, KBUF_OUTPUT, MC_F32, R * C);
+    kp->buffers[u].offset = kp->buffers[t].offset; /* u overwrites t in place */
+    kir_kernel *k0 = fx_kernel(kp, "pw_mul_0", KIR_POINTWISE, 2, shape, 2);
+    int vx = fx_view_contig(k0, x), vt = fx_view_contig(k0, t);
+    fx_block(k0, false);
+    fx_store(k0, vt, fx_op(k0, MC_OP_MUL, MC_F32, fx_load(k0, vx, MC_F32), fx_const(k0, 2, MC_F32), 0));
+    kir_kernel *k1 = fx_kernel(kp, "pw_add_1", KIR_POINTWISE, 2, shape, 2);
+    int vt1 = fx_view_contig(k1, t), vu = fx_view_contig(k1, u);
+    fx_block(k1, false);
+    fx_store(k1, vu, fx_op(k1, MC_OP_ADD, MC_F32, fx_load(k1, vt1, MC_F32), fx_const(k1, 1, MC_F32), 0));
+    kir_kernel *k2 = fx_kernel(kp, "pw_gelu_2", KIR_POINTWISE, 2, shape, 2);
+    int vu2 = fx_view_contig(k2, u), vy = fx_view_contig(k2, y);
+    fx_block(k2, false);
+    fx_store(k2, vy, fx_op(k2, MC_OP_GELU, MC_F32, fx_load(k2, vu2, MC_F32), 0, 0));
+    check_program(kp, 2, "in-place temporaries");
+    fx_free(kp);
+}
+
 /* Calls of minic_exp in the generated code of kp (before inlining). */
 static int exp_calls(kir_program *kp)
 {
@@ -590,6 +620,7 @@ int main(void)
         cmocka_unit_test(test_gemm_transposed_a),
         cmocka_unit_test(test_nontemporal_stores),
         cmocka_unit_test(test_row_cache),
+        cmocka_unit_test(test_in_place_temps),
         cmocka_unit_test(test_gemm_param_update),
         cmocka_unit_test(test_cache_and_dump),
         cmocka_unit_test(test_compile_in_parts),
