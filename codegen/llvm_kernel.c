@@ -6,19 +6,28 @@
  * row-broadcast stays two. Then:
  *
  *   pointwise  the last dimension is the loop; all earlier ones are "rows". The loop runs in
- *              vectors of `lanes` elements (two native vectors: AVX2 gives 16 floats) with a
- *              scalar remainder loop; a long last dimension is also cut into chunks so that a
- *              kernel with few rows still splits across threads.
+ *              vectors of `lanes` elements (two native vectors: AVX2 gives 16 floats; one
+ *              native vector where the body holds a transcendental, which keeps its long body
+ *              in registers) with a scalar remainder loop; a long last dimension is also cut
+ *              into chunks so that a kernel with few rows still splits across threads.
  *   reduction  the leading nrow dimensions are rows; each row runs its blocks in order: a loop
  *              block walks the reduced dimensions (nested scalar loops, the innermost one
- *              vectorized) and folds values into vector accumulators, which a halving tree
- *              combines at the end; a row block runs once, as scalars.
+ *              vectorized) and folds values into ACCUMULATORS independent vector accumulators
+ *              (one latency-bound chain would be slow), which a halving tree combines at the
+ *              end; a row block runs once, as scalars.
  *
  * A view's load is a vector load where its stride along the vector axis is 1, one scalar
  * broadcast where it is 0 (a broadcast operand), and lane-by-lane loads otherwise. Rows are the
  * parallel axis: the function computes rows [begin, end) so the thread pool can split it.
- * Sums are accumulated in blocks of at most BLOCK elements per lane run before being added to
- * the row's total, which keeps the f32 rounding error of long rows small.
+ * Sums are accumulated in blocks of at most SUM_BLOCK elements per lane run before being added
+ * to the row's total, which keeps the f32 rounding error of long rows small.
+ *
+ * For the memory-bound kernels, three things keep the memory busy and no busier than it must
+ * be: stores to a large buffer the kernel never reads are non-temporal (no read for ownership,
+ * no cache pollution), on vector-aligned addresses reached by a peel; a transcendental that a
+ * reduction's later pass would compute again (softmax's exp) is kept in a per-thread row cache
+ * instead; and that heavy later pass prefetches the next row, so that its memory time overlaps
+ * the computation instead of following it.
  */
 #include "llvm.h"
 
