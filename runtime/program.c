@@ -256,12 +256,13 @@ static mc_status allocate_host(mc_program *p)
     const kir_program *kp = p->kp;
     size_t nb = kp->nbuffers > 0 ? (size_t)kp->nbuffers : 1;
     p->host = calloc(nb, sizeof *p->host);
+    p->host_alloc = calloc(nb, sizeof *p->host_alloc);
     p->bound = calloc(nb, sizeof *p->bound);
     p->dirty = calloc(nb, sizeof *p->dirty);
     p->has_value = calloc(nb, sizeof *p->has_value);
     size_t no = p->graph->noutputs > 0 ? (size_t)p->graph->noutputs : 1;
     p->outputs = calloc(no, sizeof *p->outputs);
-    if (!p->host || !p->bound || !p->dirty || !p->has_value || !p->outputs)
+    if (!p->host || !p->host_alloc || !p->bound || !p->dirty || !p->has_value || !p->outputs)
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     mc_status st = check_host_memory(p);
     if (st != MC_OK)
@@ -275,9 +276,13 @@ static mc_status allocate_host(mc_program *p)
             (uint64_t)bytes > SIZE_MAX)
             return mc_fail(MC_ERR_INPUT, "a buffer of %lld elements is too large",
                            (long long)buf->numel);
-        p->host[b] = calloc(bytes > 0 ? (size_t)bytes : 1, 1);
-        if (!p->host[b])
+        /* 64 bytes more, and the array from the first 64-byte boundary: the CPU kernels' vector
+         * loads and non-temporal stores then start aligned (a kernel peels or falls back to
+         * plain stores on a misaligned array, and loads that straddle lines cost) */
+        p->host_alloc[b] = calloc((size_t)bytes + 64, 1);
+        if (!p->host_alloc[b])
             return mc_fail(MC_ERR_SYSTEM, "out of memory (%lld bytes of host memory)", (long long)bytes);
+        p->host[b] = (void *)(((uintptr_t)p->host_alloc[b] + 63) & ~(uintptr_t)63);
         advise_huge_pages(p->host[b], (size_t)bytes);
     }
     for (int i = 0; i < p->graph->noutputs; i++) {
@@ -386,9 +391,10 @@ void mc_program_free(mc_program *p)
         return;
     if (p->backend && p->backend->release && p->kp)
         p->backend->release(p);
-    if (p->host && p->kp)
+    if (p->host_alloc && p->kp)
         for (int b = 0; b < p->kp->nbuffers; b++)
-            free(p->host[b]);
+            free(p->host_alloc[b]);
+    free(p->host_alloc);
     free(p->host);
     free(p->bound);
     free(p->dirty);
