@@ -5,9 +5,10 @@ the better peer, and the memory floor.
 
     python3 bench/cpu_table.py CPU_BENCH_OUTPUT.txt      (bench/cpu_bench.sh runs it last)
 
-floor = the bytes minic's compiled program moves (its profile) / the copy bandwidth `minic
-peaks` measured in the same run; "x floor" is minic's time over that. A ratio below 1 means
-minic is faster.
+floor = the larger of the bytes minic's compiled program moves (its profile) / the copy
+bandwidth and its FLOPs / the FMA rate, both measured by `minic peaks` in the same run (a
+roofline floor: memory for pointwise, layernorm and softmax, arithmetic for the GEMMs); "x
+floor" is minic's time over it. A ratio below 1 means minic is faster.
 """
 import json, re, statistics, sys
 
@@ -54,7 +55,7 @@ def main():
         elif line.startswith("mlp example"):
             extra.append(line)
     print("CPU: times in us (medians across repeats); ratio = minic / better peer; "
-          "floor = bytes / measured copy bandwidth")
+          "floor = max(bytes / copy rate, FLOPs / FMA rate), both measured")
     print(f"{'workload':11} {'minic':>9} {'torch':>9} {'ORT':>9} {'vs best':>8} "
           f"{'floor':>8} {'x floor':>8} {'GFLOP/s':>8}")
     for w, key in PEER_KEY.items():
@@ -62,7 +63,8 @@ def main():
         pt, po = med(torch.get(key, [])), med(ort.get(key, []))
         best = min([p for p in (pt, po) if p is not None], default=None)
         flops, nbytes = work.get(w, (None, None))
-        floor = nbytes / copy * 1e6 if nbytes and copy else None
+        floor = max(nbytes / copy if nbytes and copy else 0, flops / fma if flops and fma else 0)
+        floor = floor * 1e6 or None
         rate = flops / t / 1e3 if flops and t else None
         print(f"{w:11} {fmt(t):>9} {fmt(pt):>9} {fmt(po):>9} "
               f"{'-' if t is None or best is None else f'{t / best:.2f}x':>8} "
@@ -72,7 +74,7 @@ def main():
     tg = med(torch.get("sgemm_GFLOPs_torch", []))
     if g is not None:
         print(f"gemm 2048^2 f32: minic {g:.1f} GFLOP/s, PyTorch {fmt(tg)} GFLOP/s"
-              + (f" ({g / tg:.0%} of PyTorch's)" if tg else "")
+              + (f" ({g / tg:.2f}x PyTorch's)" if tg else "")
               + (f", {g / fma * 1e9:.0%} of the measured FMA rate" if fma else ""))
     if copy:
         print(f"ceilings (minic peaks, same run): copy {copy / 1e9:.1f} GB/s"
