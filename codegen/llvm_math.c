@@ -475,8 +475,9 @@ static LLVMValueRef erf_body(llvm_ctx *c, LLVMValueRef *a, int w)
  * [0, 14.5]) covers every t. Then
  *     x <  0:  gelu = -t Phi(-t)            (relative accuracy kept however small it is)
  *     x >= 0:  gelu = x - x Phi(-x)
- * t^2 = hi + lo exactly (an FMA), exp(-t^2/2) = exp(-hi/2) (1 - lo/2); the exponential is
- * scaled by 2^32 until the last product, so results in the subnormal range are rounded once.
+ * -t^2/2 = hi + lo exactly (t times -t/2, an FMA), exp(-t^2/2) = exp(hi) (1 + lo); the
+ * exponential is scaled by 2^32 and M's numerator by -2^-32, so the last product, which
+ * alone may land in the subnormal range, is the one rounding there.
  * Past t = 14.5 the tail is below half the smallest subnormal and t is clamped there. */
 static LLVMValueRef gelu_tail(llvm_ctx *c, LLVMValueRef x, int w)
 {
@@ -484,13 +485,16 @@ static LLVMValueRef gelu_tail(llvm_ctx *c, LLVMValueRef x, int w)
                                0.04063122370620966, 0.004115987459158865};
     static const double Q[] = {1.0, 1.6744602994031843, 1.2024801316235445, 0.46945553274986496,
                                0.10185382255470082, 0.010317130771601929};
+    double Pn[5]; /* -2^-32 P: M's numerator with the unscaling and the sign folded in (exact) */
+    for (int i = 0; i < 5; i++)
+        Pn[i] = -0x1p-32 * P[i];
     LLVMValueRef t = min_keep_nan(c, call1(c, "llvm.fabs", x), 14.5);
-    LLVMValueRef hi, lo;
-    exact_product(c, t, t, w, &hi, &lo);
-    LLVMValueRef e = exp_in_range(c, f_mul(c, hi, K(c, x, -0.5)), w, 32);
-    e = fma_(c, e, f_mul(c, lo, K(c, x, -0.5)), e);
-    LLVMValueRef m = f_div(c, horner(c, "gelu_tail_p", t, P, 5), horner(c, "gelu_tail_q", t, Q, 6));
-    LLVMValueRef v = f_mul(c, f_mul(c, f_mul(c, t, e), m), K(c, x, -0x1p-32)); /* -t Phi(-t) */
+    LLVMValueRef hi, lo; /* hi + lo = -t^2/2 exactly: t times -t/2 (exact) */
+    exact_product(c, t, f_mul(c, t, K(c, x, -0.5)), w, &hi, &lo);
+    LLVMValueRef e = exp_in_range(c, hi, w, 32);
+    e = fma_(c, e, lo, e);
+    LLVMValueRef m = f_div(c, horner(c, "gelu_tail_pn", t, Pn, 5), horner(c, "gelu_tail_q", t, Q, 6));
+    LLVMValueRef v = f_mul(c, f_mul(c, t, e), m); /* -t Phi(-t), rounded once by this last product */
     LLVMValueRef r = sel(c, fcmp(c, LLVMRealOGE, x, K(c, x, 0.0)), f_add(c, x, v), v);
     /* -inf: the oracle's 0.5 x (1 + erf(x / sqrt 2)) is -inf * 0 = NaN */
     return sel(c, fcmp(c, LLVMRealOEQ, x, K(c, x, -INFINITY)), K(c, x, NAN), r);
