@@ -6,9 +6,9 @@
  * row-broadcast stays two. Then:
  *
  *   pointwise  the last dimension is the loop; all earlier ones are "rows". The loop runs in
- *              vectors of `lanes` elements (two native vectors: AVX2 gives 16 floats; one
- *              native vector where the body holds a transcendental, which keeps its long body
- *              in registers) with a scalar remainder loop; a long last dimension is also cut
+ *              vectors of `lanes` elements (two native vectors: AVX2 gives 16 floats; not
+ *              unrolled further where the body holds a transcendental, whose two halves then
+ *              overlap their latency chains) with a scalar remainder loop; a long last dimension is also cut
  *              into chunks so that a kernel with few rows still splits across threads.
  *   reduction  the leading nrow dimensions are rows; each row runs its blocks in order: a loop
  *              block walks the reduced dimensions (nested scalar loops, the innermost one
@@ -563,8 +563,9 @@ static bool op_is_heavy(mc_op op)
     }
 }
 
-/* A block whose instructions include a transcendental: its loops run one native vector at a
- * time with one accumulator set and are not unrolled, which keeps the long body in registers. */
+/* A block whose instructions include a transcendental: its loops are not unrolled and, in a
+ * reduction kernel, run one native vector at a time with one accumulator set, which keeps the
+ * long body in registers (a pointwise kernel's run two native vectors per step). */
 static bool block_is_heavy(const kir_kernel *k, int blk)
 {
     const kir_block *bl = &k->blocks[blk];
@@ -1080,7 +1081,11 @@ mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
         }
         for (int b = 0; b < k->nblocks; b++)
             e.heavy |= block_is_heavy(k, b);
-        e.width = e.heavy ? c->native_lanes : c->lanes;
+        /* two native vectors per step even when heavy: the transcendental's two independent
+         * halves overlap their latency chains, and a branchy one (gelu's tail) decides once
+         * per 2 vectors, which the branch predictor gets right far more often on data that
+         * mixes both paths (N(0,1) inputs: pointwise 13.2 -> 9.4 ms, uniform 5.4 -> 5.2 ms) */
+        e.width = c->lanes;
         inner_loop(c, &e, d, lo, hi, pl.shape[d], e.row_offset, pointwise_step, NULL, NULL, false);
     } else {
         llvm_point pt = {.width = 1, .lane_dim = -1, .view_offset = e.row_offset,
