@@ -305,6 +305,50 @@ static LLVMValueRef row_cache_access(llvm_ctx *c, const row_cache *rc, const llv
     return value ? NULL : ins;
 }
 
+/* Instruction src's value as an operand in block blk: a row-block value splat across the
+ * lanes, or the current evaluation. */
+static LLVMValueRef operand(llvm_ctx *c, const kir_kernel *k, int blk, int src, LLVMValueRef *cur, LLVMValueRef *row,
+                            int w)
+{
+    if (row && llvm_block_of(k, src) != blk)
+        return llvm_splat(c, row[src], w);
+    return cur[src];
+}
+
+/* An f32 add or subtract of an f32 product computed in the same block, a * b + d (x * s + b,
+ * softmax's x * scale - max), as one llvm.fmuladd: a fused multiply-add where the host has
+ * one, with one rounding instead of two (the product itself is still emitted; where nothing
+ * else uses it, it is deleted as dead code). NULL where the instruction is not of that form. */
+static LLVMValueRef contracted(llvm_ctx *c, const kir_kernel *k, int blk, const kir_instr *in, LLVMValueRef *args,
+                               LLVMValueRef *cur, LLVMValueRef *row, const row_cache *rc, int w)
+{
+    if ((in->op != MC_OP_ADD && in->op != MC_OP_SUB) || in->dtype != MC_F32)
+        return NULL;
+    for (int a = 0; a < 2; a++) {
+        int src = in->arg[a];
+        const kir_instr *m = &k->code[src];
+        /* a product loaded from the row cache: its operands are not evaluated in this pass */
+        if (rc && rc->load && rc->load[src] >= 0)
+            continue;
+        if (m->kind != KI_OP || m->op != MC_OP_MUL || m->dtype != MC_F32 || llvm_block_of(k, src) != blk ||
+            k->code[m->arg[0]].dtype != MC_F32 || k->code[in->arg[1 - a]].dtype != MC_F32)
+            continue;
+        LLVMValueRef x = operand(c, k, blk, m->arg[0], cur, row, w);
+        LLVMValueRef y = operand(c, k, blk, m->arg[1], cur, row, w);
+        LLVMValueRef d = args[1 - a];
+        if (in->op == MC_OP_SUB) {
+            if (a == 0)
+                d = LLVMBuildFNeg(B, d, ""); /* a b - d */
+            else
+                x = LLVMBuildFNeg(B, x, ""); /* d - a b */
+        }
+        LLVMValueRef fargs[3] = {x, y, d};
+        LLVMTypeRef t = LLVMTypeOf(x);
+        return llvm_call_intrinsic(c, "llvm.fmuladd", &t, 1, fargs, 3);
+    }
+    return NULL;
+}
+
 static void emit_block(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValueRef *bases, const llvm_point *pt,
                        LLVMValueRef *cur, LLVMValueRef *row, LLVMValueRef *rowvals, const row_cache *rc)
 {
@@ -334,13 +378,11 @@ static void emit_block(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValueRef *
             if (in->op == MC_OP_CAST)
                 nin = 1;
             for (int a = 0; a < nin; a++) {
-                int src = in->arg[a];
-                if (row && llvm_block_of(k, src) != blk)
-                    args[a] = llvm_splat(c, row[src], w);
-                else
-                    args[a] = cur[src];
+                args[a] = operand(c, k, blk, in->arg[a], cur, row, w);
                 MC_ASSERT(args[a]);
             }
+            if ((v = contracted(c, k, blk, in, args, cur, row, rc, w)))
+                break;
             /* the operands' dtype: where's are its branches, the others' their first operand */
             mc_dtype in_dtype = k->code[in->arg[in->op == MC_OP_WHERE ? 1 : 0]].dtype;
             mc_op op = in->op;
