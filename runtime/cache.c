@@ -45,21 +45,27 @@ static bool make_dirs(char *path)
     return mkdir(path, 0755) == 0 || errno == EEXIST;
 }
 
+bool mc_cache_dir(const char *kind, bool create, char *dir, size_t size)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    int w;
+    if (xdg && *xdg)
+        w = snprintf(dir, size, "%s/minic/%s", xdg, kind);
+    else if (home && *home)
+        w = snprintf(dir, size, "%s/.cache/minic/%s", home, kind);
+    else
+        return false;
+    return w > 0 && (size_t)w < size && (!create || make_dirs(dir));
+}
+
 static bool entry_path(const char *kind, const char *key, char *path, size_t size, bool create)
 {
     const char *off = getenv("MINIC_NO_CACHE");
     if (off && *off && strcmp(off, "0") != 0)
         return false;
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
     char dir[4096];
-    if (xdg && *xdg)
-        snprintf(dir, sizeof dir, "%s/minic/%s", xdg, kind);
-    else if (home && *home)
-        snprintf(dir, sizeof dir, "%s/.cache/minic/%s", home, kind);
-    else
-        return false;
-    if (create && !make_dirs(dir))
+    if (!mc_cache_dir(kind, create, dir, sizeof dir))
         return false;
     uint64_t h = mc_hash64(key, strlen(key), 0);
     return snprintf(path, size, "%s/%016llx", dir, (unsigned long long)h) < (int)size;

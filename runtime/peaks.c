@@ -14,7 +14,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- datasheet ----------------------------------------------------------------------------- */
@@ -44,7 +43,6 @@ bool mc_peaks_datasheet(const char *device, double *f32, double *tf32, double *t
 
 bool mc_peaks_path(const char *device, char *path, size_t size)
 {
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     char name[128];
     size_t n = 0;
     for (const char *c = device; *c && n + 1 < sizeof name; c++)
@@ -55,28 +53,11 @@ bool mc_peaks_path(const char *device, char *path, size_t size)
     name[n] = '\0';
     if (!n)
         snprintf(name, sizeof name, "host");
-    int w;
-    if (xdg && *xdg)
-        w = snprintf(path, size, "%s/minic/peaks/%s.txt", xdg, name);
-    else if (home && *home)
-        w = snprintf(path, size, "%s/.cache/minic/peaks/%s.txt", home, name);
-    else
+    char dir[4096];
+    if (!mc_cache_dir("peaks", false, dir, sizeof dir))
         return false;
+    int w = snprintf(path, size, "%s/%s.txt", dir, name);
     return w > 0 && (size_t)w < size;
-}
-
-static bool make_parent_dirs(char *path)
-{
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        bool ok = mkdir(path, 0755) == 0 || errno == EEXIST;
-        *p = '/';
-        if (!ok)
-            return false;
-    }
-    return true;
 }
 
 static const char *gemm_key[MC_NUM_DTYPES] = {"gemm_f32_flops_per_s", "gemm_f16_flops_per_s",
@@ -95,11 +76,11 @@ static mc_status write_peaks(FILE *f, void *ctx)
 
 mc_status mc_peaks_save(const mc_peaks *pk)
 {
-    char path[4096];
+    char path[4096], dir[4096];
     if (!mc_peaks_path(pk->device, path, sizeof path))
         return mc_fail(MC_ERR_SYSTEM, "no cache directory (neither XDG_CACHE_HOME nor HOME is set)");
-    if (!make_parent_dirs(path))
-        return mc_fail(MC_ERR_SYSTEM, "%s: cannot create the directory: %s", path, strerror(errno));
+    if (!mc_cache_dir("peaks", true, dir, sizeof dir))
+        return mc_fail(MC_ERR_SYSTEM, "%s: cannot create the directory: %s", dir, strerror(errno));
     return mc_file_write_atomic(path, write_peaks, (void *)pk);
 }
 

@@ -169,6 +169,10 @@ mc_status mc_file_write_atomic(const char *path, mc_status (*write)(FILE *f, voi
  * temporary name and renamed, and stored with their key, so a hash collision is a miss. The
  * cache is an optimization: any failure is a miss, never an error. MINIC_NO_CACHE=1 disables. */
 uint64_t mc_hash64(const void *data, size_t n, uint64_t seed);
+/* The directory of one kind of cached thing ($XDG_CACHE_HOME/minic/<kind>, else
+ * ~/.cache/minic/<kind>), created with its parents when `create`; false when neither variable
+ * is set, the path does not fit, or creating it fails. */
+bool mc_cache_dir(const char *kind, bool create, char *dir, size_t size);
 bool mc_cache_load(const char *kind, const char *key, void **data, size_t *size);
 void mc_cache_store(const char *kind, const char *key, const void *data, size_t size);
 
