@@ -290,6 +290,7 @@ typedef struct row_cache {
     int rows;         /* scratch rows in use */
     int64_t extent;   /* elements per row: the reduced extent */
     int dim;          /* the merged dimension a point's position in the row is along */
+    LLVMValueRef shift; /* elements added to every access (a pipelined kernel's second set), or NULL */
 } row_cache;
 
 /* Load (value NULL) or store the row cache's row `slot` at the point. */
@@ -299,6 +300,8 @@ static LLVMValueRef row_cache_access(llvm_ctx *c, const row_cache *rc, const llv
     LLVMTypeRef pf = LLVMPointerType(c->t_f32, 0);
     LLVMValueRef base = LLVMBuildBitCast(B, LLVMGetParam(c->fn, 3), pf, "");
     LLVMValueRef off = LLVMBuildNSWAdd(B, llvm_const_i64(c, slot * rc->extent), pt->idx[rc->dim], "");
+    if (rc->shift)
+        off = LLVMBuildNSWAdd(B, off, rc->shift, "");
     LLVMValueRef p = LLVMBuildInBoundsGEP2(B, c->t_f32, base, &off, 1, "");
     LLVMTypeRef t = llvm_value_type(c, MC_F32, pt->width);
     p = LLVMBuildBitCast(B, p, LLVMPointerType(t, 0), "");
@@ -608,8 +611,9 @@ static bool op_is_heavy(mc_op op)
 }
 
 /* A block whose instructions include a transcendental: its loops are not unrolled and, in a
- * reduction kernel, run one native vector at a time with one accumulator set, which keeps the
- * long body in registers (a pointwise kernel's run two native vectors per step). */
+ * reduction kernel, fold into one accumulator set, which keeps the long body in registers.
+ * Like every loop they step two native vectors at a time, whose independent halves overlap
+ * their latency chains. */
 static bool block_is_heavy(const kir_kernel *k, int blk)
 {
     const kir_block *bl = &k->blocks[blk];
@@ -716,7 +720,20 @@ typedef struct emit_state {
     LLVMValueRef idx[MC_MAX_RANK];
     bool used_nontemporal;      /* a non-temporal store was emitted: fence before returning */
     row_cache cache;            /* reduction kernels: values computed once per row walk */
+    struct partner *partner;    /* a pipelined kernel: the block loop_step also runs */
 } emit_state;
+
+/* A pipelined reduction kernel (plan_pipeline) runs its last loop block for the previous row
+ * inside its heavy loop block for this row, at the same position in the row. */
+typedef struct partner {
+    int blk;                    /* the last loop block */
+    LLVMValueRef *row_offset;   /* per view: the previous row's first element */
+    LLVMValueRef idx[MC_MAX_RANK]; /* the previous row's indices */
+    LLVMValueRef *row;          /* per instruction: the previous row's row-block values */
+    LLVMValueRef *rowvals;      /* per reduction: the previous row's totals */
+    LLVMValueRef *offs;         /* per view: work space for the partner's point */
+    LLVMValueRef shift;         /* the previous row's row cache set */
+} partner;
 
 /* The body of a loop step at one point; `unit` says which of the ACCUMULATORS independent
  * accumulator sets a reduction step folds into. */
@@ -933,6 +950,29 @@ typedef struct loop_block_arg {
     LLVMValueRef *sacc;   /* per reduction: the scalar remainder's accumulator */
 } loop_block_arg;
 
+/* The partner block for the previous row, at pt's position in the row. Its vector stores are
+ * non-temporal where the plan says so: plan_pipeline and the kernel's entry checked that every
+ * vector position of such a view is aligned. */
+static void partner_step(llvm_ctx *c, emit_state *e, const llvm_point *pt)
+{
+    partner *p = e->partner;
+    int d = e->pl->rank - 1;
+    llvm_point q = *pt;
+    for (int v = 0; v < e->k->nviews; v++)
+        p->offs[v] = LLVMBuildNSWAdd(B, p->row_offset[v], LLVMBuildNSWMul(B, pt->idx[d], llvm_const_i64(c, e->pl->stride[v][d]), ""), "");
+    q.view_offset = p->offs;
+    for (int r = 0; r < e->pl->nrow; r++)
+        q.idx[r] = p->idx[r];
+    q.nontemporal = pt->width > 1 ? e->pl->nontemporal : NULL;
+    q.acc = NULL;
+    LLVMValueRef own = e->cache.shift;
+    e->cache.shift = p->shift;
+    emit_block(c, e->k, p->blk, e->bases, &q, e->cur, p->row, p->rowvals, &e->cache);
+    e->cache.shift = own;
+    if (q.nontemporal)
+        e->used_nontemporal = true;
+}
+
 static void loop_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, int unit, void *p)
 {
     loop_block_arg *a = p;
@@ -964,6 +1004,8 @@ static void loop_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, int unit
         MC_ASSERT(x);
         LLVMBuildStore(B, llvm_reduce_step(c, rd->op, rd->dtype, acc, x), slot);
     }
+    if (e->partner)
+        partner_step(c, e, pt);
 }
 
 /* After a run of vector steps: fold the partial accumulators (pairwise) into the totals. */
@@ -1015,7 +1057,7 @@ static void emit_loop_block(llvm_ctx *c, emit_state *e, int blk)
     const kir_kernel *k = e->k;
     int nr = k->nreds ? k->nreds : 1;
     e->heavy = block_is_heavy(k, blk);
-    e->width = e->heavy ? c->native_lanes : c->lanes;
+    e->width = c->lanes;
     e->reducing = false;
     for (int r = 0; r < k->nreds; r++)
         e->reducing |= k->reds[r].block == blk;
@@ -1063,6 +1105,176 @@ static void emit_loop_block(llvm_ctx *c, emit_state *e, int blk)
     free(a.sacc);
 }
 
+/* A reduction kernel's passes over a row take turns: the first streams the row in, a heavy
+ * one computes from the cache (softmax's exp), the last streams the results out. The heavy
+ * pass prefetches the next row, so the memory reads overlap it, but the writes of the last
+ * pass would still run alone. So where the last block is a loop block that only stores (no
+ * reduction, nothing it stores read by the kernel, every non-temporal vector position
+ * aligned), it is pipelined: the heavy loop block before it runs it for the previous row at
+ * the same position (partner_step), and it runs once more on its own after the last row. The
+ * row cache then holds two sets of rows, one per row parity. Returns the heavy block, or -1.
+ * Whether the buffers themselves are aligned is checked when the kernel runs. */
+static int plan_pipeline(llvm_ctx *c, const kir_kernel *k, const loop_plan *pl)
+{
+    int last = k->nblocks - 1, heavy = -1;
+    if (pl->pointwise || pl->rank - pl->nrow != 1 || pl->nrow == 0 || !pl->any_nontemporal || !pl->stores_unread ||
+        last < 1 || !k->blocks[last].loop)
+        return -1;
+    for (int b = last - 1; b >= 0 && heavy < 0; b--)
+        if (k->blocks[b].loop)
+            heavy = b;
+    if (heavy < 0 || !block_is_heavy(k, heavy))
+        return -1;
+    for (int r = 0; r < k->nreds; r++)
+        if (k->reds[r].block == last)
+            return -1;
+    const kir_block *bl = &k->blocks[last];
+    for (int i = bl->first; i < bl->first + bl->count; i++)
+        if (k->code[i].kind == KI_ACC)
+            return -1;
+    for (int s = 0; s < k->nstores; s++) {
+        int v = k->stores[s].view;
+        if (k->stores[s].block != last)
+            return -1;
+        if (!pl->nontemporal[v])
+            continue;
+        if (k->views[v].offset % c->lanes != 0)
+            return -1;
+        for (int d = 0; d < pl->nrow; d++)
+            if (pl->stride[v][d] % c->lanes != 0)
+                return -1;
+    }
+    return heavy;
+}
+
+/* The indices of row `rowi` (idx[d] for the row dimensions, 0 for the others) and each view's
+ * offset at its first element. */
+static void row_position(llvm_ctx *c, const kir_kernel *k, const loop_plan *pl, LLVMValueRef rowi,
+                         LLVMValueRef *idx, LLVMValueRef *row_offset)
+{
+    for (int d = 0; d < MC_MAX_RANK; d++)
+        idx[d] = llvm_const_i64(c, 0);
+    LLVMValueRef r = rowi;
+    for (int d = pl->nrow - 1; d >= 0; d--) {
+        if (d == 0) {
+            idx[d] = r;
+        } else {
+            idx[d] = LLVMBuildSRem(B, r, llvm_const_i64(c, pl->shape[d]), "");
+            r = LLVMBuildSDiv(B, r, llvm_const_i64(c, pl->shape[d]), "");
+        }
+    }
+    for (int v = 0; v < k->nviews; v++) {
+        LLVMValueRef off = llvm_const_i64(c, k->views[v].offset);
+        for (int d = 0; d < pl->nrow; d++)
+            off = LLVMBuildNSWAdd(B, off, LLVMBuildNSWMul(B, idx[d], llvm_const_i64(c, pl->stride[v][d]), ""), "");
+        row_offset[v] = off;
+    }
+}
+
+/* Blocks [from, to) of a reduction kernel for the row at e->idx. */
+static void emit_blocks(llvm_ctx *c, emit_state *e, int from, int to)
+{
+    const kir_kernel *k = e->k;
+    llvm_point pt = {.width = 1, .lane_dim = -1, .view_offset = e->row_offset,
+                     .stride = (const int64_t(*)[MC_MAX_RANK])e->pl->stride, .dim_of = e->pl->dim_of};
+    memcpy(pt.idx, e->idx, sizeof pt.idx);
+    for (int b = from; b < to; b++) {
+        if (k->blocks[b].loop)
+            emit_loop_block(c, e, b);
+        else
+            llvm_emit_block(c, k, b, e->bases, &pt, e->row, e->row, e->rowvals);
+    }
+}
+
+/* The rows [begin, end) of a pipelined kernel (plan_pipeline): heavy block h runs the last
+ * block for the previous row. The first row has none: there the last block runs for the same
+ * row, from the row cache h has just written at the same position and from zeroed row values,
+ * so its stores are garbage that the real run overwrites (nothing reads them: the plan
+ * requires that the kernel loads nothing it stores, and rows are split between threads whole). */
+static mc_status emit_pipelined_rows(llvm_ctx *c, emit_state *e, int h, LLVMValueRef begin, LLVMValueRef end)
+{
+    const kir_kernel *k = e->k;
+    int last = k->nblocks - 1;
+    size_t ncode = (size_t)k->ncode, nv = (size_t)(k->nviews ? k->nviews : 1);
+    partner p = {.blk = last};
+    size_t nr = (size_t)(k->nreds ? k->nreds : 1);
+    LLVMValueRef *slot = calloc(ncode, sizeof *slot), *rslot = calloc(nr, sizeof *rslot);
+    p.row = calloc(ncode, sizeof *p.row);
+    p.rowvals = calloc(nr, sizeof *p.rowvals);
+    p.row_offset = calloc(nv, sizeof *p.row_offset);
+    p.offs = calloc(nv, sizeof *p.offs);
+    if (!slot || !rslot || !p.row || !p.rowvals || !p.row_offset || !p.offs) {
+        free(slot), free(rslot), free(p.row), free(p.rowvals), free(p.row_offset), free(p.offs);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory generating kernel %s", k->name);
+    }
+    /* the row values the last block reads, carried from one row to the next in allocas */
+    LLVMValueRef set = llvm_const_i64(c, (int64_t)e->cache.rows * e->cache.extent);
+    llvm_loop U;
+    llvm_loop_begin(c, &U, begin, end, llvm_const_i64(c, 1), "u");
+    for (int i = 0; i < k->blocks[last].first; i++) {
+        if (k->blocks[llvm_block_of(k, i)].loop)
+            continue;
+        LLVMTypeRef t = llvm_value_type(c, k->code[i].dtype, 1);
+        slot[i] = llvm_entry_alloca(c, t, "carry");
+        LLVMBuildStore(c->entry_b, LLVMConstNull(t), slot[i]);
+        p.row[i] = LLVMBuildLoad2(B, t, slot[i], "");
+    }
+    for (int i = k->blocks[last].first; i < k->ncode; i++) { /* the totals it reads itself */
+        int r = k->code[i].view;
+        if (k->code[i].kind != KI_ROWVAL || rslot[r])
+            continue;
+        LLVMTypeRef t = llvm_value_type(c, k->code[i].dtype, 1);
+        rslot[r] = llvm_entry_alloca(c, t, "carry");
+        LLVMBuildStore(c->entry_b, LLVMConstNull(t), rslot[r]);
+        p.rowvals[r] = LLVMBuildLoad2(B, t, rslot[r], "");
+    }
+    LLVMValueRef prev = LLVMBuildSub(B, U.index, llvm_const_i64(c, 1), "");
+    prev = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, prev, begin, ""), begin, prev, "prev");
+    row_position(c, k, e->pl, U.index, e->idx, e->row_offset);
+    row_position(c, k, e->pl, prev, p.idx, p.row_offset);
+    e->cache.shift = LLVMBuildMul(B, LLVMBuildAnd(B, U.index, llvm_const_i64(c, 1), ""), set, "");
+    p.shift = LLVMBuildMul(B, LLVMBuildAnd(B, prev, llvm_const_i64(c, 1), ""), set, "");
+    emit_blocks(c, e, 0, h);
+    e->partner = &p;
+    emit_blocks(c, e, h, h + 1);
+    e->partner = NULL;
+    emit_blocks(c, e, h + 1, last);
+    for (int i = 0; i < k->blocks[last].first; i++) {
+        if (!slot[i] || !e->row[i])
+            continue;
+        MC_ASSERT(LLVMTypeOf(e->row[i]) == LLVMGetAllocatedType(slot[i]));
+        LLVMBuildStore(B, e->row[i], slot[i]);
+    }
+    for (size_t r = 0; r < nr; r++) {
+        if (!rslot[r])
+            continue;
+        MC_ASSERT(e->rowvals[r] && LLVMTypeOf(e->rowvals[r]) == LLVMGetAllocatedType(rslot[r]));
+        LLVMBuildStore(B, e->rowvals[r], rslot[r]);
+    }
+    loop_end_unroll(c, &U, 1);
+
+    /* the last row's last block, on its own */
+    LLVMBasicBlockRef tail = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "tail");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, begin, end, ""), tail, done);
+    LLVMPositionBuilderAtEnd(B, tail);
+    LLVMValueRef lastrow = LLVMBuildSub(B, end, llvm_const_i64(c, 1), "");
+    row_position(c, k, e->pl, lastrow, e->idx, e->row_offset);
+    e->cache.shift = LLVMBuildMul(B, LLVMBuildAnd(B, lastrow, llvm_const_i64(c, 1), ""), set, "");
+    for (int i = 0; i < k->blocks[last].first; i++)
+        if (slot[i])
+            e->row[i] = LLVMBuildLoad2(B, LLVMGetAllocatedType(slot[i]), slot[i], "");
+    for (size_t r = 0; r < nr; r++)
+        if (rslot[r])
+            e->rowvals[r] = LLVMBuildLoad2(B, LLVMGetAllocatedType(rslot[r]), rslot[r], "");
+    emit_blocks(c, e, last, last + 1);
+    e->cache.shift = NULL;
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, done);
+    free(slot), free(rslot), free(p.row), free(p.rowvals), free(p.row_offset), free(p.offs);
+    return MC_OK;
+}
+
 mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info)
 {
     loop_plan pl;
@@ -1089,6 +1301,31 @@ mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     llvm_begin_function(c, k->name);
     LLVMValueRef begin = LLVMGetParam(c->fn, 1), end = LLVMGetParam(c->fn, 2);
 
+    int h = plan_pipeline(c, k, &pl);
+    LLVMBasicBlockRef after = NULL;
+    if (h >= 0) {
+        /* pipelined where every non-temporal view's buffer is aligned to a whole vector */
+        LLVMValueRef ok = LLVMConstInt(c->t_i1, 1, 0);
+        for (int s = 0; s < k->nstores; s++) {
+            int v = k->stores[s].view, buf = k->views[v].buffer;
+            if (!pl.nontemporal[v])
+                continue;
+            int64_t vbytes = (int64_t)c->lanes * (int64_t)mc_dtype_size(c->kp->buffers[buf].dtype);
+            LLVMValueRef base = llvm_buffer_base(c, LLVMGetParam(c->fn, 0), e.bases, buf);
+            LLVMValueRef a = LLVMBuildAnd(B, LLVMBuildPtrToInt(B, base, c->t_i64, ""), llvm_const_i64(c, vbytes - 1), "");
+            ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntEQ, a, llvm_const_i64(c, 0), ""), "");
+        }
+        LLVMBasicBlockRef piped = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "pipelined");
+        LLVMBasicBlockRef plain = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "plain");
+        after = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "");
+        LLVMBuildCondBr(B, ok, piped, plain);
+        LLVMPositionBuilderAtEnd(B, piped);
+        if ((st = emit_pipelined_rows(c, &e, h, begin, end)) != MC_OK)
+            goto done;
+        LLVMBuildBr(B, after);
+        LLVMPositionBuilderAtEnd(B, plain);
+    }
+
     /* for u in [begin, end): row = u / nchunks, chunk = u % nchunks */
     llvm_loop U;
     llvm_loop_begin(c, &U, begin, end, llvm_const_i64(c, 1), "u");
@@ -1097,31 +1334,15 @@ mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
         rowi = LLVMBuildSDiv(B, U.index, llvm_const_i64(c, pl.nchunks), "row");
         chunk = LLVMBuildSRem(B, U.index, llvm_const_i64(c, pl.nchunks), "chunk");
     }
-    for (int d = 0; d < MC_MAX_RANK; d++)
-        e.idx[d] = llvm_const_i64(c, 0);
-    LLVMValueRef r = rowi;
-    for (int d = pl.nrow - 1; d >= 0; d--) {
-        if (d == 0) {
-            e.idx[d] = r;
-        } else {
-            e.idx[d] = LLVMBuildSRem(B, r, llvm_const_i64(c, pl.shape[d]), "");
-            r = LLVMBuildSDiv(B, r, llvm_const_i64(c, pl.shape[d]), "");
-        }
-    }
-    for (int v = 0; v < k->nviews; v++) {
-        LLVMValueRef off = llvm_const_i64(c, k->views[v].offset);
-        for (int d = 0; d < pl.nrow; d++)
-            off = LLVMBuildNSWAdd(B, off, LLVMBuildNSWMul(B, e.idx[d], llvm_const_i64(c, pl.stride[v][d]), ""), "");
-        e.row_offset[v] = off;
-    }
+    row_position(c, k, &pl, rowi, e.idx, e.row_offset);
 
     if (pl.pointwise && pl.rank > 0) {
         int d = pl.rank - 1;
         LLVMValueRef lo = llvm_const_i64(c, 0), hi = llvm_const_i64(c, pl.shape[d]);
         if (pl.nchunks > 1) {
             lo = LLVMBuildNSWMul(B, chunk, llvm_const_i64(c, pl.chunk), "");
-            LLVMValueRef h = LLVMBuildNSWAdd(B, lo, llvm_const_i64(c, pl.chunk), "");
-            hi = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, h, hi, ""), h, hi, "");
+            LLVMValueRef hc = LLVMBuildNSWAdd(B, lo, llvm_const_i64(c, pl.chunk), "");
+            hi = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, hc, hi, ""), hc, hi, "");
         }
         for (int b = 0; b < k->nblocks; b++)
             e.heavy |= block_is_heavy(k, b);
@@ -1132,17 +1353,13 @@ mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
         e.width = c->lanes;
         inner_loop(c, &e, d, lo, hi, pl.shape[d], e.row_offset, pointwise_step, NULL, NULL, false);
     } else {
-        llvm_point pt = {.width = 1, .lane_dim = -1, .view_offset = e.row_offset,
-                         .stride = (const int64_t(*)[MC_MAX_RANK])pl.stride, .dim_of = pl.dim_of};
-        memcpy(pt.idx, e.idx, sizeof pt.idx);
-        for (int b = 0; b < k->nblocks; b++) {
-            if (k->blocks[b].loop)
-                emit_loop_block(c, &e, b);
-            else
-                llvm_emit_block(c, k, b, e.bases, &pt, e.row, e.row, e.rowvals);
-        }
+        emit_blocks(c, &e, 0, k->nblocks);
     }
     loop_end_unroll(c, &U, 1);
+    if (after) {
+        LLVMBuildBr(B, after);
+        LLVMPositionBuilderAtEnd(B, after);
+    }
     if (e.used_nontemporal) /* non-temporal stores are weakly ordered: visible before returning */
         llvm_call_intrinsic(c, "llvm.x86.sse.sfence", NULL, 0, NULL, 0);
     llvm_finish_function(c);
@@ -1153,7 +1370,7 @@ mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     info->units = pl.rows * pl.nchunks;
     info->grain = 0;
     info->serial = points < SERIAL_POINTS || info->units < 2;
-    info->scratch_bytes = e.cache.rows * e.cache.extent * (int64_t)sizeof(float);
+    info->scratch_bytes = (h >= 0 ? 2 : 1) * e.cache.rows * e.cache.extent * (int64_t)sizeof(float);
 done:
     free(pl.stride);
     free(pl.nontemporal);
