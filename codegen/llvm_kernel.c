@@ -28,8 +28,9 @@
  * be: stores to a large buffer the kernel never reads are non-temporal (no read for ownership,
  * no cache pollution), on vector-aligned addresses reached by a peel; a transcendental that a
  * reduction's later pass would compute again (softmax's exp) is kept in a per-thread row cache
- * instead; and that heavy later pass prefetches the next row, so that its memory time overlaps
- * the computation instead of following it.
+ * instead; that heavy later pass prefetches the next row, so that its memory time overlaps
+ * the computation instead of following it; and a reduction's last pass, which streams the
+ * results out, runs for the previous row inside the pass before it (plan_pipeline).
  */
 #include "llvm.h"
 
@@ -512,10 +513,11 @@ static void plan_nontemporal(llvm_ctx *c, const kir_kernel *k, loop_plan *pl)
 /* A reduction kernel walks each row several times: the first loop block streams it from
  * memory, the later ones find it in the cache and compute (softmax: exp). Without help the
  * memory idles while a long computation runs, and the two add up. So the later loop blocks
- * that are heavy (block_is_heavy) prefetch the next row of the views the first one streams
- * (contiguous along the reduced axis, from a buffer of at least PREFETCH_MIN_BYTES) into L2,
- * at the position they are at in the current row. Light passes (layernorm's) are short
- * enough for the hardware's own prefetcher, and the extra instructions only cost there. */
+ * that are heavy (block_is_heavy), and the one a pipelined kernel runs its last pass in,
+ * prefetch the next row of the views the first one streams (contiguous along the reduced
+ * axis, from a buffer of at least PREFETCH_MIN_BYTES) into L2, at the position they are at
+ * in the current row. Other light passes are short enough for the hardware's own prefetcher,
+ * and the extra instructions only cost there. */
 static void plan_prefetch(llvm_ctx *c, const kir_kernel *k, loop_plan *pl)
 {
     pl->first_loop = -1;
@@ -724,7 +726,7 @@ typedef struct emit_state {
 } emit_state;
 
 /* A pipelined reduction kernel (plan_pipeline) runs its last loop block for the previous row
- * inside its heavy loop block for this row, at the same position in the row. */
+ * inside the loop block before it for this row, at the same position in the row. */
 typedef struct partner {
     int blk;                    /* the last loop block */
     LLVMValueRef *row_offset;   /* per view: the previous row's first element */
@@ -977,7 +979,7 @@ static void loop_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, int unit
 {
     loop_block_arg *a = p;
     emit_block(c, e->k, a->blk, e->bases, pt, e->cur, e->row, e->rowvals, &e->cache);
-    if (a->blk != e->pl->first_loop && e->heavy && pt->width > 1) {
+    if (a->blk != e->pl->first_loop && (e->heavy || e->partner) && pt->width > 1) {
         for (int v = 0; v < e->k->nviews; v++) {
             if (!e->pl->prefetch[v])
                 continue;
@@ -1105,25 +1107,28 @@ static void emit_loop_block(llvm_ctx *c, emit_state *e, int blk)
     free(a.sacc);
 }
 
-/* A reduction kernel's passes over a row take turns: the first streams the row in, a heavy
- * one computes from the cache (softmax's exp), the last streams the results out. The heavy
- * pass prefetches the next row, so the memory reads overlap it, but the writes of the last
- * pass would still run alone. So where the last block is a loop block that only stores (no
- * reduction, nothing it stores read by the kernel, every non-temporal vector position
- * aligned), it is pipelined: the heavy loop block before it runs it for the previous row at
- * the same position (partner_step), and it runs once more on its own after the last row. The
- * row cache then holds two sets of rows, one per row parity. Returns the heavy block, or -1.
- * Whether the buffers themselves are aligned is checked when the kernel runs. */
+/* A reduction kernel's passes over a row take turns: the first streams the row in, the middle
+ * ones compute from the cache (softmax's exp, layernorm's variance), the last streams the
+ * results out; the memory and the core would each wait for the other. So where the last block
+ * is a loop block that only stores (no reduction, nothing it stores read by the kernel or
+ * stored by another block, every non-temporal vector position aligned), the kernel is
+ * pipelined: the loop block before it
+ * runs it for the previous row at the same position (partner_step) and prefetches the next
+ * row, so the writes of one row and the reads of the next both overlap the computation of
+ * this one; the last block runs once more on its own after the last row. The row cache then
+ * holds two sets of rows, one per row parity. Softmax 5.8 -> 4.3 ms, layernorm 4.4 -> 3.3 ms,
+ * rmsnorm 4.1 -> 3.5 ms at [4096, 4096] on 2 cores. Returns the block that runs the last
+ * one, or -1. Whether the buffers themselves are aligned is checked when the kernel runs. */
 static int plan_pipeline(llvm_ctx *c, const kir_kernel *k, const loop_plan *pl)
 {
-    int last = k->nblocks - 1, heavy = -1;
+    int last = k->nblocks - 1, h = -1;
     if (pl->pointwise || pl->rank - pl->nrow != 1 || pl->nrow == 0 || !pl->any_nontemporal || !pl->stores_unread ||
         last < 1 || !k->blocks[last].loop)
         return -1;
-    for (int b = last - 1; b >= 0 && heavy < 0; b--)
+    for (int b = last - 1; b >= 0 && h < 0; b--)
         if (k->blocks[b].loop)
-            heavy = b;
-    if (heavy < 0 || !block_is_heavy(k, heavy))
+            h = b;
+    if (h < 0)
         return -1;
     for (int r = 0; r < k->nreds; r++)
         if (k->reds[r].block == last)
@@ -1134,8 +1139,13 @@ static int plan_pipeline(llvm_ctx *c, const kir_kernel *k, const loop_plan *pl)
             return -1;
     for (int s = 0; s < k->nstores; s++) {
         int v = k->stores[s].view;
-        if (k->stores[s].block != last)
-            return -1;
+        if (k->stores[s].block != last) { /* not deferred: it must not meet the deferred ones */
+            for (int t = 0; t < k->nstores; t++)
+                if (k->stores[t].block == last &&
+                    buffers_alias(c->kp, k->views[v].buffer, k->views[k->stores[t].view].buffer))
+                    return -1;
+            continue;
+        }
         if (!pl->nontemporal[v])
             continue;
         if (k->views[v].offset % c->lanes != 0)
@@ -1144,7 +1154,7 @@ static int plan_pipeline(llvm_ctx *c, const kir_kernel *k, const loop_plan *pl)
             if (pl->stride[v][d] % c->lanes != 0)
                 return -1;
     }
-    return heavy;
+    return h;
 }
 
 /* The indices of row `rowi` (idx[d] for the row dimensions, 0 for the others) and each view's
@@ -1186,7 +1196,7 @@ static void emit_blocks(llvm_ctx *c, emit_state *e, int from, int to)
     }
 }
 
-/* The rows [begin, end) of a pipelined kernel (plan_pipeline): heavy block h runs the last
+/* The rows [begin, end) of a pipelined kernel (plan_pipeline): loop block h runs the last
  * block for the previous row. The first row has none: there the last block runs for the same
  * row, from the row cache h has just written at the same position and from zeroed row values,
  * so its stores are garbage that the real run overwrites (nothing reads them: the plan

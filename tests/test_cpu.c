@@ -9,8 +9,9 @@
  * program is served from the disk cache (also when it was compiled in parts on two threads);
  * the dumped IR names kernels and nothing of the user's; non-temporal stores give the same
  * results whatever the output buffer's alignment; softmax's exp is computed once per element;
- * softmax's exp pass prefetches the next row, and where its rows allow, runs the output pass
- * of the previous row (pipelined) with the same results.
+ * softmax's exp pass prefetches the next row; where their rows allow, softmax and layernorm run
+ * the output pass of the previous row inside the pass before it (pipelined), with the same
+ * results.
  */
 #include <math.h>
 #include <stdio.h>
@@ -256,12 +257,14 @@ static void test_nontemporal_stores(void **state)
     /* rows not a multiple of the vector; one long row cut into chunks, the last of 5 elements */
     /* softmax with rows a multiple of the vector is pipelined (its last pass runs for the
      * previous row inside the exp pass) where the output is aligned, and plain where not */
-    kir_program *kps[6] = {fx_pw_bench(1024, 4100, false), fx_pw_bench(1, (4 << 20) + 5, false),
+    kir_program *kps[7] = {fx_pw_bench(1024, 4100, false), fx_pw_bench(1, (4 << 20) + 5, false),
                            fx_softmax(1024, 4100, MC_F32), fx_layernorm(2048, 4100, MC_F16),
-                           fx_softmax(1031, 4096, MC_F32), fx_softmax(2048, 4112, MC_F16)};
-    const char *names[6] = {"pointwise 1024x4100", "pointwise 1x4194309", "softmax 1024x4100",
-                            "layernorm f16 2048x4100", "softmax 1031x4096", "softmax f16 2048x4112"};
-    for (int c = 0; c < 6; c++) {
+                           fx_softmax(1031, 4096, MC_F32), fx_softmax(2048, 4112, MC_F16),
+                           fx_layernorm(1024, 4096, MC_F32)};
+    const char *names[7] = {"pointwise 1024x4100", "pointwise 1x4194309", "softmax 1024x4100",
+                            "layernorm f16 2048x4100", "softmax 1031x4096", "softmax f16 2048x4112",
+                            "layernorm 1024x4096"};
+    for (int c = 0; c < 7; c++) {
         kir_program *kp = kps[c];
         fake f;
         fake_init(&f, kp, c == 4 ? 3 : 2, 5);
