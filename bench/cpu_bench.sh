@@ -14,7 +14,7 @@
 # a run served from the cache. The machine's load is printed first: benchmark when it is quiet.
 # Last comes one table (bench/cpu_table.py): medians across repeats, each peer, the ratio to
 # the better peer, and the memory floor (the profile's bytes / the copy bandwidth `minic peaks`
-# measures in the same run).
+# measures in the same run, the best of one measurement per repeat).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MINIC=${1:-build/minic}
@@ -38,8 +38,12 @@ c = matmul(a, b)
 output c
 EOF
 
-# the machine's ceilings, and the bytes and FLOPs each workload's compiled program moves
-"$MINIC" peaks --backend cpu 2>&1 | sed -n 's/^ *copy bandwidth *\([0-9.]*\) GB\/s.*/peak copy: \1 GB\/s/p; s/^ *f32 FMA rate *\([0-9.]*\) GFLOP\/s.*/peak fma: \1 GFLOP\/s/p'
+# the machine's ceilings (once per repeat: the table takes the best, since a measurement that
+# another tenant of the machine disturbed only understates them)
+peaks() {
+    "$MINIC" peaks --backend cpu 2>&1 | sed -n 's/^ *copy bandwidth *\([0-9.]*\) GB\/s.*/peak copy: \1 GB\/s/p; s/^ *f32 FMA rate *\([0-9.]*\) GFLOP\/s.*/peak fma: \1 GFLOP\/s/p'
+}
+# and the bytes and FLOPs each workload's compiled program moves
 for w in pointwise layernorm softmax mlp small_mlp; do
     "$MINIC" run "bench/cpu/$w.graph" --backend cpu --profile --iters 2 2>&1 |
         sed -n "s/^totals: .*, \([0-9]*\) FLOPs, \([0-9]*\) bytes moved.*/work $w: \1 flops \2 bytes/p"
@@ -50,6 +54,7 @@ minic_time() { # graph, iters -> microseconds per run (the backend's median)
 }
 
 for rep in $(seq "$REPEATS"); do
+    peaks
     for w in pointwise layernorm softmax mlp small_mlp; do
         iters=20
         [ "$w" = small_mlp ] && iters=200
