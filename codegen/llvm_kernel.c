@@ -1205,9 +1205,9 @@ static mc_status emit_pipelined_rows(llvm_ctx *c, emit_state *e, int h, LLVMValu
 {
     const kir_kernel *k = e->k;
     int last = k->nblocks - 1;
-    size_t ncode = (size_t)k->ncode, nv = (size_t)(k->nviews ? k->nviews : 1);
-    partner p = {.blk = last};
+    size_t ncode = (size_t)(k->ncode ? k->ncode : 1), nv = (size_t)(k->nviews ? k->nviews : 1);
     size_t nr = (size_t)(k->nreds ? k->nreds : 1);
+    partner p = {.blk = last};
     LLVMValueRef *slot = calloc(ncode, sizeof *slot), *rslot = calloc(nr, sizeof *rslot);
     p.row = calloc(ncode, sizeof *p.row);
     p.rowvals = calloc(nr, sizeof *p.rowvals);
@@ -1217,10 +1217,10 @@ static mc_status emit_pipelined_rows(llvm_ctx *c, emit_state *e, int h, LLVMValu
         free(slot), free(rslot), free(p.row), free(p.rowvals), free(p.row_offset), free(p.offs);
         return mc_fail(MC_ERR_SYSTEM, "out of memory generating kernel %s", k->name);
     }
-    /* the row values the last block reads, carried from one row to the next in allocas */
-    LLVMValueRef set = llvm_const_i64(c, (int64_t)e->cache.rows * e->cache.extent);
+    LLVMValueRef set = llvm_const_i64(c, (int64_t)e->cache.rows * e->cache.extent); /* one row cache set */
     llvm_loop U;
     llvm_loop_begin(c, &U, begin, end, llvm_const_i64(c, 1), "u");
+    /* the row values the last block reads, carried from one row to the next in allocas */
     for (int i = 0; i < k->blocks[last].first; i++) {
         if (k->blocks[llvm_block_of(k, i)].loop)
             continue;
