@@ -111,6 +111,18 @@ static void compare_outputs(fake *f, const char *what)
     }
 }
 
+/* The backend's dump of p's generated code (malloc'd). */
+static char *dumped_code(mc_program *p)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    assert_non_null(out);
+    assert_int_equal(mc_backend_cpu.dump_code(p, out), MC_OK);
+    fclose(out);
+    return text;
+}
+
 /* Compile kp for the CPU, run it, and compare every output with the interpreter. */
 static void check_program(kir_program *kp, int threads, const char *what)
 {
@@ -271,11 +283,7 @@ static void test_nontemporal_stores(void **state)
         fx_eval(kp, f.ref);
         if (mc_backend_cpu.prepare(&f.p) != MC_OK)
             fail_msg("%s: prepare: %s", names[c], mc_error_message());
-        char *text = NULL;
-        size_t len = 0;
-        FILE *out = open_memstream(&text, &len);
-        assert_int_equal(mc_backend_cpu.dump_code(&f.p, out), MC_OK);
-        fclose(out);
+        char *text = dumped_code(&f.p);
 #if defined(__x86_64__)
         if (!strstr(text, "!nontemporal") || !strstr(text, "@llvm.x86.sse.sfence"))
             fail_msg("%s: no non-temporal stores (or no fence) in the generated code", names[c]);
@@ -352,11 +360,7 @@ static int exp_calls(kir_program *kp)
     fake_init(&f, kp, 1, 3);
     if (mc_backend_cpu.prepare(&f.p) != MC_OK)
         fail_msg("prepare: %s", mc_error_message());
-    char *text = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&text, &len);
-    assert_int_equal(mc_backend_cpu.dump_code(&f.p, out), MC_OK);
-    fclose(out);
+    char *text = dumped_code(&f.p);
     int n = 0;
     for (const char *p = text; (p = strstr(p, "call ")) != NULL; p++) {
         const char *eol = strchr(p, '\n');
@@ -490,11 +494,7 @@ static void test_cache_and_dump(void **state)
     setenv("XDG_CACHE_HOME", dir, 1);
     assert_int_equal(mc_backend_cpu.prepare(&f.p), MC_OK);
     assert_int_equal(f.p.kernels_compiled, 1);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&text, &len);
-    assert_int_equal(mc_backend_cpu.dump_code(&f.p, out), MC_OK);
-    fclose(out);
+    char *text = dumped_code(&f.p);
     assert_non_null(strstr(text, "define void @red_fused_softmax_0("));
     assert_non_null(strstr(text, "minic_exp_f32x"));
     free(text);
@@ -565,11 +565,7 @@ static void test_shared_kernel_code(void **state)
     f.p.dirty = calloc((size_t)kp->nbuffers, sizeof *f.p.dirty);
     assert_non_null(f.p.dirty);
     assert_int_equal(mc_backend_cpu.prepare(&f.p), MC_OK);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&text, &len);
-    assert_int_equal(mc_backend_cpu.dump_code(&f.p, out), MC_OK);
-    fclose(out);
+    char *text = dumped_code(&f.p);
     assert_non_null(strstr(text, "define void @gemm_bias_relu_0("));
     assert_null(strstr(text, "define void @gemm_bias_relu_2("));
     assert_non_null(strstr(text, "; kernel gemm_bias_relu_2 runs the code of gemm_bias_relu_0"));
