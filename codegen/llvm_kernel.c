@@ -56,6 +56,7 @@ enum {
  * the next kernel reads back from the cache stays a normal store. */
 #define NONTEMPORAL_MIN_BYTES ((int64_t)16 << 20)
 #define PREFETCH_MIN_BYTES ((int64_t)4 << 20) /* below it the whole buffer stays in L2/L3 */
+#define PREFETCH_AHEAD_BYTES 8192 /* heavy pointwise kernels: gelu 4.6 -> 4.3 ms (4 KB 4.3, 16 KB 4.4) */
 
 /* ---- functions, allocas, loops ------------------------------------------------------------ */
 
@@ -517,23 +518,30 @@ static void plan_nontemporal(llvm_ctx *c, const kir_kernel *k, loop_plan *pl)
  * prefetch the next row of the views the first one streams (contiguous along the reduced
  * axis, from a buffer of at least PREFETCH_MIN_BYTES) into L2, at the position they are at
  * in the current row. Other light passes are short enough for the hardware's own prefetcher,
- * and the extra instructions only cost there. */
+ * and the extra instructions only cost there. A heavy pointwise kernel prefetches every view
+ * it streams a fixed distance ahead (pointwise_step). */
 static void plan_prefetch(llvm_ctx *c, const kir_kernel *k, loop_plan *pl)
 {
     pl->first_loop = -1;
     for (int b = 0; b < k->nblocks && pl->first_loop < 0; b++)
         if (k->blocks[b].loop)
             pl->first_loop = b;
-    if (pl->pointwise || pl->first_loop < 0 || pl->nrow == 0 || pl->rank - pl->nrow != 1)
+    int first = 0, end = k->ncode;
+    if (!pl->pointwise) {
+        if (pl->first_loop < 0 || pl->nrow == 0 || pl->rank - pl->nrow != 1)
+            return;
+        first = k->blocks[pl->first_loop].first;
+        end = first + k->blocks[pl->first_loop].count;
+    }
+    if (pl->rank == 0)
         return;
-    const kir_block *bl = &k->blocks[pl->first_loop];
-    for (int i = bl->first; i < bl->first + bl->count; i++) {
+    for (int i = first; i < end; i++) {
         if (k->code[i].kind != KI_LOAD)
             continue;
         int v = k->code[i].view;
         const kir_buffer *kb = &c->kp->buffers[k->views[v].buffer];
         int64_t bytes;
-        if (pl->stride[v][pl->rank - 1] == 1 && pl->stride[v][pl->nrow - 1] != 0 &&
+        if (pl->stride[v][pl->rank - 1] == 1 && (pl->pointwise || pl->stride[v][pl->nrow - 1] != 0) &&
             !mc_mul_overflows(kb->numel, (int64_t)mc_dtype_size(kb->dtype), &bytes) && bytes >= PREFETCH_MIN_BYTES)
             pl->prefetch[v] = true;
     }
@@ -828,6 +836,17 @@ static LLVMValueRef address_at(llvm_ctx *c, emit_state *e, int v, int d, LLVMVal
     return LLVMBuildPtrToInt(B, p, c->t_i64, "");
 }
 
+/* Code that runs only where `cond` holds: positions the builder in a new block taken when it
+ * does and returns the block after it, which the caller branches to when done. */
+static LLVMBasicBlockRef when(llvm_ctx *c, LLVMValueRef cond)
+{
+    LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "then");
+    LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "");
+    LLVMBuildCondBr(B, cond, then, after);
+    LLVMPositionBuilderAtEnd(B, then);
+    return after;
+}
+
 /* The vector part of a loop with non-temporal stores, over [lo, hi): when the first such view's
  * elements are aligned to their own size, vectors with non-temporal stores from the first
  * address aligned to a whole vector, provided every other such view is aligned there too;
@@ -872,11 +891,17 @@ static LLVMValueRef nontemporal_part(llvm_ctx *c, emit_state *e, int d, LLVMValu
         /* one plain vector step at lo and one ending at hi cover the ends, the aligned steps
          * between overlap them: recomputing a point is harmless where nothing the kernel
          * stores is read back */
+        LLVMBasicBlockRef after = when(c, LLVMBuildICmp(B, LLVMIntNE, start, lo, ""));
         point_at(c, e, &pt, offs, base_offs, d, lo, w, NULL);
         body(c, e, &pt, 0, arg);
+        LLVMBuildBr(B, after);
+        LLVMPositionBuilderAtEnd(B, after);
         vector_part(c, e, d, start, nt_end, extent, base_offs, offs, body, arg, done, false, e->pl->nontemporal);
+        after = when(c, LLVMBuildICmp(B, LLVMIntNE, nt_end, hi, ""));
         point_at(c, e, &pt, offs, base_offs, d, LLVMBuildSub(B, hi, llvm_const_i64(c, w), ""), w, NULL);
         body(c, e, &pt, 0, arg);
+        LLVMBuildBr(B, after);
+        LLVMPositionBuilderAtEnd(B, after);
         nt_end = hi;
     } else {
         llvm_loop L;
@@ -936,12 +961,33 @@ static void inner_loop(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVMV
     free(offs);
 }
 
-/* Pointwise: every block at each point. */
+/* Prefetch view v's element at offset `off` into L2 (a prefetch past the buffer's end is
+ * harmless: it never faults). */
+static void prefetch(llvm_ctx *c, emit_state *e, int v, LLVMValueRef off)
+{
+    LLVMValueRef base = llvm_buffer_base(c, LLVMGetParam(c->fn, 0), e->bases, e->k->views[v].buffer);
+    LLVMValueRef ptr = LLVMBuildGEP2(B, LLVMGetElementType(LLVMTypeOf(base)), base, &off, 1, "");
+    LLVMValueRef args[4] = {LLVMBuildBitCast(B, ptr, c->t_ptr_i8, ""), llvm_const_i32(c, 0, 1),
+                            llvm_const_i32(c, 2, 1), llvm_const_i32(c, 1, 1)};
+    LLVMTypeRef pt8 = c->t_ptr_i8;
+    llvm_call_intrinsic(c, "llvm.prefetch", &pt8, 1, args, 4);
+}
+
+/* Pointwise: every block at each point; a heavy kernel also prefetches what it streams
+ * PREFETCH_AHEAD_BYTES ahead, so that the memory works while it computes. */
 static void pointwise_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, int unit, void *arg)
 {
     (void)unit, (void)arg;
     for (int b = 0; b < e->k->nblocks; b++)
         llvm_emit_block(c, e->k, b, e->bases, pt, e->cur, NULL, e->rowvals);
+    if (e->heavy && pt->width > 1) {
+        for (int v = 0; v < e->k->nviews; v++) {
+            if (!e->pl->prefetch[v])
+                continue;
+            int64_t ahead = PREFETCH_AHEAD_BYTES / (int64_t)mc_dtype_size(c->kp->buffers[e->k->views[v].buffer].dtype);
+            prefetch(c, e, v, LLVMBuildAdd(B, pt->view_offset[v], llvm_const_i64(c, ahead), ""));
+        }
+    }
 }
 
 /* A loop block with its reductions. */
@@ -983,14 +1029,7 @@ static void loop_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, int unit
         for (int v = 0; v < e->k->nviews; v++) {
             if (!e->pl->prefetch[v])
                 continue;
-            int buf = e->k->views[v].buffer;
-            LLVMValueRef base = llvm_buffer_base(c, LLVMGetParam(c->fn, 0), e->bases, buf);
-            LLVMValueRef off = LLVMBuildAdd(B, pt->view_offset[v], llvm_const_i64(c, e->pl->stride[v][e->pl->nrow - 1]), "");
-            LLVMValueRef ptr = LLVMBuildGEP2(B, LLVMGetElementType(LLVMTypeOf(base)), base, &off, 1, "");
-            LLVMValueRef args[4] = {LLVMBuildBitCast(B, ptr, c->t_ptr_i8, ""), llvm_const_i32(c, 0, 1),
-                                    llvm_const_i32(c, 2, 1), llvm_const_i32(c, 1, 1)};
-            LLVMTypeRef pt8 = c->t_ptr_i8;
-            llvm_call_intrinsic(c, "llvm.prefetch", &pt8, 1, args, 4);
+            prefetch(c, e, v, LLVMBuildAdd(B, pt->view_offset[v], llvm_const_i64(c, e->pl->stride[v][e->pl->nrow - 1]), ""));
         }
     }
     for (int r = 0; r < e->k->nreds; r++) {
