@@ -97,6 +97,9 @@ LLVMValueRef llvm_emit_op(llvm_ctx *c, mc_op op, mc_dtype in, mc_dtype out, LLVM
                           int width);
 /* Reduction steps: acc op= x, for op in MC_OP_SUM/MAX/MIN on dtype d (sum of i32 in i64). */
 LLVMValueRef llvm_reduce_step(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc, LLVMValueRef x);
+/* acc = max (MC_OP_MAX) or min of f32 acc and x, a NaN x dropped or kept as it falls: for a
+ * reduction whose NaNs reach the outputs another way. One instruction on x86. */
+LLVMValueRef llvm_reduce_step_lax(llvm_ctx *c, mc_op op, LLVMValueRef acc, LLVMValueRef x);
 LLVMValueRef llvm_reduce_identity(llvm_ctx *c, mc_op op, mc_dtype d, int width);
 /* Combine the lanes of a vector accumulator into a scalar with a halving tree. */
 LLVMValueRef llvm_reduce_lanes(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc, int width);

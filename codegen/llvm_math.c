@@ -838,6 +838,11 @@ LLVMValueRef llvm_reduce_step(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef ac
     return combine(c, op, d, acc, x);
 }
 
+LLVMValueRef llvm_reduce_step_lax(llvm_ctx *c, mc_op op, LLVMValueRef acc, LLVMValueRef x)
+{
+    return LLVMBuildSelect(B, fcmp(c, op == MC_OP_MAX ? LLVMRealOGT : LLVMRealOLT, acc, x), acc, x, "lax");
+}
+
 LLVMValueRef llvm_reduce_lanes(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc, int width)
 {
     while (width > 1) {

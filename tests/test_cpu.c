@@ -323,6 +323,77 @@ static void test_nontemporal_stores(void **state)
     }
 }
 
+/* fx_softmax, also storing each row's max (a second output, in the row block) */
+static kir_program *softmax_storing_max(int64_t R, int64_t C)
+{
+    kir_program *kp = fx_program();
+    int x = fx_buffer(kp, KBUF_INPUT, MC_F32, R * C);
+    int y = fx_buffer(kp, KBUF_OUTPUT, MC_F32, R * C);
+    int m = fx_buffer(kp, KBUF_OUTPUT, MC_F32, R);
+    kir_kernel *k = fx_kernel(kp, "red_fused_softmax_0", KIR_REDUCTION, 2, (int64_t[]){R, C}, 1);
+    int vx = fx_view_contig(k, x), vy = fx_view_contig(k, y), vm = fx_view(k, m, 0, (int64_t[]){1, 0});
+    fx_block(k, true);
+    fx_reduce(k, MC_OP_MAX, fx_load(k, vx, MC_F32), MC_F32);
+    fx_block(k, false);
+    fx_store(k, vm, fx_other(k, KI_ROWVAL, MC_F32, 0));
+    fx_block(k, true);
+    int e1 = fx_op(k, MC_OP_EXP, MC_F32, fx_op(k, MC_OP_SUB, MC_F32, fx_load(k, vx, MC_F32),
+                                               fx_other(k, KI_ROWVAL, MC_F32, 0), 0), 0, 0);
+    fx_reduce(k, MC_OP_SUM, e1, MC_F32);
+    fx_block(k, true);
+    int e2 = fx_op(k, MC_OP_EXP, MC_F32, fx_op(k, MC_OP_SUB, MC_F32, fx_load(k, vx, MC_F32),
+                                               fx_other(k, KI_ROWVAL, MC_F32, 0), 0), 0, 0);
+    fx_store(k, vy, fx_op(k, MC_OP_DIV, MC_F32, e2, fx_other(k, KI_ROWVAL, MC_F32, 1), 0));
+    return kp;
+}
+
+/* A softmax's max need not keep NaNs (plan_lax: a NaN in a row reaches every output through
+ * the sum anyway), and then is a plain compare-and-select ("lax" in the code). Rows with a NaN
+ * first, in the middle and in the scalar remainder, with +inf, all -inf, and plain ones give
+ * the interpreter's results (NaN where it has NaN). Where the row max is an output too, the
+ * max must keep its NaNs, and does. */
+static void test_lax_max(void **state)
+{
+    (void)state;
+    for (int c = 0; c < 3; c++) {
+        int64_t R = 7, C = c == 1 ? 64 : 37;
+        kir_program *kp = c < 2 ? fx_softmax(R, C, MC_F32) : softmax_storing_max(R, C);
+        const char *what = c == 0 ? "softmax 7x37" : c == 1 ? "softmax 7x64" : "softmax storing its max";
+        fake f;
+        fake_init(&f, kp, 2, 11);
+        float *x = f.p.host[0];
+        x[0 * C + 0] = NAN;
+        x[1 * C + 20] = NAN;
+        x[2 * C + C - 1] = NAN;
+        x[3 * C + 5] = INFINITY;
+        for (int64_t j = 0; j < C; j++)
+            x[4 * C + j] = -INFINITY;
+        x[5 * C + 3] = NAN, x[5 * C + 4] = INFINITY;
+        memcpy(f.ref[0], x, (size_t)(R * C) * sizeof *x);
+        fx_eval(kp, f.ref);
+        if (mc_backend_cpu.prepare(&f.p) != MC_OK)
+            fail_msg("%s: prepare: %s", what, mc_error_message());
+        char *text = dumped_code(&f.p);
+        if ((c < 2) != (strstr(text, "%lax") != NULL))
+            fail_msg("%s: the max %s its NaNs", what, c < 2 ? "keeps" : "drops");
+        free(text);
+        assert_int_equal(mc_backend_cpu.run(&f.p), MC_OK);
+        compare_outputs(&f, what);
+        const float *y = f.p.host[1];
+        for (int64_t r = 0; r < 6; r++) /* rows 0-2 and 5: all NaN; 3: NaN (inf - inf); 4: NaN */
+            for (int64_t j = 0; j < C; j++)
+                if (!isnan(y[r * C + j]))
+                    fail_msg("%s: row %lld element %lld is %g, not NaN", what, (long long)r, (long long)j, y[r * C + j]);
+        if (c == 2)
+            for (int64_t r = 0; r < 3; r++)
+                if (!isnan(((const float *)f.p.host[2])[r]))
+                    fail_msg("%s: the max of row %lld (which has a NaN) is not NaN", what, (long long)r);
+        mc_backend_cpu.release(&f.p);
+        fake_free(&f);
+        fx_free(kp);
+    }
+}
+
 /* The memory plan puts a kernel's output where its dead input was (temporaries at one arena
  * offset): such a kernel reads what it overwrites, so it must neither recompute points it has
  * stored (the non-temporal loops' overlapping end steps) nor take loads of that memory as
@@ -625,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_gemm_transposed_a),
         cmocka_unit_test(test_nontemporal_stores),
         cmocka_unit_test(test_row_cache),
+        cmocka_unit_test(test_lax_max),
         cmocka_unit_test(test_in_place_temps),
         cmocka_unit_test(test_gemm_param_update),
         cmocka_unit_test(test_cache_and_dump),
