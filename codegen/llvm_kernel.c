@@ -29,8 +29,10 @@
  * no cache pollution), on vector-aligned addresses reached by a peel; a transcendental that a
  * reduction's later pass would compute again (softmax's exp) is kept in a per-thread row cache
  * instead; that heavy later pass prefetches the next row, so that its memory time overlaps
- * the computation instead of following it; and a reduction's last pass, which streams the
- * results out, runs for the previous row inside the pass before it (plan_pipeline).
+ * the computation instead of following it (a heavy pointwise kernel prefetches a fixed
+ * distance ahead); and a reduction's last pass, which streams the results out, runs for the
+ * previous row inside the pass before it (plan_pipeline). A max whose NaNs reach every output
+ * through a sum anyway (softmax's) skips its NaN handling (plan_lax).
  */
 #include "llvm.h"
 
@@ -915,15 +917,19 @@ static LLVMValueRef address_at(llvm_ctx *c, emit_state *e, int v, int d, LLVMVal
     return LLVMBuildPtrToInt(B, p, c->t_i64, "");
 }
 
-/* Code that runs only where `cond` holds: positions the builder in a new block taken when it
- * does and returns the block after it, which the caller branches to when done. */
-static LLVMBasicBlockRef when(llvm_ctx *c, LLVMValueRef cond)
+/* Where `cond` holds, one plain vector step (no non-temporal stores) at index j of dimension d. */
+static void plain_step_if(llvm_ctx *c, emit_state *e, LLVMValueRef cond, int d, LLVMValueRef j,
+                          LLVMValueRef *base_offs, LLVMValueRef *offs, step_fn body, void *arg)
 {
     LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "then");
     LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "");
     LLVMBuildCondBr(B, cond, then, after);
     LLVMPositionBuilderAtEnd(B, then);
-    return after;
+    llvm_point pt;
+    point_at(c, e, &pt, offs, base_offs, d, j, e->width, NULL);
+    body(c, e, &pt, 0, arg);
+    LLVMBuildBr(B, after);
+    LLVMPositionBuilderAtEnd(B, after);
 }
 
 /* The vector part of a loop with non-temporal stores, over [lo, hi): when the first such view's
@@ -970,17 +976,10 @@ static LLVMValueRef nontemporal_part(llvm_ctx *c, emit_state *e, int d, LLVMValu
         /* one plain vector step at lo and one ending at hi cover the ends, the aligned steps
          * between overlap them: recomputing a point is harmless where nothing the kernel
          * stores is read back */
-        LLVMBasicBlockRef after = when(c, LLVMBuildICmp(B, LLVMIntNE, start, lo, ""));
-        point_at(c, e, &pt, offs, base_offs, d, lo, w, NULL);
-        body(c, e, &pt, 0, arg);
-        LLVMBuildBr(B, after);
-        LLVMPositionBuilderAtEnd(B, after);
+        plain_step_if(c, e, LLVMBuildICmp(B, LLVMIntNE, start, lo, ""), d, lo, base_offs, offs, body, arg);
         vector_part(c, e, d, start, nt_end, extent, base_offs, offs, body, arg, done, false, e->pl->nontemporal);
-        after = when(c, LLVMBuildICmp(B, LLVMIntNE, nt_end, hi, ""));
-        point_at(c, e, &pt, offs, base_offs, d, LLVMBuildSub(B, hi, llvm_const_i64(c, w), ""), w, NULL);
-        body(c, e, &pt, 0, arg);
-        LLVMBuildBr(B, after);
-        LLVMPositionBuilderAtEnd(B, after);
+        plain_step_if(c, e, LLVMBuildICmp(B, LLVMIntNE, nt_end, hi, ""), d,
+                      LLVMBuildSub(B, hi, llvm_const_i64(c, w), ""), base_offs, offs, body, arg);
         nt_end = hi;
     } else {
         llvm_loop L;

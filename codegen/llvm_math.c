@@ -503,11 +503,25 @@ static LLVMValueRef gelu_tail(llvm_ctx *c, LLVMValueRef x, int w)
     return sel(c, fcmp(c, LLVMRealOEQ, x, K(c, x, -INFINITY)), K(c, x, NAN), r);
 }
 
+/* x (1/2 + xc R(xc^2)), R = P/Q: gelu where Phi(x) - 1/2 = x R(x^2) (gelu_common, gelu_near);
+ * xc is x, or x clamped where Phi has reached 1. The coefficient vectors are NAME_p, NAME_q. */
+static LLVMValueRef gelu_rational(llvm_ctx *c, LLVMValueRef x, LLVMValueRef xc, const char *name,
+                                  const double *P, int np, const double *Q, int nq)
+{
+    char pn[32], qn[32];
+    snprintf(pn, sizeof pn, "%s_p", name);
+    snprintf(qn, sizeof qn, "%s_q", name);
+    LLVMValueRef s = f_mul(c, xc, xc);
+    LLVMValueRef phi = fma_(c, xc, f_div(c, horner(c, pn, s, P, np), horner(c, qn, s, Q, nq)), K(c, x, 0.5));
+    return f_mul(c, x, phi);
+}
+
 /* gelu(x) = x (1/2 + x R(x^2)) with Phi(x) - 1/2 = x R(x^2), R = P/Q a rational function fitted
  * here (degrees 6/4 in x^2, relative error 5.1e-8 on [0, 5.54]; past 5.54 Phi rounds to 1): one
  * division and twelve FMAs. Its error is absolute, about 1e-7 in Phi, so relative to the result
  * it grows where Phi(x) is small: 3e-6 at x = -2, far worse further out. So a vector with any
- * lane below -2 (or -inf) takes gelu_tail instead; NaN stays on this path and stays NaN. */
+ * lane below -1.75 (or -inf) takes gelu_tail instead (gelu_far); NaN stays on this path and
+ * stays NaN. */
 static LLVMValueRef gelu_common(llvm_ctx *c, LLVMValueRef x, int w)
 {
     (void)w;
@@ -516,10 +530,7 @@ static LLVMValueRef gelu_common(llvm_ctx *c, LLVMValueRef x, int w)
                                1.1021512335830843e-10};
     static const double Q[] = {1.0, 0.2551504700824682, 0.028725248540532475, 0.0017916710143715505,
                                5.9618349848156166e-05};
-    LLVMValueRef xc = min_keep_nan(c, x, 5.54);
-    LLVMValueRef s = f_mul(c, xc, xc);
-    LLVMValueRef phi = fma_(c, xc, f_div(c, horner(c, "gelu_p", s, P, 7), horner(c, "gelu_q", s, Q, 5)), K(c, x, 0.5));
-    return f_mul(c, x, phi);
+    return gelu_rational(c, x, min_keep_nan(c, x, 5.54), "gelu", P, 7, Q, 5);
 }
 
 /* gelu on [-1.75, 3], where activations mostly are: the same form as gelu_common with R fitted
@@ -531,9 +542,7 @@ static LLVMValueRef gelu_near(llvm_ctx *c, LLVMValueRef x, int w)
     static const double P[] = {0.3989427135876232, 0.02587164229986583, 0.003489709579709591,
                                2.3170959876115685e-05};
     static const double Q[] = {1.0, 0.2315230983996926, 0.022324329214237205, 0.000975616936655956};
-    LLVMValueRef s = f_mul(c, x, x);
-    LLVMValueRef phi = fma_(c, x, f_div(c, horner(c, "gelu_near_p", s, P, 4), horner(c, "gelu_near_q", s, Q, 4)), K(c, x, 0.5));
-    return f_mul(c, x, phi);
+    return gelu_rational(c, x, x, "gelu_near", P, 4, Q, 4);
 }
 
 static LLVMValueRef gelu_far(llvm_ctx *c, LLVMValueRef x, int w)
@@ -710,10 +719,15 @@ static LLVMValueRef round_to(llvm_ctx *c, mc_dtype d, LLVMValueRef x, int w)
 
 /* ---- operators -------------------------------------------------------------------------------- */
 
+/* a > b ? a : b (is_max; else <): one maxps/minps; b where either is NaN */
+static LLVMValueRef plain_max(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b, bool is_max, const char *name)
+{
+    return LLVMBuildSelect(B, fcmp(c, is_max ? LLVMRealOGT : LLVMRealOLT, a, b), a, b, name);
+}
+
 static LLVMValueRef nan_max(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b, bool is_max)
 {
-    LLVMValueRef t = sel(c, fcmp(c, is_max ? LLVMRealOGT : LLVMRealOLT, a, b), a, b);
-    return sel(c, isnan_(c, a), a, t);
+    return sel(c, isnan_(c, a), a, plain_max(c, a, b, is_max, ""));
 }
 
 static LLVMValueRef int_div(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b, int w)
@@ -840,7 +854,7 @@ LLVMValueRef llvm_reduce_step(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef ac
 
 LLVMValueRef llvm_reduce_step_lax(llvm_ctx *c, mc_op op, LLVMValueRef acc, LLVMValueRef x)
 {
-    return LLVMBuildSelect(B, fcmp(c, op == MC_OP_MAX ? LLVMRealOGT : LLVMRealOLT, acc, x), acc, x, "lax");
+    return plain_max(c, acc, x, op == MC_OP_MAX, "lax");
 }
 
 LLVMValueRef llvm_reduce_lanes(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc, int width)
