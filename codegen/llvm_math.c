@@ -347,6 +347,7 @@ static LLVMValueRef branch_on_rare(llvm_ctx *c, LLVMValueRef rare, LLVMValueRef 
 }
 
 static LLVMValueRef exp_common(llvm_ctx *c, LLVMValueRef x, int w) { return exp_in_range(c, x, w, 0); }
+static LLVMValueRef exp_common_body(llvm_ctx *c, LLVMValueRef *a, int w) { return exp_common(c, a[0], w); }
 static LLVMValueRef exp_any(llvm_ctx *c, LLVMValueRef x, int w) { return exp_scaled(c, x, w, 0); }
 
 /* |x| <= 87 (NaN is not) in every lane: one scale factor and no clamps; else the general path */
@@ -358,6 +359,32 @@ static LLVMValueRef exp_body(llvm_ctx *c, LLVMValueRef *a, int w)
 }
 
 static LLVMValueRef emit_exp(llvm_ctx *c, LLVMValueRef x, int w) { return call_helper(c, "exp", exp_body, &x, 1, w); }
+
+/* exp(x) where `in_range` (an i1, the same for the whole loop) promises |x| <= 87 and no NaN in
+ * every lane: then the short path without the per-vector check (exp_in_range, so the results
+ * are the ones the check would have chosen anyway); else the checked exp. */
+LLVMValueRef llvm_emit_exp_in_range(llvm_ctx *c, LLVMValueRef x, int w, LLVMValueRef in_range)
+{
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(B));
+    LLVMBasicBlockRef bb_fast = LLVMAppendBasicBlockInContext(c->ctx, fn, "in_range");
+    LLVMBasicBlockRef bb_slow = LLVMAppendBasicBlockInContext(c->ctx, fn, "checked");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c->ctx, fn, "");
+    LLVMBuildCondBr(B, in_range, bb_fast, bb_slow);
+    LLVMValueRef vals[2];
+    LLVMBasicBlockRef from[2];
+    LLVMPositionBuilderAtEnd(B, bb_fast);
+    vals[0] = call_helper(c, "exp_in_range", exp_common_body, &x, 1, w);
+    from[0] = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, bb_slow);
+    vals[1] = emit_exp(c, x, w);
+    from[1] = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, join);
+    LLVMValueRef r = LLVMBuildPhi(B, LLVMTypeOf(x), "");
+    LLVMAddIncoming(r, vals, from, 2);
+    return r;
+}
 
 /* expm1(y) for y in [0, 19]: 2^n expm1(r) + (2^n - 1). */
 static LLVMValueRef expm1_small(llvm_ctx *c, LLVMValueRef y, int w)
@@ -854,7 +881,7 @@ LLVMValueRef llvm_reduce_step(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef ac
 
 LLVMValueRef llvm_reduce_step_lax(llvm_ctx *c, mc_op op, LLVMValueRef acc, LLVMValueRef x)
 {
-    return plain_max(c, acc, x, op == MC_OP_MAX, "lax");
+    return plain_max(c, acc, x, op == MC_OP_MAX, op == MC_OP_MAX ? "lax_max" : "lax_min");
 }
 
 LLVMValueRef llvm_reduce_lanes(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc, int width)

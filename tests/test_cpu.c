@@ -348,7 +348,7 @@ static kir_program *softmax_storing_max(int64_t R, int64_t C)
 }
 
 /* A softmax's max need not keep NaNs (plan_lax: a NaN in a row reaches every output through
- * the sum anyway), and then is a plain compare-and-select ("lax" in the code). Rows with a NaN
+ * the sum anyway), and then is a plain compare-and-select ("lax_max" in the code). Rows with a NaN
  * first, in the middle and in the scalar remainder, with +inf, all -inf, and plain ones give
  * the interpreter's results (NaN where it has NaN). Where the row max is an output too, the
  * max must keep its NaNs, and does. */
@@ -374,7 +374,7 @@ static void test_lax_max(void **state)
         if (mc_backend_cpu.prepare(&f.p) != MC_OK)
             fail_msg("%s: prepare: %s", what, mc_error_message());
         char *text = dumped_code(&f.p);
-        if ((c < 2) != (strstr(text, "%lax") != NULL))
+        if ((c < 2) != (strstr(text, "%lax_max") != NULL))
             fail_msg("%s: the max %s its NaNs", what, c < 2 ? "keeps" : "drops");
         free(text);
         assert_int_equal(mc_backend_cpu.run(&f.p), MC_OK);
@@ -392,6 +392,118 @@ static void test_lax_max(void **state)
         fake_free(&f);
         fx_free(kp);
     }
+}
+
+/* softmax's exp(x - max) skips its per-vector range check in rows whose range the max pass
+ * measured (plan_exp_ranges), and its max reduces x rather than x * 0.125 (plan_scaled_extrema).
+ * Rows that must not take the short path: one whose spread after scaling exceeds 86 (a
+ * subnormal result), a NaN with a payload, +inf, all -inf, a single -inf, and values near
+ * 1e30 (|max| > 2^24); one at a spread of exactly 86 may. Each gives the interpreter's
+ * results: NaN where it has NaN, exactly 0 for exp(-inf), the subnormal within two of its
+ * units. Small rows, rows with a vector remainder, rows large enough for the pipelined loop
+ * with non-temporal stores, and rows too long for the row cache (the last pass computes exp
+ * again, for the previous row inside the exp pass and alone after the last row). */
+static void test_exp_row_range(void **state)
+{
+    (void)state;
+    const int64_t shapes[4][2] = {{10, 64}, {10, 37}, {1024, 4100}, {110, 40000}};
+    for (int c = 0; c < 4; c++) {
+        int64_t R = shapes[c][0], C = shapes[c][1];
+        char what[64];
+        snprintf(what, sizeof what, "softmax %lldx%lld", (long long)R, (long long)C);
+        kir_program *kp = fx_softmax(R, C, MC_F32);
+        fake f;
+        fake_init(&f, kp, 2, 5);
+        float *x = f.p.host[0];
+        uint32_t payload = 0x7fc01234u;
+        x[1 * C + 3] = -720;                 /* row 1: exp(-90), subnormal */
+        memcpy(&x[2 * C + 5], &payload, 4); /* row 2: a NaN with a payload */
+        x[3 * C + C - 1] = INFINITY;         /* row 3: inf - inf */
+        for (int64_t j = 0; j < C; j++)      /* row 4: all -inf */
+            x[4 * C + j] = -INFINITY;
+        x[5 * C + 7] = -INFINITY;            /* row 5: exp(-inf) = 0 */
+        for (int64_t j = 0; j < C; j++)      /* row 6: |max| > 2^24 */
+            x[6 * C + j] = 1e30f * (1 + (float)j / (float)C);
+        for (int64_t j = 0; j < C; j++)      /* row 7: spread exactly 86 */
+            x[7 * C + j] = j % 2 ? 0 : -688;
+        memcpy(f.ref[0], x, (size_t)(R * C) * sizeof *x);
+        fx_eval(kp, f.ref);
+        if (mc_backend_cpu.prepare(&f.p) != MC_OK)
+            fail_msg("%s: prepare: %s", what, mc_error_message());
+        char *text = dumped_code(&f.p);
+        if (!strstr(text, "row_in_range"))
+            fail_msg("%s: the exp keeps its per-vector range check", what);
+        free(text);
+        assert_int_equal(mc_backend_cpu.run(&f.p), MC_OK);
+        compare_outputs(&f, what);
+        const float *y = f.p.host[1], *want = f.ref[1];
+        for (int64_t r = 2; r <= 4; r++)
+            for (int64_t j = 0; j < C; j++)
+                if (!isnan(y[r * C + j]))
+                    fail_msg("%s: row %lld element %lld is %g, not NaN", what, (long long)r, (long long)j, y[r * C + j]);
+        if (y[5 * C + 7] != 0)
+            fail_msg("%s: exp(-inf) gave %g, not 0", what, y[5 * C + 7]);
+        if (!(fabsf(y[1 * C + 3] - want[1 * C + 3]) <= 2 * 0x1p-149f) || !(want[1 * C + 3] > 0))
+            fail_msg("%s: exp(-90) / sum is %g, the interpreter's %g", what, y[1 * C + 3], want[1 * C + 3]);
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t j = 0; j < C; j++)
+                if (!isnan(want[r * C + j]) && !(fabsf(y[r * C + j] - want[r * C + j]) <= 1e-6f * want[r * C + j] + 0x1p-148f))
+                    fail_msg("%s: row %lld element %lld: %.9g, the interpreter's %.9g", what, (long long)r,
+                             (long long)j, y[r * C + j], want[r * C + j]);
+        mc_backend_cpu.release(&f.p);
+        fake_free(&f);
+        fx_free(kp);
+    }
+}
+
+/* A max of x * c with c > 0 folds x and scales the total once (plan_scaled_extrema): the row
+ * max it stores must be bit for bit the max of the f32 products, c = 0.3 (not a power of 2),
+ * with negative rows, rows of one sign and a row whose products overflow to inf. */
+static void test_scaled_max(void **state)
+{
+    (void)state;
+    int64_t R = 6, C = 37;
+    kir_program *kp = fx_program();
+    int x = fx_buffer(kp, KBUF_INPUT, MC_F32, R * C);
+    int m = fx_buffer(kp, KBUF_OUTPUT, MC_F32, R);
+    int n = fx_buffer(kp, KBUF_OUTPUT, MC_F32, R);
+    kir_kernel *k = fx_kernel(kp, "red_max_min_0", KIR_REDUCTION, 2, (int64_t[]){R, C}, 1);
+    int vx = fx_view_contig(k, x);
+    int vm = fx_view(k, m, 0, (int64_t[]){1, 0}), vn = fx_view(k, n, 0, (int64_t[]){1, 0});
+    fx_block(k, true);
+    int s = fx_op(k, MC_OP_MUL, MC_F32, fx_load(k, vx, MC_F32), fx_const(k, 0.3, MC_F32), 0);
+    fx_reduce(k, MC_OP_MAX, s, MC_F32);
+    fx_reduce(k, MC_OP_MIN, s, MC_F32);
+    fx_block(k, false);
+    fx_store(k, vm, fx_other(k, KI_ROWVAL, MC_F32, 0));
+    fx_store(k, vn, fx_other(k, KI_ROWVAL, MC_F32, 1));
+    fake f;
+    fake_init(&f, kp, 1, 9);
+    float *xs = f.p.host[0];
+    for (int64_t j = 0; j < C; j++) {
+        xs[1 * C + j] = -1 - (float)j / 7;   /* all negative */
+        xs[2 * C + j] = 1e-3f * (float)(j + 1); /* all positive */
+    }
+    xs[3 * C + 11] = 3e38f;                   /* 0.3 * 3e38 is finite; */
+    xs[4 * C + 12] = -3.4e38f, xs[4 * C + 13] = 3.4e38f;
+    xs[5 * C + 0] = 1e-40f;                   /* a subnormal product */
+    if (mc_backend_cpu.prepare(&f.p) != MC_OK)
+        fail_msg("prepare: %s", mc_error_message());
+    assert_int_equal(mc_backend_cpu.run(&f.p), MC_OK);
+    for (int64_t r = 0; r < R; r++) {
+        float hi = -INFINITY, lo = INFINITY;
+        for (int64_t j = 0; j < C; j++) {
+            float p = xs[r * C + j] * 0.3f;
+            hi = p > hi ? p : hi, lo = p < lo ? p : lo;
+        }
+        float got_hi = ((const float *)f.p.host[m])[r], got_lo = ((const float *)f.p.host[n])[r];
+        if (memcmp(&got_hi, &hi, 4) != 0 || memcmp(&got_lo, &lo, 4) != 0)
+            fail_msg("row %lld: max %.9g min %.9g, the f32 products give %.9g and %.9g", (long long)r, got_hi,
+                     got_lo, hi, lo);
+    }
+    mc_backend_cpu.release(&f.p);
+    fake_free(&f);
+    fx_free(kp);
 }
 
 /* The memory plan puts a kernel's output where its dead input was (temporaries at one arena
@@ -697,6 +809,8 @@ int main(void)
         cmocka_unit_test(test_nontemporal_stores),
         cmocka_unit_test(test_row_cache),
         cmocka_unit_test(test_lax_max),
+        cmocka_unit_test(test_exp_row_range),
+        cmocka_unit_test(test_scaled_max),
         cmocka_unit_test(test_in_place_temps),
         cmocka_unit_test(test_gemm_param_update),
         cmocka_unit_test(test_cache_and_dump),
