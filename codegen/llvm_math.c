@@ -317,16 +317,16 @@ static LLVMValueRef exp_in_range(llvm_ctx *c, LLVMValueRef y, int w, int scale)
 
 typedef LLVMValueRef (*math_fn)(llvm_ctx *c, LLVMValueRef x, int w);
 
-/* Branch once per vector (a scalar: once): where any lane of `rare` is set, slow(x), else
- * fast(x). The common case runs a short path without a branch per lane; the other keeps the
- * full accuracy and special cases. */
+/* Branch once per vector (a scalar: once): where any lane of `rare` (or `rare` itself, an i1)
+ * is set, slow(x), else fast(x). The common case runs a short path without a branch per lane;
+ * the other keeps the full accuracy and special cases. */
 static LLVMValueRef branch_on_rare(llvm_ctx *c, LLVMValueRef rare, LLVMValueRef x, int w, math_fn fast, math_fn slow)
 {
     LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(B));
     LLVMBasicBlockRef bb_fast = LLVMAppendBasicBlockInContext(c->ctx, fn, "fast");
     LLVMBasicBlockRef bb_slow = LLVMAppendBasicBlockInContext(c->ctx, fn, "slow");
     LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c->ctx, fn, "join");
-    if (w > 1)
+    if (LLVMGetTypeKind(LLVMTypeOf(rare)) == LLVMVectorTypeKind)
         rare = call1(c, "llvm.vector.reduce.or", rare);
     rare = call2(c, "llvm.expect", rare, LLVMConstInt(c->t_i1, 0, 0));
     LLVMBuildCondBr(B, rare, bb_slow, bb_fast);
@@ -347,7 +347,6 @@ static LLVMValueRef branch_on_rare(llvm_ctx *c, LLVMValueRef rare, LLVMValueRef 
 }
 
 static LLVMValueRef exp_common(llvm_ctx *c, LLVMValueRef x, int w) { return exp_in_range(c, x, w, 0); }
-static LLVMValueRef exp_common_body(llvm_ctx *c, LLVMValueRef *a, int w) { return exp_common(c, a[0], w); }
 static LLVMValueRef exp_any(llvm_ctx *c, LLVMValueRef x, int w) { return exp_scaled(c, x, w, 0); }
 
 /* |x| <= 87 (NaN is not) in every lane: one scale factor and no clamps; else the general path */
@@ -361,29 +360,11 @@ static LLVMValueRef exp_body(llvm_ctx *c, LLVMValueRef *a, int w)
 static LLVMValueRef emit_exp(llvm_ctx *c, LLVMValueRef x, int w) { return call_helper(c, "exp", exp_body, &x, 1, w); }
 
 /* exp(x) where `in_range` (an i1, the same for the whole loop) promises |x| <= 87 and no NaN in
- * every lane: then the short path without the per-vector check (exp_in_range, so the results
- * are the ones the check would have chosen anyway); else the checked exp. */
+ * every lane: then the short path without the per-vector check (the results are the ones the
+ * check would have chosen anyway); else the checked exp. */
 LLVMValueRef llvm_emit_exp_in_range(llvm_ctx *c, LLVMValueRef x, int w, LLVMValueRef in_range)
 {
-    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(B));
-    LLVMBasicBlockRef bb_fast = LLVMAppendBasicBlockInContext(c->ctx, fn, "in_range");
-    LLVMBasicBlockRef bb_slow = LLVMAppendBasicBlockInContext(c->ctx, fn, "checked");
-    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c->ctx, fn, "");
-    LLVMBuildCondBr(B, in_range, bb_fast, bb_slow);
-    LLVMValueRef vals[2];
-    LLVMBasicBlockRef from[2];
-    LLVMPositionBuilderAtEnd(B, bb_fast);
-    vals[0] = call_helper(c, "exp_in_range", exp_common_body, &x, 1, w);
-    from[0] = LLVMGetInsertBlock(B);
-    LLVMBuildBr(B, join);
-    LLVMPositionBuilderAtEnd(B, bb_slow);
-    vals[1] = emit_exp(c, x, w);
-    from[1] = LLVMGetInsertBlock(B);
-    LLVMBuildBr(B, join);
-    LLVMPositionBuilderAtEnd(B, join);
-    LLVMValueRef r = LLVMBuildPhi(B, LLVMTypeOf(x), "");
-    LLVMAddIncoming(r, vals, from, 2);
-    return r;
+    return branch_on_rare(c, LLVMBuildNot(B, in_range, ""), x, w, exp_common, emit_exp);
 }
 
 /* expm1(y) for y in [0, 19]: 2^n expm1(r) + (2^n - 1). */
