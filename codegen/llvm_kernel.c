@@ -818,7 +818,8 @@ static mc_status plan_exp_ranges(llvm_ctx *c, const kir_kernel *k, kir_kernel *k
         if (in->kind != KI_OP || in->op != MC_OP_EXP || in->dtype != MC_F32 || !k->blocks[llvm_block_of(k, i)].loop)
             continue;
         const kir_instr *sub = &k->code[in->arg[0]];
-        if (sub->kind != KI_OP || sub->op != MC_OP_SUB || sub->dtype != MC_F32 || k->code[sub->arg[1]].kind != KI_ROWVAL)
+        if (sub->kind != KI_OP || sub->op != MC_OP_SUB || sub->dtype != MC_F32 ||
+            k->code[sub->arg[1]].kind != KI_ROWVAL)
             continue;
         int r = k->code[sub->arg[1]].view;
         const kir_reduce *rd = &k->reds[r];

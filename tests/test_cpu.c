@@ -440,14 +440,16 @@ static void test_exp_row_range(void **state)
         for (int64_t r = 2; r <= 4; r++)
             for (int64_t j = 0; j < C; j++)
                 if (!isnan(y[r * C + j]))
-                    fail_msg("%s: row %lld element %lld is %g, not NaN", what, (long long)r, (long long)j, y[r * C + j]);
+                    fail_msg("%s: row %lld element %lld is %g, not NaN", what, (long long)r, (long long)j,
+                             y[r * C + j]);
         if (y[5 * C + 7] != 0)
             fail_msg("%s: exp(-inf) gave %g, not 0", what, y[5 * C + 7]);
         if (!(fabsf(y[1 * C + 3] - want[1 * C + 3]) <= 2 * 0x1p-149f) || !(want[1 * C + 3] > 0))
             fail_msg("%s: exp(-90) / sum is %g, the interpreter's %g", what, y[1 * C + 3], want[1 * C + 3]);
         for (int64_t r = 0; r < R; r++)
             for (int64_t j = 0; j < C; j++)
-                if (!isnan(want[r * C + j]) && !(fabsf(y[r * C + j] - want[r * C + j]) <= 1e-6f * want[r * C + j] + 0x1p-148f))
+                if (!isnan(want[r * C + j]) &&
+                    !(fabsf(y[r * C + j] - want[r * C + j]) <= 1e-6f * want[r * C + j] + 0x1p-148f))
                     fail_msg("%s: row %lld element %lld: %.9g, the interpreter's %.9g", what, (long long)r,
                              (long long)j, y[r * C + j], want[r * C + j]);
         mc_backend_cpu.release(&f.p);
