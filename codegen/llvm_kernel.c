@@ -845,33 +845,56 @@ static mc_status plan_exp_ranges(llvm_ctx *c, const kir_kernel *k, kir_kernel *k
 
 /* A max or min of x * c with a constant c > 0 is c times the max or min of x, exactly (rounding
  * is monotonic), so the reduction folds x and its total is multiplied by c once per row:
- * softmax's max pass over x * scale loses its multiply. Reductions 0..nreds-1 of kx, whose
- * reds are writable; (*scale)[r] is c, or 0 where r is left as it is. A sum that
- * plan_exp_ranges added beside a rewritten max folds x too (it only detects NaN and
- * infinities, which x * c has where x has, or, by overflow, where the scaled max or min does). */
-static mc_status plan_scaled_extrema(const kir_kernel *k, kir_reduce *reds, int nreds, int norig, double **scale)
+ * softmax's max pass over x * scale loses its multiply. The sums plan_exp_ranges added
+ * (reductions `added` on) fold x too: c times the sum of x is as good a test for NaN and
+ * infinities, and an x * c that overflows shows in the scaled max or min. scale[r] is c, or 0
+ * where reduction r is left as it is. */
+static void plan_scaled_extrema(const kir_kernel *k, kir_reduce *reds, int nreds, int added, double *scale)
 {
-    *scale = calloc((size_t)(nreds ? nreds : 1), sizeof **scale);
-    if (!*scale)
-        return mc_fail(MC_ERR_SYSTEM, "out of memory planning kernel %s", k->name);
     for (int r = 0; r < nreds; r++) {
         kir_reduce *rd = &reds[r];
         const kir_instr *m = &k->code[rd->value];
-        if ((rd->op != MC_OP_MAX && rd->op != MC_OP_MIN) || rd->dtype != MC_F32 || m->kind != KI_OP ||
-            m->op != MC_OP_MUL || m->dtype != MC_F32)
+        if ((rd->op != MC_OP_MAX && rd->op != MC_OP_MIN && r < added) || rd->dtype != MC_F32 ||
+            m->kind != KI_OP || m->op != MC_OP_MUL || m->dtype != MC_F32)
             continue;
         for (int a = 0; a < 2; a++) {
             const kir_instr *cst = &k->code[m->arg[1 - a]];
             if (cst->kind != KI_CONST || !(cst->value > 0) || !isfinite((float)cst->value) ||
                 (float)cst->value == 0 || k->code[m->arg[a]].dtype != MC_F32)
                 continue;
-            (*scale)[r] = (float)cst->value;
-            if (r >= norig && rd->op == MC_OP_MIN && r + 1 < nreds && reds[r + 1].value == rd->value)
-                reds[r + 1].value = m->arg[a]; /* plan_exp_ranges's sum beside it */
+            scale[r] = (float)cst->value;
             rd->value = m->arg[a];
             break;
         }
     }
+}
+
+/* A loop kernel's reductions as emitted: k's own (plan_scaled_extrema may have changed what they
+ * fold) and plan_exp_ranges's after them, in `k`, a copy of the kernel with `reds`. */
+typedef struct red_plan {
+    kir_kernel k;
+    kir_reduce *reds;  /* NULL: a kernel without reductions, emitted as it is */
+    int *guard;        /* per instruction: plan_exp_ranges's min reduction, or -1 (NULL: none) */
+    double *scale;     /* per reduction: plan_scaled_extrema's factor, or 0 */
+} red_plan;
+
+static void red_plan_free(red_plan *rp)
+{
+    free(rp->reds), free(rp->guard), free(rp->scale);
+}
+
+static mc_status plan_reductions(llvm_ctx *c, const kir_kernel *k, red_plan *rp)
+{
+    memset(rp, 0, sizeof *rp);
+    mc_status st = plan_exp_ranges(c, k, &rp->k, &rp->reds, &rp->guard);
+    if (st != MC_OK || !rp->reds)
+        return st;
+    rp->scale = calloc((size_t)rp->k.nreds, sizeof *rp->scale);
+    if (!rp->scale) {
+        red_plan_free(rp);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory planning kernel %s", k->name);
+    }
+    plan_scaled_extrema(k, rp->reds, rp->k.nreds, k->nreds, rp->scale);
     return MC_OK;
 }
 
@@ -1533,29 +1556,22 @@ static mc_status emit_pipelined_rows(llvm_ctx *c, emit_state *e, int h, LLVMValu
 
 mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k0, llvm_kernel_info *info)
 {
-    kir_kernel kx;
-    kir_reduce *xreds;
-    int *guard;
-    double *scale = NULL;
-    mc_status st = plan_exp_ranges(c, k0, &kx, &xreds, &guard);
-    if (st == MC_OK && xreds)
-        st = plan_scaled_extrema(k0, xreds, kx.nreds, k0->nreds, &scale);
-    if (st != MC_OK) {
-        free(xreds), free(guard), free(scale);
+    red_plan rp;
+    mc_status st = plan_reductions(c, k0, &rp);
+    if (st != MC_OK)
         return st;
-    }
-    const kir_kernel *k = xreds ? &kx : k0;
+    const kir_kernel *k = rp.reds ? &rp.k : k0;
     loop_plan pl;
     st = make_plan(c, k, &pl);
     if (st != MC_OK) {
-        free(xreds), free(guard), free(scale);
+        red_plan_free(&rp);
         free(pl.stride);
         free(pl.nontemporal);
         free(pl.prefetch);
         free(pl.lax);
         return st;
     }
-    emit_state e = {.k = k, .pl = &pl, .guard = guard, .scale = scale};
+    emit_state e = {.k = k, .pl = &pl, .guard = rp.guard, .scale = rp.scale};
     size_t ncode = (size_t)(k->ncode ? k->ncode : 1), nv = (size_t)(k->nviews ? k->nviews : 1);
     e.bases = calloc((size_t)c->kp->nbuffers + 1, sizeof *e.bases);
     e.row = calloc(ncode, sizeof *e.row);
@@ -1644,7 +1660,7 @@ mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k0, llvm_kernel_i
     info->serial = points < SERIAL_POINTS || info->units < 2;
     info->scratch_bytes = (h >= 0 ? 2 : 1) * e.cache.rows * e.cache.extent * (int64_t)sizeof(float);
 done:
-    free(xreds), free(guard), free(scale);
+    red_plan_free(&rp);
     free(pl.stride);
     free(pl.nontemporal);
     free(pl.prefetch);
