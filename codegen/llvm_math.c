@@ -362,10 +362,9 @@ static LLVMValueRef branch_on_rare(llvm_ctx *c, LLVMValueRef rare, LLVMValueRef 
  * relative, 30 to 60 ulp. In softmax's outputs against float64 (256 rows of 4096): on x * 0.125 with x
  * uniform in [-1, 1], relative norm 7.8e-8 -> 8.7e-8 and 0.77 -> 0.87 ulp on average; on
  * x * 4 with x ~ N(0, 2), 1.42e-7 -> 1.44e-7 (the argument's rounding dominates). The
- * tolerance is 1e-5. The exp pass is most of softmax's computation, and it is bound by the
- * two FMA pipes: ten multiply-adds per vector become eight, softmax [64, 4096] on one
- * thread 121 -> 104 us (-15%, 8 alternating rounds). The exp operator keeps exp_in_range
- * (0.9 ulp). */
+ * tolerance is 1e-5. The exp pass is most of softmax's computation, and its dependent chain
+ * of ten multiply-adds per vector becomes eight: softmax [64, 4096] on one thread 121 -> 104
+ * us (-15%, 8 alternating rounds). The exp operator keeps exp_in_range (0.9 ulp). */
 static const double exp_poly5[] = {1.0, 1.0, 0.4999917149543762, 0.1666715294122696, 0.041898924857378006,
                                    0.008311567828059196};
 
