@@ -359,12 +359,13 @@ static LLVMValueRef branch_on_rare(llvm_ctx *c, LLVMValueRef rare, LLVMValueRef 
  * ln2), 1.9e-9 n) and Q of degree 3 (exp_poly5, fitted on [-0.354, 0.354] like exp_poly). The
  * error is 2.2 ulp near the max and grows with |y| to 4.8 ulp near -86 (tests/test_cpu_math.c),
  * where rounding the argument y = x - max to f32 has already moved exp(y) by up to 2^-18
- * relative, 30 to 60 ulp. In softmax's outputs against float64 (256 rows of 4096): on x * 0.125 with x
- * uniform in [-1, 1], relative norm 7.8e-8 -> 8.7e-8 and 0.77 -> 0.87 ulp on average; on
- * x * 4 with x ~ N(0, 2), 1.42e-7 -> 1.44e-7 (the argument's rounding dominates). The
- * tolerance is 1e-5. The exp pass is most of softmax's computation, and its dependent chain
- * of ten multiply-adds per vector becomes eight: softmax [64, 4096] on one thread 121 -> 104
- * us (-15%, 8 alternating rounds). The exp operator keeps exp_in_range (0.9 ulp). */
+ * relative, 30 to 60 ulp. In softmax's outputs against float64 (256 rows of 4096): on
+ * x * 0.125 with x uniform in [-1, 1], relative norm 7.8e-8 -> 8.7e-8 and 0.77 -> 0.87 ulp
+ * on average; on x * 4 with x ~ N(0, 2), 1.42e-7 -> 1.44e-7 (the argument's rounding
+ * dominates). The tolerance is 1e-5. The exp pass is most of softmax's computation, and its
+ * dependent chain of ten multiply-adds per vector becomes eight: softmax [64, 4096] on one
+ * thread 121 -> 104 us (-15%, 8 alternating rounds). The exp operator keeps exp_in_range
+ * (0.9 ulp). */
 static const double exp_poly5[] = {1.0, 1.0, 0.4999917149543762, 0.1666715294122696, 0.041898924857378006,
                                    0.008311567828059196};
 

@@ -112,6 +112,20 @@ static float *make_inputs(const math_case *mcase, int64_t *count)
     return x;
 }
 
+/* Compile kp on the CPU backend and run it once over the host arrays, one per buffer. */
+static void run_cpu(kir_program *kp, void **host, int threads)
+{
+    mc_program p;
+    memset(&p, 0, sizeof p);
+    p.kp = kp;
+    p.opt.threads = threads;
+    p.host = host;
+    if (mc_backend_cpu.prepare(&p) != MC_OK)
+        fail_msg("prepare: %s", mc_error_message());
+    assert_int_equal(mc_backend_cpu.run(&p), MC_OK);
+    mc_backend_cpu.release(&p);
+}
+
 /* One pointwise kernel y = op(x) over n f32 elements, compiled and run on the CPU backend. */
 static void run_unary(mc_op op, const float *x, float *y, int64_t n)
 {
@@ -121,16 +135,7 @@ static void run_unary(mc_op op, const float *x, float *y, int64_t n)
     int vx = fx_view_contig(k, bx), vy = fx_view_contig(k, by);
     fx_block(k, false);
     fx_store(k, vy, fx_op(k, op, MC_F32, fx_load(k, vx, MC_F32), 0, 0));
-    mc_program p;
-    memset(&p, 0, sizeof p);
-    p.kp = kp;
-    p.opt.threads = 2;
-    void *host[2] = {(void *)x, y};
-    p.host = host;
-    if (mc_backend_cpu.prepare(&p) != MC_OK)
-        fail_msg("prepare: %s", mc_error_message());
-    assert_int_equal(mc_backend_cpu.run(&p), MC_OK);
-    mc_backend_cpu.release(&p);
+    run_cpu(kp, (void *[]){(void *)x, y}, 2);
     fx_free(kp);
 }
 
@@ -204,16 +209,7 @@ static void test_pow(void **state)
     fx_block(k, false);
     fx_store(k, vy, fx_op(k, MC_OP_POW, MC_F32, fx_load(k, va, MC_F32), fx_load(k, vb, MC_F32), 0));
     float *y = malloc((size_t)n * sizeof *y);
-    mc_program p;
-    memset(&p, 0, sizeof p);
-    p.kp = kp;
-    p.opt.threads = 1;
-    void *host[3] = {a, b, y};
-    p.host = host;
-    if (mc_backend_cpu.prepare(&p) != MC_OK)
-        fail_msg("prepare: %s", mc_error_message());
-    assert_int_equal(mc_backend_cpu.run(&p), MC_OK);
-    mc_backend_cpu.release(&p);
+    run_cpu(kp, (void *[]){a, b, y}, 1);
     double worst = 0;
     int64_t at = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -263,15 +259,7 @@ static void test_exp_below_max(void **state)
         }
         x[r * C + (r * 37) % C] = 0; /* the max */
     }
-    mc_program p;
-    memset(&p, 0, sizeof p);
-    p.kp = kp;
-    p.opt.threads = 2;
-    void *host[2] = {x, y};
-    p.host = host;
-    if (mc_backend_cpu.prepare(&p) != MC_OK)
-        fail_msg("prepare: %s", mc_error_message());
-    assert_int_equal(mc_backend_cpu.run(&p), MC_OK);
+    run_cpu(kp, (void *[]){x, y}, 2);
     double worst = 0, worst_near = 0;
     float worst_x = 0;
     for (int64_t i = 0; i < R * C; i++) {
@@ -285,7 +273,6 @@ static void test_exp_below_max(void **state)
            "%.3f (bound 2.5) over [-2, 0]\n", "softmax exp", worst, worst_x, worst_near);
     assert_true(worst <= 5.5);
     assert_true(worst_near <= 2.5);
-    mc_backend_cpu.release(&p);
     fx_free(kp);
     free(x);
     free(y);
