@@ -13,7 +13,7 @@
  * the whole text first, so that the lexer may assume valid UTF-8, no NUL byte, and positions
  * that fit in an int.
  */
-#include "frontend.h"
+#include "frontend/frontend.h"
 
 #include <limits.h>
 #include <stdio.h>

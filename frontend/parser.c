@@ -26,7 +26,7 @@
  * overflow check. Everything the parser allocates besides the graph (the name table, operand
  * lists) is freed on every path; on failure the graph is freed too and *out is NULL.
  */
-#include "frontend.h"
+#include "frontend/frontend.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -5,7 +5,7 @@
  * round-to-nearest-even (never double -> float -> half, which can round twice), subnormals and
  * overflow to infinity included.
  */
-#include "ir.h"
+#include "ir/ir.h"
 
 #include <math.h>
 #include <string.h>

@@ -25,7 +25,7 @@
  * after its last consumer, so a graph needs about as much memory as its widest cut. Every size
  * is checked; an allocation failure returns MC_ERR_SYSTEM.
  */
-#include "ir.h"
+#include "ir/ir.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
  * builder leaves the graph as it was apart from g->failed. User names live in a hash map so
  * that a graph of a million named values is still built in linear time.
  */
-#include "ir.h"
+#include "ir/ir.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -12,7 +12,7 @@
  * expected ("add: operand dtypes differ: f32 and f16 (use cast)"); when the node came from a
  * graph file it carries file:line:col through mc_fail_at.
  */
-#include "ir.h"
+#include "ir/ir.h"
 
 #include <math.h>
 #include <stdio.h>

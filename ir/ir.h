@@ -10,7 +10,7 @@
 #ifndef MINIC_IR_H
 #define MINIC_IR_H
 
-#include "minic.h"
+#include "support/support.h"
 
 #include <stdarg.h>
 
@@ -32,7 +32,7 @@ typedef enum {
 
 typedef enum {
 #define X(id, name, kind, min_in, max_in, flops, expr) MC_OP_##id,
-#include "ops.def"
+#include "ir/ops.def"
 #undef X
     MC_NUM_OPS
 } mc_op;
@@ -48,41 +48,6 @@ typedef struct mc_op_info {
 extern const mc_op_info mc_op_table[MC_NUM_OPS];
 bool mc_op_parse(const char *name, size_t len, mc_op *out); /* NULL-safe lookup by name */
 bool mc_op_is_composite(mc_op op); /* softmax, log_softmax, layernorm, rmsnorm, linear, mean */
-
-/* ---- errors ------------------------------------------------------------------------------- */
-
-/* Set the calling thread's error (mc_error_message). Returns status, so `return mc_fail(...)`. */
-mc_status mc_fail(mc_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-mc_status mc_vfail(mc_status status, const char *fmt, va_list ap);
-/* An error at a place in a source text: `file:line:col: error: msg`, the line, and a caret. */
-mc_status mc_fail_at(mc_status status, const char *file, const char *text, int line, int col,
-                     const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-
-/* Broken internal invariants (never the user's mistakes): file and line, then abort. */
-#define MC_ASSERT(cond)                                                                        \
-    do {                                                                                       \
-        if (!(cond)) mc_internal_error(__FILE__, __LINE__, #cond);                            \
-    } while (0)
-/* A place control never reaches (a switch over every enum value): unconditional, so compilers
- * know the function does not fall off its end at any optimization level. */
-#define MC_UNREACHABLE(what) mc_internal_error(__FILE__, __LINE__, what)
-_Noreturn void mc_internal_error(const char *file, int line, const char *what);
-
-/* ---- memory ------------------------------------------------------------------------------- */
-
-typedef struct mc_arena_block mc_arena_block;
-typedef struct mc_arena {
-    mc_arena_block *head; /* newest block first */
-} mc_arena;
-
-void *mc_arena_alloc(mc_arena *a, size_t size);           /* zeroed, 16-aligned; NULL on OOM */
-char *mc_arena_strdup(mc_arena *a, const char *s);
-char *mc_arena_strndup(mc_arena *a, const char *s, size_t n);
-void mc_arena_free(mc_arena *a);
-
-/* Checked size arithmetic: false on overflow (every size computation goes through these). */
-bool mc_mul_overflows(int64_t a, int64_t b, int64_t *out);
-bool mc_add_overflows(int64_t a, int64_t b, int64_t *out);
 
 /* ---- dtypes ------------------------------------------------------------------------------- */
 

@@ -1,11 +1,11 @@
 /* The operator table, expanded from ir/ops.def. */
-#include "ir.h"
+#include "ir/ir.h"
 
 #include <string.h>
 
 const mc_op_info mc_op_table[MC_NUM_OPS] = {
 #define X(id, name, kind, min_in, max_in, flops, expr) [MC_OP_##id] = {name, kind, min_in, max_in, flops, expr},
-#include "ops.def"
+#include "ir/ops.def"
 #undef X
 };
 

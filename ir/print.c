@@ -14,7 +14,7 @@
  * `name = full(shape=[], value=V, dtype=D)`. Values without a user name print as t<index>,
  * with `_` appended in the rare case that a user named another value the same.
  */
-#include "ir.h"
+#include "ir/ir.h"
 
 #include <math.h>
 #include <stdlib.h>

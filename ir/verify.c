@@ -7,7 +7,7 @@
  * dtype and shape it gives with the node's. A failure is the compiler's bug, not the user's:
  * it is reported as MC_ERR_SYSTEM with the pass's name, the node and what is wrong.
  */
-#include "ir.h"
+#include "ir/ir.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  * open-addressing table (so a graph of a million nodes is not quadratic); equal hashes are
  * compared field by field, and the earliest equal node wins.
  */
-#include "passes.h"
+#include "passes/passes.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * kept even when unused, because the program binds them by name. Runs last, after the passes
  * that leave orphans behind (simplify, cse).
  */
-#include "passes.h"
+#include "passes/passes.h"
 
 #include <stdlib.h>
 

@@ -14,7 +14,7 @@
  * are still named and attributed after the user's operators. Fusion puts each normalization
  * back together as one kernel (a reduction with its prologue and epilogue).
  */
-#include "passes.h"
+#include "passes/passes.h"
 
 #include <string.h>
 

@@ -23,7 +23,7 @@
  * strides, and a value that is not is stored first. With fusion off, every compute node starts
  * its own group and shape operators are still views where strides allow.
  */
-#include "passes.h"
+#include "passes/passes.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,7 +14,7 @@
  * is memoized per (node, map), so a node read at two coordinates is computed twice and a node
  * read twice at the same coordinates once.
  */
-#include "passes.h"
+#include "passes/passes.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -15,7 +15,7 @@
 #ifndef MINIC_PASSES_H
 #define MINIC_PASSES_H
 
-#include "../codegen/kir.h"
+#include "kir/kir.h"
 
 typedef struct mc_pass {
     const char *name;                    /* for --stage and error messages */

@@ -6,7 +6,7 @@
  * is the whole compiler: passes, fusion (or one kernel per primitive with fuse off), lowering
  * to the kernel IR, memory planning and the FLOP/byte count of every kernel.
  */
-#include "passes.h"
+#include "passes/passes.h"
 
 #include <string.h>
 

@@ -13,7 +13,7 @@
  * the same time are ever compared (found by one sweep in kernel order), so a program of 10^5
  * kernels is planned in about linear time, not quadratic.
  */
-#include "passes.h"
+#include "passes/passes.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  * origin (the user's operator) of the node it stands for, so the profile and the kernel names
  * still speak of the user's operators after decomposition.
  */
-#include "passes.h"
+#include "passes/passes.h"
 
 #include <stdlib.h>
 #include <string.h>

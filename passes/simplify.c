@@ -10,7 +10,7 @@
  * Graph outputs are left as they are (an output stays its own value). What becomes unused is
  * removed by dce.
  */
-#include "passes.h"
+#include "passes/passes.h"
 
 #include <stdlib.h>
 #include <string.h>

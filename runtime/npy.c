@@ -18,7 +18,7 @@
  * store its raw bits as <u2, so <u2 is read as bf16 only when the caller expects bf16.
  * Writing goes through mc_file_write_atomic: no partial file is ever left behind.
  */
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  *
  * MINIC_NVML=0 in the environment turns it off (tests use it for the "clocks unknown" path).
  */
-#include "peaks.h"
+#include "runtime/peaks.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>

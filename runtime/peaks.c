@@ -7,7 +7,7 @@
  * many independent vector accumulators so the FMA units, not their latency, set the rate; on
  * x86-64 it is compiled for AVX2+FMA and used only when the CPU has them.
  */
-#include "peaks.h"
+#include "runtime/peaks.h"
 
 #include <errno.h>
 #include <math.h>
@@ -317,10 +317,29 @@ done:
 
 /* ---- applying peaks to a profile ----------------------------------------------------------- */
 
+/* A GPU's datasheet ceilings for each kernel: a GEMM's tensor-core rate for its input dtype
+ * (TF32 where the f32 GEMM may use it), the f32 FMA rate for everything else. */
+static void apply_datasheet(mc_profile *prof)
+{
+    const kir_program *kp = prof->program->kp;
+    double f32, tc16, tf32, bw;
+    mc_peaks_datasheet(prof->device, &f32, &tf32, &tc16, &bw); /* 0 where unknown */
+    prof->peak_bytes_per_s = bw;
+    for (int k = 0; k < prof->nkernels; k++) {
+        const kir_kernel *kk = &kp->kernels[k];
+        double peak = f32;
+        if (kk->category == KIR_GEMM) {
+            mc_dtype d = kp->buffers[kk->views[kk->gemm.a].buffer].dtype;
+            peak = d == MC_F32 ? (kk->gemm.tf32 ? tf32 : f32) : tc16;
+        }
+        prof->peak_flops[k] = peak;
+    }
+}
+
 void mc_peaks_apply_with(mc_profile *prof, const mc_peaks *measured, const mc_clocks *clocks)
 {
     const kir_program *kp = prof->program->kp;
-    bool gpu = !strcmp(prof->program->backend->name, "cuda");
+    bool gpu = prof->program->backend->is_gpu;
     bool any = prof->peak_bytes_per_s > 0;
     for (int k = 0; k < prof->nkernels; k++)
         any = any || prof->peak_flops[k] > 0;
@@ -369,7 +388,9 @@ void mc_peaks_apply(mc_profile *prof)
     mc_peaks pk;
     bool have = prof->device[0] && mc_peaks_load(prof->device, &pk);
     mc_clocks c = {0};
-    if (!strcmp(prof->program->backend->name, "cuda"))
+    if (prof->program->backend->is_gpu) {
+        apply_datasheet(prof);
         mc_nvml_clocks(prof->device, &c);
+    }
     mc_peaks_apply_with(prof, have ? &pk : NULL, &c);
 }

@@ -9,7 +9,7 @@
 #ifndef MINIC_PEAKS_H
 #define MINIC_PEAKS_H
 
-#include "profile.h"
+#include "runtime/profile.h"
 
 typedef struct mc_peaks {
     char device[128];            /* the name the entry is keyed by */
@@ -48,9 +48,10 @@ bool mc_peaks_datasheet(const char *device, double *f32, double *tf32, double *t
 bool mc_nvml_clocks(const char *device, mc_clocks *c);
 
 /* Apply measured ceilings (NULL: none) and clocks (NULL or !known: no scaling) to prof, whose
- * backend filled the datasheet peaks (or none). Sets prof->peaks_source, clocks, clock_scale. */
+ * datasheet peaks are already filled (or none). Sets prof->peaks_source, clocks, clock_scale. */
 void mc_peaks_apply_with(mc_profile *prof, const mc_peaks *measured, const mc_clocks *clocks);
-/* The same with the cache entry for prof->device and, for the cuda backend, NVML's clocks. */
+/* The same with the cache entry for prof->device and, for a GPU backend, its datasheet peaks
+ * (mc_peaks_datasheet by device name) and NVML's clocks. */
 void mc_peaks_apply(mc_profile *prof);
 
 #endif

@@ -9,8 +9,8 @@
  * Nothing unknown is printed as a number: a kernel the backend did not time shows "-" in the
  * table and null in the JSON, and a rate above 100% of peak is flagged as suspect.
  */
-#include "profile.h"
-#include "peaks.h"
+#include "runtime/profile.h"
+#include "runtime/peaks.h"
 
 #include <errno.h>
 #include <math.h>

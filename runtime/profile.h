@@ -14,27 +14,7 @@
 #ifndef MINIC_PROFILE_H
 #define MINIC_PROFILE_H
 
-#include "runtime.h"
-
-struct mc_profile {
-    const mc_program *program; /* the program profiled (its kp's kernels, in order) */
-    int nkernels;              /* == program->kp->nkernels */
-    int *launches;             /* per kernel: launches per execution of the program (default 1) */
-    double *time_us;           /* per kernel: median time per execution, µs; NaN: not measured
-                                  (a zero or negative time is shown as suspect, never hidden) */
-    double *peak_flops;        /* per kernel: the device's peak FLOP/s for this kernel's kind and
-                                  dtype (tensor cores for an f16 GEMM, ...); 0: unknown */
-    double peak_bytes_per_s;   /* the device's memory bandwidth; 0: unknown */
-    double wall_us;            /* median host time of one whole execution; NaN: not measured */
-    int iters;                 /* executions measured, after the warm-up */
-    char device[128];          /* the device's name ("" where the backend does not say) */
-    char clock[64];            /* what the kernel times were measured with ("cuda events") */
-    /* runtime/peaks.c (mc_peaks_apply): where the peaks came from and the GPU clocks. */
-    const char *peaks_source;  /* "measured", "datasheet" or "none" */
-    bool clocks_known;
-    double sm_mhz, sm_max_mhz, mem_mhz, mem_max_mhz;
-    double clock_scale;        /* applied to the compute peaks; 1 when clocks are unknown */
-};
+#include "runtime/runtime.h"
 
 /* Per-kernel rates derived from a profile (all 0 where the inputs are unknown). */
 typedef struct mc_kernel_rates {

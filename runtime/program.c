@@ -15,7 +15,7 @@
  * thing here that prints, and only when opt->quiet is false), because a user who expected a GPU
  * must not silently get an interpreter.
  */
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -23,7 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../passes/passes.h"
+#include "passes/passes.h"
 
 mc_options mc_options_default(void)
 {
@@ -215,8 +215,7 @@ static mc_status check_host_memory(const mc_program *p)
 {
     const kir_program *kp = p->kp;
     int64_t total = 0, bytes;
-    bool host_backend = p->backend != built_backend(MC_BACKEND_CUDA);
-    if (host_backend && mc_add_overflows(total, kp->arena_bytes, &total))
+    if (p->backend->runs_on_host && mc_add_overflows(total, kp->arena_bytes, &total))
         total = INT64_MAX;
     for (int b = 0; b < kp->nbuffers && total < INT64_MAX; b++) {
         const kir_buffer *buf = &kp->buffers[b];
@@ -237,7 +236,8 @@ static mc_status check_host_memory(const mc_program *p)
 /* Ask for transparent huge pages (2 MB) under a large host array, before its first touch: a
  * kernel streams through it, and with 4 KB pages the hardware prefetcher stops at every page
  * boundary and the TLB misses every 4 KB (the memory-bound CPU kernels ran 8-10% faster with
- * them). Only a hint; nothing to undo if the kernel refuses. (Added by the CPU-kernels work.) */
+ * them). Only a hint; nothing to undo if the kernel refuses. Only for backends whose kernels
+ * read the host arrays in place. */
 static void advise_huge_pages(void *p, size_t bytes)
 {
 #ifdef MADV_HUGEPAGE
@@ -283,7 +283,8 @@ static mc_status allocate_host(mc_program *p)
         if (!p->host_alloc[b])
             return mc_fail(MC_ERR_SYSTEM, "out of memory (%lld bytes of host memory)", (long long)bytes);
         p->host[b] = (void *)(((uintptr_t)p->host_alloc[b] + 63) & ~(uintptr_t)63);
-        advise_huge_pages(p->host[b], (size_t)bytes);
+        if (p->backend->runs_on_host)
+            advise_huge_pages(p->host[b], (size_t)bytes);
     }
     for (int i = 0; i < p->graph->noutputs; i++) {
         int node = p->graph->outputs[i];

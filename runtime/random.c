@@ -1,4 +1,4 @@
-/* The seeded generator behind --seed (SPEC §3) and a monotonic clock.
+/* The seeded generator behind --seed (SPEC §3).
  *
  * Every input and param that is not given a value is filled from its own stream, chosen by the
  * seed and the value's name, so adding an input to a graph does not change the values of the
@@ -12,11 +12,10 @@
  * to 1.0 is drawn again, so every value is strictly below 1. i32 values are uniform in 0..9,
  * bools fair coin flips.
  */
-#include "runtime.h"
+#include "runtime/runtime.h"
 #include <stdlib.h>
 
 #include <string.h>
-#include <time.h>
 
 typedef struct {
     uint64_t s[4];
@@ -79,24 +78,4 @@ void mc_fill_random(void *data, mc_dtype d, int64_t n, uint64_t seed, const char
         }
         }
     }
-}
-
-double mc_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Every timing in minic reports a median (means are wrecked by outliers): one definition. */
-double mc_median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, compare_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }

@@ -20,7 +20,7 @@
  *
  * mc_safetensors_parse_memory is the same validation on bytes in memory, for the fuzzer.
  */
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #include <errno.h>
 #include <stdlib.h>

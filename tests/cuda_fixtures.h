@@ -12,7 +12,7 @@
 #ifndef MINIC_CUDA_FIXTURES_H
 #define MINIC_CUDA_FIXTURES_H
 
-#include "codegen/kir.h"
+#include "kir/kir.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@
 #include "testlib.h"
 
 #ifdef MINIC_HAVE_CUDA
-#include "codegen/cuda.h"
+#include "backends/cuda/cuda.h"
 #include "runtime/runtime.h"
 #include "cuda_fixtures.h"
 

@@ -2,7 +2,7 @@
  * between measured and datasheet peaks and its "measured" marking, the clock scaling
  * arithmetic (compute peaks x current/max SM clock; bandwidth never), the "clocks unknown" and
  * suspect paths of the report, and a small CPU measurement. No GPU is needed: the cuda case is
- * a compiled program whose backend is named "cuda", with clocks passed in by hand.
+ * a compiled program whose backend says it is a GPU, with clocks passed in by hand.
  */
 #include "testlib.h"
 
@@ -12,8 +12,8 @@
 
 #include "runtime/peaks.h"
 
-static const mc_backend fake_cuda = {.name = "cuda"};
-static const mc_backend fake_cpu = {.name = "cpu"};
+static const mc_backend fake_cuda = {.name = "cuda", .is_gpu = true};
+static const mc_backend fake_cpu = {.name = "cpu", .runs_on_host = true};
 
 typedef struct fixture {
     mc_graph *g;

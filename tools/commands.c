@@ -9,7 +9,7 @@
  * profile slots); the profile's own logic lives in runtime/profile.c so that the profiler work
  * extends one place.
  */
-#include "cli.h"
+#include "tools/cli.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
  *
  * What each subcommand does is in tools/commands.c; this file only turns argv into cli_args.
  */
-#include "cli.h"
+#include "tools/cli.h"
 
 #include <errno.h>
 #include <inttypes.h>

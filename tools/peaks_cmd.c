@@ -7,7 +7,7 @@
  * device copy (y = -x, read + write bytes) for the bandwidth, so it measures exactly the
  * kernels minic generates and launches. It needs no CUDA headers.
  */
-#include "cli.h"
+#include "tools/cli.h"
 
 #include <stdio.h>
 #include <string.h>

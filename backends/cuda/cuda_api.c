@@ -5,7 +5,7 @@
  * same answer without reopening anything. Library names are tried from the most specific
  * (the soname of the CUDA release minic was built against) to the toolkit's own directory.
  */
-#include "cuda_api.h"
+#include "backends/cuda/cuda_api.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

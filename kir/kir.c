@@ -8,7 +8,7 @@
  * one accumulation per element it reads; bytes are each distinct buffer read once plus each
  * buffer written once, where "once" means the elements its views touch, capped at its size.
  */
-#include "kir.h"
+#include "kir/kir.h"
 
 #include <math.h>
 #include <stdlib.h>

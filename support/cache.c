@@ -6,7 +6,7 @@
  * unique temporary name and are renamed into place, so concurrent compiles of the same program
  * never see half an entry. Nothing here is an error: the cache only saves time.
  */
-#include "runtime.h"
+#include "support/support.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -37,7 +37,7 @@
  * sum show that every argument is in range (plan_exp_ranges), and a max of x * c with c > 0
  * folds x and scales the row's total (plan_scaled_extrema).
  */
-#include "llvm.h"
+#include "backends/cpu/llvm.h"
 
 #include <llvm-c/DebugInfo.h>
 

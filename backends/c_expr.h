@@ -11,7 +11,7 @@
 #ifndef MINIC_C_EXPR_H
 #define MINIC_C_EXPR_H
 
-#include "kir.h"
+#include "kir/kir.h"
 
 #include <stdarg.h>
 

@@ -11,7 +11,7 @@
  * problem or a destination that is a directory are the user's mistakes (MC_ERR_INPUT); a full
  * disk or an I/O error is the system's (MC_ERR_SYSTEM).
  */
-#include "runtime.h"
+#include "support/support.h"
 
 #include <errno.h>
 #include <fcntl.h>

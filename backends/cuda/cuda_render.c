@@ -22,8 +22,8 @@
  * constants; indices are 32-bit unless some offset can reach 2^31. Kernel names come from kir
  * names (generated, never user text) and are sanitized anyway.
  */
-#include "cuda.h"
-#include "cuda_prelude.h"
+#include "backends/cuda/cuda.h"
+#include "backends/cuda/cuda_prelude.h"
 
 #include <stdlib.h>
 #include <string.h>

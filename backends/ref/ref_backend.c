@@ -10,7 +10,7 @@
  * program's host arrays; intermediates live in one arena laid out by the memory plan, so a
  * planning bug shows up here as wrong numbers. Every access is bounds-checked.
  */
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -256,6 +256,7 @@ static mc_status ref_time(mc_program *p, int iters, double *median_us)
 
 const mc_backend mc_backend_ref = {
     .name = "ref",
+    .runs_on_host = true,
     .probe = NULL,      /* always available */
     .prepare = ref_prepare,
     .run = ref_run,

@@ -21,10 +21,8 @@
  * Failures (no device memory, a failed launch, a cuBLASLt error) become MC_ERR_SYSTEM with a
  * message that names what failed; nothing here aborts.
  */
-#include "../codegen/cuda.h"
-#include "cuda_api.h"
-#include "peaks.h"
-#include "profile.h"
+#include "backends/cuda/cuda.h"
+#include "backends/cuda/cuda_api.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -741,9 +739,6 @@ static mc_status cuda_profile(mc_program *p, int iters, mc_profile *prof)
         return st;
     snprintf(prof->device, sizeof prof->device, "%s", s->device_name);
     snprintf(prof->clock, sizeof prof->clock, "cuda events");
-    double f32, tc16, tf32, bw;
-    mc_peaks_datasheet(s->device_name, &f32, &tf32, &tc16, &bw); /* 0 where unknown */
-    prof->peak_bytes_per_s = bw;
     int n = s->nsteps;
     CUevent *ev = calloc((size_t)n + 1, sizeof(CUevent));
     double *t = calloc((size_t)kp->nkernels * (size_t)iters + 1, sizeof(double));
@@ -775,13 +770,6 @@ static mc_status cuda_profile(mc_program *p, int iters, mc_profile *prof)
             if (s->steps[i].kernel == k)
                 launches += s->steps[i].is_gemm ? (int)s->steps[i].plan->calls : 1;
         prof->launches[k] = launches;
-        const kir_kernel *kk = &kp->kernels[k];
-        double peak = f32;
-        if (kk->category == KIR_GEMM) {
-            mc_dtype d = kp->buffers[kk->views[kk->gemm.a].buffer].dtype;
-            peak = d == MC_F32 ? (kk->gemm.tf32 ? tf32 : f32) : tc16;
-        }
-        prof->peak_flops[k] = peak;
     }
     for (int i = 0; i <= n; i++)
         cu->cuEventDestroy(ev[i]);
@@ -880,6 +868,7 @@ static void cuda_release(mc_program *p)
 
 const mc_backend mc_backend_cuda = {
     .name = "cuda",
+    .is_gpu = true,
     .probe = cuda_probe,
     .prepare = cuda_prepare,
     .run = cuda_run,

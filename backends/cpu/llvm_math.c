@@ -39,7 +39,7 @@
  * Each handles NaN, infinities, zeros and subnormals: with selects at the end, or by clamps
  * written as compare-and-select (one minps/maxps on x86) that a NaN passes through.
  */
-#include "llvm.h"
+#include "backends/cpu/llvm.h"
 
 #include <math.h>
 #include <string.h>

@@ -8,8 +8,8 @@
  * failure is recorded per job and reported by the calling thread, with NVRTC's log and the
  * path of a file holding the source that failed (written next to the system's temp files).
  */
-#include "../codegen/cuda.h"
-#include "cuda_api.h"
+#include "backends/cuda/cuda.h"
+#include "backends/cuda/cuda_api.h"
 
 #include <pthread.h>
 #include <stdio.h>

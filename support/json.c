@@ -13,7 +13,7 @@
  * growable arrays; numbers keep their source text so that sizes and offsets are read exactly
  * as integers (mc_json_int64) instead of through a double.
  */
-#include "runtime.h"
+#include "support/support.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
 #ifndef MINIC_CUDA_H
 #define MINIC_CUDA_H
 
-#include "c_expr.h"
+#include "backends/c_expr.h"
 
 /* What the generated code is for. */
 typedef struct mc_cuda_target {

@@ -5,7 +5,7 @@
  * `b` and `c` are replaced only where they stand alone (not inside an identifier such as
  * mc_abs), and each operand is parenthesized by the expression itself.
  */
-#include "c_expr.h"
+#include "backends/c_expr.h"
 
 #include <math.h>
 #include <stdio.h>

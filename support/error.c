@@ -4,7 +4,7 @@
  * an mc_status and leaves its message here. mc_fail_at formats the compiler-style message for a
  * place in a graph file: `file:line:col: error: msg`, the source line, and a caret.
  */
-#include "ir.h"
+#include "support/support.h"
 
 #include <stdio.h>
 #include <stdlib.h>

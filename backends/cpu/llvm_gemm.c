@@ -37,7 +37,7 @@
  * straight from the accumulators; edge tiles go through a small stack buffer and scalar code.
  * Batch dimensions are a loop over units, each with its own offsets, whatever their strides.
  */
-#include "llvm.h"
+#include "backends/cpu/llvm.h"
 
 #include <stdlib.h>
 #include <string.h>

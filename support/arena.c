@@ -4,7 +4,7 @@
  * it is freed at once with it, so passes never track individual frees. Blocks grow
  * geometrically, so an arena holding n bytes costs O(n) and O(log n) blocks.
  */
-#include "ir.h"
+#include "support/support.h"
 
 #include <stdlib.h>
 #include <string.h>

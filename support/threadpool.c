@@ -22,7 +22,7 @@
  * between runs costs no CPU time on a shared machine. The caller, waiting for chunks other
  * threads hold, spins and then yields its core, which lets a preempted worker finish sooner.
  */
-#include "runtime.h"
+#include "support/support.h"
 
 #include <errno.h>
 #include <pthread.h>

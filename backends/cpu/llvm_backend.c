@@ -21,7 +21,7 @@
  * User names never reach the IR: functions are named after kir kernels (generated names), and
  * buffers are numbers.
  */
-#include "llvm.h"
+#include "backends/cpu/llvm.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
@@ -832,6 +832,7 @@ static mc_status cpu_dump_code(mc_program *p, FILE *out)
 
 const mc_backend mc_backend_cpu = {
     .name = "cpu",
+    .runs_on_host = true,
     .probe = cpu_probe,
     .prepare = cpu_prepare,
     .run = cpu_run,

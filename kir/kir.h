@@ -41,7 +41,7 @@
 #ifndef MINIC_KIR_H
 #define MINIC_KIR_H
 
-#include "../ir/ir.h"
+#include "ir/ir.h"
 
 typedef enum { KIR_POINTWISE, KIR_REDUCTION, KIR_GEMM, KIR_COPY } kir_category;
 

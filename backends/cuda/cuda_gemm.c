@@ -20,7 +20,7 @@
  * operand's strides allow; the rest are looped over, one cuBLASLt call per index. A layout
  * that is neither (a broadcast along K, say) makes the whole kernel a generated tiled GEMM.
  */
-#include "cuda.h"
+#include "backends/cuda/cuda.h"
 
 #include <stdlib.h>
 #include <string.h>

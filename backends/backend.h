@@ -1,0 +1,93 @@
+/* The backend interface: what every backend (backends/ref, backends/cpu, backends/cuda)
+ * implements, and the parts of a compiled program and of its profile that backends read and
+ * fill. The runtime (runtime/program.c) owns a program's lifetime and calls the slots; a backend
+ * never includes anything above this floor.
+ *
+ * A backend is a struct of function pointers with designated initializers; optional slots may
+ * be NULL and say so. Host memory for every input, param and output lives in the program
+ * (`host[buffer]`, allocated for the buffer kinds KBUF_INPUT, KBUF_PARAM and KBUF_OUTPUT); a
+ * backend copies inputs in when they changed (`dirty`) and outputs back after a run. Backends
+ * that run on the host (ref, cpu) use these arrays directly.
+ */
+#ifndef MINIC_BACKEND_H
+#define MINIC_BACKEND_H
+
+#include "kir/kir.h"
+
+typedef struct mc_profile mc_profile;
+
+typedef struct mc_backend {
+    const char *name; /* "ref", "cpu", "cuda" */
+    /* What the runtime must know of a backend, instead of comparing names: */
+    bool runs_on_host;  /* kernels read and write the program's host arrays in place (ref,
+                           cpu): large ones get huge pages, and nothing is copied */
+    bool is_gpu;        /* a GPU: the profile's peaks come from the GPU datasheet table and
+                           NVML's clocks, not the CPU's measured FMA rate */
+    /* Is the backend usable here? MC_OK, or MC_ERR_SYSTEM with a message that says why
+     * (no driver, no device, driver too old). Optional: NULL means always available. */
+    mc_status (*probe)(void);
+    /* Generate and compile code for p->kp, allocate memory. Sets p->state. */
+    mc_status (*prepare)(mc_program *p);
+    /* Execute the program once: read inputs from p->host where p->dirty says they changed,
+     * leave outputs in p->host. */
+    mc_status (*run)(mc_program *p);
+    /* Optional: time every kernel over `iters` runs after a warm-up, into prof. */
+    mc_status (*profile)(mc_program *p, int iters, mc_profile *prof);
+    /* Optional: median time of one whole execution over `iters` runs after a warm-up, timed on
+     * the device where there is one (CUDA events around each replay); for --iters and bench. */
+    mc_status (*time)(mc_program *p, int iters, double *median_us);
+    /* Optional: the generated source of every kernel (minic dump --stage code). */
+    mc_status (*dump_code)(mc_program *p, FILE *out);
+    /* Free p->state and everything it owns. Must accept a half-prepared state. */
+    void (*release)(mc_program *p);
+    /* Optional, for backends that run on the host: execute kernel `kernel` alone, synchronously
+     * (after a full run, so its inputs are in place). Without a `profile` slot, the profiler
+     * (runtime/profile.c) times each kernel through this with the host's monotonic clock. */
+    mc_status (*run_kernel)(mc_program *p, int kernel);
+} mc_backend;
+
+extern const mc_backend mc_backend_ref;  /* backends/ref/: interprets the kernel IR */
+extern const mc_backend mc_backend_cpu;  /* backends/cpu/, when built with LLVM */
+extern const mc_backend mc_backend_cuda; /* backends/cuda/, with CUDA */
+
+struct mc_program {
+    mc_graph *graph;          /* the user's graph, cloned (names, types, lines) */
+    kir_program *kp;          /* the kernel list */
+    mc_options opt;
+    const mc_backend *backend;
+    void *state;              /* the backend's */
+    void **host;              /* per kp buffer: host array for inputs, params, outputs; else NULL */
+    void **host_alloc;        /* per kp buffer: the allocation host[b] lies in (host[b] is it,
+                                 rounded up to 64 bytes); what mc_program_free frees */
+    bool *bound;              /* per kp buffer: the user gave a value */
+    bool *dirty;              /* per kp buffer: host copy changed since the backend last read it */
+    bool *has_value;          /* per kp buffer: bound, or filled from the generator */
+    int *outputs;             /* per graph output: its kp buffer */
+    double compile_ms;        /* passes + code generation + backend compile */
+    int kernels_compiled;     /* backend compiles this run (0: all from cache) */
+    int64_t runs;             /* completed mc_program_run calls (outputs are valid after one) */
+};
+
+/* What a backend's `profile` slot fills (runtime/profile.h reads it; the arrays are allocated
+ * by mc_profile_init with the counts, the times unknown). */
+struct mc_profile {
+    const mc_program *program; /* the program profiled (its kp's kernels, in order) */
+    int nkernels;              /* == program->kp->nkernels */
+    int *launches;             /* per kernel: launches per execution of the program (default 1) */
+    double *time_us;           /* per kernel: median time per execution, µs; NaN: not measured
+                                  (a zero or negative time is shown as suspect, never hidden) */
+    double *peak_flops;        /* per kernel: the device's peak FLOP/s for this kernel's kind and
+                                  dtype (tensor cores for an f16 GEMM, ...); 0: unknown */
+    double peak_bytes_per_s;   /* the device's memory bandwidth; 0: unknown */
+    double wall_us;            /* median host time of one whole execution; NaN: not measured */
+    int iters;                 /* executions measured, after the warm-up */
+    char device[128];          /* the device's name ("" where the backend does not say) */
+    char clock[64];            /* what the kernel times were measured with ("cuda events") */
+    /* runtime/peaks.c (mc_peaks_apply): where the peaks came from and the GPU clocks. */
+    const char *peaks_source;  /* "measured", "datasheet" or "none" */
+    bool clocks_known;
+    double sm_mhz, sm_max_mhz, mem_mhz, mem_max_mhz;
+    double clock_scale;        /* applied to the compute peaks; 1 when clocks are unknown */
+};
+
+#endif
