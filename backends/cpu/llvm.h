@@ -23,7 +23,7 @@
 #ifndef MINIC_LLVM_H
 #define MINIC_LLVM_H
 
-#include "runtime/runtime.h"
+#include "backends/backend.h"
 
 #include <llvm-c/Core.h>
 

@@ -13,7 +13,7 @@
 #include <cublasLt.h>
 #include <nvrtc.h>
 
-#include "runtime/runtime.h"
+#include "backends/backend.h"
 
 #define MC_CU_FUNCS(X) \
     X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetAttribute) \

@@ -10,7 +10,7 @@
  * program's host arrays; intermediates live in one arena laid out by the memory plan, so a
  * planning bug shows up here as wrong numbers. Every access is bounds-checked.
  */
-#include "runtime/runtime.h"
+#include "backends/backend.h"
 
 #include <math.h>
 #include <stdlib.h>
