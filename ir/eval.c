@@ -140,94 +140,6 @@ static int64_t dot_index(const int64_t *idx, const int64_t *strides, int rank)
     return off;
 }
 
-/* ---- scalar semantics --------------------------------------------------------------------- */
-
-/* Reduce an integer modulo 2^32 into the i32 range (two's complement wrap-around). */
-static double wrap_i32(int64_t v)
-{
-    uint32_t u = (uint32_t)(uint64_t)v;
-    return u <= (uint32_t)INT32_MAX ? (double)u : (double)u - 4294967296.0;
-}
-
-static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
-
-static double unary_float(mc_op op, double x)
-{
-    switch (op) {
-    case MC_OP_NEG: return -x;
-    case MC_OP_ABS: return fabs(x);
-    case MC_OP_EXP: return exp(x);
-    case MC_OP_LOG: return log(x);
-    case MC_OP_SQRT: return sqrt(x);
-    case MC_OP_RSQRT: return 1.0 / sqrt(x);
-    case MC_OP_RECIP: return 1.0 / x;
-    case MC_OP_TANH: return tanh(x);
-    case MC_OP_SIGMOID: return sigmoid(x);
-    case MC_OP_RELU: return isnan(x) ? x : (x > 0 ? x : 0.0);
-    case MC_OP_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
-    case MC_OP_GELU_TANH: {
-        const double k = 0.79788456080286535588; /* sqrt(2 / pi) */
-        return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
-    }
-    case MC_OP_SILU: return x * sigmoid(x);
-    case MC_OP_SIN: return sin(x);
-    case MC_OP_COS: return cos(x);
-    case MC_OP_ERF: return erf(x);
-    default: MC_UNREACHABLE("not a unary operator");
-    }
-}
-
-static double unary_i32(mc_op op, double x)
-{
-    int64_t v = (int64_t)x;
-    switch (op) {
-    case MC_OP_NEG: return wrap_i32(-v);
-    case MC_OP_ABS: return wrap_i32(v < 0 ? -v : v);
-    default: MC_UNREACHABLE("unary operator not defined on i32");
-    }
-}
-
-static double binary_float(mc_op op, double a, double b)
-{
-    switch (op) {
-    case MC_OP_ADD: return a + b;
-    case MC_OP_SUB: return a - b;
-    case MC_OP_MUL: return a * b;
-    case MC_OP_DIV: return a / b;
-    case MC_OP_POW: return pow(a, b);
-    case MC_OP_MAXIMUM: return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
-    case MC_OP_MINIMUM: return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
-    default: MC_UNREACHABLE("not a binary operator");
-    }
-}
-
-static double binary_i32(mc_op op, double da, double db)
-{
-    int64_t a = (int64_t)da, b = (int64_t)db; /* i32 values: exact in both */
-    switch (op) {
-    case MC_OP_ADD: return wrap_i32(a + b);
-    case MC_OP_SUB: return wrap_i32(a - b);
-    case MC_OP_MUL: return wrap_i32(a * b); /* |a*b| <= 2^62: no overflow in int64 */
-    case MC_OP_DIV: return b == 0 ? 0.0 : wrap_i32(a / b); /* C truncates toward zero */
-    case MC_OP_MAXIMUM: return a > b ? da : db;
-    case MC_OP_MINIMUM: return a < b ? da : db;
-    default: MC_UNREACHABLE("binary operator not defined on i32");
-    }
-}
-
-static double compare(mc_op op, double a, double b)
-{
-    switch (op) {
-    case MC_OP_EQ: return a == b;
-    case MC_OP_NE: return a != b;
-    case MC_OP_LT: return a < b;
-    case MC_OP_LE: return a <= b;
-    case MC_OP_GT: return a > b;
-    case MC_OP_GE: return a >= b;
-    default: MC_UNREACHABLE("not a compare operator");
-    }
-}
-
 /* ---- operators ---------------------------------------------------------------------------- */
 
 /* What one node's computation sees: the node, its operands' nodes and values, its result. */
@@ -255,16 +167,7 @@ static void eval_broadcast(const op_ctx *c)
         double v[3] = {0, 0, 0}; /* all set below; the initializer quiets -O2's maybe-uninitialized */
         for (int i = 0; i < n->nin; i++)
             v[i] = operand(c, i)[dot_index(idx, strides[i], n->rank)];
-        double r;
-        if (n->op == MC_OP_WHERE)
-            r = v[0] != 0 ? v[1] : v[2];
-        else if (mc_op_table[n->op].kind == MC_KIND_COMPARE)
-            r = compare(n->op, v[0], v[1]);
-        else if (operand_dtype == MC_I32)
-            r = binary_i32(n->op, v[0], v[1]);
-        else
-            r = binary_float(n->op, v[0], v[1]);
-        c->out[e] = r;
+        c->out[e] = mc_op_apply(n->op, operand_dtype, n->dtype, v[0], v[1], v[2]);
     }
 }
 
@@ -272,7 +175,7 @@ static void eval_unary(const op_ctx *c)
 {
     const double *x = operand(c, 0);
     for (int64_t e = 0; e < c->numel; e++)
-        c->out[e] = c->n->dtype == MC_I32 ? unary_i32(c->n->op, x[e]) : unary_float(c->n->op, x[e]);
+        c->out[e] = mc_op_apply(c->n->op, c->n->dtype, c->n->dtype, x[e], 0, 0);
 }
 
 static void eval_cast(const op_ctx *c)
@@ -300,48 +203,14 @@ static mc_status eval_reduce(const op_ctx *c)
     for (int k = 0; k < x->rank; k++)
         out_strides[k] = reduced[k] ? 0 : kept_strides[k];
 
-    bool is_i32 = x->dtype == MC_I32;
-    uint32_t *isum = NULL; /* i32 sums wrap: accumulate modulo 2^32 */
-    double init = n->op == MC_OP_MAX ? -INFINITY : n->op == MC_OP_MIN ? INFINITY : 0.0;
     for (int64_t e = 0; e < c->numel; e++)
-        c->out[e] = init;
-    if (is_i32 && n->op == MC_OP_SUM) {
-        isum = calloc((size_t)c->numel, sizeof *isum);
-        if (!isum)
-            return mc_fail(MC_ERR_SYSTEM, "out of memory evaluating the graph");
-    }
+        c->out[e] = mc_reduce_identity(n->op);
     const double *xv = operand(c, 0);
     int64_t xn = numel_of(x), idx[MC_MAX_RANK] = {0};
     for (int64_t e = 0; e < xn; e++, next_index(idx, x->shape, x->rank)) {
-        int64_t o = dot_index(idx, out_strides, x->rank);
-        double v = xv[e], *acc = &c->out[o];
-        switch (n->op) {
-        case MC_OP_SUM:
-        case MC_OP_MEAN:
-            if (isum)
-                isum[o] += (uint32_t)(int64_t)v;
-            else
-                *acc += v;
-            break;
-        case MC_OP_MAX:
-            if (isnan(v) || isnan(*acc))
-                *acc = NAN;
-            else if (v > *acc)
-                *acc = v;
-            break;
-        case MC_OP_MIN:
-            if (isnan(v) || isnan(*acc))
-                *acc = NAN;
-            else if (v < *acc)
-                *acc = v;
-            break;
-        default: MC_UNREACHABLE("not a reduction");
-        }
+        double *acc = &c->out[dot_index(idx, out_strides, x->rank)];
+        *acc = mc_reduce_step(n->op, x->dtype, *acc, xv[e]);
     }
-    if (isum)
-        for (int64_t o = 0; o < c->numel; o++)
-            c->out[o] = wrap_i32((int64_t)isum[o]);
-    free(isum);
     if (n->op == MC_OP_MEAN) {
         double count = (double)(xn / c->numel);
         for (int64_t o = 0; o < c->numel; o++)

@@ -142,6 +142,18 @@ mc_graph *mc_graph_clone(const mc_graph *g); /* a deep copy (passes work on one)
  * Returns MC_OK or an internal-error message naming the pass (for the pass manager). */
 mc_status mc_graph_verify(const mc_graph *g, const char *after_pass);
 
+/* The scalar meaning of every primitive (ir/semantics.c), the one definition every evaluator
+ * uses: op applied to a, b, c where the operands have dtype `operand` (compare and where: of
+ * their value operands) and the result has dtype `result`, in double and unrounded. i32
+ * arithmetic wraps and divides toward zero (x / 0 = 0); MC_OP_CAST rounds to `result`. */
+double mc_op_apply(mc_op op, mc_dtype operand, mc_dtype result, double a, double b, double c);
+/* Reductions: the start value (0, -inf, +inf) and one step acc (op) x; i32 sums wrap, and a
+ * NaN anywhere makes max and min NaN. */
+double mc_reduce_identity(mc_op op);
+double mc_reduce_step(mc_op op, mc_dtype dtype, double acc, double x);
+/* Reduce an integer modulo 2^32 into the i32 range (two's complement). */
+double mc_wrap_i32(int64_t v);
+
 /* The float64 evaluation of a graph (ir/eval.c): the numerical oracle of SPEC §6. Inputs and
  * params are given as host arrays in their own dtype (inputs[i] for node i, NULL for others);
  * outputs come back as doubles, one malloc'd array per graph output, unrounded when `exact`,

@@ -1,8 +1,8 @@
-/* The kernel IR's own functions: freeing a program, printing it, counting its FLOPs and bytes,
- * and the scalar meaning of every instruction.
+/* The kernel IR's own functions: freeing a program, printing it, counting its FLOPs and bytes.
  *
  * Everything here reads only kir.h's structures, so the printer, the counter and the reference
- * backend agree on one reading of the IR. The counter follows SPEC §5 and docs/PROFILING.md:
+ * backend agree on one reading of the IR; the scalar meaning of an instruction is
+ * mc_op_apply's (ir/semantics.c), the same as the graph evaluator's. The counter follows SPEC §5 and docs/PROFILING.md:
  * a GEMM's 2*M*N*K once, every KI_OP its op's flops at every point where it is evaluated (a row
  * block once per row, a loop block once per element of the row's reduced space), a reduction
  * one accumulation per element it reads; bytes are each distinct buffer read once plus each
@@ -31,97 +31,6 @@ const char *kir_category_name(kir_category c)
     case KIR_COPY: return "copy";
     }
     return "?";
-}
-
-/* ---- scalar semantics ---------------------------------------------------------------------- */
-
-static double wrap_i32(int64_t v)
-{
-    uint32_t u = (uint32_t)(uint64_t)v;
-    return u <= (uint32_t)INT32_MAX ? (double)u : (double)u - 4294967296.0;
-}
-
-static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
-
-static double unary_float(mc_op op, double x)
-{
-    switch (op) {
-    case MC_OP_NEG: return -x;
-    case MC_OP_ABS: return fabs(x);
-    case MC_OP_EXP: return exp(x);
-    case MC_OP_LOG: return log(x);
-    case MC_OP_SQRT: return sqrt(x);
-    case MC_OP_RSQRT: return 1.0 / sqrt(x);
-    case MC_OP_RECIP: return 1.0 / x;
-    case MC_OP_TANH: return tanh(x);
-    case MC_OP_SIGMOID: return sigmoid(x);
-    case MC_OP_RELU: return isnan(x) ? x : (x > 0 ? x : 0.0);
-    case MC_OP_GELU: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
-    case MC_OP_GELU_TANH: {
-        const double k = 0.79788456080286535588; /* sqrt(2 / pi) */
-        return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
-    }
-    case MC_OP_SILU: return x * sigmoid(x);
-    case MC_OP_SIN: return sin(x);
-    case MC_OP_COS: return cos(x);
-    case MC_OP_ERF: return erf(x);
-    default: MC_UNREACHABLE("not a unary operator");
-    }
-}
-
-static double binary_float(mc_op op, double a, double b)
-{
-    switch (op) {
-    case MC_OP_ADD: return a + b;
-    case MC_OP_SUB: return a - b;
-    case MC_OP_MUL: return a * b;
-    case MC_OP_DIV: return a / b;
-    case MC_OP_POW: return pow(a, b);
-    case MC_OP_MAXIMUM: return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b);
-    case MC_OP_MINIMUM: return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b);
-    default: MC_UNREACHABLE("not a binary operator");
-    }
-}
-
-static double arith_i32(mc_op op, double da, double db)
-{
-    int64_t a = (int64_t)da, b = (int64_t)db; /* i32 values are exact doubles */
-    switch (op) {
-    case MC_OP_NEG: return wrap_i32(-a);
-    case MC_OP_ABS: return wrap_i32(a < 0 ? -a : a);
-    case MC_OP_ADD: return wrap_i32(a + b);
-    case MC_OP_SUB: return wrap_i32(a - b);
-    case MC_OP_MUL: return wrap_i32(a * b);
-    case MC_OP_DIV: return b == 0 ? 0.0 : wrap_i32(a / b);
-    case MC_OP_MAXIMUM: return a > b ? da : db;
-    case MC_OP_MINIMUM: return a < b ? da : db;
-    default: MC_UNREACHABLE("operator not defined on i32");
-    }
-}
-
-double kir_eval_op(mc_op op, mc_dtype operand, mc_dtype result, double a, double b, double c)
-{
-    switch (mc_op_table[op].kind) {
-    case MC_KIND_UNARY:
-        return operand == MC_I32 ? arith_i32(op, a, 0) : unary_float(op, a);
-    case MC_KIND_BINARY:
-        return operand == MC_I32 ? arith_i32(op, a, b) : binary_float(op, a, b);
-    case MC_KIND_COMPARE:
-        switch (op) {
-        case MC_OP_EQ: return a == b;
-        case MC_OP_NE: return a != b;
-        case MC_OP_LT: return a < b;
-        case MC_OP_LE: return a <= b;
-        case MC_OP_GT: return a > b;
-        case MC_OP_GE: return a >= b;
-        default: break;
-        }
-        break;
-    case MC_KIND_SELECT: return a != 0 ? b : c;
-    case MC_KIND_CAST: return mc_round_to_dtype(a, result);
-    default: break;
-    }
-    MC_UNREACHABLE("not a kernel-IR operator");
 }
 
 /* ---- counting ------------------------------------------------------------------------------ */

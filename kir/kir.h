@@ -159,12 +159,6 @@ void kir_count(const kir_program *kp, kir_kernel *k);
 void kir_print(const kir_program *kp, const mc_graph *g, FILE *out);
 /* One kernel, as kir_print shows it. */
 void kir_print_kernel(const kir_program *kp, const kir_kernel *k, const mc_graph *g, FILE *out);
-/* The scalar meaning of a KI_OP (codegen/kir.c), in double: op applied to a, b, c where the
- * operands have dtype `operand` (compare and where: of their value operands) and the result
- * has dtype `result`. i32 arithmetic wraps and divides toward zero (x / 0 = 0), as
- * mc_graph_eval does; MC_OP_CAST rounds to `result`. The result is not rounded otherwise: the
- * reference backend and constant folding round it to what the kernel computes in. */
-double kir_eval_op(mc_op op, mc_dtype operand, mc_dtype result, double a, double b, double c);
 /* "pointwise", "reduction", "gemm", "copy" (the profile's category names). */
 const char *kir_category_name(kir_category c);
 

@@ -50,7 +50,7 @@ static mc_value simpler(mc_rewrite *rw, const mc_node *n, const mc_value *in)
         }
         if (all_const && n->rank == 0) {
             mc_dtype operand = dst(rw, in[n->op == MC_OP_WHERE ? 1 : 0])->dtype;
-            double r = kir_eval_op(n->op, operand, n->dtype, v[0], v[1], v[2]);
+            double r = mc_op_apply(n->op, operand, n->dtype, v[0], v[1], v[2]);
             return mc_rewrite_const(rw, n, mc_round_to_dtype(r, n->dtype), n->dtype);
         }
     }

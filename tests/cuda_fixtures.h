@@ -387,45 +387,8 @@ static inline kir_program *fx_gemms(int64_t B, int64_t M, int64_t N, int64_t K, 
 
 /* ---- a float64 interpreter of the kernel IR ------------------------------------------------ */
 
-static inline double fx_apply(mc_op op, mc_dtype d, double a, double b, double c)
-{
-    bool isint = d == MC_I32;
-    switch (op) {
-    case MC_OP_NEG: return -a;
-    case MC_OP_ABS: return fabs(a);
-    case MC_OP_EXP: return exp(a);
-    case MC_OP_LOG: return log(a);
-    case MC_OP_SQRT: return sqrt(a);
-    case MC_OP_RSQRT: return 1 / sqrt(a);
-    case MC_OP_RECIP: return 1 / a;
-    case MC_OP_TANH: return tanh(a);
-    case MC_OP_SIGMOID: return 1 / (1 + exp(-a));
-    case MC_OP_RELU: return a > 0 ? a : 0;
-    case MC_OP_GELU: return 0.5 * a * (1 + erf(a / sqrt(2.0)));
-    case MC_OP_GELU_TANH:
-        return 0.5 * a * (1 + tanh(sqrt(2 / M_PI) * (a + 0.044715 * a * a * a)));
-    case MC_OP_SILU: return a / (1 + exp(-a));
-    case MC_OP_SIN: return sin(a);
-    case MC_OP_COS: return cos(a);
-    case MC_OP_ERF: return erf(a);
-    case MC_OP_ADD: return a + b;
-    case MC_OP_SUB: return a - b;
-    case MC_OP_MUL: return a * b;
-    case MC_OP_DIV: return isint ? (b == 0 ? 0 : mc_round_to_dtype(trunc(a / b), MC_I32)) : a / b;
-    case MC_OP_POW: return pow(a, b);
-    case MC_OP_MAXIMUM: return (isnan(a) || a > b) ? a : b;
-    case MC_OP_MINIMUM: return (isnan(a) || a < b) ? a : b;
-    case MC_OP_EQ: return a == b;
-    case MC_OP_NE: return a != b;
-    case MC_OP_LT: return a < b;
-    case MC_OP_LE: return a <= b;
-    case MC_OP_GT: return a > b;
-    case MC_OP_GE: return a >= b;
-    case MC_OP_WHERE: return a != 0 ? b : c;
-    case MC_OP_CAST: return mc_round_to_dtype(a, d);
-    default: return NAN;
-    }
-}
+/* Independent of the reference backend's loop structure, but with the same scalar meaning of
+ * each instruction (mc_op_apply, ir/semantics.c): there is one definition of an operator. */
 
 /* Evaluate kp over host buffers (bufs[b]: numel elements of its dtype; temps included). */
 static inline void fx_eval(const kir_program *kp, void **bufs)
@@ -470,8 +433,7 @@ static inline void fx_eval(const kir_program *kp, void **bufs)
                 int64_t n = blk->loop ? nred : 1;
                 for (int r2 = 0; r2 < k->nreds; r2++)
                     if (k->reds[r2].block == b)
-                        rv[r2] = k->reds[r2].op == MC_OP_MAX ? -INFINITY :
-                                 k->reds[r2].op == MC_OP_MIN ? INFINITY : 0;
+                        rv[r2] = mc_reduce_identity(k->reds[r2].op);
                 for (int64_t e = 0; e < n; e++) {
                     if (blk->loop) {
                         int64_t t2 = e;
@@ -499,17 +461,17 @@ static inline void fx_eval(const kir_program *kp, void **bufs)
                         } else if (in->kind == KI_ACC) {
                             v = acc;
                         } else {
-                            v = fx_apply(in->op, in->dtype, val[in->arg[0]], val[in->arg[1]],
-                                         val[in->arg[2]]);
+                            /* the operands' dtype matters only for i32 arithmetic, whose
+                                             results are i32 too */
+                            v = mc_op_apply(in->op, in->dtype, in->dtype, val[in->arg[0]],
+                                            val[in->arg[1]], val[in->arg[2]]);
                         }
                         val[i] = v;
                     }
                     for (int r2 = 0; r2 < k->nreds; r2++)
                         if (k->reds[r2].block == b)
-                            rv[r2] = fx_apply(k->reds[r2].op == MC_OP_SUM ? MC_OP_ADD :
-                                              k->reds[r2].op == MC_OP_MAX ? MC_OP_MAXIMUM :
-                                              MC_OP_MINIMUM, k->reds[r2].dtype, rv[r2],
-                                              val[k->reds[r2].value], 0);
+                            rv[r2] = mc_reduce_step(k->reds[r2].op, k->reds[r2].dtype, rv[r2],
+                                                    val[k->reds[r2].value]);
                     for (int s = 0; s < k->nstores; s++) {
                         if (k->stores[s].block != b)
                             continue;

@@ -52,12 +52,6 @@ static void ref_release(mc_program *p)
     p->state = NULL;
 }
 
-static double wrap_i32(double v)
-{
-    uint32_t u = (uint32_t)(uint64_t)(int64_t)v;
-    return u <= (uint32_t)INT32_MAX ? (double)u : (double)u - 4294967296.0;
-}
-
 typedef struct {
     const kir_program *kp;
     const kir_kernel *k;
@@ -119,7 +113,7 @@ static void run_block(kctx *c, const kir_block *bl)
         case KI_OP: {
             int first = in->op == MC_OP_WHERE ? 1 : 0;
             mc_dtype operand = k->code[in->arg[first]].dtype;
-            r = kir_eval_op(in->op, operand, in->dtype, c->val[in->arg[0]], c->val[in->arg[1]],
+            r = mc_op_apply(in->op, operand, in->dtype, c->val[in->arg[0]], c->val[in->arg[1]],
                             c->val[in->arg[2]]);
             if (in->op != MC_OP_CAST)
                 r = mc_round_to_dtype(r, mc_dtype_is_float(in->dtype) ? MC_F32 : in->dtype);
@@ -140,16 +134,6 @@ static void run_stores(kctx *c, int block, int ndims)
         const kir_view *v = &k->views[st->view];
         mc_store_element(c->data[v->buffer], c->kp->buffers[v->buffer].dtype, element(c, v, ndims),
                          c->val[st->value]);
-    }
-}
-
-static void accumulate(double *acc, mc_op op, mc_dtype dtype, double v)
-{
-    switch (op) {
-    case MC_OP_SUM: *acc = dtype == MC_I32 ? wrap_i32(*acc + v) : *acc + v; break;
-    case MC_OP_MAX: *acc = (isnan(v) || isnan(*acc)) ? NAN : (v > *acc ? v : *acc); break;
-    case MC_OP_MIN: *acc = (isnan(v) || isnan(*acc)) ? NAN : (v < *acc ? v : *acc); break;
-    default: MC_UNREACHABLE("not a reduction");
     }
 }
 
@@ -191,13 +175,13 @@ static mc_status run_kernel(const kir_program *kp, const kir_kernel *k, void **d
             }
             for (int q = 0; q < k->nreds; q++)
                 if (k->reds[q].block == b)
-                    c.rowval[q] = k->reds[q].op == MC_OP_SUM ? 0 : k->reds[q].op == MC_OP_MAX ? -INFINITY : INFINITY;
+                    c.rowval[q] = mc_reduce_identity(k->reds[q].op);
             for (int64_t j = 0; j < inner; j++) {
                 unravel(j, k->shape, k->nrow, k->rank, c.idx);
                 run_block(&c, bl);
                 for (int q = 0; q < k->nreds; q++)
                     if (k->reds[q].block == b)
-                        accumulate(&c.rowval[q], k->reds[q].op, k->reds[q].dtype, c.val[k->reds[q].value]);
+                        c.rowval[q] = mc_reduce_step(k->reds[q].op, k->reds[q].dtype, c.rowval[q], c.val[k->reds[q].value]);
                 run_stores(&c, b, k->rank);
             }
         }
