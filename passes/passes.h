@@ -29,6 +29,9 @@ typedef struct mc_compile_options {
     bool tf32;
 } mc_compile_options;
 
+/* The options the pipeline takes from the user's: verify is on in debug builds (no NDEBUG). */
+mc_compile_options mc_compile_options_for(const mc_options *opt);
+
 /* The graph passes in order, NULL-terminated. */
 extern const mc_pass *const mc_graph_passes[];
 

@@ -64,6 +64,15 @@ mc_status mc_run_passes(const mc_graph *g, const mc_compile_options *opt, const 
     return MC_OK;
 }
 
+mc_compile_options mc_compile_options_for(const mc_options *opt)
+{
+    mc_compile_options co = {.fuse = opt->fuse, .plan_memory = opt->plan_memory, .tf32 = opt->tf32};
+#ifndef NDEBUG
+    co.verify = true;
+#endif
+    return co;
+}
+
 mc_status mc_compile_kernels(const mc_graph *g, const mc_compile_options *opt, kir_program **out)
 {
     *out = NULL;
@@ -81,9 +90,18 @@ mc_status mc_compile_kernels(const mc_graph *g, const mc_compile_options *opt, k
         mc_fusion_free(&f);
     }
     mc_graph_free(pg);
-    if (st != MC_OK)
+    if (st == MC_OK && opt->verify)
+        st = kir_verify(*out, "lower", false);
+    if (st == MC_OK) {
+        mc_plan_memory(*out, opt->plan_memory);
+        if (opt->verify)
+            st = kir_verify(*out, "plan", true);
+    }
+    if (st != MC_OK) {
+        kir_program_free(*out);
+        *out = NULL;
         return st;
-    mc_plan_memory(*out, opt->plan_memory);
+    }
     for (int k = 0; k < (*out)->nkernels; k++)
         kir_count(*out, &(*out)->kernels[k]);
     return MC_OK;

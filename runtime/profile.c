@@ -98,23 +98,14 @@ static mc_status time_kernels_on_host(mc_program *p, int iters, mc_profile *prof
     return st;
 }
 
+static mc_status run_program(void *p) { return mc_program_run(p); }
+
 mc_status mc_profile_collect(mc_program *p, int iters, mc_profile *prof)
 {
     if (iters < 1)
         iters = 1;
     prof->iters = iters;
-    double *wall = calloc((size_t)iters, sizeof *wall);
-    if (!wall)
-        return mc_fail(MC_ERR_SYSTEM, "out of memory");
-    mc_status st = mc_program_run(p); /* warm-up */
-    for (int i = 0; i < iters && st == MC_OK; i++) {
-        double t0 = mc_now_ms();
-        st = mc_program_run(p);
-        wall[i] = (mc_now_ms() - t0) * 1000.0;
-    }
-    if (st == MC_OK)
-        prof->wall_us = mc_median(wall, iters);
-    free(wall);
+    mc_status st = mc_time_median(run_program, p, iters, &prof->wall_us);
     if (st == MC_OK && p->backend->profile)
         st = p->backend->profile(p, iters, prof);
     else if (st == MC_OK && p->backend->run_kernel)

@@ -332,7 +332,7 @@ mc_status mc_program_compile(const mc_graph *g, const mc_options *opt, mc_progra
         free(p);
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     }
-    mc_compile_options co = {.fuse = o.fuse, .plan_memory = o.plan_memory, .tf32 = o.tf32};
+    mc_compile_options co = mc_compile_options_for(&o);
 #ifndef NDEBUG
     co.verify = true;
 #endif
@@ -374,7 +374,7 @@ mc_status mc_program_compile_unprepared(const mc_graph *g, const mc_options *opt
         free(p);
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     }
-    mc_compile_options co = {.fuse = opt->fuse, .plan_memory = opt->plan_memory, .tf32 = opt->tf32};
+    mc_compile_options co = mc_compile_options_for(opt);
     mc_status st = mc_compile_kernels(p->graph, &co, &p->kp);
     if (st == MC_OK)
         st = allocate_host(p);

@@ -1,4 +1,5 @@
-/* Time: the monotonic clock and the median every timing in minic reports.
+/* Time: the monotonic clock, the median every timing in minic reports, and the one loop that
+ * times something on the host (warm-up, N runs, median).
  */
 #include "support/support.h"
 
@@ -23,4 +24,23 @@ double mc_median(double *t, int n)
 {
     qsort(t, (size_t)n, sizeof *t, compare_double);
     return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+mc_status mc_time_median(mc_status (*run)(void *ctx), void *ctx, int iters, double *median_us)
+{
+    if (iters < 1)
+        iters = 1;
+    double *t = malloc((size_t)iters * sizeof *t);
+    if (!t)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory timing the program");
+    mc_status st = run(ctx); /* warm-up: pages touched, caches and threads awake */
+    for (int i = 0; i < iters && st == MC_OK; i++) {
+        double t0 = mc_now_ms();
+        st = run(ctx);
+        t[i] = (mc_now_ms() - t0) * 1000.0;
+    }
+    if (st == MC_OK)
+        *median_us = mc_median(t, iters);
+    free(t);
+    return st;
 }

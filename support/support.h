@@ -131,5 +131,8 @@ void mc_threadpool_free(mc_threadpool *pool);
 
 double mc_now_ms(void);             /* monotonic clock */
 double mc_median(double *t, int n); /* the median of t[0..n) (sorts t in place); n >= 1 */
+/* The one timing loop: run(ctx) once as a warm-up, then `iters` times (at least 1), each timed
+ * with the monotonic clock; *median_us is the median in µs. Stops at the first failure. */
+mc_status mc_time_median(mc_status (*run)(void *ctx), void *ctx, int iters, double *median_us);
 
 #endif

@@ -284,6 +284,65 @@ static void test_gpt2_plan_halves_memory(void **state)
     mc_graph_free(g);
 }
 
+/* The kernel IR verifier passes the pipeline's output and catches each kind of breakage a pass
+ * could make: a view past its buffer, an operand out of reach, a reduction read too early, a
+ * temp outside the arena. */
+static void test_kir_verifier(void **state)
+{
+    (void)state;
+    mc_graph *g = build_gpt2();
+    kir_program *kp = check_kernels(g, true);
+    assert_non_null(kp);
+    assert_int_equal(kir_verify(kp, "plan", true), MC_OK);
+    int red = -1, ops = -1;
+    for (int k = 0; k < kp->nkernels; k++) {
+        if (kp->kernels[k].category == KIR_REDUCTION && red < 0)
+            red = k;
+        for (int i = 0; ops < 0 && i < kp->kernels[k].ncode; i++)
+            if (kp->kernels[k].code[i].kind == KI_OP && i > 0)
+                ops = k;
+    }
+    assert_true(red >= 0 && ops >= 0);
+    kir_kernel *k = &kp->kernels[red];
+    int64_t saved = k->views[0].offset;
+    k->views[0].offset = kp->buffers[k->views[0].buffer].numel; /* one past the end */
+    assert_int_equal(kir_verify(kp, "test", true), MC_ERR_SYSTEM);
+    assert_non_null(strstr(mc_error_message(), "outside its buffer"));
+    assert_non_null(strstr(mc_error_message(), k->name));
+    k->views[0].offset = saved;
+    k = &kp->kernels[ops];
+    for (int i = 0; i < k->ncode; i++)
+        if (k->code[i].kind == KI_OP) {
+            int arg = k->code[i].arg[0];
+            k->code[i].arg[0] = i; /* itself: not an earlier instruction */
+            assert_int_equal(kir_verify(kp, "test", true), MC_ERR_SYSTEM);
+            assert_non_null(strstr(mc_error_message(), "out of its reach"));
+            k->code[i].arg[0] = arg;
+            break;
+        }
+    k = &kp->kernels[red];
+    for (int i = 0; i < k->ncode; i++)
+        if (k->code[i].kind == KI_ROWVAL) {
+            int blk = k->reds[k->code[i].view].block;
+            k->reds[k->code[i].view].block = k->nblocks; /* done after everything */
+            assert_int_equal(kir_verify(kp, "test", true), MC_ERR_SYSTEM);
+            k->reds[k->code[i].view].block = blk;
+            break;
+        }
+    for (int b = 0; b < kp->nbuffers; b++)
+        if (kp->buffers[b].kind == KBUF_TEMP) {
+            kp->buffers[b].offset += kp->arena_bytes;
+            assert_int_equal(kir_verify(kp, "test", true), MC_ERR_SYSTEM);
+            assert_non_null(strstr(mc_error_message(), "outside the arena"));
+            assert_int_equal(kir_verify(kp, "test", false), MC_OK); /* not planned yet: fine */
+            kp->buffers[b].offset -= kp->arena_bytes;
+            break;
+        }
+    assert_int_equal(kir_verify(kp, "plan", true), MC_OK);
+    kir_program_free(kp);
+    mc_graph_free(g);
+}
+
 int main(void)
 {
     (void)S2;
@@ -291,6 +350,7 @@ int main(void)
         cmocka_unit_test(test_examples_match_oracle),
         cmocka_unit_test(test_example_kernel_counts),
         cmocka_unit_test(test_gpt2_plan_halves_memory),
+        cmocka_unit_test(test_kir_verifier),
         cmocka_unit_test(test_example_files),
         cmocka_unit_test(test_bench_file_kernel_counts),
     };

@@ -62,11 +62,7 @@ static int compile(const mc_graph *g, const mc_options *opt, mc_program **p)
     return st == MC_OK ? CLI_OK : cli_library_error(st);
 }
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+static mc_status run_program(void *p) { return mc_program_run(p); }
 
 /* Median time of one run in µs: the backend's timer where it has one, else the host clock. */
 static mc_status time_program(mc_program *p, int iters, double *median_us, const char **clock)
@@ -76,21 +72,7 @@ static mc_status time_program(mc_program *p, int iters, double *median_us, const
         return p->backend->time(p, iters, median_us);
     }
     *clock = "host clock";
-    double *t = calloc((size_t)iters, sizeof *t);
-    if (!t)
-        return mc_fail(MC_ERR_SYSTEM, "out of memory");
-    mc_status st = mc_program_run(p); /* warm-up */
-    for (int i = 0; i < iters && st == MC_OK; i++) {
-        double t0 = mc_now_ms();
-        st = mc_program_run(p);
-        t[i] = (mc_now_ms() - t0) * 1000.0;
-    }
-    if (st == MC_OK) {
-        qsort(t, (size_t)iters, sizeof *t, compare_double);
-        *median_us = iters % 2 ? t[iters / 2] : 0.5 * (t[iters / 2 - 1] + t[iters / 2]);
-    }
-    free(t);
-    return st;
+    return mc_time_median(run_program, p, iters, median_us);
 }
 
 static void print_value(double x, mc_dtype d)
@@ -439,8 +421,8 @@ static int dump_code(const cli_args *a, const mc_graph *g)
 
 static int dump_fused(const cli_args *a, const mc_graph *g)
 {
-    mc_compile_options co = {.fuse = a->opt.fuse, .plan_memory = a->opt.plan_memory,
-                             .verify = true, .tf32 = a->opt.tf32};
+    mc_compile_options co = mc_compile_options_for(&a->opt);
+    co.verify = true;
     kir_program *kp = NULL;
     mc_status st = mc_compile_kernels(g, &co, &kp);
     if (st != MC_OK)

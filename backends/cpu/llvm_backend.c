@@ -801,26 +801,6 @@ static mc_status cpu_run_kernel(mc_program *p, int kernel)
     return MC_OK;
 }
 
-static mc_status cpu_time(mc_program *p, int iters, double *median_us)
-{
-    if (iters < 1)
-        iters = 1;
-    double *t = malloc((size_t)iters * sizeof *t);
-    if (!t)
-        return mc_fail(MC_ERR_SYSTEM, "out of memory timing the program");
-    mc_status st = cpu_run(p); /* warm-up: pages touched, caches and threads awake */
-    for (int i = 0; i < iters && st == MC_OK; i++) {
-        double t0 = mc_now_ms();
-        st = cpu_run(p);
-        t[i] = (mc_now_ms() - t0) * 1000.0;
-    }
-    if (st == MC_OK) {
-        *median_us = mc_median(t, iters);
-    }
-    free(t);
-    return st;
-}
-
 static mc_status cpu_dump_code(mc_program *p, FILE *out)
 {
     cpu_state *s = p->state;
@@ -837,7 +817,6 @@ const mc_backend mc_backend_cpu = {
     .prepare = cpu_prepare,
     .run = cpu_run,
     .profile = NULL, /* per-kernel timing: not yet */
-    .time = cpu_time,
     .dump_code = cpu_dump_code,
     .release = cpu_release,
     .run_kernel = cpu_run_kernel,

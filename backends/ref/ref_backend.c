@@ -212,32 +212,6 @@ static mc_status ref_run_kernel(mc_program *p, int kernel)
     return run_kernel(p->kp, &p->kp->kernels[kernel], s->data);
 }
 
-static mc_status ref_time(mc_program *p, int iters, double *median_us)
-{
-    double best = 0;
-    double *t = malloc(sizeof *t * (size_t)(iters > 0 ? iters : 1));
-    if (!t)
-        return mc_fail(MC_ERR_SYSTEM, "out of memory timing the program");
-    mc_status st = ref_run(p); /* warm-up */
-    for (int i = 0; i < iters && st == MC_OK; i++) {
-        double t0 = mc_now_ms();
-        st = ref_run(p);
-        t[i] = (mc_now_ms() - t0) * 1000.0;
-    }
-    if (st == MC_OK && iters > 0) {
-        for (int i = 1; i < iters; i++)
-            for (int j = i; j > 0 && t[j - 1] > t[j]; j--) {
-                double x = t[j];
-                t[j] = t[j - 1];
-                t[j - 1] = x;
-            }
-        best = t[iters / 2];
-    }
-    free(t);
-    *median_us = best;
-    return st;
-}
-
 const mc_backend mc_backend_ref = {
     .name = "ref",
     .runs_on_host = true,
@@ -245,7 +219,6 @@ const mc_backend mc_backend_ref = {
     .prepare = ref_prepare,
     .run = ref_run,
     .profile = NULL,    /* no per-kernel timing: it is an oracle, not a target */
-    .time = ref_time,
     .dump_code = NULL,  /* nothing is generated */
     .release = ref_release,
     .run_kernel = ref_run_kernel,

@@ -1,0 +1,199 @@
+/* The kernel IR's verifier: every invariant kir.h states, checked after lowering and again after
+ * memory planning (the pipeline runs it where it runs the graph verifier: debug builds, tests,
+ * `minic dump`). A failure is a bug in a pass, never the user's mistake, so the message names
+ * the stage, the kernel and what is broken, for a developer to read.
+ *
+ * What it checks: buffers have a dtype, a positive size and, once planned, a place inside the
+ * arena; blocks tile the instruction list in order; every operand is an earlier instruction of
+ * the same block or of an earlier row block (a loop block never reads another loop block);
+ * loads, indices, row values and the accumulator name things that exist; reductions accumulate
+ * in loop blocks; every element a view can touch over the kernel's index space lies inside its
+ * buffer (GEMM operands over their own [batch.., rows, cols] spaces).
+ */
+#include "kir/kir.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const char *stage;
+    const kir_program *kp;
+    const kir_kernel *k;
+} checker;
+
+static mc_status broken(const checker *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static mc_status broken(const checker *c, const char *fmt, ...)
+{
+    char detail[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    return mc_fail(MC_ERR_SYSTEM, "internal error: kernel IR after %s: %s%s%s", c->stage,
+                   c->k ? "kernel " : "", c->k ? c->k->name : "", detail);
+}
+
+/* The lowest and highest element a view reaches over dims [0, ndim) of `shape`. */
+static void view_extent(const int64_t *stride, const int64_t *shape, int ndim, int64_t offset,
+                        int64_t *lo, int64_t *hi)
+{
+    *lo = *hi = offset;
+    for (int d = 0; d < ndim; d++) {
+        int64_t step = stride[d] * (shape[d] - 1);
+        if (step < 0)
+            *lo += step;
+        else
+            *hi += step;
+    }
+}
+
+static mc_status check_view_range(const checker *c, int v, const int64_t *shape, int ndim)
+{
+    const kir_view *w = &c->k->views[v];
+    int64_t lo, hi;
+    view_extent(w->stride, shape, ndim, w->offset, &lo, &hi);
+    const kir_buffer *b = &c->kp->buffers[w->buffer];
+    if (lo < 0 || hi >= b->numel)
+        return broken(c, ": view %lld reaches element %lld outside its buffer", (long long)(v), (long long)(lo < 0 ? lo : hi));
+    return MC_OK;
+}
+
+/* Is instruction `arg` readable from an instruction of block `block`? */
+static bool readable(const kir_kernel *k, const int *block_of, int arg, int at, int block)
+{
+    if (arg < 0 || arg >= at)
+        return false;
+    int from = block_of[arg];
+    return from == block || (from < block && !k->blocks[from].loop);
+}
+
+static mc_status check_kernel(const checker *c, int *block_of)
+{
+    const kir_kernel *k = c->k;
+    const kir_program *kp = c->kp;
+    if (k->rank < 0 || k->rank > MC_MAX_RANK || k->nrow < 0 || k->nrow > k->rank)
+        return broken(c, ": rank %lld with %lld row dims", (long long)(k->rank), (long long)(k->nrow));
+    for (int d = 0; d < k->rank; d++)
+        if (k->shape[d] < 1)
+            return broken(c, ": dimension %lld has size %lld", (long long)(d), (long long)(k->shape[d]));
+    for (int v = 0; v < k->nviews; v++)
+        if (k->views[v].buffer < 0 || k->views[v].buffer >= kp->nbuffers)
+            return broken(c, ": view %lld names buffer %lld", (long long)(v), (long long)(k->views[v].buffer));
+    int next = 0; /* blocks tile [0, ncode) in order */
+    for (int b = 0; b < k->nblocks; b++) {
+        if (k->blocks[b].first != next || k->blocks[b].count < 0)
+            return broken(c, ": block %lld starts at %lld", (long long)(b), (long long)(k->blocks[b].first));
+        for (int i = 0; i < k->blocks[b].count; i++)
+            block_of[next + i] = b;
+        next += k->blocks[b].count;
+    }
+    if (next != k->ncode)
+        return broken(c, ": blocks cover %lld of %lld instructions", (long long)(next), (long long)(k->ncode));
+    bool gemm = k->category == KIR_GEMM;
+    for (int i = 0; i < k->ncode; i++) {
+        const kir_instr *in = &k->code[i];
+        int b = block_of[i];
+        switch (in->kind) {
+        case KI_LOAD:
+            if (in->view < 0 || in->view >= k->nviews)
+                return broken(c, ": instruction %lld loads view %lld", (long long)(i), (long long)(in->view));
+            break;
+        case KI_INDEX:
+            if (in->view < 0 || in->view >= k->rank)
+                return broken(c, ": instruction %lld indexes dimension %lld", (long long)(i), (long long)(in->view));
+            break;
+        case KI_ROWVAL:
+            if (in->view < 0 || in->view >= k->nreds || k->reds[in->view].block >= b)
+                return broken(c, ": instruction %lld reads reduction %lld before it is done", (long long)(i), (long long)(in->view));
+            break;
+        case KI_ACC:
+            if (!gemm)
+                return broken(c, ": instruction %lld reads an accumulator outside a GEMM", (long long)(i));
+            break;
+        case KI_CONST: break;
+        case KI_OP: {
+            int nin = mc_op_table[in->op].max_in;
+            if (in->op != MC_OP_CAST && !mc_op_table[in->op].expr)
+                return broken(c, ": instruction %lld is operator %lld, which has no expression", (long long)(i), (long long)(in->op));
+            for (int a = 0; a < nin && a < 3; a++)
+                if (!readable(k, block_of, in->arg[a], i, b))
+                    return broken(c, ": instruction %lld reads instruction %lld out of its reach", (long long)(i), (long long)(in->arg[a]));
+            break;
+        }
+        }
+    }
+    for (int r = 0; r < k->nreds; r++) {
+        const kir_reduce *red = &k->reds[r];
+        if (red->block < 0 || red->block >= k->nblocks || !k->blocks[red->block].loop ||
+            !readable(k, block_of, red->value, k->ncode, red->block))
+            return broken(c, ": reduction %lld does not reduce a value its loop block can read", (long long)(r));
+    }
+    for (int s = 0; s < k->nstores; s++) {
+        const kir_store *st = &k->stores[s];
+        if (st->block < 0 || st->block >= k->nblocks || st->view < 0 || st->view >= k->nviews ||
+            !readable(k, block_of, st->value, k->ncode, st->block))
+            return broken(c, ": store %lld is out of reach of its block (value %lld)", (long long)(s), (long long)(st->value));
+        const kir_buffer *buf = &kp->buffers[k->views[st->view].buffer];
+        if (buf->kind == KBUF_INPUT || buf->kind == KBUF_PARAM)
+            return broken(c, ": store %lld writes an input or param (buffer %lld)", (long long)(s), (long long)(k->views[st->view].buffer));
+    }
+    /* every view inside its buffer: epilogue and pointwise views over the index space (a view
+     * read only in row blocks moves along the row dims only, so those are the ones counted
+     * when the kernel reduces); GEMM operands over [batch.., rows, cols] */
+    int nb = k->rank - 2;
+    for (int v = 0; v < k->nviews; v++) {
+        mc_status st;
+        if (gemm && (v == k->gemm.a || v == k->gemm.b)) {
+            int64_t shape[MC_MAX_RANK];
+            memcpy(shape, k->shape, sizeof shape);
+            shape[nb] = v == k->gemm.a ? k->gemm.m : k->gemm.k;
+            shape[nb + 1] = v == k->gemm.a ? k->gemm.k : k->gemm.n;
+            st = check_view_range(c, v, shape, k->rank);
+        } else {
+            bool in_loop = false;
+            for (int i = 0; i < k->ncode; i++)
+                if (k->code[i].kind == KI_LOAD && k->code[i].view == v && k->blocks[block_of[i]].loop)
+                    in_loop = true;
+            for (int s = 0; s < k->nstores; s++)
+                if (k->stores[s].view == v && k->blocks[k->stores[s].block].loop)
+                    in_loop = true;
+            st = check_view_range(c, v, k->shape, in_loop || gemm ? k->rank : k->nrow);
+        }
+        if (st != MC_OK)
+            return st;
+    }
+    if (gemm && (k->gemm.a < 0 || k->gemm.a >= k->nviews || k->gemm.b < 0 || k->gemm.b >= k->nviews ||
+                 k->rank < 2 || k->shape[nb] != k->gemm.m || k->shape[nb + 1] != k->gemm.n))
+        return broken(c, ": GEMM operands or shape do not match (m %lld, n %lld)", (long long)(k->gemm.m), (long long)(k->gemm.n));
+    return MC_OK;
+}
+
+mc_status kir_verify(const kir_program *kp, const char *stage, bool planned)
+{
+    checker c = {.stage = stage, .kp = kp};
+    for (int b = 0; b < kp->nbuffers; b++) {
+        const kir_buffer *buf = &kp->buffers[b];
+        if ((int)buf->dtype < 0 || buf->dtype >= MC_NUM_DTYPES || buf->numel < 1)
+            return broken(&c, ": buffer %lld has dtype %lld or no elements", (long long)(b), (long long)(buf->dtype));
+        int64_t bytes = buf->numel * (int64_t)mc_dtype_size(buf->dtype);
+        if (planned && buf->kind == KBUF_TEMP &&
+            (buf->offset < 0 || buf->offset > kp->arena_bytes - bytes))
+            return broken(&c, ": temp buffer %lld at offset %lld lies outside the arena", (long long)(b), (long long)(buf->offset));
+    }
+    int most = 1;
+    for (int k = 0; k < kp->nkernels; k++)
+        if (kp->kernels[k].ncode > most)
+            most = kp->kernels[k].ncode;
+    int *block_of = calloc((size_t)most, sizeof *block_of);
+    if (!block_of)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory verifying the kernel IR");
+    mc_status st = MC_OK;
+    for (int k = 0; k < kp->nkernels && st == MC_OK; k++) {
+        c.k = &kp->kernels[k];
+        st = check_kernel(&c, block_of);
+    }
+    free(block_of);
+    return st;
+}
