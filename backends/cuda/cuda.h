@@ -38,14 +38,16 @@ typedef struct mc_cuda_code {
     const char *scheme; /* "pointwise", "row-per-warp", "row-per-block", "gemm-tiled" */
 } mc_cuda_code;
 
+typedef struct mc_cuda_gemm_plan mc_cuda_gemm_plan;
 /* Render kernel `ki` of kp for target t. `align[b]` is the byte alignment (a power of two,
- * at most 256) of buffer b's device address. With `acc_scratch` a GEMM kernel is rendered as
- * its epilogue only: a pointwise kernel over [batch.., M, N] that reads the accumulator from a
- * contiguous scratch buffer of dtype acc_dtype (cuBLASLt wrote it); without it a GEMM kernel is rendered whole
- * (a tiled GEMM with the epilogue inlined). Returns MC_ERR_SYSTEM on OOM or IR it cannot
- * express (an internal error message naming the kernel). */
+ * at most 256) of buffer b's device address. A GEMM kernel comes with its plan: when the plan
+ * uses cuBLASLt (use_lt) it is rendered as its epilogue only, a pointwise kernel over
+ * [batch.., M, N] that reads the accumulator from a contiguous scratch buffer of dtype
+ * scratch_dtype (cuBLASLt wrote it); otherwise whole (the warp-dot kernel when the plan says
+ * small, else a tiled GEMM, with the epilogue inlined). Other kernels pass NULL. Returns
+ * MC_ERR_SYSTEM on OOM or IR it cannot express (an internal error naming the kernel). */
 mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
-                         bool acc_scratch, mc_dtype acc_dtype, mc_cuda_code *out);
+                         const mc_cuda_gemm_plan *gemm, mc_cuda_code *out);
 void mc_cuda_code_free(mc_cuda_code *c);
 
 /* ---- GEMMs through cuBLASLt ------------------------------------------------------------------
@@ -73,10 +75,11 @@ typedef struct mc_lt_matrix {
     int64_t outer_stride[MC_MAX_RANK];/* per outer batch dimension */
 } mc_lt_matrix;
 
-typedef struct mc_cuda_gemm_plan {
+struct mc_cuda_gemm_plan {
     bool use_lt;      /* false: a generated GEMM kernel does it all (layout cuBLASLt can't take,
                          or small) */
-    bool small;       /* mc_cuda_gemm_small: the generated warp-dot kernel beats cuBLASLt */
+    bool small;       /* the generated warp-dot kernel beats cuBLASLt (then !use_lt) */
+    bool autotune;    /* large enough (>= 1 GFLOP a call) to time cuBLASLt's candidates */
     bool full;        /* true: the epilogue is cuBLASLt's; false: D is the f32 scratch buffer and
                          a generated epilogue kernel follows */
     mc_lt_epilogue epi;
@@ -94,14 +97,13 @@ typedef struct mc_cuda_gemm_plan {
     int64_t scratch_elems; /* !full: elements of scratch needed */
     mc_dtype scratch_dtype;/* !full: f32, or the f16/bf16 every store of the epilogue writes
                               (half the traffic; acc is rounded once more, within SPEC §6) */
-} mc_cuda_gemm_plan;
+};
 
 /* Decide how kernel ki (a KIR_GEMM) runs: which epilogue cuBLASLt takes, operand layouts and
- * batching. Never fails: layouts it cannot map give use_lt = false. */
+ * batching, small (few rows, both operands contiguous along K: the generated warp-dot kernel
+ * beats a cuBLASLt call) and autotune. Never fails: layouts it cannot map give use_lt = false.
+ * The one place a GEMM's size decides anything. */
 void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *plan);
-/* Is kernel k a GEMM small enough (few rows, both operands contiguous along K) that the
- * generated warp-dot kernel beats a cuBLASLt call? */
-bool mc_cuda_gemm_small(const kir_kernel *k);
 /* A one-line description of the plan for dump_code. */
 void mc_cuda_gemm_plan_describe(const mc_cuda_gemm_plan *plan, mc_strbuf *sb);
 

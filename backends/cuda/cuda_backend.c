@@ -265,9 +265,7 @@ static mc_status lt_setup(cuda_state *s, const kir_kernel *k, const mc_cuda_gemm
     if (r != CUBLAS_STATUS_SUCCESS || found == 0)
         return MC_OK; /* no algorithm: the caller falls back */
     g->algo = res[0].algo;
-    /* small GEMMs are launch-bound: event timing can't tell their candidates apart (measured:
-     * tuning made small_mlp slower), so they keep the heuristic's first choice */
-    if (found > 1 && 2.0 * (double)p->m * (double)p->n * (double)p->k * (double)p->batch >= 1e9)
+    if (found > 1 && p->autotune) /* smaller ones keep the heuristic's first choice */
         lt_autotune(s, p, g, res, found);
     *ok = true;
     return MC_OK;
@@ -474,7 +472,7 @@ static mc_status cuda_prepare(mc_program *p)
             lt_free(s->lt, &s->gemms[i]);
             pl->gemm.use_lt = false;
             mc_cuda_code_free(&pl->code);
-            st = mc_cuda_render(kp, i, &s->target, align, false, MC_F32, &pl->code);
+            st = mc_cuda_render(kp, i, &s->target, align, &pl->gemm, &pl->code);
             pl->has_code = st == MC_OK;
         }
     }

@@ -173,7 +173,7 @@ static bool map_output(const kir_kernel *k, const int64_t *stride, mc_lt_matrix 
     return true;
 }
 
-void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
+static void plan_layout(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
 {
     const kir_kernel *k = &kp->kernels[ki];
     memset(p, 0, sizeof *p);
@@ -321,7 +321,7 @@ void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
 #define SMALL_ROWS 64
 #define SMALL_MACS ((int64_t)1 << 24)
 
-bool mc_cuda_gemm_small(const kir_kernel *k)
+static bool gemm_small(const kir_kernel *k)
 {
     int nb = k->rank - 2;
     const kir_gemm *g = &k->gemm;
@@ -334,6 +334,20 @@ bool mc_cuda_gemm_small(const kir_kernel *k)
     for (int d = 0; d < nb; d++)
         rows *= k->shape[d];
     return rows <= SMALL_ROWS && g->n <= SMALL_MACS / rows / g->k;
+}
+
+/* Every size decision about a GEMM is made here, once: its layout for cuBLASLt, whether it is
+ * small enough for the generated warp-dot kernel (then cuBLASLt is not used), and whether it is
+ * large enough that timing cuBLASLt's candidate algorithms pays (small GEMMs are launch-bound:
+ * event timing can't tell their candidates apart; measured: tuning made small_mlp slower). */
+void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
+{
+    plan_layout(kp, ki, p);
+    if (gemm_small(&kp->kernels[ki])) {
+        p->use_lt = false;
+        p->small = true;
+    }
+    p->autotune = p->use_lt && 2.0 * (double)p->m * (double)p->n * (double)p->k * (double)p->batch >= 1e9;
 }
 
 void mc_cuda_gemm_plan_describe(const mc_cuda_gemm_plan *p, mc_strbuf *sb)
@@ -382,19 +396,13 @@ mc_status mc_cuda_plan_program(const kir_program *kp, const mc_cuda_target *t, c
         return mc_fail(MC_ERR_SYSTEM, "out of memory planning CUDA kernels");
     for (int i = 0; i < kp->nkernels; i++) {
         mc_cuda_kernel_plan *pl = &plans[i];
-        bool scratch = false;
         if (kp->kernels[i].category == KIR_GEMM) {
             pl->is_gemm = true;
             mc_cuda_gemm_plan_make(kp, i, &pl->gemm);
-            if (mc_cuda_gemm_small(&kp->kernels[i])) {
-                pl->gemm.use_lt = false;
-                pl->gemm.small = true;
-            }
             if (pl->gemm.use_lt && pl->gemm.full)
                 continue; /* cuBLASLt does it all */
-            scratch = pl->gemm.use_lt;
         }
-        mc_status st = mc_cuda_render(kp, i, t, align, scratch, pl->gemm.scratch_dtype, &pl->code);
+        mc_status st = mc_cuda_render(kp, i, t, align, pl->is_gemm ? &pl->gemm : NULL, &pl->code);
         if (st != MC_OK) {
             mc_cuda_plans_free(plans, kp->nkernels);
             return st;

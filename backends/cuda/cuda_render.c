@@ -771,7 +771,7 @@ static bool render_gemm_tiled(rctx *c, mc_cuda_code *out)
     return true;
 }
 
-/* A small GEMM (mc_cuda_gemm_small: few rows, both operands contiguous along K), where launch
+/* A small GEMM (the plan's `small`: few rows, both operands contiguous along K), where launch
  * and memory latency, not arithmetic, set the time. Each warp owns a DOT_TM x DOT_TN tile of
  * outputs; its lanes stride along K (so every load instruction of the warp reads consecutive
  * addresses) and keep one partial sum per output. A reduce-scatter butterfly then leaves each
@@ -881,8 +881,10 @@ void mc_cuda_code_free(mc_cuda_code *c)
 }
 
 mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
-                         bool acc_scratch, mc_dtype acc_dtype, mc_cuda_code *out)
+                         const mc_cuda_gemm_plan *gemm, mc_cuda_code *out)
 {
+    bool acc_scratch = gemm && gemm->use_lt;
+    mc_dtype acc_dtype = acc_scratch ? gemm->scratch_dtype : MC_F32;
     memset(out, 0, sizeof *out);
     const kir_kernel *k = &kp->kernels[ki];
     rctx c = {.kp = kp, .k = k, .t = t, .align = align, .sb = &out->src, .j = -1, .u = -1,
@@ -984,7 +986,7 @@ mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t,
     mc_sb_printf(sb, "], %d row dims, vector width %d */\n", k->nrow, c.V);
     bool ok;
     if (k->category == KIR_GEMM && !acc_scratch)
-        ok = mc_cuda_gemm_small(k) ? render_gemm_dot(&c, out) : render_gemm_tiled(&c, out);
+        ok = gemm && gemm->small ? render_gemm_dot(&c, out) : render_gemm_tiled(&c, out);
     else if (k->category == KIR_REDUCTION)
         ok = render_reduction(&c, out);
     else
