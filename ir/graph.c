@@ -299,6 +299,7 @@ mc_value mc_graph_add(mc_graph *g, mc_op op, const mc_value *in, int nin, const 
     n.line = line;
     n.col = col;
     n.origin = op;
+    n.user = g->nnodes; /* its own index: append() gives it the next one */
     mc_value v = MC_ERROR;
     if (mc_node_infer(g, &n) == MC_OK)
         v = append(g, &n);
@@ -341,6 +342,7 @@ mc_value mc_graph_declare(mc_graph *g, mc_op op, const char *name, mc_dtype dtyp
     n.line = line;
     n.col = col;
     n.origin = op;
+    n.user = g->nnodes;
     n.name = name; /* so that inference's messages say `input x:` */
     if (mc_node_infer(g, &n))
         return MC_ERROR;

@@ -102,6 +102,9 @@ typedef struct mc_node {
     const char *name; /* the user's name, or NULL (printed as t<index>) */
     int line, col;    /* where it was defined in the graph file; 0 when built through the API */
     mc_op origin;     /* the user's operator this node came from (differs after decomposition) */
+    int32_t user;     /* the node of the user's graph this one stands for: its own index where
+                         the user built it, carried by every rewrite (ir/graph.c, passes/rewrite.c)
+                         so lowering names buffers after the user's values without a search */
 } mc_node;
 
 struct mc_graph {

@@ -54,6 +54,8 @@ static mc_status verify_node(const mc_graph *g, const char *pass, int i)
         return broken(g, pass, i, "invalid operator %d", (int)n->op);
     if ((unsigned)n->origin >= MC_NUM_OPS)
         return broken(g, pass, i, "invalid origin operator %d", (int)n->origin);
+    if (n->user < 0)
+        return broken(g, pass, i, "no user node (%d)", (int)n->user);
     if (n->nin < 0 || (n->nin > 0 && !n->in))
         return broken(g, pass, i, "bad operand list (%d operands)", n->nin);
     if (n->rank < 0 || n->rank > MC_MAX_RANK)

@@ -44,8 +44,6 @@ typedef struct {
     int *members;          /* node indices, ascending within each group */
     int *dep;              /* per node: reductions of its group it depends on */
     int *red_index;        /* per node: reduction number in its kernel, -1 (reset per group) */
-    int *by_place;         /* user nodes with a line, sorted by (line, col, index) */
-    int nby_place;
 } lower_ctx;
 
 typedef struct {
@@ -248,30 +246,17 @@ static void add_store(kbuild *b, int node, const mc_cmap *m, int value, int bloc
 
 /* ---- buffers -------------------------------------------------------------------------------- */
 
-static int place_cmp(const mc_graph *u, int a, int b)
-{
-    const mc_node *x = &u->nodes[a], *y = &u->nodes[b];
-    if (x->line != y->line)
-        return x->line < y->line ? -1 : 1;
-    if (x->col != y->col)
-        return x->col < y->col ? -1 : 1;
-    return a < b ? -1 : a > b;
-}
-
-/* Member lists of every group (ascending node order), the per-node scratch arrays, and the
- * user's nodes sorted by place (a bottom-up merge sort: stable, no global comparator state). */
-static bool index_groups(lower_ctx *L, const mc_graph *user)
+/* Member lists of every group (ascending node order) and the per-node scratch arrays. */
+static bool index_groups(lower_ctx *L)
 {
     const mc_fusion *f = L->f;
-    int n = L->g->nnodes, ng = f->ngroups, nu = user->nnodes;
-    size_t sn = (size_t)(n > 0 ? n : 1), su = (size_t)(nu > 0 ? nu : 1);
+    int n = L->g->nnodes, ng = f->ngroups;
+    size_t sn = (size_t)(n > 0 ? n : 1);
     L->member_start = calloc((size_t)ng + 2, sizeof *L->member_start);
     L->members = malloc(sn * sizeof *L->members);
     L->dep = calloc(sn, sizeof *L->dep);
     L->red_index = malloc(sn * sizeof *L->red_index);
-    L->by_place = malloc(su * sizeof *L->by_place);
-    int *tmp = malloc(su * sizeof *tmp);
-    bool ok = L->member_start && L->members && L->dep && L->red_index && L->by_place && tmp;
+    bool ok = L->member_start && L->members && L->dep && L->red_index;
     if (ok) {
         for (int i = 0; i < n; i++) {
             L->red_index[i] = -1;
@@ -283,27 +268,7 @@ static bool index_groups(lower_ctx *L, const mc_graph *user)
         for (int i = 0; i < n; i++) /* member_start[q + 1] is group q's fill position */
             if (f->nodes[i].kind == MC_FN_MEMBER)
                 L->members[L->member_start[f->nodes[i].group + 1]++] = i;
-        L->nby_place = 0;
-        for (int i = 0; i < nu; i++)
-            if (user->nodes[i].line > 0)
-                L->by_place[L->nby_place++] = i;
-        int m = L->nby_place;
-        int *src = L->by_place, *dst = tmp;
-        for (int width = 1; width < m; width *= 2) {
-            for (int lo = 0; lo < m; lo += 2 * width) {
-                int mid = lo + width < m ? lo + width : m, hi = lo + 2 * width < m ? lo + 2 * width : m;
-                int a = lo, b = mid, o = lo;
-                while (a < mid || b < hi)
-                    dst[o++] = (b >= hi || (a < mid && place_cmp(user, src[a], src[b]) <= 0)) ? src[a++] : src[b++];
-            }
-            int *t = src;
-            src = dst;
-            dst = t;
-        }
-        if (src != L->by_place)
-            memcpy(L->by_place, src, sizeof *src * (size_t)m);
     }
-    free(tmp);
     return ok;
 }
 
@@ -313,40 +278,6 @@ static void free_index(lower_ctx *L)
     free(L->members);
     free(L->dep);
     free(L->red_index);
-    free(L->by_place);
-}
-
-/* The user's node that node `node` of the decomposed graph stands for: the node of the same
- * name, else the last one defined at the same line and column, else the first output. */
-static int user_node_for(const lower_ctx *L, int node)
-{
-    const mc_node *n = &L->g->nodes[node];
-    const mc_graph *u = L->user;
-    if (n->name) {
-        int32_t i = mc_name_map_get(&u->names, n->name);
-        if (i >= 0 && i < u->nnodes && u->nodes[i].name && strcmp(u->nodes[i].name, n->name) == 0)
-            return i;
-        for (i = 0; i < u->nnodes && !u->names.cap; i++) /* a graph without a name map */
-            if (u->nodes[i].name && strcmp(u->nodes[i].name, n->name) == 0)
-                return i;
-    }
-    if (n->line > 0) {
-        int lo = 0, hi = L->nby_place; /* first entry past (line, col) */
-        while (lo < hi) {
-            int mid = lo + (hi - lo) / 2;
-            const mc_node *m = &u->nodes[L->by_place[mid]];
-            if (m->line < n->line || (m->line == n->line && m->col <= n->col))
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo > 0) {
-            const mc_node *m = &u->nodes[L->by_place[lo - 1]];
-            if (m->line == n->line && m->col == n->col)
-                return L->by_place[lo - 1];
-        }
-    }
-    return u->noutputs > 0 ? u->outputs[0] : 0;
 }
 
 static int add_buffer(lower_ctx *L, kir_buffer_kind kind, int node, int user_node)
@@ -777,7 +708,7 @@ mc_status mc_lower(const mc_fusion *f, const mc_graph *user, const mc_compile_op
     }
     for (int i = 0; i < n; i++)
         L.buffer_of[i] = -1;
-    if (!index_groups(&L, user)) {
+    if (!index_groups(&L)) {
         free_index(&L);
         free(L.kp);
         free(L.buffer_of);
@@ -788,7 +719,7 @@ mc_status mc_lower(const mc_fusion *f, const mc_graph *user, const mc_compile_op
         const mc_node *nd = &g->nodes[i];
         if (nd->op == MC_OP_INPUT || nd->op == MC_OP_PARAM)
             L.buffer_of[i] = add_buffer(&L, nd->op == MC_OP_INPUT ? KBUF_INPUT : KBUF_PARAM, i,
-                                        user_node_for(&L, i));
+                                        g->nodes[i].user);
     }
     for (int o = 0; o < g->noutputs; o++) {
         int x = g->outputs[o];
@@ -799,7 +730,7 @@ mc_status mc_lower(const mc_fusion *f, const mc_graph *user, const mc_compile_op
     for (int i = 0; i < n; i++)
         if (f->nodes[i].kind == MC_FN_MEMBER && f->nodes[i].stored && L.buffer_of[i] < 0 &&
             f->nodes[i].view.base == i) /* not one stored into another's buffer */
-            L.buffer_of[i] = add_buffer(&L, KBUF_TEMP, i, user_node_for(&L, i));
+            L.buffer_of[i] = add_buffer(&L, KBUF_TEMP, i, g->nodes[i].user);
     for (int q = 0; q < f->ngroups && !L.failed; q++)
         lower_group(&L, f->order[q]);
     kir_program *kp = L.kp;

@@ -5,8 +5,8 @@
  * the user wrote; then the new graph is swapped into the old one's place. Rebuilding costs
  * O(n) per pass and keeps the invariant that a forward walk is a topological order, with no
  * in-place surgery on operand arrays. Each new node keeps the place (line, column) and the
- * origin (the user's operator) of the node it stands for, so the profile and the kernel names
- * still speak of the user's operators after decomposition.
+ * origin (the user's operator) and the user's node it stands for, so the profile, the kernel
+ * names and the buffers still speak of the user's operators and values after decomposition.
  */
 #include "passes/passes.h"
 
@@ -53,6 +53,7 @@ static void keep_place(mc_rewrite *rw, mc_value v, const mc_node *like)
     n->line = like->line;
     n->col = like->col;
     n->origin = like->origin;
+    n->user = like->user;
 }
 
 mc_value mc_rewrite_node(mc_rewrite *rw, const mc_node *like, mc_op op, const mc_value *in,

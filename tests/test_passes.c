@@ -343,6 +343,39 @@ static void test_kir_verifier(void **state)
     mc_graph_free(g);
 }
 
+/* Every buffer names the user's value it holds, carried through decomposition: in a graph built
+ * through the C API (no names on the intermediates, no lines to match), the temps of an unfused
+ * layernorm belong to the layernorm, not to some other node. */
+static void test_buffers_carry_user_node(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("carry");
+    int64_t xs[2] = {4, 8}, ws[1] = {8};
+    mc_value x = mc_input(g, "x", MC_F32, xs, 2);
+    mc_value w = mc_param(g, "w", MC_F32, ws, 1);
+    mc_value b = mc_param(g, "b", MC_F32, ws, 1);
+    mc_value h = mc_layernorm(g, x, w, b, 1e-5);
+    mc_value y = mc_add(g, h, x);
+    assert_int_equal(mc_graph_set_outputs(g, &y, 1), MC_OK);
+    kir_program *kp = check_kernels(g, false);
+    assert_non_null(kp);
+    int temps = 0;
+    for (int i = 0; i < kp->nbuffers; i++) {
+        const kir_buffer *buf = &kp->buffers[i];
+        if (buf->kind == KBUF_TEMP) {
+            assert_int_equal(buf->node, h);
+            temps++;
+        } else if (buf->kind == KBUF_OUTPUT) {
+            assert_int_equal(buf->node, y);
+        } else {
+            assert_true(buf->node == x || buf->node == w || buf->node == b);
+        }
+    }
+    assert_true(temps >= 3); /* mean, centred values, variance, ... each its own kernel */
+    kir_program_free(kp);
+    mc_graph_free(g);
+}
+
 int main(void)
 {
     (void)S2;
@@ -351,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_example_kernel_counts),
         cmocka_unit_test(test_gpt2_plan_halves_memory),
         cmocka_unit_test(test_kir_verifier),
+        cmocka_unit_test(test_buffers_carry_user_node),
         cmocka_unit_test(test_example_files),
         cmocka_unit_test(test_bench_file_kernel_counts),
     };
