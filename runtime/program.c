@@ -550,10 +550,31 @@ mc_status mc_program_load_weights(mc_program *p, const char *path)
             if (n->op != MC_OP_PARAM)
                 continue;
             mc_array a = {0};
-            char type[128];
-            if (mc_safetensors_get(st, n->name, &a) != MC_OK) {
+            char type[128], held[160];
+            if (!mc_safetensors_describe(st, n->name, held, sizeof held)) {
                 s = mc_fail(MC_ERR_INPUT, "%s: param '%s' (%s) is missing from the file", path,
                             n->name, node_type(n, type, sizeof type));
+                break;
+            }
+            if (mc_safetensors_get(st, n->name, &a) != MC_OK) {
+                /* there, but in a dtype (F64, I64, ...) minic does not read: SPEC §4 wants both
+                 * dtypes named, never "missing" */
+                char want[16];
+                size_t k = 0;
+                for (const char *c = mc_dtype_name(n->dtype); *c && k + 1 < sizeof want; c++)
+                    want[k++] = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
+                want[k] = '\0';
+                bool readable = false; /* then it is the rank, past MC_MAX_RANK */
+                for (const char *const *d = (const char *const[]){"F32[", "F16[", "BF16[", "I32[",
+                                                                  "BOOL[", NULL};
+                     *d; d++)
+                    readable |= strncmp(held, *d, strlen(*d)) == 0;
+                s = mc_fail(MC_ERR_INPUT,
+                            "%s: param '%s' is declared %s but the file holds %s%s%s%s", path,
+                            n->name, node_type(n, type, sizeof type), held,
+                            readable ? "" : ", a dtype minic does not read (it reads F32, F16, "
+                                            "BF16, I32 and BOOL: store it as ",
+                            readable ? "" : want, readable ? "" : ")");
                 break;
             }
             s = check_array(p, i, &a, path);
