@@ -66,7 +66,17 @@ struct mc_program {
     double compile_ms;        /* passes + code generation + backend compile */
     int kernels_compiled;     /* backend compiles this run (0: all from cache) */
     int64_t runs;             /* completed mc_program_run calls (outputs are valid after one) */
+    char *notes;              /* mc_program_notes: every note, one per line; NULL when none */
+    size_t notes_len;
 };
+
+/* Record a note about p (include/minic.h: notes): kept for mc_program_notes and handed to
+ * p->opt.note, unless p->opt.quiet. The library's one way of telling the user something that
+ * is not an error; it never prints. */
+/* (backends/backend.c) */
+void mc_program_note(mc_program *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+
 
 /* What a backend's `profile` slot fills (runtime/profile.h reads it; the arrays are allocated
  * by mc_profile_init with the counts, the times unknown). */

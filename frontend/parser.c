@@ -15,7 +15,7 @@
  *     rest of the text, so the error can say "used before its definition at line N" rather than
  *     just "undefined".
  *   - attributes: which keys each operator takes, the type of each value, defaults, duplicates,
- *     and that operands come before attributes (the table `attr_rules`).
+ *     and that operands come before attributes (ops.def's attribute columns).
  *   - number operands: each becomes an MC_OP_CONST node with the dtype of the other value
  *     operand (f32 when every operand is a number); an i32 one must be integral and in range, a
  *     bool one 0 or 1.
@@ -519,53 +519,17 @@ static mc_status parse_output(parser *p)
 
 /* ---- operator statements: attributes ------------------------------------------------------ */
 
-enum attr_key { KEY_AXIS, KEY_KEEPDIM, KEY_START, KEY_END, KEY_PERM, KEY_SHAPE, KEY_EPS, KEY_VALUE,
-                KEY_TO, KEY_DTYPE, NUM_KEYS };
-static const char *const key_names[NUM_KEYS] = {"axis", "keepdim", "start", "end", "perm",
-                                                "shape", "eps", "value", "to", "dtype"};
-#define BIT(k) (1u << (k))
-
-/* Which attributes an operator takes, and which of them it needs. */
-typedef struct attr_rule {
-    unsigned allowed, required;
-} attr_rule;
-
-static attr_rule attr_rules(mc_op op)
-{
-    switch (op) {
-    case MC_OP_SUM: case MC_OP_MEAN: case MC_OP_MAX: case MC_OP_MIN:
-        return (attr_rule){BIT(KEY_AXIS) | BIT(KEY_KEEPDIM), 0};
-    case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX: case MC_OP_CONCAT:
-        return (attr_rule){BIT(KEY_AXIS), 0};
-    case MC_OP_LAYERNORM: case MC_OP_RMSNORM:
-        return (attr_rule){BIT(KEY_EPS), 0};
-    case MC_OP_CAST:
-        return (attr_rule){BIT(KEY_TO), BIT(KEY_TO)};
-    case MC_OP_TRANSPOSE:
-        return (attr_rule){BIT(KEY_PERM), 0};
-    case MC_OP_RESHAPE: case MC_OP_EXPAND:
-        return (attr_rule){BIT(KEY_SHAPE), BIT(KEY_SHAPE)};
-    case MC_OP_SLICE:
-        return (attr_rule){BIT(KEY_AXIS) | BIT(KEY_START) | BIT(KEY_END), BIT(KEY_AXIS)};
-    case MC_OP_IOTA:
-        return (attr_rule){BIT(KEY_SHAPE) | BIT(KEY_AXIS) | BIT(KEY_DTYPE),
-                           BIT(KEY_SHAPE) | BIT(KEY_AXIS)};
-    case MC_OP_FULL:
-        return (attr_rule){BIT(KEY_SHAPE) | BIT(KEY_VALUE) | BIT(KEY_DTYPE),
-                           BIT(KEY_SHAPE) | BIT(KEY_VALUE)};
-    default:
-        return (attr_rule){0, 0};
-    }
-}
+/* Which attributes an operator takes, and which of them it needs, are ops.def's columns
+ * (mc_op_table[op].attrs and .required); the keys are ir.h's mc_attr_key. */
 
 /* "axis, keepdim" for messages. */
 static void list_keys(unsigned set, char *buf, size_t size)
 {
     size_t used = 0;
     buf[0] = '\0';
-    for (int k = 0; k < NUM_KEYS; k++)
-        if (set & BIT(k)) {
-            int w = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", key_names[k]);
+    for (int k = 0; k < MC_NUM_ATTRS; k++)
+        if (set & MC_ATTR_BIT(k)) {
+            int w = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", mc_attr_names[k]);
             if (w < 0 || (size_t)w >= size - used)
                 return;
             used += (size_t)w;
@@ -590,29 +554,29 @@ static mc_status parse_attribute(parser *p, mc_op op, unsigned *seen, mc_attrs *
 {
     mc_token key = p->tok;
     int k = 0;
-    while (k < NUM_KEYS && !tok_is(&key, key_names[k]))
+    while (k < MC_NUM_ATTRS && !tok_is(&key, mc_attr_names[k]))
         k++;
-    attr_rule rule = attr_rules(op);
+    unsigned allowed = mc_op_table[op].attrs;
     const char *opname = mc_op_table[op].name;
-    if (k == NUM_KEYS || !(rule.allowed & BIT(k))) {
+    if (k == MC_NUM_ATTRS || !(allowed & MC_ATTR_BIT(k))) {
         char keys[128];
-        list_keys(rule.allowed, keys, sizeof keys);
-        if (!rule.allowed)
+        list_keys(allowed, keys, sizeof keys);
+        if (!allowed)
             return error_at(p, &key, "unknown attribute " NAME_FMT ": '%s' takes no attributes",
                             NAME_ARGS(&key), opname);
         return error_at(p, &key, "unknown attribute " NAME_FMT " for '%s' (it takes %s)",
                         NAME_ARGS(&key), opname, keys);
     }
-    if (*seen & BIT(k))
-        return error_at(p, &key, "duplicate attribute '%s'", key_names[k]);
-    *seen |= BIT(k);
+    if (*seen & MC_ATTR_BIT(k))
+        return error_at(p, &key, "duplicate attribute '%s'", mc_attr_names[k]);
+    *seen |= MC_ATTR_BIT(k);
     advance(p); /* the key */
     advance(p); /* '=' */
     mc_status st = MC_OK;
     mc_token first;
     char what[96];
-    switch ((enum attr_key)k) {
-    case KEY_AXIS:
+    switch ((mc_attr_key)k) {
+    case MC_ATTR_AXIS:
         if (mc_op_table[op].kind == MC_KIND_REDUCE && p->tok.kind == MC_TOK_LBRACKET) {
             int n;
             if ((st = parse_int_list(p, false, attrs->list, &n, &first)))
@@ -635,22 +599,22 @@ static mc_status parse_attribute(parser *p, mc_op op, unsigned *seen, mc_attrs *
         }
         advance(p);
         return MC_OK;
-    case KEY_START:
-    case KEY_END:
-        snprintf(what, sizeof what, "an integer for '%s'", key_names[k]);
-        if ((st = token_int(p, &p->tok, what, k == KEY_START ? &attrs->start : &attrs->end)))
+    case MC_ATTR_START:
+    case MC_ATTR_END:
+        snprintf(what, sizeof what, "an integer for '%s'", mc_attr_names[k]);
+        if ((st = token_int(p, &p->tok, what, k == MC_ATTR_START ? &attrs->start : &attrs->end)))
             return st;
         advance(p);
         return MC_OK;
-    case KEY_KEEPDIM:
+    case MC_ATTR_KEEPDIM:
         return parse_bool(p, "keepdim", &attrs->keepdim);
-    case KEY_PERM:
-    case KEY_SHAPE: {
+    case MC_ATTR_PERM:
+    case MC_ATTR_SHAPE: {
         int n;
-        bool dims = k == KEY_SHAPE && (op == MC_OP_IOTA || op == MC_OP_FULL);
+        bool dims = k == MC_ATTR_SHAPE && (op == MC_OP_IOTA || op == MC_OP_FULL);
         if ((st = parse_int_list(p, dims, attrs->list, &n, &first)))
             return st;
-        if (k == KEY_SHAPE && !dims) /* reshape and expand: -1 is allowed, 0 never */
+        if (k == MC_ATTR_SHAPE && !dims) /* reshape and expand: -1 is allowed, 0 never */
             for (int i = 0; i < n; i++)
                 if (attrs->list[i] == 0 || attrs->list[i] < -1)
                     return error_at(p, &first, "dimension %lld in 'shape' must be positive (or -1)",
@@ -659,20 +623,20 @@ static mc_status parse_attribute(parser *p, mc_op op, unsigned *seen, mc_attrs *
         attrs->has_list = true;
         return MC_OK;
     }
-    case KEY_EPS:
-    case KEY_VALUE:
+    case MC_ATTR_EPS:
+    case MC_ATTR_VALUE:
         if (p->tok.kind != MC_TOK_NUMBER) {
-            snprintf(what, sizeof what, "a number for '%s'", key_names[k]);
+            snprintf(what, sizeof what, "a number for '%s'", mc_attr_names[k]);
             return expected(p, what);
         }
         if ((st = token_number(p, &p->tok, &attrs->value)))
             return st;
         advance(p);
         return MC_OK;
-    case KEY_TO:
-    case KEY_DTYPE:
+    case MC_ATTR_TO:
+    case MC_ATTR_DTYPE:
         return parse_dtype(p, &attrs->dtype);
-    case NUM_KEYS:
+    case MC_NUM_ATTRS:
         break;
     }
     return MC_OK;
@@ -731,21 +695,6 @@ static mc_status make_constants(parser *p, mc_op op, size_t n)
     return MC_OK;
 }
 
-static mc_attrs default_attrs(mc_op op)
-{
-    mc_attrs a = {0};
-    a.end = MC_END;
-    switch (op) {
-    case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX: a.axis = -1; break;
-    case MC_OP_LAYERNORM: a.value = 1e-5; break;
-    case MC_OP_RMSNORM: a.value = 1e-6; break;
-    case MC_OP_IOTA: a.dtype = MC_I32; break;
-    case MC_OP_FULL: a.dtype = MC_F32; break;
-    default: break;
-    }
-    return a;
-}
-
 /* "takes 2 operands", "takes 2 or 3 operands", "takes at least 1 operand", "takes no operands" */
 static void describe_arity(const mc_op_info *info, char *buf, size_t size)
 {
@@ -757,6 +706,21 @@ static void describe_arity(const mc_op_info *info, char *buf, size_t size)
         snprintf(buf, size, "%d operand%s", info->min_in, info->min_in == 1 ? "" : "s");
     else
         snprintf(buf, size, "%d or %d operands", info->min_in, info->max_in);
+}
+
+/* "unknown operator 'sofmax' (did you mean 'softmax'?)" */
+static mc_status unknown_operator(parser *p, const mc_token *tok)
+{
+    const char *names[MC_NUM_OPS];
+    int n = 0;
+    for (int i = 0; i < MC_NUM_OPS; i++)
+        if (mc_op_table[i].kind != MC_KIND_LEAF)
+            names[n++] = mc_op_table[i].name;
+    char near[256];
+    if (mc_suggest(tok->start, tok->len, names, n, near, sizeof near))
+        return error_at(p, tok, "unknown operator " NAME_FMT " (did you mean %s?)", NAME_ARGS(tok),
+                        near);
+    return error_at(p, tok, "unknown operator " NAME_FMT, NAME_ARGS(tok));
 }
 
 /* NAME '=' OP '(' args ')' with the current token at NAME. */
@@ -774,7 +738,7 @@ static mc_status parse_assignment(parser *p)
         return expected(p, "an operator name");
     mc_op op;
     if (!mc_op_parse(optok.start, optok.len, &op))
-        return error_at(p, &optok, "unknown operator " NAME_FMT, NAME_ARGS(&optok));
+        return unknown_operator(p, &optok);
     const mc_op_info *info = &mc_op_table[op];
     advance(p);
     if ((st = expect(p, MC_TOK_LPAREN, "'(' after the operator")))
@@ -782,7 +746,7 @@ static mc_status parse_assignment(parser *p)
 
     size_t n = 0;
     unsigned seen = 0;
-    mc_attrs attrs = default_attrs(op);
+    mc_attrs attrs = mc_op_default_attrs(op);
     mc_token extra = {0}; /* the first operand past the operator's maximum */
     if (p->tok.kind != MC_TOK_RPAREN) {
         for (;;) {
@@ -821,7 +785,7 @@ static mc_status parse_assignment(parser *p)
         return error_at(p, &extra, "'%s' takes %s, got %zu", info->name, arity, n);
     if (n < (size_t)info->min_in)
         return error_at(p, &optok, "'%s' takes %s, got %zu", info->name, arity, n);
-    unsigned missing = attr_rules(op).required & ~seen;
+    unsigned missing = info->required & ~seen;
     if (missing) {
         char keys[128];
         list_keys(missing, keys, sizeof keys);

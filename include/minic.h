@@ -21,7 +21,12 @@
  * Builder functions return an mc_value; on failure they return MC_ERROR and set the message, and
  * a builder given MC_ERROR as an operand returns MC_ERROR without a new message, so a chain of
  * calls can be checked once at the end (mc_graph_set_outputs fails if any operand failed).
- * Nothing in the library exits, aborts or prints.
+ *
+ * Notes: facts that are not errors but that a user may want to hear of (which backend `auto`
+ * fell back to, and why; compile progress when compiling takes seconds; a program that runs
+ * without a CUDA graph). The library keeps them with the program (mc_program_notes) and, as
+ * each arises, hands it to the options' `note` callback, if any: the caller decides whether
+ * and where to show them. Nothing in the library exits, aborts or prints.
  */
 #ifndef MINIC_H
 #define MINIC_H
@@ -110,6 +115,11 @@ mc_value mc_full(mc_graph *g, const int64_t *shape, int n, double value, mc_dtyp
 
 typedef enum { MC_BACKEND_AUTO, MC_BACKEND_CUDA, MC_BACKEND_CPU, MC_BACKEND_REF } mc_backend_kind;
 
+/* Receives one note: a sentence without a trailing newline, valid during the call. It is called
+ * from the thread that called mc_program_compile or mc_program_run, or during a compile from
+ * one of the library's worker threads; never two calls at once for one program. */
+typedef void (*mc_note_fn)(void *ctx, const char *note);
+
 typedef struct mc_options {
     mc_backend_kind backend; /* AUTO: cuda when a usable GPU is present, else cpu */
     bool fuse;               /* false: one kernel per primitive operator (the baseline) */
@@ -117,7 +127,9 @@ typedef struct mc_options {
     int cuda_graph;          /* -1: where eligible (default), 0: never, 1: required */
     bool tf32;               /* allow TF32 for f32 GEMMs on the GPU */
     int threads;             /* CPU threads; 0: one per core */
-    bool quiet;              /* no notes on stderr (backend fallback, compile progress) */
+    bool quiet;              /* keep no notes: `note` is not called, mc_program_notes is "" */
+    mc_note_fn note;         /* optional: called with each note as it arises (NULL: none) */
+    void *note_ctx;          /* handed to note */
 } mc_options;
 
 typedef struct mc_tensor {
@@ -136,6 +148,9 @@ const char *mc_backend_name(mc_backend_kind kind);
 mc_status mc_program_compile(const mc_graph *g, const mc_options *opt, mc_program **out);
 void mc_program_free(mc_program *p);
 const char *mc_program_backend(const mc_program *p); /* "cuda", "cpu" or "ref" */
+/* Every note about p so far (compile and runs), one per line, each ending in '\n'; "" when there
+ * is none. Valid until the next call that may add one (compile, run) or mc_program_free. */
+const char *mc_program_notes(const mc_program *p);
 
 /* Inputs and params are bound by name; each call checks size (and, for files, dtype and shape). */
 mc_status mc_program_set(mc_program *p, const char *name, const void *data, size_t bytes);

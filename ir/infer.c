@@ -82,6 +82,11 @@ static bool dtype_supported(mc_op op, mc_dtype d)
     }
 }
 
+bool mc_op_accepts_dtype(mc_op op, mc_dtype d)
+{
+    return dtype_valid(d) && dtype_supported(op, d);
+}
+
 static mc_status check_dtype(const infer *c, mc_dtype d)
 {
     if (dtype_supported(c->n->op, d))

@@ -31,11 +31,19 @@ typedef enum {
 } mc_op_kind;
 
 typedef enum {
-#define X(id, name, kind, min_in, max_in, flops, expr) MC_OP_##id,
+#define X(id, name, kind, min_in, max_in, flops, expr, operands, attrs, required) MC_OP_##id,
 #include "ir/ops.def"
 #undef X
     MC_NUM_OPS
 } mc_op;
+
+/* The attribute keys of the .graph format (`axis=1`); ops.def says which operator takes which. */
+typedef enum {
+    MC_ATTR_AXIS, MC_ATTR_KEEPDIM, MC_ATTR_START, MC_ATTR_END, MC_ATTR_PERM, MC_ATTR_SHAPE,
+    MC_ATTR_EPS, MC_ATTR_VALUE, MC_ATTR_TO, MC_ATTR_DTYPE, MC_NUM_ATTRS
+} mc_attr_key;
+extern const char *const mc_attr_names[MC_NUM_ATTRS]; /* "axis", "keepdim", ... */
+#define MC_ATTR_BIT(key) (1u << (key))
 
 typedef struct mc_op_info {
     const char *name;   /* as written in .graph files */
@@ -43,11 +51,17 @@ typedef struct mc_op_info {
     int min_in, max_in; /* max_in -1: any number */
     int flops;          /* per output element, for primitives */
     const char *expr;   /* C/CUDA expression over a, b, c; NULL where passes lower it first */
+    const char *operands; /* for people: "x", "a, b", "x, w, b?" ("" for none) */
+    unsigned attrs;     /* MC_ATTR_BIT of every key it takes */
+    unsigned required;  /* the keys it must be given */
 } mc_op_info;
 
 extern const mc_op_info mc_op_table[MC_NUM_OPS];
 bool mc_op_parse(const char *name, size_t len, mc_op *out); /* NULL-safe lookup by name */
 bool mc_op_is_composite(mc_op op); /* softmax, log_softmax, layernorm, rmsnorm, linear, mean */
+/* Does op accept values of dtype d (SPEC §1)? For where: its a and b; for cast, iota and full:
+ * the result. The one rule mc_node_infer checks (ir/infer.c). */
+bool mc_op_accepts_dtype(mc_op op, mc_dtype d);
 
 /* ---- dtypes ------------------------------------------------------------------------------- */
 
@@ -77,6 +91,11 @@ typedef struct mc_attrs {
     double value;              /* const, full: the number; layernorm, rmsnorm: eps */
     mc_dtype dtype;            /* cast: target; iota, full: result dtype */
 } mc_attrs;
+
+/* The attributes an operator starts from before a .graph file sets any: softmax's axis -1,
+ * concat's 0, layernorm's eps 1e-5, rmsnorm's 1e-6, iota's dtype i32, full's f32, slice's
+ * start 0 and end MC_END; everything else zero (reductions: every axis; transpose: reversed). */
+mc_attrs mc_op_default_attrs(mc_op op);
 
 /* A map from names to node indices (open addressing, names not copied: they must outlive it).
  * The graph keeps one to reject a name used twice; the printer and the verifier build their

@@ -3,11 +3,40 @@
 
 #include <string.h>
 
+const char *const mc_attr_names[MC_NUM_ATTRS] = {
+    [MC_ATTR_AXIS] = "axis", [MC_ATTR_KEEPDIM] = "keepdim", [MC_ATTR_START] = "start",
+    [MC_ATTR_END] = "end",   [MC_ATTR_PERM] = "perm",       [MC_ATTR_SHAPE] = "shape",
+    [MC_ATTR_EPS] = "eps",   [MC_ATTR_VALUE] = "value",     [MC_ATTR_TO] = "to",
+    [MC_ATTR_DTYPE] = "dtype",
+};
+
+/* ops.def names attribute keys without their prefix. */
+#define AXIS MC_ATTR_BIT(MC_ATTR_AXIS)
+#define KEEPDIM MC_ATTR_BIT(MC_ATTR_KEEPDIM)
+#define START MC_ATTR_BIT(MC_ATTR_START)
+#define END MC_ATTR_BIT(MC_ATTR_END)
+#define PERM MC_ATTR_BIT(MC_ATTR_PERM)
+#define SHAPE MC_ATTR_BIT(MC_ATTR_SHAPE)
+#define EPS MC_ATTR_BIT(MC_ATTR_EPS)
+#define VALUE MC_ATTR_BIT(MC_ATTR_VALUE)
+#define TO MC_ATTR_BIT(MC_ATTR_TO)
+#define DTYPE MC_ATTR_BIT(MC_ATTR_DTYPE)
 const mc_op_info mc_op_table[MC_NUM_OPS] = {
-#define X(id, name, kind, min_in, max_in, flops, expr) [MC_OP_##id] = {name, kind, min_in, max_in, flops, expr},
+#define X(id, name, kind, min_in, max_in, flops, expr, operands, attrs, required) \
+    [MC_OP_##id] = {name, kind, min_in, max_in, flops, expr, operands, attrs, required},
 #include "ir/ops.def"
 #undef X
 };
+#undef AXIS
+#undef KEEPDIM
+#undef START
+#undef END
+#undef PERM
+#undef SHAPE
+#undef EPS
+#undef VALUE
+#undef TO
+#undef DTYPE
 
 bool mc_op_parse(const char *name, size_t len, mc_op *out)
 {
@@ -27,4 +56,19 @@ bool mc_op_is_composite(mc_op op)
 {
     return op == MC_OP_SOFTMAX || op == MC_OP_LOG_SOFTMAX || op == MC_OP_LAYERNORM ||
            op == MC_OP_RMSNORM || op == MC_OP_LINEAR || op == MC_OP_MEAN;
+}
+
+mc_attrs mc_op_default_attrs(mc_op op)
+{
+    mc_attrs a = {0};
+    a.end = MC_END;
+    switch (op) {
+    case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX: a.axis = -1; break;
+    case MC_OP_LAYERNORM: a.value = 1e-5; break;
+    case MC_OP_RMSNORM: a.value = 1e-6; break;
+    case MC_OP_IOTA: a.dtype = MC_I32; break;
+    case MC_OP_FULL: a.dtype = MC_F32; break;
+    default: break;
+    }
+    return a;
 }

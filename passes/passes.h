@@ -42,6 +42,13 @@ mc_status mc_run_passes(const mc_graph *g, const mc_compile_options *opt, const 
 /* The whole pipeline: passes, fusion, lowering, planning. Kernels carry the user's operators
  * and lines (node origins survive decomposition), so the profile speaks the user's terms. */
 mc_status mc_compile_kernels(const mc_graph *g, const mc_compile_options *opt, kir_program **out);
+/* The stages `minic dump --stage` shows, NULL-terminated: "ir", every graph pass, "fuse",
+ * "lower", "plan". */
+extern const char *const mc_dump_stages[];
+/* Print g after stage: ir and the graph passes as .graph text; fuse as the graph then its
+ * fusion groups; lower and plan as the kernel IR (plan: with the temporaries placed). */
+mc_status mc_dump_stage(const mc_graph *g, const mc_compile_options *opt, const char *stage,
+                        FILE *out);
 
 /* ---- the pieces of the pipeline (one file each) --------------------------------------------- */
 

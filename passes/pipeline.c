@@ -2,12 +2,14 @@
  *
  * mc_run_passes clones the user's graph and runs the graph passes in order on the clone,
  * verifying after each when asked (the tests always ask), so a pass that breaks an invariant
- * is named in the error. `minic dump --stage NAME` stops after pass NAME. mc_compile_kernels
- * is the whole compiler: passes, fusion (or one kernel per primitive with fuse off), lowering
- * to the kernel IR, memory planning and the FLOP/byte count of every kernel.
+ * is named in the error. mc_compile_kernels is the whole compiler: passes, fusion (or one
+ * kernel per primitive with fuse off), lowering to the kernel IR, memory planning and the
+ * FLOP/byte count of every kernel. mc_dump_stage (`minic dump --stage NAME`) runs the same
+ * steps and stops after any of them, so every stage of the README's pipeline can be looked at.
  */
 #include "passes/passes.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const mc_pass pass_decompose = {"decompose", mc_pass_decompose};
@@ -22,6 +24,11 @@ const mc_pass *const mc_graph_passes[] = {
     &pass_dce,       /* what no output needs */
     NULL,
 };
+
+/* The stages mc_dump_stage shows: the parsed graph, each graph pass above, then fuse, lower and
+ * plan (tests/test_passes.c checks that every graph pass is here). */
+const char *const mc_dump_stages[] = {"ir", "decompose", "simplify", "cse", "dce", "fuse",
+                                      "lower", "plan", NULL};
 
 static bool known_stage(const char *name)
 {
@@ -105,4 +112,133 @@ mc_status mc_compile_kernels(const mc_graph *g, const mc_compile_options *opt, k
     for (int k = 0; k < (*out)->nkernels; k++)
         kir_count(*out, &(*out)->kernels[k]);
     return MC_OK;
+}
+
+/* ---- minic dump --stage ---------------------------------------------------------------------- */
+
+/* The graph after the passes, then each fusion group in execution order: its kind, its space,
+ * its members (nodes computed in it, by the names the printed graph uses) and which of them
+ * it writes to memory. */
+static mc_status print_fusion(const mc_graph *g, const mc_fusion *f, FILE *out)
+{
+    mc_status st = mc_graph_print(g, out);
+    if (st != MC_OK)
+        return st;
+    static const char *const kind_names[] = {
+        [MC_FG_POINTWISE] = "pointwise", [MC_FG_RESHAPE] = "reshape copy",
+        [MC_FG_CONCAT] = "concat copy", [MC_FG_OUTPUT] = "output copy",
+        [MC_FG_ELIDED] = "elided copy"};
+    fprintf(out, "# fusion: %d groups, in execution order\n", f->ngroups);
+    for (int q = 0; q < f->ngroups; q++) {
+        int gi = f->order[q];
+        const mc_fgroup *G = &f->groups[gi];
+        char name[64];
+        const char *kind = G->gemm >= 0 ? "gemm" : G->nred > 0 ? "reduction" : kind_names[G->kind];
+        fprintf(out, "group %d: %s, space [", q, kind);
+        for (int d = 0; d < G->rank; d++)
+            fprintf(out, "%s%lld", d ? ", " : "", (long long)G->shape[d]);
+        fprintf(out, "], anchor %s\n  members:", mc_node_name(g, G->anchor, name, sizeof name));
+        int stored = 0;
+        for (int i = 0; i < g->nnodes; i++)
+            if (f->nodes[i].kind == MC_FN_MEMBER && f->nodes[i].group == gi) {
+                fprintf(out, " %s", mc_node_name(g, i, name, sizeof name));
+                stored += f->nodes[i].stored;
+            }
+        fprintf(out, "\n  stores:");
+        for (int i = 0; i < g->nnodes; i++)
+            if (f->nodes[i].kind == MC_FN_MEMBER && f->nodes[i].group == gi && f->nodes[i].stored)
+                fprintf(out, " %s", mc_node_name(g, i, name, sizeof name));
+        fprintf(out, "%s\n", stored ? "" : " (none)");
+    }
+    fprintf(out, "# views (shape operators read through strides):");
+    int views = 0;
+    for (int i = 0; i < g->nnodes; i++)
+        if (f->nodes[i].kind == MC_FN_VIEW) {
+            char name[64];
+            fprintf(out, " %s", mc_node_name(g, i, name, sizeof name));
+            views++;
+        }
+    fprintf(out, "%s\n", views ? "" : " none");
+    return fflush(out) == 0 && !ferror(out) ? MC_OK : mc_fail(MC_ERR_SYSTEM, "could not write the fusion groups");
+}
+
+/* The kernel IR straight after lowering: the kernels (with their FLOP and byte counts) and the
+ * buffers, whose temporaries have no place yet (that is what plan gives them). */
+static void print_lowered(const kir_program *kp, const mc_graph *user, FILE *out)
+{
+    fprintf(out, "# after lower: %d kernels, %d buffers (temporaries not placed yet: --stage plan)\n",
+            kp->nkernels, kp->nbuffers);
+    fprintf(out, "buffers:\n");
+    static const char *const kinds[] = {[KBUF_INPUT] = "input", [KBUF_PARAM] = "param",
+                                        [KBUF_OUTPUT] = "output", [KBUF_TEMP] = "temp"};
+    for (int b = 0; b < kp->nbuffers; b++) {
+        const kir_buffer *buf = &kp->buffers[b];
+        char tmp[64];
+        const char *name = buf->node >= 0 && buf->node < user->nnodes
+                               ? mc_node_name(user, buf->node, tmp, sizeof tmp) : "";
+        fprintf(out, "  b%d(%s) %s %s[%lld]", b, name, kinds[buf->kind], mc_dtype_name(buf->dtype),
+                (long long)buf->numel);
+        if (buf->kind == KBUF_TEMP)
+            fprintf(out, " live kernels %d..%d", buf->first, buf->last);
+        fputc('\n', out);
+    }
+    for (int k = 0; k < kp->nkernels; k++) {
+        fputc('\n', out);
+        kir_print_kernel(kp, &kp->kernels[k], user, out);
+    }
+}
+
+mc_status mc_dump_stage(const mc_graph *g, const mc_compile_options *opt, const char *stage,
+                        FILE *out)
+{
+    int index = -1;
+    for (int i = 0; mc_dump_stages[i]; i++)
+        if (stage && strcmp(stage, mc_dump_stages[i]) == 0)
+            index = i;
+    if (index < 0) {
+        char names[256] = "";
+        size_t len = 0;
+        for (int i = 0; mc_dump_stages[i] && len < sizeof names; i++)
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s, ", mc_dump_stages[i]);
+        return mc_fail(MC_ERR_INPUT, "unknown stage '%s' (stages: %sfused, code)",
+                       stage ? stage : "(null)", names);
+    }
+    mc_compile_options defaults = {.fuse = true, .plan_memory = true, .verify = true};
+    if (!opt)
+        opt = &defaults;
+    bool graph_stage = known_stage(stage);
+    mc_graph *pg = NULL;
+    mc_status st = mc_run_passes(g, opt, graph_stage ? stage : NULL, &pg);
+    if (st != MC_OK)
+        return st;
+    if (graph_stage) {
+        st = mc_graph_print(pg, out);
+        mc_graph_free(pg);
+        return st;
+    }
+    kir_program *kp = NULL;
+    if (strcmp(stage, "plan") == 0) {
+        mc_graph_free(pg); /* mc_compile_kernels runs the whole pipeline itself */
+        st = mc_compile_kernels(g, opt, &kp);
+        if (st == MC_OK)
+            kir_print(kp, g, out);
+        kir_program_free(kp);
+        return st;
+    }
+    mc_fusion f;
+    st = mc_fuse(pg, opt->fuse, &f);
+    if (st == MC_OK && strcmp(stage, "fuse") == 0) {
+        st = print_fusion(pg, &f, out);
+    } else if (st == MC_OK) { /* lower */
+        st = mc_lower(&f, g, opt, &kp);
+        if (st == MC_OK) {
+            for (int k = 0; k < kp->nkernels; k++)
+                kir_count(kp, &kp->kernels[k]);
+            print_lowered(kp, g, out);
+            kir_program_free(kp);
+        }
+    }
+    mc_fusion_free(&f); /* mc_fuse leaves f empty when it fails */
+    mc_graph_free(pg);
+    return st;
 }

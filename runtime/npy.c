@@ -16,6 +16,8 @@
  *
  * bf16 has no NumPy dtype; the convention (ml_dtypes, PyTorch's .numpy() on a view) is to
  * store its raw bits as <u2, so <u2 is read as bf16 only when the caller expects bf16.
+ * NumPy's default integer is int64 (`np.array([1, 2])` is <i8), so <i8 is read when the caller
+ * expects i32, narrowed in place, and refused at the first value outside i32's range (SPEC §4).
  * Writing goes through mc_file_write_atomic: no partial file is ever left behind.
  */
 #include "runtime/runtime.h"
@@ -215,8 +217,11 @@ static mc_status parse_dict(header_parser *h, npy_header *out)
 
 /* ---- reading ------------------------------------------------------------------------------ */
 
-static mc_status dtype_of(const char *name, const char *descr, mc_dtype want, mc_dtype *out)
+/* *wide is set when the file holds <i8 to be narrowed to i32 (8 bytes per element on disk). */
+static mc_status dtype_of(const char *name, const char *descr, mc_dtype want, mc_dtype *out,
+                          bool *wide)
 {
+    *wide = false;
     if (descr[0] == '>')
         return mc_fail(MC_ERR_INPUT, "%s: big-endian data ('%s') is not supported", name, descr);
     mc_dtype d;
@@ -226,7 +231,10 @@ static mc_status dtype_of(const char *name, const char *descr, mc_dtype want, mc
         d = MC_F16;
     else if (strcmp(descr, "<i4") == 0)
         d = MC_I32;
-    else if (strcmp(descr, "|b1") == 0)
+    else if (strcmp(descr, "<i8") == 0 && want == MC_I32) {
+        d = MC_I32;
+        *wide = true;
+    } else if (strcmp(descr, "|b1") == 0)
         d = MC_BOOL;
     else if (strcmp(descr, "<u2") == 0) {
         if (want != MC_BF16)
@@ -236,8 +244,8 @@ static mc_status dtype_of(const char *name, const char *descr, mc_dtype want, mc
         d = MC_BF16;
     } else {
         return mc_fail(MC_ERR_INPUT,
-                       "%s: unsupported dtype '%s' (minic reads <f4, <f2, <i4, |b1, and <u2 "
-                       "as bf16)",
+                       "%s: unsupported dtype '%s' (minic reads <f4, <f2, <i4, |b1, <u2 as bf16 "
+                       "and <i8 as i32)",
                        name, descr);
     }
     if (want < MC_NUM_DTYPES && d != want)
@@ -256,9 +264,10 @@ static uint32_t load_le(const unsigned char *p, int bytes)
 }
 
 /* Parse and check everything; on success out holds dtype, rank and shape, and the data is
- * bytes [*data_offset, size) of the input (out->data not set). */
+ * bytes [*data_offset, size) of the input (out->data not set). *wide: the data is <i8 that
+ * narrow_i64 turns into out's i32 (out->bytes is then the file's, twice the result's). */
 static mc_status parse_file(const void *data, size_t size, const char *name, mc_dtype want,
-                            mc_array *out, size_t *data_offset)
+                            mc_array *out, size_t *data_offset, bool *wide)
 {
     memset(out, 0, sizeof *out);
     const unsigned char *b = data;
@@ -286,7 +295,7 @@ static mc_status parse_file(const void *data, size_t size, const char *name, mc_
     if (hd.fortran_order)
         return mc_fail(MC_ERR_INPUT, "%s: Fortran-order arrays are not supported", name);
     mc_dtype dtype = MC_F32; /* set by dtype_of; initialized for GCC -O2 */
-    st = dtype_of(name, hd.descr, want, &dtype);
+    st = dtype_of(name, hd.descr, want, &dtype, wide);
     if (st != MC_OK)
         return st;
 
@@ -294,7 +303,7 @@ static mc_status parse_file(const void *data, size_t size, const char *name, mc_
     for (int i = 0; i < hd.rank; i++)
         if (mc_mul_overflows(numel, hd.shape[i], &numel))
             return mc_fail(MC_ERR_INPUT, "%s: shape's element count overflows", name);
-    if (mc_mul_overflows(numel, (int64_t)mc_dtype_size(dtype), &bytes))
+    if (mc_mul_overflows(numel, *wide ? 8 : (int64_t)mc_dtype_size(dtype), &bytes))
         return mc_fail(MC_ERR_INPUT, "%s: shape's byte size overflows", name);
     size_t have = size - prefix - header_len;
     if ((uint64_t)bytes != have)
@@ -310,6 +319,43 @@ static mc_status parse_file(const void *data, size_t size, const char *name, mc_
     return MC_OK;
 }
 
+/* <i8 into i32, in place (element i moves from byte 8i to 4i: never over one not read yet);
+ * an input error at the first value that does not fit. */
+static mc_status narrow_i64(const char *name, mc_array *a)
+{
+    size_t n = a->bytes / 8;
+    unsigned char *p = a->data;
+    for (size_t i = 0; i < n; i++) {
+        int64_t v;
+        memcpy(&v, p + 8 * i, 8);
+        if (v < INT32_MIN || v > INT32_MAX) {
+            char where[160] = "";
+            if (a->rank > 1) { /* the multi-index too: "[1, 0, 3]" */
+                size_t rest = i, used = 0;
+                int64_t idx[MC_MAX_RANK];
+                for (int d = a->rank - 1; d >= 0; d--) {
+                    idx[d] = (int64_t)(rest % (size_t)a->shape[d]);
+                    rest /= (size_t)a->shape[d];
+                }
+                used += (size_t)snprintf(where, sizeof where, " [");
+                for (int d = 0; d < a->rank && used < sizeof where; d++)
+                    used += (size_t)snprintf(where + used, sizeof where - used, "%s%lld",
+                                             d ? ", " : "", (long long)idx[d]);
+                if (used < sizeof where)
+                    snprintf(where + used, sizeof where - used, "]");
+            }
+            return mc_fail(MC_ERR_INPUT,
+                           "%s: int64 value %lld at element %zu%s does not fit in i32 (<i8 is "
+                           "read as i32 only when every value fits)",
+                           name, (long long)v, i, where);
+        }
+        int32_t w = (int32_t)v;
+        memcpy(p + 4 * i, &w, 4);
+    }
+    a->bytes = n * 4;
+    return MC_OK;
+}
+
 /* NumPy bools are 0/1; any other byte means true. */
 static void normalize_bools(mc_array *a)
 {
@@ -322,7 +368,8 @@ mc_status mc_npy_parse(const void *data, size_t size, const char *name, mc_dtype
                        mc_array *out)
 {
     size_t offset;
-    mc_status st = parse_file(data, size, name, want, out, &offset);
+    bool wide;
+    mc_status st = parse_file(data, size, name, want, out, &offset, &wide);
     if (st != MC_OK)
         return st;
     out->data = malloc(out->bytes ? out->bytes : 1);
@@ -331,6 +378,11 @@ mc_status mc_npy_parse(const void *data, size_t size, const char *name, mc_dtype
         return mc_fail(MC_ERR_SYSTEM, "%s: out of memory", name);
     }
     memcpy(out->data, (const unsigned char *)data + offset, out->bytes);
+    if (wide && (st = narrow_i64(name, out)) != MC_OK) {
+        free(out->data);
+        memset(out, 0, sizeof *out);
+        return st;
+    }
     normalize_bools(out);
     return MC_OK;
 }
@@ -340,16 +392,23 @@ mc_status mc_npy_read(const char *path, mc_dtype want, mc_array *out)
     memset(out, 0, sizeof *out);
     char *data;
     size_t size, offset;
+    bool wide;
     mc_status st = mc_file_read_all(path, &data, &size);
     if (st != MC_OK)
         return st;
-    st = parse_file(data, size, path, want, out, &offset);
+    st = parse_file(data, size, path, want, out, &offset, &wide);
     if (st != MC_OK) {
         free(data);
         return st;
     }
     /* Slide the data to the front of the file's buffer rather than holding two copies. */
     memmove(data, data + offset, out->bytes);
+    out->data = data;
+    if (wide && (st = narrow_i64(path, out)) != MC_OK) {
+        free(data);
+        memset(out, 0, sizeof *out);
+        return st;
+    }
     char *shrunk = realloc(data, out->bytes ? out->bytes : 1);
     out->data = shrunk ? shrunk : data;
     normalize_bools(out);

@@ -11,13 +11,13 @@
  * before anything is copied, so a failed mc_program_load_weights leaves the program as it was.
  *
  * Backend choice (MC_BACKEND_AUTO): cuda when it is built and its probe finds a usable GPU,
- * else cpu when it is built, else ref. The fallback is said once per process on stderr (the one
- * thing here that prints, and only when opt->quiet is false), because a user who expected a GPU
- * must not silently get an interpreter.
+ * else cpu when it is built, else ref. The fallback is a note of the program's (mc_program_note:
+ * kept for mc_program_notes and handed to the caller's callback), because a user who expected
+ * a GPU must not silently get an interpreter; the library itself never prints.
  */
 #include "runtime/runtime.h"
 
-#include <stdatomic.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -35,6 +35,8 @@ mc_options mc_options_default(void)
         .tf32 = false,
         .threads = 0,
         .quiet = false,
+        .note = NULL,
+        .note_ctx = NULL,
     };
 }
 
@@ -72,10 +74,15 @@ static mc_status probe(const mc_backend *b)
     return b->probe ? b->probe() : MC_OK;
 }
 
-static atomic_bool fallback_said;
-
-static mc_status choose_backend(const mc_options *opt, const mc_backend **out)
+const char *mc_program_notes(const mc_program *p)
 {
+    return p && p->notes ? p->notes : "";
+}
+
+static mc_status choose_backend(mc_program *p)
+{
+    const mc_options *opt = &p->opt;
+    const mc_backend **out = &p->backend;
     if (opt->backend != MC_BACKEND_AUTO) {
         const mc_backend *b = built_backend(opt->backend);
         if (!b)
@@ -105,8 +112,7 @@ static mc_status choose_backend(const mc_options *opt, const mc_backend **out)
     const mc_backend *b = built_backend(MC_BACKEND_CPU);
     if (!b || probe(b) != MC_OK)
         b = &mc_backend_ref;
-    if (!opt->quiet && !atomic_exchange(&fallback_said, true))
-        fprintf(stderr, "minic: note: %s; using the %s backend\n", why, b->name);
+    mc_program_note(p, "%s; using the %s backend", why, b->name);
     *out = b;
     return MC_OK;
 }
@@ -322,13 +328,15 @@ mc_status mc_program_compile(const mc_graph *g, const mc_options *opt, mc_progra
     if (!p)
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     p->opt = o;
-    mc_status st = choose_backend(&o, &p->backend);
+    mc_status st = choose_backend(p);
     if (st != MC_OK) {
+        free(p->notes);
         free(p);
         return st;
     }
     p->graph = mc_graph_clone(g);
     if (!p->graph) {
+        free(p->notes);
         free(p);
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     }
@@ -401,6 +409,7 @@ void mc_program_free(mc_program *p)
     free(p->dirty);
     free(p->has_value);
     free(p->outputs);
+    free(p->notes);
     if (p->kp)
         kir_program_free(p->kp);
     mc_graph_free(p->graph);
@@ -517,10 +526,31 @@ mc_status mc_program_load_weights(mc_program *p, const char *path)
             if (n->op != MC_OP_PARAM)
                 continue;
             mc_array a = {0};
-            char type[128];
-            if (mc_safetensors_get(st, n->name, &a) != MC_OK) {
+            char type[128], held[160];
+            if (!mc_safetensors_describe(st, n->name, held, sizeof held)) {
                 s = mc_fail(MC_ERR_INPUT, "%s: param '%s' (%s) is missing from the file", path,
                             n->name, node_type(n, type, sizeof type));
+                break;
+            }
+            if (mc_safetensors_get(st, n->name, &a) != MC_OK) {
+                /* there, but in a dtype (F64, I64, ...) minic does not read: SPEC §4 wants both
+                 * dtypes named, never "missing" */
+                char want[16];
+                size_t k = 0;
+                for (const char *c = mc_dtype_name(n->dtype); *c && k + 1 < sizeof want; c++)
+                    want[k++] = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
+                want[k] = '\0';
+                bool readable = false; /* then it is the rank, past MC_MAX_RANK */
+                for (const char *const *d = (const char *const[]){"F32[", "F16[", "BF16[", "I32[",
+                                                                  "BOOL[", NULL};
+                     *d; d++)
+                    readable |= strncmp(held, *d, strlen(*d)) == 0;
+                s = mc_fail(MC_ERR_INPUT,
+                            "%s: param '%s' is declared %s but the file holds %s%s%s%s", path,
+                            n->name, node_type(n, type, sizeof type), held,
+                            readable ? "" : ", a dtype minic does not read (it reads F32, F16, "
+                                            "BF16, I32 and BOOL: store it as ",
+                            readable ? "" : want, readable ? "" : ")");
                 break;
             }
             s = check_array(p, i, &a, path);

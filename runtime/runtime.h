@@ -41,6 +41,10 @@ mc_status mc_safetensors_open(const char *path, mc_safetensors **out);
  * MC_ERR_INPUT if absent (with a message naming the file and the tensor). */
 mc_status mc_safetensors_get(const mc_safetensors *st, const char *name, mc_array *out);
 void mc_safetensors_close(mc_safetensors *st);
+/* The file's own words for a tensor, "F64[512]" (its dtype as the file spells it, even one
+ * minic does not read, and its shape), into buf; false when there is no such tensor. For
+ * messages that must tell "absent" from "present but unusable". */
+bool mc_safetensors_describe(const mc_safetensors *st, const char *name, char *buf, size_t size);
 /* Write named arrays to a .safetensors file (via a temporary name and rename). */
 mc_status mc_safetensors_write(const char *path, const char *const *names, const mc_array *arrays,
                                int n);

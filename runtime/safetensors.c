@@ -332,12 +332,30 @@ const char *mc_safetensors_name(const mc_safetensors *st, int index)
     return index >= 0 && index < st->n ? st->tensors[index].name : NULL;
 }
 
+static const st_tensor *find(const mc_safetensors *st, const char *name)
+{
+    st_tensor key = {.name = name};
+    return bsearch(&key, st->tensors, (size_t)st->n, sizeof *st->tensors, compare_by_name);
+}
+
+bool mc_safetensors_describe(const mc_safetensors *st, const char *name, char *buf, size_t size)
+{
+    const st_tensor *t = find(st, name);
+    if (!t || size == 0)
+        return false;
+    size_t used = (size_t)snprintf(buf, size, "%s[", t->dtype_name);
+    for (int d = 0; d < t->rank && d < MC_MAX_RANK && used < size; d++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%lld", d ? ", " : "",
+                                 (long long)t->shape[d]);
+    if (used < size)
+        snprintf(buf + used, size - used, "%s]", t->rank > MC_MAX_RANK ? ", .." : "");
+    return true;
+}
+
 mc_status mc_safetensors_get(const mc_safetensors *st, const char *name, mc_array *out)
 {
     memset(out, 0, sizeof *out);
-    st_tensor key = {.name = name};
-    const st_tensor *t = bsearch(&key, st->tensors, (size_t)st->n, sizeof *st->tensors,
-                                 compare_by_name);
+    const st_tensor *t = find(st, name);
     if (!t)
         return mc_fail(MC_ERR_INPUT, "%s: no tensor named '%s'", st->path, name);
     if (t->dtype < 0)

@@ -6,6 +6,7 @@
  *   fileio.c      whole-file reads, all-or-nothing writes
  *   cache.c       the content-addressed compile cache on disk
  *   threadpool.c  the persistent thread pool the CPU backend runs kernels on
+ *   suggest.c     "did you mean": the nearest names by edit distance
  *   clock.c       the monotonic clock, medians, and the one timing loop (warm-up, N runs, median)
  *
  * Everything here includes only the public header and the C library, so any floor may use it.
@@ -26,6 +27,12 @@ mc_status mc_vfail(mc_status status, const char *fmt, va_list ap);
 /* An error at a place in a source text: `file:line:col: error: msg`, the line, and a caret. */
 mc_status mc_fail_at(mc_status status, const char *file, const char *text, int line, int col,
                      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* "Did you mean ...": the names among names[0..n) nearest to word[0..len) by edit distance,
+ * written as "'a'" or "'a' or 'b'" into buf; false (and buf "") when none is near enough to
+ * be worth offering (support/suggest.c says how near). */
+bool mc_suggest(const char *word, size_t len, const char *const *names, int n, char *buf,
+                size_t size);
 
 /* Broken internal invariants (never the user's mistakes): file and line, then abort. */
 #define MC_ASSERT(cond)                                                                        \

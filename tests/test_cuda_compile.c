@@ -43,7 +43,7 @@ static mc_cuda_kernel_plan *compile_all(const kir_program *kp)
             n++;
         }
     int compiled;
-    st = mc_cuda_compile(srcs, entries, n, target.sm, true, cubins, sizes, &compiled);
+    st = mc_cuda_compile(srcs, entries, n, target.sm, NULL, NULL, cubins, sizes, &compiled);
     if (st != MC_OK) {
         for (int i = 0; i < n; i++)
             fprintf(stderr, "---- %s\n%s\n", entries[i], srcs[i]);
@@ -165,7 +165,7 @@ static void test_compile_error_names_source(void **state)
     void *cubin;
     size_t size;
     int compiled;
-    mc_status st = mc_cuda_compile(&src, &entry, 1, 90, true, &cubin, &size, &compiled);
+    mc_status st = mc_cuda_compile(&src, &entry, 1, 90, NULL, NULL, &cubin, &size, &compiled);
     assert_int_equal(st, MC_ERR_SYSTEM);
     const char *msg = mc_error_message();
     assert_non_null(strstr(msg, "broken_kernel_0"));
@@ -191,10 +191,10 @@ static void test_cache_hit(void **state)
     void *cubin;
     size_t size;
     int compiled;
-    assert_int_equal(mc_cuda_compile(&s, &entry, 1, 90, true, &cubin, &size, &compiled), MC_OK);
+    assert_int_equal(mc_cuda_compile(&s, &entry, 1, 90, NULL, NULL, &cubin, &size, &compiled), MC_OK);
     assert_int_equal(compiled, 1);
     free(cubin);
-    assert_int_equal(mc_cuda_compile(&s, &entry, 1, 90, true, &cubin, &size, &compiled), MC_OK);
+    assert_int_equal(mc_cuda_compile(&s, &entry, 1, 90, NULL, NULL, &cubin, &size, &compiled), MC_OK);
     assert_int_equal(compiled, 0);
     free(cubin);
 }

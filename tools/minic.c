@@ -1,12 +1,17 @@
 /* The minic command: arguments, help and error reporting (SPEC §3).
  *
  *     minic run|bench|check|dump MODEL.graph [options]
+ *     minic ops [OPERATOR..]
+ *     minic peaks [--backend cpu|cuda]
  *
  * Every option is one row of `options[]`: its name, its argument, the subcommands it applies
  * to and what it does. The parser and every `--help` text are read off that table, so the help
  * can never list an option the parser does not accept, or accept one the help does not list.
  * Values are checked completely here (a number is a number with nothing after it, a backend is
  * one of four words), and any mistake is an error that names the option, with exit status 1.
+ *
+ * A mistyped command or option names the nearest valid ones (mc_suggest). `ops` and `peaks`
+ * take no graph and read their own few arguments (tools/ops_cmd.c, tools/peaks_cmd.c).
  *
  * What each subcommand does is in tools/commands.c; this file only turns argv into cli_args.
  */
@@ -19,7 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { CMD_RUN = 1, CMD_BENCH = 2, CMD_CHECK = 4, CMD_DUMP = 8 };
+#include "ir/ir.h"
+#include "passes/passes.h"
+
+enum { CMD_RUN = 1, CMD_BENCH = 2, CMD_CHECK = 4, CMD_DUMP = 8, CMD_OPS = 16, CMD_PEAKS = 32 };
 
 typedef enum {
     OPT_BACKEND, OPT_WEIGHTS, OPT_INPUT, OPT_SEED, OPT_OUTPUT, OPT_NO_FUSE, OPT_NO_PLAN,
@@ -78,10 +86,13 @@ static const option options[] = {
     {OPT_ROOFLINE, "--roofline", "FILE.svg", CMD_RUN,
      "draw every timed kernel on the device's roofline (FLOP/s against FLOP/byte) as SVG"},
     {OPT_STAGE, "--stage", "STAGE", CMD_DUMP,
-     "what to print: ir (the parsed graph, default), the name of a pass (the graph after\n"
-     "it), fused (the kernel list with the planned peak memory), code (generated source)"},
+     "what to print: ir (the parsed graph, default); after a graph pass (decompose, simplify,\n"
+     "cse, dce) the graph; after fuse the graph and its fusion groups; after lower or plan\n"
+     "the kernel IR (plan: temporaries placed in one arena); fused: as plan, with the planned\n"
+     "peak memory; code: the generated source (cpu: LLVM IR, cuda: CUDA C)"},
     {OPT_QUIET, "--quiet", NULL, EXEC | CMD_DUMP,
-     "no notes on stderr (such as which backend `auto` fell back to)"},
+     "no notes on stderr: which backend `auto` fell back to, compile progress, a program\n"
+     "run without a CUDA graph, the files written (`minic: wrote FILE`)"},
     {OPT_HELP, "--help", NULL, EXEC | CMD_CHECK | CMD_DUMP, "show this help"},
 };
 #define NOPTIONS ((int)(sizeof options / sizeof options[0]))
@@ -103,6 +114,10 @@ static const command commands[] = {
      "parse, verify and infer types; print the typed graph"},
     {"dump", CMD_DUMP, "minic dump MODEL.graph --stage ir|PASS|fused|code [options]",
      "print the graph before or after the passes, the fused kernels, or the generated source"},
+    {"ops", CMD_OPS, "minic ops [OPERATOR..]",
+     "every operator: its signature, the dtypes it accepts, its result and its kind"},
+    {"peaks", CMD_PEAKS, "minic peaks [--backend cpu|cuda]",
+     "measure this machine's ceilings (bandwidth, FLOP/s) and cache them for --profile"},
 };
 #define NCOMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
@@ -132,11 +147,19 @@ int cli_library_error(mc_status status)
     return status == MC_ERR_INPUT ? CLI_USER : CLI_SYSTEM;
 }
 
+/* The library's notes (backend fallback, compile progress, ...): it never prints, the command
+ * does, unless --quiet. */
+static void print_note(void *ctx, const char *note)
+{
+    (void)ctx;
+    fprintf(stderr, "minic: note: %s\n", note);
+}
+
 /* ---- help ---------------------------------------------------------------------------------- */
 
 static void print_main_help(FILE *out)
 {
-    fputs("usage: minic COMMAND MODEL.graph [options]\n\n"
+    fputs("usage: minic COMMAND [MODEL.graph] [options]\n\n"
           "minic compiles a tensor graph (a .graph file) into fused kernels and runs them on\n"
           "the GPU (cuda), the CPU (cpu) or the reference interpreter (ref).\n\ncommands:\n",
           out);
@@ -170,6 +193,12 @@ static void print_command_help(const command *c, FILE *out)
             fputc(*s, out);
             if (*s == '\n')
                 fputs("      ", out);
+        }
+        if (o->id == OPT_STAGE) { /* the list the pass manager accepts, not a copy of it */
+            fputs("\n      stages:", out);
+            for (int k = 0; mc_dump_stages[k]; k++)
+                fprintf(out, " %s,", mc_dump_stages[k]);
+            fputs(" fused, code", out);
         }
         fputc('\n', out);
     }
@@ -286,6 +315,23 @@ static int set_value(cli_args *a, const option *o, const char *v)
     return CLI_OK;
 }
 
+/* "unknown option '--iter' for 'minic run' (did you mean '--iters'?)": the nearest of the
+ * options that apply to c. */
+static int unknown_option(const command *c, const char *arg, size_t len)
+{
+    const char *names[NOPTIONS];
+    int n = 0;
+    for (int k = 0; k < NOPTIONS; k++)
+        if (options[k].commands & c->mask)
+            names[n++] = options[k].name;
+    char near[256];
+    if (mc_suggest(arg, len, names, n, near, sizeof near))
+        return cli_error(CLI_USER, "unknown option '%.*s' for 'minic %s' (did you mean %s? see minic %s --help)",
+                         (int)len, arg, c->name, near, c->name);
+    return cli_error(CLI_USER, "unknown option '%.*s' for 'minic %s' (see minic %s --help)",
+                     (int)len, arg, c->name, c->name);
+}
+
 /* Parse argv[2..] for command c. Returns -1 to go on, else an exit status (help: 0). */
 static int parse_args(const command *c, int argc, char **argv, cli_args *a)
 {
@@ -311,8 +357,7 @@ static int parse_args(const command *c, int argc, char **argv, cli_args *a)
             if (strlen(options[k].name) == len && !strncmp(options[k].name, arg, len))
                 o = &options[k];
         if (!o)
-            return cli_error(CLI_USER, "unknown option '%.*s' for 'minic %s' (see minic %s --help)",
-                             (int)len, arg, c->name, c->name);
+            return unknown_option(c, arg, len);
         if (!(o->commands & c->mask))
             return cli_error(CLI_USER, "option '%s' does not apply to 'minic %s' (see minic %s --help)",
                              o->name, c->name, c->name);
@@ -336,6 +381,23 @@ static int parse_args(const command *c, int argc, char **argv, cli_args *a)
     return -1;
 }
 
+/* "unknown command 'rnu' (did you mean 'run'? commands: run, bench, ...; see minic --help)" */
+static int unknown_command(const char *name)
+{
+    const char *names[NCOMMANDS];
+    char list[256] = "";
+    for (int i = 0; i < NCOMMANDS; i++) {
+        names[i] = commands[i].name;
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", commands[i].name);
+    }
+    char near[256];
+    if (mc_suggest(name, strlen(name), names, NCOMMANDS, near, sizeof near))
+        return cli_error(CLI_USER, "unknown command '%s' (did you mean %s? commands: %s; see minic --help)",
+                         name, near, list);
+    return cli_error(CLI_USER, "unknown command '%s' (commands: %s; see minic --help)", name, list);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -351,23 +413,27 @@ int main(int argc, char **argv)
         puts("minic 0.1.0");
         return CLI_OK;
     }
-    if (!strcmp(name, "peaks")) /* tools/peaks_cmd.c (measured ceilings for --profile) */
-        return cli_peaks(argc - 2, argv + 2);
     const command *c = NULL;
     for (int i = 0; i < NCOMMANDS; i++)
         if (!strcmp(commands[i].name, name))
             c = &commands[i];
     if (!c)
-        return cli_error(CLI_USER, "unknown command '%s' (expected run, bench, check or dump; see minic --help)", name);
+        return unknown_command(name);
+    if (c->mask == CMD_OPS) /* tools/ops_cmd.c */
+        return cli_ops(argc - 2, argv + 2);
+    if (c->mask == CMD_PEAKS) /* tools/peaks_cmd.c (measured ceilings for --profile) */
+        return cli_peaks(argc - 2, argv + 2);
 
     cli_args a = {.command = c->name, .opt = mc_options_default(), .stage = "ir"};
     int status = parse_args(c, argc, argv, &a);
+    if (!a.opt.quiet)
+        a.opt.note = print_note;
     if (status < 0) {
         switch (c->mask) {
         case CMD_RUN: status = cli_run(&a); break;
         case CMD_BENCH: status = cli_bench(&a); break;
         case CMD_CHECK: status = cli_check(&a); break;
-        default: status = cli_dump(&a); break;
+        default: status = cli_dump(&a); break; /* CMD_DUMP: ops and peaks returned above */
         }
     }
     for (int i = 0; i < a.ninputs; i++)

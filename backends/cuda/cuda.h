@@ -131,10 +131,11 @@ void mc_cuda_plans_free(mc_cuda_kernel_plan *plans, int n);
 /* Compile n CUDA sources to cubins for sm_<sm> with NVRTC, in parallel threads, through the
  * disk cache (runtime/cuda_nvrtc.c; needs NVRTC but no driver). cubins[i] is malloc'd.
  * *compiled counts the sources that missed the cache. A failure names the kernel, NVRTC's log
- * and the path of a file holding the failing source. Progress goes to stderr unless quiet when
- * compiling takes longer than a second. */
+ * and the path of a file holding the failing source. When compiling takes longer than a
+ * second, progress goes to note(note_ctx, ...) (NULL: nowhere), never to a stream. */
 bool mc_cuda_have_nvrtc(void); /* NVRTC loads (else the error says why) */
 mc_status mc_cuda_compile(const char *const *srcs, const char *const *entries, int n, int sm,
-                          bool quiet, void **cubins, size_t *sizes, int *compiled);
+                          mc_note_fn note, void *note_ctx, void **cubins, size_t *sizes,
+                          int *compiled);
 
 #endif

@@ -372,16 +372,23 @@ static mc_status add_kernel_step(cuda_state *s, int ki, const mc_cuda_code *code
     return MC_OK;
 }
 
-/* MINIC_CUDA_TRACE=1: where prepare's time goes, on stderr (a developer's switch) */
-static void trace(const char *stage, double *t)
+/* MINIC_CUDA_TRACE=1: where prepare's time goes, as the program's notes (a developer's
+ * switch; the command prints notes on stderr) */
+static void trace(mc_program *p, const char *stage, double *t)
 {
     static int on = -1;
     if (on < 0)
         on = getenv("MINIC_CUDA_TRACE") != NULL;
     double now = mc_now_ms();
     if (on)
-        fprintf(stderr, "minic: cuda prepare: %-24s %8.1f ms\n", stage, now - *t);
+        mc_program_note(p, "cuda prepare: %-24s %8.1f ms", stage, now - *t);
     *t = now;
+}
+
+/* NVRTC's progress notes, into the program's (runtime/cuda_nvrtc.c calls this). */
+static void compile_note(void *program, const char *note)
+{
+    mc_program_note(program, "%s", note);
 }
 
 static mc_status cuda_prepare(mc_program *p)
@@ -414,7 +421,7 @@ static mc_status cuda_prepare(mc_program *p)
     e = getenv("MINIC_CUDA_RED_CHUNKS");
     s->target.red_chunks = e ? atoi(e) : 0;
     CU_CHECK(cu->cuStreamCreate(&s->stream, CU_STREAM_NON_BLOCKING), "creating a stream");
-    trace("driver and context", &t0);
+    trace(p, "driver and context", &t0);
 
     /* plan with the real alignments: program buffers 256-aligned, temps at their offsets */
     int *align = calloc((size_t)kp->nbuffers + 1, sizeof(int));
@@ -426,7 +433,7 @@ static mc_status cuda_prepare(mc_program *p)
         free(align);
         return st;
     }
-    trace("plan and render", &t0);
+    trace(p, "plan and render", &t0);
     size_t scratch = 0;
     bool any_lt = false;
     for (int i = 0; i < kp->nkernels; i++) {
@@ -449,9 +456,9 @@ static mc_status cuda_prepare(mc_program *p)
             return mc_fail(MC_ERR_SYSTEM, "cuBLASLt: creating a handle failed");
         }
     }
-    trace("cuBLASLt load", &t0);
+    trace(p, "cuBLASLt load", &t0);
     st = layout_memory(p, s, &scratch, any_lt);
-    trace("device allocation", &t0);
+    trace(p, "device allocation", &t0);
     if (st != MC_OK) {
         free(align);
         return st;
@@ -479,7 +486,7 @@ static mc_status cuda_prepare(mc_program *p)
     free(align);
     if (st != MC_OK)
         return st;
-    trace("cuBLASLt heuristics", &t0);
+    trace(p, "cuBLASLt heuristics", &t0);
 
     /* compile every generated kernel (parallel, cached) and load the modules */
     const char **srcs = calloc((size_t)kp->nkernels + 1, sizeof(char *));
@@ -500,9 +507,10 @@ static mc_status cuda_prepare(mc_program *p)
             which[n++] = i;
         }
     int compiled = 0;
-    st = mc_cuda_compile(srcs, entries, n, s->target.sm, p->opt.quiet, cubins, sizes, &compiled);
+    st = mc_cuda_compile(srcs, entries, n, s->target.sm, compile_note, p, cubins, sizes,
+                         &compiled);
     p->kernels_compiled = compiled;
-    trace(compiled ? "NVRTC compile" : "kernel cache", &t0);
+    trace(p, compiled ? "NVRTC compile" : "kernel cache", &t0);
     for (int j = 0; j < n && st == MC_OK; j++) {
         CUresult r = cu->cuModuleLoadData(&s->modules[which[j]], cubins[j]);
         if (r != CUDA_SUCCESS)
@@ -537,7 +545,7 @@ compiled:
         if (pl->has_code)
             st = add_kernel_step(s, i, &pl->code);
     }
-    trace("modules and steps", &t0);
+    trace(p, "modules and steps", &t0);
     return st;
 }
 
@@ -639,8 +647,7 @@ static mc_status execute(mc_program *p, cuda_state *s)
             if (p->opt.cuda_graph == 1)
                 return mc_fail(MC_ERR_SYSTEM, "the program cannot be captured as a CUDA graph: %s",
                                why);
-            if (!p->opt.quiet)
-                fprintf(stderr, "minic: note: running without a CUDA graph: %s\n", why);
+            mc_program_note(p, "running without a CUDA graph: %s", why);
         }
     }
     return MC_OK;

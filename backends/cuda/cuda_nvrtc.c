@@ -34,7 +34,8 @@ typedef struct job_set {
     char **errors;     /* per job: malloc'd message, or NULL */
     int next, done, compiled;
     double start_ms, last_note_ms;
-    bool quiet;
+    mc_note_fn note; /* progress, when compiling takes over a second; NULL: none */
+    void *note_ctx;
     pthread_mutex_t lock;
 } job_set;
 
@@ -151,10 +152,12 @@ static void *worker(void *arg)
         pthread_mutex_lock(&js->lock);
         js->done++;
         double now = mc_now_ms();
-        if (!js->quiet && now - js->start_ms > 1000 &&
+        if (js->note && now - js->start_ms > 1000 &&
             (now - js->last_note_ms > 500 || js->done == js->n)) {
-            fprintf(stderr, "minic: compiling CUDA kernels: %d of %d (%.1f s)\n", js->done, js->n,
-                    (now - js->start_ms) / 1000);
+            char note[96]; /* handed over under the lock: one call at a time */
+            snprintf(note, sizeof note, "compiling CUDA kernels: %d of %d (%.1f s)", js->done,
+                     js->n, (now - js->start_ms) / 1000);
+            js->note(js->note_ctx, note);
             js->last_note_ms = now;
         }
         pthread_mutex_unlock(&js->lock);
@@ -167,7 +170,8 @@ bool mc_cuda_have_nvrtc(void)
 }
 
 mc_status mc_cuda_compile(const char *const *srcs, const char *const *entries, int n, int sm,
-                          bool quiet, void **cubins, size_t *sizes, int *compiled)
+                          mc_note_fn note, void *note_ctx, void **cubins, size_t *sizes,
+                          int *compiled)
 {
     *compiled = 0;
     for (int i = 0; i < n; i++) {
@@ -189,7 +193,7 @@ mc_status mc_cuda_compile(const char *const *srcs, const char *const *entries, i
                        "CUDA headers not found: %s is missing (set CUDA_HOME to the toolkit)",
                        probe);
     job_set js = {.api = api, .srcs = srcs, .entries = entries, .n = n, .cubins = cubins,
-                  .sizes = sizes, .quiet = quiet};
+                  .sizes = sizes, .note = note, .note_ctx = note_ctx};
     char arch[32], inc[640];
     snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d", sm);
     snprintf(inc, sizeof inc, "--include-path=%s", incdir);
