@@ -56,30 +56,11 @@ static const char *shape_str(char *buf, size_t size, const int64_t *shape, int r
 
 static bool dtype_valid(mc_dtype d) { return (unsigned)d < MC_NUM_DTYPES; }
 
-/* Which dtypes each operator accepts (SPEC §1): floats everything; i32 and bool a few. For
- * where it is the dtype of the selected values; for cast, iota and full the result's. SPEC
- * lists `where` under bool and not under i32, so where over i32 values is refused (cast them);
- * full makes any dtype (a bool's value must be 0 or 1, an i32's an integer). */
+/* Which dtypes each operator accepts (SPEC §1): ops.def's dtype classes. For where it is the
+ * dtype of the selected values; for cast, iota and full the result's. */
 static bool dtype_supported(mc_op op, mc_dtype d)
 {
-    if (mc_dtype_is_float(d))
-        return true;
-    switch (op) {
-    case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_CAST: case MC_OP_FULL:
-    case MC_OP_EQ: case MC_OP_NE:
-    case MC_OP_TRANSPOSE: case MC_OP_RESHAPE: case MC_OP_EXPAND: case MC_OP_SLICE:
-    case MC_OP_CONCAT:
-        return true;
-    case MC_OP_NEG: case MC_OP_ABS: case MC_OP_ADD: case MC_OP_SUB: case MC_OP_MUL:
-    case MC_OP_DIV: case MC_OP_MAXIMUM: case MC_OP_MINIMUM: case MC_OP_LT: case MC_OP_LE:
-    case MC_OP_GT: case MC_OP_GE: case MC_OP_SUM: case MC_OP_MAX: case MC_OP_MIN:
-    case MC_OP_IOTA:
-        return d == MC_I32;
-    case MC_OP_WHERE:
-        return d == MC_BOOL;
-    default:
-        return false;
-    }
+    return (mc_op_table[op].dtypes & MC_DTYPE_BIT(d)) != 0;
 }
 
 bool mc_op_accepts_dtype(mc_op op, mc_dtype d)

@@ -31,7 +31,8 @@ typedef enum {
 } mc_op_kind;
 
 typedef enum {
-#define X(id, name, kind, min_in, max_in, flops, expr, operands, attrs, required) MC_OP_##id,
+#define X(id, name, kind, min_in, max_in, flops, expr, operands, attrs, required, dtypes, flags) \
+    MC_OP_##id,
 #include "ir/ops.def"
 #undef X
     MC_NUM_OPS
@@ -54,11 +55,20 @@ typedef struct mc_op_info {
     const char *operands; /* for people: "x", "a, b", "x, w, b?" ("" for none) */
     unsigned attrs;     /* MC_ATTR_BIT of every key it takes */
     unsigned required;  /* the keys it must be given */
+    unsigned dtypes;    /* MC_DTYPE_BIT of every dtype it computes on (mc_op_accepts_dtype) */
+    unsigned flags;     /* MC_OP_COMPOSITE, MC_OP_HEAVY */
 } mc_op_info;
+
+#define MC_DTYPE_BIT(d) (1u << (d))
+enum {
+    MC_OP_COMPOSITE = 1u << 0, /* decomposed into primitives by passes/decompose.c */
+    MC_OP_HEAVY = 1u << 1,     /* a transcendental: tens of instructions per element */
+};
 
 extern const mc_op_info mc_op_table[MC_NUM_OPS];
 bool mc_op_parse(const char *name, size_t len, mc_op *out); /* NULL-safe lookup by name */
-bool mc_op_is_composite(mc_op op); /* softmax, log_softmax, layernorm, rmsnorm, linear, mean */
+bool mc_op_is_composite(mc_op op); /* ops.def's COMPOSITE: softmax, log_softmax, ... */
+bool mc_op_is_heavy(mc_op op);     /* ops.def's HEAVY: exp, log, tanh, ... */
 /* Does op accept values of dtype d (SPEC §1)? For where: its a and b; for cast, iota and full:
  * the result. The one rule mc_node_infer checks (ir/infer.c). */
 bool mc_op_accepts_dtype(mc_op op, mc_dtype d);

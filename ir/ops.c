@@ -22,11 +22,22 @@ const char *const mc_attr_names[MC_NUM_ATTRS] = {
 #define TO MC_ATTR_BIT(MC_ATTR_TO)
 #define DTYPE MC_ATTR_BIT(MC_ATTR_DTYPE)
 const mc_op_info mc_op_table[MC_NUM_OPS] = {
-#define X(id, name, kind, min_in, max_in, flops, expr, operands, attrs, required) \
-    [MC_OP_##id] = {name, kind, min_in, max_in, flops, expr, operands, attrs, required},
+/* ...and dtype classes and flags likewise. */
+#define FLOAT (MC_DTYPE_BIT(MC_F32) | MC_DTYPE_BIT(MC_F16) | MC_DTYPE_BIT(MC_BF16))
+#define I32 MC_DTYPE_BIT(MC_I32)
+#define BOOL MC_DTYPE_BIT(MC_BOOL)
+#define COMPOSITE MC_OP_COMPOSITE
+#define HEAVY MC_OP_HEAVY
+#define X(id, name, kind, min_in, max_in, flops, expr, operands, attrs, required, dtypes, flags) \
+    [MC_OP_##id] = {name, kind, min_in, max_in, flops, expr, operands, attrs, required, dtypes, flags},
 #include "ir/ops.def"
 #undef X
 };
+#undef FLOAT
+#undef I32
+#undef BOOL
+#undef COMPOSITE
+#undef HEAVY
 #undef AXIS
 #undef KEEPDIM
 #undef START
@@ -52,11 +63,8 @@ bool mc_op_parse(const char *name, size_t len, mc_op *out)
     return false;
 }
 
-bool mc_op_is_composite(mc_op op)
-{
-    return op == MC_OP_SOFTMAX || op == MC_OP_LOG_SOFTMAX || op == MC_OP_LAYERNORM ||
-           op == MC_OP_RMSNORM || op == MC_OP_LINEAR || op == MC_OP_MEAN;
-}
+bool mc_op_is_composite(mc_op op) { return (mc_op_table[op].flags & MC_OP_COMPOSITE) != 0; }
+bool mc_op_is_heavy(mc_op op) { return (mc_op_table[op].flags & MC_OP_HEAVY) != 0; }
 
 mc_attrs mc_op_default_attrs(mc_op op)
 {

@@ -639,19 +639,6 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, loop_plan *pl)
     return MC_OK;
 }
 
-/* A transcendental: tens of instructions per element. */
-static bool op_is_heavy(mc_op op)
-{
-    switch (op) {
-    case MC_OP_EXP: case MC_OP_LOG: case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_GELU:
-    case MC_OP_GELU_TANH: case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF:
-    case MC_OP_POW:
-        return true;
-    default:
-        return false;
-    }
-}
-
 /* A block whose instructions include a transcendental: its loops are not unrolled and, in a
  * reduction kernel, fold into one accumulator set, which keeps the long body in registers.
  * Like every loop they step two native vectors at a time, whose independent halves overlap
@@ -660,7 +647,7 @@ static bool block_is_heavy(const kir_kernel *k, int blk)
 {
     const kir_block *bl = &k->blocks[blk];
     for (int i = bl->first; i < bl->first + bl->count; i++)
-        if (k->code[i].kind == KI_OP && op_is_heavy(k->code[i].op))
+        if (k->code[i].kind == KI_OP && mc_op_is_heavy(k->code[i].op))
             return true;
     return false;
 }
@@ -920,7 +907,7 @@ static mc_status plan_row_cache(llvm_ctx *c, const kir_kernel *k, const loop_pla
         rc->save[i] = rc->load[i] = -1;
     for (int i = 0; i < k->ncode; i++) {
         int bi = llvm_block_of(k, i);
-        if (!k->blocks[bi].loop || k->code[i].kind != KI_OP || !op_is_heavy(k->code[i].op))
+        if (!k->blocks[bi].loop || k->code[i].kind != KI_OP || !mc_op_is_heavy(k->code[i].op))
             continue;
         for (int j = 0; j < k->blocks[bi].first; j++) {
             if (k->code[j].kind != KI_OP || k->code[j].op != k->code[i].op || !same_value(k, stored, i, j))
