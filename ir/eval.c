@@ -362,7 +362,17 @@ static void eval_view(const op_ctx *c)
         memcpy(strides, own, sizeof(int64_t) * (size_t)x->rank);
         offset = n->attr.start * own[n->attr.axis];
         break;
-    default: MC_UNREACHABLE("not a view operator");
+    case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_NEG: case MC_OP_ABS:
+    case MC_OP_EXP: case MC_OP_LOG: case MC_OP_SQRT: case MC_OP_RSQRT: case MC_OP_RECIP:
+    case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_RELU: case MC_OP_GELU: case MC_OP_GELU_TANH:
+    case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF: case MC_OP_ADD:
+    case MC_OP_SUB: case MC_OP_MUL: case MC_OP_DIV: case MC_OP_POW: case MC_OP_MAXIMUM:
+    case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT: case MC_OP_LE: case MC_OP_GT:
+    case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:
+    case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
+    case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
+    case MC_OP_RESHAPE: case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
+        MC_UNREACHABLE("not a view operator");
     }
     const double *xv = operand(c, 0);
     memset(idx, 0, sizeof idx);

@@ -142,8 +142,19 @@ static void print_attrs(const printer *p, const mc_node *n)
             fprintf(out, "%saxis=%lld, start=%lld, end=%lld", sep, (long long)at->axis,
                     (long long)at->start, (long long)at->end);
             break;
-        default: /* concat */
+        case MC_OP_CONCAT:
             fprintf(out, "%saxis=%lld", sep, (long long)at->axis);
+            break;
+        case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_NEG: case MC_OP_ABS:
+        case MC_OP_EXP: case MC_OP_LOG: case MC_OP_SQRT: case MC_OP_RSQRT: case MC_OP_RECIP:
+        case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_RELU: case MC_OP_GELU:
+        case MC_OP_GELU_TANH: case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF:
+        case MC_OP_ADD: case MC_OP_SUB: case MC_OP_MUL: case MC_OP_DIV: case MC_OP_POW:
+        case MC_OP_MAXIMUM: case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT:
+        case MC_OP_LE: case MC_OP_GT: case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST:
+        case MC_OP_SUM: case MC_OP_MEAN: case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX:
+        case MC_OP_LOG_SOFTMAX: case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL:
+        case MC_OP_LINEAR: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
             break;
         }
         break;
@@ -158,7 +169,8 @@ static void print_attrs(const printer *p, const mc_node *n)
         }
         fprintf(out, ", dtype=%s", mc_dtype_name(at->dtype));
         break;
-    default:
+    case MC_KIND_LEAF: case MC_KIND_UNARY: case MC_KIND_BINARY: case MC_KIND_COMPARE:
+    case MC_KIND_SELECT: case MC_KIND_MATMUL:
         break;
     }
 }

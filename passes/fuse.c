@@ -150,7 +150,9 @@ bool mc_cmap_operand(const mc_graph *g, int ni, int slot, const mc_cmap *m, mc_c
     case MC_KIND_SELECT:
     case MC_KIND_CAST: broadcast_map(x, n, m, out); return true;
     case MC_KIND_SHAPE: break;
-    default: return false;
+    case MC_KIND_LEAF: case MC_KIND_REDUCE: case MC_KIND_NORM: case MC_KIND_MATMUL:
+    case MC_KIND_CREATE:
+        return false;
     }
     memset(out, 0, sizeof *out);
     out->rank = x->rank;
@@ -171,8 +173,19 @@ bool mc_cmap_operand(const mc_graph *g, int ni, int slot, const mc_cmap *m, mc_c
         const void *ctx[2] = {m, out};
         return reshape_groups(x, n, reshape_map_group, (void *)ctx);
     }
-    default: return false;
+    case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_NEG: case MC_OP_ABS:
+    case MC_OP_EXP: case MC_OP_LOG: case MC_OP_SQRT: case MC_OP_RSQRT: case MC_OP_RECIP:
+    case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_RELU: case MC_OP_GELU: case MC_OP_GELU_TANH:
+    case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF: case MC_OP_ADD:
+    case MC_OP_SUB: case MC_OP_MUL: case MC_OP_DIV: case MC_OP_POW: case MC_OP_MAXIMUM:
+    case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT: case MC_OP_LE: case MC_OP_GT:
+    case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:
+    case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
+    case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
+    case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
+        break;
     }
+    return false;
 }
 
 static bool reshape_view_group(void *ctx, const mc_node *x, const mc_node *n, int i0, int i1, int o0,
@@ -221,8 +234,19 @@ bool mc_tview_compose(const mc_graph *g, int ni, const mc_tview *in, mc_tview *o
         const void *ctx[2] = {in, out};
         return reshape_groups(x, n, reshape_view_group, (void *)ctx);
     }
-    default: return false;
+    case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_NEG: case MC_OP_ABS:
+    case MC_OP_EXP: case MC_OP_LOG: case MC_OP_SQRT: case MC_OP_RSQRT: case MC_OP_RECIP:
+    case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_RELU: case MC_OP_GELU: case MC_OP_GELU_TANH:
+    case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF: case MC_OP_ADD:
+    case MC_OP_SUB: case MC_OP_MUL: case MC_OP_DIV: case MC_OP_POW: case MC_OP_MAXIMUM:
+    case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT: case MC_OP_LE: case MC_OP_GT:
+    case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:
+    case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
+    case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
+    case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
+        break;
     }
+    return false;
 }
 
 /* ---- the walk ------------------------------------------------------------------------------ */
@@ -250,8 +274,11 @@ static bool is_pointwise(const mc_node *n)
     case MC_KIND_SELECT:
     case MC_KIND_CAST:
     case MC_KIND_CREATE: return true;
-    default: return false;
+    case MC_KIND_LEAF: case MC_KIND_REDUCE: case MC_KIND_NORM: case MC_KIND_MATMUL:
+    case MC_KIND_SHAPE:
+        break;
     }
+    return false;
 }
 
 static void reduced_axes(const mc_node *r, const mc_node *x, bool *reduced)

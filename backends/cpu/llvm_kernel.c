@@ -712,9 +712,18 @@ static bool propagates_nan(const kir_kernel *k, const kir_instr *in)
         return true;
     case MC_OP_CAST:
         return mc_dtype_is_float(k->code[in->arg[0]].dtype);
-    default:
-        return false;
+    case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_TANH: case MC_OP_SIGMOID:
+    case MC_OP_RELU: case MC_OP_GELU: case MC_OP_GELU_TANH: case MC_OP_SILU: case MC_OP_SIN:
+    case MC_OP_COS: case MC_OP_ERF: case MC_OP_POW: case MC_OP_MAXIMUM: case MC_OP_MINIMUM:
+    case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT: case MC_OP_LE: case MC_OP_GT: case MC_OP_GE:
+    case MC_OP_WHERE: case MC_OP_SUM: case MC_OP_MEAN: case MC_OP_MAX: case MC_OP_MIN:
+    case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX: case MC_OP_LAYERNORM: case MC_OP_RMSNORM:
+    case MC_OP_MATMUL: case MC_OP_LINEAR: case MC_OP_TRANSPOSE: case MC_OP_RESHAPE:
+    case MC_OP_EXPAND: case MC_OP_SLICE: case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL:
+    case MC_NUM_OPS:
+        break;
     }
+    return false;
 }
 
 /* Whether instruction i is NaN wherever `src` is (with src >= 0: an instruction of a loop
