@@ -149,7 +149,7 @@ mc_status mc_lower(const mc_fusion *f, const mc_graph *user, const mc_compile_op
                    kir_program **out); /* passes/lower.c */
 void mc_plan_memory(kir_program *kp, bool share); /* passes/plan.c */
 
-/* Map and view algebra shared by fusion and lowering (passes/fuse.c). */
+/* Map and view algebra shared by fusion and lowering (passes/views.c). */
 void mc_cmap_identity(mc_cmap *m, int rank);
 /* The map of operand `slot` of node n, given n's map; false when it is not affine (a reshape
  * that merges dimensions). Reductions: the map of their operand when n is at its natural map. */
@@ -157,5 +157,10 @@ bool mc_cmap_operand(const mc_graph *g, int n, int slot, const mc_cmap *m, mc_cm
 /* The view of shape node n over its operand's view; false when it needs a copy. */
 bool mc_tview_compose(const mc_graph *g, int n, const mc_tview *in, mc_tview *out);
 void mc_contiguous_strides(const int64_t *shape, int rank, int64_t *strides);
+bool mc_cmap_equal(const mc_cmap *a, const mc_cmap *b);
+/* The view of shape operator n's operand that makes n read as v (a value stored straight into
+ * the place a transpose or reshape copy would have put it); false for a slice or expand, which
+ * see only part of their operand, or a reshape whose groups do not line up. */
+bool mc_tview_invert(const mc_graph *g, int n, const mc_tview *v, mc_tview *out);
 
 #endif
