@@ -160,6 +160,10 @@ static void test_did_you_mean(void **state)
     assert_contains(err, ":2:5: error: unknown operator 'frobnicate'\n");
     assert_int_equal(minic("ops sofmax"), 1);
     assert_contains(err, "did you mean 'softmax'?");
+    assert_int_equal(minic("peaks --backen cpu"), 1); /* refused before anything is measured */
+    assert_contains(err, "did you mean '--backend'?");
+    assert_int_equal(minic("peaks --backend"), 1);
+    assert_contains(err, "'--backend' needs a value");
 }
 
 /* `minic ops` is the op table and the type rules: every operator of ir/ops.def, the dtypes
