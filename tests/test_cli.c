@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "passes/passes.h"
 #include "runtime/runtime.h"
 
 static char *out, *err;
@@ -92,6 +93,135 @@ static void test_help(void **state)
     assert_contains(out, "--iters");
     assert_int_equal(minic("%s", ""), 1); /* no command: usage on stderr */
     assert_contains(err, "usage");
+    /* every command is in the main help and in the unknown-command error */
+    const char *commands[] = {"run", "bench", "check", "dump", "ops", "peaks"};
+    assert_int_equal(minic("--help"), 0);
+    char *help = strdup(out);
+    assert_int_equal(minic("frobnicate"), 1);
+    char *unknown = strdup(err);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++) {
+        char line[32];
+        snprintf(line, sizeof line, "\n  %s ", commands[i]);
+        assert_contains(help, line);
+        assert_contains(unknown, commands[i]);
+        assert_int_equal(minic("%s --help", commands[i]), 0);
+        assert_contains(out, "usage: minic ");
+        assert_contains(out, commands[i]);
+    }
+    free(help);
+    free(unknown);
+    /* --quiet says what it silences, and each of those is silenced (test_wrote_files, test_notes) */
+    assert_int_equal(minic("run --help"), 0);
+    assert_contains(out, "wrote FILE");
+}
+
+/* SPEC §3: an unknown operator, option or command names the nearest valid ones. */
+static void test_did_you_mean(void **state)
+{
+    (void)state;
+    const char *g = mc_test_src("examples/mlp.graph");
+    assert_int_equal(minic("rnu %s", g), 1);
+    assert_starts_with(err, "minic: error: unknown command 'rnu' (did you mean 'run'?");
+    assert_int_equal(minic("dmup %s", g), 1);
+    assert_contains(err, "did you mean 'dump'?");
+    assert_int_equal(minic("frobnicate %s", g), 1);
+    assert_null(strstr(err, "did you mean")); /* nothing near: no guess, the list */
+    assert_contains(err, "commands: run, bench, check, dump, ops, peaks");
+
+    assert_int_equal(minic("run %s --iter 3", g), 1);
+    assert_string_equal(err, "minic: error: unknown option '--iter' for 'minic run' (did you mean "
+                             "'--iters'? see minic run --help)\n");
+    assert_int_equal(minic("run %s --prof", g), 1); /* a prefix of two */
+    assert_contains(err, "did you mean '--profile' or '--profile-json'?");
+    assert_int_equal(minic("dump %s --stgae fuse", g), 1);
+    assert_contains(err, "did you mean '--stage'?");
+    assert_int_equal(minic("check %s --bakend ref", g), 1); /* only what applies to check */
+    assert_null(strstr(err, "did you mean"));
+
+    static const char text[] = "graph typo\n"
+                               "input x : f32[4, 8]\n"
+                               "y = sofmax(x, axis=-1)\n"
+                               "z = lienar(y, y)\n"
+                               "output z\n";
+    const char *path = mc_test_write_file("typo.graph", text, sizeof text - 1);
+    char want[4400];
+    snprintf(want, sizeof want, "%s:3:5: error: unknown operator 'sofmax' (did you mean 'softmax'?)\n",
+             path);
+    assert_int_equal(minic("check %s", path), 1);
+    assert_starts_with(err, want);
+    assert_contains(err, "  y = sofmax(x, axis=-1)\n      ^"); /* the line, a caret at the name */
+    static const char text2[] = "input x : f32[4]\ny = lienar(x, x)\nz = frobnicate(y)\noutput z\n";
+    path = mc_test_write_file("typo2.graph", text2, sizeof text2 - 1);
+    assert_int_equal(minic("check %s", path), 1);
+    assert_contains(err, ":2:5: error: unknown operator 'lienar' (did you mean 'linear'?)");
+    static const char text3[] = "input x : f32[4]\nz = frobnicate(x)\noutput z\n";
+    path = mc_test_write_file("typo3.graph", text3, sizeof text3 - 1);
+    assert_int_equal(minic("check %s", path), 1);
+    assert_contains(err, ":2:5: error: unknown operator 'frobnicate'\n");
+    assert_int_equal(minic("ops sofmax"), 1);
+    assert_contains(err, "did you mean 'softmax'?");
+    assert_int_equal(minic("peaks --backen cpu"), 1); /* refused before anything is measured */
+    assert_contains(err, "did you mean '--backend'?");
+    assert_int_equal(minic("peaks --backend"), 1);
+    assert_contains(err, "'--backend' needs a value");
+}
+
+/* `minic ops` is the op table and the type rules: every operator of ir/ops.def, the dtypes
+ * mc_op_accepts_dtype accepts, every attribute key it takes. */
+static void test_ops(void **state)
+{
+    (void)state;
+    assert_int_equal(minic("ops"), 0);
+    assert_string_equal(err, "");
+    int listed = 0;
+    for (int i = 0; i < MC_NUM_OPS; i++) {
+        const mc_op_info *info = &mc_op_table[i];
+        if (info->kind == MC_KIND_LEAF)
+            continue; /* input, param, const: statements, not operators */
+        char head[64];
+        snprintf(head, sizeof head, "\n%s(", info->name);
+        const char *line = strstr(out, head);
+        if (!line)
+            fail_msg("operator '%s' is not listed:\n%s", info->name, out);
+        line++;
+        size_t len = strcspn(line, "\n");
+        char row[256];
+        snprintf(row, sizeof row, "%.*s", (int)len, line);
+        char dtypes[64] = "  ";
+        for (int d = 0; d < MC_NUM_DTYPES; d++)
+            if (mc_op_accepts_dtype((mc_op)i, (mc_dtype)d)) {
+                strcat(dtypes, mc_dtype_name((mc_dtype)d));
+                strcat(dtypes, " ");
+            }
+        dtypes[strlen(dtypes) - 1] = '\0'; /* "  f32 f16 bf16 i32" then padding */
+        if (!strstr(row, dtypes))
+            fail_msg("'%s': expected dtypes \"%s\" in \"%s\"", info->name, dtypes + 2, row);
+        for (int k = 0; k < MC_NUM_ATTRS; k++) {
+            char with[32], optional[32];
+            snprintf(with, sizeof with, "%s=", mc_attr_names[k]);
+            snprintf(optional, sizeof optional, "%s?=", mc_attr_names[k]);
+            bool shown = strstr(row, with) || strstr(row, optional);
+            if (shown != ((info->attrs >> k) & 1))
+                fail_msg("'%s': attribute %s %s: \"%s\"", info->name, mc_attr_names[k],
+                         shown ? "shown but not taken" : "taken but not shown", row);
+        }
+        if (mc_op_is_composite((mc_op)i))
+            assert_contains(row, "composite");
+        listed++;
+    }
+    /* one row per operator and no other (input, param, const are not operators): the rows
+     * are the lines between the header and the first blank line */
+    int rows = 0;
+    const char *end = strstr(out, "\n\n");
+    assert_non_null(end);
+    for (const char *c = strchr(out, '\n'); c && c < end; c = strchr(c + 1, '\n'))
+        rows++;
+    assert_int_equal(rows, listed);
+    assert_null(strstr(out, "\ninput("));
+    assert_int_equal(minic("ops softmax cast"), 0);
+    assert_contains(out, "softmax(x, axis=-1)");
+    assert_contains(out, "cast(x, to=DTYPE)");
+    assert_null(strstr(out, "\nneg("));
 }
 
 static void test_bad_options(void **state)
@@ -129,6 +259,118 @@ static void test_bad_options(void **state)
 }
 
 /* ---- errors about files -------------------------------------------------------------------- */
+
+/* A file of raw bytes: a safetensors header naming fc1.b as `dtype`, the rest of mlp's
+ * params as F32, zeros for data. */
+static const char *mlp_weights_with(const char *file, const char *dtype, int elem_size)
+{
+    const char *names[] = {"fc1.w", "fc1.b", "fc2.w", "fc2.b"};
+    const int64_t numel[] = {512 * 128, 512, 128 * 512, 128};
+    const char *shapes[] = {"[512,128]", "[512]", "[128,512]", "[128]"};
+    char header[1024];
+    size_t used = (size_t)snprintf(header, sizeof header, "{");
+    int64_t offset = 0;
+    for (int i = 0; i < 4; i++) {
+        int size = i == 1 ? elem_size : 4;
+        used += (size_t)snprintf(header + used, sizeof header - used,
+                                 "%s\"%s\":{\"dtype\":\"%s\",\"shape\":%s,\"data_offsets\":[%lld,%lld]}",
+                                 i ? "," : "", names[i], i == 1 ? dtype : "F32", shapes[i],
+                                 (long long)offset, (long long)(offset + numel[i] * size));
+        offset += numel[i] * size;
+    }
+    used += (size_t)snprintf(header + used, sizeof header - used, "}");
+    size_t total = 8 + used + (size_t)offset;
+    unsigned char *bytes = calloc(1, total);
+    uint64_t n = used;
+    memcpy(bytes, &n, 8); /* little-endian host (the formats assume it) */
+    memcpy(bytes + 8, header, used);
+    const char *path = mc_test_write_file(file, bytes, total);
+    free(bytes);
+    return path;
+}
+
+/* SPEC §4: a tensor in another dtype names both dtypes, never "missing". */
+static void test_weights_other_dtype(void **state)
+{
+    (void)state;
+    const char *g = mc_test_src("examples/mlp.graph");
+    const char *f64 = mlp_weights_with("f64.safetensors", "F64", 8);
+    assert_int_equal(minic("run %s --backend ref --weights %s", g, f64), 1);
+    assert_starts_with(err, "minic: error: ");
+    assert_contains(err, "'fc1.b'");
+    assert_contains(err, "f32[512]");
+    assert_contains(err, "F64[512]");
+    assert_null(strstr(err, "missing"));
+    assert_string_equal(out, "");
+    /* a dtype minic reads but not the declared one: both named too */
+    const char *f16 = mlp_weights_with("f16.safetensors", "F16", 2);
+    assert_int_equal(minic("run %s --backend ref --weights %s", g, f16), 1);
+    assert_contains(err, "'fc1.b'");
+    assert_contains(err, "f32[512]");
+    assert_contains(err, "f16[512]");
+    assert_null(strstr(err, "missing"));
+    /* the same file with F32 everywhere runs: the bytes above are what the test meant */
+    const char *f32 = mlp_weights_with("f32.safetensors", "F32", 4);
+    assert_int_equal(minic("run %s --backend ref --weights %s", g, f32), 0);
+}
+
+/* A .npy file of raw bytes: descr, shape (rank 2), n elements of elem bytes. */
+static const char *raw_npy(const char *file, const char *descr, int64_t rows, int64_t cols,
+                           const void *data, size_t elem)
+{
+    char header[128];
+    int len = snprintf(header, sizeof header,
+                       "{'descr': '%s', 'fortran_order': False, 'shape': (%lld, %lld), }", descr,
+                       (long long)rows, (long long)cols);
+    int total_header = (10 + len + 1 + 63) / 64 * 64 - 10; /* padded so the data is aligned */
+    size_t bytes = (size_t)(rows * cols) * elem;
+    unsigned char *buf = calloc(1, 10 + (size_t)total_header + bytes);
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    buf[8] = (unsigned char)(total_header & 0xFF);
+    buf[9] = (unsigned char)(total_header >> 8);
+    memset(buf + 10, ' ', (size_t)total_header);
+    memcpy(buf + 10, header, (size_t)len);
+    buf[10 + total_header - 1] = '\n';
+    memcpy(buf + 10 + total_header, data, bytes);
+    const char *path = mc_test_write_file(file, buf, 10 + (size_t)total_header + bytes);
+    free(buf);
+    return path;
+}
+
+/* SPEC §4: <i8 is read for an i32 input when every value fits; else the first value that does
+ * not is named. */
+static void test_npy_int64_input(void **state)
+{
+    (void)state;
+    static const char text[] = "input i : i32[2, 3]\ny = mul(i, 2)\noutput y\n";
+    const char *g = mc_test_write_file("int.graph", text, sizeof text - 1);
+    int64_t fits[6] = {1, -2, 3, 2147483647, -2147483647 - 1, 6};
+    const char *good = raw_npy("i8.npy", "<i8", 2, 3, fits, 8);
+    assert_int_equal(minic("run %s --backend ref --input i=%s", g, good), 0);
+    /* i32 arithmetic wraps: 2^31-1 * 2 = -2, -2^31 * 2 = 0 */
+    assert_contains(out, "values: 2 -4 6 -2 0 12 (6 elements)");
+    int32_t same[6] = {1, -2, 3, 2147483647, -2147483647 - 1, 6};
+    const char *i4 = raw_npy("i4.npy", "<i4", 2, 3, same, 4);
+    char *from_i8 = strdup(strchr(out, '\n') + 1); /* after the line with the compile time */
+    assert_int_equal(minic("run %s --backend ref --input i=%s", g, i4), 0);
+    assert_string_equal(strchr(out, '\n') + 1, from_i8); /* the same values as the <i4 file */
+    free(from_i8);
+
+    int64_t too_big[6] = {1, 2, 3, 4, 2147483648LL, -3000000000LL};
+    const char *bad = raw_npy("i8_big.npy", "<i8", 2, 3, too_big, 8);
+    assert_int_equal(minic("run %s --backend ref --input i=%s", g, bad), 1);
+    assert_starts_with(err, "minic: error: ");
+    assert_contains(err, bad);
+    assert_contains(err, "2147483648");      /* the first value that does not fit */
+    assert_null(strstr(err, "-3000000000"));  /* not the second */
+    assert_contains(err, "element 4 [1, 1]");
+    assert_string_equal(out, "");
+    /* <i8 for an f32 input is still refused */
+    static const char ftext[] = "input x : f32[2, 3]\ny = neg(x)\noutput y\n";
+    const char *fg = mc_test_write_file("f.graph", ftext, sizeof ftext - 1);
+    assert_int_equal(minic("run %s --backend ref --input x=%s", fg, good), 1);
+    assert_contains(err, "<i8");
+}
 
 static void test_missing_file(void **state)
 {
@@ -505,6 +747,89 @@ static void test_iters_and_profile(void **state)
     free(text);
 }
 
+/* SPEC §3: every file written is named on stderr, unless --quiet. */
+static void test_wrote_files(void **state)
+{
+    (void)state;
+    const char *g = mc_test_src("examples/mlp.graph");
+    const char *files[] = {tmp_path("w.json"), tmp_path("w_trace.json"), tmp_path("w.svg"),
+                           tmp_path("w.safetensors")};
+    assert_int_equal(minic("run %s --backend ref --iters 1 --profile-json %s --trace %s "
+                           "--roofline %s --output %s", g, files[0], files[1], files[2], files[3]), 0);
+    for (int i = 0; i < 4; i++) {
+        char line[4400];
+        snprintf(line, sizeof line, "minic: wrote %s\n", files[i]);
+        assert_contains(err, line);
+        assert_null(strstr(out, files[i])); /* stderr, not mixed into the results */
+        assert_true(exists(files[i]));
+        unlink(files[i]);
+    }
+    assert_int_equal(minic("run %s --backend ref --iters 1 --quiet --profile-json %s --trace %s "
+                           "--roofline %s --output %s", g, files[0], files[1], files[2], files[3]), 0);
+    assert_string_equal(err, "");
+    for (int i = 0; i < 4; i++)
+        assert_true(exists(files[i]));
+}
+
+/* The library's notes (auto's fallback) come out of the command, as notes, unless --quiet. */
+static void test_notes(void **state)
+{
+    (void)state;
+    const char *g = mc_test_src("examples/pointwise.graph");
+    assert_int_equal(minic("run %s", g), 0);
+    if (strstr(out, "backend cuda")) {
+        assert_string_equal(err, ""); /* a GPU: nothing to say */
+        return;
+    }
+    assert_starts_with(err, "minic: note: ");
+    assert_contains(err, "using the ");
+    assert_int_equal(minic("run %s --quiet", g), 0);
+    assert_string_equal(err, "");
+}
+
+/* Every stage the pass manager names is accepted and listed by dump --help, and shows what
+ * that stage made. */
+static void test_dump_stages(void **state)
+{
+    (void)state;
+    const char *g = mc_test_src("examples/mlp.graph");
+    assert_int_equal(minic("dump --help"), 0);
+    char *help = strdup(out);
+    int n = 0;
+    for (int i = 0; mc_dump_stages[i]; i++, n++) {
+        char listed[32];
+        snprintf(listed, sizeof listed, " %s,", mc_dump_stages[i]);
+        assert_contains(help, listed);
+        int rc = minic("dump %s --stage %s", g, mc_dump_stages[i]);
+        if (rc != 0)
+            fail_msg("--stage %s: exit %d\n%s", mc_dump_stages[i], rc, err);
+    }
+    free(help);
+    /* the README's picture: decompose → simplify → cse → dce → fuse → lower → plan */
+    const char *picture[] = {"decompose", "simplify", "cse", "dce", "fuse", "lower", "plan"};
+    for (int i = 0; i < 7; i++) {
+        bool found = false;
+        for (int k = 0; mc_dump_stages[k]; k++)
+            found |= !strcmp(mc_dump_stages[k], picture[i]);
+        if (!found)
+            fail_msg("stage %s is not in mc_dump_stages", picture[i]);
+    }
+    assert_int_equal(minic("dump %s --stage fuse", g), 0);
+    assert_contains(out, "t6 = matmul(x, t5)"); /* the graph after the passes */
+    assert_contains(out, "# fusion: 2 groups");
+    assert_contains(out, "group 0: gemm, space [32, 512], anchor a\n  members: t6 h a\n  stores: a");
+    assert_int_equal(minic("dump %s --stage fuse --no-fuse", g), 0);
+    assert_null(strstr(out, "# fusion: 2 groups"));
+    assert_int_equal(minic("dump %s --stage lower", g), 0);
+    assert_contains(out, "# after lower: 2 kernels");
+    assert_contains(out, "kernel gemm_bias_gelu_0");
+    assert_contains(out, "b6(a) temp f32[16384] live kernels 0..1");
+    assert_null(strstr(out, " at 0,")); /* not placed yet */
+    assert_int_equal(minic("dump %s --stage plan", g), 0);
+    assert_contains(out, "b6(a) temp f32[16384] at 0, live kernels 0..1");
+    assert_contains(out, "kernel gemm_bias_add_1");
+}
+
 static void test_no_fuse(void **state)
 {
     (void)state;
@@ -556,10 +881,14 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_bad_options),
+        cmocka_unit_test(test_did_you_mean),
+        cmocka_unit_test(test_ops),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test(test_malformed_graph),
         cmocka_unit_test(test_npy_output_with_two_outputs),
         cmocka_unit_test(test_weights),
+        cmocka_unit_test(test_weights_other_dtype),
+        cmocka_unit_test(test_npy_int64_input),
         cmocka_unit_test(test_inputs),
         cmocka_unit_test(test_cuda_without_gpu),
         cmocka_unit_test(test_too_large_for_memory),
@@ -568,6 +897,9 @@ int main(void)
         cmocka_unit_test(test_seed_determinism),
         cmocka_unit_test(test_example_program_matches_cli),
         cmocka_unit_test(test_iters_and_profile),
+        cmocka_unit_test(test_wrote_files),
+        cmocka_unit_test(test_notes),
+        cmocka_unit_test(test_dump_stages),
         cmocka_unit_test(test_no_fuse),
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_dump),

@@ -376,6 +376,34 @@ static void test_buffers_carry_user_node(void **state)
     mc_graph_free(g);
 }
 
+/* `minic dump --stage` offers every graph pass (mc_dump_stages is written out beside
+ * mc_graph_passes in passes/pipeline.c; this keeps the two in step), in pipeline order. */
+static void test_dump_stages_name_every_pass(void **state)
+{
+    (void)state;
+    int last = 0;
+    for (int i = 0; mc_graph_passes[i]; i++) {
+        int at = -1;
+        for (int k = 0; mc_dump_stages[k]; k++)
+            if (!strcmp(mc_dump_stages[k], mc_graph_passes[i]->name))
+                at = k;
+        if (at < 0)
+            fail_msg("pass '%s' is not a dump stage", mc_graph_passes[i]->name);
+        assert_true(at > last);
+        last = at;
+    }
+    /* and mc_dump_stage shows each of them */
+    mc_graph *g;
+    assert_int_equal(mc_graph_parse_file(mc_test_src("examples/softmax.graph"), &g), MC_OK);
+    FILE *sink = fopen("/dev/null", "w");
+    for (int k = 0; mc_dump_stages[k]; k++)
+        if (mc_dump_stage(g, NULL, mc_dump_stages[k], sink) != MC_OK)
+            fail_msg("stage %s: %s", mc_dump_stages[k], mc_error_message());
+    assert_int_equal(mc_dump_stage(g, NULL, "nonsense", sink), MC_ERR_INPUT);
+    fclose(sink);
+    mc_graph_free(g);
+}
+
 int main(void)
 {
     (void)S2;
@@ -386,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_kir_verifier),
         cmocka_unit_test(test_buffers_carry_user_node),
         cmocka_unit_test(test_example_files),
+        cmocka_unit_test(test_dump_stages_name_every_pass),
         cmocka_unit_test(test_bench_file_kernel_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

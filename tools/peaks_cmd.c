@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ir/ir.h"
 #include "runtime/peaks.h"
 
 /* Median µs of one execution of g on the cuda backend (after a warm-up), -1 on failure. */
@@ -73,10 +74,20 @@ int cli_peaks(int argc, char **argv)
                    "device name, under $XDG_CACHE_HOME/minic/peaks/; --profile then uses them\n");
             return CLI_OK;
         }
-        if (!strcmp(argv[i], "--backend") && i + 1 < argc)
+        if (!strncmp(argv[i], "--backend=", 10)) {
+            backend = argv[i] + 10;
+        } else if (!strcmp(argv[i], "--backend")) {
+            if (i + 1 >= argc)
+                return cli_error(CLI_USER, "option '--backend' needs a value (cpu|cuda)");
             backend = argv[++i];
-        else
+        } else {
+            static const char *const known[] = {"--backend", "--help"};
+            char near[64];
+            if (mc_suggest(argv[i], strlen(argv[i]), known, 2, near, sizeof near))
+                return cli_error(CLI_USER, "peaks: unknown option '%s' (did you mean %s? usage: "
+                                 "minic peaks [--backend cpu|cuda])", argv[i], near);
             return cli_error(CLI_USER, "peaks: unknown option '%s' (usage: minic peaks [--backend cpu|cuda])", argv[i]);
+        }
     }
     mc_peaks pk;
     if (!strcmp(backend, "cpu")) {
