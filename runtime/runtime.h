@@ -61,6 +61,11 @@ struct mc_program {
     double compile_ms;        /* passes + code generation + backend compile */
     int kernels_compiled;     /* backend compiles this run (0: all from cache) */
     int64_t runs;             /* completed mc_program_run calls (outputs are valid after one) */
+    void **unread;            /* per graph node: a copy of the value bound to an input or param
+                                 that no kernel reads (no buffer), kept for
+                                 mc_program_save_inputs; NULL until the first such bind */
+    bool seeded;              /* mc_program_fill_random ran: `seed` is its (last) seed */
+    uint64_t seed;
 };
 
 /* Find the buffer of an input or param by name; -1 if none. */

@@ -79,7 +79,8 @@ static void test_help(void **state)
     assert_contains(out, "check");
     assert_contains(out, "dump");
     assert_int_equal(minic("run --help"), 0);
-    const char *run_opts[] = {"--backend", "--weights", "--input", "--seed", "--output", "--no-fuse",
+    const char *run_opts[] = {"--backend", "--weights", "--input", "--seed", "--output",
+                              "--save-inputs", "--no-fuse",
                               "--cuda-graph", "--no-cuda-graph", "--iters", "--profile",
                               "--profile-json", "--trace", "--roofline", "--threads", "--tf32", "--quiet"};
     for (size_t i = 0; i < sizeof run_opts / sizeof *run_opts; i++)
@@ -383,6 +384,66 @@ static void test_output_round_trip(void **state)
     mc_graph_free(graph);
 }
 
+/* --save-inputs writes what the run used; --weights and --input NAME=FILE.safetensors from that
+ * file repeat the run exactly. */
+static void test_save_inputs(void **state)
+{
+    (void)state;
+    const char *g = mc_test_src("examples/mlp.graph");
+    const char *saved = tmp_path("mlp_inputs.safetensors");
+    unlink(saved);
+    assert_int_equal(minic("run %s --backend ref --seed 11 --save-inputs %s", g, saved), 0);
+    char want[4400];
+    snprintf(want, sizeof want, "minic: wrote %s\n", saved);
+    assert_string_equal(err, want);
+    assert_true(exists(saved));
+    char *first = strdup(strstr(out, "\n") + 1); /* skip the line with the compile time */
+    assert_int_equal(minic("run %s --backend ref --weights %s --input x=%s", g, saved, saved), 0);
+    assert_string_equal(first, strstr(out, "\n") + 1);
+    assert_string_equal(err, "");
+    /* the seed no longer matters: every value comes from the file */
+    assert_int_equal(minic("run %s --backend ref --seed 12 --weights %s --input x=%s", g, saved, saved), 0);
+    assert_string_equal(first, strstr(out, "\n") + 1);
+    assert_int_equal(minic("run %s --backend ref --seed 12", g), 0);
+    assert_string_not_equal(first, strstr(out, "\n") + 1);
+    free(first);
+
+    /* The file holds the generated values themselves. */
+    mc_safetensors *st;
+    assert_int_equal(mc_safetensors_open(saved, &st), MC_OK);
+    assert_int_equal(mc_safetensors_count(st), 5); /* x, fc1.w, fc1.b, fc2.w, fc2.b */
+    mc_array b;
+    assert_int_equal(mc_safetensors_get(st, "fc2.b", &b), MC_OK);
+    float expect[128];
+    mc_fill_random(expect, MC_F32, 128, 11, "fc2.b");
+    assert_int_equal(b.bytes, sizeof expect);
+    assert_memory_equal(b.data, expect, sizeof expect);
+    mc_safetensors_close(st);
+
+    /* --quiet, bench, and the errors: a wrong suffix, a tensor missing from the file. */
+    unlink(saved);
+    assert_int_equal(minic("run %s --backend ref --quiet --save-inputs %s", g, saved), 0);
+    assert_string_equal(err, "");
+    assert_true(exists(saved));
+    const char *benched = tmp_path("bench_inputs.safetensors");
+    unlink(benched);
+    assert_int_equal(minic("bench %s --backend ref --iters 1 --save-inputs %s", g, benched), 0);
+    assert_true(exists(benched));
+    assert_int_equal(minic("run %s --backend ref --save-inputs %s", g, tmp_path("in.npy")), 1);
+    assert_starts_with(err, "minic: error: --save-inputs ");
+    assert_false(exists(tmp_path("in.npy")));
+    const char *outputs = tmp_path("mlp_outputs.safetensors");
+    assert_int_equal(minic("run %s --backend ref --output %s", g, outputs), 0);
+    assert_int_equal(minic("run %s --backend ref --input x=%s", g, outputs), 1);
+    assert_starts_with(err, "minic: error: ");
+    assert_contains(err, outputs);
+    assert_contains(err, "'x'");
+    const char *nowhere = tmp_path("no_such_dir/in.safetensors");
+    assert_int_not_equal(minic("run %s --backend ref --save-inputs %s", g, nowhere), 0);
+    assert_contains(err, nowhere);
+    assert_false(exists(nowhere));
+}
+
 static void test_seed_determinism(void **state)
 {
     (void)state;
@@ -565,6 +626,7 @@ int main(void)
         cmocka_unit_test(test_too_large_for_memory),
         cmocka_unit_test(test_every_example_runs),
         cmocka_unit_test(test_output_round_trip),
+        cmocka_unit_test(test_save_inputs),
         cmocka_unit_test(test_seed_determinism),
         cmocka_unit_test(test_example_program_matches_cli),
         cmocka_unit_test(test_iters_and_profile),
