@@ -2,7 +2,7 @@
  * and the scalar meaning of every instruction.
  *
  * Everything here reads only kir.h's structures, so the printer, the counter and the reference
- * backend agree on one reading of the IR. The counter follows SPEC §5 and docs/PROFILING.md:
+ * backend agree on one reading of the IR. Counting follows docs/FORMAT.md §5, docs/PROFILING.md:
  * a GEMM's 2*M*N*K once, every KI_OP its op's flops at every point where it is evaluated (a row
  * block once per row, a loop block once per element of the row's reduced space), a reduction
  * one accumulation per element it reads; bytes are each distinct buffer read once plus each

@@ -177,7 +177,7 @@ mc_graph *mc_graph_clone(const mc_graph *g); /* a deep copy (passes work on one)
  * Returns MC_OK or an internal-error message naming the pass (for the pass manager). */
 mc_status mc_graph_verify(const mc_graph *g, const char *after_pass);
 
-/* The float64 evaluation of a graph (ir/eval.c): the numerical oracle of SPEC §6. Inputs and
+/* The float64 evaluation of a graph (ir/eval.c): the oracle of docs/FORMAT.md §6. Inputs and
  * params are given as host arrays in their own dtype (inputs[i] for node i, NULL for others);
  * outputs come back as doubles, one malloc'd array per graph output, unrounded when `exact`,
  * or rounded to each value's dtype at every node when not (the reference backend's rule).

@@ -1,4 +1,4 @@
-/* Reading and writing NumPy .npy files (format 1.0 and 2.0), SPEC §4.
+/* Reading and writing NumPy .npy files (format 1.0 and 2.0), docs/FORMAT.md §4.
  *
  * A .npy file is a 6-byte magic, a version, a little-endian header length (2 bytes in 1.0, 4 in
  * 2.0), a header that is a Python dict literal ({'descr': '<f4', 'fortran_order': False,

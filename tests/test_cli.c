@@ -1,4 +1,4 @@
-/* The minic command (SPEC §3): options, exit statuses, the exact error formats, output files,
+/* The minic command (docs/FORMAT.md §3): options, exit statuses, exact error formats, output files,
  * and that the command computes what the library computes.
  *
  * Each test runs the built binary ($MINIC_BIN) through mc_test_minic and looks at its exit
@@ -506,7 +506,7 @@ static void test_iters_and_profile(void **state)
     assert_contains(out, "totals: 2 kernels");
     assert_contains(out, "peak memory");
 
-    /* The JSON object of SPEC §5: valid JSON, every required field, integers where required. */
+    /* docs/FORMAT.md §5's JSON object: valid JSON, every required field, integers as required */
     size_t size;
     char *text = slurp(json, &size);
     mc_arena arena = {0};

@@ -213,7 +213,7 @@ static void test_files(void **state)
     mc_graph_free(g);
 }
 
-/* Every example on ref, fused and unfused, against the float64 oracle (SPEC §6). */
+/* Every example on ref, fused and unfused, against the float64 oracle (docs/FORMAT.md §6). */
 /* mc_program_save_inputs writes every declaration's value (bound, generated, or never read by a
  * kernel); loading that file into a fresh program repeats the run bit for bit. */
 static void test_save_inputs(void **state)
