@@ -68,6 +68,11 @@ struct mc_program {
     int64_t runs;             /* completed mc_program_run calls (outputs are valid after one) */
     char *notes;              /* mc_program_notes: every note, one per line; NULL when none */
     size_t notes_len;
+    void **unread;            /* per graph node: a copy of the value bound to an input or param
+                                 that no kernel reads (no buffer), kept for
+                                 mc_program_save_inputs; NULL until the first such bind */
+    bool seeded;              /* mc_program_fill_random ran: `seed` is its (last) seed */
+    uint64_t seed;
 };
 
 /* Record a note about p (include/minic.h: notes): kept for mc_program_notes and handed to

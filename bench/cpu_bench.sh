@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The CPU benchmark: minic --backend cpu on bench/cpu/*.graph and a 2048^2 f32 GEMM, next to
-# the peers of ../shared/peers (PyTorch eager and ONNX Runtime) measured in the same run.
+# the peers (PyTorch eager and ONNX Runtime) measured in the same run.
 #
-#   bench/cpu_bench.sh [MINIC_BIN] [REPEATS]
+#   [MINIC_PEERS=DIR] bench/cpu_bench.sh [MINIC_BIN] [REPEATS]      (bench/cpu_bench.sh --help)
 #
+# MINIC_PEERS is the directory of the peer scripts (torch_cpu.py, ort_time.js), which live
+# outside this repository, in the project's shared folder; default ../shared/peers, relative to
+# the repository's root (a relative MINIC_PEERS is taken from the directory you run this in).
 # Prints one line per measurement (median of each tool's own timer over its iterations; the
 # whole set is repeated REPEATS times and every repeat is printed, so medians across repeats
 # can be taken). Peers are skipped, with a note, where they are not installed:
@@ -16,11 +19,24 @@
 # the better peer, and the memory floor (the profile's bytes / the copy bandwidth `minic peaks`
 # measures in the same run, the best of one measurement per repeat).
 set -euo pipefail
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
+    echo "usage: [MINIC_PEERS=DIR] bench/cpu_bench.sh [MINIC_BIN] [REPEATS]"
+    echo "  MINIC_BIN    the minic command (default build/minic, from the repository's root)"
+    echo "  REPEATS      how many times the whole set is measured (default 3)"
+    echo "  MINIC_PEERS  the peer scripts' directory (torch_cpu.py, ort_time.js); default"
+    echo "               ../shared/peers from the repository's root; a peer not found is skipped"
+    echo "  ORT_DIR, ORT_MODELS  ONNX Runtime's node package and ort_export.py's models"
+    exit 0
+fi
+# A MINIC_PEERS given relative is the caller's; the default is relative to the repository.
+if [ -n "${MINIC_PEERS:-}" ]; then
+    PEERS=$(cd "$MINIC_PEERS" 2>/dev/null && pwd) || { echo "cpu_bench.sh: MINIC_PEERS=$MINIC_PEERS is not a directory" >&2; exit 1; }
+fi
 cd "$(dirname "$0")/.."
 MINIC=${1:-build/minic}
 REPEATS=${2:-3}
 PEERS=${PEERS:-../shared/peers}
-[ -d "$PEERS" ] || PEERS=/work/shared/peers
+echo "peers: $PEERS$([ -d "$PEERS" ] || echo ' (not found: the peers are skipped; set MINIC_PEERS)')"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 export XDG_CACHE_HOME="$TMP/cache"
@@ -66,12 +82,16 @@ for rep in $(seq "$REPEATS"); do
     done
     us=$(minic_time "$TMP/gemm2048.graph" 5)
     echo "minic gemm2048: $us us = $(awk -v us="$us" 'BEGIN { printf "%.1f", 2 * 2048^3 / us / 1e3 }') GFLOP/s"
-    if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+    if [ ! -f "$PEERS/torch_cpu.py" ]; then
+        echo "torch: skipped (no torch_cpu.py in $PEERS: set MINIC_PEERS)"
+    elif /usr/bin/python3 -c 'import torch' 2>/dev/null; then
         echo "torch: $(/usr/bin/python3 "$PEERS/torch_cpu.py")"
     else
         echo "torch: skipped (apt-get install -y python3-torch python3-numpy)"
     fi
-    if [ -n "${ORT_DIR:-}" ] && [ -n "${ORT_MODELS:-}" ]; then
+    if [ ! -f "$PEERS/ort_time.js" ]; then
+        echo "onnxruntime: skipped (no ort_time.js in $PEERS: set MINIC_PEERS)"
+    elif [ -n "${ORT_DIR:-}" ] && [ -n "${ORT_MODELS:-}" ]; then
         echo "onnxruntime: $(ORT="$ORT_DIR/node_modules/onnxruntime-node" node "$PEERS/ort_time.js" "$ORT_MODELS")"
     else
         echo "onnxruntime: skipped (set ORT_DIR and ORT_MODELS)"

@@ -1,4 +1,4 @@
-/* The C API's graph builder: one function per operator of SPEC §2 (include/minic.h).
+/* The C API's graph builder: one function per operator of docs/FORMAT.md §2 (include/minic.h).
  *
  * Each builder only packs its arguments into an mc_attrs and calls mc_graph_add, so the C API
  * and the .graph parser share every type rule and every error message (ir/infer.c). What is

@@ -1,4 +1,4 @@
-/* The `.graph` parser: SPEC §1's grammar, straight into a graph through mc_graph_declare and
+/* The `.graph` parser: docs/FORMAT.md §1's grammar, into a graph through mc_graph_declare and
  * mc_graph_add.
  *
  * The format is one statement per line and has no nesting deeper than an attribute's list, so

@@ -77,7 +77,7 @@ mc_value mc_input(mc_graph *g, const char *name, mc_dtype dtype, const int64_t *
 mc_value mc_param(mc_graph *g, const char *name, mc_dtype dtype, const int64_t *shape, int rank);
 mc_value mc_scalar(mc_graph *g, double value, mc_dtype dtype); /* a constant of shape [] */
 
-/* Operators (SPEC §2). Binary, compare and where operands broadcast as in NumPy. */
+/* Operators (docs/FORMAT.md §2). Binary, compare and where operands broadcast as in NumPy. */
 #define MC_UNARY_BUILDERS(X) \
     X(neg) X(abs) X(exp) X(log) X(sqrt) X(rsqrt) X(recip) X(tanh) X(sigmoid) X(relu) X(gelu) \
     X(gelu_tanh) X(silu) X(sin) X(cos) X(erf)
@@ -155,9 +155,18 @@ const char *mc_program_notes(const mc_program *p);
 /* Inputs and params are bound by name; each call checks size (and, for files, dtype and shape). */
 mc_status mc_program_set(mc_program *p, const char *name, const void *data, size_t bytes);
 mc_status mc_program_load_npy(mc_program *p, const char *name, const char *path);
+/* name's value from a file: from a .safetensors file, its tensor called name; any other path is
+ * read as .npy (mc_program_load_npy). */
+mc_status mc_program_load_file(mc_program *p, const char *name, const char *path);
 mc_status mc_program_load_weights(mc_program *p, const char *safetensors_path);
-/* Fill every input and param not bound yet from the seeded generator (SPEC §3 --seed). */
+/* Fill every input and param not bound yet from the seeded generator (docs/FORMAT.md §3 --seed). */
 mc_status mc_program_fill_random(mc_program *p, uint64_t seed);
+/* Write every input and param, under its name, with the value it has now (bound or generated)
+ * to a .safetensors file (temp file + rename): with --weights and --input NAME=FILE, or
+ * mc_program_load_weights and mc_program_load_file, it repeats the run. A declaration that no
+ * kernel reads is written with the value it was bound to, else with the generator's values for
+ * the last seed mc_program_fill_random used. MC_ERR_INPUT when something has no value yet. */
+mc_status mc_program_save_inputs(mc_program *p, const char *path);
 
 mc_status mc_program_run(mc_program *p);
 int mc_program_num_outputs(const mc_program *p);

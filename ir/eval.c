@@ -1,5 +1,5 @@
 /* The float64 evaluation of a graph: the numerical oracle every backend, pass and fusion is
- * checked against (SPEC §6).
+ * checked against (docs/FORMAT.md §6).
  *
  * It walks the nodes in order (a forward walk is a topological order) and computes each live
  * node into a fresh array of doubles, straight from the operator's definition: composites

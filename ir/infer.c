@@ -1,4 +1,4 @@
-/* Type and shape inference: the rules of SPEC §1–§2 for every operator of ir/ops.def.
+/* Type and shape inference: the rules of docs/FORMAT.md §1–§2 for every operator of ir/ops.def.
  *
  * mc_node_infer is the single place that decides whether a node is well typed. mc_graph_add
  * runs it before appending a node, and the verifier re-runs it on every node after every pass,
@@ -56,8 +56,11 @@ static const char *shape_str(char *buf, size_t size, const int64_t *shape, int r
 
 static bool dtype_valid(mc_dtype d) { return (unsigned)d < MC_NUM_DTYPES; }
 
-/* Which dtypes each operator accepts (SPEC §1): ops.def's dtype classes. For where it is the
- * dtype of the selected values; for cast, iota and full the result's. */
+/* Which dtypes each operator accepts (docs/FORMAT.md §1): ops.def's dtype classes. For where it
+ * is the dtype of the selected values; for cast, iota and full the result's.
+ * where over i32 values is refused for now (cast them; the contract's version 2 allows it, and
+ * FORMAT.md marks it "not yet"); full makes any dtype (a bool's value must be 0 or 1, an i32's
+ * an integer). */
 static bool dtype_supported(mc_op op, mc_dtype d)
 {
     return (mc_op_table[op].dtypes & MC_DTYPE_BIT(d)) != 0;

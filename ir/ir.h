@@ -69,7 +69,7 @@ extern const mc_op_info mc_op_table[MC_NUM_OPS];
 bool mc_op_parse(const char *name, size_t len, mc_op *out); /* NULL-safe lookup by name */
 bool mc_op_is_composite(mc_op op); /* ops.def's COMPOSITE: softmax, log_softmax, ... */
 bool mc_op_is_heavy(mc_op op);     /* ops.def's HEAVY: exp, log, tanh, ... */
-/* Does op accept values of dtype d (SPEC §1)? For where: its a and b; for cast, iota and full:
+/* Does op accept values of dtype d (docs/FORMAT.md §1)? For where: its a and b; for cast, iota and full:
  * the result. The one rule mc_node_infer checks (ir/infer.c). */
 bool mc_op_accepts_dtype(mc_op op, mc_dtype d);
 
@@ -186,7 +186,7 @@ double mc_reduce_step(mc_op op, mc_dtype dtype, double acc, double x);
 /* Reduce an integer modulo 2^32 into the i32 range (two's complement). */
 double mc_wrap_i32(int64_t v);
 
-/* The float64 evaluation of a graph (ir/eval.c): the numerical oracle of SPEC §6. Inputs and
+/* The float64 evaluation of a graph (ir/eval.c): the oracle of docs/FORMAT.md §6. Inputs and
  * params are given as host arrays in their own dtype (inputs[i] for node i, NULL for others);
  * outputs come back as doubles, one malloc'd array per graph output, unrounded when `exact`,
  * or rounded to each value's dtype at every node when not (the reference backend's rule).

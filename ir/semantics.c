@@ -24,7 +24,7 @@ double mc_wrap_i32(int64_t v)
 
 static double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
-/* Floats compare NaN as unordered, but maximum/minimum propagate it (SPEC §2). */
+/* Floats compare NaN as unordered, but maximum/minimum propagate it (docs/FORMAT.md §2). */
 static double nan_max(double a, double b) { return (isnan(a) || isnan(b)) ? NAN : (a > b ? a : b); }
 static double nan_min(double a, double b) { return (isnan(a) || isnan(b)) ? NAN : (a < b ? a : b); }
 

@@ -2,7 +2,7 @@
  *
  * Everything here reads only kir.h's structures, so the printer, the counter and the reference
  * backend agree on one reading of the IR; the scalar meaning of an instruction is
- * mc_op_apply's (ir/semantics.c), the same as the graph evaluator's. The counter follows SPEC §5 and docs/PROFILING.md:
+ * mc_op_apply's (ir/semantics.c), the same as the graph evaluator's. The counter follows docs/FORMAT.md §5 and docs/PROFILING.md:
  * a GEMM's 2*M*N*K once, every KI_OP its op's flops at every point where it is evaluated (a row
  * block once per row, a loop block once per element of the row's reduced space), a reduction
  * one accumulation per element it reads; bytes are each distinct buffer read once plus each

@@ -1,4 +1,4 @@
-/* Reading and writing NumPy .npy files (format 1.0 and 2.0), SPEC §4.
+/* Reading and writing NumPy .npy files (format 1.0 and 2.0), docs/FORMAT.md §4.
  *
  * A .npy file is a 6-byte magic, a version, a little-endian header length (2 bytes in 1.0, 4 in
  * 2.0), a header that is a Python dict literal ({'descr': '<f4', 'fortran_order': False,
@@ -17,7 +17,7 @@
  * bf16 has no NumPy dtype; the convention (ml_dtypes, PyTorch's .numpy() on a view) is to
  * store its raw bits as <u2, so <u2 is read as bf16 only when the caller expects bf16.
  * NumPy's default integer is int64 (`np.array([1, 2])` is <i8), so <i8 is read when the caller
- * expects i32, narrowed in place, and refused at the first value outside i32's range (SPEC §4).
+ * expects i32, narrowed in place, and refused at the first value outside i32's range (docs/FORMAT.md §4).
  * Writing goes through mc_file_write_atomic: no partial file is ever left behind.
  */
 #include "runtime/runtime.h"

@@ -1,4 +1,4 @@
-/* The profile report (SPEC §5): collecting times, deriving rates, printing the table and
+/* The profile report (docs/FORMAT.md §5): collecting times, deriving rates, printing the table and
  * writing the JSON object. See profile.h for where each number comes from.
  *
  * Collection runs the program `iters` times after one warm-up and takes medians: means are

@@ -1,4 +1,4 @@
-/* The profile of a compiled program (SPEC §5): per kernel, what it computes (from the kernel
+/* A compiled program's profile (docs/FORMAT.md §5): per kernel, what it computes (from the kernel
  * IR: name, category, the user's operators and lines, FLOPs and bytes from kir_count), how long
  * it ran (from the backend, where it can time kernels), and the totals.
  *
@@ -33,9 +33,9 @@ mc_status mc_profile_collect(mc_program *p, int iters, mc_profile *prof);
 mc_kernel_rates mc_profile_kernel_rates(const mc_profile *prof, int kernel);
 /* Total bytes of the program's memory: inputs, params, outputs and the planned arena. */
 int64_t mc_profile_peak_memory(const mc_program *p);
-/* The table of SPEC §5 (kernels sorted by time where measured, else in program order). */
+/* The table of docs/FORMAT.md §5 (kernels sorted by time where measured, else in program order) */
 void mc_profile_print(const mc_profile *prof, FILE *out);
-/* SPEC §5's JSON object, written to a temporary name and renamed. */
+/* docs/FORMAT.md §5's JSON object, written to a temporary name and renamed. */
 mc_status mc_profile_write_json(const mc_profile *prof, const char *path);
 /* A Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev): a host lane with one event per
  * execution (its median wall time) and a device lane with each measured kernel, back to back,

@@ -409,6 +409,10 @@ void mc_program_free(mc_program *p)
     free(p->dirty);
     free(p->has_value);
     free(p->outputs);
+    if (p->unread)
+        for (int i = 0; i < p->graph->nnodes; i++)
+            free(p->unread[i]);
+    free(p->unread);
     free(p->notes);
     if (p->kp)
         kir_program_free(p->kp);
@@ -437,14 +441,27 @@ static mc_status declaration_or_fail(const mc_program *p, const char *name, cons
                    name ? name : "(null)");
 }
 
-/* Copy a checked value into node's buffer (if the kernels use it) and mark it bound. */
-static void bind(mc_program *p, int node, const void *data, size_t bytes)
+/* Copy a checked value into node's buffer and mark it bound. A declaration no kernel reads has
+ * no buffer: its value is kept aside instead, only so that mc_program_save_inputs can write it
+ * (a saved file must hold every param, or --weights refuses it). */
+static mc_status bind(mc_program *p, int node, const void *data, size_t bytes)
 {
     int b = buffer_of(p, node, true);
-    if (b < 0)
-        return; /* declared but unused by the kernels: nothing to copy */
-    memcpy(p->host[b], data, bytes);
-    p->bound[b] = p->has_value[b] = p->dirty[b] = true;
+    if (b >= 0) {
+        memcpy(p->host[b], data, bytes);
+        p->bound[b] = p->has_value[b] = p->dirty[b] = true;
+        return MC_OK;
+    }
+    if (!p->unread && !(p->unread = calloc((size_t)p->graph->nnodes, sizeof *p->unread)))
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    void *copy = malloc(bytes ? bytes : 1);
+    if (!copy)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory (%zu bytes)", bytes);
+    if (bytes)
+        memcpy(copy, data, bytes);
+    free(p->unread[node]);
+    p->unread[node] = copy;
+    return MC_OK;
 }
 
 mc_status mc_program_set(mc_program *p, const char *name, const void *data, size_t bytes)
@@ -464,8 +481,7 @@ mc_status mc_program_set(mc_program *p, const char *name, const void *data, size
                        kind_word(n), name, node_type(n, type, sizeof type), want, bytes);
     if (!data && bytes)
         return mc_fail(MC_ERR_INPUT, "mc_program_set: no data for '%s'", name);
-    bind(p, node, data, bytes);
-    return MC_OK;
+    return bind(p, node, data, bytes);
 }
 
 /* Check that an array read from `path` fits the declaration of node. */
@@ -506,9 +522,38 @@ mc_status mc_program_load_npy(mc_program *p, const char *name, const char *path)
     }
     st = check_array(p, node, &a, path);
     if (st == MC_OK)
-        bind(p, node, a.data, a.bytes);
+        st = bind(p, node, a.data, a.bytes);
     free(a.data);
     return st;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+mc_status mc_program_load_file(mc_program *p, const char *name, const char *path)
+{
+    if (!p || !path)
+        return mc_fail(MC_ERR_INPUT, "mc_program_load_file: no program or path");
+    if (!ends_with(path, ".safetensors"))
+        return mc_program_load_npy(p, name, path);
+    int node;
+    if (declaration_or_fail(p, name, path, &node) != MC_OK)
+        return MC_ERR_INPUT;
+    mc_safetensors *st = NULL;
+    mc_status s = mc_safetensors_open(path, &st);
+    if (s != MC_OK)
+        return s;
+    mc_array a = {0};
+    s = mc_safetensors_get(st, name, &a);
+    if (s == MC_OK)
+        s = check_array(p, node, &a, path);
+    if (s == MC_OK)
+        s = bind(p, node, a.data, a.bytes);
+    mc_safetensors_close(st);
+    return s;
 }
 
 mc_status mc_program_load_weights(mc_program *p, const char *path)
@@ -533,7 +578,7 @@ mc_status mc_program_load_weights(mc_program *p, const char *path)
                 break;
             }
             if (mc_safetensors_get(st, n->name, &a) != MC_OK) {
-                /* there, but in a dtype (F64, I64, ...) minic does not read: SPEC §4 wants both
+                /* there, but in a dtype (F64, I64, ...) minic does not read: docs/FORMAT.md §4 wants both
                  * dtypes named, never "missing" */
                 char want[16];
                 size_t k = 0;
@@ -555,7 +600,7 @@ mc_status mc_program_load_weights(mc_program *p, const char *path)
             }
             s = check_array(p, i, &a, path);
             if (s == MC_OK && pass == 1)
-                bind(p, i, a.data, a.bytes);
+                s = bind(p, i, a.data, a.bytes);
         }
     }
     mc_safetensors_close(st);
@@ -576,6 +621,8 @@ mc_status mc_program_fill_random(mc_program *p, uint64_t seed)
         mc_fill_random(p->host[b], n->dtype, mc_node_numel(n), seed, n->name);
         p->has_value[b] = p->dirty[b] = true;
     }
+    p->seeded = true; /* what mc_program_save_inputs generates for unread declarations */
+    p->seed = seed;
     return MC_OK;
 }
 
@@ -629,12 +676,6 @@ mc_status mc_program_output(mc_program *p, int index, mc_tensor *out)
     return MC_OK;
 }
 
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
 mc_status mc_program_save_outputs(mc_program *p, const char *path)
 {
     if (!p || !path)
@@ -670,5 +711,75 @@ mc_status mc_program_save_outputs(mc_program *p, const char *path)
     free(arrays);
     free(names);
     free(unnamed);
+    return s;
+}
+
+/* The value of declaration `node` for the file: its buffer, the copy kept for an unread one,
+ * or (an unread one never bound) the generator's values for the seed mc_program_fill_random
+ * used, which is what a run with that seed would have given it. *owned is set when the value
+ * was made here. */
+static mc_status declaration_value(mc_program *p, int node, const char *path, const void **data,
+                                   void **owned)
+{
+    const mc_node *n = &p->graph->nodes[node];
+    int b = buffer_of(p, node, true);
+    *owned = NULL;
+    if (b >= 0 && p->has_value[b]) {
+        *data = p->host[b];
+        return MC_OK;
+    }
+    if (b < 0 && p->unread && p->unread[node]) {
+        *data = p->unread[node];
+        return MC_OK;
+    }
+    size_t bytes;
+    if (b >= 0 || !p->seeded || !node_bytes(n, &bytes))
+        return mc_fail(MC_ERR_INPUT, "%s: %s '%s' has no value to save: bind it (mc_program_set, a "
+                       "file) or call mc_program_fill_random first", path, kind_word(n), n->name);
+    if (!(*owned = malloc(bytes ? bytes : 1)))
+        return mc_fail(MC_ERR_SYSTEM, "out of memory (%zu bytes)", bytes);
+    mc_fill_random(*owned, n->dtype, mc_node_numel(n), p->seed, n->name);
+    *data = *owned;
+    return MC_OK;
+}
+
+mc_status mc_program_save_inputs(mc_program *p, const char *path)
+{
+    if (!p || !path)
+        return mc_fail(MC_ERR_INPUT, "mc_program_save_inputs: no program or path");
+    if (!ends_with(path, ".safetensors"))
+        return mc_fail(MC_ERR_INPUT, "%s: inputs are saved as .safetensors (every input and param "
+                       "under its name)", path);
+    int n = 0;
+    for (int i = 0; i < p->graph->nnodes; i++)
+        n += is_declaration(&p->graph->nodes[i]);
+    size_t slots = n > 0 ? (size_t)n : 1;
+    mc_array *arrays = calloc(slots, sizeof *arrays);
+    const char **names = calloc(slots, sizeof *names);
+    void **owned = calloc(slots, sizeof *owned);
+    mc_status s = MC_OK;
+    if (!arrays || !names || !owned)
+        s = mc_fail(MC_ERR_SYSTEM, "out of memory");
+    for (int i = 0, k = 0; i < p->graph->nnodes && s == MC_OK; i++) {
+        const mc_node *nd = &p->graph->nodes[i];
+        if (!is_declaration(nd))
+            continue;
+        const void *data = NULL;
+        s = declaration_value(p, i, path, &data, &owned[k]);
+        names[k] = nd->name;
+        arrays[k].dtype = nd->dtype;
+        arrays[k].rank = nd->rank;
+        memcpy(arrays[k].shape, nd->shape, sizeof arrays[k].shape);
+        arrays[k].data = (void *)data;
+        node_bytes(nd, &arrays[k].bytes);
+        k++;
+    }
+    if (s == MC_OK)
+        s = mc_safetensors_write(path, names, arrays, n);
+    for (int k = 0; owned && k < n; k++)
+        free(owned[k]);
+    free(owned);
+    free(arrays);
+    free(names);
     return s;
 }

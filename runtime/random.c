@@ -1,4 +1,4 @@
-/* The seeded generator behind --seed (SPEC §3).
+/* The seeded generator behind --seed (docs/FORMAT.md §3).
  *
  * Every input and param that is not given a value is filled from its own stream, chosen by the
  * seed and the value's name, so adding an input to a graph does not change the values of the

@@ -1,4 +1,4 @@
-/* Reading and writing .safetensors files, SPEC §4.
+/* Reading and writing .safetensors files, docs/FORMAT.md §4.
  *
  * A safetensors file is an 8-byte little-endian header length N, N bytes of JSON mapping each
  * tensor name to {"dtype", "shape", "data_offsets": [begin, end]} (plus an optional
@@ -537,7 +537,8 @@ static mc_status prepare(st_writer *w, const char *path, const char *const *name
         offset = end;
     }
     put_str(h, "}");
-    while ((8 + h->len) % 8) /* pad with spaces so the data section starts 8-aligned */
+    /* pad with spaces so the data section starts 8-aligned (a failed put adds nothing) */
+    while (!h->failed && (8 + h->len) % 8)
         put_str(h, " ");
     if (h->failed)
         return mc_fail(MC_ERR_SYSTEM, "%s: out of memory", path);

@@ -5,10 +5,27 @@
 # benchmark suite beside PyTorch (bench/gpu_bench.sh). Logs and a summary table go to $OUT
 # (or ./gpu-out), the summary also to stdout, last, so the device tool's tail shows it.
 #
-#   bash scripts/gpu.sh [tests|cudatests] [sanitize] [fixtures] [bench] [peers] [peaks]   (default: all
-#   but cudatests, which runs only the CUDA tests)
+#   [MINIC_PEERS=DIR] bash scripts/gpu.sh [tests|cudatests] [sanitize] [fixtures] [bench] [peers] [peaks]
+#   (default: all but cudatests, which runs only the CUDA tests; --help says this)
+#
+# The `peers` stage runs DIR/torch_gpu.py, the PyTorch peer, which lives outside this
+# repository in the project's shared folder: MINIC_PEERS, default ../shared/peers relative to the
+# repository's root (a relative MINIC_PEERS is taken from the directory you run this in). Where
+# the tree is staged without its parent folder, stage the peers too and point MINIC_PEERS there;
+# without them the stage is skipped, and says so.
 set -uo pipefail
+if [ "${1:-}" = --help ] || [ "${1:-}" = -h ]; then
+    echo "usage: [MINIC_PEERS=DIR] bash scripts/gpu.sh [tests|cudatests] [sanitize] [fixtures] [bench] [peers] [peaks]"
+    echo "  default stages: tests sanitize fixtures bench peers peaks; logs go to \$OUT (default ./gpu-out)"
+    echo "  MINIC_PEERS  the peer scripts' directory (torch_gpu.py); default ../shared/peers from the"
+    echo "               repository's root"
+    exit 0
+fi
+if [ -n "${MINIC_PEERS:-}" ]; then
+    MINIC_PEERS=$(cd "$MINIC_PEERS" 2>/dev/null && pwd) || { echo "gpu.sh: MINIC_PEERS is not a directory" >&2; exit 1; }
+fi
 cd "$(dirname "$0")/.."
+PEERS=${MINIC_PEERS:-$(cd .. && pwd)/shared/peers}
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 stages=${*:-tests sanitize fixtures bench peers peaks}
@@ -67,8 +84,10 @@ if has bench; then
     cat "$OUT/bench.txt" | tee -a "$summary"
 fi
 
-if has peers && [ -f bench/peers/torch_gpu.py ]; then
-    PYTHONUNBUFFERED=1 timeout ${PEERS_TIMEOUT:-420} python3 bench/peers/torch_gpu.py >"$OUT/torch.log" 2>&1
+if has peers && [ ! -f "$PEERS/torch_gpu.py" ]; then
+    say "peers: skipped (no torch_gpu.py in $PEERS: set MINIC_PEERS)"
+elif has peers; then
+    PYTHONUNBUFFERED=1 timeout ${PEERS_TIMEOUT:-420} python3 "$PEERS/torch_gpu.py" >"$OUT/torch.log" 2>&1
     grep '^JSON' "$OUT/torch.log" | sed 's/^JSON //' >"$OUT/torch.json"
     tail -3 "$OUT/torch.log" | cut -c1-2000 >>"$summary"
     # One table: minic beside the peers of this same run, with the ratios.

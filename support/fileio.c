@@ -1,6 +1,6 @@
 /* Whole-file reading and all-or-nothing writing, shared by the .npy and .safetensors code.
  *
- * SPEC §3 promises never to leave a partial output file behind, so every writer goes through
+ * docs/FORMAT.md §3 promises never to leave a partial output file, so every writer goes through
  * mc_file_write_atomic: the bytes go to a fresh temporary file next to the destination (same
  * directory, hence same file system, so rename() is atomic), which is flushed, synced and then
  * renamed over the destination. Any failure on the way removes the temporary. The temporary is

@@ -1,4 +1,4 @@
-/* "Did you mean ...": the valid names nearest to a misspelt one (SPEC §3).
+/* "Did you mean ...": the valid names nearest to a misspelt one (docs/FORMAT.md §3).
  *
  * An unknown operator in a .graph file, an unknown option or an unknown command names the
  * nearest valid ones. Nearness is the optimal string alignment distance (insertions,

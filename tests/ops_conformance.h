@@ -10,7 +10,7 @@
  *       output's dtype, bit for bit (the f16/bf16 rounding rule of the reference backend);
  *   (b) the backends: for every backend that is available here (ref always, cpu when built
  *       with LLVM, cuda when a GPU is usable), fused and unfused, the compiled program's
- *       outputs against mc_graph_eval(exact) within the tolerances of SPEC §6: after a first
+ *       outputs against mc_graph_eval(exact) within docs/FORMAT.md §6's tolerances: after a first
  *       run, after a second run on the same inputs (no state may leak from run to run), and
  *       after new values are bound to every input (a changed input must be seen).
  *

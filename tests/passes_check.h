@@ -1,6 +1,6 @@
 /* Shared by the pass tests: compile a graph fused, unfused and unplanned, run each on the
  * reference backend with the same seeded inputs, and compare every output with the float64
- * oracle (mc_graph_eval) at SPEC §6's tolerances. Header-only (static functions), included by
+ * oracle (mc_graph_eval) within docs/FORMAT.md §6. Header-only (static functions), included by
  * tests/test_passes.c, tests/test_fusion.c and tests/test_random_graphs.c. */
 #ifndef MINIC_PASSES_CHECK_H
 #define MINIC_PASSES_CHECK_H

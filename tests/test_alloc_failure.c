@@ -241,8 +241,9 @@ static void test_bind(void **state)
     mc_graph_free(g);
 }
 
-/* Run and save: failures in the run, in writing .safetensors and .npy. No output file may be
- * left by a failed save, and no temporary beside it. */
+/* Run and save: failures in the run, in writing .safetensors and .npy, and in saving the inputs
+ * (mc_program_save_inputs). No output file may be left by a failed save, and no temporary
+ * beside it. */
 static void run_and_save(bool fuse)
 {
     mc_graph *g = load_mlp();
@@ -268,12 +269,12 @@ static void run_and_save(bool fuse)
     assert_int_equal(mc_program_output(p, 0, &t), MC_OK);
     assert_memory_equal(t.data, want, want_bytes);
 
-    const char *outs[] = {"out.safetensors", "out.npy"};
-    for (int o = 0; o < 2; o++) {
+    const char *outs[] = {"out.safetensors", "out.npy", "inputs.safetensors"};
+    for (int o = 0; o < 3; o++) {
         const char *path = tmp_path(outs[o]);
         for (n = 1;; n++) {
             arm(n);
-            mc_status st = mc_program_save_outputs(p, path);
+            mc_status st = o < 2 ? mc_program_save_outputs(p, path) : mc_program_save_inputs(p, path);
             disarm();
             if (!injected) {
                 assert_int_equal(st, MC_OK);

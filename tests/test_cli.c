@@ -1,4 +1,4 @@
-/* The minic command (SPEC §3): options, exit statuses, the exact error formats, output files,
+/* The minic command (docs/FORMAT.md §3): options, exit statuses, exact error formats, output files,
  * and that the command computes what the library computes.
  *
  * Each test runs the built binary ($MINIC_BIN) through mc_test_minic and looks at its exit
@@ -80,7 +80,8 @@ static void test_help(void **state)
     assert_contains(out, "check");
     assert_contains(out, "dump");
     assert_int_equal(minic("run --help"), 0);
-    const char *run_opts[] = {"--backend", "--weights", "--input", "--seed", "--output", "--no-fuse",
+    const char *run_opts[] = {"--backend", "--weights", "--input", "--seed", "--output",
+                              "--save-inputs", "--no-fuse",
                               "--cuda-graph", "--no-cuda-graph", "--iters", "--profile",
                               "--profile-json", "--trace", "--roofline", "--threads", "--tf32", "--quiet"};
     for (size_t i = 0; i < sizeof run_opts / sizeof *run_opts; i++)
@@ -115,7 +116,7 @@ static void test_help(void **state)
     assert_contains(out, "wrote FILE");
 }
 
-/* SPEC §3: an unknown operator, option or command names the nearest valid ones. */
+/* docs/FORMAT.md §3: an unknown operator, option or command names the nearest valid ones. */
 static void test_did_you_mean(void **state)
 {
     (void)state;
@@ -289,7 +290,7 @@ static const char *mlp_weights_with(const char *file, const char *dtype, int ele
     return path;
 }
 
-/* SPEC §4: a tensor in another dtype names both dtypes, never "missing". */
+/* docs/FORMAT.md §4: a tensor in another dtype names both dtypes, never "missing". */
 static void test_weights_other_dtype(void **state)
 {
     (void)state;
@@ -337,7 +338,7 @@ static const char *raw_npy(const char *file, const char *descr, int64_t rows, in
     return path;
 }
 
-/* SPEC §4: <i8 is read for an i32 input when every value fits; else the first value that does
+/* docs/FORMAT.md §4: <i8 is read for an i32 input when every value fits; else the first value that does
  * not is named. */
 static void test_npy_int64_input(void **state)
 {
@@ -625,6 +626,66 @@ static void test_output_round_trip(void **state)
     mc_graph_free(graph);
 }
 
+/* --save-inputs writes what the run used; --weights and --input NAME=FILE.safetensors from that
+ * file repeat the run exactly. */
+static void test_save_inputs(void **state)
+{
+    (void)state;
+    const char *g = mc_test_src("examples/mlp.graph");
+    const char *saved = tmp_path("mlp_inputs.safetensors");
+    unlink(saved);
+    assert_int_equal(minic("run %s --backend ref --seed 11 --save-inputs %s", g, saved), 0);
+    char want[4400];
+    snprintf(want, sizeof want, "minic: wrote %s\n", saved);
+    assert_string_equal(err, want);
+    assert_true(exists(saved));
+    char *first = strdup(strstr(out, "\n") + 1); /* skip the line with the compile time */
+    assert_int_equal(minic("run %s --backend ref --weights %s --input x=%s", g, saved, saved), 0);
+    assert_string_equal(first, strstr(out, "\n") + 1);
+    assert_string_equal(err, "");
+    /* the seed no longer matters: every value comes from the file */
+    assert_int_equal(minic("run %s --backend ref --seed 12 --weights %s --input x=%s", g, saved, saved), 0);
+    assert_string_equal(first, strstr(out, "\n") + 1);
+    assert_int_equal(minic("run %s --backend ref --seed 12", g), 0);
+    assert_string_not_equal(first, strstr(out, "\n") + 1);
+    free(first);
+
+    /* The file holds the generated values themselves. */
+    mc_safetensors *st;
+    assert_int_equal(mc_safetensors_open(saved, &st), MC_OK);
+    assert_int_equal(mc_safetensors_count(st), 5); /* x, fc1.w, fc1.b, fc2.w, fc2.b */
+    mc_array b;
+    assert_int_equal(mc_safetensors_get(st, "fc2.b", &b), MC_OK);
+    float expect[128];
+    mc_fill_random(expect, MC_F32, 128, 11, "fc2.b");
+    assert_int_equal(b.bytes, sizeof expect);
+    assert_memory_equal(b.data, expect, sizeof expect);
+    mc_safetensors_close(st);
+
+    /* --quiet, bench, and the errors: a wrong suffix, a tensor missing from the file. */
+    unlink(saved);
+    assert_int_equal(minic("run %s --backend ref --quiet --save-inputs %s", g, saved), 0);
+    assert_string_equal(err, "");
+    assert_true(exists(saved));
+    const char *benched = tmp_path("bench_inputs.safetensors");
+    unlink(benched);
+    assert_int_equal(minic("bench %s --backend ref --iters 1 --save-inputs %s", g, benched), 0);
+    assert_true(exists(benched));
+    assert_int_equal(minic("run %s --backend ref --save-inputs %s", g, tmp_path("in.npy")), 1);
+    assert_starts_with(err, "minic: error: --save-inputs ");
+    assert_false(exists(tmp_path("in.npy")));
+    const char *outputs = tmp_path("mlp_outputs.safetensors");
+    assert_int_equal(minic("run %s --backend ref --output %s", g, outputs), 0);
+    assert_int_equal(minic("run %s --backend ref --input x=%s", g, outputs), 1);
+    assert_starts_with(err, "minic: error: ");
+    assert_contains(err, outputs);
+    assert_contains(err, "'x'");
+    const char *nowhere = tmp_path("no_such_dir/in.safetensors");
+    assert_int_not_equal(minic("run %s --backend ref --save-inputs %s", g, nowhere), 0);
+    assert_contains(err, nowhere);
+    assert_false(exists(nowhere));
+}
+
 static void test_seed_determinism(void **state)
 {
     (void)state;
@@ -687,7 +748,7 @@ static void test_iters_and_profile(void **state)
     assert_contains(out, "totals: 2 kernels");
     assert_contains(out, "peak memory");
 
-    /* The JSON object of SPEC §5: valid JSON, every required field, integers where required. */
+    /* docs/FORMAT.md §5's JSON object: valid JSON, every required field, integers as required */
     size_t size;
     char *text = slurp(json, &size);
     mc_arena arena = {0};
@@ -747,7 +808,7 @@ static void test_iters_and_profile(void **state)
     free(text);
 }
 
-/* SPEC §3: every file written is named on stderr, unless --quiet. */
+/* docs/FORMAT.md §3: every file written is named on stderr, unless --quiet. */
 static void test_wrote_files(void **state)
 {
     (void)state;
@@ -894,6 +955,7 @@ int main(void)
         cmocka_unit_test(test_too_large_for_memory),
         cmocka_unit_test(test_every_example_runs),
         cmocka_unit_test(test_output_round_trip),
+        cmocka_unit_test(test_save_inputs),
         cmocka_unit_test(test_seed_determinism),
         cmocka_unit_test(test_example_program_matches_cli),
         cmocka_unit_test(test_iters_and_profile),

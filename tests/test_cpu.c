@@ -79,7 +79,7 @@ static bool has_gemm(const kir_program *kp)
     return false;
 }
 
-/* Every output of the CPU backend's run against the interpreter's (SPEC §6). */
+/* Every output of the CPU backend's run against the interpreter's (docs/FORMAT.md §6). */
 static void compare_outputs(fake *f, const char *what)
 {
     kir_program *kp = f->p.kp;

@@ -238,7 +238,7 @@ static void test_examples(void **state)
 }
 #endif
 
-/* Without a GPU the probe says why, in the words SPEC §3's exit-2 message needs. */
+/* Without a GPU the probe says why, in the words docs/FORMAT.md §3's exit-2 message needs. */
 static void test_probe_reason(void **state)
 {
     (void)state;
@@ -332,7 +332,7 @@ static void test_examples(void **state)
 }
 #endif
 
-/* Without a GPU the probe says why, in the words SPEC §3's exit-2 message needs. */
+/* Without a GPU the probe says why, in the words docs/FORMAT.md §3's exit-2 message needs. */
 static void test_probe_reason(void **state)
 {
     (void)state;

@@ -1,5 +1,5 @@
 /* The CUDA backend on a GPU: every fixture kernel (tests/cuda_fixtures.h) against a float64
- * interpreter of the same kernel IR, within SPEC §6, with and without CUDA graphs; inputs
+ * interpreter of the same kernel IR within docs/FORMAT.md §6, with and without CUDA graphs; inputs
  * changed between runs are uploaded again; a program too large for the GPU fails cleanly.
  * Without a usable GPU it prints "skipped: no GPU" and exits 77.
  */

@@ -1,4 +1,4 @@
-/* The `.graph` front end (frontend/lexer.c, frontend/parser.c): every example and the SPEC §1
+/* The `.graph` front end (frontend/lexer.c, parser.c): every example and the docs/FORMAT.md §1
  * example parse into the graph they describe; attributes get their defaults; number operands
  * become constants of the right dtype; and every class of mistake is reported at the exact
  * `file:line:col` of the token at fault, with a message that says what is wrong, a status of

@@ -1,4 +1,4 @@
-/* The profile's numbers (SPEC §5, runtime/profile.c): FLOPs and bytes per kernel against values
+/* Profile numbers (docs/FORMAT.md §5, runtime/profile.c): FLOPs and bytes per kernel against values
  * computed by hand, and the rates, percentages and bounds derived from times and peaks.
  *
  * The counting rule (codegen/kir.h, kir_count): a GEMM costs 2*M*N*K (times its batch), once;

@@ -213,7 +213,77 @@ static void test_files(void **state)
     mc_graph_free(g);
 }
 
-/* Every example on ref, fused and unfused, against the float64 oracle (SPEC §6). */
+/* Every example on ref, fused and unfused, against the float64 oracle (docs/FORMAT.md §6). */
+/* mc_program_save_inputs writes every declaration's value (bound, generated, or never read by a
+ * kernel); loading that file into a fresh program repeats the run bit for bit. */
+static void test_save_inputs(void **state)
+{
+    (void)state;
+    mc_graph *g = small_graph();
+    mc_program *p = compile_ref(g);
+    const float x[6] = {1, 2, 3, 4, 5, 6};
+    const char *saved = tmp_path("inputs.safetensors");
+    unlink(saved);
+    assert_int_equal(mc_program_set(p, "x", x, sizeof x), MC_OK);
+    assert_int_equal(mc_program_save_inputs(p, saved), MC_ERR_INPUT); /* w has no value yet */
+    assert_non_null(strstr(mc_error_message(), "'w'"));
+    assert_int_not_equal(access(saved, F_OK), 0);
+    assert_int_equal(mc_program_fill_random(p, 5), MC_OK);
+    assert_int_equal(mc_program_save_inputs(p, tmp_path("inputs.npy")), MC_ERR_INPUT);
+    assert_int_equal(mc_program_save_inputs(p, saved), MC_OK);
+    assert_int_equal(mc_program_run(p), MC_OK);
+
+    mc_safetensors *st;
+    assert_int_equal(mc_safetensors_open(saved, &st), MC_OK);
+    assert_int_equal(mc_safetensors_count(st), 3);
+    mc_array a;
+    assert_int_equal(mc_safetensors_get(st, "x", &a), MC_OK);
+    assert_memory_equal(a.data, x, sizeof x);
+    float w[3];
+    int32_t unused[3];
+    mc_fill_random(w, MC_F32, 3, 5, "w");
+    mc_fill_random(unused, MC_I32, 3, 5, "unused");
+    assert_int_equal(mc_safetensors_get(st, "w", &a), MC_OK);
+    assert_memory_equal(a.data, w, sizeof w);
+    assert_int_equal(mc_safetensors_get(st, "unused", &a), MC_OK); /* no kernel reads it */
+    assert_int_equal(a.dtype, MC_I32);
+    assert_memory_equal(a.data, unused, sizeof unused);
+    mc_safetensors_close(st);
+
+    /* A fresh program from the file alone: the same outputs, bit for bit. */
+    mc_program *q = compile_ref(g);
+    assert_int_equal(mc_program_load_weights(q, saved), MC_OK);
+    assert_int_equal(mc_program_load_file(q, "x", saved), MC_OK);
+    assert_int_equal(mc_program_load_file(q, "unused", saved), MC_OK);
+    assert_int_equal(mc_program_run(q), MC_OK);
+    for (int i = 0; i < 2; i++) {
+        mc_tensor tp, tq;
+        assert_int_equal(mc_program_output(p, i, &tp), MC_OK);
+        assert_int_equal(mc_program_output(q, i, &tq), MC_OK);
+        assert_int_equal(tp.bytes, tq.bytes);
+        assert_memory_equal(tp.data, tq.data, tp.bytes);
+    }
+    /* load_file: a tensor the file lacks, or of another shape, is refused and named. */
+    assert_int_equal(mc_program_load_file(q, "nope", saved), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "'nope'"));
+    const char *outputs = tmp_path("outputs.safetensors");
+    assert_int_equal(mc_program_save_outputs(q, outputs), MC_OK);
+    assert_int_equal(mc_program_load_file(q, "x", outputs), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), outputs));
+
+    /* An unread declaration keeps the value it was bound to. */
+    const int32_t given[3] = {7, 8, 9};
+    assert_int_equal(mc_program_set(q, "unused", given, sizeof given), MC_OK);
+    assert_int_equal(mc_program_save_inputs(q, saved), MC_OK);
+    assert_int_equal(mc_safetensors_open(saved, &st), MC_OK);
+    assert_int_equal(mc_safetensors_get(st, "unused", &a), MC_OK);
+    assert_memory_equal(a.data, given, sizeof given);
+    mc_safetensors_close(st);
+    mc_program_free(q);
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+
 static void test_examples_against_oracle(void **state)
 {
     (void)state;
@@ -270,6 +340,7 @@ int main(void)
         cmocka_unit_test(test_set_and_run),
         cmocka_unit_test(test_fill_random_keeps_bound_values),
         cmocka_unit_test(test_files),
+        cmocka_unit_test(test_save_inputs),
         cmocka_unit_test(test_examples_against_oracle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,7 +6,7 @@
 #include "minic.h"
 
 typedef struct cli_input {
-    const char *name; /* --input NAME=FILE.npy */
+    const char *name; /* --input NAME=FILE (.npy, or .safetensors: its tensor NAME) */
     const char *path;
 } cli_input;
 
@@ -19,6 +19,7 @@ typedef struct cli_args {
     int ninputs;
     uint64_t seed;            /* --seed (default 0) */
     const char *output;       /* --output FILE, or NULL */
+    const char *save_inputs;  /* --save-inputs FILE.safetensors, or NULL */
     int iters;                /* --iters N; 0 when not given */
     bool profile;             /* --profile */
     const char *profile_json; /* --profile-json FILE, or NULL */
@@ -27,7 +28,7 @@ typedef struct cli_args {
     const char *stage;        /* dump --stage (default "ir") */
 } cli_args;
 
-/* Exit codes (SPEC §3). */
+/* Exit codes (docs/FORMAT.md §3). */
 enum { CLI_OK = 0, CLI_USER = 1, CLI_SYSTEM = 2 };
 
 /* Print the library's last error (as `FILE:LINE:COL: error: ...` when it is about a place in a

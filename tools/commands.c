@@ -1,11 +1,11 @@
-/* What each minic subcommand does: run, bench, check, dump (SPEC §3).
+/* What each minic subcommand does: run, bench, check, dump (docs/FORMAT.md §3).
  *
  * Each command is a straight line: parse the graph, compile, bind, run, report. Errors from the
  * library are printed as the library words them (cli_library_error) and mapped to the exit
  * status; nothing is written to a file the user named until everything before it succeeded,
  * and the library writes files through a temporary name, so a failure never leaves half a file.
  *
- * Every file the command writes is named on stderr (`minic: wrote FILE`, SPEC §3) unless
+ * Every file the command writes is named on stderr (`minic: wrote FILE`, docs/FORMAT.md §3) unless
  * --quiet, as are the library's notes (tools/minic.c hands it a callback that prints them).
  *
  * `bench` and `run --profile` use only what every backend has (run, and the optional time and
@@ -46,16 +46,22 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* --weights, then every --input, then the generator for the rest. */
+/* --weights, then every --input, then the generator for the rest; then --save-inputs, before
+ * anything runs, so that a run that fails can be repeated from the file too. */
 static int bind_inputs(const cli_args *a, mc_program *p)
 {
     mc_status st = MC_OK;
     if (a->weights)
         st = mc_program_load_weights(p, a->weights);
     for (int i = 0; i < a->ninputs && st == MC_OK; i++)
-        st = mc_program_load_npy(p, a->inputs[i].name, a->inputs[i].path);
+        st = mc_program_load_file(p, a->inputs[i].name, a->inputs[i].path);
     if (st == MC_OK)
         st = mc_program_fill_random(p, a->seed);
+    if (st == MC_OK && a->save_inputs) {
+        st = mc_program_save_inputs(p, a->save_inputs);
+        if (st == MC_OK && !a->opt.quiet)
+            fprintf(stderr, "minic: wrote %s\n", a->save_inputs);
+    }
     return st == MC_OK ? CLI_OK : cli_library_error(st);
 }
 
@@ -118,7 +124,7 @@ static int64_t bytes_moved(const mc_program *p)
     return total;
 }
 
-/* SPEC §3: a file the command wrote is named on stderr unless --quiet. */
+/* docs/FORMAT.md §3: a file the command wrote is named on stderr unless --quiet. */
 static void say_wrote(const cli_args *a, const char *path)
 {
     if (!a->opt.quiet)
@@ -220,7 +226,7 @@ static double relative_error(const double *a, const double *b, int64_t n)
     return norm > 0 ? sqrt(diff) / sqrt(norm) : max_abs;
 }
 
-/* SPEC §6's tolerance for an output of dtype d. */
+/* The tolerance of docs/FORMAT.md §6 for an output of dtype d. */
 static double tolerance(const mc_graph *g, mc_dtype d)
 {
     bool matmul = false;
@@ -308,7 +314,7 @@ static int bench_compare(const cli_args *a, const mc_graph *g, mc_program *fused
         free(ref[i]);
     free(ref);
     if (rc == CLI_OK && disagree)
-        rc = cli_error(CLI_USER, "%s: fused and unfused outputs disagree beyond SPEC §6's tolerance",
+        rc = cli_error(CLI_USER, "%s: fused and unfused outputs disagree beyond the tolerance of docs/FORMAT.md §6",
                        a->graph_path);
     return rc;
 }

@@ -1,4 +1,4 @@
-/* The minic command: arguments, help and error reporting (SPEC §3).
+/* The minic command: arguments, help and error reporting (docs/FORMAT.md §3).
  *
  *     minic run|bench|check|dump MODEL.graph [options]
  *     minic ops [OPERATOR..]
@@ -30,7 +30,7 @@
 enum { CMD_RUN = 1, CMD_BENCH = 2, CMD_CHECK = 4, CMD_DUMP = 8, CMD_OPS = 16, CMD_PEAKS = 32 };
 
 typedef enum {
-    OPT_BACKEND, OPT_WEIGHTS, OPT_INPUT, OPT_SEED, OPT_OUTPUT, OPT_NO_FUSE, OPT_NO_PLAN,
+    OPT_BACKEND, OPT_WEIGHTS, OPT_INPUT, OPT_SEED, OPT_OUTPUT, OPT_SAVE_INPUTS, OPT_NO_FUSE, OPT_NO_PLAN,
     OPT_CUDA_GRAPH, OPT_NO_CUDA_GRAPH, OPT_ITERS, OPT_THREADS, OPT_TF32, OPT_PROFILE,
     OPT_PROFILE_JSON, OPT_TRACE, OPT_ROOFLINE, OPT_STAGE, OPT_QUIET, OPT_HELP,
 } option_id;
@@ -51,8 +51,9 @@ static const option options[] = {
     {OPT_WEIGHTS, "--weights", "FILE.safetensors", EXEC,
      "values of the params, by name; dtype and shape must match the declarations; every\n"
      "param must be in the file; extra tensors are ignored"},
-    {OPT_INPUT, "--input", "NAME=FILE.npy", EXEC,
-     "the value of input (or param) NAME from a .npy file whose dtype and shape match its\n"
+    {OPT_INPUT, "--input", "NAME=FILE", EXEC,
+     "the value of input (or param) NAME from a .npy file, or from the tensor NAME of a\n"
+     ".safetensors file (such as --save-inputs writes); dtype and shape must match its\n"
      "declaration; repeatable"},
     {OPT_SEED, "--seed", "N", EXEC,
      "seed for the inputs and params not given by a file (default 0): uniform in [-1, 1)\n"
@@ -60,6 +61,10 @@ static const option options[] = {
     {OPT_OUTPUT, "--output", "FILE", CMD_RUN,
      "write the outputs: .safetensors holds every output under its name; .npy is allowed\n"
      "when the graph has one output (written to a temporary name, then renamed)"},
+    {OPT_SAVE_INPUTS, "--save-inputs", "FILE.safetensors", EXEC,
+     "write every input and param the run used (given or generated) under its name, once\n"
+     "they are bound and before the run, so the run can be repeated from files:\n"
+     "--weights FILE --input NAME=FILE for each input"},
     {OPT_NO_FUSE, "--no-fuse", NULL, CMD_RUN | CMD_DUMP,
      "run every operator as its own kernel (the baseline that `bench` compares with)"},
     {OPT_NO_PLAN, "--no-plan", NULL, EXEC | CMD_DUMP,
@@ -109,7 +114,7 @@ static const command commands[] = {
      "compile and execute; print each output's name, dtype, shape, first values and checksum"},
     {"bench", CMD_BENCH, "minic bench MODEL.graph [options]",
      "fused vs unfused: time each, compare both with a float64 evaluation and with each\n"
-     "other; exit status 1 when they disagree beyond SPEC §6's tolerance"},
+     "other; exit status 1 when they disagree beyond the tolerance of docs/FORMAT.md §6"},
     {"check", CMD_CHECK, "minic check MODEL.graph",
      "parse, verify and infer types; print the typed graph"},
     {"dump", CMD_DUMP, "minic dump MODEL.graph --stage ir|PASS|fused|code [options]",
@@ -269,6 +274,11 @@ static int set_value(cli_args *a, const option *o, const char *v)
     case OPT_SEED:
         if (!parse_u64(v, &a->seed))
             return cli_error(CLI_USER, "--seed: expected a non-negative integer, got '%s'", v);
+        return CLI_OK;
+    case OPT_SAVE_INPUTS:
+        if (!ends_with(v, ".safetensors"))
+            return cli_error(CLI_USER, "--save-inputs %s: expected a .safetensors file", v);
+        a->save_inputs = v;
         return CLI_OK;
     case OPT_OUTPUT:
         if (!ends_with(v, ".safetensors") && !ends_with(v, ".npy"))

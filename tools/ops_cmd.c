@@ -1,5 +1,5 @@
 /* `minic ops [OPERATOR..]`: every operator a .graph file may use, with its signature, the
- * dtypes it accepts, its result's dtype and its kind (SPEC §2).
+ * dtypes it accepts, its result's dtype and its kind (docs/FORMAT.md §2).
  *
  * Nothing here is a list of operators: the rows are ir/ops.def expanded (names, operands,
  * attribute keys and which are required), the defaults are mc_op_default_attrs, and the dtypes
@@ -120,7 +120,7 @@ static void signature(mc_op op, char *buf, size_t size)
     const mc_op_info *info = &mc_op_table[op];
     mc_attrs def = mc_op_default_attrs(op);
     snprintf(buf, size, "%s(%s", info->name, info->operands);
-    /* in the order SPEC §2 writes them: shape first, dtype last */
+    /* in the order docs/FORMAT.md §2 writes them: shape first, dtype last */
     static const mc_attr_key order[] = {MC_ATTR_SHAPE, MC_ATTR_PERM, MC_ATTR_AXIS, MC_ATTR_KEEPDIM,
                                         MC_ATTR_START, MC_ATTR_END, MC_ATTR_EPS, MC_ATTR_VALUE,
                                         MC_ATTR_TO, MC_ATTR_DTYPE};

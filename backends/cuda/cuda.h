@@ -96,7 +96,7 @@ struct mc_cuda_gemm_plan {
     int64_t calls;    /* product of outer_shape */
     int64_t scratch_elems; /* !full: elements of scratch needed */
     mc_dtype scratch_dtype;/* !full: f32, or the f16/bf16 every store of the epilogue writes
-                              (half the traffic; acc is rounded once more, within SPEC §6) */
+                              (half the traffic; acc is rounded once more, within docs/FORMAT.md §6) */
 };
 
 /* Decide how kernel ki (a KIR_GEMM) runs: which epilogue cuBLASLt takes, operand layouts and

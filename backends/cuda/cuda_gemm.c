@@ -9,7 +9,7 @@
  * with a residual (C, beta = 1) only when there is no activation, since cuBLASLt adds C before
  * the activation. minic's `gelu` (the erf form) is mapped to cuBLASLt's GELU only when the
  * stored dtype is f16 or bf16: the two forms differ by at most 4.7e-4 in absolute value, under
- * a twentieth of bf16's rounding step where it matters, well inside SPEC §6's 1e-2; f32 outputs
+ * 1/20 of bf16's rounding step where it matters, within docs/FORMAT.md §6's 1e-2; f32 outputs
  * keep the exact erf form in a generated kernel. Anything else (several stores, masks, other
  * operators) makes cuBLASLt write the f32 accumulator to a scratch buffer and a generated
  * pointwise kernel run the whole epilogue.
