@@ -53,7 +53,7 @@ static const option options[] = {
      "param must be in the file; extra tensors are ignored"},
     {OPT_INPUT, "--input", "NAME=FILE.npy", EXEC,
      "the value of input (or param) NAME from a .npy file whose dtype and shape match its\n"
-     "declaration; repeatable"},
+     "declaration (an i32 may come as <i8 when every value fits in i32); repeatable"},
     {OPT_SEED, "--seed", "N", EXEC,
      "seed for the inputs and params not given by a file (default 0): uniform in [-1, 1)\n"
      "(i32: 0..9, bool: random), the same values on every backend"},
