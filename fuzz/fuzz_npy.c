@@ -1,7 +1,8 @@
 /* libFuzzer target for the .npy reader (mc_npy_parse, runtime/npy.c).
  *
- * Each input is parsed twice, once expecting any dtype and once expecting bf16 (the only case
- * where <u2 is accepted), so both paths through the dtype check are covered. On success the
+ * Each input is parsed three times, expecting any dtype, bf16 (the only case where <u2 is
+ * accepted) and i32 (the only case where <i8 is, narrowed), so every path through the dtype
+ * check is covered. On success the
  * result must be self-consistent (bytes = numel × element size, rank in range) and every data
  * byte is read, so ASan sees any out-of-bounds copy; on failure there must be a message that
  * names the file. A successful result is written again (mc_npy_write_stream, to memory) and
@@ -64,5 +65,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     check(data, size, MC_NUM_DTYPES);
     check(data, size, MC_BF16);
+    check(data, size, MC_I32);
     return 0;
 }

@@ -29,7 +29,8 @@ typedef struct mc_array {
     size_t bytes;
 } mc_array;
 
-/* Read a .npy file. `want` is the dtype the caller expects: bf16 is accepted as <u2. Every
+/* Read a .npy file. `want` is the dtype the caller expects: bf16 is accepted as <u2, and i32
+ * as <i8 when every value fits (narrowed; else an error naming the first that does not). Every
  * header field and the data size are checked; errors name the file and what is wrong. */
 mc_status mc_npy_read(const char *path, mc_dtype want, mc_array *out);
 /* Write a .npy file (via a temporary name and rename). */

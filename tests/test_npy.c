@@ -299,6 +299,60 @@ static void test_unsupported_content(void **state)
     expect_parse_error(image, n, MC_F32, "holds f16 data");
 }
 
+/* docs/FORMAT.md §4: <i8 (NumPy's default integer) is read for i32 when every value fits, narrowed; the
+ * first value that does not is named; <i8 is never read as anything else. */
+static void test_int64_for_i32(void **state)
+{
+    (void)state;
+    const int64_t fits[6] = {0, -1, 7, INT32_MAX, INT32_MIN, 123456789};
+    const char *dict = "{'descr': '<i8', 'fortran_order': False, 'shape': (3, 2), }";
+    size_t n = make_npy(image, sizeof image, 1, dict, fits, sizeof fits, -1);
+    mc_array a;
+    assert_int_equal(mc_npy_parse(image, n, "i8.npy", MC_I32, &a), MC_OK);
+    assert_int_equal(a.dtype, MC_I32);
+    assert_int_equal(a.rank, 2);
+    assert_int_equal(a.shape[0], 3);
+    assert_int_equal(a.shape[1], 2);
+    assert_int_equal(a.bytes, 6 * sizeof(int32_t));
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(((const int32_t *)a.data)[i], fits[i]);
+    free(a.data);
+    /* the same through a file (narrowed in the file's own buffer) */
+    const char *path = path_in_tmp("i8.npy");
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(image, 1, n, f), n);
+    fclose(f);
+    assert_int_equal(mc_npy_read(path, MC_I32, &a), MC_OK);
+    assert_int_equal(a.bytes, 6 * sizeof(int32_t));
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(((const int32_t *)a.data)[i], fits[i]);
+    free(a.data);
+    const int64_t too_big[6] = {1, 2, 3, (int64_t)INT32_MIN - 1, (int64_t)INT32_MAX + 1, 6};
+    n = make_npy(image, sizeof image, 1, dict, too_big, sizeof too_big, -1);
+    expect_parse_error(image, n, MC_I32, "int64 value -2147483649 at element 3 [1, 1]");
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(image, 1, n, f), n);
+    fclose(f);
+    assert_int_equal(mc_npy_read(path, MC_I32, &a), MC_ERR_INPUT);
+    assert_null(a.data);
+    assert_non_null(strstr(mc_error_message(), "-2147483649"));
+    /* an empty array has nothing to narrow */
+    n = make_npy(image, sizeof image, 1, "{'descr': '<i8', 'fortran_order': False, "
+                                         "'shape': (0, 4), }", NULL, 0, -1);
+    assert_int_equal(mc_npy_parse(image, n, "empty.npy", MC_I32, &a), MC_OK);
+    assert_int_equal(a.bytes, 0);
+    free(a.data);
+    /* the size check counts 8 bytes per element on disk */
+    n = make_npy(image, sizeof image, 1, dict, fits, 6 * 4, -1);
+    expect_parse_error(image, n, MC_I32, "file truncated");
+    /* anything but i32 wanted: refused, as before */
+    n = make_npy(image, sizeof image, 1, dict, fits, sizeof fits, -1);
+    expect_parse_error(image, n, MC_F32, "unsupported dtype '<i8'");
+    expect_parse_error(image, n, MC_NUM_DTYPES, "unsupported dtype '<i8'");
+}
+
 static void test_shape_and_size_checks(void **state)
 {
     (void)state;
@@ -449,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_bad_preamble),
         cmocka_unit_test(test_malformed_dicts),
         cmocka_unit_test(test_unsupported_content),
+        cmocka_unit_test(test_int64_for_i32),
         cmocka_unit_test(test_shape_and_size_checks),
         cmocka_unit_test(test_file_errors),
         cmocka_unit_test(test_failed_writes_leave_nothing),

@@ -203,6 +203,15 @@ static void test_files_from_other_writers(void **state)
     assert_int_equal(mc_safetensors_get(st, "missing", &a), MC_ERR_INPUT);
     assert_non_null(strstr(mc_error_message(), "no tensor named 'missing'"));
     assert_non_null(strstr(mc_error_message(), "ok.safetensors"));
+    /* describe tells "there, in a dtype minic does not read" from "absent" (docs/FORMAT.md §4) */
+    char held[64];
+    assert_true(mc_safetensors_describe(st, "caf\xc3\xa9", held, sizeof held));
+    assert_string_equal(held, "F64[1]");
+    assert_true(mc_safetensors_describe(st, "w", held, sizeof held));
+    assert_string_equal(held, "F32[2, 2]");
+    assert_true(mc_safetensors_describe(st, "\xF0\x9F\x98\x80", held, sizeof held));
+    assert_string_equal(held, "I32[]");
+    assert_false(mc_safetensors_describe(st, "missing", held, sizeof held));
     mc_safetensors_close(st);
 
     /* Gaps and unordered entries are allowed; zero-size tensors may sit anywhere. */
@@ -220,6 +229,9 @@ static void test_files_from_other_writers(void **state)
     st = open_image(n);
     assert_int_equal(mc_safetensors_get(st, "r9", &a), MC_ERR_INPUT);
     assert_non_null(strstr(mc_error_message(), "9 dimensions"));
+    char held9[64];
+    assert_true(mc_safetensors_describe(st, "r9", held9, sizeof held9));
+    assert_string_equal(held9, "BF16[1, 1, 1, 1, 1, 1, 1, 1, ..]");
     mc_safetensors_close(st);
 }
 

@@ -54,7 +54,7 @@ static const option options[] = {
     {OPT_INPUT, "--input", "NAME=FILE", EXEC,
      "the value of input (or param) NAME from a .npy file, or from the tensor NAME of a\n"
      ".safetensors file (such as --save-inputs writes); dtype and shape must match its\n"
-     "declaration; repeatable"},
+     "declaration (an i32 may come as <i8 when every value fits in i32); repeatable"},
     {OPT_SEED, "--seed", "N", EXEC,
      "seed for the inputs and params not given by a file (default 0): uniform in [-1, 1)\n"
      "(i32: 0..9, bool: random), the same values on every backend"},
