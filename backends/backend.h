@@ -23,6 +23,8 @@ typedef struct mc_backend {
                            cpu): large ones get huge pages, and nothing is copied */
     bool is_gpu;        /* a GPU: the profile's peaks come from the GPU datasheet table and
                            NVML's clocks, not the CPU's measured FMA rate */
+    bool attention;     /* runs KIR_ATTENTION kernels; false: the passes leave attention
+                           chains unfused for this backend (mc_compile_options.no_attention) */
     /* Is the backend usable here? MC_OK, or MC_ERR_SYSTEM with a message that says why
      * (no driver, no device, driver too old). Optional: NULL means always available. */
     mc_status (*probe)(void);

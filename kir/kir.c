@@ -29,8 +29,34 @@ const char *kir_category_name(kir_category c)
     case KIR_REDUCTION: return "reduction";
     case KIR_GEMM: return "gemm";
     case KIR_COPY: return "copy";
+    case KIR_ATTENTION: return "attention";
     }
     return "?";
+}
+
+bool kir_attention_band_keeps(const kir_attention *a, int64_t i, int64_t j)
+{
+    for (int s = 0; s < a->nsteps; s++) {
+        const kir_attn_step *st = &a->steps[s];
+        if (st->kind == KIR_STEP_BAND && (j - i < st->lo || j - i > st->hi))
+            return false;
+    }
+    return true;
+}
+
+int64_t kir_attention_pairs(const kir_kernel *k)
+{
+    const kir_attention *a = &k->attn;
+    if (!a->skip)
+        return a->tq * a->tk; /* each below 2^31 (the pass checks) */
+    int64_t pairs = 0;
+    for (int64_t i = 0; i < a->tq; i++) {
+        int64_t lo = i + a->skip_lo > 0 ? i + a->skip_lo : 0;
+        int64_t hi = i + a->skip_hi < a->tk - 1 ? i + a->skip_hi : a->tk - 1;
+        if (hi >= lo)
+            pairs += hi - lo + 1;
+    }
+    return pairs;
 }
 
 /* ---- counting ------------------------------------------------------------------------------ */
@@ -83,6 +109,14 @@ void kir_count(const kir_program *kp, kir_kernel *k)
     }
     for (int r = 0; r < k->nreds; r++)
         flops = sat_add(flops, sat_mul(mc_op_table[k->reds[r].op].flops, space));
+    int64_t batch = 1;
+    if (k->category == KIR_ATTENTION) {
+        /* per kept pair: the two dot products, each step, and softmax's max, sub, exp, sum, div */
+        for (int d = 0; d < k->rank - 2; d++)
+            batch = sat_mul(batch, k->shape[d]);
+        int64_t per_pair = 2 * (k->attn.d + k->attn.dv) + k->attn.nsteps + 5;
+        flops = sat_add(flops, sat_mul(sat_mul(batch, kir_attention_pairs(k)), per_pair));
+    }
     k->flops = flops;
 
     /* Bytes: which views are read (loads, GEMM operands) and written (stores), and over which
@@ -150,6 +184,22 @@ void kir_count(const kir_program *kp, kir_kernel *k)
         int sa = view_slot[k->gemm.a], sb = view_slot[k->gemm.b];
         read[sa] = sat_add(read[sa], view_touches(a->stride, ashape, k->rank));
         read[sb] = sat_add(read[sb], view_touches(bv->stride, bshape, k->rank));
+    }
+    if (k->category == KIR_ATTENTION) {
+        const kir_attention *at = &k->attn;
+        int nbat = k->rank - 2;
+        int64_t shape[MC_MAX_RANK];
+        memcpy(shape, k->shape, sizeof shape);
+        const int views[3] = {at->q, at->k, at->v};
+        const int64_t rows[3] = {at->tq, at->tk, at->tk}, cols[3] = {at->d, at->d, at->dv};
+        for (int o = 0; o < 3 + at->nsteps; o++) {
+            int v = o < 3 ? views[o] : at->steps[o - 3].view;
+            if (v < 0)
+                continue;
+            shape[nbat] = o < 3 ? rows[o] : at->tq;
+            shape[nbat + 1] = o < 3 ? cols[o] : at->tk;
+            read[view_slot[v]] = sat_add(read[view_slot[v]], view_touches(k->views[v].stride, shape, k->rank));
+        }
     }
     int64_t bytes = 0;
     for (int s = 0; s < nslots; s++) {
@@ -226,6 +276,42 @@ static void print_instr(const kir_kernel *k, int i, FILE *out)
     fprintf(out, " : %s\n", mc_dtype_name(in->dtype));
 }
 
+static void print_bound(const char *what, int64_t v, FILE *out)
+{
+    if (v > -KIR_BAND_OPEN && v < KIR_BAND_OPEN)
+        fprintf(out, " %s %lld", what, (long long)v);
+}
+
+static void print_attention(const kir_kernel *k, FILE *out)
+{
+    const kir_attention *a = &k->attn;
+    fprintf(out, "  attention: tq %lld tk %lld d %lld dv %lld  q v%d  k v%d  v v%d\n",
+            (long long)a->tq, (long long)a->tk, (long long)a->d, (long long)a->dv, a->q, a->k, a->v);
+    fprintf(out, "  scores: q.k");
+    for (int s = 0; s < a->nsteps; s++) {
+        const kir_attn_step *st = &a->steps[s];
+        switch (st->kind) {
+        case KIR_STEP_MUL: fprintf(out, " -> mul %.9g", st->value); break;
+        case KIR_STEP_DIV: fprintf(out, " -> div %.9g", st->value); break;
+        case KIR_STEP_BAND:
+            fprintf(out, " -> band (j - i");
+            print_bound(">=", st->lo, out);
+            print_bound("<=", st->hi, out);
+            fprintf(out, ") else %.9g", st->value);
+            break;
+        case KIR_STEP_WHERE:
+            fprintf(out, " -> where v%d is %s else %.9g", st->view, st->keep ? "true" : "false", st->value);
+            break;
+        case KIR_STEP_ADD: fprintf(out, " -> add v%d", st->view); break;
+        }
+    }
+    fprintf(out, " -> softmax -> .v\n");
+    if (a->skip)
+        fprintf(out, "  skips pairs outside %lld <= j - i <= %lld (%lld of %lld pairs computed)\n",
+                (long long)a->skip_lo, (long long)a->skip_hi, (long long)kir_attention_pairs(k),
+                (long long)(a->tq * a->tk));
+}
+
 void kir_print_kernel(const kir_program *kp, const kir_kernel *k, const mc_graph *g, FILE *out)
 {
     fprintf(out, "kernel %s  (%s)  space [", k->name, kir_category_name(k->category));
@@ -247,6 +333,8 @@ void kir_print_kernel(const kir_program *kp, const kir_kernel *k, const mc_graph
         fprintf(out, "  gemm: m %lld n %lld k %lld  a v%d  b v%d%s\n", (long long)k->gemm.m,
                 (long long)k->gemm.n, (long long)k->gemm.k, k->gemm.a, k->gemm.b,
                 k->gemm.tf32 ? "  tf32" : "");
+    if (k->category == KIR_ATTENTION)
+        print_attention(k, out);
     fprintf(out, "  views:\n");
     for (int v = 0; v < k->nviews; v++)
         print_view(kp, k, v, g, out);
@@ -276,6 +364,8 @@ void kir_print(const kir_program *kp, const mc_graph *g, FILE *out)
             kp->nkernels, kp->nbuffers, (long long)kp->arena_bytes,
             (long long)kp->unplanned_bytes);
     fprintf(out, "# total flops %lld, bytes %lld\n", (long long)flops, (long long)bytes);
+    for (int n = 0; n < kp->nnotes; n++)
+        fprintf(out, "# %s\n", kp->notes[n]);
     fprintf(out, "buffers:\n");
     for (int b = 0; b < kp->nbuffers; b++) {
         const kir_buffer *buf = &kp->buffers[b];

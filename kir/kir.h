@@ -34,6 +34,20 @@
  * transpose/reshape copy is stored straight into the copy's buffer through permuted strides.
  * KI_INDEX yields an i32 (iota of another dtype is followed by a cast).
  *
+ * An attention kernel (docs/FORMAT.md §2, "attention") computes, for every point (batch.., i, c)
+ * of its index space [batch.., Tq, Dv],
+ *
+ *     s_j = steps(q[batch.., i, :] . k[batch.., j, :])      for every key j < Tk   (f32)
+ *     acc = sum_j exp(s_j - max s) v[batch.., j, c] / sum_j exp(s_j - max s)
+ *
+ * then runs its single row block with KI_ACC standing for acc, like a GEMM's epilogue (a store,
+ * nothing else today). The score steps are the scale and masks the graph applied between the
+ * two matmuls, in the graph's order (kir_attn_step). A row whose every score is -inf (fully
+ * masked) gives NaN, as the unfused softmax does (max -inf, -inf - -inf = NaN). q, k, v and the
+ * masks are views like a GEMM's operands: batch strides over the index space's batch dims, then
+ * two more: q: stride[nb] along Tq, stride[nb+1] along D; k: along Tk, along D; v: along Tk,
+ * along Dv; a mask: along Tq, along Tk (0 where it broadcasts).
+ *
  * Arithmetic: every KI_OP computes in f32 for float dtypes (f16 and bf16 are converted when
  * loaded and rounded when stored), in i32 for i32, and bool for bool; `dtype` is the value's
  * dtype in the graph, so a backend knows what a store converts to.
@@ -43,7 +57,7 @@
 
 #include "ir/ir.h"
 
-typedef enum { KIR_POINTWISE, KIR_REDUCTION, KIR_GEMM, KIR_COPY } kir_category;
+typedef enum { KIR_POINTWISE, KIR_REDUCTION, KIR_GEMM, KIR_COPY, KIR_ATTENTION } kir_category;
 
 typedef enum {
     KBUF_INPUT,  /* a graph input: bound by the user */
@@ -110,6 +124,41 @@ typedef struct kir_gemm {
     bool tf32;
 } kir_gemm;
 
+/* One step of an attention kernel's score chain, applied to s in order. i is the query's index
+ * (along Tq), j the key's (along Tk). */
+typedef enum {
+    KIR_STEP_MUL,   /* s * value (a scale) */
+    KIR_STEP_DIV,   /* s / value */
+    KIR_STEP_BAND,  /* lo <= j - i <= hi ? s : value (a causal or sliding-window mask made of
+                       iota and compares, which costs no memory) */
+    KIR_STEP_WHERE, /* mask == keep ? s : value, mask a bool view */
+    KIR_STEP_ADD,   /* s + mask, an additive mask view of a float dtype */
+} kir_step_kind;
+
+#define KIR_MAX_STEPS 4
+#define KIR_BAND_OPEN INT64_MAX /* lo = -KIR_BAND_OPEN or hi = KIR_BAND_OPEN: no bound */
+
+typedef struct kir_attn_step {
+    kir_step_kind kind;
+    double value;      /* MUL, DIV: the factor; BAND, WHERE: what a masked score becomes */
+    int64_t lo, hi;    /* BAND */
+    int view;          /* WHERE, ADD: the mask's view; -1 otherwise */
+    bool keep;         /* WHERE: the mask value that keeps the score */
+} kir_attn_step;
+
+typedef struct kir_attention {
+    int q, k, v;               /* views (see above) */
+    int64_t tq, tk, d, dv;     /* the index space is [batch.., tq, dv]; nb = rank - 2 */
+    kir_attn_step steps[KIR_MAX_STEPS];
+    int nsteps;
+    /* Pairs with j - i outside [skip_lo, skip_hi] score -inf whatever q, k and the masks hold
+     * (bands whose fill is -inf and whose -inf no later step can change), so they add nothing
+     * and a kernel may skip whole key blocks of them (a causal mask: those above the
+     * diagonal). Both are within (-KIR_BAND_OPEN, KIR_BAND_OPEN) bounds when set. */
+    bool skip;
+    int64_t skip_lo, skip_hi;
+} kir_attention;
+
 typedef struct kir_kernel {
     char name[64];          /* pw_fused_mul_add_gelu_3, red_fused_softmax_1, gemm_bias_gelu_0 */
     kir_category category;
@@ -127,6 +176,7 @@ typedef struct kir_kernel {
     kir_store *stores;
     int nstores;
     kir_gemm gemm;          /* category KIR_GEMM only */
+    kir_attention attn;     /* category KIR_ATTENTION only */
     mc_op *ops;             /* the user's operators it computes (node origins), each once */
     int nops;
     int *lines;             /* their graph-file lines, ascending, each once (none for the API) */
@@ -146,6 +196,8 @@ typedef struct kir_program {
                                place), so a backend must not assume that a kernel's input and
                                output buffers never alias (no `restrict`/noalias on temps). */
     int64_t unplanned_bytes;/* what they would need with a buffer each */
+    const char **notes;     /* why attention chains were not fused (kir_print shows them) */
+    int nnotes;
     mc_arena arena;         /* everything above lives here */
 } kir_program;
 
@@ -155,16 +207,22 @@ void kir_program_free(kir_program *kp);
  * `stage` and the kernel. The pipeline runs it after lowering and after planning when
  * mc_compile_options.verify is set (debug builds, tests, minic dump). */
 mc_status kir_verify(const kir_program *kp, const char *stage, bool planned);
-/* FLOPs and bytes of a kernel, from its IR (codegen/kir_count.c): a GEMM's 2*M*N*K plus its
- * epilogue's arithmetic; each KI_OP counts its op's flops once per point where it is evaluated;
- * bytes: each distinct buffer read once, each written once, at its dtype's size. */
+/* FLOPs and bytes of a kernel, from its IR (kir/kir.c): a GEMM's 2*M*N*K plus its
+ * epilogue's arithmetic; an attention's 2*(D + Dv) per (query, key) pair its bands keep plus
+ * its steps' and softmax's flops per pair (docs/FORMAT.md §5); each KI_OP counts its op's flops
+ * once per point where it is evaluated; bytes: each distinct buffer read once, each written
+ * once, at its dtype's size. */
 void kir_count(const kir_program *kp, kir_kernel *k);
+/* The (query, key) pairs of one batch entry of attention kernel k that its bands keep. */
+int64_t kir_attention_pairs(const kir_kernel *k);
+/* Does key j pass every band of attention a for query i (a step that needs no memory)? */
+bool kir_attention_band_keeps(const kir_attention *a, int64_t i, int64_t j);
 /* Print a kernel list readably (minic dump --stage fused). g is the graph given to
  * mc_compile_kernels (buffer nodes refer to it); NULL prints buffers by number only. */
 void kir_print(const kir_program *kp, const mc_graph *g, FILE *out);
 /* One kernel, as kir_print shows it. */
 void kir_print_kernel(const kir_program *kp, const kir_kernel *k, const mc_graph *g, FILE *out);
-/* "pointwise", "reduction", "gemm", "copy" (the profile's category names). */
+/* "pointwise", "reduction", "gemm", "copy", "attention" (the profile's category names). */
 const char *kir_category_name(kir_category c);
 
 #endif

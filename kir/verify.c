@@ -69,6 +69,64 @@ static bool readable(const kir_kernel *k, const int *block_of, int arg, int at, 
     return from == block || (from < block && !k->blocks[from].loop);
 }
 
+/* Is view v one of attention kernel k's operands (q, k, v or a mask)? */
+static bool attention_operand(const kir_kernel *k, int v)
+{
+    const kir_attention *a = &k->attn;
+    if (v == a->q || v == a->k || v == a->v)
+        return true;
+    for (int s = 0; s < a->nsteps; s++)
+        if (a->steps[s].view == v)
+            return true;
+    return false;
+}
+
+/* An attention kernel's operands and steps: views that exist, inside their buffers over their
+ * own [batch.., rows, cols] spaces, masks of the right dtype, a shape that matches. */
+static mc_status check_attention(const checker *c)
+{
+    const kir_kernel *k = c->k;
+    const kir_attention *a = &k->attn;
+    int nb = k->rank - 2;
+    if (k->rank < 2 || k->shape[nb] != a->tq || k->shape[nb + 1] != a->dv || a->tk < 1 || a->d < 1 ||
+        a->nsteps < 0 || a->nsteps > KIR_MAX_STEPS)
+        return broken(c, ": attention shape or steps do not match (tq %lld, dv %lld, %d steps)",
+                      (long long)a->tq, (long long)a->dv, a->nsteps);
+    int64_t shape[MC_MAX_RANK];
+    memcpy(shape, k->shape, sizeof shape);
+    const int views[3] = {a->q, a->k, a->v};
+    const int64_t rows[3] = {a->tq, a->tk, a->tk}, cols[3] = {a->d, a->d, a->dv};
+    for (int o = 0; o < 3 + a->nsteps; o++) {
+        int v = o < 3 ? views[o] : a->steps[o - 3].view;
+        if (o >= 3) {
+            kir_step_kind kind = a->steps[o - 3].kind;
+            bool wants_view = kind == KIR_STEP_WHERE || kind == KIR_STEP_ADD;
+            if (!wants_view) {
+                if (v != -1)
+                    return broken(c, ": attention step %d has a view it does not read", o - 3);
+                continue;
+            }
+        }
+        if (v < 0 || v >= k->nviews)
+            return broken(c, ": attention operand %d names view %d", o, v);
+        mc_dtype dt = c->kp->buffers[k->views[v].buffer].dtype;
+        if (o >= 3 && (a->steps[o - 3].kind == KIR_STEP_WHERE) != (dt == MC_BOOL))
+            return broken(c, ": attention step %d reads a mask of dtype %s", o - 3, mc_dtype_name(dt));
+        if (o < 3 || a->steps[o - 3].kind == KIR_STEP_ADD) {
+            if (!mc_dtype_is_float(dt))
+                return broken(c, ": attention operand %d is of dtype %s", o, mc_dtype_name(dt));
+        }
+        shape[nb] = o < 3 ? rows[o] : a->tq;
+        shape[nb + 1] = o < 3 ? cols[o] : a->tk;
+        mc_status st = check_view_range(c, v, shape, k->rank);
+        if (st != MC_OK)
+            return st;
+    }
+    if (a->skip && (a->skip_lo <= -KIR_BAND_OPEN || a->skip_hi >= KIR_BAND_OPEN))
+        return broken(c, ": attention skips with an open bound");
+    return MC_OK;
+}
+
 static mc_status check_kernel(const checker *c, int *block_of)
 {
     const kir_kernel *k = c->k;
@@ -91,7 +149,12 @@ static mc_status check_kernel(const checker *c, int *block_of)
     }
     if (next != k->ncode)
         return broken(c, ": blocks cover %lld of %lld instructions", (long long)(next), (long long)(k->ncode));
-    bool gemm = k->category == KIR_GEMM;
+    bool gemm = k->category == KIR_GEMM, attention = k->category == KIR_ATTENTION;
+    if (attention) {
+        mc_status st = check_attention(c);
+        if (st != MC_OK)
+            return st;
+    }
     for (int i = 0; i < k->ncode; i++) {
         const kir_instr *in = &k->code[i];
         int b = block_of[i];
@@ -109,8 +172,8 @@ static mc_status check_kernel(const checker *c, int *block_of)
                 return broken(c, ": instruction %lld reads reduction %lld before it is done", (long long)(i), (long long)(in->view));
             break;
         case KI_ACC:
-            if (!gemm)
-                return broken(c, ": instruction %lld reads an accumulator outside a GEMM", (long long)(i));
+            if (!gemm && !attention)
+                return broken(c, ": instruction %lld reads an accumulator outside a GEMM or attention", (long long)(i));
             break;
         case KI_CONST: break;
         case KI_OP: {
@@ -145,7 +208,9 @@ static mc_status check_kernel(const checker *c, int *block_of)
     int nb = k->rank - 2;
     for (int v = 0; v < k->nviews; v++) {
         mc_status st;
-        if (gemm && (v == k->gemm.a || v == k->gemm.b)) {
+        if (attention && attention_operand(k, v)) {
+            continue; /* check_attention did */
+        } else if (gemm && (v == k->gemm.a || v == k->gemm.b)) {
             int64_t shape[MC_MAX_RANK];
             memcpy(shape, k->shape, sizeof shape);
             shape[nb] = v == k->gemm.a ? k->gemm.m : k->gemm.k;

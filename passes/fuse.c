@@ -40,6 +40,7 @@ typedef struct {
     mc_fusion *f;
     const mc_graph *g;
     bool fuse;
+    int *attention_of;       /* per node: the attention chain it is computed in, or -1 */
     int *user_start, *users; /* CSR: users of node i are users[user_start[i] .. user_start[i+1]) */
     bool *is_output, *live;
     int *next_member;        /* per node: the next member of its group (a list per group) */
@@ -414,6 +415,37 @@ static mc_status anchor(walk *w, int i)
     return MC_OK;
 }
 
+/* An attention chain (passes/attention.c) becomes one group, anchored at its second matmul and
+ * stored by it; the rest of the chain is computed inside and never stored, and the kernel reads
+ * q, k, v and the mask tensors through views, as a GEMM reads its operands. */
+static mc_status anchor_attention(walk *w, int index)
+{
+    const mc_attention *at = &w->f->attention[index];
+    const mc_node *pv = &w->g->nodes[at->pv];
+    mc_fgroup *G = new_group(w, MC_FG_ATTENTION, at->pv);
+    if (!G)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory fusing the graph");
+    int gi = w->f->ngroups - 1;
+    G->rank = pv->rank;
+    memcpy(G->shape, pv->shape, sizeof G->shape);
+    G->attention = index;
+    mc_cmap id;
+    mc_cmap_identity(&id, pv->rank);
+    add_member(w, at->pv, gi, true);
+    if (!set_maps(w, at->pv, &id, 1))
+        return mc_fail(MC_ERR_SYSTEM, "out of memory fusing the graph");
+    for (int m = 0; m < at->nmembers; m++)
+        if (at->members[m] != at->pv)
+            add_member(w, at->members[m], gi, false);
+    require_view(w, at->q);
+    require_view(w, at->kt);
+    require_view(w, at->v);
+    for (int s = 0; s < at->nsteps; s++)
+        if (at->step_node[s] >= 0)
+            require_view(w, at->step_node[s]);
+    return MC_OK;
+}
+
 /* Is pointwise node i the end of a single-use pointwise chain over a matmul (a GEMM's
  * epilogue in waiting)? Such a node is better stored by the GEMM's kernel than recomputed in
  * every loop of a reduction that reads it. */
@@ -454,6 +486,9 @@ static mc_status decide(walk *w, int i)
         return MC_OK;
     if (fn->kind == MC_FN_VIEW)
         return MC_OK; /* a consumer already made it a view */
+    if (w->attention_of[i] >= 0)
+        return w->f->attention[w->attention_of[i]].pv == i ? anchor_attention(w, w->attention_of[i])
+                                                             : MC_OK; /* joined with its anchor */
     if (n->op == MC_OP_CONST && !fn->forced) {
         fn->kind = MC_FN_CONST;
         return MC_OK;
@@ -565,7 +600,8 @@ static void elide_copies(walk *w)
         mc_fnode *src = &f->nodes[x];
         int user = -1;
         if (!ok || src->kind != MC_FN_MEMBER || !src->stored || src->group == gi || w->is_output[x] ||
-            live_users(w, x, &user) != 1 || f->groups[src->group].kind != MC_FG_POINTWISE)
+            live_users(w, x, &user) != 1 ||
+            (f->groups[src->group].kind != MC_FG_POINTWISE && f->groups[src->group].kind != MC_FG_ATTENTION))
             continue;
         src->view = v;
         G->kind = MC_FG_ELIDED;
@@ -682,8 +718,55 @@ void mc_fusion_free(mc_fusion *f)
     memset(f, 0, sizeof *f);
 }
 
-mc_status mc_fuse(const mc_graph *g, bool fuse, mc_fusion *f)
+/* Liveness from the outputs back; a node of an attention chain keeps alive only what its
+ * kernel reads (the chain, q, k, v, mask tensors), so a causal mask's iotas and compare, which
+ * the kernel computes from its indices, are not computed at all unless something else needs
+ * them. */
+static void mark_live(walk *w)
 {
+    const mc_graph *g = w->g;
+    for (int o = 0; o < g->noutputs; o++)
+        w->live[g->outputs[o]] = true;
+    for (int i = g->nnodes - 1; i >= 0; i--) {
+        if (!w->live[i])
+            continue;
+        int a = w->attention_of[i];
+        for (int k = 0; k < g->nodes[i].nin; k++) {
+            int x = g->nodes[i].in[k];
+            if (x < 0)
+                continue;
+            if (a >= 0 && w->attention_of[x] != a) {
+                const mc_attention *at = &w->f->attention[a];
+                bool read = x == at->q || x == at->kt || x == at->v;
+                for (int s = 0; s < at->nsteps; s++)
+                    read = read || x == at->step_node[s];
+                if (!read)
+                    continue;
+            }
+            w->live[x] = true;
+        }
+    }
+}
+
+/* The attention chains of g (when fusing), each member's chain in attention_of. */
+static mc_status find_attention(walk *w, const mc_compile_options *opt)
+{
+    mc_fusion *f = w->f;
+    for (int i = 0; i < w->g->nnodes; i++)
+        w->attention_of[i] = -1;
+    if (!opt->fuse || opt->no_attention)
+        return MC_OK;
+    mc_status st = mc_attention_find(w->g, w->user_start, w->users, w->is_output, &f->arena,
+                                     &f->attention, &f->nattention, &f->notes, &f->nnotes);
+    for (int a = 0; a < f->nattention && st == MC_OK; a++)
+        for (int m = 0; m < f->attention[a].nmembers; m++)
+            w->attention_of[f->attention[a].members[m]] = a;
+    return st;
+}
+
+mc_status mc_fuse(const mc_graph *g, const mc_compile_options *opt, mc_fusion *f)
+{
+    bool fuse = opt->fuse;
     memset(f, 0, sizeof *f);
     f->g = g;
     int n = g->nnodes;
@@ -695,12 +778,14 @@ mc_status mc_fuse(const mc_graph *g, bool fuse, mc_fusion *f)
     w.live = calloc(nn, sizeof *w.live);
     w.next_member = calloc(nn, sizeof *w.next_member);
     w.mark = calloc(nn, sizeof *w.mark);
+    w.attention_of = calloc(nn, sizeof *w.attention_of);
     int nuse = 0;
     for (int i = 0; i < n; i++)
         nuse += g->nodes[i].nin;
     w.users = calloc((size_t)nuse + 1, sizeof *w.users);
     mc_status st = MC_OK;
-    if (!f->nodes || !w.user_start || !w.is_output || !w.live || !w.next_member || !w.mark || !w.users) {
+    if (!f->nodes || !w.user_start || !w.is_output || !w.live || !w.next_member || !w.mark || !w.users ||
+        !w.attention_of) {
         st = mc_fail(MC_ERR_SYSTEM, "out of memory fusing the graph");
         goto done;
     }
@@ -723,12 +808,11 @@ mc_status mc_fuse(const mc_graph *g, bool fuse, mc_fusion *f)
         }
     free(fill);
     for (int o = 0; o < g->noutputs; o++)
-        w.is_output[g->outputs[o]] = w.live[g->outputs[o]] = true;
-    for (int i = n - 1; i >= 0; i--)
-        if (w.live[i])
-            for (int k = 0; k < g->nodes[i].nin; k++)
-                if (g->nodes[i].in[k] >= 0)
-                    w.live[g->nodes[i].in[k]] = true;
+        w.is_output[g->outputs[o]] = true;
+    st = find_attention(&w, opt);
+    if (st != MC_OK)
+        goto done;
+    mark_live(&w);
     for (int i = 0; i < n; i++)
         f->nodes[i].group = -1;
     for (int i = n - 1; i >= 0 && st == MC_OK; i--)
@@ -767,6 +851,7 @@ done:
     free(w.next_member);
     free(w.first_member);
     free(w.mark);
+    free(w.attention_of);
     if (st != MC_OK)
         mc_fusion_free(f);
     return st;

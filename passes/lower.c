@@ -364,6 +364,7 @@ static void describe(lower_ctx *L, kir_kernel *k, const int *members, int nmembe
     case KIR_REDUCTION: prefix = nreal > 1 ? "red_fused" : "red"; break;
     case KIR_POINTWISE: prefix = nreal > 1 ? "pw_fused" : "pw"; break;
     case KIR_COPY: prefix = "copy"; break;
+    case KIR_ATTENTION: prefix = "attn"; break;
     }
     snprintf(k->name, sizeof k->name, "%s%s_%d", prefix, words, L->nkernels);
     for (int a = 1; a < nlines; a++) /* ascending */
@@ -511,6 +512,104 @@ static void gemm_view(kbuild *b, int operand, int nb, bool is_a, int *out)
     *out = add_view(b, &v);
 }
 
+/* The view of node x (read through its tensor view) as a matrix operand of a kernel with nb
+ * batch dims: batch strides aligned to the right (0 where x broadcasts), then the strides along
+ * x's last two dims, swapped when `transposed` (k is read from kT). A mask of rank below 2
+ * broadcasts along the missing dims. */
+static int matrix_view(kbuild *b, int x, int nb, bool transposed)
+{
+    const mc_node *n = &b->L->g->nodes[x];
+    const mc_fnode *fx = &b->L->f->nodes[x];
+    MC_ASSERT(fx->has_view);
+    kir_view v;
+    memset(&v, 0, sizeof v);
+    v.buffer = b->L->buffer_of[fx->view.base];
+    MC_ASSERT(v.buffer >= 0);
+    v.offset = fx->view.offset;
+    int xb = n->rank - 2;
+    for (int j = 0; j < nb; j++) {
+        int i = j - (nb - xb);
+        v.stride[j] = (i < 0 || n->shape[i] == 1) ? 0 : fx->view.stride[i];
+    }
+    for (int m = 0; m < 2; m++) {
+        int i = n->rank - 2 + m;
+        int64_t s = (i < 0 || n->shape[i] == 1) ? 0 : fx->view.stride[i];
+        v.stride[nb + (transposed ? 1 - m : m)] = s;
+    }
+    return add_view(b, &v);
+}
+
+/* An attention group (passes/attention.c): one KIR_ATTENTION kernel over the output's space,
+ * whose row block stores the accumulator. */
+static void lower_attention(lower_ctx *L, int gi, const int *members, int nm)
+{
+    const mc_fgroup *G = &L->f->groups[gi];
+    const mc_attention *at = &L->f->attention[G->attention];
+    const mc_graph *g = L->g;
+    kbuild b;
+    kbuild_init(&b, L, gi, G->shape, G->rank);
+    mc_cmap id;
+    mc_cmap_identity(&id, G->rank);
+    add_store(&b, at->pv, &id, emit(&b, at->pv, &id, 0), 0);
+    kir_kernel *k = new_kernel(L);
+    if (!k) {
+        kbuild_free(&b);
+        return;
+    }
+    k->category = KIR_ATTENTION;
+    int nb = G->rank - 2;
+    kir_attention *a = &k->attn;
+    a->q = matrix_view(&b, at->q, nb, false);
+    a->k = matrix_view(&b, at->kt, nb, true);
+    a->v = matrix_view(&b, at->v, nb, false);
+    const mc_node *q = &g->nodes[at->q], *kt = &g->nodes[at->kt];
+    a->tq = G->shape[nb];
+    a->dv = G->shape[nb + 1];
+    a->d = q->shape[q->rank - 1];
+    a->tk = kt->shape[kt->rank - 1];
+    a->nsteps = at->nsteps;
+    for (int s = 0; s < at->nsteps; s++) {
+        a->steps[s] = at->steps[s];
+        a->steps[s].view = at->step_node[s] >= 0 ? matrix_view(&b, at->step_node[s], nb, false) : -1;
+    }
+    a->skip = at->skip;
+    a->skip_lo = at->skip_lo;
+    a->skip_hi = at->skip_hi;
+    finish_kernel(&b, k);
+    /* the operators and lines it computes: the chain, and the band masks' iotas and compares
+     * that nothing else computes (the kernel evaluates them from its indices) */
+    int *nodes = malloc(sizeof *nodes * (size_t)(nm + g->nnodes));
+    int count = 0;
+    if (nodes) {
+        memcpy(nodes, members, sizeof *nodes * (size_t)nm);
+        count = nm;
+        for (int t = 0; t < at->nband_nodes; t++) {
+            int first = count;
+            if (L->f->nodes[at->band_nodes[t]].kind == MC_FN_NONE)
+                nodes[count++] = at->band_nodes[t];
+            for (int x = first; x < count; x++) /* their dead operands, breadth first */
+                for (int o = 0; o < g->nodes[nodes[x]].nin; o++) {
+                    int y = g->nodes[nodes[x]].in[o];
+                    bool seen = false;
+                    for (int z = nm; z < count && !seen; z++)
+                        seen = nodes[z] == y;
+                    if (!seen && y >= 0 && L->f->nodes[y].kind == MC_FN_NONE && g->nodes[y].op != MC_OP_CONST)
+                        nodes[count++] = y;
+                }
+        }
+        for (int x = 1; x < count; x++) /* ascending, as members are */
+            for (int z = x; z > 0 && nodes[z - 1] > nodes[z]; z--) {
+                int t = nodes[z];
+                nodes[z] = nodes[z - 1];
+                nodes[z - 1] = t;
+            }
+    }
+    describe(L, k, nodes ? nodes : members, nodes ? count : nm, NULL);
+    free(nodes);
+    L->nkernels++;
+    kbuild_free(&b);
+}
+
 static void lower_group(lower_ctx *L, int gi)
 {
     const mc_fusion *f = L->f;
@@ -522,6 +621,10 @@ static void lower_group(lower_ctx *L, int gi)
 
     if (G->kind == MC_FG_ELIDED)
         goto done;
+    if (G->kind == MC_FG_ATTENTION) {
+        lower_attention(L, gi, members, nm);
+        goto done;
+    }
     if (G->kind == MC_FG_CONCAT) {
         const mc_node *c = &g->nodes[G->anchor];
         int64_t start = 0;
@@ -748,6 +851,10 @@ mc_status mc_lower(const mc_fusion *f, const mc_graph *user, const mc_compile_op
         kir_program_free(kp);
         return mc_fail(MC_ERR_SYSTEM, "out of memory lowering the graph");
     }
+    kp->notes = mc_arena_alloc(&kp->arena, sizeof *kp->notes * (size_t)(f->nnotes > 0 ? f->nnotes : 1));
+    for (int i = 0; kp->notes && i < f->nnotes; i++)
+        if ((kp->notes[kp->nnotes] = mc_arena_strdup(&kp->arena, f->notes[i])))
+            kp->nnotes++;
     memcpy(kp->buffers, L.buffers, sizeof *kp->buffers * (size_t)L.nbuffers);
     kp->nbuffers = L.nbuffers;
     memcpy(kp->kernels, L.kernels, sizeof *kp->kernels * (size_t)L.nkernels);

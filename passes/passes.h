@@ -27,6 +27,8 @@ typedef struct mc_compile_options {
     bool plan_memory;  /* false: every temp its own offset */
     bool verify;       /* run mc_graph_verify after every pass */
     bool tf32;
+    bool no_attention; /* leave attention chains unfused (a backend that renders no
+                          KIR_ATTENTION kernel; passes/attention.c) */
 } mc_compile_options;
 
 /* The options the pipeline takes from the user's: verify is on in debug builds (no NDEBUG). */
@@ -119,6 +121,7 @@ typedef enum {
     MC_FG_CONCAT,    /* one copy kernel per operand */
     MC_FG_OUTPUT,    /* a graph output that is a leaf, constant or view: a copy */
     MC_FG_ELIDED,    /* a copy made unnecessary: its source is stored straight into its buffer */
+    MC_FG_ATTENTION, /* a recognised attention chain (passes/attention.c), anchored at matmul(p, v) */
 } mc_fgroup_kind;
 
 typedef struct mc_fgroup {
@@ -130,6 +133,7 @@ typedef struct mc_fgroup {
     int nred;                    /* reductions in the group */
     bool reduced[MC_MAX_RANK];   /* the reduced dims of the space (when nred > 0) */
     int out_index;               /* MC_FG_OUTPUT: which graph output */
+    int attention;               /* MC_FG_ATTENTION: which of mc_fusion's attention chains */
     int nmembers;                /* members so far (fusion caps it: MC_FUSE_MAX_MEMBERS) */
 } mc_fgroup;
 
@@ -139,10 +143,40 @@ typedef struct mc_fusion {
     mc_fgroup *groups;
     int ngroups, cap;
     int *order;                  /* groups in execution order */
+    struct mc_attention *attention; /* the attention chains found (passes/attention.c) */
+    int nattention;
+    const char **notes;          /* why candidate chains were not fused, one sentence each */
+    int nnotes;
     mc_arena arena;
 } mc_fusion;
 
-mc_status mc_fuse(const mc_graph *g, bool fuse, mc_fusion *out); /* passes/fuse.c */
+/* Attention (passes/attention.c): the chain matmul(q, kT) -> scale -> mask -> softmax ->
+ * matmul(p, v) of a decomposed graph, found so that fusion makes it one kernel. Steps are those
+ * of kir_attn_step, with the graph node each mask step reads. */
+typedef struct mc_attention {
+    int pv, qk;                        /* the two matmuls; pv is the group's anchor */
+    int q, kt, v;                      /* their operands, read through views */
+    kir_attn_step steps[KIR_MAX_STEPS];/* view: -1 here (lowering makes them) */
+    int step_node[KIR_MAX_STEPS];      /* WHERE, ADD: the mask node; -1 otherwise */
+    int nsteps;
+    bool skip;
+    int64_t skip_lo, skip_hi;          /* as kir_attention's */
+    int *members;                      /* nodes computed inside, pv included */
+    int nmembers;
+    int *band_nodes;                   /* the conditions of BAND steps (iota/compare trees that
+                                          nothing else needs are not computed at all) */
+    int nband_nodes;
+} mc_attention;
+
+/* Find every attention chain of g whose intermediates nothing else reads (users: CSR lists of
+ * each node's users; is_output per node). Chains that look like attention (a softmax over the
+ * last axis feeding a matmul) but cannot be fused leave a sentence in *notes saying why. All
+ * memory in arena. */
+mc_status mc_attention_find(const mc_graph *g, const int *user_start, const int *users,
+                            const bool *is_output, mc_arena *arena, mc_attention **found,
+                            int *nfound, const char ***notes, int *nnotes);
+
+mc_status mc_fuse(const mc_graph *g, const mc_compile_options *opt, mc_fusion *out); /* passes/fuse.c */
 void mc_fusion_free(mc_fusion *f);
 /* Lower the groups to kernels; `user` is the graph the caller gave (buffers refer to it). */
 mc_status mc_lower(const mc_fusion *f, const mc_graph *user, const mc_compile_options *opt,

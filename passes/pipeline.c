@@ -91,7 +91,7 @@ mc_status mc_compile_kernels(const mc_graph *g, const mc_compile_options *opt, k
     if (st != MC_OK)
         return st;
     mc_fusion f;
-    st = mc_fuse(pg, opt->fuse, &f);
+    st = mc_fuse(pg, opt, &f);
     if (st == MC_OK) {
         st = mc_lower(&f, g, opt, out);
         mc_fusion_free(&f);
@@ -127,13 +127,15 @@ static mc_status print_fusion(const mc_graph *g, const mc_fusion *f, FILE *out)
     static const char *const kind_names[] = {
         [MC_FG_POINTWISE] = "pointwise", [MC_FG_RESHAPE] = "reshape copy",
         [MC_FG_CONCAT] = "concat copy", [MC_FG_OUTPUT] = "output copy",
-        [MC_FG_ELIDED] = "elided copy"};
+        [MC_FG_ELIDED] = "elided copy", [MC_FG_ATTENTION] = "attention"};
     fprintf(out, "# fusion: %d groups, in execution order\n", f->ngroups);
     for (int q = 0; q < f->ngroups; q++) {
         int gi = f->order[q];
         const mc_fgroup *G = &f->groups[gi];
         char name[64];
         const char *kind = G->gemm >= 0 ? "gemm" : G->nred > 0 ? "reduction" : kind_names[G->kind];
+        if (G->kind == MC_FG_ATTENTION)
+            kind = "attention";
         fprintf(out, "group %d: %s, space [", q, kind);
         for (int d = 0; d < G->rank; d++)
             fprintf(out, "%s%lld", d ? ", " : "", (long long)G->shape[d]);
@@ -159,6 +161,8 @@ static mc_status print_fusion(const mc_graph *g, const mc_fusion *f, FILE *out)
             views++;
         }
     fprintf(out, "%s\n", views ? "" : " none");
+    for (int n = 0; n < f->nnotes; n++)
+        fprintf(out, "# %s\n", f->notes[n]);
     return fflush(out) == 0 && !ferror(out) ? MC_OK : mc_fail(MC_ERR_SYSTEM, "could not write the fusion groups");
 }
 
@@ -226,7 +230,7 @@ mc_status mc_dump_stage(const mc_graph *g, const mc_compile_options *opt, const 
         return st;
     }
     mc_fusion f;
-    st = mc_fuse(pg, opt->fuse, &f);
+    st = mc_fuse(pg, opt, &f);
     if (st == MC_OK && strcmp(stage, "fuse") == 0) {
         st = print_fusion(pg, &f, out);
     } else if (st == MC_OK) { /* lower */

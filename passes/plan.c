@@ -80,6 +80,8 @@ static bool in_place(const kir_program *kp, int in, int out)
         mc_dtype_size(a->dtype) != mc_dtype_size(b->dtype))
         return false;
     const kir_kernel *k = &kp->kernels[a->last];
+    if (k->category == KIR_ATTENTION)
+        return false; /* every output element reads whole rows of q, k and v */
     if (k->category == KIR_GEMM && (k->views[k->gemm.a].buffer == in || k->views[k->gemm.b].buffer == in))
         return false;
     const kir_view *store = NULL;

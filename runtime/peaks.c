@@ -331,6 +331,8 @@ static void apply_datasheet(mc_profile *prof)
         if (kk->category == KIR_GEMM) {
             mc_dtype d = kp->buffers[kk->views[kk->gemm.a].buffer].dtype;
             peak = d == MC_F32 ? (kk->gemm.tf32 ? tf32 : f32) : tc16;
+        } else if (kk->category == KIR_ATTENTION) { /* f16/bf16 on tensor cores, f32 on FMA */
+            peak = kp->buffers[kk->views[kk->attn.q].buffer].dtype == MC_F32 ? f32 : tc16;
         }
         prof->peak_flops[k] = peak;
     }
@@ -357,6 +359,8 @@ void mc_peaks_apply_with(mc_profile *prof, const mc_peaks *measured, const mc_cl
             double peak = 0;
             if (gpu && kk->category == KIR_GEMM && !kk->gemm.tf32)
                 peak = measured->gemm_flops_per_s[kp->buffers[kk->views[kk->gemm.a].buffer].dtype];
+            else if (gpu && kk->category == KIR_ATTENTION)
+                peak = measured->gemm_flops_per_s[kp->buffers[kk->views[kk->attn.q].buffer].dtype];
             else if (!gpu)
                 peak = measured->fma_flops_per_s;
             if (peak > 0) {

@@ -164,6 +164,7 @@ static const char *category_name(kir_category c)
     case KIR_REDUCTION: return "reduction";
     case KIR_GEMM: return "gemm";
     case KIR_COPY: return "copy";
+    case KIR_ATTENTION: return "attention";
     }
     return "?";
 }
@@ -288,7 +289,7 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
     }
     free(order);
     /* By category: where the time (or, unmeasured, the traffic) goes. */
-    for (int c = KIR_POINTWISE; c <= KIR_COPY; c++) {
+    for (int c = KIR_POINTWISE; c <= KIR_ATTENTION; c++) {
         int count = 0;
         double us = 0;
         int64_t cb = 0, cf = 0;

@@ -341,6 +341,7 @@ mc_status mc_program_compile(const mc_graph *g, const mc_options *opt, mc_progra
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     }
     mc_compile_options co = mc_compile_options_for(&o);
+    co.no_attention = !p->backend->attention;
 #ifndef NDEBUG
     co.verify = true;
 #endif
@@ -383,6 +384,7 @@ mc_status mc_program_compile_unprepared(const mc_graph *g, const mc_options *opt
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     }
     mc_compile_options co = mc_compile_options_for(opt);
+    co.no_attention = !p->backend->attention;
     mc_status st = mc_compile_kernels(p->graph, &co, &p->kp);
     if (st == MC_OK)
         st = allocate_host(p);

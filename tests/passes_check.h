@@ -145,10 +145,11 @@ done:
     return bad;
 }
 
-/* The kernel list of g (fused or not); caller frees. */
-static inline kir_program *check_kernels(const mc_graph *g, bool fuse)
+/* The kernel list of g (fused or not), with attention chains fused or left as they are; caller
+ * frees. */
+static inline kir_program *check_kernels_with(const mc_graph *g, bool fuse, bool attention)
 {
-    mc_compile_options co = {.fuse = fuse, .plan_memory = true, .verify = true};
+    mc_compile_options co = {.fuse = fuse, .plan_memory = true, .verify = true, .no_attention = !attention};
     kir_program *kp = NULL;
     if (mc_compile_kernels(g, &co, &kp) != MC_OK) {
         fprintf(stderr, "compile failed: %s\n", mc_error_message());
@@ -156,5 +157,7 @@ static inline kir_program *check_kernels(const mc_graph *g, bool fuse)
     }
     return kp;
 }
+
+static inline kir_program *check_kernels(const mc_graph *g, bool fuse) { return check_kernels_with(g, fuse, true); }
 
 #endif

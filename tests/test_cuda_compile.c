@@ -222,7 +222,8 @@ static void test_examples(void **state)
         if (mc_graph_parse_file(mc_test_src(rel), &g) != MC_OK)
             fail_msg("%s", mc_error_message());
         for (int fuse = 0; fuse <= 1; fuse++) {
-            mc_compile_options co = {.fuse = fuse, .plan_memory = true, .verify = true};
+            mc_compile_options co = {.fuse = fuse, .plan_memory = true, .verify = true,
+                                     .no_attention = !mc_backend_cuda.attention};
             kir_program *kp;
             if (mc_compile_kernels(g, &co, &kp) != MC_OK)
                 fail_msg("%s: %s", rel, mc_error_message());
@@ -316,7 +317,8 @@ static void test_examples(void **state)
         if (mc_graph_parse_file(mc_test_src(rel), &g) != MC_OK)
             fail_msg("%s", mc_error_message());
         for (int fuse = 0; fuse <= 1; fuse++) {
-            mc_compile_options co = {.fuse = fuse, .plan_memory = true, .verify = true};
+            mc_compile_options co = {.fuse = fuse, .plan_memory = true, .verify = true,
+                                     .no_attention = !mc_backend_cuda.attention};
             kir_program *kp;
             if (mc_compile_kernels(g, &co, &kp) != MC_OK)
                 fail_msg("%s: %s", rel, mc_error_message());

@@ -8,7 +8,10 @@
  * dtypes, i32, bool), and every store to the buffer's dtype, so the only difference from the
  * generated code is the order of floating-point sums. Inputs, params and outputs are the
  * program's host arrays; intermediates live in one arena laid out by the memory plan, so a
- * planning bug shows up here as wrong numbers. Every access is bounds-checked.
+ * planning bug shows up here as wrong numbers. Every access is bounds-checked. An attention
+ * kernel is computed in float64 the straightforward way, a whole row of scores at a time:
+ * scores, their steps, softmax (max, exp, sum: a row whose scores are all -inf gives NaN, as the
+ * unfused graph does), then each output element's sum over the keys; nothing is skipped.
  */
 #include "backends/backend.h"
 
@@ -58,6 +61,7 @@ typedef struct {
     void **data;
     int64_t idx[MC_MAX_RANK];
     double *val, *rowval, *acc;
+    double attn_acc;  /* attention: the output at the current point */
 } kctx;
 
 static int64_t element(const kctx *c, const kir_view *v, int ndims)
@@ -109,7 +113,7 @@ static void run_block(kctx *c, const kir_block *bl)
         case KI_CONST: r = mc_round_to_dtype(in->value, in->dtype); break;
         case KI_INDEX: r = (double)c->idx[in->view]; break;
         case KI_ROWVAL: r = c->rowval[in->view]; break;
-        case KI_ACC: r = gemm_acc(c); break;
+        case KI_ACC: r = k->category == KIR_ATTENTION ? c->attn_acc : gemm_acc(c); break;
         case KI_OP: {
             int first = in->op == MC_OP_WHERE ? 1 : 0;
             mc_dtype operand = k->code[in->arg[first]].dtype;
@@ -145,6 +149,77 @@ static void unravel(int64_t i, const int64_t *shape, int from, int to, int64_t *
     }
 }
 
+/* Element (batch.., r, col) of attention operand view `view` (a view over [batch.., rows, cols]). */
+static double attn_load(const kctx *c, int view, int64_t r, int64_t col)
+{
+    const kir_view *v = &c->k->views[view];
+    int nb = c->k->rank - 2;
+    int64_t off = v->offset + r * v->stride[nb] + col * v->stride[nb + 1];
+    for (int d = 0; d < nb; d++)
+        off += c->idx[d] * v->stride[d];
+    MC_ASSERT(off >= 0 && off < c->kp->buffers[v->buffer].numel);
+    return mc_load_element(c->data[v->buffer], c->kp->buffers[v->buffer].dtype, off);
+}
+
+/* The probabilities of query i (c->idx holds the batch indices) into p[0..tk). */
+static void attn_probabilities(const kctx *c, int64_t i, double *p)
+{
+    const kir_attention *a = &c->k->attn;
+    double m = -INFINITY;
+    for (int64_t j = 0; j < a->tk; j++) {
+        double s = 0;
+        for (int64_t d = 0; d < a->d; d++)
+            s += attn_load(c, a->q, i, d) * attn_load(c, a->k, j, d);
+        for (int t = 0; t < a->nsteps; t++) {
+            const kir_attn_step *st = &a->steps[t];
+            switch (st->kind) {
+            case KIR_STEP_MUL: s *= st->value; break;
+            case KIR_STEP_DIV: s /= st->value; break;
+            case KIR_STEP_BAND: s = (j - i >= st->lo && j - i <= st->hi) ? s : st->value; break;
+            case KIR_STEP_WHERE: s = (attn_load(c, st->view, i, j) != 0) == st->keep ? s : st->value; break;
+            case KIR_STEP_ADD: s += attn_load(c, st->view, i, j); break;
+            }
+        }
+        p[j] = s;
+        m = mc_reduce_step(MC_OP_MAX, MC_F32, m, s);
+    }
+    double sum = 0;
+    for (int64_t j = 0; j < a->tk; j++)
+        sum += p[j] = exp(p[j] - m);
+    for (int64_t j = 0; j < a->tk; j++)
+        p[j] /= sum;
+}
+
+static mc_status run_attention(kctx *c)
+{
+    const kir_kernel *k = c->k;
+    const kir_attention *a = &k->attn;
+    int nb = k->rank - 2;
+    double *p = malloc(sizeof *p * (size_t)a->tk);
+    if (!p)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory running kernel %s", k->name);
+    int64_t rows = 1;
+    for (int d = 0; d <= nb; d++)
+        rows *= k->shape[d];
+    for (int64_t r = 0; r < rows; r++) {
+        unravel(r, k->shape, 0, nb + 1, c->idx);
+        attn_probabilities(c, c->idx[nb], p);
+        for (int64_t col = 0; col < a->dv; col++) {
+            c->idx[nb + 1] = col;
+            double acc = 0;
+            for (int64_t j = 0; j < a->tk; j++)
+                acc += p[j] * attn_load(c, a->v, j, col);
+            c->attn_acc = acc;
+            for (int b = 0; b < k->nblocks; b++) {
+                run_block(c, &k->blocks[b]);
+                run_stores(c, b, k->rank);
+            }
+        }
+    }
+    free(p);
+    return MC_OK;
+}
+
 static mc_status run_kernel(const kir_program *kp, const kir_kernel *k, void **data)
 {
     kctx c = {.kp = kp, .k = k, .data = data};
@@ -154,6 +229,12 @@ static mc_status run_kernel(const kir_program *kp, const kir_kernel *k, void **d
         free(c.val);
         free(c.rowval);
         return mc_fail(MC_ERR_SYSTEM, "out of memory running kernel %s", k->name);
+    }
+    if (k->category == KIR_ATTENTION) {
+        mc_status st = run_attention(&c);
+        free(c.val);
+        free(c.rowval);
+        return st;
     }
     int64_t rows = 1, inner = 1;
     for (int d = 0; d < k->rank; d++) {
@@ -215,6 +296,7 @@ static mc_status ref_run_kernel(mc_program *p, int kernel)
 const mc_backend mc_backend_ref = {
     .name = "ref",
     .runs_on_host = true,
+    .attention = true,
     .probe = NULL,      /* always available */
     .prepare = ref_prepare,
     .run = ref_run,
