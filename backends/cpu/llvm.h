@@ -5,6 +5,7 @@
  *   llvm_kernel.c   pointwise and reduction kernels: loop nests over the kernel IR's index space,
  *                   vectorized along the innermost axis, with strided loads and stores
  *   llvm_gemm.c     GEMM kernels: packing, a register-tiled micro-kernel, the fused epilogue
+ *   llvm_attention.c attention kernels: online softmax over key blocks, queries along the lanes
  *   llvm_math.c     one value per kernel IR instruction: arithmetic, conversions and the
  *                   transcendentals as branch-free polynomial code on vectors
  *
@@ -96,9 +97,15 @@ LLVMValueRef llvm_call_intrinsic(llvm_ctx *c, const char *name, LLVMTypeRef *typ
 LLVMValueRef llvm_emit_op(llvm_ctx *c, mc_op op, mc_dtype in, mc_dtype out, LLVMValueRef *args,
                           int width);
 /* exp(x - max) where the i1 `in_range` says that every lane is in [-87, 1] (not NaN): a shorter
- * exp without a per-vector range check then (2.2 ulp near the max, 4.8 at worst), the checked
- * exp otherwise (a softmax row whose max and min are known). */
-LLVMValueRef llvm_emit_exp_in_range(llvm_ctx *c, LLVMValueRef x, int w, LLVMValueRef in_range);
+ * exp without a per-vector range check then (2.2 ulp near the max, 4.8 at worst); else, where
+ * the i1 `below_max` (NULL: none) says every lane is at most 1, -inf or NaN (a finite max: a
+ * masked row), llvm_emit_exp_softmax; the checked exp otherwise (a softmax row whose max and
+ * min are known). */
+LLVMValueRef llvm_emit_exp_in_range(llvm_ctx *c, LLVMValueRef x, int w, LLVMValueRef in_range,
+                                    LLVMValueRef below_max);
+/* exp(y) for y <= 1, -inf (0) and NaN (NaN) without a branch: a softmax's exp(x - max) where
+ * masked scores are -inf (llvm_math.c: exp_softmax_body says how). */
+LLVMValueRef llvm_emit_exp_softmax(llvm_ctx *c, LLVMValueRef y, int w);
 /* Reduction steps: acc op= x, for op in MC_OP_SUM/MAX/MIN on dtype d (sum of i32 in i64). */
 LLVMValueRef llvm_reduce_step(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc, LLVMValueRef x);
 /* acc = max (MC_OP_MAX) or min of f32 acc and x, a NaN x dropped or kept as it falls: for a
@@ -157,6 +164,8 @@ int llvm_block_of(const kir_kernel *k, int i);
 mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info);
 /* Build the function of a GEMM kernel (llvm_gemm.c). */
 mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info);
+/* Build the function of an attention kernel (llvm_attention.c). */
+mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info);
 
 /* A counted loop: for (i = begin; i < end; i += step). Use as
  *     llvm_loop L; llvm_loop_begin(c, &L, begin, end, step, "j"); ... L.index ...; llvm_loop_end(c, &L); */

@@ -193,8 +193,9 @@ static mc_status emit_kernel(llvm_ctx *c, const kir_program *kp, int i, cpu_kern
     kir_program lkp = {.buffers = lb, .nbuffers = ck->nlocal, .kernels = &lk, .nkernels = 1,
                        .arena_bytes = kp->arena_bytes, .unplanned_bytes = kp->unplanned_bytes};
     c->kp = &lkp;
-    mc_status st = k->category == KIR_GEMM ? llvm_emit_gemm_kernel(c, &lk, &ck->info)
-                                           : llvm_emit_loop_kernel(c, &lk, &ck->info);
+    mc_status st = k->category == KIR_GEMM        ? llvm_emit_gemm_kernel(c, &lk, &ck->info)
+                   : k->category == KIR_ATTENTION ? llvm_emit_attention_kernel(c, &lk, &ck->info)
+                                                  : llvm_emit_loop_kernel(c, &lk, &ck->info);
     c->kp = kp;
     if (st == MC_OK && ck->info.packed_b.bytes > 0)
         ck->info.packed_b.buffer = ck->global[ck->info.packed_b.buffer];
@@ -813,6 +814,7 @@ static mc_status cpu_dump_code(mc_program *p, FILE *out)
 const mc_backend mc_backend_cpu = {
     .name = "cpu",
     .runs_on_host = true,
+    .attention = true,
     .probe = cpu_probe,
     .prepare = cpu_prepare,
     .run = cpu_run,

@@ -393,12 +393,54 @@ static LLVMValueRef exp_body(llvm_ctx *c, LLVMValueRef *a, int w)
 
 static LLVMValueRef emit_exp(llvm_ctx *c, LLVMValueRef x, int w) { return call_helper(c, "exp", exp_body, &x, 1, w); }
 
-/* exp(x) of softmax's x - max, where `in_range` (an i1, the same for the whole loop) promises
- * x in [-87, 1] (no NaN) in every lane: then exp_below_max, without the per-vector check; else
- * the checked exp. */
-LLVMValueRef llvm_emit_exp_in_range(llvm_ctx *c, LLVMValueRef x, int w, LLVMValueRef in_range)
+/* exp(y) of a softmax's y = x - max for any y <= 1, -inf and NaN included, without a branch:
+ * exp_below_max of y, or, below -87 where the result is subnormal or 0, of y + 32 ln2 (at least
+ * -87) times 2^-32, which rounds once to the subnormal (-inf gives 0); y where it is NaN. A few
+ * compare-and-selects more than exp_below_max, where the checked exp took its slow path for
+ * every vector that held a masked -inf. */
+static LLVMValueRef exp_softmax_body(llvm_ctx *c, LLVMValueRef *a, int w)
 {
-    return branch_on_rare(c, LLVMBuildNot(B, in_range, ""), x, w, exp_below_max, emit_exp);
+    LLVMValueRef y = a[0];
+    LLVMValueRef low = fcmp(c, LLVMRealOLT, y, K(c, y, -87.0));
+    LLVMValueRef up = max_keep_nan(c, f_add(c, y, K(c, y, 32 * M_LN2)), -87.0);
+    LLVMValueRef r = exp_below_max(c, sel(c, low, up, y), w);
+    r = sel(c, low, f_mul(c, r, K(c, y, 0x1p-32)), r);
+    return sel(c, isnan_(c, y), y, r);
+}
+
+LLVMValueRef llvm_emit_exp_softmax(llvm_ctx *c, LLVMValueRef y, int w)
+{
+    return call_helper(c, "exp_softmax", exp_softmax_body, &y, 1, w);
+}
+
+/* exp(x) of softmax's x - max, where `in_range` (an i1, the same for the whole loop) promises
+ * x in [-87, 1] (no NaN) in every lane: then exp_below_max, without the per-vector check; else,
+ * where `below_max` (NULL: never) promises x <= 1 or NaN (a row with a finite max, -inf where a
+ * mask put it), exp_softmax; else the checked exp. */
+LLVMValueRef llvm_emit_exp_in_range(llvm_ctx *c, LLVMValueRef x, int w, LLVMValueRef in_range,
+                                    LLVMValueRef below_max)
+{
+    if (!below_max)
+        return branch_on_rare(c, LLVMBuildNot(B, in_range, ""), x, w, exp_below_max, emit_exp);
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(B));
+    LLVMBasicBlockRef bb_fast = LLVMAppendBasicBlockInContext(c->ctx, fn, "in_range");
+    LLVMBasicBlockRef bb_other = LLVMAppendBasicBlockInContext(c->ctx, fn, "not_in_range");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c->ctx, fn, "exp_done");
+    LLVMBuildCondBr(B, in_range, bb_fast, bb_other);
+    LLVMValueRef vals[2];
+    LLVMBasicBlockRef from[2];
+    LLVMPositionBuilderAtEnd(B, bb_fast);
+    vals[0] = exp_below_max(c, x, w);
+    from[0] = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, bb_other);
+    vals[1] = branch_on_rare(c, LLVMBuildNot(B, below_max, ""), x, w, llvm_emit_exp_softmax, emit_exp);
+    from[1] = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, join);
+    LLVMValueRef r = LLVMBuildPhi(B, LLVMTypeOf(x), "");
+    LLVMAddIncoming(r, vals, from, 2);
+    return r;
 }
 
 /* expm1(y) for y in [0, 19]: 2^n expm1(r) + (2^n - 1). */
