@@ -44,6 +44,7 @@ typedef struct {
     int nfound, capfound;
     const char **notes;
     int nnotes, capnotes;
+    bool *claimed;       /* per node: a member of a chain already found */
     bool oom;
 } finder;
 
@@ -473,6 +474,9 @@ static bool match(chain *c, const finder *F, int pv, int p, const int soft[5], i
         snprintf(c->why, sizeof c->why, "the scores have more batch dimensions than the output");
         return false;
     }
+    for (int m = 0; m < c->nmembers; m++) /* one kernel per node: chains found earlier win */
+        if (F->claimed[c->members[m]])
+            return reject(c, F, c->members[m], "belongs to another attention chain");
     plan_skip(&c->a, tq, tk);
     return true;
 }
@@ -524,6 +528,8 @@ static bool keep(finder *F, chain *c)
     a->nmembers = c->nmembers;
     memcpy(a->band_nodes, c->band, sizeof *a->band_nodes * (size_t)c->nband);
     a->nband_nodes = c->nband;
+    for (int m = 0; m < c->nmembers; m++)
+        F->claimed[c->members[m]] = true;
     F->nfound++;
     return true;
 }
@@ -534,8 +540,12 @@ mc_status mc_attention_find(const mc_graph *g, const int *user_start, const int 
 {
     finder F = {.g = g, .user_start = user_start, .users = users, .is_output = is_output, .arena = arena};
     chain *c = malloc(sizeof *c);
-    if (!c)
+    F.claimed = calloc((size_t)(g->nnodes > 0 ? g->nnodes : 1), sizeof *F.claimed);
+    if (!c || !F.claimed) {
+        free(c);
+        free(F.claimed);
         return mc_fail(MC_ERR_SYSTEM, "out of memory finding attention");
+    }
     for (int pv = 0; pv < g->nnodes && !F.oom; pv++) {
         const mc_node *n = &g->nodes[pv];
         if (n->op != MC_OP_MATMUL)
@@ -557,6 +567,7 @@ mc_status mc_attention_find(const mc_graph *g, const int *user_start, const int 
         note(&F, "attention not fused: softmax %s into matmul %s: %s", sm, mm, c->why);
     }
     free(c);
+    free(F.claimed);
     if (F.oom)
         return mc_fail(MC_ERR_SYSTEM, "out of memory finding attention");
     *found = F.found;

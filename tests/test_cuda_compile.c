@@ -222,8 +222,7 @@ static void test_examples(void **state)
         if (mc_graph_parse_file(mc_test_src(rel), &g) != MC_OK)
             fail_msg("%s", mc_error_message());
         for (int fuse = 0; fuse <= 1; fuse++) {
-            mc_compile_options co = {.fuse = fuse, .plan_memory = true, .verify = true,
-                                     .no_attention = !mc_backend_cuda.attention};
+            mc_compile_options co = {.fuse = fuse, .plan_memory = true, .verify = true};
             kir_program *kp;
             if (mc_compile_kernels(g, &co, &kp) != MC_OK)
                 fail_msg("%s: %s", rel, mc_error_message());
@@ -236,6 +235,69 @@ static void test_examples(void **state)
     }
     closedir(d);
     assert_true(graphs >= 6);
+}
+
+/* Attention kernels of every kind render and compile: f32, f16 and bf16 (tensor cores for the
+ * 16-bit types), head sizes 32, 80 and 128 (the largest needs more than 48 KB of shared
+ * memory), q/k/v as views of a QKV projection (16-byte chunks, cp.async) and as odd strides
+ * (plain loads), causal bands, boolean and additive masks, Tq != Tk. */
+static void test_attention_kernels(void **state)
+{
+    (void)state;
+    static const char *const dtypes[] = {"f32", "f16", "bf16"};
+    static const int heads[] = {32, 80, 128};
+    int kernels = 0;
+    for (int t = 0; t < 3; t++)
+        for (int hd = 0; hd < 3; hd++)
+            for (int mask = 0; mask < 3; mask++) {
+                const char *dt = dtypes[t];
+                int d = heads[hd], tq = 40 + 7 * mask, tk = 70;
+                char text[2048];
+                if (mask == 0) /* a QKV projection, causal */
+                    snprintf(text, sizeof text,
+                             "graph a\ninput qkv : %s[2, 70, %d]\nq0 = slice(qkv, axis=2, start=0, end=%d)\n"
+                             "k0 = slice(qkv, axis=2, start=%d, end=%d)\nv0 = slice(qkv, axis=2, start=%d, end=%d)\n"
+                             "q1 = reshape(q0, shape=[2, 70, 2, %d])\nk1 = reshape(k0, shape=[2, 70, 2, %d])\n"
+                             "v1 = reshape(v0, shape=[2, 70, 2, %d])\nq = transpose(q1, perm=[0, 2, 1, 3])\n"
+                             "kt = transpose(k1, perm=[0, 2, 3, 1])\nv = transpose(v1, perm=[0, 2, 1, 3])\n"
+                             "s0 = matmul(q, kt)\ns = mul(s0, 0.125)\nrow = iota(shape=[70, 70], axis=0)\n"
+                             "col = iota(shape=[70, 70], axis=1)\nkeep = ge(row, col)\nm = where(keep, s, -inf)\n"
+                             "p = softmax(m)\ny0 = matmul(p, v)\ny1 = transpose(y0, perm=[0, 2, 1, 3])\n"
+                             "y = reshape(y1, shape=[2, 70, %d])\noutput y\n",
+                             dt, 6 * d, 2 * d, 2 * d, 4 * d, 4 * d, 6 * d, d, d, d, 2 * d);
+                else /* separate inputs, rows of odd lengths; a boolean or additive mask */
+                    snprintf(text, sizeof text,
+                             "graph a\ninput q : %s[2, %d, %d]\ninput kt : %s[2, %d, %d]\ninput v : %s[2, %d, %d]\n"
+                             "input mk : %s[%d, %d]\ns0 = matmul(q, kt)\ns = div(s0, 8)\n%s\np = softmax(m)\n"
+                             "y = matmul(p, v)\noutput y\n",
+                             dt, tq, d, dt, d, tk, dt, tk, d == 128 ? 120 : d + 8, mask == 1 ? "bool" : dt, tq, tk,
+                             mask == 1 ? "m = where(mk, s, -inf)" : "m = add(s, mk)");
+                mc_graph *g;
+                if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
+                    fail_msg("%s\n%s", mc_error_message(), text);
+                mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true};
+                kir_program *kp;
+                if (mc_compile_kernels(g, &co, &kp) != MC_OK)
+                    fail_msg("%s", mc_error_message());
+                mc_cuda_kernel_plan *pl = compile_all(kp);
+                int found = 0;
+                for (int k = 0; k < kp->nkernels; k++)
+                    if (kp->kernels[k].category == KIR_ATTENTION) {
+                        found++;
+                        assert_string_equal(pl[k].code.scheme, t == 0 ? "attention-fma" : "attention-mma");
+                        if (t > 0 && d == 128)
+                            assert_true(pl[k].code.smem > 48 * 1024);
+                    }
+                if (found != 1) {
+                    kir_print(kp, g, stderr);
+                    fail_msg("%d attention kernels in\n%s", found, text);
+                }
+                kernels += found;
+                mc_cuda_plans_free(pl, kp->nkernels);
+                kir_program_free(kp);
+                mc_graph_free(g);
+            }
+    assert_int_equal(kernels, 27);
 }
 #endif
 
@@ -289,6 +351,7 @@ int main(void)
         cmocka_unit_test(test_dump_code),
 #ifdef MINIC_HAVE_PASSES
         cmocka_unit_test(test_examples),
+        cmocka_unit_test(test_attention_kernels),
 #endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
@@ -317,8 +380,7 @@ static void test_examples(void **state)
         if (mc_graph_parse_file(mc_test_src(rel), &g) != MC_OK)
             fail_msg("%s", mc_error_message());
         for (int fuse = 0; fuse <= 1; fuse++) {
-            mc_compile_options co = {.fuse = fuse, .plan_memory = true, .verify = true,
-                                     .no_attention = !mc_backend_cuda.attention};
+            mc_compile_options co = {.fuse = fuse, .plan_memory = true, .verify = true};
             kir_program *kp;
             if (mc_compile_kernels(g, &co, &kp) != MC_OK)
                 fail_msg("%s: %s", rel, mc_error_message());

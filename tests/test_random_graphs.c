@@ -5,6 +5,7 @@
  * (kept numerically tame: exp of a tanh, log of 1+|x|, division by 1+|x|), broadcasting against
  * new params of compatible shapes, reductions over random axes (keepdim or not), softmax,
  * log_softmax, layernorm, rmsnorm, matmul and linear (so chains of GEMMs with epilogues appear),
+ * attention chains (scaled, causal, masked or not, now and then kept from fusing),
  * transpose, reshape, expand, slice, concat, casts through f16 and i32, iota and full. Shapes
  * are small and odd (1, 3, 5, 7, 13 ...). Several values become outputs, so intermediates are
  * shared between outputs and kernels.
@@ -287,13 +288,72 @@ static mc_value create_op(gen *G, mc_value x)
     return mc_add(g, x, mc_mul(g, mc_cast(g, i, MC_F32), mc_scalar(g, 0.125, MC_F32)));
 }
 
+/* An attention chain on x as the queries ([.., Tq, D]): keys and values x itself or new
+ * leaves (batch dims equal or broadcast), a scale, a causal band (never a row without a key),
+ * a boolean mask with a finite fill or an additive mask, or now and then an operator that keeps
+ * the chain from fusing; softmax; the product with v (passes/attention.c). */
+static mc_value attention(gen *G, mc_value x)
+{
+    mc_graph *g = G->g;
+    const mc_node *n = node(G, x);
+    if (n->rank < 2)
+        return mc_tanh(g, x);
+    int r = n->rank;
+    int64_t tq = n->shape[r - 2], d = n->shape[r - 1], tk = pick(&G->r, 2) ? tq : random_dim(&G->r);
+    int64_t ks[MC_MAX_RANK], vs[MC_MAX_RANK];
+    for (int i = 0; i < r - 2; i++)
+        ks[i] = vs[i] = pick(&G->r, 4) == 0 ? 1 : n->shape[i];
+    ks[r - 2] = vs[r - 2] = tk;
+    ks[r - 1] = d;
+    vs[r - 1] = pick(&G->r, 2) ? d : random_dim(&G->r);
+    bool self = tk == tq && pick(&G->r, 2);
+    mc_value k = self ? x : new_leaf(G, ks, r, pick(&G->r, 2));
+    mc_value v = self && vs[r - 1] == d ? x : new_leaf(G, vs, r, pick(&G->r, 2));
+    int perm[MC_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        perm[i] = i;
+    perm[r - 2] = r - 1;
+    perm[r - 1] = r - 2;
+    mc_value s = mc_matmul(g, x, mc_transpose(g, k, perm, r));
+    if (pick(&G->r, 3))
+        s = pick(&G->r, 2) ? mc_mul(g, s, mc_scalar(g, 1.0 / (double)d, MC_F32))
+                           : mc_div(g, s, mc_scalar(g, (double)d, MC_F32));
+    int64_t ms[2] = {tq, tk};
+    switch (pick(&G->r, 5)) {
+    case 0: { /* causal: bottom-right aligned where every row keeps a key */
+        mc_value row = mc_iota(g, ms, 2, 0, MC_I32), col = mc_iota(g, ms, 2, 1, MC_I32);
+        if (tk > tq)
+            row = mc_add(g, row, mc_scalar(g, (double)(tk - tq), MC_I32));
+        s = mc_where(g, mc_ge(g, row, col), s, mc_scalar(g, -INFINITY, MC_F32));
+        break;
+    }
+    case 1: /* a computed boolean mask, stored and loaded */
+        s = mc_where(g, mc_ge(g, new_leaf(G, ms, 2, true), mc_scalar(g, -0.5, MC_F32)), s, mc_scalar(g, -30.0, MC_F32));
+        break;
+    case 2: /* additive */
+        s = mc_add(g, s, new_leaf(G, ms, 2, pick(&G->r, 2)));
+        break;
+    case 3: /* something between: not fused as attention */
+        s = pick(&G->r, 2) ? mc_tanh(g, s) : s;
+        break;
+    default:
+        break;
+    }
+    mc_value p = mc_softmax(g, s, -1);
+    if (pick(&G->r, 8) == 0)
+        push(G, p); /* the probabilities used again: not fused as attention */
+    return mc_matmul(g, p, v);
+}
+
 static mc_value step(gen *G)
 {
     mc_value a = any_float(G);
     int64_t numel = mc_node_numel(node(G, a));
-    int kind = pick(&G->r, 20);
+    int kind = pick(&G->r, 21);
     if (numel > 4096 && kind >= 12)
         kind = pick(&G->r, 12) < 6 ? 12 : 0; /* big values: shrink them */
+    if (kind == 20)
+        return attention(G, a);
     switch (kind) {
     case 0: case 1: case 2: return tame_unary(G, a);
     case 3: case 4: case 5: case 6: return binary(G, a, broadcast_partner(G, a));
@@ -402,7 +462,7 @@ static void test_random_graphs(void **state)
     (void)state;
     int count = env_int("MINIC_RANDOM_GRAPHS", 2000);
     uint64_t first = (uint64_t)env_int("MINIC_RANDOM_SEED", 1);
-    int failures = 0, made = 0, nodes = 0, fused = 0, unfused = 0;
+    int failures = 0, made = 0, nodes = 0, fused = 0, unfused = 0, attention = 0;
     bool show = getenv("MINIC_RANDOM_SHOW") != NULL;
     for (uint64_t seed = first; seed < first + (uint64_t)count; seed++) {
         rng r = {seed};
@@ -417,6 +477,8 @@ static void test_random_graphs(void **state)
         if (kf && ku) {
             fused += kf->nkernels;
             unfused += ku->nkernels;
+            for (int k = 0; k < kf->nkernels; k++)
+                attention += kf->kernels[k].category == KIR_ATTENTION;
         }
         if (show && kf) {
             mc_graph_print(g, stderr);
@@ -432,9 +494,11 @@ static void test_random_graphs(void **state)
         }
         mc_graph_free(g);
     }
-    fprintf(stderr, "# %d random graphs checked on the %s backend (%d nodes; %d kernels fused, %d unfused), %d failed\n",
-            made, mc_backend_name(check_backend()), nodes, fused, unfused, failures);
+    fprintf(stderr, "# %d random graphs checked on the %s backend (%d nodes; %d kernels fused, %d of them "
+                    "attention, %d unfused), %d failed\n",
+            made, mc_backend_name(check_backend()), nodes, fused, attention, unfused, failures);
     assert_true(made > count / 2);
+    assert_true(count < 100 || attention > 0); /* the generator makes attention chains */
     assert_int_equal(failures, 0);
 }
 

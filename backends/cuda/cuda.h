@@ -49,6 +49,11 @@ typedef struct mc_cuda_gemm_plan mc_cuda_gemm_plan;
 mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
                          const mc_cuda_gemm_plan *gemm, mc_cuda_code *out);
 void mc_cuda_code_free(mc_cuda_code *c);
+/* An attention kernel (backends/cuda/cuda_attention.c): flash attention on tensor cores for
+ * f16/bf16 on sm_80 and later, on the FMA units otherwise (f32 keeps its tolerance without
+ * TF32). mc_cuda_render calls it for KIR_ATTENTION kernels. */
+mc_status mc_cuda_render_attention(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
+                                   mc_cuda_code *out);
 
 /* ---- GEMMs through cuBLASLt ------------------------------------------------------------------
  * cuBLASLt is column-major: minic computes row-major D[M,N] = A[M,K] B[K,N] as the

@@ -360,6 +360,9 @@ static mc_status add_kernel_step(cuda_state *s, int ki, const mc_cuda_code *code
     st->grid[2] = (unsigned)code->grid[2];
     st->block = (unsigned)code->block;
     st->smem = (unsigned)code->smem;
+    if (code->smem > 48 * 1024) /* beyond the default limit: the kernel asks for it (attention) */
+        CU_CHECK(s->cu->cuFuncSetAttribute(st->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, code->smem),
+                 "raising a kernel's shared memory limit");
     st->argv = calloc((size_t)code->nparams + 1, sizeof(CUdeviceptr));
     st->args = calloc((size_t)code->nparams + 1, sizeof(void *));
     if (!st->argv || !st->args)
@@ -874,6 +877,7 @@ static void cuda_release(mc_program *p)
 const mc_backend mc_backend_cuda = {
     .name = "cuda",
     .is_gpu = true,
+    .attention = true,
     .probe = cuda_probe,
     .prepare = cuda_prepare,
     .run = cuda_run,

@@ -887,6 +887,8 @@ mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t,
     mc_dtype acc_dtype = acc_scratch ? gemm->scratch_dtype : MC_F32;
     memset(out, 0, sizeof *out);
     const kir_kernel *k = &kp->kernels[ki];
+    if (k->category == KIR_ATTENTION)
+        return mc_cuda_render_attention(kp, ki, t, align, out);
     rctx c = {.kp = kp, .k = k, .t = t, .align = align, .sb = &out->src, .j = -1, .u = -1,
               .acc_scratch = acc_scratch, .acc_dtype = acc_dtype};
     int nv = k->nviews + 1;

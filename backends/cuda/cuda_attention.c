@@ -1,0 +1,668 @@
+/* CUDA C for attention kernels (KIR_ATTENTION): flash attention, compiled by NVRTC like every
+ * other generated kernel. Shapes, strides, offsets and the score steps are literals.
+ *
+ * f16 and bf16 (q, k and v of one such dtype, sm_80 and later): tensor cores. One CTA of four
+ * warps per (batch entry, 64 queries), the costliest query tiles first; each warp owns 16 query
+ * rows. Q is loaded once and kept in registers as mma A fragments. K and V stream through
+ * shared memory in tiles of 64 keys, double-buffered (cp.async where rows are 16-byte chunks,
+ * plain loads otherwise), rows padded by 16 bytes so that ldmatrix reads are conflict-free.
+ * Per tile: S = Q Kᵀ with mma.sync m16n8k16 (f32 accumulators, K fragments by ldmatrix), the
+ * score steps and the key bound on the accumulators, the online softmax in registers (row
+ * max across the four lanes of a row by shuffles, exp2 with log2 e folded into one FMA, a
+ * rescaling factor that is exactly 1 where the max did not move, so a row still all -inf keeps
+ * 0 and not NaN), P rounded to the input type and reused in registers as the A operand of
+ * O += P V (V fragments by ldmatrix.trans). Key tiles that every query of the CTA's band rules
+ * out are never loaded (a causal mask: those above the diagonal). At the end O / l, where a
+ * row with no key left has l = 0 and gives NaN, as the unfused softmax does.
+ *
+ * f32 (and any dtype where the tensor-core kernel does not apply): the same algorithm on the
+ * FMA units, f32 throughout, so the result keeps the f32 tolerance without TF32. G threads
+ * share a query row (G = 1, 2 or 4 by head size), each holding a slice of q and of the output
+ * row in registers; K and V tiles of 32 keys in shared memory are read as float4 broadcasts,
+ * each G-slice padded so the G lanes of a row hit different banks; a score is the slices'
+ * partial dot products summed by shuffles.
+ */
+#include "backends/cuda/cuda.h"
+#include "backends/cuda/cuda_prelude.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct actx {
+    const kir_program *kp;
+    const kir_kernel *k;
+    const mc_cuda_target *t;
+    const int *align;
+    mc_strbuf *sb;
+    mc_cuda_code *out;
+    int nb;
+    int *view_param;   /* per view: its parameter */
+    const char *I;     /* offset type */
+} actx;
+
+static const char *storage_type(mc_dtype d)
+{
+    switch (d) {
+    case MC_F16: return "__half";
+    case MC_BF16: return "__nv_bfloat16";
+    case MC_I32: return "int";
+    case MC_BOOL: return "bool";
+    case MC_F32: case MC_NUM_DTYPES: break;
+    }
+    return "float";
+}
+
+static const char *cvt_fn(mc_dtype d)
+{
+    switch (d) {
+    case MC_F16: return "mc_cvt_f16";
+    case MC_BF16: return "mc_cvt_bf16";
+    case MC_I32: return "mc_cvt_i32";
+    case MC_BOOL: return "mc_cvt_bool";
+    case MC_F32: case MC_NUM_DTYPES: break;
+    }
+    return "mc_cvt_f32";
+}
+
+static mc_dtype view_dtype(const actx *c, int v) { return c->kp->buffers[c->k->views[v].buffer].dtype; }
+
+/* ob<v>: the element offset of view v at the CTA's batch entry (b<d> are its indices). */
+static void emit_batch_offsets(actx *c, const char *index)
+{
+    const kir_kernel *k = c->k;
+    mc_sb_printf(c->sb, "  int bt_ = %s;\n", index);
+    for (int d = c->nb - 1; d >= 0; d--) {
+        mc_sb_printf(c->sb, "  const int b%d = bt_ %% %lld;\n", d, (long long)k->shape[d]);
+        mc_sb_printf(c->sb, "  bt_ /= %lld;\n", (long long)k->shape[d]);
+    }
+    mc_sb_puts(c->sb, "  (void)bt_;\n");
+    for (int v = 0; v < k->nviews; v++) {
+        if (c->view_param[v] < 0)
+            continue;
+        mc_sb_printf(c->sb, "  const %s ob%d = (%s)%lld", c->I, v, c->I, (long long)k->views[v].offset);
+        for (int d = 0; d < c->nb; d++)
+            if (k->views[v].stride[d] != 0)
+                mc_sb_printf(c->sb, " + (%s)b%d * (%s)%lld", c->I, d, c->I, (long long)k->views[v].stride[d]);
+        mc_sb_puts(c->sb, ";\n");
+    }
+}
+
+/* The address expression of view v at row r, column col (C expressions). */
+static void view_at(actx *c, int v, const char *r, const char *col)
+{
+    const kir_view *w = &c->k->views[v];
+    mc_sb_printf(c->sb, "p%d[ob%d", c->view_param[v], v);
+    if (w->stride[c->nb] != 0)
+        mc_sb_printf(c->sb, " + (%s)(%s) * (%s)%lld", c->I, r, c->I, (long long)w->stride[c->nb]);
+    if (w->stride[c->nb + 1] != 0)
+        mc_sb_printf(c->sb, " + (%s)(%s) * (%s)%lld", c->I, col, c->I, (long long)w->stride[c->nb + 1]);
+    mc_sb_puts(c->sb, "]");
+}
+
+/* `auto mc_steps = [&](float s, int i, int j) -> float {...};` the score steps in order. Mask
+ * loads read at the query clamped to the last one (rows past Tq are computed, never stored). */
+static void emit_steps(actx *c)
+{
+    const kir_attention *a = &c->k->attn;
+    mc_strbuf *sb = c->sb;
+    mc_sb_puts(sb, "  auto mc_steps = [&](float s, int i, int j) -> float {\n");
+    if (a->nsteps > 0)
+        mc_sb_printf(sb, "    const int ic = i < %lld ? i : %lld;\n    (void)ic;\n", (long long)a->tq, (long long)(a->tq - 1));
+    for (int t = 0; t < a->nsteps; t++) {
+        const kir_attn_step *st = &a->steps[t];
+        mc_sb_puts(sb, "    s = ");
+        switch (st->kind) {
+        case KIR_STEP_MUL: mc_sb_puts(sb, "s * "); mc_c_literal(sb, st->value, MC_F32); break;
+        case KIR_STEP_DIV: mc_sb_puts(sb, "s / "); mc_c_literal(sb, st->value, MC_F32); break;
+        case KIR_STEP_BAND:
+            mc_sb_puts(sb, "(true");
+            if (st->lo > -KIR_BAND_OPEN)
+                mc_sb_printf(sb, " && j - i >= %lld", (long long)st->lo);
+            if (st->hi < KIR_BAND_OPEN)
+                mc_sb_printf(sb, " && j - i <= %lld", (long long)st->hi);
+            mc_sb_puts(sb, ") ? s : ");
+            mc_c_literal(sb, st->value, MC_F32);
+            break;
+        case KIR_STEP_WHERE:
+            mc_sb_printf(sb, "((bool)mc_ld(");
+            view_at(c, st->view, "ic", "j");
+            mc_sb_printf(sb, ") == %s) ? s : ", st->keep ? "true" : "false");
+            mc_c_literal(sb, st->value, MC_F32);
+            break;
+        case KIR_STEP_ADD:
+            mc_sb_puts(sb, "s + mc_ld(");
+            view_at(c, st->view, "ic", "j");
+            mc_sb_puts(sb, ")");
+            break;
+        }
+        mc_sb_puts(sb, ";\n");
+    }
+    mc_sb_puts(sb, "    (void)i; (void)j;\n    return s;\n  };\n");
+}
+
+static void operand_name(mc_strbuf *sb, int instr, void *ctx)
+{
+    (void)ctx;
+    mc_sb_printf(sb, "v%d", instr);
+}
+
+/* `auto mc_store = [&](int i, int col, float acc) {...};` the kernel's row block at (i, col). */
+static bool emit_store(actx *c)
+{
+    const kir_kernel *k = c->k;
+    mc_strbuf *sb = c->sb;
+    mc_sb_puts(sb, "  auto mc_store = [&](int i, int col, float acc) {\n");
+    for (int i = 0; i < k->ncode; i++) {
+        const kir_instr *in = &k->code[i];
+        mc_sb_printf(sb, "    const %s v%d = ", mc_c_arith_type(in->dtype), i);
+        switch (in->kind) {
+        case KI_ACC: mc_sb_puts(sb, "acc"); break;
+        case KI_CONST: mc_c_literal(sb, in->value, in->dtype); break;
+        case KI_OP:
+            if (!mc_c_op_expr(sb, k, in, operand_name, c))
+                return false;
+            break;
+        case KI_LOAD: case KI_INDEX: case KI_ROWVAL:
+            return false; /* lowering makes none: the row block is the accumulator's store */
+        }
+        mc_sb_puts(sb, ";\n");
+    }
+    for (int s = 0; s < k->nstores; s++) {
+        mc_sb_puts(sb, "    ");
+        view_at(c, k->stores[s].view, "i", "col");
+        mc_sb_printf(sb, " = %s(v%d);\n", cvt_fn(view_dtype(c, k->stores[s].view)), k->stores[s].value);
+    }
+    mc_sb_puts(sb, "  };\n");
+    return true;
+}
+
+static void emit_signature(actx *c)
+{
+    const kir_kernel *k = c->k;
+    mc_cuda_code *out = c->out;
+    mc_sb_printf(c->sb, "extern \"C\" __global__ void __launch_bounds__(128) %s(", out->entry);
+    for (int p = 0; p < out->nparams; p++) {
+        int b = out->param[p];
+        bool written = false;
+        for (int s = 0; s < k->nstores; s++)
+            written = written || k->views[k->stores[s].view].buffer == b;
+        mc_sb_printf(c->sb, "%s%s%s *p%d", p ? ", " : "", written ? "" : "const ",
+                     storage_type(c->kp->buffers[b].dtype), p);
+    }
+    mc_sb_puts(c->sb, ")\n{\n");
+}
+
+/* The key range of the CTA's queries [i0, i0 + nrows): jlo, jhi. */
+static void emit_key_range(actx *c)
+{
+    const kir_attention *a = &c->k->attn;
+    mc_sb_printf(c->sb, "  int jlo = 0, jhi = %lld;\n", (long long)a->tk);
+    if (a->skip) {
+        mc_sb_printf(c->sb, "  jlo = max(jlo, i0 + (%lld));\n", (long long)a->skip_lo);
+        mc_sb_printf(c->sb, "  jhi = min(jhi, i0 + nrows + (%lld));\n", (long long)a->skip_hi);
+    }
+}
+
+/* Can operand view v be copied into shared memory in 16-byte chunks (8 elements of a 16-bit
+ * type), rows of `cols` elements? */
+static bool chunked(const actx *c, int v, int64_t cols)
+{
+    const kir_view *w = &c->k->views[v];
+    if (w->stride[c->nb + 1] != 1 || cols % 8 != 0 || w->stride[c->nb] % 8 != 0 || w->offset % 8 != 0 ||
+        c->align[w->buffer] < 16)
+        return false;
+    for (int d = 0; d < c->nb; d++)
+        if (w->stride[d] % 8 != 0)
+            return false;
+    return true;
+}
+
+/* A lambda loading a tile of `rows` rows of operand view v (rows r0 + 0.., valid below rlim,
+ * columns below `cols`, zeros elsewhere) into shared memory of row stride `ld` halves. */
+static void emit_tile_loader(actx *c, const char *name, int v, int64_t cols, const char *colsp, const char *ld,
+                             const char *rows, bool async)
+{
+    mc_strbuf *sb = c->sb;
+    const kir_view *w = &c->k->views[v];
+    int p = c->view_param[v];
+    mc_sb_printf(sb, "  auto %s = [&](mc_t *dst, int r0, int rlim) {\n", name);
+    if (async) {
+        mc_sb_printf(sb, "    for (int e = tid; e < %s * (%s / 8); e += 128) {\n", rows, colsp);
+        mc_sb_printf(sb, "      const int r = e / (%s / 8), d = (e - r * (%s / 8)) * 8, row = r0 + r;\n", colsp, colsp);
+        mc_sb_printf(sb, "      const bool ok = row < rlim && d < %lld;\n", (long long)cols);
+        mc_sb_printf(sb, "      const mc_t *src = ok ? p%d + ob%d + (%s)row * (%s)%lld + d : p%d;\n", p, v, c->I, c->I,
+                     (long long)w->stride[c->nb], p);
+        mc_sb_printf(sb, "      mc_cp16(dst + r * %s + d, src, ok ? 16 : 0);\n", ld);
+        mc_sb_puts(sb, "    }\n  };\n");
+        return;
+    }
+    mc_sb_printf(sb, "    for (int e = tid; e < %s * %s; e += 128) {\n", rows, colsp);
+    mc_sb_printf(sb, "      const int r = e / %s, d = e - r * %s, row = r0 + r;\n", colsp, colsp);
+    mc_sb_printf(sb, "      mc_t x = mc_zero;\n      if (row < rlim && d < %lld) x = p%d[ob%d + (%s)row * (%s)%lld + (%s)d * (%s)%lld];\n",
+                 (long long)cols, p, v, c->I, c->I, (long long)w->stride[c->nb], c->I, c->I,
+                 (long long)w->stride[c->nb + 1]);
+    mc_sb_printf(sb, "      dst[r * %s + d] = x;\n    }\n  };\n", ld);
+}
+
+static const char tc_helpers[] =
+    "MC_D unsigned mc_pack2(float lo, float hi) {\n"
+    "  MC_T2 h = MC_PACK(lo, hi);\n"
+    "  return *reinterpret_cast<unsigned *>(&h);\n"
+    "}\n"
+    "MC_D void mc_mma(float *d, const unsigned *a, unsigned b0, unsigned b1) {\n"
+    "  asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.\" MC_PTX \".\" MC_PTX \".f32 {%0, %1, %2, %3}, \"\n"
+    "               \"{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\"\n"
+    "               : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
+    "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b0), \"r\"(b1));\n"
+    "}\n"
+    "MC_D void mc_ldsm4(unsigned *r, const void *p) {\n"
+    "  const unsigned s = (unsigned)__cvta_generic_to_shared(p);\n"
+    "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
+    "               : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(s));\n"
+    "}\n"
+    "MC_D void mc_ldsm4t(unsigned *r, const void *p) {\n"
+    "  const unsigned s = (unsigned)__cvta_generic_to_shared(p);\n"
+    "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
+    "               : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(s));\n"
+    "}\n"
+    "MC_D void mc_cp16(void *dst, const void *src, int bytes) {\n"
+    "  const unsigned s = (unsigned)__cvta_generic_to_shared(dst);\n"
+    "  asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\" :: \"r\"(s), \"l\"(src), \"r\"(bytes));\n"
+    "}\n"
+    "MC_D void mc_cp_commit() { asm volatile(\"cp.async.commit_group;\\n\" ::); }\n"
+    "MC_D void mc_cp_wait1() { asm volatile(\"cp.async.wait_group 1;\\n\" ::: \"memory\"); }\n";
+
+/* Can the output go out through shared memory in 16-byte rows? The row block is the plain
+ * store of the accumulator into a view of the inputs' 16-bit type, contiguous along Dv. */
+static bool staged_output(const actx *c, mc_dtype dt)
+{
+    const kir_kernel *k = c->k;
+    if (k->nstores != 1 || k->ncode != 1 || k->code[0].kind != KI_ACC || k->stores[0].value != 0)
+        return false;
+    int v = k->stores[0].view;
+    return view_dtype(c, v) == dt && chunked(c, v, k->attn.dv);
+}
+
+/* The tensor-core kernel (see the top). */
+static bool render_tc(actx *c)
+{
+    const kir_attention *a = &c->k->attn;
+    mc_strbuf *sb = c->sb;
+    mc_dtype dt = view_dtype(c, a->q);
+    int64_t dp = (a->d + 15) / 16 * 16, dvp = (a->dv + 15) / 16 * 16;
+    int wm = dp <= 64 && dvp <= 64 ? 2 : 1; /* 16-row m-tiles per warp: each K/V fragment feeds wm mmas */
+    bool kasync = chunked(c, a->k, a->d), vasync = chunked(c, a->v, a->dv), staged = staged_output(c, dt);
+    bool bf = dt == MC_BF16;
+    mc_sb_printf(sb, "typedef %s mc_t;\n#define MC_T2 %s\n#define MC_PACK %s\n#define MC_PTX \"%s\"\n",
+                 bf ? "__nv_bfloat16" : "__half", bf ? "__nv_bfloat162" : "__half2",
+                 bf ? "__floats2bfloat162_rn" : "__floats2half2_rn", bf ? "bf16" : "f16");
+    mc_sb_puts(sb, tc_helpers);
+    mc_sb_printf(sb, "#define MC_WM %d\n#define MC_BM (64 * MC_WM)\n#define MC_BN 64\n#define MC_DP %lld\n"
+                     "#define MC_DVP %lld\n", wm, (long long)dp, (long long)dvp);
+    mc_sb_puts(sb, "#define MC_QS ((MC_DP > MC_DVP ? MC_DP : MC_DVP) + 8)\n#define MC_KS (MC_DP + 8)\n"
+                   "#define MC_VS (MC_DVP + 8)\n#define MC_LOG2E 1.4426950408889634f\n");
+    emit_signature(c);
+    mc_sb_puts(sb, "  extern __shared__ __align__(16) unsigned char mc_smem[];\n"
+                   "  mc_t *sQ = (mc_t *)mc_smem, *sK = sQ + MC_BM * MC_QS, *sV = sK + 2 * MC_BN * MC_KS;\n"
+                   "  const mc_t mc_zero = MC_PACK(0.0f, 0.0f).x;\n"
+                   "  const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;\n");
+    /* one-dimensional grid: the last query tiles of every batch entry (the costliest under a
+     * causal mask) first */
+    int64_t nqt = (a->tq + 64 * wm - 1) / (64 * wm), batch = c->out->grid[1];
+    mc_sb_printf(sb, "  const int qt_ = %lld - (int)blockIdx.x / %lld, bid_ = (int)blockIdx.x %% %lld;\n",
+                 (long long)(nqt - 1), (long long)batch, (long long)batch);
+    mc_sb_puts(sb, "  const int i0 = qt_ * MC_BM;\n");
+    mc_sb_printf(sb, "  const int nrows = min(MC_BM, %lld - i0);\n", (long long)a->tq);
+    emit_batch_offsets(c, "bid_");
+    emit_key_range(c);
+    emit_steps(c);
+    if (!staged && !emit_store(c))
+        return false;
+    emit_tile_loader(c, "load_q", a->q, a->d, "MC_DP", "MC_QS", "MC_BM", false);
+    emit_tile_loader(c, "load_k", a->k, a->d, "MC_DP", "MC_KS", "MC_BN", kasync);
+    emit_tile_loader(c, "load_v", a->v, a->dv, "MC_DVP", "MC_VS", "MC_BN", vasync);
+    mc_sb_printf(sb, "  load_q(sQ, i0, %lld);\n", (long long)a->tq);
+    mc_sb_puts(sb,
+               "  const int ntiles = jhi > jlo ? (jhi - jlo + MC_BN - 1) / MC_BN : 0;\n"
+               "  if (ntiles > 0) { load_k(sK, jlo, jhi); load_v(sV, jlo, jhi); }\n"
+               "  mc_cp_commit();\n"
+               "  __syncthreads();\n"
+               "  unsigned qa[MC_WM][MC_DP / 16][4];\n"
+               "#pragma unroll\n"
+               "  for (int mt = 0; mt < MC_WM; ++mt) {\n"
+               "    const mc_t *qb = sQ + (warp * 16 * MC_WM + mt * 16 + g) * MC_QS + t4 * 2;\n"
+               "#pragma unroll\n"
+               "    for (int ks = 0; ks < MC_DP / 16; ++ks) {\n"
+               "      qa[mt][ks][0] = *reinterpret_cast<const unsigned *>(qb + ks * 16);\n"
+               "      qa[mt][ks][1] = *reinterpret_cast<const unsigned *>(qb + 8 * MC_QS + ks * 16);\n"
+               "      qa[mt][ks][2] = *reinterpret_cast<const unsigned *>(qb + ks * 16 + 8);\n"
+               "      qa[mt][ks][3] = *reinterpret_cast<const unsigned *>(qb + 8 * MC_QS + ks * 16 + 8);\n"
+               "    }\n"
+               "  }\n"
+               "  float o[MC_WM][MC_DVP / 8][4], m[MC_WM][2], l[MC_WM][2];\n"
+               "#pragma unroll\n"
+               "  for (int mt = 0; mt < MC_WM; ++mt) {\n"
+               "#pragma unroll\n"
+               "    for (int n = 0; n < MC_DVP / 8; ++n) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.0f;\n"
+               "    m[mt][0] = m[mt][1] = -MC_INF;\n"
+               "    l[mt][0] = l[mt][1] = 0.0f;\n"
+               "  }\n"
+               "  const int rw = i0 + warp * 16 * MC_WM + g; /* the thread's rows: rw + 16 mt + 8 h */\n"
+               "  for (int it = 0; it < ntiles; ++it) {\n"
+               "    const int j0 = jlo + it * MC_BN, jend = min(j0 + MC_BN, jhi);\n"
+               "    if (it + 1 < ntiles) {\n"
+               "      load_k(sK + ((it + 1) & 1) * MC_BN * MC_KS, j0 + MC_BN, jhi);\n"
+               "      load_v(sV + ((it + 1) & 1) * MC_BN * MC_VS, j0 + MC_BN, jhi);\n"
+               "    }\n"
+               "    mc_cp_commit();\n"
+               "    mc_cp_wait1();\n"
+               "    __syncthreads();\n"
+               "    const mc_t *cK = sK + (it & 1) * MC_BN * MC_KS, *cV = sV + (it & 1) * MC_BN * MC_VS;\n"
+               "    float s[MC_WM][MC_BN / 8][4];\n"
+               "#pragma unroll\n"
+               "    for (int mt = 0; mt < MC_WM; ++mt)\n"
+               "#pragma unroll\n"
+               "      for (int n = 0; n < MC_BN / 8; ++n) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.0f;\n"
+               "#pragma unroll\n"
+               "    for (int ks = 0; ks < MC_DP / 16; ++ks)\n"
+               "#pragma unroll\n"
+               "      for (int n = 0; n < MC_BN / 8; n += 2) {\n"
+               "        unsigned b[4];\n"
+               "        mc_ldsm4(b, cK + (n * 8 + (lane & 7) + ((lane >> 4) << 3)) * MC_KS + ks * 16 + ((lane >> 3) & 1) * 8);\n"
+               "#pragma unroll\n"
+               "        for (int mt = 0; mt < MC_WM; ++mt) {\n"
+               "          mc_mma(s[mt][n], qa[mt][ks], b[0], b[1]);\n"
+               "          mc_mma(s[mt][n + 1], qa[mt][ks], b[2], b[3]);\n"
+               "        }\n"
+               "      }\n"
+               "#pragma unroll\n"
+               "    for (int mt = 0; mt < MC_WM; ++mt) {\n"
+               "      float mx[2] = {-MC_INF, -MC_INF};\n"
+               "#pragma unroll\n"
+               "      for (int n = 0; n < MC_BN / 8; ++n)\n"
+               "#pragma unroll\n"
+               "        for (int e = 0; e < 4; ++e) {\n"
+               "          const int j = j0 + n * 8 + t4 * 2 + (e & 1);\n"
+               "          float v = mc_steps(s[mt][n][e], rw + 16 * mt + 8 * (e >> 1), j);\n"
+               "          if (j >= jend) v = -MC_INF;\n"
+               "          s[mt][n][e] = v;\n"
+               "          mx[e >> 1] = fmaxf(mx[e >> 1], v);\n"
+               "        }\n"
+               "      float u[2];\n"
+               "#pragma unroll\n"
+               "      for (int h = 0; h < 2; ++h) {\n"
+               "        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));\n"
+               "        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));\n"
+               "        const float mn = fmaxf(m[mt][h], mx[h]);\n"
+               "        const float alpha = m[mt][h] == mn ? 1.0f : exp2f((m[mt][h] - mn) * MC_LOG2E);\n"
+               "        u[h] = mn == -MC_INF ? 0.0f : mn * MC_LOG2E;\n"
+               "        m[mt][h] = mn;\n"
+               "        l[mt][h] *= alpha;\n"
+               "#pragma unroll\n"
+               "        for (int n = 0; n < MC_DVP / 8; ++n) {\n"
+               "          o[mt][n][2 * h] *= alpha;\n"
+               "          o[mt][n][2 * h + 1] *= alpha;\n"
+               "        }\n"
+               "      }\n"
+               "#pragma unroll\n"
+               "      for (int n = 0; n < MC_BN / 8; ++n)\n"
+               "#pragma unroll\n"
+               "        for (int e = 0; e < 4; ++e) {\n"
+               "          s[mt][n][e] = exp2f(fmaf(s[mt][n][e], MC_LOG2E, -u[e >> 1]));\n"
+               "          l[mt][e >> 1] += s[mt][n][e];\n"
+               "        }\n"
+               "    }\n"
+               "#pragma unroll\n"
+               "    for (int kk = 0; kk < MC_BN / 16; ++kk) {\n"
+               "      unsigned pa[MC_WM][4];\n"
+               "#pragma unroll\n"
+               "      for (int mt = 0; mt < MC_WM; ++mt) {\n"
+               "        pa[mt][0] = mc_pack2(s[mt][2 * kk][0], s[mt][2 * kk][1]);\n"
+               "        pa[mt][1] = mc_pack2(s[mt][2 * kk][2], s[mt][2 * kk][3]);\n"
+               "        pa[mt][2] = mc_pack2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);\n"
+               "        pa[mt][3] = mc_pack2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);\n"
+               "      }\n"
+               "#pragma unroll\n"
+               "      for (int n = 0; n < MC_DVP / 8; n += 2) {\n"
+               "        unsigned b[4];\n"
+               "        mc_ldsm4t(b, cV + (kk * 16 + (lane & 15)) * MC_VS + n * 8 + (lane >> 4) * 8);\n"
+               "#pragma unroll\n"
+               "        for (int mt = 0; mt < MC_WM; ++mt) {\n"
+               "          mc_mma(o[mt][n], pa[mt], b[0], b[1]);\n"
+               "          mc_mma(o[mt][n + 1], pa[mt], b[2], b[3]);\n"
+               "        }\n"
+               "      }\n"
+               "    }\n"
+               "    __syncthreads();\n"
+               "  }\n"
+               "  float inv[MC_WM][2];\n"
+               "#pragma unroll\n"
+               "  for (int mt = 0; mt < MC_WM; ++mt)\n"
+               "#pragma unroll\n"
+               "    for (int h = 0; h < 2; ++h) {\n"
+               "      float t = l[mt][h];\n"
+               "      t += __shfl_xor_sync(0xffffffffu, t, 1);\n"
+               "      t += __shfl_xor_sync(0xffffffffu, t, 2);\n"
+               "      inv[mt][h] = 1.0f / t; /* no key left: 0 / 0, NaN as the unfused softmax */\n"
+               "    }\n");
+    if (staged) {
+        /* O through shared memory (Q's, now free), then 16-byte rows to the output */
+        const kir_view *ov = &c->k->views[c->k->stores[0].view];
+        mc_sb_puts(sb,
+                   "  __syncthreads();\n"
+                   "#pragma unroll\n"
+                   "  for (int mt = 0; mt < MC_WM; ++mt)\n"
+                   "#pragma unroll\n"
+                   "    for (int n = 0; n < MC_DVP / 8; ++n)\n"
+                   "#pragma unroll\n"
+                   "      for (int h = 0; h < 2; ++h) {\n"
+                   "        const int r = warp * 16 * MC_WM + mt * 16 + g + 8 * h;\n"
+                   "        *reinterpret_cast<unsigned *>(sQ + r * MC_QS + n * 8 + t4 * 2) =\n"
+                   "            mc_pack2(o[mt][n][2 * h] * inv[mt][h], o[mt][n][2 * h + 1] * inv[mt][h]);\n"
+                   "      }\n"
+                   "  __syncthreads();\n");
+        mc_sb_printf(sb, "  for (int e = tid; e < nrows * %lld; e += 128) {\n", (long long)(a->dv / 8));
+        mc_sb_printf(sb, "    const int r = e / %lld, ch = e - r * %lld;\n", (long long)(a->dv / 8), (long long)(a->dv / 8));
+        mc_sb_printf(sb, "    *reinterpret_cast<uint4 *>(p%d + ob%d + (%s)(i0 + r) * (%s)%lld + ch * 8) =\n"
+                         "        *reinterpret_cast<const uint4 *>(sQ + r * MC_QS + ch * 8);\n  }\n",
+                     c->view_param[c->k->stores[0].view], c->k->stores[0].view, c->I, c->I,
+                     (long long)ov->stride[c->nb]);
+        mc_sb_puts(sb, "}\n");
+    } else {
+        mc_sb_puts(sb, "#pragma unroll\n"
+                       "  for (int mt = 0; mt < MC_WM; ++mt)\n"
+                       "#pragma unroll\n"
+                       "    for (int n = 0; n < MC_DVP / 8; ++n)\n"
+                       "#pragma unroll\n"
+                       "      for (int e = 0; e < 4; ++e) {\n"
+                       "        const int col = n * 8 + t4 * 2 + (e & 1), i = rw + 16 * mt + 8 * (e >> 1);\n");
+        mc_sb_printf(sb, "        if (i < %lld && col < %lld) mc_store(i, col, o[mt][n][e] * inv[mt][e >> 1]);\n",
+                     (long long)a->tq, (long long)a->dv);
+        mc_sb_puts(sb, "      }\n}\n");
+    }
+    int64_t qs = (dp > dvp ? dp : dvp) + 8;
+    c->out->block = 128;
+    c->out->grid[0] = nqt * batch;
+    c->out->grid[1] = 1;
+    c->out->smem = (int)((64 * wm * qs + 2 * 64 * (dp + 8) + 2 * 64 * (dvp + 8)) * 2);
+    c->out->scheme = "attention-mma";
+    return true;
+}
+
+/* The FMA kernel (see the top). */
+static bool render_fma(actx *c)
+{
+    const kir_attention *a = &c->k->attn;
+    mc_strbuf *sb = c->sb;
+    int64_t wide = a->d > a->dv ? a->d : a->dv;
+    int G = wide <= 32 ? 1 : wide <= 64 ? 2 : 4;
+    int64_t dpg = ((a->d + G - 1) / G + 3) / 4 * 4, dvg = ((a->dv + G - 1) / G + 3) / 4 * 4;
+    mc_sb_printf(sb, "#define MC_G %d\n#define MC_RM (128 / MC_G)\n#define MC_BN 32\n#define MC_DPG %lld\n"
+                     "#define MC_DVG %lld\n#define MC_KS (MC_G * (MC_DPG + 4))\n#define MC_VS (MC_G * (MC_DVG + 4))\n",
+                 G, (long long)dpg, (long long)dvg);
+    emit_signature(c);
+    int64_t nqt = (a->tq + 128 / G - 1) / (128 / G), batch = c->out->grid[1];
+    mc_sb_puts(sb, "  __shared__ __align__(16) float sK[MC_BN * MC_KS];\n"
+                   "  __shared__ __align__(16) float sV[MC_BN * MC_VS];\n"
+                   "  const int tid = (int)threadIdx.x, h = tid % MC_G;\n");
+    mc_sb_printf(sb, "  const int qt_ = %lld - (int)blockIdx.x / %lld, bid_ = (int)blockIdx.x %% %lld;\n",
+                 (long long)(nqt - 1), (long long)batch, (long long)batch);
+    mc_sb_puts(sb, "  const int i0 = qt_ * MC_RM, i = i0 + tid / MC_G;\n");
+    mc_sb_printf(sb, "  const int nrows = min(MC_RM, %lld - i0), ic = i < %lld ? i : %lld;\n", (long long)a->tq,
+                 (long long)a->tq, (long long)(a->tq - 1));
+    emit_batch_offsets(c, "bid_");
+    emit_key_range(c);
+    emit_steps(c);
+    if (!emit_store(c))
+        return false;
+    mc_sb_puts(sb, "  float q[MC_DPG], o[MC_DVG];\n"
+                   "#pragma unroll\n"
+                   "  for (int x = 0; x < MC_DPG; ++x) {\n"
+                   "    const int d = h * MC_DPG + x;\n"
+                   "    q[x] = 0.0f;\n");
+    mc_sb_printf(sb, "    if (d < %lld) q[x] = mc_ld(", (long long)a->d);
+    view_at(c, a->q, "ic", "d");
+    mc_sb_puts(sb, ");\n  }\n"
+                   "#pragma unroll\n"
+                   "  for (int x = 0; x < MC_DVG; ++x) o[x] = 0.0f;\n"
+                   "  float m = -MC_INF, l = 0.0f;\n"
+                   "  for (int j0 = jlo; j0 < jhi; j0 += MC_BN) {\n"
+                   "    __syncthreads();\n"
+                   "    for (int e = tid; e < MC_BN * MC_G * MC_DPG; e += 128) {\n"
+                   "      const int r = e / (MC_G * MC_DPG), d = e - r * (MC_G * MC_DPG), j = j0 + r;\n"
+                   "      float x = 0.0f;\n");
+    mc_sb_printf(sb, "      if (j < jhi && d < %lld) x = mc_ld(", (long long)a->d);
+    view_at(c, a->k, "j", "d");
+    mc_sb_puts(sb, ");\n"
+                   "      sK[r * MC_KS + (d / MC_DPG) * (MC_DPG + 4) + d % MC_DPG] = x;\n"
+                   "    }\n"
+                   "    for (int e = tid; e < MC_BN * MC_G * MC_DVG; e += 128) {\n"
+                   "      const int r = e / (MC_G * MC_DVG), d = e - r * (MC_G * MC_DVG), j = j0 + r;\n"
+                   "      float x = 0.0f;\n");
+    mc_sb_printf(sb, "      if (j < jhi && d < %lld) x = mc_ld(", (long long)a->dv);
+    view_at(c, a->v, "j", "d");
+    mc_sb_puts(sb, ");\n"
+                   "      sV[r * MC_VS + (d / MC_DVG) * (MC_DVG + 4) + d % MC_DVG] = x;\n"
+                   "    }\n"
+                   "    __syncthreads();\n"
+                   "    const int jend = min(j0 + MC_BN, jhi);\n"
+                   "    float s[MC_BN];\n"
+                   "    float mx = -MC_INF;\n"
+                   "#pragma unroll\n"
+                   "    for (int jj = 0; jj < MC_BN; ++jj) {\n"
+                   "      const float4 *kr = reinterpret_cast<const float4 *>(sK + jj * MC_KS + h * (MC_DPG + 4));\n"
+                   "      float acc = 0.0f;\n"
+                   "#pragma unroll\n"
+                   "      for (int x = 0; x < MC_DPG / 4; ++x) {\n"
+                   "        const float4 kv = kr[x];\n"
+                   "        acc = fmaf(q[4 * x], kv.x, acc);\n"
+                   "        acc = fmaf(q[4 * x + 1], kv.y, acc);\n"
+                   "        acc = fmaf(q[4 * x + 2], kv.z, acc);\n"
+                   "        acc = fmaf(q[4 * x + 3], kv.w, acc);\n"
+                   "      }\n"
+                   "#pragma unroll\n"
+                   "      for (int w = MC_G / 2; w > 0; w >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, w);\n"
+                   "      const int j = j0 + jj;\n"
+                   "      float v = mc_steps(acc, i, j);\n"
+                   "      if (j >= jend) v = -MC_INF;\n"
+                   "      s[jj] = v;\n"
+                   "      mx = fmaxf(mx, v);\n"
+                   "    }\n"
+                   "    const float mn = fmaxf(m, mx);\n"
+                   "    const float alpha = m == mn ? 1.0f : expf(m - mn), u = mn == -MC_INF ? 0.0f : mn;\n"
+                   "    m = mn;\n"
+                   "    float ls = 0.0f;\n"
+                   "#pragma unroll\n"
+                   "    for (int jj = 0; jj < MC_BN; ++jj) {\n"
+                   "      s[jj] = expf(s[jj] - u);\n"
+                   "      ls += s[jj];\n"
+                   "    }\n"
+                   "    l = l * alpha + ls;\n"
+                   "#pragma unroll\n"
+                   "    for (int x = 0; x < MC_DVG; ++x) o[x] *= alpha;\n"
+                   "#pragma unroll\n"
+                   "    for (int jj = 0; jj < MC_BN; ++jj) {\n"
+                   "      const float4 *vr = reinterpret_cast<const float4 *>(sV + jj * MC_VS + h * (MC_DVG + 4));\n"
+                   "      const float p = s[jj];\n"
+                   "#pragma unroll\n"
+                   "      for (int x = 0; x < MC_DVG / 4; ++x) {\n"
+                   "        const float4 vv = vr[x];\n"
+                   "        o[4 * x] = fmaf(p, vv.x, o[4 * x]);\n"
+                   "        o[4 * x + 1] = fmaf(p, vv.y, o[4 * x + 1]);\n"
+                   "        o[4 * x + 2] = fmaf(p, vv.z, o[4 * x + 2]);\n"
+                   "        o[4 * x + 3] = fmaf(p, vv.w, o[4 * x + 3]);\n"
+                   "      }\n"
+                   "    }\n"
+                   "  }\n"
+                   "  const float inv = 1.0f / l;\n"
+                   "#pragma unroll\n"
+                   "  for (int x = 0; x < MC_DVG; ++x) {\n"
+                   "    const int col = h * MC_DVG + x;\n");
+    mc_sb_printf(sb, "    if (i < %lld && col < %lld) mc_store(i, col, o[x] * inv);\n  }\n  (void)nrows;\n}\n",
+                 (long long)a->tq, (long long)a->dv);
+    c->out->block = 128;
+    c->out->grid[0] = nqt * batch;
+    c->out->grid[1] = 1;
+    c->out->smem = 0;
+    c->out->scheme = "attention-fma";
+    return true;
+}
+
+mc_status mc_cuda_render_attention(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
+                                   mc_cuda_code *out)
+{
+    const kir_kernel *k = &kp->kernels[ki];
+    const kir_attention *a = &k->attn;
+    actx c = {.kp = kp, .k = k, .t = t, .align = align, .sb = &out->src, .out = out, .nb = k->rank - 2};
+    c.view_param = malloc(sizeof *c.view_param * (size_t)(k->nviews + 1));
+    out->param = calloc((size_t)k->nviews + 1, sizeof *out->param);
+    if (!c.view_param || !out->param) {
+        free(c.view_param);
+        mc_cuda_code_free(out);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory rendering CUDA kernel %s", k->name);
+    }
+    /* parameters: each buffer once, in the order of its first view */
+    int64_t maxoff = 0;
+    for (int v = 0; v < k->nviews; v++) {
+        int b = k->views[v].buffer, p = 0;
+        while (p < out->nparams && out->param[p] != b)
+            p++;
+        if (p == out->nparams)
+            out->param[out->nparams++] = b;
+        c.view_param[v] = p;
+        if (kp->buffers[b].numel > maxoff)
+            maxoff = kp->buffers[b].numel;
+    }
+    c.I = maxoff + ((int64_t)1 << 24) >= ((int64_t)1 << 31) ? "long long" : "int";
+    int64_t batch = 1;
+    for (int d = 0; d < c.nb; d++)
+        batch *= k->shape[d];
+    size_t n = 0;
+    for (; k->name[n] && n + 1 < sizeof out->entry; n++) {
+        char ch = k->name[n];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
+        out->entry[n] = ok ? ch : '_';
+    }
+    out->entry[n] = '\0';
+    mc_dtype dq = view_dtype(&c, a->q);
+    bool tc = t->sm >= 80 && (dq == MC_F16 || dq == MC_BF16) && view_dtype(&c, a->k) == dq &&
+              view_dtype(&c, a->v) == dq;
+    mc_sb_puts(c.sb, mc_cuda_prelude);
+    out->body = c.sb->len;
+    mc_sb_printf(c.sb, "/* minic kernel %s (attention, %s): [%lld batch x %lld queries] x %lld keys, d %lld, dv %lld */\n",
+                 out->entry, tc ? "tensor cores" : "FMA", (long long)batch, (long long)a->tq, (long long)a->tk,
+                 (long long)a->d, (long long)a->dv);
+    out->grid[1] = batch; /* the renderers read it, then make the grid one-dimensional */
+    bool ok = tc ? render_tc(&c) : render_fma(&c);
+    out->grid[2] = 1;
+    out->vec = 1;
+    free(c.view_param);
+    if (c.sb->oom || !ok) {
+        mc_cuda_code_free(out);
+        return c.sb->oom ? mc_fail(MC_ERR_SYSTEM, "out of memory rendering CUDA kernel %s", k->name)
+                         : mc_fail(MC_ERR_SYSTEM, "internal error: attention kernel %s has a row block the CUDA "
+                                                  "renderer cannot express", k->name);
+    }
+    return MC_OK;
+}
