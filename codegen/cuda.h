@@ -134,5 +134,12 @@ void mc_cuda_plans_free(mc_cuda_kernel_plan *plans, int n);
 bool mc_cuda_have_nvrtc(void); /* NVRTC loads (else the error says why) */
 mc_status mc_cuda_compile(const char *const *srcs, const char *const *entries, int n, int sm,
                           bool quiet, void **cubins, size_t *sizes, int *compiled);
+/* Delete the cache entries of these sources for sm_<sm> (the backend does so when the driver
+ * refuses a cached cubin, then compiles them afresh). */
+void mc_cuda_cache_evict(const char *const *srcs, int n, int sm);
+/* A source's cache key: minic's version, NVRTC's version, every option (the architecture among
+ * them) and the whole source (malloc'd; NULL when out of memory). */
+char *mc_cuda_cache_key(int nvrtc_major, int nvrtc_minor, const char *const *opts, int nopts,
+                        const char *src);
 
 #endif

@@ -9,11 +9,18 @@
  * one of four words), and any mistake is an error that names the option, with exit status 1.
  *
  * What each subcommand does is in tools/commands.c; this file only turns argv into cli_args.
+ * `minic peaks` and `minic cache` take no graph and parse their own arguments
+ * (tools/peaks_cmd.c, tools/cache_cmd.c).
+ *
+ * SIGINT, SIGTERM and SIGHUP: the handler removes the temporaries of the writes in progress
+ * (an --output file being written, a cache entry being stored: mc_temp_files_remove), then
+ * lets the signal end the process as it would have, so an interrupted run leaves no stray file.
  */
 #include "cli.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,6 +156,9 @@ static void print_main_help(FILE *out)
         }
         fputc('\n', out);
     }
+    fputs("  peaks  measure this machine's ceilings for --profile (minic peaks --help)\n"
+          "  cache  the compile cache: `minic cache info` or `minic cache clear`\n",
+          out);
     fputs("\n`minic COMMAND --help` lists the options of a command.\n"
           "exit status: 0 success; 1 the input is wrong (graph, file, option, shape, dtype,\n"
           "weights); 2 the system failed (no GPU for --backend cuda, out of memory, a compiler).\n",
@@ -336,8 +346,34 @@ static int parse_args(const command *c, int argc, char **argv, cli_args *a)
     return -1;
 }
 
+static void on_signal(int sig)
+{
+    mc_temp_files_remove(); /* async-signal-safe */
+    /* SA_RESETHAND restored the default action; the signal, blocked while this runs, is
+     * delivered again on return and ends the process with the usual status. */
+    raise(sig);
+}
+
+static void install_signal_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old;
+        /* a signal ignored by whoever started us (nohup, a shell's background job) stays so */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    install_signal_handlers();
     if (argc < 2) {
         print_main_help(stderr);
         return CLI_USER;
@@ -353,12 +389,14 @@ int main(int argc, char **argv)
     }
     if (!strcmp(name, "peaks")) /* tools/peaks_cmd.c (measured ceilings for --profile) */
         return cli_peaks(argc - 2, argv + 2);
+    if (!strcmp(name, "cache")) /* tools/cache_cmd.c */
+        return cli_cache(argc - 2, argv + 2);
     const command *c = NULL;
     for (int i = 0; i < NCOMMANDS; i++)
         if (!strcmp(commands[i].name, name))
             c = &commands[i];
     if (!c)
-        return cli_error(CLI_USER, "unknown command '%s' (expected run, bench, check or dump; see minic --help)", name);
+        return cli_error(CLI_USER, "unknown command '%s' (expected run, bench, check, dump, peaks or cache; see minic --help)", name);
 
     cli_args a = {.command = c->name, .opt = mc_options_default(), .stage = "ir"};
     int status = parse_args(c, argc, argv, &a);
