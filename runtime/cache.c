@@ -274,11 +274,13 @@ static uint64_t read_le64(const unsigned char *p)
     return v;
 }
 
+#ifdef MINIC_HAVE_XXHASH
 static void write_le64(unsigned char *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++)
         p[i] = (unsigned char)(v >> (8 * i));
 }
+#endif
 
 mc_cache_entry_check mc_cache_entry_parse(const void *bytes, size_t size, mc_cache_entry *out)
 {

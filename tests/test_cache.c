@@ -40,6 +40,14 @@ static const char *fresh_cache(const char *name)
     return root;
 }
 
+static bool exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+#ifdef MINIC_HAVE_XXHASH
+
 static unsigned char *read_file(const char *path, size_t *size)
 {
     FILE *f = fopen(path, "rb");
@@ -63,12 +71,6 @@ static void write_file(const char *path, const void *data, size_t size)
     assert_int_equal(fclose(f), 0);
 }
 
-static bool exists(const char *path)
-{
-    struct stat st;
-    return lstat(path, &st) == 0;
-}
-
 /* Files in dir whose name contains `part`. */
 static int count_files(const char *dir, const char *part)
 {
@@ -86,8 +88,6 @@ static void payload_pattern(unsigned char *p, size_t n, unsigned seed)
     for (size_t i = 0; i < n; i++)
         p[i] = (unsigned char)(seed * 131 + i * 7 + (i >> 8));
 }
-
-#ifdef MINIC_HAVE_XXHASH
 
 /* ---- what is handed out ---------------------------------------------------------------------- */
 
