@@ -420,9 +420,11 @@ mc_cache_result mc_cache_load(const char *kind, const char *key, void **data, si
     struct stat st;
     unsigned char *buf = NULL;
     bool ok = fstat(fd, &st) == 0;
+    /* No entry is larger than the cap (a larger one is never stored): a file that is, is not
+     * one of ours and is not read into memory. */
     if (ok && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
         (uint64_t)st.st_size >= MC_CACHE_HEADER + MC_CACHE_TRAILER &&
-        (uint64_t)st.st_size <= MAX_PAYLOAD + MC_CACHE_HEADER + MC_CACHE_TRAILER + (1u << 26))
+        (uint64_t)st.st_size <= mc_cache_capacity() && (uint64_t)st.st_size < SIZE_MAX)
         buf = read_fd(fd, (size_t)st.st_size);
     mc_cache_entry e;
     size_t want = strlen(key);

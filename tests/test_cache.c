@@ -544,6 +544,14 @@ static void test_size_cap_lru(void **state)
     store_sized("huge", 40000, 0);
     assert_false(has_entry("huge"));
     assert_true(has_entry("a") && has_entry("c") && has_entry("d"));
+    /* a file larger than the cap under an entry's name is not one of ours: evicted unread */
+    char path[4200];
+    assert_true(mc_cache_entry_path("cpu", "planted big", path, sizeof path));
+    unsigned char *junk = calloc(40000, 1);
+    write_file(path, junk, 40000);
+    free(junk);
+    assert_int_equal(mc_cache_load("cpu", "planted big", &data, &size), MC_CACHE_EVICTED);
+    assert_false(exists(path));
     /* 0: nothing is stored */
     setenv("MINIC_CACHE_SIZE", "0", 1);
     store_sized("e", 10, 0);
