@@ -58,7 +58,7 @@ enum {
 };
 static const char MAGIC[8] = {'M', 'C', 'C', 'A', 'C', 'H', 'E', '1'};
 static const uint64_t DEFAULT_CAPACITY = (uint64_t)256 << 20;
-static const uint64_t MAX_PAYLOAD = (uint64_t)1 << 32;
+#define MAX_PAYLOAD ((uint64_t)1 << 32) /* the largest payload stored */
 
 void (*mc_cache_before_rename)(const char *temp_path);
 
