@@ -373,7 +373,8 @@ static void evict_if_same(int dirfd, const char *name, const struct stat *seen)
         (void)unlinkat(dirfd, name, 0);
 }
 
-/* Read a whole regular file from an open descriptor (its fstat in st) into malloc'd memory. */
+/* Read a whole regular file of `size` bytes (its fstat) from fd into malloc'd memory; NULL
+ * when it is shorter or longer now. */
 static unsigned char *read_fd(int fd, size_t size)
 {
     unsigned char *buf = malloc(size ? size : 1);
