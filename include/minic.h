@@ -174,6 +174,19 @@ mc_status mc_program_output(mc_program *p, int index, mc_tensor *out);
 /* Write every output: .safetensors (by name) or .npy (one output only). Temp file + rename. */
 mc_status mc_program_save_outputs(mc_program *p, const char *path);
 
+/* ---- the compile cache and temporary files ------------------------------------------------ */
+
+/* Compiled kernels are cached on disk ($XDG_CACHE_HOME/minic, else ~/.cache/minic; MINIC_NO_CACHE=1
+ * turns it off, MINIC_CACHE_SIZE caps it; docs/RELIABILITY.md). Why the cache is not being used
+ * in this process (its directory belongs to another user or is writable by others, a bad
+ * MINIC_CACHE_SIZE, a build without xxHash), or NULL. The library does not print: a program
+ * shows this note if it wants to. The text stays valid until the process ends. */
+const char *mc_cache_note(void);
+/* Remove the temporary files of the writes in progress in this process (output files being
+ * written, cache entries being stored); those writes then fail. Async-signal-safe: meant for a
+ * SIGINT/SIGTERM handler, which should then restore the default action and raise the signal. */
+void mc_temp_files_remove(void);
+
 #ifdef __cplusplus
 }
 #endif

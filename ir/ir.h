@@ -190,7 +190,7 @@ double mc_wrap_i32(int64_t v);
  * params are given as host arrays in their own dtype (inputs[i] for node i, NULL for others);
  * outputs come back as doubles, one malloc'd array per graph output, unrounded when `exact`,
  * or rounded to each value's dtype at every node when not (the reference backend's rule).
- * i32 arithmetic wraps and x / 0 is 0 (as codegen/kir.h defines for every backend). */
+ * i32 arithmetic wraps and x / 0 is 0 (as kir/kir.h defines for every backend). */
 mc_status mc_graph_eval(const mc_graph *g, const void *const *inputs, bool exact,
                         double **outputs);
 

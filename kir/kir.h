@@ -155,7 +155,7 @@ void kir_program_free(kir_program *kp);
  * `stage` and the kernel. The pipeline runs it after lowering and after planning when
  * mc_compile_options.verify is set (debug builds, tests, minic dump). */
 mc_status kir_verify(const kir_program *kp, const char *stage, bool planned);
-/* FLOPs and bytes of a kernel, from its IR (codegen/kir_count.c): a GEMM's 2*M*N*K plus its
+/* FLOPs and bytes of a kernel, from its IR (kir/kir.c): a GEMM's 2*M*N*K plus its
  * epilogue's arithmetic; each KI_OP counts its op's flops once per point where it is evaluated;
  * bytes: each distinct buffer read once, each written once, at its dtype's size. */
 void kir_count(const kir_program *kp, kir_kernel *k);

@@ -1,4 +1,4 @@
-/* The CPU backend (codegen/llvm*.c) on hand-built kernel IR programs, against a float64
+/* The CPU backend (backends/cpu/llvm*.c) on hand-built kernel IR programs, against a float64
  * interpreter of the kernel IR (tests/cuda_fixtures.h, shared with the CUDA tests).
  *
  * Each fixture runs at sizes that exercise the vector body, the scalar remainder and the

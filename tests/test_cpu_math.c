@@ -1,4 +1,4 @@
-/* Accuracy of the CPU backend's transcendentals (codegen/llvm_math.c), measured in ulps.
+/* Accuracy of the CPU backend's transcendentals (backends/cpu/llvm_math.c), measured in ulps.
  *
  * Each function runs as a generated pointwise kernel (vector body and scalar remainder both,
  * since the inputs' count is not a multiple of the vector width) over inputs that sweep wide

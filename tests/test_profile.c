@@ -1,7 +1,7 @@
 /* Profile numbers (docs/FORMAT.md §5, runtime/profile.c): FLOPs and bytes per kernel against values
  * computed by hand, and the rates, percentages and bounds derived from times and peaks.
  *
- * The counting rule (codegen/kir.h, kir_count): a GEMM costs 2*M*N*K (times its batch), once;
+ * The counting rule (kir/kir.h, kir_count): a GEMM costs 2*M*N*K (times its batch), once;
  * every arithmetic instruction costs its operator's FLOPs (ir/ops.def: 1 for every arithmetic
  * primitive) at every point where it is evaluated (a row block once per row, a loop block once
  * per element; a value recomputed in a later loop counts again), and every reduction one FLOP

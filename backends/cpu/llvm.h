@@ -1,4 +1,4 @@
-/* The CPU backend's internal interface, shared by codegen/llvm*.c only.
+/* The CPU backend's internal interface, shared by backends/cpu/llvm*.c only.
  *
  *   llvm_backend.c  the mc_backend_cpu slots: host target, module build, optimization, object
  *                   code, disk cache, ORC LLJIT, the thread pool that runs the kernels
@@ -33,6 +33,22 @@ typedef struct llvm_target {
     int vector_bits; /* widest float vector the host runs natively: 128, 256 or 512 */
     bool fma;
 } llvm_target;
+
+/* Everything a program's object code depends on: the compile cache's key is made of these
+ * (llvm_backend.c), each part with its length so that no part can run into the next. A change
+ * to any part is a different key, hence a miss (tests/test_cache.c changes each). */
+typedef struct llvm_key_parts {
+    const char *minic_version;   /* the library's version */
+    const char *codegen_version; /* CODEGEN_VERSION: bumped when generated code changes meaning */
+    const char *llvm_version;    /* LLVM_VERSION_STRING */
+    const char *triple, *cpu, *features; /* the host target */
+    const char *passes;          /* the optimization pipeline */
+    const char *machine;         /* code generation settings: opt level, relocation, code model */
+    const char *options;         /* the program's options that reach the code */
+    const char *kernels;         /* per kernel: name, split, scratch, packing, shared code */
+    const char *ir;              /* the module as printed */
+} llvm_key_parts;
+char *llvm_cache_key(const llvm_key_parts *parts); /* malloc'd; NULL when out of memory */
 
 /* What the runtime needs to launch a kernel. */
 typedef struct llvm_kernel_info {

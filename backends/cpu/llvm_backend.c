@@ -1,10 +1,11 @@
 /* The CPU backend (mc_backend_cpu): kernel IR -> LLVM IR -> host machine code, run on a pool.
  *
- * prepare() builds one LLVM module holding every kernel of the program (codegen/llvm_kernel.c,
+ * prepare() builds one LLVM module holding every kernel of the program (backends/cpu/llvm_kernel.c,
  * llvm_gemm.c; kernels that differ only in their buffers, like the layers of a stack, as one
- * function: build_module), verifies it, and prints it: that text, with the LLVM version, the
- * host CPU's name and features and the code generator's settings, is the compile cache's key.
- * On a hit the cached object code is used as is; on a miss the module is optimized (OPT_PIPELINE below, for
+ * function: build_module), verifies it, and prints it: that text, with minic's and LLVM's
+ * versions, the host CPU's name and features, the code generator's settings and the options, is
+ * the compile cache's key (llvm_cache_key). On a hit the cached object code, verified by the
+ * cache, is used; on a miss the module is optimized (OPT_PIPELINE below, for
  * the host target machine) and compiled to object files, in parts on the program's threads
  * (compile_program), which are stored together. Either way ORC's LLJIT links the objects into
  * memory and hands back one function pointer per kernel. So a second run of the same program
@@ -37,6 +38,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "backends/c_expr.h"
 
 #define CODEGEN_VERSION "minic-cpu-4" /* bump when generated code changes meaning */
 
@@ -101,6 +104,7 @@ static LLVMTargetMachineRef make_target_machine(char **error)
     LLVMTargetRef target;
     if (LLVMGetTargetFromTriple(host.triple, &target, error))
         return NULL;
+    /* MACHINE_SETTINGS (the cache key) names these settings: change both together */
     return LLVMCreateTargetMachine(target, host.triple, host.cpu, host.features, LLVMCodeGenLevelAggressive,
                                    LLVMRelocDefault, LLVMCodeModelJITDefault);
 }
@@ -538,23 +542,68 @@ static char *ir_with_notes(const char *ir, const kir_program *kp, const cpu_kern
     return text;
 }
 
-/* The cache key: everything the object code depends on. */
-static char *cache_key(const char *ir, const kir_program *kp, const cpu_kernel *kernels)
+/* ---- the cache key ------------------------------------------------------------------------ */
+
+#ifndef MINIC_VERSION_STRING
+#define MINIC_VERSION_STRING "unknown"
+#endif
+
+/* make_target_machine's settings, as they enter the key. */
+static const char MACHINE_SETTINGS[] = "opt-level aggressive reloc default code-model jit-default";
+
+char *llvm_cache_key(const llvm_key_parts *parts)
 {
-    size_t n = strlen(ir) + strlen(host.cpu) + strlen(host.features) + sizeof OPT_PIPELINE + 256 + (size_t)kp->nkernels * 256;
-    char *key = malloc(n);
-    if (!key)
+    const char *names[] = {"minic", "codegen", "llvm", "triple", "cpu", "features", "passes",
+                           "machine", "options", "kernels", "ir"};
+    const char *values[] = {parts->minic_version, parts->codegen_version, parts->llvm_version,
+                            parts->triple, parts->cpu, parts->features, parts->passes,
+                            parts->machine, parts->options, parts->kernels, parts->ir};
+    mc_strbuf sb = {0};
+    /* Each part with its length, so no part can run into the next. */
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = values[i] ? values[i] : "";
+        mc_sb_printf(&sb, "%s %zu ", names[i], strlen(v));
+        mc_sb_puts(&sb, v);
+        mc_sb_puts(&sb, "\n");
+    }
+    if (sb.oom) {
+        mc_sb_free(&sb);
         return NULL;
-    size_t at = (size_t)snprintf(key, n, "%s llvm %s target %s cpu %s features %s passes %s\n", CODEGEN_VERSION,
-                                 LLVM_VERSION_STRING, host.triple, host.cpu, host.features, OPT_PIPELINE);
-    for (int i = 0; i < kp->nkernels && at < n; i++)
-        at += (size_t)snprintf(key + at, n - at, "kernel %s units %lld grain %lld scratch %lld packed %lld code of %d\n",
-                               kp->kernels[i].name, (long long)kernels[i].info.units, (long long)kernels[i].info.grain,
-                               (long long)kernels[i].info.scratch_bytes, (long long)kernels[i].info.packed_b.bytes,
-                               kernels[i].same_as);
-    if (at < n)
-        snprintf(key + at, n - at, "%s", ir);
+    }
+    return sb.data;
+}
+
+/* The cache key of this program: everything its object code depends on. The options that
+ * change code (fuse, plan_memory, tf32) change the IR too; they are named anyway. threads does
+ * not change the code (a blob compiled in any number of parts loads the same), nor do quiet and
+ * the CUDA-only options. */
+static char *cache_key(const char *ir, const kir_program *kp, const cpu_kernel *kernels, const mc_options *opt)
+{
+    mc_strbuf lines = {0}, options = {0};
+    for (int i = 0; i < kp->nkernels; i++)
+        mc_sb_printf(&lines, "kernel %s units %lld grain %lld scratch %lld packed %lld code of %d\n",
+                     kp->kernels[i].name, (long long)kernels[i].info.units, (long long)kernels[i].info.grain,
+                     (long long)kernels[i].info.scratch_bytes, (long long)kernels[i].info.packed_b.bytes,
+                     kernels[i].same_as);
+    mc_sb_printf(&options, "fuse %d plan_memory %d tf32 %d", opt->fuse, opt->plan_memory, opt->tf32);
+    llvm_key_parts parts = {.minic_version = MINIC_VERSION_STRING, .codegen_version = CODEGEN_VERSION,
+                            .llvm_version = LLVM_VERSION_STRING, .triple = host.triple, .cpu = host.cpu,
+                            .features = host.features, .passes = OPT_PIPELINE, .machine = MACHINE_SETTINGS,
+                            .options = options.data, .kernels = lines.data ? lines.data : "", .ir = ir};
+    char *key = lines.oom || options.oom ? NULL : llvm_cache_key(&parts);
+    mc_sb_free(&lines);
+    mc_sb_free(&options);
     return key;
+}
+
+static void dispose_jit(cpu_state *s)
+{
+    if (s->jit) {
+        LLVMErrorRef err = LLVMOrcDisposeLLJIT(s->jit);
+        if (err)
+            LLVMConsumeError(err);
+        s->jit = NULL;
+    }
 }
 
 static void cpu_release(mc_program *p)
@@ -568,11 +617,7 @@ static void cpu_release(mc_program *p)
         free(s->kernels[i].global);
         free(s->kernels[i].args);
     }
-    if (s->jit) {
-        LLVMErrorRef err = LLVMOrcDisposeLLJIT(s->jit);
-        if (err)
-            LLVMConsumeError(err);
-    }
+    dispose_jit(s);
     free(s->kernels);
     free(s->ir);
     free(s->arena);
@@ -644,7 +689,7 @@ static mc_status cpu_prepare(mc_program *p)
         goto done;
     ir = LLVMPrintModuleToString(c.mod);
     s->ir = ir_with_notes(ir, kp, s->kernels);
-    key = cache_key(ir, kp, s->kernels);
+    key = cache_key(ir, kp, s->kernels, &p->opt);
     if (!s->ir || !key) {
         st = mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
         goto done;
@@ -657,15 +702,29 @@ static mc_status cpu_prepare(mc_program *p)
     const void *cached[MAX_PARTS];
     size_t cached_sizes[MAX_PARTS];
     int ncached;
-    if (!mc_cache_load("cpu", key, &obj, &obj_size) || !blob_to_objects(obj, obj_size, cached, cached_sizes, &ncached)) {
-        free(obj);
-        obj = NULL;
-        if ((st = compile_program(&c, tm, kp, s->pool, &obj, &obj_size)) != MC_OK)
-            goto done;
-        mc_cache_store("cpu", key, obj, obj_size);
-        p->kernels_compiled = kp->nkernels;
+    /* The cache hands out only verified entries (support/cache.c). One that is well formed there
+     * but not a blob of objects here, or that LLVM then refuses, is evicted and compiled
+     * afresh: a cache entry never makes a compile fail. */
+    mc_cache_result cached_result = mc_cache_load("cpu", key, &obj, &obj_size);
+    bool from_cache = cached_result == MC_CACHE_HIT && blob_to_objects(obj, obj_size, cached, cached_sizes, &ncached);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (!from_cache) {
+            if (cached_result == MC_CACHE_HIT || attempt > 0)
+                mc_cache_evict("cpu", key);
+            free(obj);
+            obj = NULL;
+            if ((st = compile_program(&c, tm, kp, s->pool, &obj, &obj_size)) != MC_OK)
+                goto done;
+            mc_cache_store("cpu", key, obj, obj_size);
+            p->kernels_compiled = kp->nkernels;
+        }
+        st = load_objects(s, kp, obj, obj_size);
+        if (st == MC_OK || !from_cache)
+            break;
+        dispose_jit(s); /* the cached code did not link: compile it instead */
+        from_cache = false;
     }
-    if ((st = load_objects(s, kp, obj, obj_size)) != MC_OK)
+    if (st != MC_OK)
         goto done;
 
     /* memory: buffers, arena, per-thread scratch */

@@ -385,7 +385,7 @@ static void trace(mc_program *p, const char *stage, double *t)
     *t = now;
 }
 
-/* NVRTC's progress notes, into the program's (runtime/cuda_nvrtc.c calls this). */
+/* NVRTC's progress notes, into the program's (backends/cuda/cuda_nvrtc.c calls this). */
 static void compile_note(void *program, const char *note)
 {
     mc_program_note(program, "%s", note);
@@ -507,15 +507,32 @@ static mc_status cuda_prepare(mc_program *p)
             which[n++] = i;
         }
     int compiled = 0;
-    st = mc_cuda_compile(srcs, entries, n, s->target.sm, compile_note, p, cubins, sizes,
-                         &compiled);
-    p->kernels_compiled = compiled;
-    trace(p, compiled ? "NVRTC compile" : "kernel cache", &t0);
-    for (int j = 0; j < n && st == MC_OK; j++) {
-        CUresult r = cu->cuModuleLoadData(&s->modules[which[j]], cubins[j]);
-        if (r != CUDA_SUCCESS)
-            st = mc_fail(MC_ERR_SYSTEM, "CUDA: loading kernel %s failed: %s", entries[j],
-                         mc_cuda_errstr(r));
+    /* The cache hands out only verified cubins; one the driver refuses all the same (written
+     * for another driver, say) must not fail every later run: the program's entries are
+     * evicted and everything is compiled afresh, once. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        st = mc_cuda_compile(srcs, entries, n, s->target.sm, compile_note, p, cubins, sizes,
+                             &compiled);
+        p->kernels_compiled = compiled;
+        trace(p, compiled ? "NVRTC compile" : "kernel cache", &t0);
+        if (st != MC_OK)
+            break;
+        for (int j = 0; j < n && st == MC_OK; j++) {
+            CUresult r = cu->cuModuleLoadData(&s->modules[which[j]], cubins[j]);
+            if (r != CUDA_SUCCESS)
+                st = mc_fail(MC_ERR_SYSTEM, "CUDA: loading kernel %s failed: %s", entries[j],
+                             mc_cuda_errstr(r));
+        }
+        if (st == MC_OK || compiled == n || attempt > 0)
+            break;
+        for (int j = 0; j < n; j++) {
+            if (s->modules[which[j]])
+                cu->cuModuleUnload(s->modules[which[j]]);
+            s->modules[which[j]] = NULL;
+            free(cubins[j]);
+            cubins[j] = NULL;
+        }
+        mc_cuda_cache_evict(srcs, n, s->target.sm);
     }
 compiled:
     if (cubins)

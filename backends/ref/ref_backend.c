@@ -1,7 +1,7 @@
 /* The reference backend: a plain interpreter of the kernel IR, the oracle every other backend
  * and every fusion decision is checked against.
  *
- * It runs each kernel exactly as codegen/kir.h defines it: for every row, the blocks in order;
+ * It runs each kernel exactly as kir/kir.h defines it: for every row, the blocks in order;
  * a row block once, a loop block once per element of the reduced dims, accumulating its
  * reductions; a GEMM's accumulator summed over K at every point of its epilogue. Values are
  * doubles; every arithmetic result is rounded to what a kernel computes in (f32 for float
