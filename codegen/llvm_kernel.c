@@ -148,7 +148,7 @@ int llvm_block_of(const kir_kernel *k, int i)
     for (int b = 0; b < k->nblocks; b++)
         if (i >= k->blocks[b].first && i < k->blocks[b].first + k->blocks[b].count)
             return b;
-    MC_ASSERT(!"instruction outside every block");
+    MC_UNREACHABLE("instruction outside every block");
 }
 
 /* ---- buffers, loads, stores ------------------------------------------------------------------ */

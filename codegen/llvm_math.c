@@ -853,7 +853,7 @@ LLVMValueRef llvm_emit_op(llvm_ctx *c, mc_op op, mc_dtype in, mc_dtype out, LLVM
     }
     case MC_OP_WHERE: return sel(c, a[0], a[1], a[2]);
     case MC_OP_CAST: return emit_cast(c, in, out, a[0], w);
-    default: MC_ASSERT(!"operator without a CPU lowering");
+    default: MC_UNREACHABLE("operator without a CPU lowering");
     }
 }
 

@@ -19,11 +19,16 @@ bool mc_dtype_is_float(mc_dtype d) { return d == MC_F32 || d == MC_F16 || d == M
 
 bool mc_dtype_parse(const char *name, mc_dtype *out)
 {
+    if (!name || !out) {
+        mc_fail(MC_ERR_INPUT, "mc_dtype_parse: no %s", name ? "place for the result" : "name");
+        return false;
+    }
     for (int i = 0; i < MC_NUM_DTYPES; i++)
         if (strcmp(name, dtype_names[i]) == 0) {
             *out = (mc_dtype)i;
             return true;
         }
+    mc_fail(MC_ERR_INPUT, "unknown dtype '%.64s' (expected f32, f16, bf16, i32 or bool)", name);
     return false;
 }
 

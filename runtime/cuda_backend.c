@@ -26,6 +26,7 @@
 #include "peaks.h"
 #include "profile.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -379,9 +380,12 @@ static mc_status add_kernel_step(cuda_state *s, int ki, const mc_cuda_code *code
 /* MINIC_CUDA_TRACE=1: where prepare's time goes, on stderr (a developer's switch) */
 static void trace(const char *stage, double *t)
 {
-    static int on = -1;
-    if (on < 0)
+    static atomic_int trace_on = -1; /* programs prepare on several threads at once */
+    int on = atomic_load(&trace_on);
+    if (on < 0) {
         on = getenv("MINIC_CUDA_TRACE") != NULL;
+        atomic_store(&trace_on, on);
+    }
     double now = mc_now_ms();
     if (on)
         fprintf(stderr, "minic: cuda prepare: %-24s %8.1f ms\n", stage, now - *t);

@@ -14,6 +14,8 @@
 
 #include "../codegen/kir.h"
 
+#include <pthread.h>
+
 typedef struct mc_profile mc_profile; /* runtime/profile.h */
 
 typedef struct mc_backend {
@@ -61,6 +63,9 @@ struct mc_program {
     double compile_ms;        /* passes + code generation + backend compile */
     int kernels_compiled;     /* backend compiles this run (0: all from cache) */
     int64_t runs;             /* completed mc_program_run calls (outputs are valid after one) */
+    pthread_mutex_t lock;     /* held by every public call that reads or writes the state above
+                                 after compile (binding, run, outputs): one call at a time */
+    bool lock_ready;          /* lock was initialized (mc_program_free destroys it) */
 };
 
 /* Find the buffer of an input or param by name; -1 if none. */
