@@ -958,7 +958,33 @@ typedef struct emit_state {
     const int *guard;           /* per instruction: plan_exp_ranges's min reduction, or -1 */
     const double *scale;        /* per reduction: plan_scaled_extrema's factor, or 0 */
     int units;                  /* accumulator sets per trip of the loop block being emitted */
+    LLVMValueRef *work;         /* work arrays for the emitters (take_work), made with the kernel */
+    size_t work_used, work_cap;
 } emit_state;
+
+/* Work arrays for the emitters, which are void functions deep in the loop nest: they take them
+ * from one block allocated with the kernel (where running out of memory can be reported), in
+ * stack order, and give them back. What they can hold at once: a loop block's accumulators,
+ * then one array of view offsets per loop level (work_bound). */
+static size_t work_bound(const kir_kernel *k)
+{
+    size_t nv = (size_t)(k->nviews ? k->nviews : 1), nr = (size_t)(k->nreds ? k->nreds : 1);
+    return nr * (ACCUMULATORS + 2) + (MC_MAX_RANK + 1) * nv;
+}
+
+static LLVMValueRef *take_work(emit_state *e, size_t n)
+{
+    MC_ASSERT(e->work_used + n <= e->work_cap); /* work_bound is too small: a bug */
+    LLVMValueRef *w = e->work + e->work_used;
+    memset(w, 0, n * sizeof *w);
+    e->work_used += n;
+    return w;
+}
+
+static void give_back_work(emit_state *e, LLVMValueRef *w)
+{
+    e->work_used = (size_t)(w - e->work);
+}
 
 /* A pipelined reduction kernel (plan_pipeline) runs its last loop block for the previous row
  * inside the loop block before it for this row, at the same position in the row. */
@@ -1161,8 +1187,7 @@ static void inner_loop(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVMV
 {
     int w = e->width;
     int nv = e->k->nviews ? e->k->nviews : 1;
-    LLVMValueRef *offs = calloc((size_t)nv, sizeof *offs);
-    MC_ASSERT(offs);
+    LLVMValueRef *offs = take_work(e, (size_t)nv);
     llvm_point pt;
     LLVMValueRef vend = lo;
     bool exact = extent % w == 0 && (e->pl->nchunks == 1 || e->pl->chunk % w == 0);
@@ -1182,7 +1207,7 @@ static void inner_loop(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVMV
         body(c, e, &pt, 0, arg);
         llvm_loop_end(c, &L);
     }
-    free(offs);
+    give_back_work(e, offs);
 }
 
 /* Prefetch view v's element at offset `off` into L2 (a prefetch past the buffer's end is
@@ -1307,8 +1332,7 @@ static void reduced_loops(llvm_ctx *c, emit_state *e, int d, LLVMValueRef *offs,
         return;
     }
     int nv = e->k->nviews ? e->k->nviews : 1;
-    LLVMValueRef *inner = calloc((size_t)nv, sizeof *inner);
-    MC_ASSERT(inner);
+    LLVMValueRef *inner = take_work(e, (size_t)nv);
     llvm_loop L;
     llvm_loop_begin(c, &L, llvm_const_i64(c, 0), llvm_const_i64(c, pl->shape[d]), llvm_const_i64(c, 1), "r");
     e->idx[d] = L.index;
@@ -1316,7 +1340,7 @@ static void reduced_loops(llvm_ctx *c, emit_state *e, int d, LLVMValueRef *offs,
         inner[v] = LLVMBuildNSWAdd(B, offs[v], LLVMBuildNSWMul(B, L.index, llvm_const_i64(c, pl->stride[v][d]), ""), "");
     reduced_loops(c, e, d + 1, inner, a);
     llvm_loop_end(c, &L);
-    free(inner);
+    give_back_work(e, inner);
 }
 
 static void emit_loop_block(llvm_ctx *c, emit_state *e, int blk)
@@ -1334,10 +1358,9 @@ static void emit_loop_block(llvm_ctx *c, emit_state *e, int blk)
     e->units = nblk >= 3 ? 2 : ACCUMULATORS;
     int w = e->width;
     loop_block_arg a = {.blk = blk};
-    a.vacc = calloc((size_t)nr, sizeof *a.vacc);
-    a.part = calloc((size_t)nr, sizeof *a.part);
-    a.sacc = calloc((size_t)nr, sizeof *a.sacc);
-    MC_ASSERT(a.vacc && a.part && a.sacc);
+    a.vacc = take_work(e, (size_t)nr);
+    a.part = (LLVMValueRef(*)[ACCUMULATORS])take_work(e, (size_t)nr * ACCUMULATORS);
+    a.sacc = take_work(e, (size_t)nr);
     for (int r = 0; r < k->nreds; r++) {
         const kir_reduce *rd = &k->reds[r];
         if (rd->block != blk)
@@ -1373,9 +1396,7 @@ static void emit_loop_block(llvm_ctx *c, emit_state *e, int blk)
         if (e->scale && e->scale[r] != 0) /* plan_scaled_extrema */
             e->rowvals[r] = LLVMBuildFMul(B, e->rowvals[r], LLVMConstReal(c->t_f32, e->scale[r]), "");
     }
-    free(a.vacc);
-    free(a.part);
-    free(a.sacc);
+    give_back_work(e, a.vacc);
 }
 
 /* A reduction kernel's passes over a row take turns: the first streams the row in, the middle
@@ -1579,7 +1600,9 @@ mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k0, llvm_kernel_i
     e.cur = calloc(ncode, sizeof *e.cur);
     e.rowvals = calloc((size_t)(k->nreds ? k->nreds : 1), sizeof *e.rowvals);
     e.row_offset = calloc(nv, sizeof *e.row_offset);
-    if (!e.bases || !e.row || !e.cur || !e.rowvals || !e.row_offset) {
+    e.work_cap = work_bound(k);
+    e.work = calloc(e.work_cap, sizeof *e.work);
+    if (!e.bases || !e.row || !e.cur || !e.rowvals || !e.row_offset || !e.work) {
         st = mc_fail(MC_ERR_SYSTEM, "out of memory generating kernel %s", k->name);
         goto done;
     }
@@ -1671,6 +1694,7 @@ done:
     free(e.cur);
     free(e.rowvals);
     free(e.row_offset);
+    free(e.work);
     free(e.cache.save);
     free(e.cache.load);
     return st;
