@@ -63,6 +63,14 @@ typedef struct llvm_packed_b llvm_packed_b;
 int64_t llvm_packed_b_blocks(const llvm_packed_b *pb);
 void llvm_pack_b(const llvm_packed_b *pb, const void *src, float *dst, int64_t begin, int64_t end);
 
+/* Host functions the generated code calls by name, defined in every JIT (llvm_backend.c) as
+ * absolute symbols: sin and cos of a double, with libm's full range reduction, for the rare
+ * vectors whose f32 arguments are too large for the inline reduction (llvm_math.c). */
+#define LLVM_HOST_SIN "minic_host_sin"
+#define LLVM_HOST_COS "minic_host_cos"
+double llvm_host_sin(double x);
+double llvm_host_cos(double x);
+
 /* The state of building one module. */
 typedef struct llvm_ctx {
     LLVMContextRef ctx;
