@@ -100,6 +100,9 @@ LLVMValueRef llvm_splat(llvm_ctx *c, LLVMValueRef scalar, int width);
 /* An intrinsic by name, overloaded on `types` (e.g. "llvm.fmuladd" on <8 x float>). */
 LLVMValueRef llvm_call_intrinsic(llvm_ctx *c, const char *name, LLVMTypeRef *types, int ntypes,
                                  LLVMValueRef *args, int nargs);
+/* v (f32 lanes) kept within the range of dtype d: +-inf where a rounding cast to f16 or bf16
+ * would overflow, v itself otherwise and for other dtypes (mc_saturate_to_dtype). */
+LLVMValueRef llvm_saturate(llvm_ctx *c, mc_dtype d, LLVMValueRef v, int width);
 /* op (a KI_OP primitive or MC_OP_CAST) on args of dtype `in` giving dtype `out`. */
 LLVMValueRef llvm_emit_op(llvm_ctx *c, mc_op op, mc_dtype in, mc_dtype out, LLVMValueRef *args,
                           int width);

@@ -433,6 +433,10 @@ static void emit_block(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValueRef *
             break;
         }
         }
+        /* a half-typed result that is not a rounding cast keeps f32 precision, within its
+         * type's range (mc_saturate_to_dtype) */
+        if ((in->kind == KI_OP && in->op != MC_OP_CAST) || in->kind == KI_ACC || in->kind == KI_ROWVAL)
+            v = llvm_saturate(c, in->dtype, v, w);
         cur[i] = v;
         if (rc && rc->save && rc->save[i] >= 0)
             row_cache_access(c, rc, pt, rc->save[i], v);

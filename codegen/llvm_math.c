@@ -792,6 +792,15 @@ LLVMValueRef llvm_half_bits_to_f32(llvm_ctx *c, mc_dtype d, LLVMValueRef bits, i
     return LLVMBuildBitCast(B, wide, vec(c->t_f32, w), "");
 }
 
+LLVMValueRef llvm_saturate(llvm_ctx *c, mc_dtype d, LLVMValueRef x, int w)
+{
+    if (d != MC_F16 && d != MC_BF16)
+        return x;
+    LLVMValueRef limit = llvm_const_f32(c, d == MC_F16 ? 65520.0 : 0x1.ffp127, w);
+    LLVMValueRef over = fcmp(c, LLVMRealOGE, call1(c, "llvm.fabs", x), limit);
+    return sel(c, over, call2(c, "llvm.copysign", llvm_const_f32(c, INFINITY, w), x), x);
+}
+
 /* Round an f32 value to what dtype d (f16, bf16) holds, staying f32. */
 static LLVMValueRef round_to(llvm_ctx *c, mc_dtype d, LLVMValueRef x, int w)
 {

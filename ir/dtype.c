@@ -117,6 +117,12 @@ double mc_round_to_dtype(double x, mc_dtype d)
     }
 }
 
+double mc_saturate_to_dtype(double x, mc_dtype d)
+{
+    double limit = d == MC_F16 ? 65520.0 : d == MC_BF16 ? 0x1.ffp127 : INFINITY;
+    return fabs(x) >= limit ? copysign(INFINITY, x) : x; /* NaN compares false: kept */
+}
+
 double mc_load_element(const void *data, mc_dtype d, int64_t i)
 {
     switch (d) {

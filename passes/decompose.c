@@ -5,10 +5,24 @@
  *
  *   softmax(x)      e = exp(x - max(x)); e / sum(e)                 (max and sum keepdim)
  *   log_softmax(x)  d = x - max(x); d - log(sum(exp(d)))
- *   layernorm(x)    c = x - sum(x)/n; c * rsqrt(sum(c*c)/n + eps) * w + b   (last axis)
- *   rmsnorm(x)      x * rsqrt(sum(x*x)/n + eps) * w
+ *   layernorm(x)    c = x r - mean(x r); c * rsqrt(max(sum(c*c)/n + eps r r, g)) * w + b
+ *   rmsnorm(x)      x r * rsqrt(max(mean((x r)^2) + eps r r, g)) * w             (last axis)
  *   linear(x, w, b) matmul(x, transpose(w)) + b
  *   mean(x)         sum(x) * (1/n)
+ *
+ * The norms scale each row, as robust norms do (LAPACK's nrm2 scales by the largest element):
+ * r is a power of two chosen from the row's largest magnitude m, 1 for every m up to 2^40, so
+ * the squares of a row of 1e30 (or of +-3e38) neither overflow nor, after them, leave zeros,
+ * and every other row computes exactly what it did without the scaling (x * 1 and eps * 1 * 1
+ * are exact). With eps = 0, rows below 2^-40 are scaled up instead (with eps > 0 the squares of
+ * such a row are negligible beside eps, and rounding them away changes nothing). g, the
+ * smallest of eps and FLT_MIN, keeps a constant scaled row (sum(c*c) = 0, eps r r rounded to 0)
+ * at 0 * rsqrt(g) = 0 as in float64, where it would be 0 * inf; without eps there is no g.
+ *
+ * Composites on f16 and bf16 compute in f32 between a cast of x (and w, b) and a cast of the
+ * result back: their sums and squares are intermediates that the storage type could not hold
+ * (a row's sum of squares passes 65504 long before the row does), and a value of a half type
+ * is kept within that type's range everywhere (SPEC §2, the backends' saturation).
  *
  * Every new node keeps the composite's line and origin, and the last one its name, so kernels
  * are still named and attributed after the user's operators. Fusion puts each normalization
@@ -16,6 +30,7 @@
  */
 #include "passes.h"
 
+#include <float.h>
 #include <string.h>
 
 typedef struct {
@@ -36,6 +51,32 @@ static mc_value op2(ctx *c, mc_op op, mc_value a, mc_value b)
 
 static mc_value constant(ctx *c, double v, mc_dtype d) { return mc_rewrite_const(c->rw, c->n, v, d); }
 
+/* The dtype a composite computes in: f32 for every float dtype (f16 and bf16 are storage). */
+static mc_dtype compute_dtype(mc_dtype d) { return d == MC_F16 || d == MC_BF16 ? MC_F32 : d; }
+
+/* v in the compute dtype: a cast where the value's dtype differs. */
+static mc_value widen(ctx *c, mc_value v)
+{
+    const mc_node *n = &c->rw->dst->nodes[v];
+    if (compute_dtype(n->dtype) == n->dtype)
+        return v;
+    mc_attrs a;
+    memset(&a, 0, sizeof a);
+    a.dtype = compute_dtype(n->dtype);
+    return mc_rewrite_node(c->rw, c->n, MC_OP_CAST, &v, 1, &a);
+}
+
+/* v back in the composite's own dtype. */
+static mc_value narrow(ctx *c, mc_value v)
+{
+    if (v < 0 || c->rw->dst->nodes[v].dtype == c->n->dtype)
+        return v;
+    mc_attrs a;
+    memset(&a, 0, sizeof a);
+    a.dtype = c->n->dtype;
+    return mc_rewrite_node(c->rw, c->n, MC_OP_CAST, &v, 1, &a);
+}
+
 /* A reduction over one axis (or a list) keeping dims. */
 static mc_value reduce(ctx *c, mc_op op, mc_value x, const int64_t *axes, int naxes, bool keepdim)
 {
@@ -50,14 +91,15 @@ static mc_value reduce(ctx *c, mc_op op, mc_value x, const int64_t *axes, int na
 
 static mc_value softmax(ctx *c, mc_value x, bool log_form)
 {
+    x = widen(c, x);
     int64_t axis = c->n->attr.axis;
     mc_value m = reduce(c, MC_OP_MAX, x, &axis, 1, true);
     mc_value d = op2(c, MC_OP_SUB, x, m);
     mc_value e = op1(c, MC_OP_EXP, d);
     mc_value s = reduce(c, MC_OP_SUM, e, &axis, 1, true);
     if (log_form)
-        return op2(c, MC_OP_SUB, d, op1(c, MC_OP_LOG, s));
-    return op2(c, MC_OP_DIV, e, s);
+        return narrow(c, op2(c, MC_OP_SUB, d, op1(c, MC_OP_LOG, s)));
+    return narrow(c, op2(c, MC_OP_DIV, e, s));
 }
 
 /* sum(v)/n over the last axis, keepdim. */
@@ -65,19 +107,79 @@ static mc_value row_mean(ctx *c, mc_value v, const mc_node *x)
 {
     int64_t axis = x->rank - 1;
     mc_value s = reduce(c, MC_OP_SUM, v, &axis, 1, true);
-    return op2(c, MC_OP_MUL, s, constant(c, 1.0 / (double)x->shape[axis], x->dtype));
+    return op2(c, MC_OP_MUL, s, constant(c, 1.0 / (double)x->shape[axis], compute_dtype(x->dtype)));
 }
 
+static mc_value f32(ctx *c, double v) { return constant(c, v, MC_F32); }
+static mc_value mul(ctx *c, mc_value a, mc_value b) { return op2(c, MC_OP_MUL, a, b); }
+
+static mc_value where(ctx *c, mc_value cond, mc_value a, mc_value b)
+{
+    mc_value in[3] = {cond, a, b};
+    return mc_rewrite_node(c->rw, c->n, MC_OP_WHERE, in, 3, NULL);
+}
+
+/* The power of two r a row is scaled by, from its largest magnitude m: 2^-50, 2^-80 or 2^-110
+ * past 2^40, 2^70 or 2^100, so that the scaled row's largest element lies in (2^-10, 2^20]
+ * (n squares of it fit f32 for any n below 2^31, and the smallest nonzero difference in the
+ * row still squares to a normal number); with scale_up (eps = 0) 2^60 or 2^100 below 2^-40 or
+ * 2^-80; else 1. NaN in m compares false: r = 1, and the NaN goes on. */
+static mc_value row_scale(ctx *c, mc_value m, bool scale_up)
+{
+    static const double down[3][2] = {{0x1p40, 0x1p-50}, {0x1p70, 0x1p-80}, {0x1p100, 0x1p-110}};
+    static const double up[2][2] = {{0x1p-40, 0x1p60}, {0x1p-80, 0x1p100}};
+    mc_value r = f32(c, 1.0);
+    for (int i = 0; i < 3; i++)
+        r = where(c, op2(c, MC_OP_GT, m, f32(c, down[i][0])), f32(c, down[i][1]), r);
+    for (int i = 0; scale_up && i < 2; i++)
+        r = where(c, op2(c, MC_OP_LT, m, f32(c, up[i][0])), f32(c, up[i][1]), r);
+    return r;
+}
+
+/* layernorm and rmsnorm (the file's comment says why the row is scaled by r). The scale needs
+ * the row's max, but the sums that follow it need no second pass: the first pass over the row
+ * also sums x (layernorm) or x^2 (rmsnorm) as it is, which is right wherever r is 1 or the sum
+ * cannot overflow, and the same sum of x times a fixed power of two for the rows where it can;
+ * the row then picks one. */
 static mc_value norm(ctx *c, const mc_value *in, bool layernorm)
 {
     const mc_node *x = &c->rw->src->nodes[c->n->in[0]];
-    mc_value v = in[0];
-    if (layernorm)
-        v = op2(c, MC_OP_SUB, v, row_mean(c, v, x));
-    mc_value var = row_mean(c, op2(c, MC_OP_MUL, v, v), x);
-    mc_value r = op1(c, MC_OP_RSQRT, op2(c, MC_OP_ADD, var, constant(c, c->n->attr.value, x->dtype)));
-    mc_value y = op2(c, MC_OP_MUL, op2(c, MC_OP_MUL, v, r), in[1]);
-    return layernorm ? op2(c, MC_OP_ADD, y, in[2]) : y;
+    double eps = c->n->attr.value;
+    int64_t axis = x->rank - 1;
+    mc_value inv_n = f32(c, 1.0 / (double)x->shape[axis]);
+    mc_value xf = widen(c, in[0]);
+    mc_value m = reduce(c, MC_OP_MAX, op1(c, MC_OP_ABS, xf), &axis, 1, true);
+    mc_value r = row_scale(c, m, eps == 0);
+    mc_value v, var;
+    if (layernorm) {
+        /* mean(x r): sum(x) r / n, which cannot overflow below m = 2^96 (n < 2^31); past it
+         * sum(x 2^-64) (2^64 r) / n */
+        mc_value mean = mul(c, mul(c, reduce(c, MC_OP_SUM, xf, &axis, 1, true), inv_n), r);
+        mc_value s_far = reduce(c, MC_OP_SUM, mul(c, xf, f32(c, 0x1p-64)), &axis, 1, true);
+        mc_value far = mul(c, mul(c, s_far, mul(c, f32(c, 0x1p64), r)), inv_n);
+        mean = where(c, op2(c, MC_OP_GT, m, f32(c, 0x1p96)), far, mean);
+        v = op2(c, MC_OP_SUB, mul(c, xf, r), mean);
+        var = row_mean(c, mul(c, v, v), x);
+    } else {
+        /* mean((x r)^2): sum(x^2) / n r r where r is 1 (and, with eps = 0, not scaled up); past
+         * m = 2^40 sum((x 2^-80)^2) / n (2^80 r)^2, below 2^-40 sum((x 2^90)^2) / n (2^-90 r)^2 */
+        mc_value q = mul(c, reduce(c, MC_OP_SUM, mul(c, xf, xf), &axis, 1, true), inv_n);
+        var = mul(c, mul(c, q, r), r);
+        double scales[2] = {0x1p-80, 0x1p90};
+        for (int i = 0; i < (eps == 0 ? 2 : 1); i++) {
+            mc_value xs = mul(c, xf, f32(c, scales[i]));
+            mc_value qs = mul(c, reduce(c, MC_OP_SUM, mul(c, xs, xs), &axis, 1, true), inv_n);
+            mc_value back = mul(c, f32(c, 1 / scales[i]), r);
+            mc_value cond = i == 0 ? op2(c, MC_OP_GT, m, f32(c, 0x1p40)) : op2(c, MC_OP_LT, m, f32(c, 0x1p-40));
+            var = where(c, cond, mul(c, mul(c, qs, back), back), var);
+        }
+        v = mul(c, xf, r);
+    }
+    mc_value t = op2(c, MC_OP_ADD, var, mul(c, mul(c, f32(c, eps), r), r));
+    if (eps > 0)
+        t = op2(c, MC_OP_MAXIMUM, t, f32(c, eps < FLT_MIN ? eps : FLT_MIN));
+    mc_value y = mul(c, mul(c, v, op1(c, MC_OP_RSQRT, t)), widen(c, in[1]));
+    return narrow(c, layernorm ? op2(c, MC_OP_ADD, y, widen(c, in[2])) : y);
 }
 
 static mc_value linear(ctx *c, const mc_value *in)
@@ -118,9 +220,10 @@ static mc_value mean(ctx *c, mc_value x)
 {
     const mc_node *xn = &c->rw->src->nodes[c->n->in[0]];
     mc_attrs a = c->n->attr;
+    x = widen(c, x);
     mc_value s = mc_rewrite_node(c->rw, c->n, MC_OP_SUM, &x, 1, &a);
     int64_t count = mc_node_numel(xn) / (mc_node_numel(c->n) > 0 ? mc_node_numel(c->n) : 1);
-    return op2(c, MC_OP_MUL, s, constant(c, 1.0 / (double)count, c->n->dtype));
+    return narrow(c, op2(c, MC_OP_MUL, s, constant(c, 1.0 / (double)count, compute_dtype(c->n->dtype))));
 }
 
 mc_status mc_pass_decompose(mc_graph *g)
