@@ -328,6 +328,25 @@ static LLVMValueRef operand(llvm_ctx *c, const kir_kernel *k, int blk, int src, 
     return cur[src];
 }
 
+/* x * y - m where m is a row's max or min (softmax's x * scale - max) must be exactly 0 at the
+ * extremal element, as it is when the product is rounded before the subtraction; a multiply-add
+ * gives instead the product's rounding error, which is not small in absolute terms (about 1e30
+ * for a product of 1e37: exp of it is inf, and the row's softmax NaN). Only a power-of-two
+ * constant factor, whose products are exact, keeps the multiply-add (softmax of x * 0.125). */
+static bool minus_extremum_needs_rounding(const kir_kernel *k, const kir_instr *product, int sub)
+{
+    const kir_instr *m = &k->code[sub];
+    if (m->kind != KI_ROWVAL || (k->reds[m->view].op != MC_OP_MAX && k->reds[m->view].op != MC_OP_MIN))
+        return false;
+    for (int i = 0; i < 2; i++) {
+        const kir_instr *f = &k->code[product->arg[i]];
+        int e;
+        if (f->kind == KI_CONST && f->value != 0 && isfinite(f->value) && fabs(frexp(f->value, &e)) == 0.5)
+            return false;
+    }
+    return true;
+}
+
 /* An f32 add or subtract of an f32 product computed in the same block, a * b + d (x * s + b,
  * softmax's x * scale - max), as one llvm.fmuladd: a fused multiply-add where the host has
  * one, with one rounding instead of two (the product itself is still emitted; where nothing
@@ -345,6 +364,8 @@ static LLVMValueRef contracted(llvm_ctx *c, const kir_kernel *k, int blk, const 
             continue;
         if (m->kind != KI_OP || m->op != MC_OP_MUL || m->dtype != MC_F32 || llvm_block_of(k, src) != blk ||
             k->code[m->arg[0]].dtype != MC_F32 || k->code[in->arg[1 - a]].dtype != MC_F32)
+            continue;
+        if (in->op == MC_OP_SUB && a == 0 && minus_extremum_needs_rounding(k, m, in->arg[1]))
             continue;
         LLVMValueRef x = operand(c, k, blk, m->arg[0], cur, row, w);
         LLVMValueRef y = operand(c, k, blk, m->arg[1], cur, row, w);

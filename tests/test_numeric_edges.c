@@ -7,7 +7,8 @@
  *   - f16 and bf16 norms, softmax and mean whose intermediate sums pass the half type's range
  *     (they compute in f32 and are cast back);
  *   - a half-typed value never leaves its type's range, fused or not: f16 mul(h, h) / 300
- *     cast to f32 is inf (it was 1.43e7 fused), exactly where a rounding cast overflows.
+ *     cast to f32 is inf (it was 1.43e7 fused), exactly where a rounding cast overflows;
+ *   - softmax and log_softmax of x * s with a product of 1e37 (the cpu's multiply-add).
  *
  * sin and cos of huge arguments are in tests/test_cpu_math.c (the cpu backend's own code).
  */
@@ -140,6 +141,13 @@ static void all_finite_and_moderate(const double *got, int64_t n, const char *wh
             fail_msg("%s: element %lld is %.9g (want a finite O(1) value)", where, (long long)i, got[i]);
 }
 
+static void all_finite(const double *got, int64_t n, const char *where)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(got[i]))
+            fail_msg("%s: element %lld is %.9g, want finite", where, (long long)i, got[i]);
+}
+
 /* ---- norms -------------------------------------------------------------------------------- */
 
 enum { ROWS = 8, COLS = 64 };
@@ -232,6 +240,25 @@ static void test_half_composites(void **state)
     mc_graph_free(g);
 }
 
+/* softmax and log_softmax of x * s (s not a power of two) where a product is 1.4e37: the cpu
+ * backend fused x * s - max into one multiply-add, whose exact product minus the rounded max
+ * left about 1e30 at the max element (exp: inf; the row: inf or NaN). Found by the random
+ * graphs with edge values. */
+static void test_softmax_of_huge_products(void **state)
+{
+    (void)state;
+    static float x[2 * 8] = {0.9724837f, -0.7233907f, 1.0041326f, -2.5e38f, 0.0f, 1.004711f, 0.9907525f, 0.9762670f,
+                             1.5f, -2.0f, 3.0e30f, 0.25f, -1.0f, 2.0f, 0.5f, 7.0f};
+    static float sc[8] = {0.43702567f, 0.4337095f, 0.09377360f, -0.05533671f, 0.19965386f, -0.90726876f,
+                          0.90996003f, -0.37701476f};
+    mc_graph *g = parse("graph sm\ninput x : f32[2, 8]\ninput s : f32[8]\nt = mul(x, s)\n"
+                        "y = log_softmax(t, axis=1)\nz = softmax(t, axis=1)\noutput y, z\n");
+    binding b[2] = {{"x", x, sizeof x}, {"s", sc, sizeof sc}};
+    everywhere(g, b, 2, 0, 1e-5, all_finite);
+    everywhere(g, b, 2, 1, 1e-5, all_finite);
+    mc_graph_free(g);
+}
+
 /* ---- half types keep their range ------------------------------------------------------------ */
 
 static void all_infinite(const double *got, int64_t n, const char *where)
@@ -242,12 +269,6 @@ static void all_infinite(const double *got, int64_t n, const char *where)
                      (long long)i, got[i]);
 }
 
-static void all_finite(const double *got, int64_t n, const char *where)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (!isfinite(got[i]))
-            fail_msg("%s: element %lld is %.9g, want finite", where, (long long)i, got[i]);
-}
 
 /* The issue's repro: h * h / 300 of f16 h near the top of its range, cast to f32, was 1.43e7
  * fused (f32 intermediates) and inf unfused (h * h stored as f16). Both are inf now, and the
@@ -295,6 +316,7 @@ int main(void)
         cmocka_unit_test(test_norms_of_huge_rows),
         cmocka_unit_test(test_norms_of_tiny_rows_without_eps),
         cmocka_unit_test(test_half_composites),
+        cmocka_unit_test(test_softmax_of_huge_products),
         cmocka_unit_test(test_half_values_saturate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
