@@ -13,9 +13,9 @@
  *
  * The norms scale, as robust norms do (LAPACK's nrm2 scales by the largest element), so that a
  * row of 1e30 (or of +-3e38), whose squares overflow f32, gives O(1) results as in float64 and
- * not zeros or NaN. layernorm scales the row by r, a power of two chosen from its largest
- * magnitude m: 1 for every m up to 2^40, so every other row computes what it did without the
- * scaling (x * 1 and eps * 1 * 1 are exact). With eps = 0, rows below 2^-40 are scaled up
+ * not zeros or NaN. layernorm scales the row by r, a power of two chosen from its magnitude
+ * (sum |x|, a bound on the largest element m: m <= sum <= n m): 1 for every sum up to 2^40, so
+ * every other row computes what it did without the scaling (x * 1 and eps * 1 * 1 are exact). With eps = 0, rows below 2^-40 are scaled up
  * instead (with eps > 0 the squares of such a row are negligible beside eps, and rounding them
  * away changes nothing). g, the smallest of eps and FLT_MIN, keeps a constant scaled row
  * (sum(c*c) = 0, eps r r rounded to 0) at 0 * rsqrt(g) = 0 as in float64, where it would be
@@ -123,11 +123,12 @@ static mc_value where(ctx *c, mc_value cond, mc_value a, mc_value b)
     return mc_rewrite_node(c->rw, c->n, MC_OP_WHERE, in, 3, NULL);
 }
 
-/* The power of two r a row is scaled by, from its largest magnitude m: 2^-50, 2^-80 or 2^-110
- * past 2^40, 2^70 or 2^100, so that the scaled row's largest element lies in (2^-10, 2^20]
- * (n squares of it fit f32 for any n below 2^31, and the smallest nonzero difference in the
- * row still squares to a normal number); with scale_up (eps = 0) 2^60 or 2^100 below 2^-40 or
- * 2^-80; else 1. NaN in m compares false: r = 1, and the NaN goes on. */
+/* The power of two r a row is scaled by, from a = sum(|x|) k, k = 2^-k (T = a / k bounds the
+ * row's largest magnitude m: m <= T <= n m): 2^-50, 2^-80 or 2^-110 past T = 2^40, 2^70 or
+ * 2^100, so that the scaled row's largest element is at most 2^20 (n squares of it fit f32
+ * for any n below 2^31) and above 2^-10 / n (the smallest nonzero difference in the row still
+ * squares to a normal number); with scale_up (eps = 0) 2^60 or 2^100 below 2^-40 or 2^-80;
+ * else 1. NaN compares false: r = 1, and the NaN goes on. */
 static mc_value row_scale(ctx *c, mc_value a, double k, bool scale_up)
 {
     static const double down[3][2] = {{0x1p40, 0x1p-50}, {0x1p70, 0x1p-80}, {0x1p100, 0x1p-110}};
