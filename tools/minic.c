@@ -299,8 +299,8 @@ static int set_value(cli_args *a, const option *o, const char *v)
             return cli_error(CLI_USER, "--iters: expected an integer from 1 to 1000000, got '%s'", v);
         return CLI_OK;
     case OPT_THREADS:
-        if (!parse_int(v, 0, 4096, &a->opt.threads))
-            return cli_error(CLI_USER, "--threads: expected an integer from 0 to 4096, got '%s'", v);
+        if (!parse_int(v, 0, MC_MAX_THREADS, &a->opt.threads))
+            return cli_error(CLI_USER, "--threads: expected an integer from 0 to %d, got '%s'", MC_MAX_THREADS, v);
         return CLI_OK;
     case OPT_PROFILE_JSON:
         if (!*v)

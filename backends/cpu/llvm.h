@@ -79,6 +79,14 @@ typedef struct llvm_packed_b llvm_packed_b;
 int64_t llvm_packed_b_blocks(const llvm_packed_b *pb);
 void llvm_pack_b(const llvm_packed_b *pb, const void *src, float *dst, int64_t begin, int64_t end);
 
+/* Host functions the generated code calls by name, defined in every JIT (llvm_backend.c) as
+ * absolute symbols: sin and cos of a double, with libm's full range reduction, for the rare
+ * vectors whose f32 arguments are too large for the inline reduction (llvm_math.c). */
+#define LLVM_HOST_SIN "minic_host_sin"
+#define LLVM_HOST_COS "minic_host_cos"
+double llvm_host_sin(double x);
+double llvm_host_cos(double x);
+
 /* The state of building one module. */
 typedef struct llvm_ctx {
     LLVMContextRef ctx;
@@ -108,6 +116,9 @@ LLVMValueRef llvm_splat(llvm_ctx *c, LLVMValueRef scalar, int width);
 /* An intrinsic by name, overloaded on `types` (e.g. "llvm.fmuladd" on <8 x float>). */
 LLVMValueRef llvm_call_intrinsic(llvm_ctx *c, const char *name, LLVMTypeRef *types, int ntypes,
                                  LLVMValueRef *args, int nargs);
+/* v (f32 lanes) kept within the range of dtype d: +-inf where a rounding cast to f16 or bf16
+ * would overflow, v itself otherwise and for other dtypes (mc_saturate_to_dtype). */
+LLVMValueRef llvm_saturate(llvm_ctx *c, mc_dtype d, LLVMValueRef v, int width);
 /* op (a KI_OP primitive or MC_OP_CAST) on args of dtype `in` giving dtype `out`. */
 LLVMValueRef llvm_emit_op(llvm_ctx *c, mc_op op, mc_dtype in, mc_dtype out, LLVMValueRef *args,
                           int width);

@@ -35,6 +35,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <llvm/Config/llvm-config.h>
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -485,6 +486,29 @@ static mc_status compile_program(llvm_ctx *c, LLVMTargetMachineRef tm, const kir
     return *blob ? MC_OK : mc_fail(MC_ERR_SYSTEM, "out of memory holding compiled code");
 }
 
+/* ---- host functions the kernels call (llvm.h) ------------------------------------------------ */
+
+double llvm_host_sin(double x) { return sin(x); }
+double llvm_host_cos(double x) { return cos(x); }
+
+/* Define them in jd as absolute symbols: the generated code names them, and this way they are
+ * found whether or not libm is in the process's global symbol scope. */
+static mc_status define_host_functions(LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef jd)
+{
+    LLVMJITSymbolFlags flags = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0};
+    LLVMJITCSymbolMapPair syms[2] = {
+        {LLVMOrcLLJITMangleAndIntern(jit, LLVM_HOST_SIN), {(LLVMOrcExecutorAddress)(uintptr_t)llvm_host_sin, flags}},
+        {LLVMOrcLLJITMangleAndIntern(jit, LLVM_HOST_COS), {(LLVMOrcExecutorAddress)(uintptr_t)llvm_host_cos, flags}},
+    };
+    LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(syms, 2);
+    LLVMErrorRef err = LLVMOrcJITDylibDefine(jd, mu);
+    if (err) {
+        LLVMOrcDisposeMaterializationUnit(mu);
+        return fail_llvm(err, "defining the host functions");
+    }
+    return MC_OK;
+}
+
 /* Link the objects of a blob into a fresh LLJIT and look up every kernel. */
 static mc_status load_objects(cpu_state *s, const kir_program *kp, const void *blob, size_t blob_size)
 {
@@ -509,6 +533,9 @@ static mc_status load_objects(cpu_state *s, const kir_program *kp, const void *b
     if ((err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(s->jit), NULL, NULL)))
         return fail_llvm(err, "creating the JIT's symbol resolver");
     LLVMOrcJITDylibAddGenerator(jd, gen);
+    mc_status st = define_host_functions(s->jit, jd);
+    if (st != MC_OK)
+        return st;
     for (int i = 0; i < n; i++) {
         LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(objs[i], sizes[i], "minic-kernels");
         if ((err = LLVMOrcLLJITAddObjectFile(s->jit, jd, buf)))

@@ -24,6 +24,7 @@
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_api.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -376,9 +377,12 @@ static mc_status add_kernel_step(cuda_state *s, int ki, const mc_cuda_code *code
  * switch; the command prints notes on stderr) */
 static void trace(mc_program *p, const char *stage, double *t)
 {
-    static int on = -1;
-    if (on < 0)
+    static atomic_int trace_on = -1; /* programs prepare on several threads at once */
+    int on = atomic_load(&trace_on);
+    if (on < 0) {
         on = getenv("MINIC_CUDA_TRACE") != NULL;
+        atomic_store(&trace_on, on);
+    }
     double now = mc_now_ms();
     if (on)
         mc_program_note(p, "cuda prepare: %-24s %8.1f ms", stage, now - *t);
