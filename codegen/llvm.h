@@ -27,11 +27,15 @@
 
 #include <llvm-c/Core.h>
 
-/* Host facts every generated function depends on (part of the cache key). */
+/* The machine the code is generated for: the host, or the CPU that mc_options.cpu_target names
+ * (llvm_backend.c). Every generated function depends on these facts (part of the cache key). */
 typedef struct llvm_target {
-    char *triple, *cpu, *features;
-    int vector_bits; /* widest float vector the host runs natively: 128, 256 or 512 */
+    const char *triple, *cpu, *features; /* features: the host's detected ones, "" for a named CPU
+                                          * (LLVM takes that CPU's own) */
+    int vector_bits;  /* widest float vector the target runs natively: 128, 256 or 512 */
     bool fma;
+    bool runnable;    /* this machine has every feature of the target (the host: always) */
+    char lacks[256];  /* where not: the features it lacks, comma-separated */
 } llvm_target;
 
 /* What the runtime needs to launch a kernel. */

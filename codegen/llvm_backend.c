@@ -1,11 +1,17 @@
-/* The CPU backend (mc_backend_cpu): kernel IR -> LLVM IR -> host machine code, run on a pool.
+/* The CPU backend (mc_backend_cpu): kernel IR -> LLVM IR -> machine code, run on a thread pool.
+ *
+ * The code is generated for the host's CPU and the features it reports, or for the CPU that
+ * mc_options.cpu_target names ("x86-64-v3", "skylake-avx512": LLVM's names) with that CPU's own
+ * features, as LLVM defines them; the vector width and the use of FMA follow the target. Code
+ * for a CPU with features this machine lacks compiles (and dumps) but is refused at run time
+ * (MC_ERR_SYSTEM), where it would stop on an illegal instruction.
  *
  * prepare() builds one LLVM module holding every kernel of the program (codegen/llvm_kernel.c,
  * llvm_gemm.c; kernels that differ only in their buffers, like the layers of a stack, as one
  * function: build_module), verifies it, and prints it: that text, with the LLVM version, the
- * host CPU's name and features and the code generator's settings, is the compile cache's key.
+ * target's CPU name and features and the code generator's settings, is the compile cache's key.
  * On a hit the cached object code is used as is; on a miss the module is optimized (OPT_PIPELINE below, for
- * the host target machine) and compiled to object files, in parts on the program's threads
+ * the target machine) and compiled to object files, in parts on the program's threads
  * (compile_program), which are stored together. Either way ORC's LLJIT links the objects into
  * memory and hands back one function pointer per kernel. So a second run of the same program
  * skips optimization and code generation, which are most of the compile time; building and
@@ -54,6 +60,7 @@ typedef struct cpu_kernel {
 } cpu_kernel;
 
 typedef struct cpu_state {
+    const llvm_target *target;
     LLVMOrcLLJITRef jit;
     cpu_kernel *kernels;
     int nkernels;
@@ -66,7 +73,7 @@ typedef struct cpu_state {
     size_t scratch_stride;
 } cpu_state;
 
-/* ---- the host target ---------------------------------------------------------------------- */
+/* ---- the target: the host, or a named CPU ------------------------------------------------ */
 
 static llvm_target host;
 static mc_status host_status = MC_OK;
@@ -83,9 +90,11 @@ static void init_host(void)
     host.triple = LLVMGetDefaultTargetTriple();
     host.cpu = LLVMGetHostCPUName();
     host.features = LLVMGetHostCPUFeatures();
-    const char *f = host.features ? host.features : "";
-    host.vector_bits = strstr(f, "+avx512f") ? 512 : strstr(f, "+avx") ? 256 : 128;
-    host.fma = strstr(f, "+fma") != NULL;
+    if (!host.features)
+        host.features = "";
+    host.vector_bits = strstr(host.features, "+avx512f") ? 512 : strstr(host.features, "+avx") ? 256 : 128;
+    host.fma = strstr(host.features, "+fma") != NULL;
+    host.runnable = true;
 }
 
 static mc_status cpu_probe(void)
@@ -96,13 +105,232 @@ static mc_status cpu_probe(void)
     return MC_OK;
 }
 
-static LLVMTargetMachineRef make_target_machine(char **error)
+static LLVMTargetMachineRef make_target_machine(const llvm_target *t, char **error)
 {
     LLVMTargetRef target;
-    if (LLVMGetTargetFromTriple(host.triple, &target, error))
+    if (LLVMGetTargetFromTriple(t->triple, &target, error))
         return NULL;
-    return LLVMCreateTargetMachine(target, host.triple, host.cpu, host.features, LLVMCodeGenLevelAggressive,
+    return LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, LLVMCodeGenLevelAggressive,
                                    LLVMRelocDefault, LLVMCodeModelJITDefault);
+}
+
+/* mc_options.cpu_target names a CPU as LLVM does. LLVM's C API cannot tell whether a name is
+ * one it knows (it prints a warning for an unknown one and goes on, and aborts the process for
+ * a CPU without 64-bit mode), so the names are checked against this list first: every x86-64
+ * CPU that LLVM 14 knows (`llc-14 -march=x86-64 -mcpu=help`, less those without 64-bit mode
+ * and "generic"). Everything else about a CPU comes from LLVM (target_facts). */
+static const char *const X86_64_CPUS[] = {
+    "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4",
+    "nocona", "core2", "penryn", "bonnell", "atom", "silvermont", "slm", "goldmont", "goldmont-plus",
+    "tremont", "nehalem", "corei7", "westmere", "sandybridge", "corei7-avx", "ivybridge", "core-avx-i",
+    "haswell", "core-avx2", "broadwell", "skylake", "skylake-avx512", "skx", "cascadelake",
+    "cooperlake", "cannonlake", "icelake-client", "rocketlake", "icelake-server", "tigerlake",
+    "sapphirerapids", "alderlake", "knl", "knm",
+    "k8", "opteron", "athlon64", "athlon-fx", "k8-sse3", "opteron-sse3", "athlon64-sse3", "amdfam10",
+    "barcelona", "btver1", "btver2", "bdver1", "bdver2", "bdver3", "bdver4", "znver1", "znver2", "znver3",
+};
+#define NX86_64_CPUS ((int)(sizeof X86_64_CPUS / sizeof X86_64_CPUS[0]))
+
+/* Edit distance of two short names (for "did you mean"). */
+static int edit_distance(const char *a, const char *b)
+{
+    int n = (int)strlen(b), row[64];
+    if (n >= 64 || strlen(a) >= 64)
+        return 64;
+    for (int j = 0; j <= n; j++)
+        row[j] = j;
+    for (const char *p = a; *p; p++) {
+        int diag = row[0];
+        row[0]++;
+        for (int j = 1; j <= n; j++) {
+            int up = row[j], best = diag + (*p != b[j - 1]);
+            if (row[j] + 1 < best)
+                best = row[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            diag = up;
+            row[j] = best;
+        }
+    }
+    return row[n];
+}
+
+static bool has_call(LLVMValueRef fn)
+{
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in))
+            if (LLVMIsACallInst(in))
+                return true;
+    return false;
+}
+
+/* A function `void NAME()` for cpu and features that calls `callee` (or only returns). */
+static LLVMValueRef probe_function(LLVMModuleRef mod, LLVMBuilderRef b, const char *name, const char *cpu,
+                                   const char *features, LLVMValueRef callee)
+{
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMTypeRef ty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), NULL, 0, 0);
+    LLVMValueRef fn = LLVMAddFunction(mod, name, ty);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(ctx, "target-cpu", 10, cpu, (unsigned)strlen(cpu)));
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(ctx, "target-features", 15, features, (unsigned)strlen(features)));
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, fn, "entry"));
+    if (callee)
+        LLVMBuildCall2(b, ty, callee, NULL, 0, "");
+    LLVMBuildRetVoid(b);
+    return fn;
+}
+
+/* The facts of CPU t->cpu with its own features, asked of LLVM's inliner: it inlines a function
+ * compiled for one CPU into a function compiled for another only where the caller has every
+ * instruction set feature of the callee (x86's areInlineCompatible). So, with `callee` for the
+ * named CPU:
+ *   - a caller for the host (its CPU and detected features) inlines it iff this machine can
+ *     run code for the named CPU (t->runnable);
+ *   - a caller for the named CPU less one feature F ("-F") does not inline it iff the named CPU
+ *     has F: so for the features the host reports missing ("-F" in its list) which of them the
+ *     CPU needs (t->lacks), and whether it has avx512f, avx and fma, from which the vector width
+ *     and the use of FMA follow as they do for the host.
+ * One small module and one run of the inliner, once per name and process. */
+static mc_status target_facts(llvm_target *t)
+{
+    const char *probes[] = {"avx512f", "avx", "fma"};
+    enum { NPROBES = 3 };
+    /* the host's missing features: "-F" items of its list */
+    char *list = strdup(host.features);
+    int cap = NPROBES + 1;
+    for (const char *p = host.features; *p; p++)
+        cap += *p == ',';
+    const char **feature = calloc((size_t)cap, sizeof *feature);
+    LLVMValueRef *caller = calloc((size_t)cap, sizeof *caller);
+    if (!list || !feature || !caller) {
+        free(list);
+        free(feature);
+        free(caller);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    }
+    int n = 0;
+    for (int i = 0; i < NPROBES; i++)
+        feature[n++] = probes[i];
+    for (char *save = NULL, *item = strtok_r(list, ",", &save); item; item = strtok_r(NULL, ",", &save))
+        if (item[0] == '-' && item[1] && n < cap)
+            feature[n++] = item + 1;
+
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("minic-cpu-probe", ctx);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+    LLVMSetTarget(mod, t->triple);
+    LLVMValueRef callee = probe_function(mod, b, "target", t->cpu, "", NULL);
+    LLVMValueRef on_host = probe_function(mod, b, "host", host.cpu, host.features, callee);
+    for (int i = 0; i < n; i++) {
+        char name[32], less[80];
+        snprintf(name, sizeof name, "less_%d", i);
+        snprintf(less, sizeof less, "-%s", feature[i]);
+        caller[i] = probe_function(mod, b, name, t->cpu, less, callee);
+    }
+    mc_status st = MC_OK;
+    char *error = NULL;
+    LLVMTargetMachineRef tm = make_target_machine(&host, &error);
+    LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef err = tm ? LLVMRunPasses(mod, "cgscc(inline)", tm, opts) : NULL;
+    if (!tm) {
+        st = mc_fail(MC_ERR_SYSTEM, "CPU backend: no LLVM target for %s: %s", t->triple, error ? error : "?");
+        LLVMDisposeMessage(error);
+    } else if (err) {
+        char *msg = LLVMGetErrorMessage(err);
+        st = mc_fail(MC_ERR_SYSTEM, "CPU backend: asking LLVM about CPU '%s': %s", t->cpu, msg ? msg : "?");
+        LLVMDisposeErrorMessage(msg);
+    } else {
+        bool has[NPROBES];
+        for (int i = 0; i < NPROBES; i++)
+            has[i] = has_call(caller[i]);
+        t->vector_bits = has[0] ? 512 : has[1] ? 256 : 128;
+        t->fma = has[2];
+        t->runnable = !has_call(on_host);
+        t->lacks[0] = '\0';
+        for (int i = NPROBES; i < n; i++) {
+            size_t at = strlen(t->lacks);
+            if (has_call(caller[i]) && at + strlen(feature[i]) + 3 < sizeof t->lacks)
+                snprintf(t->lacks + at, sizeof t->lacks - at, "%s%s", at ? ", " : "", feature[i]);
+        }
+        if (!t->runnable && !t->lacks[0])
+            snprintf(t->lacks, sizeof t->lacks, "some of its features");
+    }
+    LLVMDisposePassBuilderOptions(opts);
+    if (tm)
+        LLVMDisposeTargetMachine(tm);
+    LLVMDisposeBuilder(b);
+    LLVMDisposeModule(mod);
+    LLVMContextDispose(ctx);
+    free(caller);
+    free(feature);
+    free(list);
+    return st;
+}
+
+/* Named targets, each worked out once per process (target_facts) and kept until exit: programs
+ * point at them. */
+enum { MAX_NAMED = 16 };
+static struct named_target {
+    char name[32];
+    llvm_target t;
+} named[MAX_NAMED];
+static int nnamed;
+static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The target that mc_options.cpu_target names: NULL, "" and "host" are the host. */
+static mc_status resolve_target(const char *name, const llvm_target **out)
+{
+    if (!name || !name[0] || !strcmp(name, "host")) {
+        *out = &host;
+        return MC_OK;
+    }
+    if (strncmp(host.triple, "x86_64", 6) != 0)
+        return mc_fail(MC_ERR_INPUT, "CPU backend: CPU target '%s': only x86-64 CPUs can be named, and this "
+                       "machine is %s (use host)", name, host.triple);
+    int known = -1, nearest = 0;
+    for (int i = 0; i < NX86_64_CPUS; i++) {
+        if (!strcmp(name, X86_64_CPUS[i]))
+            known = i;
+        if (edit_distance(name, X86_64_CPUS[i]) < edit_distance(name, X86_64_CPUS[nearest]))
+            nearest = i;
+    }
+    if (known < 0) {
+        char hint[96] = "";
+        if (edit_distance(name, X86_64_CPUS[nearest]) <= 2)
+            snprintf(hint, sizeof hint, "did you mean '%s'? ", X86_64_CPUS[nearest]);
+        return mc_fail(MC_ERR_INPUT, "CPU backend: unknown CPU target '%.64s': %sexpected host or an x86-64 CPU "
+                       "as LLVM 14 names it, such as x86-64-v2, x86-64-v3, x86-64-v4, haswell, skylake-avx512, "
+                       "icelake-server or znver3", name, hint);
+    }
+    pthread_mutex_lock(&named_lock);
+    mc_status st = MC_OK;
+    int i = 0;
+    while (i < nnamed && strcmp(named[i].name, name) != 0)
+        i++;
+    if (i == nnamed && nnamed == MAX_NAMED) {
+        st = mc_fail(MC_ERR_INPUT, "CPU backend: more than %d different CPU targets in one process", MAX_NAMED);
+    } else if (i == nnamed) {
+        struct named_target *e = &named[i];
+        snprintf(e->name, sizeof e->name, "%s", X86_64_CPUS[known]);
+        e->t = (llvm_target){.triple = host.triple, .cpu = e->name, .features = ""};
+        if ((st = target_facts(&e->t)) == MC_OK)
+            nnamed++;
+    }
+    if (st == MC_OK)
+        *out = &named[i].t;
+    pthread_mutex_unlock(&named_lock);
+    return st;
+}
+
+/* Code for a target whose features this machine lacks would stop on an illegal instruction. */
+static mc_status check_runnable(const llvm_target *t)
+{
+    if (t->runnable)
+        return MC_OK;
+    return mc_fail(MC_ERR_SYSTEM, "CPU backend: this machine (%s) cannot run code compiled for CPU target '%s': "
+                   "it lacks %s (such code can be compiled and dumped, not run)", host.cpu, t->cpu, t->lacks);
 }
 
 /* ---- errors -------------------------------------------------------------------------------- */
@@ -119,14 +347,16 @@ static mc_status fail_llvm(LLVMErrorRef err, const char *what)
 
 static void set_target_attributes(llvm_ctx *c)
 {
+    const llvm_target *t = c->target;
     for (LLVMValueRef fn = LLVMGetFirstFunction(c->mod); fn; fn = LLVMGetNextFunction(fn)) {
         if (LLVMIsDeclaration(fn))
             continue;
         LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                                LLVMCreateStringAttribute(c->ctx, "target-cpu", 10, host.cpu, (unsigned)strlen(host.cpu)));
-        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                                LLVMCreateStringAttribute(c->ctx, "target-features", 15, host.features,
-                                                          (unsigned)strlen(host.features)));
+                                LLVMCreateStringAttribute(c->ctx, "target-cpu", 10, t->cpu, (unsigned)strlen(t->cpu)));
+        if (t->features[0]) /* none: the CPU's own */
+            LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                    LLVMCreateStringAttribute(c->ctx, "target-features", 15, t->features,
+                                                              (unsigned)strlen(t->features)));
     }
 }
 
@@ -299,6 +529,7 @@ static bool compile_module(LLVMModuleRef mod, LLVMTargetMachineRef tm, void **ob
 enum { MAX_PARTS = 8 };
 
 typedef struct compile_part {
+    const llvm_target *target;
     const void *bitcode;
     size_t bitcode_size;
     const kir_program *kp;
@@ -325,8 +556,8 @@ static void compile_part_run(compile_part *part)
         if (fn && part->part_of[i] != part->index)
             LLVMDeleteFunction(fn);
     }
-    if (!(tm = make_target_machine(&msg))) {
-        snprintf(part->error, sizeof part->error, "no LLVM target for %s: %s", host.triple, msg ? msg : "?");
+    if (!(tm = make_target_machine(part->target, &msg))) {
+        snprintf(part->error, sizeof part->error, "no LLVM target for %s: %s", part->target->triple, msg ? msg : "?");
         LLVMDisposeMessage(msg);
         goto done;
     }
@@ -458,7 +689,7 @@ static mc_status compile_program(llvm_ctx *c, LLVMTargetMachineRef tm, const kir
             load[light] += cost[big];
         }
         for (int q = 0; q < nparts; q++)
-            parts[q] = (compile_part){.bitcode = LLVMGetBufferStart(bc), .bitcode_size = LLVMGetBufferSize(bc),
+            parts[q] = (compile_part){.target = c->target, .bitcode = LLVMGetBufferStart(bc), .bitcode_size = LLVMGetBufferSize(bc),
                                       .kp = kp, .part_of = part_of, .index = q};
         mc_threadpool_run(pool, nparts, 1, compile_parts_range, parts);
         for (int q = 0; q < nparts; q++) {
@@ -539,14 +770,15 @@ static char *ir_with_notes(const char *ir, const kir_program *kp, const cpu_kern
 }
 
 /* The cache key: everything the object code depends on. */
-static char *cache_key(const char *ir, const kir_program *kp, const cpu_kernel *kernels)
+static char *cache_key(const llvm_target *t, const char *ir, const kir_program *kp, const cpu_kernel *kernels)
 {
-    size_t n = strlen(ir) + strlen(host.cpu) + strlen(host.features) + sizeof OPT_PIPELINE + 256 + (size_t)kp->nkernels * 256;
+    size_t n = strlen(ir) + strlen(t->triple) + strlen(t->cpu) + strlen(t->features) + sizeof OPT_PIPELINE + 256 +
+               (size_t)kp->nkernels * 256;
     char *key = malloc(n);
     if (!key)
         return NULL;
     size_t at = (size_t)snprintf(key, n, "%s llvm %s target %s cpu %s features %s passes %s\n", CODEGEN_VERSION,
-                                 LLVM_VERSION_STRING, host.triple, host.cpu, host.features, OPT_PIPELINE);
+                                 LLVM_VERSION_STRING, t->triple, t->cpu, t->features, OPT_PIPELINE);
     for (int i = 0; i < kp->nkernels && at < n; i++)
         at += (size_t)snprintf(key + at, n - at, "kernel %s units %lld grain %lld scratch %lld packed %lld code of %d\n",
                                kp->kernels[i].name, (long long)kernels[i].info.units, (long long)kernels[i].info.grain,
@@ -602,14 +834,17 @@ static mc_status cpu_prepare(mc_program *p)
     if (!s)
         return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
     p->state = s;
+    if ((st = resolve_target(p->opt.cpu_target, &s->target)) != MC_OK)
+        return st;
+    const llvm_target *t = s->target;
     s->nkernels = kp->nkernels;
     s->kernels = calloc((size_t)(kp->nkernels ? kp->nkernels : 1), sizeof *s->kernels);
     s->buffers = calloc((size_t)kp->nbuffers + 1, sizeof *s->buffers);
     if (!s->kernels || !s->buffers)
         return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
 
-    llvm_ctx c = {.target = &host, .kp = kp};
-    c.native_lanes = host.vector_bits / 32;
+    llvm_ctx c = {.target = t, .kp = kp};
+    c.native_lanes = t->vector_bits / 32;
     c.lanes = 2 * c.native_lanes;
     c.ctx = LLVMContextCreate();
     c.mod = LLVMModuleCreateWithNameInContext("minic", c.ctx);
@@ -627,13 +862,13 @@ static mc_status cpu_prepare(mc_program *p)
     char *error = NULL, *key = NULL, *ir = NULL;
     void *obj = NULL;
     size_t obj_size = 0;
-    LLVMTargetMachineRef tm = make_target_machine(&error);
+    LLVMTargetMachineRef tm = make_target_machine(t, &error);
     if (!tm) {
-        st = mc_fail(MC_ERR_SYSTEM, "CPU backend: no LLVM target for %s: %s", host.triple, error ? error : "?");
+        st = mc_fail(MC_ERR_SYSTEM, "CPU backend: no LLVM target for %s: %s", t->triple, error ? error : "?");
         LLVMDisposeMessage(error);
         goto done;
     }
-    LLVMSetTarget(c.mod, host.triple);
+    LLVMSetTarget(c.mod, t->triple);
     LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
     char *layout_text = LLVMCopyStringRepOfTargetData(layout);
     LLVMSetDataLayout(c.mod, layout_text);
@@ -644,7 +879,7 @@ static mc_status cpu_prepare(mc_program *p)
         goto done;
     ir = LLVMPrintModuleToString(c.mod);
     s->ir = ir_with_notes(ir, kp, s->kernels);
-    key = cache_key(ir, kp, s->kernels);
+    key = cache_key(t, ir, kp, s->kernels);
     if (!s->ir || !key) {
         st = mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
         goto done;
@@ -779,6 +1014,9 @@ static void run_kernel(cpu_state *s, int i)
 static mc_status cpu_run(mc_program *p)
 {
     cpu_state *s = p->state;
+    mc_status st = check_runnable(s->target);
+    if (st != MC_OK)
+        return st;
     bind_buffers(p, s);
     pack_params(p, s);
     for (int i = 0; i < s->nkernels; i++)
@@ -796,6 +1034,9 @@ static mc_status cpu_run_kernel(mc_program *p, int kernel)
     cpu_state *s = p->state;
     if (kernel < 0 || kernel >= s->nkernels)
         return mc_fail(MC_ERR_INPUT, "CPU backend: no kernel %d", kernel);
+    mc_status st = check_runnable(s->target);
+    if (st != MC_OK)
+        return st;
     pack_params(p, s);
     run_kernel(s, kernel);
     return MC_OK;
