@@ -71,6 +71,7 @@ typedef struct cpu_state {
     int nthreads;
     void *scratch;            /* nthreads * scratch_stride bytes */
     size_t scratch_stride;
+    char jit_error[256];      /* what the JIT's session reported (keep_jit_error) */
 } cpu_state;
 
 /* ---- the target: the host, or a named CPU ------------------------------------------------ */
@@ -712,6 +713,72 @@ static mc_status compile_program(llvm_ctx *c, LLVMTargetMachineRef tm, const kir
     return *blob ? MC_OK : mc_fail(MC_ERR_SYSTEM, "out of memory holding compiled code");
 }
 
+/* f16 <-> f32 for a CPU without F16C (x86-64, x86-64-v2): LLVM 14 turns fptrunc/fpext of half
+ * into calls of these two compiler-rt functions (half as its bits in an i16), which a process
+ * built with GCC does not have; the JIT gets them from here. Rounding to nearest even, NaNs
+ * kept quiet with their payload's high bits: what F16C's vcvtps2ph and vcvtph2ps compute. */
+static uint16_t f32_to_f16_bits(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000, a = x & 0x7fffffff;
+    if (a > 0x7f800000) /* NaN */
+        return (uint16_t)(sign | 0x7e00 | ((a >> 13) & 0x3ff));
+    if (a >= 0x477ff000) /* 65520 and above round to inf */
+        return (uint16_t)(sign | 0x7c00);
+    if (a >= 0x38800000) { /* normal: rebias the exponent, round the mantissa */
+        uint32_t r = a - 0x38000000;
+        return (uint16_t)(sign | ((r + 0xfff + ((r >> 13) & 1)) >> 13));
+    }
+    uint32_t e = a >> 23; /* subnormal f16 (or zero): units of 2^-24 */
+    if (e < 102)          /* below 2^-25: rounds to 0 */
+        return (uint16_t)sign;
+    uint32_t m = (a & 0x7fffff) | 0x800000, shift = 126 - e;
+    uint32_t k = m >> shift, rest = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (k & 1)))
+        k++;
+    return (uint16_t)(sign | k);
+}
+
+static float f16_bits_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, x;
+    if (e == 0x1f) /* inf, or NaN made quiet */
+        x = sign | 0x7f800000 | (m ? 0x400000 | (m << 13) : 0);
+    else if (e)
+        x = sign | ((e + 112) << 23) | (m << 13);
+    else {
+        float v = (float)m * 0x1p-24f; /* exact */
+        memcpy(&x, &v, sizeof x);
+        x |= sign;
+    }
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+/* What the JIT's session reports besides the error it returns (the symbols not found behind a
+ * failed lookup): kept for the message instead of printed. */
+static void keep_jit_error(void *ctx, LLVMErrorRef err)
+{
+    cpu_state *s = ctx;
+    char *msg = LLVMGetErrorMessage(err);
+    if (!s->jit_error[0])
+        snprintf(s->jit_error, sizeof s->jit_error, "%s", msg ? msg : "?");
+    LLVMDisposeErrorMessage(msg);
+}
+
+static mc_status fail_jit(cpu_state *s, LLVMErrorRef err, const char *what)
+{
+    if (!s->jit_error[0])
+        return fail_llvm(err, what);
+    char *msg = LLVMGetErrorMessage(err);
+    mc_status st = mc_fail(MC_ERR_SYSTEM, "CPU backend: %s: %s (%s)", what, msg ? msg : "unknown LLVM error",
+                           s->jit_error);
+    LLVMDisposeErrorMessage(msg);
+    return st;
+}
+
 /* Link the objects of a blob into a fresh LLJIT and look up every kernel. */
 static mc_status load_objects(cpu_state *s, const kir_program *kp, const void *blob, size_t blob_size)
 {
@@ -730,7 +797,15 @@ static mc_status load_objects(cpu_state *s, const kir_program *kp, const void *b
     LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, jtmb);
     if ((err = LLVMOrcCreateLLJIT(&s->jit, builder)))
         return fail_llvm(err, "creating the JIT");
+    LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(s->jit), keep_jit_error, s);
     LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(s->jit);
+    LLVMJITSymbolFlags callable = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0};
+    LLVMJITCSymbolMapPair half[2] = {
+        {LLVMOrcLLJITMangleAndIntern(s->jit, "__gnu_f2h_ieee"), {(uintptr_t)f32_to_f16_bits, callable}},
+        {LLVMOrcLLJITMangleAndIntern(s->jit, "__gnu_h2f_ieee"), {(uintptr_t)f16_bits_to_f32, callable}},
+    };
+    if ((err = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(half, 2))))
+        return fail_llvm(err, "defining the f16 conversions");
     /* memset/memcpy that the optimizer introduces come from the process */
     LLVMOrcDefinitionGeneratorRef gen;
     if ((err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(s->jit), NULL, NULL)))
@@ -739,13 +814,13 @@ static mc_status load_objects(cpu_state *s, const kir_program *kp, const void *b
     for (int i = 0; i < n; i++) {
         LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(objs[i], sizes[i], "minic-kernels");
         if ((err = LLVMOrcLLJITAddObjectFile(s->jit, jd, buf)))
-            return fail_llvm(err, "loading compiled code");
+            return fail_jit(s, err, "loading compiled code");
     }
     for (int i = 0; i < kp->nkernels; i++) {
         int same = s->kernels[i].same_as;
         LLVMOrcExecutorAddress addr = 0;
         if ((err = LLVMOrcLLJITLookup(s->jit, &addr, kp->kernels[same < 0 ? i : same].name)))
-            return fail_llvm(err, "linking a kernel");
+            return fail_jit(s, err, "linking a kernel");
         s->kernels[i].fn = (kernel_fn)(uintptr_t)addr;
     }
     return MC_OK;
