@@ -320,5 +320,5 @@ int main(void)
         cmocka_unit_test(test_run_and_save_fused),
         cmocka_unit_test(test_run_and_save_unfused),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

@@ -572,7 +572,7 @@ int main(void)
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_dump),
     };
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = mc_test_run(tests);
     free(out);
     free(err);
     return failed;

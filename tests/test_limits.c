@@ -387,5 +387,5 @@ int main(void)
         cmocka_unit_test(test_long_lines),
         cmocka_unit_test(test_deep_chain),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

@@ -443,5 +443,5 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_graphs),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }
