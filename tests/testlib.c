@@ -117,7 +117,7 @@ bool mc_test_have_gpu(void)
 const char *mc_test_cpu_target(void)
 {
     const char *t = getenv("MINIC_TEST_CPU_TARGET");
-    return t && t[0] ? t : NULL;
+    return t && t[0] && strcmp(t, "host") != 0 ? t : NULL;
 }
 
 mc_options mc_test_options(void)

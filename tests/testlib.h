@@ -26,8 +26,8 @@ double mc_test_rel_error(const double *a, const double *b, int64_t n);
 bool mc_test_have_gpu(void);
 
 /* The CPU target the CPU backend's tests run under: $MINIC_TEST_CPU_TARGET (an LLVM CPU name,
- * set by CTest for the tests registered once per target), NULL (the host) when unset. Read by
- * the test harness only; the library never reads it. */
+ * set by CTest for the tests registered once per target), NULL (the host) when unset or "host".
+ * Read by the test harness only; the library never reads it. */
 const char *mc_test_cpu_target(void);
 /* mc_options_default() with cpu_target = mc_test_cpu_target(). */
 mc_options mc_test_options(void);
