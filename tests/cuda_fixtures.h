@@ -387,6 +387,22 @@ static inline kir_program *fx_gemms(int64_t B, int64_t M, int64_t N, int64_t K, 
 
 /* ---- a float64 interpreter of the kernel IR ------------------------------------------------ */
 
+/* Element i of a buffer, and storing one: f32 directly (the same rounding as the library's
+ * converters, which, built without optimization in the sanitizer builds, were most of the
+ * time of the tests on large fixtures), other dtypes through the library. */
+static inline double fx_get(const void *data, mc_dtype d, int64_t i)
+{
+    return d == MC_F32 ? (double)((const float *)data)[i] : mc_load_element(data, d, i);
+}
+
+static inline void fx_put(void *data, mc_dtype d, int64_t i, double v)
+{
+    if (d == MC_F32)
+        ((float *)data)[i] = (float)v;
+    else
+        mc_store_element(data, d, i, v);
+}
+
 static inline double fx_apply(mc_op op, mc_dtype d, double a, double b, double c)
 {
     bool isint = d == MC_I32;
@@ -460,9 +476,9 @@ static inline void fx_eval(const kir_program *kp, void **bufs)
                     bo += idx[d] * B->stride[d];
                 }
                 for (int64_t kk = 0; kk < k->gemm.k; kk++)
-                    acc += mc_load_element(bufs[A->buffer], kp->buffers[A->buffer].dtype,
+                    acc += fx_get(bufs[A->buffer], kp->buffers[A->buffer].dtype,
                                            ao + idx[nb] * A->stride[nb] + kk * A->stride[nb + 1]) *
-                           mc_load_element(bufs[B->buffer], kp->buffers[B->buffer].dtype,
+                           fx_get(bufs[B->buffer], kp->buffers[B->buffer].dtype,
                                            bo + kk * B->stride[nb] + idx[nb + 1] * B->stride[nb + 1]);
             }
             for (int b = 0; b < k->nblocks; b++) {
@@ -489,7 +505,7 @@ static inline void fx_eval(const kir_program *kp, void **bufs)
                             int64_t o = w->offset;
                             for (int d = 0; d < used_rank; d++)
                                 o += idx[d] * w->stride[d];
-                            v = mc_load_element(bufs[w->buffer], kp->buffers[w->buffer].dtype, o);
+                            v = fx_get(bufs[w->buffer], kp->buffers[w->buffer].dtype, o);
                         } else if (in->kind == KI_CONST) {
                             v = mc_round_to_dtype(in->value, in->dtype);
                         } else if (in->kind == KI_INDEX) {
@@ -517,7 +533,7 @@ static inline void fx_eval(const kir_program *kp, void **bufs)
                         int64_t o = w->offset;
                         for (int d = 0; d < used_rank; d++)
                             o += idx[d] * w->stride[d];
-                        mc_store_element(bufs[w->buffer], kp->buffers[w->buffer].dtype, o,
+                        fx_put(bufs[w->buffer], kp->buffers[w->buffer].dtype, o,
                                          val[k->stores[s].value]);
                     }
                 }
