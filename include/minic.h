@@ -147,6 +147,12 @@ typedef struct mc_options {
     int cuda_graph;          /* -1: where eligible (default), 0: never, 1: required */
     bool tf32;               /* allow TF32 for f32 GEMMs on the GPU */
     int threads;             /* CPU threads; 0: one per core */
+    /* cpu backend: the CPU to generate code for, as LLVM names it ("x86-64-v3", "x86-64-v4",
+     * "haswell", "skylake-avx512", "znver3", ...), with that CPU's own features; NULL or "host"
+     * (the default): this machine's CPU and the features it reports. An unknown name fails to
+     * compile (MC_ERR_INPUT). Code for a CPU with features this machine lacks compiles and can be
+     * dumped, but running it fails (MC_ERR_SYSTEM). Read by mc_program_compile only. */
+    const char *cpu_target;
     bool quiet;              /* keep no notes: `note` is not called, mc_program_notes is "" */
     mc_note_fn note;         /* optional: called with each note as it arises (NULL: none) */
     void *note_ctx;          /* handed to note */

@@ -11,7 +11,13 @@ cmake --build build-test -j"$(nproc)"
 export MINIC_FULL_TESTS=1 # also the slow checks (tests/quickstart_build.sh: the Release build)
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-(cd build-test && ctest --output-on-failure -j"$(nproc)")
+status=0
+(cd build-test && ctest --output-on-failure -j"$(nproc)") || status=$?
+# CTest only lists the skipped tests: say why each was skipped (its "skipped: ..." line; the CPU
+# tests pinned to a CPU target whose features this machine lacks, the GPU tests without a GPU).
+awk '/^[0-9]+\/[0-9]+ Testing: / { name = $3 } /^skipped: / { print name ": " $0 }' \
+  build-test/Testing/Temporary/LastTest.log
+[ "$status" -eq 0 ] || exit "$status"
 # ThreadSanitizer: a second, small build (TSan and ASan exclude each other) of the library and
 # the thread stress test alone (tests/test_threads.c). tests/tsan.supp lists the reports that
 # come from LLVM's uninstrumented internals, each with why it is not a race.

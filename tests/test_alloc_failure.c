@@ -356,5 +356,5 @@ int main(void)
         cmocka_unit_test(test_run_and_save_cpu),
 #endif
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

@@ -122,6 +122,7 @@ static void run_cpu(kir_program *kp, void **host, int threads)
     memset(&p, 0, sizeof p);
     p.kp = kp;
     p.opt.threads = threads;
+    p.opt.cpu_target = mc_test_cpu_target();
     p.host = host;
     if (mc_backend_cpu.prepare(&p) != MC_OK)
         fail_msg("prepare: %s", mc_error_message());
@@ -336,5 +337,5 @@ int main(void)
         cmocka_unit_test(test_pow),
         cmocka_unit_test(test_exp_below_max),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

@@ -412,7 +412,7 @@ int main(void)
         cmocka_unit_test(test_examples),
 #endif
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }
 #else
 #ifdef MINIC_HAVE_PASSES

@@ -445,7 +445,7 @@ int main(void)
         cmocka_unit_test(test_refused_cubin_is_evicted),
 #endif
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }
 #else
 int main(void)

@@ -430,5 +430,5 @@ int main(void)
         cmocka_unit_test(test_stages),
         cmocka_unit_test(test_unplanned_gives_every_temp_its_own_range),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

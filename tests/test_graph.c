@@ -745,5 +745,5 @@ int main(void)
         cmocka_unit_test(test_large_graph),
         cmocka_unit_test(test_random_attributes),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

@@ -436,5 +436,5 @@ int main(void)
         cmocka_unit_test(test_deep_chain),
         cmocka_unit_test(test_thread_limit),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

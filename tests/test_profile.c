@@ -241,5 +241,5 @@ int main(void)
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_rates_and_bounds),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

@@ -762,5 +762,5 @@ int main(void)
         cmocka_unit_test(test_random_graphs),
         cmocka_unit_test(test_random_graphs_edge_values),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

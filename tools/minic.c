@@ -38,7 +38,7 @@ enum { CMD_RUN = 1, CMD_BENCH = 2, CMD_CHECK = 4, CMD_DUMP = 8, CMD_OPS = 16, CM
 
 typedef enum {
     OPT_BACKEND, OPT_WEIGHTS, OPT_INPUT, OPT_SEED, OPT_OUTPUT, OPT_SAVE_INPUTS, OPT_NO_FUSE, OPT_NO_PLAN,
-    OPT_CUDA_GRAPH, OPT_NO_CUDA_GRAPH, OPT_ITERS, OPT_THREADS, OPT_TF32, OPT_PROFILE,
+    OPT_CUDA_GRAPH, OPT_NO_CUDA_GRAPH, OPT_ITERS, OPT_THREADS, OPT_CPU_TARGET, OPT_TF32, OPT_PROFILE,
     OPT_PROFILE_JSON, OPT_TRACE, OPT_ROOFLINE, OPT_STAGE, OPT_QUIET, OPT_HELP,
 } option_id;
 
@@ -86,6 +86,10 @@ static const option options[] = {
      "runs that --profile measures, default 10; bench: default 10)"},
     {OPT_THREADS, "--threads", "N", EXEC,
      "cpu backend: worker threads (default 0: one per core)"},
+    {OPT_CPU_TARGET, "--cpu-target", "NAME", EXEC | CMD_DUMP,
+     "cpu backend: generate code for CPU NAME as LLVM names it (x86-64-v3, x86-64-v4,\n"
+     "haswell, skylake-avx512, znver3, ...) instead of for this machine (host, the default);\n"
+     "code for a CPU whose features this machine lacks can be dumped but not run"},
     {OPT_TF32, "--tf32", NULL, EXEC | CMD_DUMP,
      "cuda backend: allow TF32 tensor cores for f32 matmuls (less precise; off by default)"},
     {OPT_PROFILE, "--profile", NULL, CMD_RUN,
@@ -301,6 +305,11 @@ static int set_value(cli_args *a, const option *o, const char *v)
     case OPT_THREADS:
         if (!parse_int(v, 0, MC_MAX_THREADS, &a->opt.threads))
             return cli_error(CLI_USER, "--threads: expected an integer from 0 to %d, got '%s'", MC_MAX_THREADS, v);
+        return CLI_OK;
+    case OPT_CPU_TARGET:
+        if (!*v)
+            return cli_error(CLI_USER, "--cpu-target: empty CPU name (host, x86-64-v3, x86-64-v4, ...)");
+        a->opt.cpu_target = v;
         return CLI_OK;
     case OPT_PROFILE_JSON:
         if (!*v)

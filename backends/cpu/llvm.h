@@ -1,7 +1,8 @@
 /* The CPU backend's internal interface, shared by backends/cpu/llvm*.c only.
  *
- *   llvm_backend.c  the mc_backend_cpu slots: host target, module build, optimization, object
- *                   code, disk cache, ORC LLJIT, the thread pool that runs the kernels
+ *   llvm_backend.c  the mc_backend_cpu slots: module build, optimization, object code, disk
+ *                   cache, ORC LLJIT, the thread pool that runs the kernels
+ *   llvm_target.c   the target: the host, or the CPU that mc_options.cpu_target names
  *   llvm_kernel.c   pointwise and reduction kernels: loop nests over the kernel IR's index space,
  *                   vectorized along the innermost axis, with strided loads and stores
  *   llvm_gemm.c     GEMM kernels: packing, a register-tiled micro-kernel, the fused epilogue
@@ -26,12 +27,17 @@
 #include "backends/backend.h"
 
 #include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
 
-/* Host facts every generated function depends on (part of the cache key). */
+/* The machine the code is generated for: the host, or the CPU that mc_options.cpu_target names
+ * (llvm_backend.c). Every generated function depends on these facts (part of the cache key). */
 typedef struct llvm_target {
-    char *triple, *cpu, *features;
-    int vector_bits; /* widest float vector the host runs natively: 128, 256 or 512 */
+    const char *triple, *cpu, *features; /* features: the host's detected ones, "" for a named CPU
+                                          * (LLVM takes that CPU's own) */
+    int vector_bits;  /* widest float vector the target runs natively: 128, 256 or 512 */
     bool fma;
+    bool runnable;    /* this machine has every feature of the target (the host: always) */
+    char lacks[256];  /* where not: the features it lacks, comma-separated */
 } llvm_target;
 
 /* Everything a program's object code depends on: the compile cache's key is made of these
@@ -49,6 +55,20 @@ typedef struct llvm_key_parts {
     const char *ir;              /* the module as printed */
 } llvm_key_parts;
 char *llvm_cache_key(const llvm_key_parts *parts); /* malloc'd; NULL when out of memory */
+
+/* ---- llvm_target.c ------------------------------------------------------------------------- */
+
+/* Detect the host once (LLVM's native target): MC_ERR_SYSTEM where LLVM cannot generate code
+ * for this machine. The backend's probe; the functions below need it done. */
+mc_status llvm_host_probe(void);
+/* The target mc_options.cpu_target names: NULL, "" and "host" are the host; an x86-64 CPU as
+ * LLVM 14 names it, with that CPU's own features; anything else is MC_ERR_INPUT. Targets live
+ * until the process ends. */
+mc_status llvm_target_resolve(const char *name, const llvm_target **out);
+/* MC_OK where this machine can run code for t, else MC_ERR_SYSTEM naming what it lacks. */
+mc_status llvm_target_check_runnable(const llvm_target *t);
+/* An LLVM target machine for t; NULL with *error set (an LLVM message) on failure. */
+LLVMTargetMachineRef llvm_target_machine(const llvm_target *t, char **error);
 
 /* What the runtime needs to launch a kernel. */
 typedef struct llvm_kernel_info {

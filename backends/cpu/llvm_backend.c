@@ -1,12 +1,18 @@
-/* The CPU backend (mc_backend_cpu): kernel IR -> LLVM IR -> host machine code, run on a pool.
+/* The CPU backend (mc_backend_cpu): kernel IR -> LLVM IR -> machine code, run on a thread pool.
+ *
+ * The code is generated for the host's CPU and the features it reports, or for the CPU that
+ * mc_options.cpu_target names ("x86-64-v3", "skylake-avx512": LLVM's names) with that CPU's own
+ * features, as LLVM defines them; the vector width and the use of FMA follow the target. Code
+ * for a CPU with features this machine lacks compiles (and dumps) but is refused at run time
+ * (MC_ERR_SYSTEM), where it would stop on an illegal instruction.
  *
  * prepare() builds one LLVM module holding every kernel of the program (backends/cpu/llvm_kernel.c,
  * llvm_gemm.c; kernels that differ only in their buffers, like the layers of a stack, as one
  * function: build_module), verifies it, and prints it: that text, with minic's and LLVM's
- * versions, the host CPU's name and features, the code generator's settings and the options, is
- * the compile cache's key (llvm_cache_key). On a hit the cached object code, verified by the
- * cache, is used; on a miss the module is optimized (OPT_PIPELINE below, for
- * the host target machine) and compiled to object files, in parts on the program's threads
+ * versions, the target's CPU name and features, the code generator's settings and the options,
+ * is the compile cache's key (llvm_cache_key). On a hit the cached object code, verified by the
+ * cache, is used; on a miss the module is optimized (OPT_PIPELINE below, for the target
+ * machine) and compiled to object files, in parts on the program's threads
  * (compile_program), which are stored together. Either way ORC's LLJIT links the objects into
  * memory and hands back one function pointer per kernel. So a second run of the same program
  * skips optimization and code generation, which are most of the compile time; building and
@@ -36,7 +42,6 @@
 #include <llvm/Config/llvm-config.h>
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +63,7 @@ typedef struct cpu_kernel {
 } cpu_kernel;
 
 typedef struct cpu_state {
+    const llvm_target *target;
     LLVMOrcLLJITRef jit;
     cpu_kernel *kernels;
     int nkernels;
@@ -68,47 +74,8 @@ typedef struct cpu_state {
     int nthreads;
     void *scratch;            /* nthreads * scratch_stride bytes */
     size_t scratch_stride;
+    char jit_error[256];      /* what the JIT's session reported (keep_jit_error) */
 } cpu_state;
-
-/* ---- the host target ---------------------------------------------------------------------- */
-
-static llvm_target host;
-static mc_status host_status = MC_OK;
-static char host_error[512];
-static pthread_once_t host_once = PTHREAD_ONCE_INIT;
-
-static void init_host(void)
-{
-    if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
-        host_status = MC_ERR_SYSTEM;
-        snprintf(host_error, sizeof host_error, "LLVM has no code generator for this machine");
-        return;
-    }
-    host.triple = LLVMGetDefaultTargetTriple();
-    host.cpu = LLVMGetHostCPUName();
-    host.features = LLVMGetHostCPUFeatures();
-    const char *f = host.features ? host.features : "";
-    host.vector_bits = strstr(f, "+avx512f") ? 512 : strstr(f, "+avx") ? 256 : 128;
-    host.fma = strstr(f, "+fma") != NULL;
-}
-
-static mc_status cpu_probe(void)
-{
-    pthread_once(&host_once, init_host);
-    if (host_status != MC_OK)
-        return mc_fail(host_status, "CPU backend: %s", host_error);
-    return MC_OK;
-}
-
-static LLVMTargetMachineRef make_target_machine(char **error)
-{
-    LLVMTargetRef target;
-    if (LLVMGetTargetFromTriple(host.triple, &target, error))
-        return NULL;
-    /* MACHINE_SETTINGS (the cache key) names these settings: change both together */
-    return LLVMCreateTargetMachine(target, host.triple, host.cpu, host.features, LLVMCodeGenLevelAggressive,
-                                   LLVMRelocDefault, LLVMCodeModelJITDefault);
-}
 
 /* ---- errors -------------------------------------------------------------------------------- */
 
@@ -124,14 +91,16 @@ static mc_status fail_llvm(LLVMErrorRef err, const char *what)
 
 static void set_target_attributes(llvm_ctx *c)
 {
+    const llvm_target *t = c->target;
     for (LLVMValueRef fn = LLVMGetFirstFunction(c->mod); fn; fn = LLVMGetNextFunction(fn)) {
         if (LLVMIsDeclaration(fn))
             continue;
         LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                                LLVMCreateStringAttribute(c->ctx, "target-cpu", 10, host.cpu, (unsigned)strlen(host.cpu)));
-        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                                LLVMCreateStringAttribute(c->ctx, "target-features", 15, host.features,
-                                                          (unsigned)strlen(host.features)));
+                                LLVMCreateStringAttribute(c->ctx, "target-cpu", 10, t->cpu, (unsigned)strlen(t->cpu)));
+        if (t->features[0]) /* none: the CPU's own */
+            LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                    LLVMCreateStringAttribute(c->ctx, "target-features", 15, t->features,
+                                                              (unsigned)strlen(t->features)));
     }
 }
 
@@ -304,6 +273,7 @@ static bool compile_module(LLVMModuleRef mod, LLVMTargetMachineRef tm, void **ob
 enum { MAX_PARTS = 8 };
 
 typedef struct compile_part {
+    const llvm_target *target;
     const void *bitcode;
     size_t bitcode_size;
     const kir_program *kp;
@@ -330,8 +300,8 @@ static void compile_part_run(compile_part *part)
         if (fn && part->part_of[i] != part->index)
             LLVMDeleteFunction(fn);
     }
-    if (!(tm = make_target_machine(&msg))) {
-        snprintf(part->error, sizeof part->error, "no LLVM target for %s: %s", host.triple, msg ? msg : "?");
+    if (!(tm = llvm_target_machine(part->target, &msg))) {
+        snprintf(part->error, sizeof part->error, "no LLVM target for %s: %s", part->target->triple, msg ? msg : "?");
         LLVMDisposeMessage(msg);
         goto done;
     }
@@ -463,7 +433,7 @@ static mc_status compile_program(llvm_ctx *c, LLVMTargetMachineRef tm, const kir
             load[light] += cost[big];
         }
         for (int q = 0; q < nparts; q++)
-            parts[q] = (compile_part){.bitcode = LLVMGetBufferStart(bc), .bitcode_size = LLVMGetBufferSize(bc),
+            parts[q] = (compile_part){.target = c->target, .bitcode = LLVMGetBufferStart(bc), .bitcode_size = LLVMGetBufferSize(bc),
                                       .kp = kp, .part_of = part_of, .index = q};
         mc_threadpool_run(pool, nparts, 1, compile_parts_range, parts);
         for (int q = 0; q < nparts; q++) {
@@ -509,6 +479,72 @@ static mc_status define_host_functions(LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef j
     return MC_OK;
 }
 
+/* f16 <-> f32 for a CPU without F16C (x86-64, x86-64-v2): LLVM 14 turns fptrunc/fpext of half
+ * into calls of these two compiler-rt functions (half as its bits in an i16), which a process
+ * built with GCC does not have; the JIT gets them from here. Rounding to nearest even, NaNs
+ * kept quiet with their payload's high bits: what F16C's vcvtps2ph and vcvtph2ps compute. */
+static uint16_t f32_to_f16_bits(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000, a = x & 0x7fffffff;
+    if (a > 0x7f800000) /* NaN */
+        return (uint16_t)(sign | 0x7e00 | ((a >> 13) & 0x3ff));
+    if (a >= 0x477ff000) /* 65520 and above round to inf */
+        return (uint16_t)(sign | 0x7c00);
+    if (a >= 0x38800000) { /* normal: rebias the exponent, round the mantissa */
+        uint32_t r = a - 0x38000000;
+        return (uint16_t)(sign | ((r + 0xfff + ((r >> 13) & 1)) >> 13));
+    }
+    uint32_t e = a >> 23; /* subnormal f16 (or zero): units of 2^-24 */
+    if (e < 102)          /* below 2^-25: rounds to 0 */
+        return (uint16_t)sign;
+    uint32_t m = (a & 0x7fffff) | 0x800000, shift = 126 - e;
+    uint32_t k = m >> shift, rest = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (k & 1)))
+        k++;
+    return (uint16_t)(sign | k);
+}
+
+static float f16_bits_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, x;
+    if (e == 0x1f) /* inf, or NaN made quiet */
+        x = sign | 0x7f800000 | (m ? 0x400000 | (m << 13) : 0);
+    else if (e)
+        x = sign | ((e + 112) << 23) | (m << 13);
+    else {
+        float v = (float)m * 0x1p-24f; /* exact */
+        memcpy(&x, &v, sizeof x);
+        x |= sign;
+    }
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+/* What the JIT's session reports besides the error it returns (the symbols not found behind a
+ * failed lookup): kept for the message instead of printed. */
+static void keep_jit_error(void *ctx, LLVMErrorRef err)
+{
+    cpu_state *s = ctx;
+    char *msg = LLVMGetErrorMessage(err);
+    if (!s->jit_error[0])
+        snprintf(s->jit_error, sizeof s->jit_error, "%s", msg ? msg : "?");
+    LLVMDisposeErrorMessage(msg);
+}
+
+static mc_status fail_jit(cpu_state *s, LLVMErrorRef err, const char *what)
+{
+    if (!s->jit_error[0])
+        return fail_llvm(err, what);
+    char *msg = LLVMGetErrorMessage(err);
+    mc_status st = mc_fail(MC_ERR_SYSTEM, "CPU backend: %s: %s (%s)", what, msg ? msg : "unknown LLVM error",
+                           s->jit_error);
+    LLVMDisposeErrorMessage(msg);
+    return st;
+}
+
 /* Link the objects of a blob into a fresh LLJIT and look up every kernel. */
 static mc_status load_objects(cpu_state *s, const kir_program *kp, const void *blob, size_t blob_size)
 {
@@ -527,7 +563,15 @@ static mc_status load_objects(cpu_state *s, const kir_program *kp, const void *b
     LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, jtmb);
     if ((err = LLVMOrcCreateLLJIT(&s->jit, builder)))
         return fail_llvm(err, "creating the JIT");
+    LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(s->jit), keep_jit_error, s);
     LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(s->jit);
+    LLVMJITSymbolFlags callable = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0};
+    LLVMJITCSymbolMapPair half[2] = {
+        {LLVMOrcLLJITMangleAndIntern(s->jit, "__gnu_f2h_ieee"), {(uintptr_t)f32_to_f16_bits, callable}},
+        {LLVMOrcLLJITMangleAndIntern(s->jit, "__gnu_h2f_ieee"), {(uintptr_t)f16_bits_to_f32, callable}},
+    };
+    if ((err = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(half, 2))))
+        return fail_llvm(err, "defining the f16 conversions");
     /* memset/memcpy that the optimizer introduces come from the process */
     LLVMOrcDefinitionGeneratorRef gen;
     if ((err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(s->jit), NULL, NULL)))
@@ -539,13 +583,13 @@ static mc_status load_objects(cpu_state *s, const kir_program *kp, const void *b
     for (int i = 0; i < n; i++) {
         LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(objs[i], sizes[i], "minic-kernels");
         if ((err = LLVMOrcLLJITAddObjectFile(s->jit, jd, buf)))
-            return fail_llvm(err, "loading compiled code");
+            return fail_jit(s, err, "loading compiled code");
     }
     for (int i = 0; i < kp->nkernels; i++) {
         int same = s->kernels[i].same_as;
         LLVMOrcExecutorAddress addr = 0;
         if ((err = LLVMOrcLLJITLookup(s->jit, &addr, kp->kernels[same < 0 ? i : same].name)))
-            return fail_llvm(err, "linking a kernel");
+            return fail_jit(s, err, "linking a kernel");
         s->kernels[i].fn = (kernel_fn)(uintptr_t)addr;
     }
     return MC_OK;
@@ -575,7 +619,7 @@ static char *ir_with_notes(const char *ir, const kir_program *kp, const cpu_kern
 #define MINIC_VERSION_STRING "unknown"
 #endif
 
-/* make_target_machine's settings, as they enter the key. */
+/* llvm_target_machine's settings (llvm_target.c), as they enter the key: change both together. */
 static const char MACHINE_SETTINGS[] = "opt-level aggressive reloc default code-model jit-default";
 
 char *llvm_cache_key(const llvm_key_parts *parts)
@@ -604,7 +648,8 @@ char *llvm_cache_key(const llvm_key_parts *parts)
  * change code (fuse, plan_memory, tf32) change the IR too; they are named anyway. threads does
  * not change the code (a blob compiled in any number of parts loads the same), nor do quiet and
  * the CUDA-only options. */
-static char *cache_key(const char *ir, const kir_program *kp, const cpu_kernel *kernels, const mc_options *opt)
+static char *cache_key(const llvm_target *t, const char *ir, const kir_program *kp, const cpu_kernel *kernels,
+                       const mc_options *opt)
 {
     mc_strbuf lines = {0}, options = {0};
     for (int i = 0; i < kp->nkernels; i++)
@@ -614,8 +659,8 @@ static char *cache_key(const char *ir, const kir_program *kp, const cpu_kernel *
                      kernels[i].same_as);
     mc_sb_printf(&options, "fuse %d plan_memory %d tf32 %d", opt->fuse, opt->plan_memory, opt->tf32);
     llvm_key_parts parts = {.minic_version = MINIC_VERSION_STRING, .codegen_version = CODEGEN_VERSION,
-                            .llvm_version = LLVM_VERSION_STRING, .triple = host.triple, .cpu = host.cpu,
-                            .features = host.features, .passes = OPT_PIPELINE, .machine = MACHINE_SETTINGS,
+                            .llvm_version = LLVM_VERSION_STRING, .triple = t->triple, .cpu = t->cpu,
+                            .features = t->features, .passes = OPT_PIPELINE, .machine = MACHINE_SETTINGS,
                             .options = options.data, .kernels = lines.data ? lines.data : "", .ir = ir};
     char *key = lines.oom || options.oom ? NULL : llvm_cache_key(&parts);
     mc_sb_free(&lines);
@@ -665,7 +710,7 @@ static void *aligned_zalloc(size_t bytes)
 
 static mc_status cpu_prepare(mc_program *p)
 {
-    mc_status st = cpu_probe();
+    mc_status st = llvm_host_probe();
     if (st != MC_OK)
         return st;
     double t0 = mc_now_ms();
@@ -674,14 +719,17 @@ static mc_status cpu_prepare(mc_program *p)
     if (!s)
         return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
     p->state = s;
+    if ((st = llvm_target_resolve(p->opt.cpu_target, &s->target)) != MC_OK)
+        return st;
+    const llvm_target *t = s->target;
     s->nkernels = kp->nkernels;
     s->kernels = calloc((size_t)(kp->nkernels ? kp->nkernels : 1), sizeof *s->kernels);
     s->buffers = calloc((size_t)kp->nbuffers + 1, sizeof *s->buffers);
     if (!s->kernels || !s->buffers)
         return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
 
-    llvm_ctx c = {.target = &host, .kp = kp};
-    c.native_lanes = host.vector_bits / 32;
+    llvm_ctx c = {.target = t, .kp = kp};
+    c.native_lanes = t->vector_bits / 32;
     c.lanes = 2 * c.native_lanes;
     c.ctx = LLVMContextCreate();
     c.mod = LLVMModuleCreateWithNameInContext("minic", c.ctx);
@@ -699,13 +747,13 @@ static mc_status cpu_prepare(mc_program *p)
     char *error = NULL, *key = NULL, *ir = NULL;
     void *obj = NULL;
     size_t obj_size = 0;
-    LLVMTargetMachineRef tm = make_target_machine(&error);
+    LLVMTargetMachineRef tm = llvm_target_machine(t, &error);
     if (!tm) {
-        st = mc_fail(MC_ERR_SYSTEM, "CPU backend: no LLVM target for %s: %s", host.triple, error ? error : "?");
+        st = mc_fail(MC_ERR_SYSTEM, "CPU backend: no LLVM target for %s: %s", t->triple, error ? error : "?");
         LLVMDisposeMessage(error);
         goto done;
     }
-    LLVMSetTarget(c.mod, host.triple);
+    LLVMSetTarget(c.mod, t->triple);
     LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
     char *layout_text = LLVMCopyStringRepOfTargetData(layout);
     LLVMSetDataLayout(c.mod, layout_text);
@@ -716,7 +764,7 @@ static mc_status cpu_prepare(mc_program *p)
         goto done;
     ir = LLVMPrintModuleToString(c.mod);
     s->ir = ir_with_notes(ir, kp, s->kernels);
-    key = cache_key(ir, kp, s->kernels, &p->opt);
+    key = cache_key(t, ir, kp, s->kernels, &p->opt);
     if (!s->ir || !key) {
         st = mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
         goto done;
@@ -865,6 +913,9 @@ static void run_kernel(cpu_state *s, int i)
 static mc_status cpu_run(mc_program *p)
 {
     cpu_state *s = p->state;
+    mc_status st = llvm_target_check_runnable(s->target);
+    if (st != MC_OK)
+        return st;
     bind_buffers(p, s);
     pack_params(p, s);
     for (int i = 0; i < s->nkernels; i++)
@@ -882,6 +933,9 @@ static mc_status cpu_run_kernel(mc_program *p, int kernel)
     cpu_state *s = p->state;
     if (kernel < 0 || kernel >= s->nkernels)
         return mc_fail(MC_ERR_INPUT, "CPU backend: no kernel %d", kernel);
+    mc_status st = llvm_target_check_runnable(s->target);
+    if (st != MC_OK)
+        return st;
     pack_params(p, s);
     run_kernel(s, kernel);
     return MC_OK;
@@ -899,7 +953,7 @@ static mc_status cpu_dump_code(mc_program *p, FILE *out)
 const mc_backend mc_backend_cpu = {
     .name = "cpu",
     .runs_on_host = true,
-    .probe = cpu_probe,
+    .probe = llvm_host_probe,
     .prepare = cpu_prepare,
     .run = cpu_run,
     .profile = NULL, /* per-kernel timing: not yet */
