@@ -14,6 +14,8 @@
 
 #include "kir/kir.h"
 
+#include <pthread.h>
+
 typedef struct mc_profile mc_profile;
 
 typedef struct mc_backend {
@@ -75,6 +77,9 @@ struct mc_program {
                                  mc_program_save_inputs; NULL until the first such bind */
     bool seeded;              /* mc_program_fill_random ran: `seed` is its (last) seed */
     uint64_t seed;
+    pthread_mutex_t lock;     /* held by every public call that reads or writes the state above
+                                 after compile (binding, run, outputs): one call at a time */
+    bool lock_ready;          /* lock was initialized (mc_program_free destroys it) */
 };
 
 /* Record a note about p (include/minic.h: notes): kept for mc_program_notes and handed to

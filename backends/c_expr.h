@@ -6,7 +6,7 @@
  * pair). Those live here, over a growable string buffer; what differs between backends (names
  * of storage types, how an index is computed, the kernel's signature) stays in each backend.
  * The mc_* helpers the expressions name must be defined by the backend's prelude
- * (codegen/cuda_prelude.h for CUDA).
+ * (backends/cuda/cuda_prelude.h for CUDA).
  */
 #ifndef MINIC_C_EXPR_H
 #define MINIC_C_EXPR_H

@@ -29,6 +29,7 @@
 #include "frontend/frontend.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <locale.h>
 #include <math.h>
@@ -36,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- the parser's state ------------------------------------------------------------------- */
 
@@ -964,14 +966,37 @@ mc_status mc_graph_parse_file(const char *path, mc_graph **out)
     *out = NULL;
     if (!path)
         return mc_fail(MC_ERR_INPUT, "mc_graph_parse_file: no path given");
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; only regular files are read (a
+     * FIFO or a device could block or never end), checked on the descriptor that is read. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return mc_fail(MC_ERR_INPUT, "cannot read %s: %s", path, strerror(errno));
     struct stat info;
-    if (fstat(fileno(f), &info) == 0 && S_ISREG(info.st_mode) && info.st_size >= INT_MAX) {
-        fclose(f);
+    if (fstat(fd, &info) != 0) {
+        int err = errno;
+        close(fd);
+        return mc_fail(MC_ERR_SYSTEM, "cannot read %s: %s", path, strerror(err));
+    }
+    if (!S_ISREG(info.st_mode)) {
+        const char *what = S_ISDIR(info.st_mode)    ? "a directory"
+                           : S_ISFIFO(info.st_mode) ? "a FIFO (named pipe)"
+                           : S_ISCHR(info.st_mode)  ? "a character device"
+                           : S_ISBLK(info.st_mode)  ? "a block device"
+                                                    : "a special file";
+        close(fd);
+        return mc_fail(MC_ERR_INPUT, "cannot read %s: not a regular file (%s); minic reads only regular files",
+                       path, what);
+    }
+    if (info.st_size >= INT_MAX) {
+        close(fd);
         return mc_fail(MC_ERR_INPUT, "cannot read %s: the file is too large (%lld bytes)", path,
                        (long long)info.st_size);
+    }
+    (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory reading %s", path);
     }
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);

@@ -1,5 +1,5 @@
 /* libFuzzer target for the .safetensors reader (mc_safetensors_parse_memory,
- * runtime/safetensors.c, and the JSON reader in runtime/json.c).
+ * runtime/safetensors.c, and the JSON reader in support/json.c).
  *
  * On success every tensor the file lists is looked up by name; each one handed out must lie
  * inside the copy of the file, have bytes = numel × element size and a sane rank, and every

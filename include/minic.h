@@ -21,6 +21,25 @@
  * Builder functions return an mc_value; on failure they return MC_ERROR and set the message, and
  * a builder given MC_ERROR as an operand returns MC_ERROR without a new message, so a chain of
  * calls can be checked once at the end (mc_graph_set_outputs fails if any operand failed).
+ * Every function that takes a pointer checks it: NULL is an MC_ERR_INPUT (MC_ERROR, false) with
+ * a message, except where a NULL is documented as meaning something (mc_graph_new's name,
+ * mc_program_compile's options, the reductions' axes, the free functions).
+ *
+ * Threads: the library keeps no mutable state shared between objects (error messages are per
+ * thread), so different graphs and different programs may be built, compiled, run and freed
+ * on different threads at the same time, on every backend.
+ *   - A graph is not locked: calls that change one graph (builders, set_outputs, set_name)
+ *     must come from one thread at a time; compiling or printing it from several threads at
+ *     once is fine as long as nobody changes it meanwhile.
+ *   - A program is locked: every mc_program_* call on one program holds that program's mutex,
+ *     so calls on one program from several threads are serialised (they never hang, never
+ *     corrupt each other, each run computes from the bindings it found). A sequence of calls
+ *     is not atomic, though: another thread may bind or run between your set and your run, and
+ *     mc_program_output's pointer is overwritten by the next run from any thread. To share one
+ *     program between threads read results with mc_program_read_output (a copy, under the
+ *     mutex) and bind only values that every thread agrees on; for per-thread inputs compile
+ *     one program per thread (the compile cache makes the second compile cheap).
+ *   - mc_program_free and mc_graph_free must not race with other calls on the same object.
  *
  * Notes: facts that are not errors but that a user may want to hear of (which backend `auto`
  * fell back to, and why; compile progress when compiling takes seconds; a program that runs
@@ -40,7 +59,8 @@
 extern "C" {
 #endif
 
-#define MC_MAX_RANK 8 /* the most dimensions a tensor may have */
+#define MC_MAX_RANK 8       /* the most dimensions a tensor may have */
+#define MC_MAX_THREADS 1024 /* the most CPU threads mc_options.threads may ask for */
 
 typedef enum {
     MC_OK = 0,
@@ -64,7 +84,7 @@ typedef int32_t mc_value; /* a value (tensor) in a graph */
 #define MC_ERROR (-2)     /* what a failed builder returns */
 #define MC_END INT64_MAX  /* slice: to the end of the axis */
 
-mc_graph *mc_graph_new(const char *name); /* NULL only when out of memory */
+mc_graph *mc_graph_new(const char *name); /* name may be NULL; NULL only when out of memory */
 void mc_graph_free(mc_graph *g);
 mc_status mc_graph_parse_file(const char *path, mc_graph **out);
 mc_status mc_graph_parse_string(const char *filename, const char *text, mc_graph **out);
@@ -127,6 +147,12 @@ typedef struct mc_options {
     int cuda_graph;          /* -1: where eligible (default), 0: never, 1: required */
     bool tf32;               /* allow TF32 for f32 GEMMs on the GPU */
     int threads;             /* CPU threads; 0: one per core */
+    /* cpu backend: the CPU to generate code for, as LLVM names it ("x86-64-v3", "x86-64-v4",
+     * "haswell", "skylake-avx512", "znver3", ...), with that CPU's own features; NULL or "host"
+     * (the default): this machine's CPU and the features it reports. An unknown name fails to
+     * compile (MC_ERR_INPUT). Code for a CPU with features this machine lacks compiles and can be
+     * dumped, but running it fails (MC_ERR_SYSTEM). Read by mc_program_compile only. */
+    const char *cpu_target;
     bool quiet;              /* keep no notes: `note` is not called, mc_program_notes is "" */
     mc_note_fn note;         /* optional: called with each note as it arises (NULL: none) */
     void *note_ctx;          /* handed to note */
@@ -170,9 +196,27 @@ mc_status mc_program_save_inputs(mc_program *p, const char *path);
 
 mc_status mc_program_run(mc_program *p);
 int mc_program_num_outputs(const mc_program *p);
+/* Output `index`'s name, type and data; data points into the program and is overwritten by the
+ * next run (from any thread). */
 mc_status mc_program_output(mc_program *p, int index, mc_tensor *out);
+/* Copy output `index` (exactly its size in bytes) into data, under the program's mutex: the way
+ * to read outputs of a program that several threads run. */
+mc_status mc_program_read_output(mc_program *p, int index, void *data, size_t bytes);
 /* Write every output: .safetensors (by name) or .npy (one output only). Temp file + rename. */
 mc_status mc_program_save_outputs(mc_program *p, const char *path);
+
+/* ---- the compile cache and temporary files ------------------------------------------------ */
+
+/* Compiled kernels are cached on disk ($XDG_CACHE_HOME/minic, else ~/.cache/minic; MINIC_NO_CACHE=1
+ * turns it off, MINIC_CACHE_SIZE caps it; docs/RELIABILITY.md). Why the cache is not being used
+ * in this process (its directory belongs to another user or is writable by others, a bad
+ * MINIC_CACHE_SIZE, a build without xxHash), or NULL. The library does not print: a program
+ * shows this note if it wants to. The text stays valid until the process ends. */
+const char *mc_cache_note(void);
+/* Remove the temporary files of the writes in progress in this process (output files being
+ * written, cache entries being stored); those writes then fail. Async-signal-safe: meant for a
+ * SIGINT/SIGTERM handler, which should then restore the default action and raise the signal. */
+void mc_temp_files_remove(void);
 
 #ifdef __cplusplus
 }

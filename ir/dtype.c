@@ -19,11 +19,16 @@ bool mc_dtype_is_float(mc_dtype d) { return d == MC_F32 || d == MC_F16 || d == M
 
 bool mc_dtype_parse(const char *name, mc_dtype *out)
 {
+    if (!name || !out) {
+        mc_fail(MC_ERR_INPUT, "mc_dtype_parse: no %s", name ? "place for the result" : "name");
+        return false;
+    }
     for (int i = 0; i < MC_NUM_DTYPES; i++)
         if (strcmp(name, dtype_names[i]) == 0) {
             *out = (mc_dtype)i;
             return true;
         }
+    mc_fail(MC_ERR_INPUT, "unknown dtype '%.64s' (expected f32, f16, bf16, i32 or bool)", name);
     return false;
 }
 
@@ -110,6 +115,12 @@ double mc_round_to_dtype(double x, mc_dtype d)
     case MC_BOOL: return x != 0;
     default: MC_UNREACHABLE("bad dtype");
     }
+}
+
+double mc_saturate_to_dtype(double x, mc_dtype d)
+{
+    double limit = d == MC_F16 ? 65520.0 : d == MC_BF16 ? 0x1.ffp127 : INFINITY;
+    return fabs(x) >= limit ? copysign(INFINITY, x) : x; /* NaN compares false: kept */
 }
 
 double mc_load_element(const void *data, mc_dtype d, int64_t i)

@@ -10,8 +10,10 @@
  * one concession to speed is the loop order of the GEMM (rows of 8, k outside j), which keeps
  * every sum in its textbook order but lets the oracle get through full-size benchmark graphs.
  *
- * Rounding: with `exact` every float value stays a double (the float64 reference); without it
- * each node's result is rounded to its dtype as it is stored (the reference backend's rule).
+ * Rounding: with `exact` every float value stays a double (the float64 reference), except that
+ * an f16 or bf16 value never leaves its type's range (mc_saturate_to_dtype, as in the
+ * backends' fused kernels); without it each node's result is rounded to its dtype as it is
+ * stored (the reference backend's rule).
  * i32 and bool always keep their own semantics, exact or not:
  *   - i32 add, sub, mul, neg, abs and sum wrap around (two's complement), as the generated
  *     code of the CPU and CUDA backends does; the arithmetic is done in 64-bit integers and
@@ -526,6 +528,9 @@ mc_status mc_graph_eval(const mc_graph *g, const void *const *inputs, bool exact
         if (round_it && n->op != MC_OP_INPUT && n->op != MC_OP_PARAM)
             for (int64_t e = 0; e < numel; e++)
                 vals[i][e] = mc_round_to_dtype(vals[i][e], n->dtype);
+        else if (n->dtype == MC_F16 || n->dtype == MC_BF16) /* exact, but within the type's range */
+            for (int64_t e = 0; e < numel; e++)
+                vals[i][e] = mc_saturate_to_dtype(vals[i][e], n->dtype);
         for (int p = 0; p < g->noutputs; p++) {
             if (g->outputs[p] != i)
                 continue;

@@ -147,10 +147,12 @@ static int32_t find_name(const mc_graph *g, const char *name)
 /* Check and claim a name for node `index` (not yet set on the node). */
 static mc_status claim_name(mc_graph *g, int32_t index, const char *name, int line, int col)
 {
+    if (!name)
+        return graph_fail_at(g, line, col, "no name given (NULL)");
     if (!mc_name_is_valid(name))
         return graph_fail_at(g, line, col,
                              "'%s' is not a valid name (expected [A-Za-z_][A-Za-z0-9_.]*, not a "
-                             "reserved word)", name ? name : "(null)");
+                             "reserved word)", name);
     int32_t other = find_name(g, name);
     if (other >= 0 && other != index)
         return graph_fail_at(g, line, col, "'%s' is already defined (names are defined once)",
@@ -318,17 +320,21 @@ mc_value mc_graph_declare(mc_graph *g, mc_op op, const char *name, mc_dtype dtyp
     bool failed_before = g->failed;
     g->failed = true; /* until it succeeds */
     const char *what = op == MC_OP_PARAM ? "param" : "input";
+    if (!name) {
+        graph_fail_at(g, line, col, "%s: no name given (NULL)", what);
+        return MC_ERROR;
+    }
     if (op != MC_OP_INPUT && op != MC_OP_PARAM) {
         graph_fail_at(g, line, col, "mc_graph_declare: operator must be input or param");
         return MC_ERROR;
     }
     if (rank < 0 || rank > MC_MAX_RANK) {
-        graph_fail_at(g, line, col, "%s %s: rank %d is above the maximum of %d", what,
-                      name ? name : "(null)", rank, MC_MAX_RANK);
+        graph_fail_at(g, line, col, "%s %s: rank %d is above the maximum of %d", what, name,
+                      rank, MC_MAX_RANK);
         return MC_ERROR;
     }
     if (rank > 0 && !shape) {
-        graph_fail_at(g, line, col, "%s %s: no shape", what, name ? name : "(null)");
+        graph_fail_at(g, line, col, "%s %s: no shape", what, name);
         return MC_ERROR;
     }
     if (claim_name(g, g->nnodes, name, line, col))

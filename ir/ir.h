@@ -84,6 +84,11 @@ float mc_f32_from_double(double x);
 /* Round x to what dtype d can hold (float: nearest even; i32: truncate toward zero and
  * saturate, NaN -> 0; bool: x != 0). */
 double mc_round_to_dtype(double x, mc_dtype d);
+/* x kept within the range of dtype d: for f16 and bf16, +-inf where a rounding cast to d would
+ * give it (|x| >= 65520, >= 0x1.ffp127), else x unchanged (its extra precision kept); other
+ * dtypes: x. What every backend does to a half-typed value that is not stored (a fused
+ * intermediate): it keeps f32 precision but never a value its type cannot hold. */
+double mc_saturate_to_dtype(double x, mc_dtype d);
 /* Load element i of a host array of dtype d as a double; store a double (rounded) there. */
 double mc_load_element(const void *data, mc_dtype d, int64_t i);
 void mc_store_element(void *data, mc_dtype d, int64_t i, double x);
@@ -190,7 +195,7 @@ double mc_wrap_i32(int64_t v);
  * params are given as host arrays in their own dtype (inputs[i] for node i, NULL for others);
  * outputs come back as doubles, one malloc'd array per graph output, unrounded when `exact`,
  * or rounded to each value's dtype at every node when not (the reference backend's rule).
- * i32 arithmetic wraps and x / 0 is 0 (as codegen/kir.h defines for every backend). */
+ * i32 arithmetic wraps and x / 0 is 0 (as kir/kir.h defines for every backend). */
 mc_status mc_graph_eval(const mc_graph *g, const void *const *inputs, bool exact,
                         double **outputs);
 

@@ -5,10 +5,28 @@
  *
  *   softmax(x)      e = exp(x - max(x)); e / sum(e)                 (max and sum keepdim)
  *   log_softmax(x)  d = x - max(x); d - log(sum(exp(d)))
- *   layernorm(x)    c = x - sum(x)/n; c * rsqrt(sum(c*c)/n + eps) * w + b   (last axis)
- *   rmsnorm(x)      x * rsqrt(sum(x*x)/n + eps) * w
+ *   layernorm(x)    c = x r - mean(x r); c * rsqrt(max(sum(c*c)/n + eps r r, g)) * w + b
+ *   rmsnorm(x)      x * rsqrt(sum(x*x)/n + eps) * w, from sum((x 2^-80)^2) where sum(x*x)
+ *                   overflows                                                   (last axis)
  *   linear(x, w, b) matmul(x, transpose(w)) + b
  *   mean(x)         sum(x) * (1/n)
+ *
+ * The norms scale, as robust norms do (LAPACK's nrm2 scales by the largest element), so that a
+ * row of 1e30 (or of +-3e38), whose squares overflow f32, gives O(1) results as in float64 and
+ * not zeros or NaN. layernorm scales the row by r, a power of two chosen from its magnitude
+ * (sum |x|, a bound on the largest element m: m <= sum <= n m): 1 for every sum up to 2^40, so
+ * every other row computes what it did without the scaling (x * 1 and eps * 1 * 1 are exact). With eps = 0, rows below 2^-40 are scaled up
+ * instead (with eps > 0 the squares of such a row are negligible beside eps, and rounding them
+ * away changes nothing). g, the smallest of eps and FLT_MIN, keeps a constant scaled row
+ * (sum(c*c) = 0, eps r r rounded to 0) at 0 * rsqrt(g) = 0 as in float64, where it would be
+ * 0 * inf; without eps there is no g. rmsnorm scales its sum of squares instead (below). The
+ * sums these need are taken in the pass over the row that was there already: the kernels keep
+ * their three passes (layernorm) and two (rmsnorm).
+ *
+ * Composites on f16 and bf16 compute in f32 between a cast of x (and w, b) and a cast of the
+ * result back: their sums and squares are intermediates that the storage type could not hold
+ * (a row's sum of squares passes 65504 long before the row does), and a value of a half type
+ * is kept within that type's range everywhere (docs/FORMAT.md §2, the backends' saturation).
  *
  * Every new node keeps the composite's line and origin, and the last one its name, so kernels
  * are still named and attributed after the user's operators. Fusion puts each normalization
@@ -16,6 +34,7 @@
  */
 #include "passes/passes.h"
 
+#include <float.h>
 #include <string.h>
 
 typedef struct {
@@ -36,6 +55,32 @@ static mc_value op2(ctx *c, mc_op op, mc_value a, mc_value b)
 
 static mc_value constant(ctx *c, double v, mc_dtype d) { return mc_rewrite_const(c->rw, c->n, v, d); }
 
+/* The dtype a composite computes in: f32 for every float dtype (f16 and bf16 are storage). */
+static mc_dtype compute_dtype(mc_dtype d) { return d == MC_F16 || d == MC_BF16 ? MC_F32 : d; }
+
+/* v in the compute dtype: a cast where the value's dtype differs. */
+static mc_value widen(ctx *c, mc_value v)
+{
+    const mc_node *n = &c->rw->dst->nodes[v];
+    if (compute_dtype(n->dtype) == n->dtype)
+        return v;
+    mc_attrs a;
+    memset(&a, 0, sizeof a);
+    a.dtype = compute_dtype(n->dtype);
+    return mc_rewrite_node(c->rw, c->n, MC_OP_CAST, &v, 1, &a);
+}
+
+/* v back in the composite's own dtype. */
+static mc_value narrow(ctx *c, mc_value v)
+{
+    if (v < 0 || c->rw->dst->nodes[v].dtype == c->n->dtype)
+        return v;
+    mc_attrs a;
+    memset(&a, 0, sizeof a);
+    a.dtype = c->n->dtype;
+    return mc_rewrite_node(c->rw, c->n, MC_OP_CAST, &v, 1, &a);
+}
+
 /* A reduction over one axis (or a list) keeping dims. */
 static mc_value reduce(ctx *c, mc_op op, mc_value x, const int64_t *axes, int naxes, bool keepdim)
 {
@@ -50,14 +95,15 @@ static mc_value reduce(ctx *c, mc_op op, mc_value x, const int64_t *axes, int na
 
 static mc_value softmax(ctx *c, mc_value x, bool log_form)
 {
+    x = widen(c, x);
     int64_t axis = c->n->attr.axis;
     mc_value m = reduce(c, MC_OP_MAX, x, &axis, 1, true);
     mc_value d = op2(c, MC_OP_SUB, x, m);
     mc_value e = op1(c, MC_OP_EXP, d);
     mc_value s = reduce(c, MC_OP_SUM, e, &axis, 1, true);
     if (log_form)
-        return op2(c, MC_OP_SUB, d, op1(c, MC_OP_LOG, s));
-    return op2(c, MC_OP_DIV, e, s);
+        return narrow(c, op2(c, MC_OP_SUB, d, op1(c, MC_OP_LOG, s)));
+    return narrow(c, op2(c, MC_OP_DIV, e, s));
 }
 
 /* sum(v)/n over the last axis, keepdim. */
@@ -65,19 +111,114 @@ static mc_value row_mean(ctx *c, mc_value v, const mc_node *x)
 {
     int64_t axis = x->rank - 1;
     mc_value s = reduce(c, MC_OP_SUM, v, &axis, 1, true);
-    return op2(c, MC_OP_MUL, s, constant(c, 1.0 / (double)x->shape[axis], x->dtype));
+    return op2(c, MC_OP_MUL, s, constant(c, 1.0 / (double)x->shape[axis], compute_dtype(x->dtype)));
 }
 
-static mc_value norm(ctx *c, const mc_value *in, bool layernorm)
+static mc_value f32(ctx *c, double v) { return constant(c, v, MC_F32); }
+static mc_value mul(ctx *c, mc_value a, mc_value b) { return op2(c, MC_OP_MUL, a, b); }
+
+static mc_value where(ctx *c, mc_value cond, mc_value a, mc_value b)
+{
+    mc_value in[3] = {cond, a, b};
+    return mc_rewrite_node(c->rw, c->n, MC_OP_WHERE, in, 3, NULL);
+}
+
+/* The power of two r a row is scaled by, from a = sum(|x|) k, k = 2^-k (T = a / k bounds the
+ * row's largest magnitude m: m <= T <= n m): 2^-50, 2^-80 or 2^-110 past T = 2^40, 2^70 or
+ * 2^100, so that the scaled row's largest element is at most 2^20 (n squares of it fit f32
+ * for any n below 2^31) and above 2^-10 / n (the smallest nonzero difference in the row still
+ * squares to a normal number); with scale_up (eps = 0) 2^60 or 2^100 below 2^-40 or 2^-80;
+ * else 1. NaN compares false: r = 1, and the NaN goes on. */
+static mc_value row_scale(ctx *c, mc_value a, double k, bool scale_up)
+{
+    static const double down[3][2] = {{0x1p40, 0x1p-50}, {0x1p70, 0x1p-80}, {0x1p100, 0x1p-110}};
+    static const double up[2][2] = {{0x1p-40, 0x1p60}, {0x1p-80, 0x1p100}};
+    mc_value r = f32(c, 1.0);
+    for (int i = 0; i < 3; i++)
+        r = where(c, op2(c, MC_OP_GT, a, f32(c, down[i][0] * k)), f32(c, down[i][1]), r);
+    for (int i = 0; scale_up && i < 2; i++)
+        r = where(c, op2(c, MC_OP_LT, a, f32(c, up[i][0] * k)), f32(c, up[i][1]), r);
+    return r;
+}
+
+/* 2^-k for the smallest k with 2^k >= n: n values times it sum to at most FLT_MAX, and values
+ * above 2^-126 n are scaled exactly (so the sum is 2^-k times the plain sum, rounding and all). */
+static double sum_scale(int64_t n)
+{
+    double c = 1;
+    while (c * (double)n > 1)
+        c *= 0.5;
+    return c;
+}
+
+/* layernorm: the row scaled by r (the file's comment says why). Its first pass finds the max
+ * and the row's sum times 2^-k (which cannot overflow, and is exact for every value above
+ * 2^-126 n), so the mean costs no pass of its own; with eps = 0 it also sums x 2^64 for the
+ * rows of tiny values that are scaled up. */
+static mc_value layernorm(ctx *c, const mc_value *in)
 {
     const mc_node *x = &c->rw->src->nodes[c->n->in[0]];
-    mc_value v = in[0];
-    if (layernorm)
-        v = op2(c, MC_OP_SUB, v, row_mean(c, v, x));
-    mc_value var = row_mean(c, op2(c, MC_OP_MUL, v, v), x);
-    mc_value r = op1(c, MC_OP_RSQRT, op2(c, MC_OP_ADD, var, constant(c, c->n->attr.value, x->dtype)));
-    mc_value y = op2(c, MC_OP_MUL, op2(c, MC_OP_MUL, v, r), in[1]);
-    return layernorm ? op2(c, MC_OP_ADD, y, in[2]) : y;
+    double eps = c->n->attr.value;
+    int64_t axis = x->rank - 1, n = x->shape[axis];
+    double k = sum_scale(n);
+    mc_value xf = widen(c, in[0]);
+    mc_value xk = mul(c, xf, f32(c, k));
+    /* the scale from sum(|x|) 2^-k, a bound on the max (m <= sum <= n m) that costs an add where
+     * a NaN-keeping max costs four instructions in the pass that streams the row in */
+    mc_value a = reduce(c, MC_OP_SUM, op1(c, MC_OP_ABS, xk), &axis, 1, true);
+    mc_value r = row_scale(c, a, k, eps == 0);
+    /* mean(x) r = sum(x 2^-k) (2^k / n) r: for rows that are not scaled, the plain sum times
+     * 1/n, bit for bit */
+    mc_value s = reduce(c, MC_OP_SUM, xk, &axis, 1, true);
+    mc_value mean = mul(c, mul(c, s, f32(c, 1 / (k * (double)n))), r);
+    if (eps == 0) {
+        mc_value s_up = reduce(c, MC_OP_SUM, mul(c, xf, f32(c, 0x1p64)), &axis, 1, true);
+        mc_value up = mul(c, mul(c, s_up, mul(c, f32(c, 0x1p-64), r)), f32(c, 1 / (double)n));
+        mean = where(c, op2(c, MC_OP_LT, a, f32(c, 0x1p-40 * k)), up, mean);
+    }
+    mc_value v = op2(c, MC_OP_SUB, mul(c, xf, r), mean);
+    mc_value var = row_mean(c, mul(c, v, v), x);
+    mc_value t = op2(c, MC_OP_ADD, var, mul(c, mul(c, f32(c, eps), r), r));
+    if (eps > 0)
+        t = op2(c, MC_OP_MAXIMUM, t, f32(c, eps < FLT_MIN ? eps : FLT_MIN));
+    mc_value y = mul(c, mul(c, v, op1(c, MC_OP_RSQRT, t)), widen(c, in[1]));
+    return narrow(c, op2(c, MC_OP_ADD, y, widen(c, in[2])));
+}
+
+/* rmsnorm needs no max: it scales the output, not the row. The pass over the row sums x^2 as
+ * it is and (x 2^-80)^2, which cannot overflow; a row whose plain sum overflowed takes
+ * rsqrt(mean((x 2^-80)^2)) 2^-80, every other row rsqrt(mean(x^2) + eps) bit for bit as before.
+ * With eps = 0, rows whose squares underflow are scaled up by 2^64 or 2^100 (x too: 1/rms of a
+ * row of subnormals is past FLT_MAX). */
+static mc_value rmsnorm(ctx *c, const mc_value *in)
+{
+    const mc_node *x = &c->rw->src->nodes[c->n->in[0]];
+    double eps = c->n->attr.value;
+    int64_t axis = x->rank - 1;
+    mc_value xf = widen(c, in[0]);
+    mc_value q = reduce(c, MC_OP_SUM, mul(c, xf, xf), &axis, 1, true);
+    mc_value inv_n = f32(c, 1 / (double)x->shape[axis]);
+    mc_value rs = op1(c, MC_OP_RSQRT, op2(c, MC_OP_ADD, mul(c, q, inv_n), f32(c, eps)));
+    /* (x 2^-80)^2 where the plain sum overflows; with eps = 0, (x 2^64)^2 where it falls below
+     * 2^-60 and (x 2^100)^2 where that one does too (a row of subnormals) */
+    double scales[3] = {0x1p-80, 0x1p64, 0x1p100};
+    mc_value qs[3], a = MC_NONE; /* with eps = 0: the factor x is scaled up by (1, 2^64, 2^100) */
+    for (int i = 0; i < (eps == 0 ? 3 : 1); i++) {
+        mc_value xs = mul(c, xf, f32(c, scales[i]));
+        qs[i] = reduce(c, MC_OP_SUM, mul(c, xs, xs), &axis, 1, true);
+        mc_value scaled = op1(c, MC_OP_RSQRT, op2(c, MC_OP_ADD, mul(c, qs[i], inv_n), f32(c, eps * scales[i] * scales[i])));
+        if (i == 0) { /* rsqrt of the scaled mean, scaled back: 1/rms is representable */
+            rs = where(c, op2(c, MC_OP_GT, q, f32(c, FLT_MAX)), mul(c, scaled, f32(c, scales[0])), rs);
+            continue;
+        }
+        /* 1/rms of a row of subnormals is not: the row is scaled up instead */
+        mc_value cond = op2(c, MC_OP_LT, i == 1 ? q : qs[1], f32(c, 0x1p-60));
+        rs = where(c, cond, scaled, rs);
+        a = where(c, cond, f32(c, scales[i]), a == MC_NONE ? f32(c, 1.0) : a);
+    }
+    if (a != MC_NONE)
+        xf = mul(c, xf, a);
+    return narrow(c, mul(c, mul(c, xf, rs), widen(c, in[1])));
 }
 
 static mc_value linear(ctx *c, const mc_value *in)
@@ -118,9 +259,10 @@ static mc_value mean(ctx *c, mc_value x)
 {
     const mc_node *xn = &c->rw->src->nodes[c->n->in[0]];
     mc_attrs a = c->n->attr;
+    x = widen(c, x);
     mc_value s = mc_rewrite_node(c->rw, c->n, MC_OP_SUM, &x, 1, &a);
     int64_t count = mc_node_numel(xn) / (mc_node_numel(c->n) > 0 ? mc_node_numel(c->n) : 1);
-    return op2(c, MC_OP_MUL, s, constant(c, 1.0 / (double)count, c->n->dtype));
+    return narrow(c, op2(c, MC_OP_MUL, s, constant(c, 1.0 / (double)count, compute_dtype(c->n->dtype))));
 }
 
 mc_status mc_pass_decompose(mc_graph *g)
@@ -142,8 +284,8 @@ mc_status mc_pass_decompose(mc_graph *g)
             switch (n->op) {
             case MC_OP_SOFTMAX: v = softmax(&c, in[0], false); break;
             case MC_OP_LOG_SOFTMAX: v = softmax(&c, in[0], true); break;
-            case MC_OP_LAYERNORM: v = norm(&c, in, true); break;
-            case MC_OP_RMSNORM: v = norm(&c, in, false); break;
+            case MC_OP_LAYERNORM: v = layernorm(&c, in); break;
+            case MC_OP_RMSNORM: v = rmsnorm(&c, in); break;
             case MC_OP_LINEAR: v = linear(&c, in); break;
             case MC_OP_MEAN: v = mean(&c, in[0]); break;
             case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_NEG: case MC_OP_ABS:

@@ -14,6 +14,12 @@
  * else cpu when it is built, else ref. The fallback is a note of the program's (mc_program_note:
  * kept for mc_program_notes and handed to the caller's callback), because a user who expected
  * a GPU must not silently get an interpreter; the library itself never prints.
+ *
+ * Threads: every public call on a program after compile (binding, run, outputs) holds the
+ * program's mutex, so calls from several threads on one program are serialised: no hang, no
+ * torn state, and each run computes from the bindings it found. The backends keep one
+ * execution state per program (arena, thread pool, device buffers), which the mutex protects;
+ * different programs share nothing mutable and run in parallel.
  */
 #include "runtime/runtime.h"
 
@@ -303,6 +309,23 @@ static mc_status allocate_host(mc_program *p)
     return MC_OK;
 }
 
+/* A zeroed program with its mutex; NULL (message set) when either cannot be had. */
+static mc_program *new_program(void)
+{
+    mc_program *p = calloc(1, sizeof *p);
+    if (!p) {
+        mc_fail(MC_ERR_SYSTEM, "out of memory");
+        return NULL;
+    }
+    if (pthread_mutex_init(&p->lock, NULL) != 0) {
+        free(p);
+        mc_fail(MC_ERR_SYSTEM, "cannot create the program's mutex");
+        return NULL;
+    }
+    p->lock_ready = true;
+    return p;
+}
+
 mc_status mc_program_compile(const mc_graph *g, const mc_options *opt, mc_program **out)
 {
     if (!out)
@@ -320,31 +343,27 @@ mc_status mc_program_compile(const mc_graph *g, const mc_options *opt, mc_progra
         return mc_fail(MC_ERR_INPUT, "mc_program_compile: unknown backend %d", (int)o.backend);
     if (o.cuda_graph < -1 || o.cuda_graph > 1)
         return mc_fail(MC_ERR_INPUT, "mc_program_compile: cuda_graph must be -1, 0 or 1");
-    if (o.threads < 0)
-        return mc_fail(MC_ERR_INPUT, "mc_program_compile: threads must be >= 0");
+    if (o.threads < 0 || o.threads > MC_MAX_THREADS)
+        return mc_fail(MC_ERR_INPUT, "mc_program_compile: threads must be from 0 to %d (got %d)",
+                       MC_MAX_THREADS, o.threads);
 
     double t0 = mc_now_ms();
-    mc_program *p = calloc(1, sizeof *p);
+    mc_program *p = new_program();
     if (!p)
-        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+        return MC_ERR_SYSTEM;
     p->opt = o;
     mc_status st = choose_backend(p);
     if (st != MC_OK) {
-        free(p->notes);
-        free(p);
+        mc_program_free(p);
         return st;
     }
     p->graph = mc_graph_clone(g);
     if (!p->graph) {
-        free(p->notes);
-        free(p);
+        mc_program_free(p);
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     }
     mc_compile_options co = mc_compile_options_for(&o);
     co.no_attention = !p->backend->attention;
-#ifndef NDEBUG
-    co.verify = true;
-#endif
     st = mc_compile_kernels(p->graph, &co, &p->kp);
     if (st == MC_OK)
         st = allocate_host(p);
@@ -368,19 +387,19 @@ mc_status mc_program_compile_unprepared(const mc_graph *g, const mc_options *opt
         return mc_fail(MC_ERR_INPUT, "mc_program_compile_unprepared: needs a graph and a backend");
     if (g->noutputs <= 0)
         return mc_fail(MC_ERR_INPUT, "graph '%s' has no outputs", g->name ? g->name : "");
-    mc_program *p = calloc(1, sizeof *p);
+    mc_program *p = new_program();
     if (!p)
-        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+        return MC_ERR_SYSTEM;
     p->opt = *opt;
     p->backend = built_backend(opt->backend);
     if (!p->backend) {
-        free(p);
+        mc_program_free(p);
         return mc_fail(MC_ERR_SYSTEM, "backend '%s' is not available: this minic was built without it",
                        mc_backend_name(opt->backend));
     }
     p->graph = mc_graph_clone(g);
     if (!p->graph) {
-        free(p);
+        mc_program_free(p);
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     }
     mc_compile_options co = mc_compile_options_for(opt);
@@ -419,13 +438,29 @@ void mc_program_free(mc_program *p)
     if (p->kp)
         kir_program_free(p->kp);
     mc_graph_free(p->graph);
+    if (p->lock_ready)
+        pthread_mutex_destroy(&p->lock);
     free(p);
 }
 
 const char *mc_program_backend(const mc_program *p)
 {
+    if (!p)
+        mc_fail(MC_ERR_INPUT, "mc_program_backend: no program");
     return p && p->backend ? p->backend->name : "none";
 }
+
+/* ---- the program's mutex ------------------------------------------------------------------- */
+
+/* Each public call below checks its pointers, then runs its body (a static function of the same
+ * name without the prefix) with the program's mutex held. */
+#define LOCKED(p, call)                                                                        \
+    do {                                                                                       \
+        pthread_mutex_lock(&(p)->lock);                                                        \
+        mc_status locked_status = (call);                                                      \
+        pthread_mutex_unlock(&(p)->lock);                                                      \
+        return locked_status;                                                                  \
+    } while (0)
 
 /* ---- binding ------------------------------------------------------------------------------- */
 
@@ -438,9 +473,9 @@ static mc_status declaration_or_fail(const mc_program *p, const char *name, cons
     const char *gname = p->graph->name ? p->graph->name : "(unnamed)";
     if (where)
         return mc_fail(MC_ERR_INPUT, "%s: graph '%s' has no input or param named '%s'", where,
-                       gname, name ? name : "(null)");
+                       gname, name);
     return mc_fail(MC_ERR_INPUT, "graph '%s' has no input or param named '%s'", gname,
-                   name ? name : "(null)");
+                   name);
 }
 
 /* Copy a checked value into node's buffer and mark it bound. A declaration no kernel reads has
@@ -466,10 +501,8 @@ static mc_status bind(mc_program *p, int node, const void *data, size_t bytes)
     return MC_OK;
 }
 
-mc_status mc_program_set(mc_program *p, const char *name, const void *data, size_t bytes)
+static mc_status program_set(mc_program *p, const char *name, const void *data, size_t bytes)
 {
-    if (!p)
-        return mc_fail(MC_ERR_INPUT, "mc_program_set: no program");
     int node;
     if (declaration_or_fail(p, name, NULL, &node) != MC_OK)
         return MC_ERR_INPUT;
@@ -484,6 +517,13 @@ mc_status mc_program_set(mc_program *p, const char *name, const void *data, size
     if (!data && bytes)
         return mc_fail(MC_ERR_INPUT, "mc_program_set: no data for '%s'", name);
     return bind(p, node, data, bytes);
+}
+
+mc_status mc_program_set(mc_program *p, const char *name, const void *data, size_t bytes)
+{
+    if (!p || !name)
+        return mc_fail(MC_ERR_INPUT, "mc_program_set: no %s", p ? "name" : "program");
+    LOCKED(p, program_set(p, name, data, bytes));
 }
 
 /* Check that an array read from `path` fits the declaration of node. */
@@ -505,10 +545,8 @@ static mc_status check_array(const mc_program *p, int node, const mc_array *a, c
     return MC_OK;
 }
 
-mc_status mc_program_load_npy(mc_program *p, const char *name, const char *path)
+static mc_status program_load_npy(mc_program *p, const char *name, const char *path)
 {
-    if (!p || !path)
-        return mc_fail(MC_ERR_INPUT, "mc_program_load_npy: no program or path");
     int node;
     if (declaration_or_fail(p, name, path, &node) != MC_OK)
         return MC_ERR_INPUT;
@@ -529,18 +567,24 @@ mc_status mc_program_load_npy(mc_program *p, const char *name, const char *path)
     return st;
 }
 
+mc_status mc_program_load_npy(mc_program *p, const char *name, const char *path)
+{
+    if (!p || !name || !path)
+        return mc_fail(MC_ERR_INPUT, "mc_program_load_npy: no %s",
+                       !p ? "program" : !name ? "name" : "path");
+    LOCKED(p, program_load_npy(p, name, path));
+}
+
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-mc_status mc_program_load_file(mc_program *p, const char *name, const char *path)
+static mc_status program_load_file(mc_program *p, const char *name, const char *path)
 {
-    if (!p || !path)
-        return mc_fail(MC_ERR_INPUT, "mc_program_load_file: no program or path");
     if (!ends_with(path, ".safetensors"))
-        return mc_program_load_npy(p, name, path);
+        return program_load_npy(p, name, path);
     int node;
     if (declaration_or_fail(p, name, path, &node) != MC_OK)
         return MC_ERR_INPUT;
@@ -558,10 +602,16 @@ mc_status mc_program_load_file(mc_program *p, const char *name, const char *path
     return s;
 }
 
-mc_status mc_program_load_weights(mc_program *p, const char *path)
+mc_status mc_program_load_file(mc_program *p, const char *name, const char *path)
 {
-    if (!p || !path)
-        return mc_fail(MC_ERR_INPUT, "mc_program_load_weights: no program or path");
+    if (!p || !name || !path)
+        return mc_fail(MC_ERR_INPUT, "mc_program_load_file: no %s",
+                       !p ? "program" : !name ? "name" : "path");
+    LOCKED(p, program_load_file(p, name, path));
+}
+
+static mc_status program_load_weights(mc_program *p, const char *path)
+{
     mc_safetensors *st = NULL;
     mc_status s = mc_safetensors_open(path, &st);
     if (s != MC_OK)
@@ -609,10 +659,15 @@ mc_status mc_program_load_weights(mc_program *p, const char *path)
     return s;
 }
 
-mc_status mc_program_fill_random(mc_program *p, uint64_t seed)
+mc_status mc_program_load_weights(mc_program *p, const char *path)
 {
-    if (!p)
-        return mc_fail(MC_ERR_INPUT, "mc_program_fill_random: no program");
+    if (!p || !path)
+        return mc_fail(MC_ERR_INPUT, "mc_program_load_weights: no %s", p ? "path" : "program");
+    LOCKED(p, program_load_weights(p, path));
+}
+
+static mc_status program_fill_random(mc_program *p, uint64_t seed)
+{
     for (int i = 0; i < p->graph->nnodes; i++) {
         const mc_node *n = &p->graph->nodes[i];
         if (!is_declaration(n))
@@ -628,12 +683,17 @@ mc_status mc_program_fill_random(mc_program *p, uint64_t seed)
     return MC_OK;
 }
 
-/* ---- running and outputs ------------------------------------------------------------------- */
-
-mc_status mc_program_run(mc_program *p)
+mc_status mc_program_fill_random(mc_program *p, uint64_t seed)
 {
     if (!p)
-        return mc_fail(MC_ERR_INPUT, "mc_program_run: no program");
+        return mc_fail(MC_ERR_INPUT, "mc_program_fill_random: no program");
+    LOCKED(p, program_fill_random(p, seed));
+}
+
+/* ---- running and outputs ------------------------------------------------------------------- */
+
+static mc_status program_run(mc_program *p)
+{
     for (int b = 0; b < p->kp->nbuffers; b++) {
         const kir_buffer *buf = &p->kp->buffers[b];
         if ((buf->kind == KBUF_INPUT || buf->kind == KBUF_PARAM) && !p->has_value[b]) {
@@ -651,15 +711,22 @@ mc_status mc_program_run(mc_program *p)
     return st;
 }
 
+mc_status mc_program_run(mc_program *p)
+{
+    if (!p)
+        return mc_fail(MC_ERR_INPUT, "mc_program_run: no program");
+    LOCKED(p, program_run(p));
+}
+
 int mc_program_num_outputs(const mc_program *p)
 {
+    if (!p)
+        mc_fail(MC_ERR_INPUT, "mc_program_num_outputs: no program");
     return p ? p->graph->noutputs : 0;
 }
 
-mc_status mc_program_output(mc_program *p, int index, mc_tensor *out)
+static mc_status program_output(mc_program *p, int index, mc_tensor *out)
 {
-    if (!p || !out)
-        return mc_fail(MC_ERR_INPUT, "mc_program_output: no program or tensor");
     if (index < 0 || index >= p->graph->noutputs)
         return mc_fail(MC_ERR_INPUT, "mc_program_output: index %d out of range (the graph has %d outputs)",
                        index, p->graph->noutputs);
@@ -678,10 +745,36 @@ mc_status mc_program_output(mc_program *p, int index, mc_tensor *out)
     return MC_OK;
 }
 
-mc_status mc_program_save_outputs(mc_program *p, const char *path)
+mc_status mc_program_output(mc_program *p, int index, mc_tensor *out)
 {
-    if (!p || !path)
-        return mc_fail(MC_ERR_INPUT, "mc_program_save_outputs: no program or path");
+    if (!p || !out)
+        return mc_fail(MC_ERR_INPUT, "mc_program_output: no %s", p ? "tensor" : "program");
+    LOCKED(p, program_output(p, index, out));
+}
+
+static mc_status program_read_output(mc_program *p, int index, void *data, size_t bytes)
+{
+    mc_tensor t;
+    mc_status st = program_output(p, index, &t);
+    if (st != MC_OK)
+        return st;
+    if (bytes != t.bytes)
+        return mc_fail(MC_ERR_INPUT, "mc_program_read_output: output %d ('%s') is %zu bytes but %zu were given",
+                       index, t.name, t.bytes, bytes);
+    if (bytes)
+        memcpy(data, t.data, bytes);
+    return MC_OK;
+}
+
+mc_status mc_program_read_output(mc_program *p, int index, void *data, size_t bytes)
+{
+    if (!p || (!data && bytes))
+        return mc_fail(MC_ERR_INPUT, "mc_program_read_output: no %s", p ? "destination" : "program");
+    LOCKED(p, program_read_output(p, index, data, bytes));
+}
+
+static mc_status program_save_outputs(mc_program *p, const char *path)
+{
     bool npy = ends_with(path, ".npy"), st = ends_with(path, ".safetensors");
     if (!npy && !st)
         return mc_fail(MC_ERR_INPUT, "%s: unknown output format (expected .safetensors or .npy)", path);
@@ -716,6 +809,13 @@ mc_status mc_program_save_outputs(mc_program *p, const char *path)
     return s;
 }
 
+mc_status mc_program_save_outputs(mc_program *p, const char *path)
+{
+    if (!p || !path)
+        return mc_fail(MC_ERR_INPUT, "mc_program_save_outputs: no %s", p ? "path" : "program");
+    LOCKED(p, program_save_outputs(p, path));
+}
+
 /* The value of declaration `node` for the file: its buffer, the copy kept for an unread one,
  * or (an unread one never bound) the generator's values for the seed mc_program_fill_random
  * used, which is what a run with that seed would have given it. *owned is set when the value
@@ -745,10 +845,8 @@ static mc_status declaration_value(mc_program *p, int node, const char *path, co
     return MC_OK;
 }
 
-mc_status mc_program_save_inputs(mc_program *p, const char *path)
+static mc_status program_save_inputs(mc_program *p, const char *path)
 {
-    if (!p || !path)
-        return mc_fail(MC_ERR_INPUT, "mc_program_save_inputs: no program or path");
     if (!ends_with(path, ".safetensors"))
         return mc_fail(MC_ERR_INPUT, "%s: inputs are saved as .safetensors (every input and param "
                        "under its name)", path);
@@ -784,4 +882,11 @@ mc_status mc_program_save_inputs(mc_program *p, const char *path)
     free(arrays);
     free(names);
     return s;
+}
+
+mc_status mc_program_save_inputs(mc_program *p, const char *path)
+{
+    if (!p || !path)
+        return mc_fail(MC_ERR_INPUT, "mc_program_save_inputs: no %s", p ? "path" : "program");
+    LOCKED(p, program_save_inputs(p, path));
 }

@@ -4,7 +4,9 @@
  * tensor name to {"dtype", "shape", "data_offsets": [begin, end]} (plus an optional
  * "__metadata__" object of strings), then the data section; offsets are relative to its start.
  *
- * The whole file is read once into memory and validated completely before anything is handed
+ * A file is memory-mapped (read-only, private), so only what is used is ever read: the header,
+ * and then the bytes of the tensors a program binds; a 3 GiB tensor the graph does not use
+ * costs no memory and no time. It is validated completely before anything is handed
  * out: the header length against the file size (and a 100 MiB cap, as the reference
  * implementation has), the JSON by the strict reader in json.c, every entry's fields, offsets
  * ordered and inside the data section, each size equal to numel × element size (checked
@@ -13,10 +15,14 @@
  * offsets and size are validated like the others, and asking for it is a clear error. After
  * that, mc_safetensors_get is a binary search by name returning a pointer into the buffer.
  *
- * The buffer is placed so that the data section starts 64-byte aligned; a tensor is then
- * aligned to its element size whenever its offset is, which every common writer ensures
- * (this writer by storing tensors in order of decreasing element size, without gaps, as the
- * reference readers require).
+ * A mapping starts on a page, so the data section is 8-byte aligned when the header's length
+ * is a multiple of 8 (the format's writers pad it so); a tensor is then aligned to its element
+ * size whenever its offset is, which every common writer ensures (this writer by storing
+ * tensors in order of decreasing element size, without gaps, as the reference readers
+ * require). A file whose data section would be misaligned (or that cannot be mapped) is read
+ * into a buffer placed so that its data section starts 64-byte aligned, as before. A mapped
+ * file that is truncated while open makes later reads of the lost pages fault (SIGBUS), as
+ * with any mapped file: weights are expected to stay as they are while a program loads them.
  *
  * mc_safetensors_parse_memory is the same validation on bytes in memory, for the fuzzer.
  */
@@ -25,6 +31,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 enum { MAX_HEADER = 100 << 20, DATA_ALIGN = 64 };
 
@@ -39,7 +48,9 @@ typedef struct st_tensor {
 
 struct mc_safetensors {
     char *path;                /* for messages */
-    unsigned char *buffer;     /* the allocation holding the file */
+    unsigned char *buffer;     /* the allocation holding the file, or NULL when mapped */
+    void *map;                 /* the file's mapping, or NULL */
+    size_t map_size;
     const unsigned char *data; /* the data section */
     size_t data_size;
     st_tensor *tensors; /* sorted by name */
@@ -89,6 +100,8 @@ void mc_safetensors_close(mc_safetensors *st)
     mc_arena_free(&st->arena);
     free(st->tensors);
     free(st->buffer);
+    if (st->map)
+        munmap(st->map, st->map_size);
     free(st->path);
     free(st);
 }
@@ -254,9 +267,10 @@ static mc_status validate(mc_safetensors *st, const unsigned char *file, size_t 
     return MC_OK;
 }
 
-/* Take ownership of `buffer` (holding the file at buffer + pad, size bytes) and validate. */
-static mc_status finish_open(const char *name, unsigned char *buffer, size_t pad, size_t size,
-                             mc_safetensors **out)
+/* Take ownership of `buffer` (holding the file at buffer + pad, size bytes), or of the mapping
+ * `map` (the file, size bytes), and validate. */
+static mc_status finish_open(const char *name, unsigned char *buffer, size_t pad, void *map,
+                             size_t size, mc_safetensors **out)
 {
     *out = NULL;
     mc_safetensors *st = calloc(1, sizeof *st);
@@ -264,12 +278,16 @@ static mc_status finish_open(const char *name, unsigned char *buffer, size_t pad
     if (!path) {
         free(st);
         free(buffer);
+        if (map)
+            munmap(map, size);
         return mc_fail(MC_ERR_SYSTEM, "%s: out of memory", name);
     }
     strcpy(path, name);
     st->path = path;
     st->buffer = buffer;
-    mc_status s = validate(st, buffer + pad, size);
+    st->map = map;
+    st->map_size = size;
+    mc_status s = validate(st, map ? (const unsigned char *)map : buffer + pad, size);
     if (s != MC_OK) {
         mc_safetensors_close(st);
         return s;
@@ -303,26 +321,61 @@ mc_status mc_safetensors_parse_memory(const void *data, size_t size, const char 
     size_t pad = alignment_pad(buffer, data, size);
     if (size)
         memcpy(buffer + pad, data, size);
-    return finish_open(name, buffer, pad, size, out);
+    return finish_open(name, buffer, pad, NULL, size, out);
+}
+
+/* Read the file on fd (size bytes) into a buffer whose data section starts 64-byte aligned. */
+static mc_status read_aligned(const char *path, int fd, size_t size, mc_safetensors **out)
+{
+    if (size > SIZE_MAX - DATA_ALIGN)
+        return mc_fail(MC_ERR_SYSTEM, "%s: too large", path);
+    unsigned char *buffer = malloc(size + DATA_ALIGN);
+    if (!buffer)
+        return mc_fail(MC_ERR_SYSTEM, "%s: out of memory (%zu bytes)", path, size);
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = pread(fd, buffer + got, size - got, (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            free(buffer);
+            return mc_fail(MC_ERR_SYSTEM, "%s: read failed (the file changed while being read?)",
+                           path);
+        }
+        got += (size_t)r;
+    }
+    size_t pad = alignment_pad(buffer, buffer, size);
+    memmove(buffer + pad, buffer, size);
+    return finish_open(path, buffer, pad, NULL, size, out);
 }
 
 mc_status mc_safetensors_open(const char *path, mc_safetensors **out)
 {
     *out = NULL;
-    char *file;
-    size_t size;
-    mc_status s = mc_file_read_all(path, &file, &size);
+    int fd;
+    struct stat info;
+    mc_status s = mc_file_open_regular(path, &fd, &info);
     if (s != MC_OK)
         return s;
-    /* Grow the buffer and slide the file up in place, rather than holding two copies. */
-    unsigned char *buffer = size <= SIZE_MAX - DATA_ALIGN ? realloc(file, size + DATA_ALIGN) : NULL;
-    if (!buffer) {
-        free(file);
-        return mc_fail(MC_ERR_SYSTEM, "%s: out of memory (%zu bytes)", path, size);
+    if ((uint64_t)info.st_size > SIZE_MAX) {
+        close(fd);
+        return mc_fail(MC_ERR_SYSTEM, "%s: too large", path);
     }
-    size_t pad = alignment_pad(buffer, buffer, size);
-    memmove(buffer + pad, buffer, size);
-    return finish_open(path, buffer, pad, size, out);
+    size_t size = (size_t)info.st_size;
+    unsigned char head[8];
+    uint64_t header_len = 0;
+    bool aligned = size >= 8 && pread(fd, head, 8, 0) == 8;
+    for (int i = 7; aligned && i >= 0; i--)
+        header_len = header_len << 8 | head[i];
+    aligned = aligned && header_len % 8 == 0;
+    void *map = aligned ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    if (map == MAP_FAILED) {
+        s = read_aligned(path, fd, size, out);
+        close(fd);
+        return s;
+    }
+    close(fd); /* the mapping holds the file */
+    return finish_open(path, NULL, 0, map, size, out);
 }
 
 int mc_safetensors_count(const mc_safetensors *st) { return st->n; }

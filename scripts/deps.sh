@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install what minic needs on Debian 12 (CMake, cmocka, LLVM 14) when it is missing.
+# Install what minic needs on Debian 12 (CMake, cmocka, LLVM 14, xxHash) when it is missing.
+# libxxhash-dev: the compile cache verifies its entries with XXH3-128 (without it, no cache).
 # CUDA 13 is expected at /usr/local/cuda (headers; its libraries are loaded at run time).
 set -euo pipefail
 need=()
@@ -8,6 +9,7 @@ command -v cc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 dpkg -s libcmocka-dev >/dev/null 2>&1 || need+=(libcmocka-dev)
+dpkg -s libxxhash-dev >/dev/null 2>&1 || need+=(libxxhash-dev)
 dpkg -s llvm-14-dev >/dev/null 2>&1 || need+=(llvm-14-dev)
 command -v clang-14 >/dev/null || need+=(clang-14)
 dpkg -s libclang-rt-14-dev >/dev/null 2>&1 || need+=(libclang-rt-14-dev)

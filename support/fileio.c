@@ -10,11 +10,22 @@
  * Errors name the file the user gave, never the temporary. A missing directory, a permission
  * problem or a destination that is a directory are the user's mistakes (MC_ERR_INPUT); a full
  * disk or an I/O error is the system's (MC_ERR_SYSTEM).
+ *
+ * Reading: only regular files. A FIFO, a device or a socket given as a graph, weights or input
+ * is refused with an error naming the file and what it is, before a byte is read: the file is
+ * opened with O_NONBLOCK (so that opening a FIFO with no writer does not wait forever) and
+ * checked with fstat on the descriptor that is then read (no window between check and use).
+ *
+ * Temporaries of writes in progress (these and the compile cache's) are registered in a small
+ * table that mc_temp_files_remove walks: a SIGINT/SIGTERM handler installed by the program (the
+ * minic command has one; the library installs none) calls it, so an interrupted write leaves no
+ * temporary behind. The table is fixed-size and lock-free so that the handler may read it.
  */
 #include "support/support.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -31,22 +42,56 @@ static mc_status errno_status(int err)
     }
 }
 
+static const char *file_kind(mode_t mode)
+{
+    return S_ISDIR(mode) ? "a directory" : S_ISFIFO(mode) ? "a FIFO (named pipe)"
+           : S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
+           : S_ISSOCK(mode) ? "a socket" : "a special file";
+}
+
+mc_status mc_file_open_regular(const char *path, int *fd_out, struct stat *info)
+{
+    *fd_out = -1;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        int err = errno;
+        struct stat st;
+        if (err == ENXIO && stat(path, &st) == 0) /* a socket cannot be opened at all */
+            return mc_fail(MC_ERR_INPUT, "%s: not a regular file (%s); minic reads only regular files",
+                           path, file_kind(st.st_mode));
+        return mc_fail(errno_status(err), "%s: cannot open: %s", path, strerror(err));
+    }
+    if (fstat(fd, info) != 0) {
+        int err = errno;
+        close(fd);
+        return mc_fail(MC_ERR_SYSTEM, "%s: cannot stat: %s", path, strerror(err));
+    }
+    if (!S_ISREG(info->st_mode)) {
+        close(fd);
+        return mc_fail(MC_ERR_INPUT, "%s: not a regular file (%s); minic reads only regular files",
+                       path, file_kind(info->st_mode));
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0)
+        (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    *fd_out = fd;
+    return MC_OK;
+}
+
 mc_status mc_file_read_all(const char *path, char **data, size_t *size)
 {
     *data = NULL;
     *size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return mc_fail(errno_status(errno), "%s: cannot open: %s", path, strerror(errno));
+    int fd;
     struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
+    mc_status status = mc_file_open_regular(path, &fd, &st);
+    if (status != MC_OK)
+        return status;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
         int err = errno;
-        fclose(f);
-        return mc_fail(MC_ERR_SYSTEM, "%s: cannot stat: %s", path, strerror(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        fclose(f);
-        return mc_fail(MC_ERR_INPUT, "%s: not a regular file", path);
+        close(fd);
+        return mc_fail(MC_ERR_SYSTEM, "%s: cannot read: %s", path, strerror(err));
     }
     if ((uint64_t)st.st_size >= SIZE_MAX) {
         fclose(f);
@@ -74,6 +119,46 @@ mc_status mc_file_read_all(const char *path, char **data, size_t *size)
     return MC_OK;
 }
 
+/* ---- temporaries of writes in progress ---------------------------------------------------- */
+
+enum { TEMP_SLOTS = 64, TEMP_PATH_MAX = 4096 };
+enum { SLOT_FREE, SLOT_BUSY, SLOT_LIVE }; /* BUSY: being filled or emptied, not to be read */
+
+static struct {
+    atomic_int state;
+    char path[TEMP_PATH_MAX];
+} temp_slots[TEMP_SLOTS];
+
+int mc_temp_register(const char *path)
+{
+    size_t n = strlen(path);
+    if (n >= TEMP_PATH_MAX)
+        return -1;
+    for (int i = 0; i < TEMP_SLOTS; i++) {
+        int expected = SLOT_FREE;
+        if (atomic_compare_exchange_strong(&temp_slots[i].state, &expected, SLOT_BUSY)) {
+            memcpy(temp_slots[i].path, path, n + 1);
+            atomic_store(&temp_slots[i].state, SLOT_LIVE);
+            return i;
+        }
+    }
+    return -1; /* table full: the write goes on unregistered (the cache's sweep removes it later) */
+}
+
+void mc_temp_unregister(int slot)
+{
+    if (slot >= 0 && slot < TEMP_SLOTS)
+        atomic_store(&temp_slots[slot].state, SLOT_FREE);
+}
+
+void mc_temp_files_remove(void)
+{
+    /* Async-signal-safe: lock-free atomics and unlink(2) only. */
+    for (int i = 0; i < TEMP_SLOTS; i++)
+        if (atomic_load(&temp_slots[i].state) == SLOT_LIVE)
+            (void)unlink(temp_slots[i].path);
+}
+
 mc_status mc_file_write_atomic(const char *path, mc_status (*write)(FILE *f, void *ctx),
                                void *ctx)
 {
@@ -85,7 +170,7 @@ mc_status mc_file_write_atomic(const char *path, mc_status (*write)(FILE *f, voi
     int fd = -1;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
         snprintf(tmp, len, "%s.tmp-%ld-%u", path, (long)getpid(), counter++);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST)
             break;
     }
@@ -94,11 +179,13 @@ mc_status mc_file_write_atomic(const char *path, mc_status (*write)(FILE *f, voi
         free(tmp);
         return mc_fail(errno_status(err), "%s: cannot create: %s", path, strerror(err));
     }
+    int slot = mc_temp_register(tmp); /* removed by mc_temp_files_remove on SIGINT/SIGTERM */
     FILE *f = fdopen(fd, "wb");
     if (!f) {
         int err = errno;
         close(fd);
         unlink(tmp);
+        mc_temp_unregister(slot);
         free(tmp);
         return mc_fail(MC_ERR_SYSTEM, "%s: cannot write: %s", path, strerror(err));
     }
@@ -117,6 +204,7 @@ mc_status mc_file_write_atomic(const char *path, mc_status (*write)(FILE *f, voi
     }
     if (st != MC_OK)
         unlink(tmp);
+    mc_temp_unregister(slot);
     free(tmp);
     return st;
 }

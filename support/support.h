@@ -96,26 +96,99 @@ bool mc_json_valid_utf8(const char *s, size_t n);
 /* Read a regular file into malloc'd memory (plus a NUL after the end). MC_ERR_INPUT when it
  * cannot be opened or is not a regular file, MC_ERR_SYSTEM when memory or reading fails. */
 mc_status mc_file_read_all(const char *path, char **data, size_t *size);
+/* Open a file for reading if it is a regular file: *fd and *info (its fstat). A FIFO, device,
+ * socket or directory is MC_ERR_INPUT with a message naming the file and what it is; opening
+ * never blocks (a FIFO without a writer). */
+struct stat;
+mc_status mc_file_open_regular(const char *path, int *fd, struct stat *info);
 /* Write a file all-or-nothing: `write` fills a temporary file in the same directory, which is
  * then flushed, synced and renamed over path. On any failure the temporary is removed and path
  * is untouched. `write` returns MC_OK or a status with its message already set. */
 mc_status mc_file_write_atomic(const char *path, mc_status (*write)(FILE *f, void *ctx),
                                void *ctx);
+/* The temporaries of writes in progress, for mc_temp_files_remove (include/minic.h): register
+ * a path (at most 4095 bytes) right after creating it, unregister it once renamed or removed.
+ * Returns the slot, or -1 when the table is full (the write goes on, unregistered). */
+int mc_temp_register(const char *path);
+void mc_temp_unregister(int slot);
 
 /* ---- the compile cache (support/cache.c) -------------------------------------------------- */
 
-/* A content-addressed disk cache: $XDG_CACHE_HOME/minic/<kind>/<hash of key> (else
+/* A content-addressed disk cache: $XDG_CACHE_HOME/minic/<kind>/<XXH3-128 of key> (else
  * ~/.cache/minic). The key must contain everything the result depends on: the source or IR,
- * the compiler's version, the target architecture and every option. Entries are written to a
- * temporary name and renamed, and stored with their key, so a hash collision is a miss. The
- * cache is an optimization: any failure is a miss, never an error. MINIC_NO_CACHE=1 disables. */
-uint64_t mc_hash64(const void *data, size_t n, uint64_t seed);
+ * the compiler's version, the target architecture and every option. Each entry holds its key
+ * and a XXH3-128 hash of all its bytes, checked before any byte is handed out; an entry that
+ * fails any check is deleted (evicted) and reported as a miss. Directories are the user's
+ * own, mode 0700 when created, and refused when owned by another user or writable by others;
+ * temporaries are unique per process and thread (O_CREAT|O_EXCL|O_NOFOLLOW, 0600); the total
+ * size is capped (MINIC_CACHE_SIZE, least recently used entries go first). The cache is an
+ * optimization: any failure is a miss, never an error. MINIC_NO_CACHE=1 disables it.
+ * docs/RELIABILITY.md has the threat model. */
+uint64_t mc_hash64(const void *data, size_t n, uint64_t seed); /* fast, NOT for integrity */
 /* The directory of one kind of cached thing ($XDG_CACHE_HOME/minic/<kind>, else
- * ~/.cache/minic/<kind>), created with its parents when `create`; false when neither variable
- * is set, the path does not fit, or creating it fails. */
+ * ~/.cache/minic/<kind>), created (mode 0700) with its parents when `create`; false when
+ * neither variable is set, the path does not fit, or creating it fails. */
 bool mc_cache_dir(const char *kind, bool create, char *dir, size_t size);
-bool mc_cache_load(const char *kind, const char *key, void **data, size_t *size);
+
+typedef enum {
+    MC_CACHE_MISS,    /* no entry */
+    MC_CACHE_HIT,     /* *data (malloc'd) and *size hold the verified payload */
+    MC_CACHE_EVICTED, /* there was an entry and it failed a check: it is gone now */
+    MC_CACHE_OFF,     /* no cache: MINIC_NO_CACHE, no directory, a refused directory
+                         (mc_cache_note says why), or built without xxHash */
+} mc_cache_result;
+mc_cache_result mc_cache_load(const char *kind, const char *key, void **data, size_t *size);
 void mc_cache_store(const char *kind, const char *key, const void *data, size_t size);
+/* Delete the entry of key, when a verified payload turned out unusable (LLVM or the driver
+ * refused it): the caller then compiles afresh and stores the result. */
+void mc_cache_evict(const char *kind, const char *key);
+/* The cap on the cache's total size in bytes: MINIC_CACHE_SIZE (a number of bytes with an
+ * optional K, M or G suffix, powers of 1024; 0 stores nothing), else 256 MiB. */
+uint64_t mc_cache_capacity(void);
+
+/* An entry's bytes: magic "MCCACHE1", key length and payload length (8 bytes each, little
+ * endian), the key, the payload, then the XXH3-128 of everything before it (16 bytes,
+ * canonical big-endian). Exposed for the tests, which craft and damage entries. */
+enum { MC_CACHE_HEADER = 24, MC_CACHE_TRAILER = 16 };
+typedef enum { MC_ENTRY_OK, MC_ENTRY_FRAMING, MC_ENTRY_HASH } mc_cache_entry_check;
+typedef struct mc_cache_entry {
+    const char *key; /* not NUL-terminated */
+    size_t key_size;
+    const unsigned char *payload;
+    size_t payload_size;
+} mc_cache_entry;
+/* Check an entry's framing (magic, lengths that add up to exactly `size`) and its hash. */
+mc_cache_entry_check mc_cache_entry_parse(const void *bytes, size_t size, mc_cache_entry *out);
+/* A whole entry for key and payload (malloc'd, *size bytes); NULL when out of memory or when
+ * built without xxHash. */
+void *mc_cache_entry_encode(const char *key, const void *payload, size_t payload_size,
+                            size_t *size);
+/* The path of key's entry file (whether or not it exists); false when there is no cache dir. */
+bool mc_cache_entry_path(const char *kind, const char *key, char *path, size_t size);
+/* Test hook: called (when set) between writing an entry's temporary and renaming it. */
+extern void (*mc_cache_before_rename)(const char *temp_path);
+
+/* For `minic cache info|clear`. Counts cover every kind of entry under the root. */
+enum { MC_CACHE_MAX_KINDS = 16 };
+typedef struct mc_cache_stats {
+    char root[4096];     /* $XDG_CACHE_HOME/minic or ~/.cache/minic; "" when neither is set */
+    bool enabled;        /* the cache would be used now */
+    char why_not[600];   /* when !enabled: why */
+    uint64_t capacity;   /* mc_cache_capacity() */
+    int nkinds;
+    struct {
+        char name[64];
+        int64_t entries, bytes;
+        char refused[300]; /* non-empty: this directory is not used (another user's, ...) */
+    } kinds[MC_CACHE_MAX_KINDS];
+    int64_t entries, bytes; /* totals */
+    int64_t temporaries;    /* temp files of writes in progress or interrupted */
+} mc_cache_stats;
+mc_status mc_cache_stat(mc_cache_stats *out);
+/* Delete every entry and temporary under the root (the peaks file of `minic peaks` stays).
+ * MC_ERR_INPUT when the root or a kind's directory is refused (another user's, writable by
+ * others): those are left alone. */
+mc_status mc_cache_clear(int64_t *entries, int64_t *bytes);
 
 /* ---- the thread pool (support/threadpool.c) ----------------------------------------------- */
 

@@ -21,6 +21,9 @@
  * kernels follow each other) and then sleep on a condition variable, so a pool that waits
  * between runs costs no CPU time on a shared machine. The caller, waiting for chunks other
  * threads hold, spins and then yields its core, which lets a preempted worker finish sooner.
+ *
+ * One caller at a time: a pool belongs to one program, whose mutex serialises its runs (debug
+ * builds assert it; two callers would reset each other's counters and wait forever).
  */
 #include "support/support.h"
 
@@ -51,6 +54,9 @@ struct mc_threadpool {
     _Atomic(mc_parallel_fn) fn;
     _Atomic(void *) ctx;
     atomic_int_fast64_t n, chunk;
+#ifndef NDEBUG
+    atomic_bool running;       /* a caller is in mc_threadpool_run (debug builds check: one) */
+#endif
 };
 
 typedef struct worker_arg {
@@ -134,8 +140,8 @@ mc_status mc_threadpool_new(int threads, mc_threadpool **out)
         return mc_fail(MC_ERR_INPUT, "thread count must not be negative (got %d)", threads);
     if (threads == 0)
         threads = mc_threadpool_default_threads();
-    if (threads > 1024)
-        return mc_fail(MC_ERR_INPUT, "thread count %d is too large (at most 1024)", threads);
+    if (threads > MC_MAX_THREADS)
+        return mc_fail(MC_ERR_INPUT, "thread count %d is too large (at most %d)", threads, MC_MAX_THREADS);
     mc_threadpool *pool = calloc(1, sizeof *pool);
     if (!pool)
         return mc_fail(MC_ERR_SYSTEM, "out of memory creating a thread pool");
@@ -150,6 +156,9 @@ mc_status mc_threadpool_new(int threads, mc_threadpool **out)
     atomic_init(&pool->ctx, NULL);
     atomic_init(&pool->n, 0);
     atomic_init(&pool->chunk, 1);
+#ifndef NDEBUG
+    atomic_init(&pool->running, false);
+#endif
     if (threads > 1) {
         pool->workers = calloc((size_t)threads - 1, sizeof *pool->workers);
         if (!pool->workers) {
@@ -189,6 +198,11 @@ void mc_threadpool_run(mc_threadpool *pool, int64_t n, int64_t grain, mc_paralle
         fn(ctx, 0, n, 0);
         return;
     }
+#ifndef NDEBUG
+    /* one caller at a time (the program's mutex sees to it): two would reset each other's
+     * counters and wait forever */
+    MC_ASSERT(!atomic_exchange(&pool->running, true));
+#endif
     uint64_t job = ((atomic_load(&pool->word) >> INDEX_BITS) + 1) & INDEX_MASK;
     if (job == 0)
         job = 1; /* 0 is what workers start out having seen */
@@ -213,6 +227,9 @@ void mc_threadpool_run(mc_threadpool *pool, int64_t n, int64_t grain, mc_paralle
         else
             sched_yield();
     }
+#ifndef NDEBUG
+    atomic_store(&pool->running, false);
+#endif
 }
 
 void mc_threadpool_free(mc_threadpool *pool)

@@ -390,6 +390,23 @@ static inline kir_program *fx_gemms(int64_t B, int64_t M, int64_t N, int64_t K, 
 /* Independent of the reference backend's loop structure, but with the same scalar meaning of
  * each instruction (mc_op_apply, ir/semantics.c): there is one definition of an operator. */
 
+/* Element i of a buffer, and storing one: f32 directly (the same rounding as the library's
+ * converters, which, built without optimization in the sanitizer builds, were most of the
+ * time of the tests on large fixtures), other dtypes through the library. */
+static inline double fx_get(const void *data, mc_dtype d, int64_t i)
+{
+    return d == MC_F32 ? (double)((const float *)data)[i] : mc_load_element(data, d, i);
+}
+
+static inline void fx_put(void *data, mc_dtype d, int64_t i, double v)
+{
+    if (d == MC_F32)
+        ((float *)data)[i] = (float)v;
+    else
+        mc_store_element(data, d, i, v);
+}
+
+
 /* Evaluate kp over host buffers (bufs[b]: numel elements of its dtype; temps included). */
 static inline void fx_eval(const kir_program *kp, void **bufs)
 {
@@ -423,9 +440,9 @@ static inline void fx_eval(const kir_program *kp, void **bufs)
                     bo += idx[d] * B->stride[d];
                 }
                 for (int64_t kk = 0; kk < k->gemm.k; kk++)
-                    acc += mc_load_element(bufs[A->buffer], kp->buffers[A->buffer].dtype,
+                    acc += fx_get(bufs[A->buffer], kp->buffers[A->buffer].dtype,
                                            ao + idx[nb] * A->stride[nb] + kk * A->stride[nb + 1]) *
-                           mc_load_element(bufs[B->buffer], kp->buffers[B->buffer].dtype,
+                           fx_get(bufs[B->buffer], kp->buffers[B->buffer].dtype,
                                            bo + kk * B->stride[nb] + idx[nb + 1] * B->stride[nb + 1]);
             }
             for (int b = 0; b < k->nblocks; b++) {
@@ -451,7 +468,7 @@ static inline void fx_eval(const kir_program *kp, void **bufs)
                             int64_t o = w->offset;
                             for (int d = 0; d < used_rank; d++)
                                 o += idx[d] * w->stride[d];
-                            v = mc_load_element(bufs[w->buffer], kp->buffers[w->buffer].dtype, o);
+                            v = fx_get(bufs[w->buffer], kp->buffers[w->buffer].dtype, o);
                         } else if (in->kind == KI_CONST) {
                             v = mc_round_to_dtype(in->value, in->dtype);
                         } else if (in->kind == KI_INDEX) {
@@ -479,7 +496,7 @@ static inline void fx_eval(const kir_program *kp, void **bufs)
                         int64_t o = w->offset;
                         for (int d = 0; d < used_rank; d++)
                             o += idx[d] * w->stride[d];
-                        mc_store_element(bufs[w->buffer], kp->buffers[w->buffer].dtype, o,
+                        fx_put(bufs[w->buffer], kp->buffers[w->buffer].dtype, o,
                                          val[k->stores[s].value]);
                     }
                 }

@@ -8,6 +8,7 @@
  */
 #include "testlib.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 
 void *__real_malloc(size_t size);
@@ -17,25 +18,29 @@ void *__wrap_malloc(size_t size);
 void *__wrap_calloc(size_t n, size_t size);
 void *__wrap_realloc(void *p, size_t size);
 
-static long fail_at = -1; /* index of the allocation to fail, or -1 */
-static long calls;        /* allocations since mc_test_fail_alloc */
-static bool failed;
+/* Atomics: the cpu backend's pool threads allocate too (its tests use one thread, so the
+ * order stays the same from run to run, but the counters must not race). */
+static atomic_long fail_at = -1; /* index of the allocation to fail, or -1 */
+static atomic_long calls;        /* allocations since mc_test_fail_alloc */
+static atomic_bool failed;
 
 void mc_test_fail_alloc(long n)
 {
-    fail_at = n;
-    calls = 0;
-    failed = false;
+    atomic_store(&fail_at, -1);
+    atomic_store(&calls, 0);
+    atomic_store(&failed, false);
+    atomic_store(&fail_at, n);
 }
 
-bool mc_test_alloc_failed(void) { return failed; }
+bool mc_test_alloc_failed(void) { return atomic_load(&failed); }
 
 static bool should_fail(void)
 {
-    if (fail_at < 0)
+    long at = atomic_load(&fail_at);
+    if (at < 0)
         return false;
-    if (calls++ == fail_at) {
-        failed = true;
+    if (atomic_fetch_add(&calls, 1) == at) {
+        atomic_store(&failed, true);
         return true;
     }
     return false;

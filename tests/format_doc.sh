@@ -32,7 +32,8 @@ for c in run bench check dump peaks; do
 done
 
 cd "$src"
-files=$(git ls-files 2>/dev/null || find . -type f -not -path './build*')
+# the files on disk (not git's index: a copy of the tree may carry a stale one)
+files=$(find . -type f -not -path './build*' -not -path './.git/*' -not -path './.stage/*' -not -path './.deps/*' \( -name '*.[ch]' -o -name '*.def' -o -name '*.sh' -o -name '*.md' -o -name '*.txt' -o -name '*.py' \))
 cited=$(grep -ho 'FORMAT\.md §[0-9]*' $files 2>/dev/null | grep -o '[0-9]*$' | sort -u)
 for n in $cited; do
   grep -q "^## $n\. " "$doc" || { echo "FAIL: docs/FORMAT.md §$n is cited but has no section"; fail=1; }

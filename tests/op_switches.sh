@@ -6,14 +6,11 @@ set -u
 cd "${MINIC_SRC:-$(dirname "$0")/..}" || exit 2
 command -v python3 >/dev/null || { echo "skipped: no python3 to read the sources"; exit 77; }
 python3 - "$@" <<'PY'
-import re, subprocess, sys
-try:
-    files = subprocess.check_output(['git', 'ls-files', 'support', 'ir', 'kir', 'frontend', 'passes',
-                                     'backends', 'runtime', 'tools'], stderr=subprocess.DEVNULL).decode().split()
-except Exception:
-    import glob
-    files = [f for d in ['support', 'ir', 'kir', 'frontend', 'passes', 'backends', 'runtime', 'tools']
-             for f in glob.glob(d + '/**/*', recursive=True)]
+import re, sys
+import glob
+# the files on disk (not git's index: a copy of the tree may carry a stale one)
+files = sorted(f for d in ['support', 'ir', 'kir', 'frontend', 'passes', 'backends', 'runtime', 'tools']
+               for f in glob.glob(d + '/**/*', recursive=True))
 def block_end(text, b):
     depth = 0
     for j in range(b, len(text)):

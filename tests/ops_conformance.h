@@ -229,6 +229,12 @@ static bool ops_inputs_make(const op_case *c, const mc_graph *g, uint64_t seed, 
  * failures are failures, not skips); the GPU is the one thing a machine may lack. */
 static bool ops_backend_available(int b, char *why, size_t size)
 {
+    if (b != 1 && mc_test_cpu_target()) {
+        /* an entry for a pinned CPU target checks the CPU backend; the plain entry the others */
+        snprintf(why, size, "this entry checks the cpu backend under MINIC_TEST_CPU_TARGET=%s",
+                 mc_test_cpu_target());
+        return false;
+    }
     switch (b) {
     case 0: return true;
     case 1:
@@ -303,7 +309,7 @@ static bool ops_check_backend(const op_case *c, const mc_graph *g, mc_backend_ki
                               const char *what, bool fuse, const ops_inputs *first,
                               const ops_inputs *second, bool has_matmul)
 {
-    mc_options opt = mc_options_default();
+    mc_options opt = mc_test_options();
     opt.backend = kind;
     opt.fuse = fuse;
     opt.quiet = true;
@@ -491,6 +497,7 @@ static int ops_run_table(const char *group, const op_case *cases, int n)
         return 1;
     for (int i = 0; i < n; i++)
         tests[i] = (struct CMUnitTest){cases[i].name, ops_run_case, NULL, NULL, (void *)&cases[i]};
+    mc_test_check_cpu_target();
     int failed = _cmocka_run_group_tests(group, tests, (size_t)n, NULL, NULL);
     free(tests);
     printf("%s: %d cases passed; %d oracle checks, %d rounded-evaluation checks\n", group,
@@ -507,7 +514,7 @@ static int ops_run_table(const char *group, const op_case *cases, int n)
     printf("%s: backends NOT checked: mc_program_* and the backends are not built yet; "
            "only the oracle (part a) ran\n", group);
 #endif
-    return failed;
+    return mc_test_exit(failed);
 }
 
 #endif

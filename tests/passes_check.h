@@ -47,7 +47,7 @@ static inline mc_backend_kind check_backend(void)
 static inline mc_status check_run(const mc_graph *g, bool fuse, bool plan, uint64_t seed, double **outs,
                            mc_program **keep)
 {
-    mc_options opt = mc_options_default();
+    mc_options opt = mc_test_options();
     opt.backend = check_backend();
     opt.fuse = fuse;
     opt.plan_memory = plan;

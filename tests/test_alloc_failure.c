@@ -1,5 +1,5 @@
 /* Allocation failure injected into every step of minic's life: parse, compile (fused and
- * unfused, ref backend), bind, run, save.
+ * unfused, on the ref and the cpu backend), bind, run, save.
  *
  * This test is linked with -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc (CMakeLists.txt, as
  * the test_*_oom.c tests are), so every allocation the library makes goes through the wrappers
@@ -13,7 +13,11 @@
  * checks the whole process at exit, and nothing here frees on the library's behalf.
  *
  * Allocations the C library makes for itself (fopen's buffer, open_memstream) are not
- * wrapped: only the library's own calls are.
+ * wrapped: only the library's own calls are. On the cpu backend that leaves out LLVM's (C++,
+ * in libLLVM), so what is tested there is minic's side: the generator, the cache, the JIT
+ * set-up, the pool and the buffers. The cpu programs use one thread, so the allocations come
+ * in the same order every time, and compile twice: with the compile cache (a hit: the cached
+ * object code is loaded) and without it (optimization and code generation run).
  */
 #include "testlib.h"
 
@@ -116,14 +120,17 @@ static mc_graph *load_mlp(void)
     return g;
 }
 
-static mc_options ref_options(bool fuse)
+static mc_options options(mc_backend_kind kind, bool fuse)
 {
     mc_options opt = mc_options_default();
-    opt.backend = MC_BACKEND_REF;
+    opt.backend = kind;
     opt.fuse = fuse;
+    opt.threads = 1;
     opt.quiet = true;
     return opt;
 }
+
+static mc_options ref_options(bool fuse) { return options(MC_BACKEND_REF, fuse); }
 
 /* Run a compiled program on seed-0 inputs; the output's bytes (malloc'd, unwrapped). */
 static float *outputs_of(mc_program *p, size_t *bytes)
@@ -139,10 +146,10 @@ static float *outputs_of(mc_program *p, size_t *bytes)
     return copy;
 }
 
-static void compile_with_failures(bool fuse)
+static void compile_with_failures(mc_backend_kind kind, bool fuse, const char *what)
 {
     mc_graph *g = load_mlp();
-    mc_options opt = ref_options(fuse);
+    mc_options opt = options(kind, fuse);
     mc_program *p = NULL;
     assert_int_equal(mc_program_compile(g, &opt, &p), MC_OK);
     size_t want_bytes;
@@ -160,7 +167,7 @@ static void compile_with_failures(bool fuse)
             mc_program_free(p);
             break;
         }
-        check_failure(st, fuse ? "compile (fused)" : "compile (unfused)", n);
+        check_failure(st, what, n);
         if (st != MC_OK) {
             assert_null(p);
             continue;
@@ -174,7 +181,7 @@ static void compile_with_failures(bool fuse)
         free(got);
         mc_program_free(p);
     }
-    report(fuse ? "compile, ref, fused" : "compile, ref, unfused", n, graceful);
+    report(what, n, graceful);
     assert_true(n > 10);
     free(want);
     mc_graph_free(g);
@@ -183,14 +190,27 @@ static void compile_with_failures(bool fuse)
 static void test_compile_fused(void **state)
 {
     (void)state;
-    compile_with_failures(true);
+    compile_with_failures(MC_BACKEND_REF, true, "compile, ref, fused");
 }
 
 static void test_compile_unfused(void **state)
 {
     (void)state;
-    compile_with_failures(false);
+    compile_with_failures(MC_BACKEND_REF, false, "compile, ref, unfused");
 }
+
+#ifdef MINIC_HAVE_CPU_BACKEND
+/* The cache on (the first compile stores the entry, every later one loads it), then off. */
+static void test_compile_cpu(void **state)
+{
+    (void)state;
+    compile_with_failures(MC_BACKEND_CPU, true, "compile, cpu, fused, cached");
+    compile_with_failures(MC_BACKEND_CPU, false, "compile, cpu, unfused, cached");
+    setenv("MINIC_NO_CACHE", "1", 1);
+    compile_with_failures(MC_BACKEND_CPU, true, "compile, cpu, fused, no cache");
+    unsetenv("MINIC_NO_CACHE");
+}
+#endif
 
 /* Binding: random fill, an .npy input and a .safetensors of weights, with failures. */
 static void test_bind(void **state)
@@ -244,10 +264,10 @@ static void test_bind(void **state)
 /* Run and save: failures in the run, in writing .safetensors and .npy, and in saving the inputs
  * (mc_program_save_inputs). No output file may be left by a failed save, and no temporary
  * beside it. */
-static void run_and_save(bool fuse)
+static void run_and_save(mc_backend_kind kind, bool fuse)
 {
     mc_graph *g = load_mlp();
-    mc_options opt = ref_options(fuse);
+    mc_options opt = options(kind, fuse);
     mc_program *p = NULL;
     assert_int_equal(mc_program_compile(g, &opt, &p), MC_OK);
     size_t want_bytes;
@@ -264,7 +284,9 @@ static void run_and_save(bool fuse)
         }
         check_failure(st, "run", n);
     }
-    report(fuse ? "run, ref, fused" : "run, ref, unfused", n, 0);
+    char what[64];
+    snprintf(what, sizeof what, "run, %s, %s", mc_backend_name(kind), fuse ? "fused" : "unfused");
+    report(what, n, 0);
     mc_tensor t;
     assert_int_equal(mc_program_output(p, 0, &t), MC_OK);
     assert_memory_equal(t.data, want, want_bytes);
@@ -302,14 +324,23 @@ static void run_and_save(bool fuse)
 static void test_run_and_save_fused(void **state)
 {
     (void)state;
-    run_and_save(true);
+    run_and_save(MC_BACKEND_REF, true);
 }
 
 static void test_run_and_save_unfused(void **state)
 {
     (void)state;
-    run_and_save(false);
+    run_and_save(MC_BACKEND_REF, false);
 }
+
+#ifdef MINIC_HAVE_CPU_BACKEND
+static void test_run_and_save_cpu(void **state)
+{
+    (void)state;
+    run_and_save(MC_BACKEND_CPU, true);
+    run_and_save(MC_BACKEND_CPU, false);
+}
+#endif
 
 int main(void)
 {
@@ -320,6 +351,10 @@ int main(void)
         cmocka_unit_test(test_bind),
         cmocka_unit_test(test_run_and_save_fused),
         cmocka_unit_test(test_run_and_save_unfused),
+#ifdef MINIC_HAVE_CPU_BACKEND
+        cmocka_unit_test(test_compile_cpu),
+        cmocka_unit_test(test_run_and_save_cpu),
+#endif
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

@@ -937,6 +937,38 @@ static void test_dump(void **state)
     }
 }
 
+/* --cpu-target NAME: the cpu backend's code for that CPU (dump shows it: AVX-512's 16-float
+ * vectors, two to a step, on x86-64-v4, on any x86-64 machine); an unknown name is the user's
+ * mistake (exit 1, with the near name); code this machine cannot run is refused (exit 2). */
+static void test_cpu_target(void **state)
+{
+    (void)state;
+#if defined(MINIC_HAVE_CPU_BACKEND) && defined(__x86_64__)
+    const char *g = mc_test_src("examples/pointwise.graph");
+    assert_int_equal(minic("run --help"), 0);
+    assert_contains(out, "--cpu-target NAME");
+    assert_int_equal(minic("dump %s --stage code --backend cpu --cpu-target x86-64-v4", g), 0);
+    assert_contains(out, "\"target-cpu\"=\"x86-64-v4\"");
+    assert_contains(out, "<32 x float>");
+    assert_int_equal(minic("dump %s --stage code --backend cpu --cpu-target x86-64-v3", g), 0);
+    assert_contains(out, "\"target-cpu\"=\"x86-64-v3\"");
+    assert_null(strstr(out, "<32 x float>"));
+    assert_int_equal(minic("run %s --backend cpu --cpu-target x86_64-v3", g), 1);
+    assert_contains(err, "unknown CPU target 'x86_64-v3': did you mean 'x86-64-v3'?");
+    assert_int_equal(minic("run %s --backend cpu --cpu-target ''", g), 1);
+    assert_contains(err, "--cpu-target: empty CPU name");
+    int rc = minic("run %s --backend cpu --cpu-target knl", g); /* Xeon Phi's features */
+    if (rc != 0) {
+        assert_int_equal(rc, 2);
+        assert_contains(err, "cannot run code compiled for CPU target 'knl': it lacks ");
+    }
+    assert_int_equal(minic("run %s --backend cpu --cpu-target x86-64", g), 0); /* every x86-64 */
+    assert_contains(out, "checksum");
+#else
+    print_message("no CPU backend, or not x86-64: nothing to check\n");
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -965,8 +997,9 @@ int main(void)
         cmocka_unit_test(test_no_fuse),
         cmocka_unit_test(test_bench),
         cmocka_unit_test(test_dump),
+        cmocka_unit_test(test_cpu_target),
     };
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = mc_test_run(tests);
     free(out);
     free(err);
     return failed;

@@ -1,4 +1,4 @@
-/* Accuracy of the CPU backend's transcendentals (codegen/llvm_math.c), measured in ulps.
+/* Accuracy of the CPU backend's transcendentals (backends/cpu/llvm_math.c), measured in ulps.
  *
  * Each function runs as a generated pointwise kernel (vector body and scalar remainder both,
  * since the inputs' count is not a multiple of the vector width) over inputs that sweep wide
@@ -60,6 +60,9 @@ static const math_case cases[] = {
     {MC_OP_COS, "cos", cos, -1e5, 1e5, false, 1},
     {MC_OP_SIN, "sin (small)", sin, -10, 10, true, 1},
     {MC_OP_COS, "cos (small)", cos, -10, 10, true, 1},
+    /* past 2^26 a vector calls the host's libm per lane (full range reduction) */
+    {MC_OP_SIN, "sin (all)", sin, -3.4e38, 3.4e38, true, 1},
+    {MC_OP_COS, "cos (all)", cos, -3.4e38, 3.4e38, true, 1},
 };
 
 static double ulp_of(double r)
@@ -119,6 +122,7 @@ static void run_cpu(kir_program *kp, void **host, int threads)
     memset(&p, 0, sizeof p);
     p.kp = kp;
     p.opt.threads = threads;
+    p.opt.cpu_target = mc_test_cpu_target();
     p.host = host;
     if (mc_backend_cpu.prepare(&p) != MC_OK)
         fail_msg("prepare: %s", mc_error_message());
@@ -278,12 +282,60 @@ static void test_exp_below_max(void **state)
     free(y);
 }
 
+/* The issue's repro (sin(1e17) was 42.56, sin(1e20) 3.7e36, cos(1e30) inf), as whole programs
+ * through the public API on cpu and ref: every result in [-1, 1] and within an ulp of the
+ * double sin/cos of the f32 argument, near and far arguments mixed in one vector. */
+static void test_trig_huge_arguments(void **state)
+{
+    (void)state;
+    enum { N = 37 };
+    float x[N];
+    const float far[] = {1e17f, 1e20f, 1e30f, -3e38f, 3.4028235e38f, 1e8f, 67108864.0f, -1.5e9f, 2.5e11f};
+    for (int i = 0; i < N; i++)
+        x[i] = i % 4 == 1 ? far[(i / 4) % 9] : (float)(i - 18) * 0.37f;
+    mc_graph *g = NULL;
+    if (mc_graph_parse_string("trig.graph", "graph trig\ninput x : f32[37]\ns = sin(x)\nc = cos(x)\n"
+                              "output s, c\n", &g) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    mc_backend_kind kinds[2] = {MC_BACKEND_CPU, MC_BACKEND_REF};
+    for (int b = 0; b < 2; b++) {
+        mc_options opt = mc_options_default();
+        opt.backend = kinds[b];
+        opt.quiet = true;
+        mc_program *p = NULL;
+        if (mc_program_compile(g, &opt, &p) != MC_OK)
+            fail_msg("%s", mc_error_message());
+        assert_int_equal(mc_program_set(p, "x", x, sizeof x), MC_OK);
+        assert_int_equal(mc_program_run(p), MC_OK);
+        for (int o = 0; o < 2; o++) {
+            float y[N];
+            assert_int_equal(mc_program_read_output(p, o, y, sizeof y), MC_OK);
+            double worst = 0;
+            for (int i = 0; i < N; i++) {
+                double want = o == 0 ? sin((double)x[i]) : cos((double)x[i]);
+                if (!(fabsf(y[i]) <= 1.0f))
+                    fail_msg("%s: %s(%.9g) = %.9g, outside [-1, 1]", mc_backend_name(kinds[b]),
+                             o ? "cos" : "sin", x[i], y[i]);
+                double e = ulp_error(y[i], want);
+                worst = e > worst ? e : worst;
+                if (!(e <= 1))
+                    fail_msg("%s: %s(%.9g) = %.9g, want %.9g (%.2f ulp)", mc_backend_name(kinds[b]),
+                             o ? "cos" : "sin", x[i], y[i], want, e);
+            }
+            printf("%s %s: huge arguments within %.3f ulp\n", mc_backend_name(kinds[b]), o ? "cos" : "sin", worst);
+        }
+        mc_program_free(p);
+    }
+    mc_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unary_accuracy),
+        cmocka_unit_test(test_trig_huge_arguments),
         cmocka_unit_test(test_pow),
         cmocka_unit_test(test_exp_below_max),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "testlib.h"
 
@@ -199,6 +201,123 @@ static void test_cache_hit(void **state)
     free(cubin);
 }
 
+/* NVRTC's failure dump goes to a shared directory ($TMPDIR): a symlink planted at the name it
+ * used to take (minic-ENTRY-HASH.cu), or at the next names of the new scheme, is never written
+ * through; the dump is a fresh file of ours, mode 0600. */
+static void test_failure_dump_never_follows_symlinks(void **state)
+{
+    (void)state;
+    char tmpdir[4200], victim[4300], link[4400];
+    snprintf(tmpdir, sizeof tmpdir, "%s/shared_tmp", mc_test_tmpdir());
+    mkdir(tmpdir, 0777);
+    snprintf(victim, sizeof victim, "%s/victim.txt", mc_test_tmpdir());
+    FILE *v = fopen(victim, "w");
+    fputs("precious\n", v);
+    fclose(v);
+    const char *src = "extern \"C\" __global__ void broken_kernel_1(float *p) { p[0] = nope; }\n";
+    const char *entry = "broken_kernel_1";
+    unsigned long long h = (unsigned long long)mc_hash64(src, strlen(src), 0);
+    snprintf(link, sizeof link, "%s/minic-%s-%016llx.cu", tmpdir, entry, h);
+    unlink(link);
+    assert_int_equal(symlink(victim, link), 0);
+    for (int n = 0; n < 16; n++) { /* one kernel: compiled on this thread */
+        snprintf(link, sizeof link, "%s/minic-%s-%016llx-%ld-%ld-%d.cu", tmpdir, entry, h,
+                 (long)getpid(), (long)gettid(), n);
+        unlink(link);
+        assert_int_equal(symlink(victim, link), 0);
+    }
+    const char *old_tmpdir = getenv("TMPDIR");
+    char *saved = old_tmpdir ? strdup(old_tmpdir) : NULL;
+    setenv("TMPDIR", tmpdir, 1);
+    void *cubin;
+    size_t size;
+    int compiled;
+    assert_int_equal(mc_cuda_compile(&src, &entry, 1, 90, NULL, NULL, &cubin, &size, &compiled),
+                     MC_ERR_SYSTEM);
+    if (saved)
+        setenv("TMPDIR", saved, 1);
+    else
+        unsetenv("TMPDIR");
+    free(saved);
+    FILE *f = fopen(victim, "r");
+    char text[64] = "";
+    assert_non_null(fgets(text, sizeof text, f));
+    fclose(f);
+    assert_string_equal(text, "precious\n");
+    const char *at = strstr(mc_error_message(), "source: ");
+    assert_non_null(at);
+    char file[4400];
+    assert_int_equal(sscanf(at + 8, "%4399[^)]", file), 1);
+    struct stat st;
+    assert_int_equal(lstat(file, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(st.st_uid, geteuid());
+    remove(file);
+}
+
+/* A source's cache key changes with each thing the cubin depends on. */
+static void test_cache_key(void **state)
+{
+    (void)state;
+    const char *opts[5] = {"--gpu-architecture=sm_90", "--include-path=/usr/local/cuda/include",
+                           "--std=c++17", "--fmad=true", "--device-as-default-execution-space"};
+    const char *src = "extern \"C\" __global__ void k(float *p) { p[0] = 1; }\n";
+    char *base = mc_cuda_cache_key(13, 0, opts, 5, src);
+    assert_non_null(base);
+    assert_non_null(strstr(base, "minic " MINIC_VERSION_STRING " "));
+    char *keys[8];
+    keys[0] = mc_cuda_cache_key(13, 1, opts, 5, src);  /* NVRTC's version */
+    keys[1] = mc_cuda_cache_key(14, 0, opts, 5, src);
+    keys[2] = mc_cuda_cache_key(13, 0, opts, 5, "extern \"C\" __global__ void k(float *p) { p[0] = 2; }\n");
+    const char *changed[5] = {"--gpu-architecture=sm_80", "--include-path=/opt/cuda/include",
+                              "--std=c++20", "--fmad=false", "--relocatable-device-code=true"};
+    for (int i = 0; i < 5; i++) { /* every option, the architecture first */
+        const char *o[5];
+        memcpy(o, opts, sizeof o);
+        o[i] = changed[i];
+        keys[3 + i] = mc_cuda_cache_key(13, 0, o, 5, src);
+    }
+    for (int i = 0; i < 8; i++) {
+        assert_non_null(keys[i]);
+        if (!strcmp(keys[i], base))
+            fail_msg("change %d gives the same key", i);
+        for (int j = 0; j < i; j++)
+            assert_string_not_equal(keys[i], keys[j]);
+    }
+    for (int i = 0; i < 8; i++)
+        free(keys[i]);
+    free(base);
+}
+
+/* A cached cubin is evicted by mc_cuda_cache_evict (what the backend does when the driver
+ * refuses it), and the next compile stores a good one again. */
+static void test_cache_evict(void **state)
+{
+    (void)state;
+    char src[256];
+    snprintf(src, sizeof src, "extern \"C\" __global__ void evict_probe_0(float *p) "
+                              "{ p[0] = %.17g; }\n", mc_now_ms());
+    const char *s = src, *entry = "evict_probe_0";
+    void *cubin;
+    size_t size;
+    int compiled;
+    assert_int_equal(mc_cuda_compile(&s, &entry, 1, 90, NULL, NULL, &cubin, &size, &compiled), MC_OK);
+    assert_int_equal(compiled, 1);
+    free(cubin);
+    mc_cuda_cache_evict(&s, 1, 80); /* another architecture's entry: this one stays */
+    assert_int_equal(mc_cuda_compile(&s, &entry, 1, 90, NULL, NULL, &cubin, &size, &compiled), MC_OK);
+    assert_int_equal(compiled, 0);
+    free(cubin);
+    mc_cuda_cache_evict(&s, 1, 90);
+    assert_int_equal(mc_cuda_compile(&s, &entry, 1, 90, NULL, NULL, &cubin, &size, &compiled), MC_OK);
+    assert_int_equal(compiled, 1);
+    free(cubin);
+    assert_int_equal(mc_cuda_compile(&s, &entry, 1, 90, NULL, NULL, &cubin, &size, &compiled), MC_OK);
+    assert_int_equal(compiled, 0);
+    free(cubin);
+}
+
 #ifdef MINIC_HAVE_PASSES
 #include <dirent.h>
 
@@ -347,6 +466,9 @@ int main(void)
         cmocka_unit_test(test_gemms),
         cmocka_unit_test(test_compile_error_names_source),
         cmocka_unit_test(test_cache_hit),
+        cmocka_unit_test(test_failure_dump_never_follows_symlinks),
+        cmocka_unit_test(test_cache_key),
+        cmocka_unit_test(test_cache_evict),
         cmocka_unit_test(test_probe_reason),
         cmocka_unit_test(test_dump_code),
 #ifdef MINIC_HAVE_PASSES
@@ -354,7 +476,7 @@ int main(void)
         cmocka_unit_test(test_attention_kernels),
 #endif
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }
 #else
 #ifdef MINIC_HAVE_PASSES

@@ -204,6 +204,7 @@ static void test_out_of_memory(void **state)
 
 #ifdef MINIC_HAVE_PASSES
 #include <dirent.h>
+#include <sys/stat.h>
 
 #include "ir/ir.h"
 
@@ -298,6 +299,85 @@ static void test_examples(void **state)
     closedir(d);
     assert_true(graphs >= 6);
 }
+
+/* Compile and run examples/mlp.graph on cuda in the current cache; outputs into *out. */
+static int cuda_compile_run(void **out, size_t *bytes)
+{
+    mc_graph *g;
+    assert_int_equal(mc_graph_parse_file(mc_test_src("examples/mlp.graph"), &g), MC_OK);
+    mc_options opt = mc_options_default();
+    opt.backend = MC_BACKEND_CUDA;
+    opt.quiet = true;
+    mc_program *p;
+    if (mc_program_compile(g, &opt, &p) != MC_OK)
+        fail_msg("compile: %s", mc_error_message());
+    assert_int_equal(mc_program_fill_random(p, 5), MC_OK);
+    if (mc_program_run(p) != MC_OK)
+        fail_msg("run: %s", mc_error_message());
+    mc_tensor t;
+    assert_int_equal(mc_program_output(p, 0, &t), MC_OK);
+    *out = malloc(t.bytes);
+    memcpy(*out, t.data, t.bytes);
+    *bytes = t.bytes;
+    int compiled = p->kernels_compiled;
+    mc_program_free(p);
+    mc_graph_free(g);
+    return compiled;
+}
+
+/* Issue 19: a bad CUDA entry was never evicted, so every later run failed. A cached cubin that
+ * is verified (its hash is right) but that the driver refuses is evicted and compiled again:
+ * the run succeeds, and the next one is served from the cache. */
+static void test_refused_cubin_is_evicted(void **state)
+{
+    (void)state;
+    char xdg[4200], dir[4300];
+    snprintf(xdg, sizeof xdg, "%s/refused_cubin", mc_test_tmpdir());
+    mkdir(xdg, 0700);
+    char *saved = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+    setenv("XDG_CACHE_HOME", xdg, 1);
+    snprintf(dir, sizeof dir, "%s/minic/cuda", xdg);
+    void *want, *got;
+    size_t want_bytes, got_bytes;
+    int cold = cuda_compile_run(&want, &want_bytes);
+    assert_true(cold > 0);
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int planted = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.' || strstr(e->d_name, ".tmp"))
+            continue;
+        char path[4600];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "rb");
+        static unsigned char buf[1 << 22];
+        size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        mc_cache_entry entry;
+        assert_int_equal(mc_cache_entry_parse(buf, n, &entry), MC_ENTRY_OK);
+        char *key = strndup(entry.key, entry.key_size);
+        size_t size;
+        void *bad = mc_cache_entry_encode(key, "not a cubin", 11, &size); /* a valid hash */
+        f = fopen(path, "wb");
+        fwrite(bad, 1, size, f);
+        fclose(f);
+        free(bad);
+        free(key);
+        planted++;
+    }
+    closedir(d);
+    assert_true(planted > 0);
+    assert_int_equal(cuda_compile_run(&got, &got_bytes), cold); /* evicted, recompiled */
+    assert_memory_equal(got, want, want_bytes);
+    free(got);
+    assert_int_equal(cuda_compile_run(&got, &got_bytes), 0); /* good entries again */
+    assert_memory_equal(got, want, want_bytes);
+    free(got);
+    free(want);
+    if (saved)
+        setenv("XDG_CACHE_HOME", saved, 1);
+    free(saved);
+}
 #endif
 
 /* MINIC_CUDA_BENCH=1: time the fixtures at the benchmark suite's sizes (device-timed medians
@@ -362,9 +442,10 @@ int main(void)
         cmocka_unit_test(test_out_of_memory),
 #ifdef MINIC_HAVE_PASSES
         cmocka_unit_test(test_examples),
+        cmocka_unit_test(test_refused_cubin_is_evicted),
 #endif
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }
 #else
 int main(void)

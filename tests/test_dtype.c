@@ -62,5 +62,5 @@ int main(void)
         cmocka_unit_test(test_bf16_rounding),
         cmocka_unit_test(test_f32_and_i32),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

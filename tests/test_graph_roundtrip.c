@@ -221,5 +221,5 @@ int main(void)
         cmocka_unit_test(test_examples),
         cmocka_unit_test(test_every_operator),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

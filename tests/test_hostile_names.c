@@ -373,5 +373,5 @@ int main(void)
         cmocka_unit_test(test_safetensors_keys_escaped),
         cmocka_unit_test(test_code_unaffected_by_names),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

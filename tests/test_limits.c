@@ -376,6 +376,54 @@ static void test_long_lines(void **state)
     free(t.s);
 }
 
+/* The thread count: the command line and the library take the same range (MC_MAX_THREADS),
+ * so no count passes one and fails in the other, on any backend. */
+static void test_thread_limit(void **state)
+{
+    (void)state;
+    mc_graph *g = NULL;
+    assert_int_equal(parse("input x : f32[4]\ny = neg(x)\noutput y\n", &g), MC_OK);
+    mc_backend_kind kinds[] = {MC_BACKEND_REF, MC_BACKEND_CPU};
+    for (int k = 0; k < 2; k++) {
+#ifndef MINIC_HAVE_CPU_BACKEND
+        if (kinds[k] == MC_BACKEND_CPU)
+            continue;
+#endif
+        mc_options opt = mc_options_default();
+        opt.backend = kinds[k];
+        opt.quiet = true;
+        mc_program *p = NULL;
+        opt.threads = MC_MAX_THREADS + 1;
+        assert_int_equal(mc_program_compile(g, &opt, &p), MC_ERR_INPUT);
+        assert_null(p);
+        char want[64];
+        snprintf(want, sizeof want, "0 to %d", MC_MAX_THREADS);
+        if (!strstr(mc_error_message(), want))
+            fail_msg("expected '%s' in: %s", want, mc_error_message());
+        opt.threads = -1;
+        assert_int_equal(mc_program_compile(g, &opt, &p), MC_ERR_INPUT);
+    }
+    mc_graph_free(g);
+
+    char args[256], *out = NULL, *err = NULL;
+    const char *graph = mc_test_src("examples/layernorm.graph");
+    snprintf(args, sizeof args, "run '%s' --backend ref --quiet --threads %d", graph, MC_MAX_THREADS + 1);
+    assert_int_equal(mc_test_minic(args, &out, &err), 1);
+    char want[64];
+    snprintf(want, sizeof want, "from 0 to %d", MC_MAX_THREADS);
+    if (!strstr(err, want))
+        fail_msg("expected '%s' in: %s", want, err);
+    free(out);
+    free(err);
+    /* the largest count the command line takes is one the library takes (ref starts no threads) */
+    snprintf(args, sizeof args, "run '%s' --backend ref --quiet --threads %d", graph, MC_MAX_THREADS);
+    int rc = mc_test_minic(args, &out, &err);
+    if (rc != 0)
+        fail_msg("--threads %d: exit %d: %s", MC_MAX_THREADS, rc, err);
+    free(out);
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -386,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_huge_attribute_lists),
         cmocka_unit_test(test_long_lines),
         cmocka_unit_test(test_deep_chain),
+        cmocka_unit_test(test_thread_limit),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

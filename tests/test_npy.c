@@ -510,5 +510,5 @@ int main(void)
         cmocka_unit_test(test_stream_writer_matches_file),
         cmocka_unit_test(test_fuzz_regressions),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

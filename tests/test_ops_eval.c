@@ -500,5 +500,5 @@ int main(void)
         cmocka_unit_test(test_fill_random),
         cmocka_unit_test(test_program_fill_matches_by_name),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

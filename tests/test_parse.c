@@ -700,5 +700,5 @@ int main(void)
         cmocka_unit_test(test_caret),
         cmocka_unit_test(test_data_files),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

@@ -89,5 +89,5 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_file),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

@@ -428,5 +428,5 @@ int main(void)
         cmocka_unit_test(test_dump_stages_name_every_pass),
         cmocka_unit_test(test_bench_file_kernel_counts),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

@@ -247,5 +247,5 @@ int main(void)
         cmocka_unit_test(test_no_clocks_and_suspect),
         cmocka_unit_test(test_measure_cpu),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

@@ -1,7 +1,7 @@
 /* Profile numbers (docs/FORMAT.md §5, runtime/profile.c): FLOPs and bytes per kernel against values
  * computed by hand, and the rates, percentages and bounds derived from times and peaks.
  *
- * The counting rule (codegen/kir.h, kir_count): a GEMM costs 2*M*N*K (times its batch), once;
+ * The counting rule (kir/kir.h, kir_count): a GEMM costs 2*M*N*K (times its batch), once;
  * every arithmetic instruction costs its operator's FLOPs (ir/ops.def: 1 for every arithmetic
  * primitive) at every point where it is evaluated (a row block once per row, a loop block once
  * per element; a value recomputed in a later loop counts again), and every reduction one FLOP
@@ -126,9 +126,10 @@ static void test_layernorm(void **state)
                               mc_param(g, "b", MC_F32, ws, 1), 1e-5);
     counted c = count(with_output(g, y));
     assert_int_equal(c.nkernels, 1);
-    /* Per element (256): sum (1); x - mean, square, sum (3); x - mean, * rstd, * w, + b (4).
-     * Per row (8): mean = sum * 1/n (1); var * 1/n, + eps, rsqrt (3). */
-    assert_int_equal(c.flops, (1 + 3 + 4) * 256 + (1 + 3) * 8);
+    /* Per element (256): x * 2^-5, |.|, two sums (4); x * r - mean, square, sum (4); x * r -
+     * mean, * rstd, * w, + b (5). Per row (8): the row's scale r (3 compares, 3 wheres), mean =
+     * sum * r (2^5 / 32 = 1: 1); var * 1/n, + eps * r * r, max with the floor, rsqrt (6). */
+    assert_int_equal(c.flops, (4 + 4 + 5) * 256 + (6 + 1 + 6) * 8);
     assert_int_equal(c.bytes, (256 + 32 + 32 + 256) * 4); /* x, w, b read; y written */
 }
 
@@ -240,5 +241,5 @@ int main(void)
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_rates_and_bounds),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

@@ -343,5 +343,5 @@ int main(void)
         cmocka_unit_test(test_save_inputs),
         cmocka_unit_test(test_examples_against_oracle),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

@@ -14,8 +14,35 @@
  * finding the fewest ops that still fail, then the single failing output; that graph is printed
  * in .graph syntax. MINIC_RANDOM_GRAPHS=N runs N graphs (default 2000), MINIC_RANDOM_SEED=S
  * starts at seed S.
+ *
+ * Edge values: MINIC_RANDOM_EDGE_GRAPHS=N more graphs (default 400) run with one input and param
+ * element in eight replaced by +-inf, NaN, +-3e38 and FLT_MAX, subnormals, FLT_MIN, zeros of
+ * both signs, huge trig arguments (1e17 ... 3e30) and the f16 edges, on the backend under test
+ * (ref here, cpu and cuda through MINIC_TEST_BACKEND), against the float64 oracle evaluated
+ * twice: exact (E) and rounded to each node's dtype like the reference backend (R). The oracle
+ * computes each node in double, so it cannot say what f32 arithmetic inside a node does at the
+ * edges (a sum through 3e38 overflows in one order and not in another; 1e-38 * 1e-38 is 0 in
+ * f32, and 0 * inf NaN where double gives inf). The rule, element by element:
+ *   - E, R, P and Q all non-finite: the backend must give the class (NaN, +inf, -inf) of E or
+ *     of R, or, for an output computed through a sum, mean, matmul or linear (see below), any
+ *     NaN or infinity; a class other than R's is counted as a swap;
+ *   - E and R finite and within the tolerance of each other, and R stable when every f32
+ *     result in the graph is moved by 8 ulps up, or down (P and Q: the rounded oracle on the
+ *     graph with a multiply by 1 +- 2^-20 after each node; cos of a huge product or the
+ *     variance of a row whose values cancel are not stable) (settled): the backend must be
+ *     finite, and the settled elements of each output must match R in relative norm (the
+ *     usual tolerance). Only an output computed through a sum, mean, matmul or linear (f32
+ *     accumulations, whose order decides overflow) may be non-finite there, counted as an
+ *     overflow; a norm, a softmax or a pointwise chain may not;
+ *   - otherwise (E and R disagree: f32 itself does not settle it) the element is unsettled
+ *     and not compared.
+ * The counts are printed; the test fails if too few elements were compared, if no NaN or inf
+ * was checked, or if swaps and overflows are more than a small share of what was checked.
+ * MINIC_EDGE_DEBUG=1 prints the settled elements that are off by more than the tolerance.
  */
 #include "testlib.h"
+
+#include <float.h>
 
 #include "passes_check.h"
 
@@ -420,7 +447,9 @@ static int env_int(const char *name, int dflt)
  * the hand-written ones (still far below what a wrong index or a lost operator produces). */
 #define RANDOM_TOL_SCALE 20.0
 
-static void shrink_and_print(uint64_t seed, int nops, const char *why)
+typedef int (*graph_check)(const mc_graph *g, uint64_t seed, double tol_scale, char *why, size_t whylen);
+
+static void shrink_and_print_with(graph_check check, uint64_t seed, int nops, const char *why)
 {
     int best = nops, out = -1, no = 0;
     char msg[256];
@@ -429,7 +458,7 @@ static void shrink_and_print(uint64_t seed, int nops, const char *why)
         mc_graph *g = generate(seed, n, -1, &no);
         if (!g)
             continue;
-        bool bad = check_graph(g, seed, RANDOM_TOL_SCALE, msg, sizeof msg);
+        bool bad = check(g, seed, RANDOM_TOL_SCALE, msg, sizeof msg);
         mc_graph_free(g);
         if (bad) {
             best = n;
@@ -440,7 +469,7 @@ static void shrink_and_print(uint64_t seed, int nops, const char *why)
     for (int o = 0; g && o < no; o++) {
         mc_graph *one = generate(seed, best, o, &no);
         char m2[256];
-        if (one && check_graph(one, seed, RANDOM_TOL_SCALE, m2, sizeof m2)) {
+        if (one && check(one, seed, RANDOM_TOL_SCALE, m2, sizeof m2)) {
             out = o;
             snprintf(msg, sizeof msg, "%s", m2);
             mc_graph_free(one);
@@ -455,6 +484,11 @@ static void shrink_and_print(uint64_t seed, int nops, const char *why)
     if (g)
         mc_graph_print(g, stderr);
     mc_graph_free(g);
+}
+
+static void shrink_and_print(uint64_t seed, int nops, const char *why)
+{
+    shrink_and_print_with(check_graph, seed, nops, why);
 }
 
 static void test_random_graphs(void **state)
@@ -502,10 +536,300 @@ static void test_random_graphs(void **state)
     assert_int_equal(failures, 0);
 }
 
+/* ---- edge values --------------------------------------------------------------------------- */
+
+static const float edge_values[] = {
+    INFINITY, -INFINITY, NAN, 3e38f, -3e38f, FLT_MAX, -2.5e38f, 1e-40f, -3e-42f, FLT_MIN, -FLT_MIN,
+    0.0f, -0.0f, 1e17f, -1e20f, 3e30f, 65504.0f, -65520.0f, 1e5f,
+};
+enum { NEDGE = sizeof edge_values / sizeof edge_values[0] };
+
+typedef struct {
+    long compared, unsettled, classes; /* elements compared by value, skipped, checked by class */
+    long swaps, overflows;             /* NaN for inf (or back); non-finite after an accumulation */
+} edge_counts;
+
+/* Does output o depend on a plain f32 accumulation (sum, mean, matmul, linear), or on a
+ * layernorm or rmsnorm? Those two are composites the oracles take as one step, but the program
+ * computes them as f32 steps: x times 1/rms (or 1/sigma) is stored before the weight multiplies
+ * it, so x = FLT_MIN in a row of 2.5e38 gives 0 there and 0 * inf = NaN with an infinite
+ * weight, where both oracles say -inf (seed 1000268 unfused). */
+static bool accumulates(const mc_graph *g, int node, char *seen)
+{
+    if (seen[node])
+        return false;
+    seen[node] = 1;
+    const mc_node *n = &g->nodes[node];
+    if (n->op == MC_OP_SUM || n->op == MC_OP_MEAN || n->op == MC_OP_MATMUL || n->op == MC_OP_LINEAR ||
+        n->op == MC_OP_LAYERNORM || n->op == MC_OP_RMSNORM)
+        return true;
+    for (int i = 0; i < n->nin; i++)
+        if (n->in[i] >= 0 && accumulates(g, n->in[i], seen))
+            return true;
+    return false;
+}
+
+static edge_counts edge_totals;
+
+/* The values of declaration `name` (numel f32): the seeded random ones, one in eight replaced
+ * by an edge value (malloc'd). */
+static float *edge_input(const char *name, int64_t numel, uint64_t seed)
+{
+    float *x = malloc(sizeof(float) * (size_t)(numel > 0 ? numel : 1));
+    assert_non_null(x);
+    mc_fill_random(x, MC_F32, numel, seed, name);
+    rng r = {seed * 0x9e3779b97f4a7c15ull};
+    for (const char *c = name; *c; c++)
+        r.s = r.s * 31 + (unsigned char)*c;
+    for (int64_t i = 0; i < numel; i++)
+        if (pick(&r, 8) == 0)
+            x[i] = edge_values[pick(&r, NEDGE)];
+    return x;
+}
+
+static int value_class(double v) { return isnan(v) ? 1 : isinf(v) ? (v > 0 ? 2 : 3) : 0; }
+
+/* Run g (fuse, plan) on the backend under test with the edge inputs; outputs as doubles. */
+static mc_status edge_run(const mc_graph *g, bool fuse, bool plan, float *const *values, double **outs)
+{
+    mc_options opt = mc_options_default();
+    opt.backend = check_backend();
+    opt.fuse = fuse;
+    opt.plan_memory = plan;
+    opt.quiet = true;
+    mc_program *p = NULL;
+    mc_status st = mc_program_compile(g, &opt, &p);
+    for (int i = 0; i < g->nnodes && st == MC_OK; i++) {
+        const mc_node *n = &g->nodes[i];
+        if (n->op == MC_OP_INPUT || n->op == MC_OP_PARAM)
+            st = mc_program_set(p, n->name, values[i], sizeof(float) * (size_t)mc_node_numel(n));
+    }
+    if (st == MC_OK)
+        st = mc_program_run(p);
+    for (int o = 0; o < g->noutputs && st == MC_OK; o++) {
+        mc_tensor t;
+        st = mc_program_output(p, o, &t);
+        int64_t n = mc_node_numel(&g->nodes[g->outputs[o]]);
+        outs[o] = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+        for (int64_t e = 0; st == MC_OK && e < n; e++)
+            outs[o][e] = mc_load_element(t.data, t.dtype, e);
+    }
+    mc_program_free(p);
+    return st;
+}
+
+/* Compare one output by the rule at the top of the file; 0 or 1 with `why`. R, E: the rounded
+ * and exact oracles; P, Q: the rounded one on the graph nudged up and down. */
+static int edge_compare(const mc_graph *g, int o, const double *got, const double *R, const double *E,
+                        const double *P, const double *Q, double tol, edge_counts *counts, char *why,
+                        size_t whylen)
+{
+    const mc_node *n = &g->nodes[g->outputs[o]];
+    int64_t len = mc_node_numel(n);
+    char *seen = calloc((size_t)g->nnodes, 1);
+    bool acc = accumulates(g, g->outputs[o], seen);
+    free(seen);
+    double rms = 0; /* the output's scale: what a perturbation is measured against */
+    int64_t finite = 0;
+    for (int64_t e = 0; e < len; e++)
+        if (isfinite(R[e]) && isfinite(P[e]) && isfinite(Q[e]))
+            rms += R[e] * R[e], finite++;
+    rms = finite ? sqrt(rms / (double)finite) : 0;
+    double num = 0, den = 0, maxabs = 0;
+    for (int64_t e = 0; e < len; e++) {
+        double r = mc_round_to_dtype(R[e], n->dtype), x = mc_round_to_dtype(E[e], n->dtype);
+        double q = mc_round_to_dtype(P[e], n->dtype), d2 = mc_round_to_dtype(Q[e], n->dtype);
+        int cg = value_class(got[e]), cr = value_class(r), cx = value_class(x), cq = value_class(q);
+        int cd = value_class(d2);
+        if (cr != 0 && cx != 0 && cq != 0 && cd != 0) {
+            counts->classes++;
+            /* the class of one of the oracles; after an f32 accumulation any NaN or infinity
+             * (inf + -4.2e38 is inf in a fused multiply-add where double sums the finite
+             * products to -3e52 first, and inf - inf NaN in one order but not another) */
+            if (cg == 0 || (!acc && cg != cr && cg != cx)) {
+                snprintf(why, whylen, "output %d element %lld: %.9g where float64 gives %.9g and the rounded oracle %.9g",
+                         o, (long long)e, got[e], x, r);
+                return 1;
+            }
+            counts->swaps += cg != cr;
+            continue;
+        }
+        double slack = tol * (fabs(r) + rms);
+        bool settled = cr == 0 && cx == 0 && cq == 0 && cd == 0 && fabs(r - x) <= slack && fabs(r - q) <= slack &&
+                       fabs(r - d2) <= slack;
+        if (!settled) {
+            counts->unsettled++;
+            continue;
+        }
+        if (cg != 0) {
+            if (acc) {
+                counts->overflows++;
+                continue;
+            }
+            snprintf(why, whylen, "output %d element %lld: %.9g where both oracles give %.9g (float64 %.9g)", o,
+                     (long long)e, got[e], r, x);
+            return 1;
+        }
+        counts->compared++;
+        double d = got[e] - r;
+        if (getenv("MINIC_EDGE_DEBUG") && fabs(d) > tol * (fabs(r) + rms))
+            fprintf(stderr, "  debug: output %d element %lld got %.9g R %.9g E %.9g P %.9g Q %.9g rms %.3g\n", o,
+                    (long long)e, got[e], r, x, q, d2, rms);
+        num += d * d;
+        den += r * r;
+        maxabs = fmax(maxabs, fabs(d));
+    }
+    double err = den == 0 ? maxabs : sqrt(num) / sqrt(den);
+    if (!(err <= tol)) {
+        snprintf(why, whylen, "output %d: relative error %.3g > %.3g over its settled elements", o, err, tol);
+        return 1;
+    }
+    return 0;
+}
+
+/* g with every float result that is not a declaration multiplied by `factor` (1 +- 2^-20: 8
+ * ulps): the rounded oracle on it says which results the graph's own f32 roundings could move
+ * (a sum in another order, cos of a huge product, the mean of a row whose values cancel). */
+static mc_graph *nudged(const mc_graph *g, double factor)
+{
+    mc_graph *c = mc_graph_clone(g);
+    mc_rewrite rw;
+    if (!c || mc_rewrite_begin(&rw, c) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    for (int i = 0; i < c->nnodes; i++) {
+        const mc_node *n = &c->nodes[i];
+        mc_value v = mc_rewrite_copy(&rw, i);
+        if (v >= 0 && n->dtype == MC_F32 && n->op != MC_OP_INPUT && n->op != MC_OP_PARAM && n->op != MC_OP_CONST) {
+            mc_value in[2] = {v, mc_rewrite_const(&rw, n, factor, MC_F32)};
+            v = mc_rewrite_node(&rw, n, MC_OP_MUL, in, 2, NULL);
+        }
+        rw.map[i] = v;
+    }
+    if (mc_rewrite_finish(&rw, c) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    return c;
+}
+
+/* Evaluate h (rounded) with the values of g's declarations, matched by name. */
+static mc_status eval_by_name(const mc_graph *g, float *const *values, const mc_graph *h, double **outs)
+{
+    const void **hv = calloc((size_t)h->nnodes, sizeof *hv);
+    for (int i = 0; i < h->nnodes; i++) {
+        const mc_node *n = &h->nodes[i];
+        if (n->op != MC_OP_INPUT && n->op != MC_OP_PARAM)
+            continue;
+        for (int j = 0; j < g->nnodes; j++)
+            if (values[j] && g->nodes[j].name && strcmp(g->nodes[j].name, n->name) == 0)
+                hv[i] = values[j];
+    }
+    mc_status st = mc_graph_eval(h, hv, false, outs);
+    free(hv);
+    return st;
+}
+
+static int check_graph_edges(const mc_graph *g, uint64_t seed, double tol_scale, char *why, size_t whylen)
+{
+    int no = g->noutputs, bad = 0;
+    float **values = calloc((size_t)g->nnodes, sizeof *values);
+    double **R = calloc((size_t)no, sizeof *R), **E = calloc((size_t)no, sizeof *E);
+    double **P = calloc((size_t)no, sizeof *P), **Q = calloc((size_t)no, sizeof *Q);
+    double **got = calloc((size_t)no, sizeof *got);
+    for (int i = 0; i < g->nnodes; i++) {
+        const mc_node *n = &g->nodes[i];
+        if (n->op == MC_OP_INPUT || n->op == MC_OP_PARAM)
+            values[i] = edge_input(n->name, mc_node_numel(n), seed);
+    }
+    mc_graph *up = nudged(g, 1 + 0x1p-20), *down = nudged(g, 1 - 0x1p-20);
+    if (mc_graph_eval(g, (const void *const *)values, false, R) != MC_OK ||
+        mc_graph_eval(g, (const void *const *)values, true, E) != MC_OK ||
+        eval_by_name(g, values, up, P) != MC_OK || eval_by_name(g, values, down, Q) != MC_OK) {
+        snprintf(why, whylen, "oracle failed: %s", mc_error_message());
+        bad = 1;
+    }
+    edge_counts counts = {0};
+    for (int variant = 0; variant < 3 && !bad; variant++) {
+        static const char *names[] = {"unfused", "fused", "fused unplanned"};
+        if (edge_run(g, variant > 0, variant != 2, values, got) != MC_OK) {
+            snprintf(why, whylen, "%s compile/run failed: %s", names[variant], mc_error_message());
+            bad = 1;
+        }
+        for (int o = 0; o < no && !bad; o++) {
+            char w[224];
+            if (edge_compare(g, o, got[o], R[o], E[o], P[o], Q[o], check_tolerance(g, g->nodes[g->outputs[o]].dtype, tol_scale),
+                             &counts, w, sizeof w)) {
+                snprintf(why, whylen, "%s: %s", names[variant], w);
+                bad = 1;
+            }
+        }
+        for (int o = 0; o < no; o++) {
+            free(got[o]);
+            got[o] = NULL;
+        }
+    }
+    edge_totals.compared += counts.compared;
+    edge_totals.unsettled += counts.unsettled;
+    edge_totals.classes += counts.classes;
+    edge_totals.swaps += counts.swaps;
+    edge_totals.overflows += counts.overflows;
+    for (int o = 0; o < no; o++) {
+        free(R[o]);
+        free(E[o]);
+        free(P[o]);
+        free(Q[o]);
+    }
+    for (int i = 0; i < g->nnodes; i++)
+        free(values[i]);
+    free(values);
+    mc_graph_free(up);
+    mc_graph_free(down);
+    free(R);
+    free(E);
+    free(P);
+    free(Q);
+    free(got);
+    return bad;
+}
+
+static void test_random_graphs_edge_values(void **state)
+{
+    (void)state;
+    int count = env_int("MINIC_RANDOM_EDGE_GRAPHS", 400);
+    uint64_t first = (uint64_t)env_int("MINIC_RANDOM_SEED", 1) + 1000000;
+    int failures = 0, made = 0;
+    memset(&edge_totals, 0, sizeof edge_totals);
+    for (uint64_t seed = first; seed < first + (uint64_t)count; seed++) {
+        rng r = {seed};
+        int nops = 2 + pick(&r, 14);
+        int no;
+        mc_graph *g = generate(seed, nops, -1, &no);
+        if (!g)
+            continue;
+        made++;
+        char why[256];
+        if (check_graph_edges(g, seed, RANDOM_TOL_SCALE, why, sizeof why)) {
+            if (failures < 3)
+                shrink_and_print_with(check_graph_edges, seed, nops, why);
+            failures++;
+        }
+        mc_graph_free(g);
+    }
+    fprintf(stderr, "# %d random graphs with edge-value inputs on the %s backend: %ld elements compared, "
+            "%ld NaN or inf checked by class (%ld NaN/inf swaps), %ld non-finite after an accumulation, "
+            "%ld unsettled by f32 itself (not compared); %d failed\n",
+            made, mc_backend_name(check_backend()), edge_totals.compared, edge_totals.classes, edge_totals.swaps,
+            edge_totals.overflows, edge_totals.unsettled, failures);
+    assert_true(made > count / 2);
+    assert_true(edge_totals.compared > 4 * edge_totals.unsettled);
+    assert_true(edge_totals.classes > 0);
+    assert_true(edge_totals.swaps + edge_totals.overflows <= (edge_totals.classes + edge_totals.compared) / 50);
+    assert_int_equal(failures, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_graphs),
+        cmocka_unit_test(test_random_graphs_edge_values),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

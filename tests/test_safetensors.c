@@ -1,4 +1,4 @@
-/* .safetensors reading and writing (runtime/safetensors.c, runtime/json.c): round trips of
+/* .safetensors reading and writing (runtime/safetensors.c, support/json.c): round trips of
  * every dtype and rank, files as other writers make them, and every malformed header, offset
  * and size rejected with a message naming the file and the problem, before any data is read.
  * Runs under ASan/LSan, so a leak on any error path fails. */
@@ -471,5 +471,5 @@ int main(void)
         cmocka_unit_test(test_stream_writer_matches_file),
         cmocka_unit_test(test_fuzz_regressions),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return mc_test_run(tests);
 }

@@ -113,3 +113,67 @@ bool mc_test_have_gpu(void)
     return false;
 #endif
 }
+
+const char *mc_test_cpu_target(void)
+{
+    const char *t = getenv("MINIC_TEST_CPU_TARGET");
+    return t && t[0] && strcmp(t, "host") != 0 ? t : NULL;
+}
+
+mc_options mc_test_options(void)
+{
+    mc_options opt = mc_options_default();
+    opt.cpu_target = mc_test_cpu_target();
+    return opt;
+}
+
+/* Whether this machine runs the CPU backend's code for mc_test_cpu_target(): a one-node
+ * program compiled for it and run. MC_ERR_SYSTEM (features missing, no CPU backend): skip;
+ * MC_ERR_INPUT (a name the backend does not know): a broken test setup, which fails. */
+void mc_test_check_cpu_target(void)
+{
+    const char *target = mc_test_cpu_target();
+    if (!target)
+        return;
+    mc_graph *g = mc_graph_new("probe");
+    int64_t shape[1] = {4};
+    mc_value y = mc_exp(g, mc_input(g, "x", MC_F32, shape, 1));
+    mc_status st = g ? mc_graph_set_outputs(g, &y, 1) : MC_ERR_SYSTEM;
+    mc_options opt = mc_test_options();
+    opt.backend = MC_BACKEND_CPU;
+    opt.quiet = true;
+    mc_program *p = NULL;
+    if (st == MC_OK && (st = mc_program_compile(g, &opt, &p)) == MC_OK && (st = mc_program_fill_random(p, 0)) == MC_OK)
+        st = mc_program_run(p);
+    mc_program_free(p);
+    mc_graph_free(g);
+    if (st == MC_OK) {
+        printf("CPU target: %s (MINIC_TEST_CPU_TARGET)\n", target);
+        return;
+    }
+    fflush(stdout);
+    if (st == MC_ERR_SYSTEM) {
+        fprintf(stderr, "skipped: MINIC_TEST_CPU_TARGET=%s: %s\n", target, mc_error_message());
+        _exit(77);
+    }
+    fprintf(stderr, "error: MINIC_TEST_CPU_TARGET=%s: %s\n", target, mc_error_message());
+    _exit(1);
+}
+
+int mc_test_exit(int failed)
+{
+    if (failed) {
+        fflush(stdout);
+        fprintf(stderr, "%d test(s) failed (above); exiting without the leak check, which would report "
+                        "what the failed tests left allocated\n", failed);
+        fflush(stderr);
+        _exit(1);
+    }
+    return 0;
+}
+
+int mc_test_run_group(const char *name, const struct CMUnitTest *tests, size_t n)
+{
+    mc_test_check_cpu_target();
+    return mc_test_exit(_cmocka_run_group_tests(name, tests, n, NULL, NULL));
+}

@@ -25,6 +25,27 @@ double mc_test_rel_error(const double *a, const double *b, int64_t n);
 /* True when a CUDA GPU is usable here (the cuda backend's probe). */
 bool mc_test_have_gpu(void);
 
+/* The CPU target the CPU backend's tests run under: $MINIC_TEST_CPU_TARGET (an LLVM CPU name,
+ * set by CTest for the tests registered once per target), NULL (the host) when unset or "host".
+ * Read by the test harness only; the library never reads it. */
+const char *mc_test_cpu_target(void);
+/* mc_options_default() with cpu_target = mc_test_cpu_target(). */
+mc_options mc_test_options(void);
+
+/* Every cmocka test's main ends with `return mc_test_run(tests);`:
+ *  - under $MINIC_TEST_CPU_TARGET, first checks that this machine can run code for that CPU,
+ *    else prints "skipped: ..." with the reason and exits with 77 (CTest's skip);
+ *  - runs the tests (cmocka_run_group_tests);
+ *  - when one failed, ends the process at once with _exit(1) after cmocka's report: cmocka
+ *    leaves a failed test's allocations behind when it jumps out of it, and LeakSanitizer's
+ *    report of them at exit would bury the failure. */
+#define mc_test_run(tests) mc_test_run_group(#tests, tests, sizeof(tests) / sizeof((tests)[0]))
+int mc_test_run_group(const char *name, const struct CMUnitTest *tests, size_t n);
+/* Its two ends, for a main that runs its tests otherwise: the check of $MINIC_TEST_CPU_TARGET,
+ * and the exit after `failed` failed tests (returns 0 when none did). */
+void mc_test_check_cpu_target(void);
+int mc_test_exit(int failed);
+
 /* Allocation failure injection (tests/failalloc.c), for tests named test_*_oom.c only: they are
  * linked so that malloc, calloc and realloc from the test and from libminic go through it.
  * mc_test_fail_alloc(n): the allocation with index n from now on (0 = the next) fails, every

@@ -41,6 +41,7 @@ int cli_run(const cli_args *a);
 int cli_bench(const cli_args *a);
 int cli_peaks(int argc, char **argv); /* tools/peaks_cmd.c: minic peaks */
 int cli_ops(int argc, char **argv);   /* tools/ops_cmd.c: minic ops */
+int cli_cache(int argc, char **argv); /* tools/cache_cmd.c: minic cache info|clear */
 int cli_check(const cli_args *a);
 int cli_dump(const cli_args *a);
 

@@ -65,9 +65,20 @@ static int bind_inputs(const cli_args *a, mc_program *p)
     return st == MC_OK ? CLI_OK : cli_library_error(st);
 }
 
+/* The library does not print: why the compile cache is off, if it is, is said here, once. */
+static void cache_note(const mc_options *opt)
+{
+    static bool said;
+    const char *note = mc_cache_note();
+    if (note && !said && !opt->quiet)
+        fprintf(stderr, "minic: note: %s\n", note);
+    said |= note != NULL;
+}
+
 static int compile(const mc_graph *g, const mc_options *opt, mc_program **p)
 {
     mc_status st = mc_program_compile(g, opt, p);
+    cache_note(opt);
     return st == MC_OK ? CLI_OK : cli_library_error(st);
 }
 

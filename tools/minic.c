@@ -3,6 +3,7 @@
  *     minic run|bench|check|dump MODEL.graph [options]
  *     minic ops [OPERATOR..]
  *     minic peaks [--backend cpu|cuda]
+ *     minic cache info|clear
  *
  * Every option is one row of `options[]`: its name, its argument, the subcommands it applies
  * to and what it does. The parser and every `--help` text are read off that table, so the help
@@ -10,15 +11,21 @@
  * Values are checked completely here (a number is a number with nothing after it, a backend is
  * one of four words), and any mistake is an error that names the option, with exit status 1.
  *
- * A mistyped command or option names the nearest valid ones (mc_suggest). `ops` and `peaks`
- * take no graph and read their own few arguments (tools/ops_cmd.c, tools/peaks_cmd.c).
+ * A mistyped command or option names the nearest valid ones (mc_suggest). `ops`, `peaks` and
+ * `cache` take no graph and read their own few arguments (tools/ops_cmd.c, tools/peaks_cmd.c,
+ * tools/cache_cmd.c).
  *
  * What each subcommand does is in tools/commands.c; this file only turns argv into cli_args.
+ *
+ * SIGINT, SIGTERM and SIGHUP: the handler removes the temporaries of the writes in progress
+ * (an --output file being written, a cache entry being stored: mc_temp_files_remove), then
+ * lets the signal end the process as it would have, so an interrupted run leaves no stray file.
  */
 #include "tools/cli.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,11 +34,11 @@
 #include "ir/ir.h"
 #include "passes/passes.h"
 
-enum { CMD_RUN = 1, CMD_BENCH = 2, CMD_CHECK = 4, CMD_DUMP = 8, CMD_OPS = 16, CMD_PEAKS = 32 };
+enum { CMD_RUN = 1, CMD_BENCH = 2, CMD_CHECK = 4, CMD_DUMP = 8, CMD_OPS = 16, CMD_PEAKS = 32, CMD_CACHE = 64 };
 
 typedef enum {
     OPT_BACKEND, OPT_WEIGHTS, OPT_INPUT, OPT_SEED, OPT_OUTPUT, OPT_SAVE_INPUTS, OPT_NO_FUSE, OPT_NO_PLAN,
-    OPT_CUDA_GRAPH, OPT_NO_CUDA_GRAPH, OPT_ITERS, OPT_THREADS, OPT_TF32, OPT_PROFILE,
+    OPT_CUDA_GRAPH, OPT_NO_CUDA_GRAPH, OPT_ITERS, OPT_THREADS, OPT_CPU_TARGET, OPT_TF32, OPT_PROFILE,
     OPT_PROFILE_JSON, OPT_TRACE, OPT_ROOFLINE, OPT_STAGE, OPT_QUIET, OPT_HELP,
 } option_id;
 
@@ -79,6 +86,10 @@ static const option options[] = {
      "runs that --profile measures, default 10; bench: default 10)"},
     {OPT_THREADS, "--threads", "N", EXEC,
      "cpu backend: worker threads (default 0: one per core)"},
+    {OPT_CPU_TARGET, "--cpu-target", "NAME", EXEC | CMD_DUMP,
+     "cpu backend: generate code for CPU NAME as LLVM names it (x86-64-v3, x86-64-v4,\n"
+     "haswell, skylake-avx512, znver3, ...) instead of for this machine (host, the default);\n"
+     "code for a CPU whose features this machine lacks can be dumped but not run"},
     {OPT_TF32, "--tf32", NULL, EXEC | CMD_DUMP,
      "cuda backend: allow TF32 tensor cores for f32 matmuls (less precise; off by default)"},
     {OPT_PROFILE, "--profile", NULL, CMD_RUN,
@@ -123,6 +134,8 @@ static const command commands[] = {
      "every operator: its signature, the dtypes it accepts, its result and its kind"},
     {"peaks", CMD_PEAKS, "minic peaks [--backend cpu|cuda]",
      "measure this machine's ceilings (bandwidth, FLOP/s) and cache them for --profile"},
+    {"cache", CMD_CACHE, "minic cache info|clear",
+     "the compile cache: where it is, its entries and size, its cap; or delete every entry"},
 };
 #define NCOMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
@@ -290,8 +303,13 @@ static int set_value(cli_args *a, const option *o, const char *v)
             return cli_error(CLI_USER, "--iters: expected an integer from 1 to 1000000, got '%s'", v);
         return CLI_OK;
     case OPT_THREADS:
-        if (!parse_int(v, 0, 4096, &a->opt.threads))
-            return cli_error(CLI_USER, "--threads: expected an integer from 0 to 4096, got '%s'", v);
+        if (!parse_int(v, 0, MC_MAX_THREADS, &a->opt.threads))
+            return cli_error(CLI_USER, "--threads: expected an integer from 0 to %d, got '%s'", MC_MAX_THREADS, v);
+        return CLI_OK;
+    case OPT_CPU_TARGET:
+        if (!*v)
+            return cli_error(CLI_USER, "--cpu-target: empty CPU name (host, x86-64-v3, x86-64-v4, ...)");
+        a->opt.cpu_target = v;
         return CLI_OK;
     case OPT_PROFILE_JSON:
         if (!*v)
@@ -408,8 +426,34 @@ static int unknown_command(const char *name)
     return cli_error(CLI_USER, "unknown command '%s' (commands: %s; see minic --help)", name, list);
 }
 
+static void on_signal(int sig)
+{
+    mc_temp_files_remove(); /* async-signal-safe */
+    /* SA_RESETHAND restored the default action; the signal, blocked while this runs, is
+     * delivered again on return and ends the process with the usual status. */
+    raise(sig);
+}
+
+static void install_signal_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old;
+        /* a signal ignored by whoever started us (nohup, a shell's background job) stays so */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
+        sigaction(sigs[i], &sa, NULL);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    install_signal_handlers();
     if (argc < 2) {
         print_main_help(stderr);
         return CLI_USER;
@@ -433,6 +477,8 @@ int main(int argc, char **argv)
         return cli_ops(argc - 2, argv + 2);
     if (c->mask == CMD_PEAKS) /* tools/peaks_cmd.c (measured ceilings for --profile) */
         return cli_peaks(argc - 2, argv + 2);
+    if (c->mask == CMD_CACHE) /* tools/cache_cmd.c */
+        return cli_cache(argc - 2, argv + 2);
 
     cli_args a = {.command = c->name, .opt = mc_options_default(), .stage = "ir"};
     int status = parse_args(c, argc, argv, &a);

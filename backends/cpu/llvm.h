@@ -1,7 +1,8 @@
-/* The CPU backend's internal interface, shared by codegen/llvm*.c only.
+/* The CPU backend's internal interface, shared by backends/cpu/llvm*.c only.
  *
- *   llvm_backend.c  the mc_backend_cpu slots: host target, module build, optimization, object
- *                   code, disk cache, ORC LLJIT, the thread pool that runs the kernels
+ *   llvm_backend.c  the mc_backend_cpu slots: module build, optimization, object code, disk
+ *                   cache, ORC LLJIT, the thread pool that runs the kernels
+ *   llvm_target.c   the target: the host, or the CPU that mc_options.cpu_target names
  *   llvm_kernel.c   pointwise and reduction kernels: loop nests over the kernel IR's index space,
  *                   vectorized along the innermost axis, with strided loads and stores
  *   llvm_gemm.c     GEMM kernels: packing, a register-tiled micro-kernel, the fused epilogue
@@ -27,13 +28,48 @@
 #include "backends/backend.h"
 
 #include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
 
-/* Host facts every generated function depends on (part of the cache key). */
+/* The machine the code is generated for: the host, or the CPU that mc_options.cpu_target names
+ * (llvm_backend.c). Every generated function depends on these facts (part of the cache key). */
 typedef struct llvm_target {
-    char *triple, *cpu, *features;
-    int vector_bits; /* widest float vector the host runs natively: 128, 256 or 512 */
+    const char *triple, *cpu, *features; /* features: the host's detected ones, "" for a named CPU
+                                          * (LLVM takes that CPU's own) */
+    int vector_bits;  /* widest float vector the target runs natively: 128, 256 or 512 */
     bool fma;
+    bool runnable;    /* this machine has every feature of the target (the host: always) */
+    char lacks[256];  /* where not: the features it lacks, comma-separated */
 } llvm_target;
+
+/* Everything a program's object code depends on: the compile cache's key is made of these
+ * (llvm_backend.c), each part with its length so that no part can run into the next. A change
+ * to any part is a different key, hence a miss (tests/test_cache.c changes each). */
+typedef struct llvm_key_parts {
+    const char *minic_version;   /* the library's version */
+    const char *codegen_version; /* CODEGEN_VERSION: bumped when generated code changes meaning */
+    const char *llvm_version;    /* LLVM_VERSION_STRING */
+    const char *triple, *cpu, *features; /* the host target */
+    const char *passes;          /* the optimization pipeline */
+    const char *machine;         /* code generation settings: opt level, relocation, code model */
+    const char *options;         /* the program's options that reach the code */
+    const char *kernels;         /* per kernel: name, split, scratch, packing, shared code */
+    const char *ir;              /* the module as printed */
+} llvm_key_parts;
+char *llvm_cache_key(const llvm_key_parts *parts); /* malloc'd; NULL when out of memory */
+
+/* ---- llvm_target.c ------------------------------------------------------------------------- */
+
+/* Detect the host once (LLVM's native target): MC_ERR_SYSTEM where LLVM cannot generate code
+ * for this machine. The backend's probe; the functions below need it done. */
+mc_status llvm_host_probe(void);
+/* The target mc_options.cpu_target names: NULL, "" and "host" are the host; an x86-64 CPU as
+ * LLVM 14 names it, with that CPU's own features; anything else is MC_ERR_INPUT. Targets live
+ * until the process ends. */
+mc_status llvm_target_resolve(const char *name, const llvm_target **out);
+/* MC_OK where this machine can run code for t, else MC_ERR_SYSTEM naming what it lacks. */
+mc_status llvm_target_check_runnable(const llvm_target *t);
+/* An LLVM target machine for t; NULL with *error set (an LLVM message) on failure. */
+LLVMTargetMachineRef llvm_target_machine(const llvm_target *t, char **error);
 
 /* What the runtime needs to launch a kernel. */
 typedef struct llvm_kernel_info {
@@ -64,6 +100,14 @@ typedef struct llvm_packed_b llvm_packed_b;
 int64_t llvm_packed_b_blocks(const llvm_packed_b *pb);
 void llvm_pack_b(const llvm_packed_b *pb, const void *src, float *dst, int64_t begin, int64_t end);
 
+/* Host functions the generated code calls by name, defined in every JIT (llvm_backend.c) as
+ * absolute symbols: sin and cos of a double, with libm's full range reduction, for the rare
+ * vectors whose f32 arguments are too large for the inline reduction (llvm_math.c). */
+#define LLVM_HOST_SIN "minic_host_sin"
+#define LLVM_HOST_COS "minic_host_cos"
+double llvm_host_sin(double x);
+double llvm_host_cos(double x);
+
 /* The state of building one module. */
 typedef struct llvm_ctx {
     LLVMContextRef ctx;
@@ -93,6 +137,9 @@ LLVMValueRef llvm_splat(llvm_ctx *c, LLVMValueRef scalar, int width);
 /* An intrinsic by name, overloaded on `types` (e.g. "llvm.fmuladd" on <8 x float>). */
 LLVMValueRef llvm_call_intrinsic(llvm_ctx *c, const char *name, LLVMTypeRef *types, int ntypes,
                                  LLVMValueRef *args, int nargs);
+/* v (f32 lanes) kept within the range of dtype d: +-inf where a rounding cast to f16 or bf16
+ * would overflow, v itself otherwise and for other dtypes (mc_saturate_to_dtype). */
+LLVMValueRef llvm_saturate(llvm_ctx *c, mc_dtype d, LLVMValueRef v, int width);
 /* op (a KI_OP primitive or MC_OP_CAST) on args of dtype `in` giving dtype `out`. */
 LLVMValueRef llvm_emit_op(llvm_ctx *c, mc_op op, mc_dtype in, mc_dtype out, LLVMValueRef *args,
                           int width);

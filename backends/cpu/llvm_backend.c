@@ -1,11 +1,18 @@
-/* The CPU backend (mc_backend_cpu): kernel IR -> LLVM IR -> host machine code, run on a pool.
+/* The CPU backend (mc_backend_cpu): kernel IR -> LLVM IR -> machine code, run on a thread pool.
  *
- * prepare() builds one LLVM module holding every kernel of the program (codegen/llvm_kernel.c,
+ * The code is generated for the host's CPU and the features it reports, or for the CPU that
+ * mc_options.cpu_target names ("x86-64-v3", "skylake-avx512": LLVM's names) with that CPU's own
+ * features, as LLVM defines them; the vector width and the use of FMA follow the target. Code
+ * for a CPU with features this machine lacks compiles (and dumps) but is refused at run time
+ * (MC_ERR_SYSTEM), where it would stop on an illegal instruction.
+ *
+ * prepare() builds one LLVM module holding every kernel of the program (backends/cpu/llvm_kernel.c,
  * llvm_gemm.c; kernels that differ only in their buffers, like the layers of a stack, as one
- * function: build_module), verifies it, and prints it: that text, with the LLVM version, the
- * host CPU's name and features and the code generator's settings, is the compile cache's key.
- * On a hit the cached object code is used as is; on a miss the module is optimized (OPT_PIPELINE below, for
- * the host target machine) and compiled to object files, in parts on the program's threads
+ * function: build_module), verifies it, and prints it: that text, with minic's and LLVM's
+ * versions, the target's CPU name and features, the code generator's settings and the options,
+ * is the compile cache's key (llvm_cache_key). On a hit the cached object code, verified by the
+ * cache, is used; on a miss the module is optimized (OPT_PIPELINE below, for the target
+ * machine) and compiled to object files, in parts on the program's threads
  * (compile_program), which are stored together. Either way ORC's LLJIT links the objects into
  * memory and hands back one function pointer per kernel. So a second run of the same program
  * skips optimization and code generation, which are most of the compile time; building and
@@ -34,9 +41,11 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <llvm/Config/llvm-config.h>
 
-#include <pthread.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "backends/c_expr.h"
 
 #define CODEGEN_VERSION "minic-cpu-4" /* bump when generated code changes meaning */
 
@@ -54,6 +63,7 @@ typedef struct cpu_kernel {
 } cpu_kernel;
 
 typedef struct cpu_state {
+    const llvm_target *target;
     LLVMOrcLLJITRef jit;
     cpu_kernel *kernels;
     int nkernels;
@@ -64,46 +74,8 @@ typedef struct cpu_state {
     int nthreads;
     void *scratch;            /* nthreads * scratch_stride bytes */
     size_t scratch_stride;
+    char jit_error[256];      /* what the JIT's session reported (keep_jit_error) */
 } cpu_state;
-
-/* ---- the host target ---------------------------------------------------------------------- */
-
-static llvm_target host;
-static mc_status host_status = MC_OK;
-static char host_error[512];
-static pthread_once_t host_once = PTHREAD_ONCE_INIT;
-
-static void init_host(void)
-{
-    if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
-        host_status = MC_ERR_SYSTEM;
-        snprintf(host_error, sizeof host_error, "LLVM has no code generator for this machine");
-        return;
-    }
-    host.triple = LLVMGetDefaultTargetTriple();
-    host.cpu = LLVMGetHostCPUName();
-    host.features = LLVMGetHostCPUFeatures();
-    const char *f = host.features ? host.features : "";
-    host.vector_bits = strstr(f, "+avx512f") ? 512 : strstr(f, "+avx") ? 256 : 128;
-    host.fma = strstr(f, "+fma") != NULL;
-}
-
-static mc_status cpu_probe(void)
-{
-    pthread_once(&host_once, init_host);
-    if (host_status != MC_OK)
-        return mc_fail(host_status, "CPU backend: %s", host_error);
-    return MC_OK;
-}
-
-static LLVMTargetMachineRef make_target_machine(char **error)
-{
-    LLVMTargetRef target;
-    if (LLVMGetTargetFromTriple(host.triple, &target, error))
-        return NULL;
-    return LLVMCreateTargetMachine(target, host.triple, host.cpu, host.features, LLVMCodeGenLevelAggressive,
-                                   LLVMRelocDefault, LLVMCodeModelJITDefault);
-}
 
 /* ---- errors -------------------------------------------------------------------------------- */
 
@@ -119,14 +91,16 @@ static mc_status fail_llvm(LLVMErrorRef err, const char *what)
 
 static void set_target_attributes(llvm_ctx *c)
 {
+    const llvm_target *t = c->target;
     for (LLVMValueRef fn = LLVMGetFirstFunction(c->mod); fn; fn = LLVMGetNextFunction(fn)) {
         if (LLVMIsDeclaration(fn))
             continue;
         LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                                LLVMCreateStringAttribute(c->ctx, "target-cpu", 10, host.cpu, (unsigned)strlen(host.cpu)));
-        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                                LLVMCreateStringAttribute(c->ctx, "target-features", 15, host.features,
-                                                          (unsigned)strlen(host.features)));
+                                LLVMCreateStringAttribute(c->ctx, "target-cpu", 10, t->cpu, (unsigned)strlen(t->cpu)));
+        if (t->features[0]) /* none: the CPU's own */
+            LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                    LLVMCreateStringAttribute(c->ctx, "target-features", 15, t->features,
+                                                              (unsigned)strlen(t->features)));
     }
 }
 
@@ -300,6 +274,7 @@ static bool compile_module(LLVMModuleRef mod, LLVMTargetMachineRef tm, void **ob
 enum { MAX_PARTS = 8 };
 
 typedef struct compile_part {
+    const llvm_target *target;
     const void *bitcode;
     size_t bitcode_size;
     const kir_program *kp;
@@ -326,8 +301,8 @@ static void compile_part_run(compile_part *part)
         if (fn && part->part_of[i] != part->index)
             LLVMDeleteFunction(fn);
     }
-    if (!(tm = make_target_machine(&msg))) {
-        snprintf(part->error, sizeof part->error, "no LLVM target for %s: %s", host.triple, msg ? msg : "?");
+    if (!(tm = llvm_target_machine(part->target, &msg))) {
+        snprintf(part->error, sizeof part->error, "no LLVM target for %s: %s", part->target->triple, msg ? msg : "?");
         LLVMDisposeMessage(msg);
         goto done;
     }
@@ -459,7 +434,7 @@ static mc_status compile_program(llvm_ctx *c, LLVMTargetMachineRef tm, const kir
             load[light] += cost[big];
         }
         for (int q = 0; q < nparts; q++)
-            parts[q] = (compile_part){.bitcode = LLVMGetBufferStart(bc), .bitcode_size = LLVMGetBufferSize(bc),
+            parts[q] = (compile_part){.target = c->target, .bitcode = LLVMGetBufferStart(bc), .bitcode_size = LLVMGetBufferSize(bc),
                                       .kp = kp, .part_of = part_of, .index = q};
         mc_threadpool_run(pool, nparts, 1, compile_parts_range, parts);
         for (int q = 0; q < nparts; q++) {
@@ -482,6 +457,95 @@ static mc_status compile_program(llvm_ctx *c, LLVMTargetMachineRef tm, const kir
     return *blob ? MC_OK : mc_fail(MC_ERR_SYSTEM, "out of memory holding compiled code");
 }
 
+/* ---- host functions the kernels call (llvm.h) ------------------------------------------------ */
+
+double llvm_host_sin(double x) { return sin(x); }
+double llvm_host_cos(double x) { return cos(x); }
+
+/* Define them in jd as absolute symbols: the generated code names them, and this way they are
+ * found whether or not libm is in the process's global symbol scope. */
+static mc_status define_host_functions(LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef jd)
+{
+    LLVMJITSymbolFlags flags = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0};
+    LLVMJITCSymbolMapPair syms[2] = {
+        {LLVMOrcLLJITMangleAndIntern(jit, LLVM_HOST_SIN), {(LLVMOrcExecutorAddress)(uintptr_t)llvm_host_sin, flags}},
+        {LLVMOrcLLJITMangleAndIntern(jit, LLVM_HOST_COS), {(LLVMOrcExecutorAddress)(uintptr_t)llvm_host_cos, flags}},
+    };
+    LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(syms, 2);
+    LLVMErrorRef err = LLVMOrcJITDylibDefine(jd, mu);
+    if (err) {
+        LLVMOrcDisposeMaterializationUnit(mu);
+        return fail_llvm(err, "defining the host functions");
+    }
+    return MC_OK;
+}
+
+/* f16 <-> f32 for a CPU without F16C (x86-64, x86-64-v2): LLVM 14 turns fptrunc/fpext of half
+ * into calls of these two compiler-rt functions (half as its bits in an i16), which a process
+ * built with GCC does not have; the JIT gets them from here. Rounding to nearest even, NaNs
+ * kept quiet with their payload's high bits: what F16C's vcvtps2ph and vcvtph2ps compute. */
+static uint16_t f32_to_f16_bits(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000, a = x & 0x7fffffff;
+    if (a > 0x7f800000) /* NaN */
+        return (uint16_t)(sign | 0x7e00 | ((a >> 13) & 0x3ff));
+    if (a >= 0x477ff000) /* 65520 and above round to inf */
+        return (uint16_t)(sign | 0x7c00);
+    if (a >= 0x38800000) { /* normal: rebias the exponent, round the mantissa */
+        uint32_t r = a - 0x38000000;
+        return (uint16_t)(sign | ((r + 0xfff + ((r >> 13) & 1)) >> 13));
+    }
+    uint32_t e = a >> 23; /* subnormal f16 (or zero): units of 2^-24 */
+    if (e < 102)          /* below 2^-25: rounds to 0 */
+        return (uint16_t)sign;
+    uint32_t m = (a & 0x7fffff) | 0x800000, shift = 126 - e;
+    uint32_t k = m >> shift, rest = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (k & 1)))
+        k++;
+    return (uint16_t)(sign | k);
+}
+
+static float f16_bits_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, x;
+    if (e == 0x1f) /* inf, or NaN made quiet */
+        x = sign | 0x7f800000 | (m ? 0x400000 | (m << 13) : 0);
+    else if (e)
+        x = sign | ((e + 112) << 23) | (m << 13);
+    else {
+        float v = (float)m * 0x1p-24f; /* exact */
+        memcpy(&x, &v, sizeof x);
+        x |= sign;
+    }
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+/* What the JIT's session reports besides the error it returns (the symbols not found behind a
+ * failed lookup): kept for the message instead of printed. */
+static void keep_jit_error(void *ctx, LLVMErrorRef err)
+{
+    cpu_state *s = ctx;
+    char *msg = LLVMGetErrorMessage(err);
+    if (!s->jit_error[0])
+        snprintf(s->jit_error, sizeof s->jit_error, "%s", msg ? msg : "?");
+    LLVMDisposeErrorMessage(msg);
+}
+
+static mc_status fail_jit(cpu_state *s, LLVMErrorRef err, const char *what)
+{
+    if (!s->jit_error[0])
+        return fail_llvm(err, what);
+    char *msg = LLVMGetErrorMessage(err);
+    mc_status st = mc_fail(MC_ERR_SYSTEM, "CPU backend: %s: %s (%s)", what, msg ? msg : "unknown LLVM error",
+                           s->jit_error);
+    LLVMDisposeErrorMessage(msg);
+    return st;
+}
+
 /* Link the objects of a blob into a fresh LLJIT and look up every kernel. */
 static mc_status load_objects(cpu_state *s, const kir_program *kp, const void *blob, size_t blob_size)
 {
@@ -500,22 +564,33 @@ static mc_status load_objects(cpu_state *s, const kir_program *kp, const void *b
     LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, jtmb);
     if ((err = LLVMOrcCreateLLJIT(&s->jit, builder)))
         return fail_llvm(err, "creating the JIT");
+    LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(s->jit), keep_jit_error, s);
     LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(s->jit);
+    LLVMJITSymbolFlags callable = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0};
+    LLVMJITCSymbolMapPair half[2] = {
+        {LLVMOrcLLJITMangleAndIntern(s->jit, "__gnu_f2h_ieee"), {(uintptr_t)f32_to_f16_bits, callable}},
+        {LLVMOrcLLJITMangleAndIntern(s->jit, "__gnu_h2f_ieee"), {(uintptr_t)f16_bits_to_f32, callable}},
+    };
+    if ((err = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(half, 2))))
+        return fail_llvm(err, "defining the f16 conversions");
     /* memset/memcpy that the optimizer introduces come from the process */
     LLVMOrcDefinitionGeneratorRef gen;
     if ((err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(s->jit), NULL, NULL)))
         return fail_llvm(err, "creating the JIT's symbol resolver");
     LLVMOrcJITDylibAddGenerator(jd, gen);
+    mc_status st = define_host_functions(s->jit, jd);
+    if (st != MC_OK)
+        return st;
     for (int i = 0; i < n; i++) {
         LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(objs[i], sizes[i], "minic-kernels");
         if ((err = LLVMOrcLLJITAddObjectFile(s->jit, jd, buf)))
-            return fail_llvm(err, "loading compiled code");
+            return fail_jit(s, err, "loading compiled code");
     }
     for (int i = 0; i < kp->nkernels; i++) {
         int same = s->kernels[i].same_as;
         LLVMOrcExecutorAddress addr = 0;
         if ((err = LLVMOrcLLJITLookup(s->jit, &addr, kp->kernels[same < 0 ? i : same].name)))
-            return fail_llvm(err, "linking a kernel");
+            return fail_jit(s, err, "linking a kernel");
         s->kernels[i].fn = (kernel_fn)(uintptr_t)addr;
     }
     return MC_OK;
@@ -539,23 +614,69 @@ static char *ir_with_notes(const char *ir, const kir_program *kp, const cpu_kern
     return text;
 }
 
-/* The cache key: everything the object code depends on. */
-static char *cache_key(const char *ir, const kir_program *kp, const cpu_kernel *kernels)
+/* ---- the cache key ------------------------------------------------------------------------ */
+
+#ifndef MINIC_VERSION_STRING
+#define MINIC_VERSION_STRING "unknown"
+#endif
+
+/* llvm_target_machine's settings (llvm_target.c), as they enter the key: change both together. */
+static const char MACHINE_SETTINGS[] = "opt-level aggressive reloc default code-model jit-default";
+
+char *llvm_cache_key(const llvm_key_parts *parts)
 {
-    size_t n = strlen(ir) + strlen(host.cpu) + strlen(host.features) + sizeof OPT_PIPELINE + 256 + (size_t)kp->nkernels * 256;
-    char *key = malloc(n);
-    if (!key)
+    const char *names[] = {"minic", "codegen", "llvm", "triple", "cpu", "features", "passes",
+                           "machine", "options", "kernels", "ir"};
+    const char *values[] = {parts->minic_version, parts->codegen_version, parts->llvm_version,
+                            parts->triple, parts->cpu, parts->features, parts->passes,
+                            parts->machine, parts->options, parts->kernels, parts->ir};
+    mc_strbuf sb = {0};
+    /* Each part with its length, so no part can run into the next. */
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = values[i] ? values[i] : "";
+        mc_sb_printf(&sb, "%s %zu ", names[i], strlen(v));
+        mc_sb_puts(&sb, v);
+        mc_sb_puts(&sb, "\n");
+    }
+    if (sb.oom) {
+        mc_sb_free(&sb);
         return NULL;
-    size_t at = (size_t)snprintf(key, n, "%s llvm %s target %s cpu %s features %s passes %s\n", CODEGEN_VERSION,
-                                 LLVM_VERSION_STRING, host.triple, host.cpu, host.features, OPT_PIPELINE);
-    for (int i = 0; i < kp->nkernels && at < n; i++)
-        at += (size_t)snprintf(key + at, n - at, "kernel %s units %lld grain %lld scratch %lld packed %lld code of %d\n",
-                               kp->kernels[i].name, (long long)kernels[i].info.units, (long long)kernels[i].info.grain,
-                               (long long)kernels[i].info.scratch_bytes, (long long)kernels[i].info.packed_b.bytes,
-                               kernels[i].same_as);
-    if (at < n)
-        snprintf(key + at, n - at, "%s", ir);
+    }
+    return sb.data;
+}
+
+/* The cache key of this program: everything its object code depends on. The options that
+ * change code (fuse, plan_memory, tf32) change the IR too; they are named anyway. threads does
+ * not change the code (a blob compiled in any number of parts loads the same), nor do quiet and
+ * the CUDA-only options. */
+static char *cache_key(const llvm_target *t, const char *ir, const kir_program *kp, const cpu_kernel *kernels,
+                       const mc_options *opt)
+{
+    mc_strbuf lines = {0}, options = {0};
+    for (int i = 0; i < kp->nkernels; i++)
+        mc_sb_printf(&lines, "kernel %s units %lld grain %lld scratch %lld packed %lld code of %d\n",
+                     kp->kernels[i].name, (long long)kernels[i].info.units, (long long)kernels[i].info.grain,
+                     (long long)kernels[i].info.scratch_bytes, (long long)kernels[i].info.packed_b.bytes,
+                     kernels[i].same_as);
+    mc_sb_printf(&options, "fuse %d plan_memory %d tf32 %d", opt->fuse, opt->plan_memory, opt->tf32);
+    llvm_key_parts parts = {.minic_version = MINIC_VERSION_STRING, .codegen_version = CODEGEN_VERSION,
+                            .llvm_version = LLVM_VERSION_STRING, .triple = t->triple, .cpu = t->cpu,
+                            .features = t->features, .passes = OPT_PIPELINE, .machine = MACHINE_SETTINGS,
+                            .options = options.data, .kernels = lines.data ? lines.data : "", .ir = ir};
+    char *key = lines.oom || options.oom ? NULL : llvm_cache_key(&parts);
+    mc_sb_free(&lines);
+    mc_sb_free(&options);
     return key;
+}
+
+static void dispose_jit(cpu_state *s)
+{
+    if (s->jit) {
+        LLVMErrorRef err = LLVMOrcDisposeLLJIT(s->jit);
+        if (err)
+            LLVMConsumeError(err);
+        s->jit = NULL;
+    }
 }
 
 static void cpu_release(mc_program *p)
@@ -569,11 +690,7 @@ static void cpu_release(mc_program *p)
         free(s->kernels[i].global);
         free(s->kernels[i].args);
     }
-    if (s->jit) {
-        LLVMErrorRef err = LLVMOrcDisposeLLJIT(s->jit);
-        if (err)
-            LLVMConsumeError(err);
-    }
+    dispose_jit(s);
     free(s->kernels);
     free(s->ir);
     free(s->arena);
@@ -594,7 +711,7 @@ static void *aligned_zalloc(size_t bytes)
 
 static mc_status cpu_prepare(mc_program *p)
 {
-    mc_status st = cpu_probe();
+    mc_status st = llvm_host_probe();
     if (st != MC_OK)
         return st;
     double t0 = mc_now_ms();
@@ -603,14 +720,17 @@ static mc_status cpu_prepare(mc_program *p)
     if (!s)
         return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
     p->state = s;
+    if ((st = llvm_target_resolve(p->opt.cpu_target, &s->target)) != MC_OK)
+        return st;
+    const llvm_target *t = s->target;
     s->nkernels = kp->nkernels;
     s->kernels = calloc((size_t)(kp->nkernels ? kp->nkernels : 1), sizeof *s->kernels);
     s->buffers = calloc((size_t)kp->nbuffers + 1, sizeof *s->buffers);
     if (!s->kernels || !s->buffers)
         return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
 
-    llvm_ctx c = {.target = &host, .kp = kp};
-    c.native_lanes = host.vector_bits / 32;
+    llvm_ctx c = {.target = t, .kp = kp};
+    c.native_lanes = t->vector_bits / 32;
     c.lanes = 2 * c.native_lanes;
     c.ctx = LLVMContextCreate();
     c.mod = LLVMModuleCreateWithNameInContext("minic", c.ctx);
@@ -628,13 +748,13 @@ static mc_status cpu_prepare(mc_program *p)
     char *error = NULL, *key = NULL, *ir = NULL;
     void *obj = NULL;
     size_t obj_size = 0;
-    LLVMTargetMachineRef tm = make_target_machine(&error);
+    LLVMTargetMachineRef tm = llvm_target_machine(t, &error);
     if (!tm) {
-        st = mc_fail(MC_ERR_SYSTEM, "CPU backend: no LLVM target for %s: %s", host.triple, error ? error : "?");
+        st = mc_fail(MC_ERR_SYSTEM, "CPU backend: no LLVM target for %s: %s", t->triple, error ? error : "?");
         LLVMDisposeMessage(error);
         goto done;
     }
-    LLVMSetTarget(c.mod, host.triple);
+    LLVMSetTarget(c.mod, t->triple);
     LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
     char *layout_text = LLVMCopyStringRepOfTargetData(layout);
     LLVMSetDataLayout(c.mod, layout_text);
@@ -645,7 +765,7 @@ static mc_status cpu_prepare(mc_program *p)
         goto done;
     ir = LLVMPrintModuleToString(c.mod);
     s->ir = ir_with_notes(ir, kp, s->kernels);
-    key = cache_key(ir, kp, s->kernels);
+    key = cache_key(t, ir, kp, s->kernels, &p->opt);
     if (!s->ir || !key) {
         st = mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
         goto done;
@@ -658,15 +778,29 @@ static mc_status cpu_prepare(mc_program *p)
     const void *cached[MAX_PARTS];
     size_t cached_sizes[MAX_PARTS];
     int ncached;
-    if (!mc_cache_load("cpu", key, &obj, &obj_size) || !blob_to_objects(obj, obj_size, cached, cached_sizes, &ncached)) {
-        free(obj);
-        obj = NULL;
-        if ((st = compile_program(&c, tm, kp, s->pool, &obj, &obj_size)) != MC_OK)
-            goto done;
-        mc_cache_store("cpu", key, obj, obj_size);
-        p->kernels_compiled = kp->nkernels;
+    /* The cache hands out only verified entries (support/cache.c). One that is well formed there
+     * but not a blob of objects here, or that LLVM then refuses, is evicted and compiled
+     * afresh: a cache entry never makes a compile fail. */
+    mc_cache_result cached_result = mc_cache_load("cpu", key, &obj, &obj_size);
+    bool from_cache = cached_result == MC_CACHE_HIT && blob_to_objects(obj, obj_size, cached, cached_sizes, &ncached);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (!from_cache) {
+            if (cached_result == MC_CACHE_HIT || attempt > 0)
+                mc_cache_evict("cpu", key);
+            free(obj);
+            obj = NULL;
+            if ((st = compile_program(&c, tm, kp, s->pool, &obj, &obj_size)) != MC_OK)
+                goto done;
+            mc_cache_store("cpu", key, obj, obj_size);
+            p->kernels_compiled = kp->nkernels;
+        }
+        st = load_objects(s, kp, obj, obj_size);
+        if (st == MC_OK || !from_cache)
+            break;
+        dispose_jit(s); /* the cached code did not link: compile it instead */
+        from_cache = false;
     }
-    if ((st = load_objects(s, kp, obj, obj_size)) != MC_OK)
+    if (st != MC_OK)
         goto done;
 
     /* memory: buffers, arena, per-thread scratch */
@@ -780,6 +914,9 @@ static void run_kernel(cpu_state *s, int i)
 static mc_status cpu_run(mc_program *p)
 {
     cpu_state *s = p->state;
+    mc_status st = llvm_target_check_runnable(s->target);
+    if (st != MC_OK)
+        return st;
     bind_buffers(p, s);
     pack_params(p, s);
     for (int i = 0; i < s->nkernels; i++)
@@ -797,6 +934,9 @@ static mc_status cpu_run_kernel(mc_program *p, int kernel)
     cpu_state *s = p->state;
     if (kernel < 0 || kernel >= s->nkernels)
         return mc_fail(MC_ERR_INPUT, "CPU backend: no kernel %d", kernel);
+    mc_status st = llvm_target_check_runnable(s->target);
+    if (st != MC_OK)
+        return st;
     pack_params(p, s);
     run_kernel(s, kernel);
     return MC_OK;
@@ -815,7 +955,7 @@ const mc_backend mc_backend_cpu = {
     .name = "cpu",
     .runs_on_host = true,
     .attention = true,
-    .probe = cpu_probe,
+    .probe = llvm_host_probe,
     .prepare = cpu_prepare,
     .run = cpu_run,
     .profile = NULL, /* per-kernel timing: not yet */

@@ -237,20 +237,42 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
     return MC_OK;
 }
 
+/* The epilogue's work arrays, allocated with the kernel (where a failure can be returned). */
+typedef struct epilogue_work {
+    LLVMValueRef *cur;              /* per instruction */
+    LLVMValueRef *offs;             /* per view */
+    int64_t (*strides)[MC_MAX_RANK]; /* per view: its strides */
+} epilogue_work;
+
+static void epilogue_work_free(epilogue_work *w)
+{
+    free(w->cur);
+    free(w->offs);
+    free(w->strides);
+}
+
+static bool epilogue_work_alloc(const kir_kernel *k, epilogue_work *w)
+{
+    size_t ncode = (size_t)(k->ncode ? k->ncode : 1), nviews = (size_t)(k->nviews ? k->nviews : 1);
+    w->cur = calloc(ncode, sizeof *w->cur);
+    w->offs = calloc(nviews, sizeof *w->offs);
+    w->strides = calloc(nviews, sizeof *w->strides);
+    if (!w->cur || !w->offs || !w->strides)
+        return false;
+    for (int v = 0; v < k->nviews; v++)
+        memcpy(w->strides[v], k->views[v].stride, sizeof w->strides[v]);
+    return true;
+}
+
 /* The epilogue of one MR x NR tile at rows [m, m+MR), columns [n, n+NR) of batch offsets
  * `batch_off` (per view). acc[r * nv + v] are the accumulators. */
-static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, LLVMValueRef *bases,
-                          LLVMValueRef *batch_idx, LLVMValueRef *batch_off, LLVMValueRef m, LLVMValueRef n,
-                          LLVMValueRef m_end, LLVMValueRef *acc, LLVMValueRef tile)
+static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, const epilogue_work *w,
+                          LLVMValueRef *bases, LLVMValueRef *batch_idx, LLVMValueRef *batch_off, LLVMValueRef m,
+                          LLVMValueRef n, LLVMValueRef m_end, LLVMValueRef *acc, LLVMValueRef tile)
 {
     int nb = g->nb, L = g->lanes;
-    size_t ncode = (size_t)(k->ncode ? k->ncode : 1), nviews = (size_t)(k->nviews ? k->nviews : 1);
-    LLVMValueRef *cur = calloc(ncode, sizeof *cur), *offs = calloc(nviews, sizeof *offs);
-    MC_ASSERT(cur && offs);
-    const int64_t(*strides)[MC_MAX_RANK] = calloc(nviews, sizeof *strides);
-    MC_ASSERT(strides);
-    for (int v = 0; v < k->nviews; v++)
-        memcpy((void *)strides[v], k->views[v].stride, sizeof strides[v]);
+    LLVMValueRef *cur = w->cur, *offs = w->offs;
+    const int64_t(*strides)[MC_MAX_RANK] = (const int64_t(*)[MC_MAX_RANK])w->strides;
 
     LLVMValueRef full_m = LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, m, i64c(c, MR), ""), m_end, "");
     LLVMValueRef full_n = LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, n, i64c(c, g->nr), ""), i64c(c, g->N), "");
@@ -314,9 +336,6 @@ static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, 
     llvm_loop_end(c, &R);
     LLVMBuildBr(B, bdone);
     LLVMPositionBuilderAtEnd(B, bdone);
-    free(cur);
-    free(offs);
-    free((void *)strides);
 }
 
 /* ---- packing a param B ahead (called by the runtime, not generated) ------------------------ */
@@ -422,9 +441,11 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
 
     LLVMValueRef *bases = calloc((size_t)c->kp->nbuffers + 1, sizeof *bases);
     LLVMValueRef *batch_off = calloc((size_t)(k->nviews ? k->nviews : 1), sizeof *batch_off);
-    if (!bases || !batch_off) {
+    epilogue_work work = {0};
+    if (!bases || !batch_off || !epilogue_work_alloc(k, &work)) {
         free(bases);
         free(batch_off);
+        epilogue_work_free(&work);
         return mc_fail(MC_ERR_SYSTEM, "out of memory generating kernel %s", k->name);
     }
     llvm_begin_function(c, k->name);
@@ -572,11 +593,11 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
                 store_f32(c, Cb, LLVMBuildAdd(B, cbase, i64c(c, r * g.ncb + v * L), ""), acc[r * NV + v], L);
         LLVMBuildBr(B, bnext);
         LLVMPositionBuilderAtEnd(B, bepi);
-        emit_epilogue(c, k, &g, bases, batch_idx, batch_off, m, n, m1, acc, tile);
+        emit_epilogue(c, k, &g, &work, bases, batch_idx, batch_off, m, n, m1, acc, tile);
         LLVMBuildBr(B, bnext);
         LLVMPositionBuilderAtEnd(B, bnext);
     } else {
-        emit_epilogue(c, k, &g, bases, batch_idx, batch_off, m, n, m1, acc, tile);
+        emit_epilogue(c, k, &g, &work, bases, batch_idx, batch_off, m, n, m1, acc, tile);
     }
     llvm_loop_end(c, &R);
     llvm_loop_end(c, &J);
@@ -592,6 +613,7 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     info->scratch_bytes = (a_floats + b_floats + c_floats) * 4 + 64;
     free(bases);
     free(batch_off);
+    epilogue_work_free(&work);
     if (g.packed_b) {
         info->packed_b = (llvm_packed_b){.bytes = g.packed_bytes, .buffer = vb->buffer, .dtype = db,
                                          .offset = vb->offset, .k = g.K, .n = g.N, .stride_k = g.b_k,

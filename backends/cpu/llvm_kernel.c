@@ -148,7 +148,7 @@ int llvm_block_of(const kir_kernel *k, int i)
     for (int b = 0; b < k->nblocks; b++)
         if (i >= k->blocks[b].first && i < k->blocks[b].first + k->blocks[b].count)
             return b;
-    MC_ASSERT(!"instruction outside every block");
+    MC_UNREACHABLE("instruction outside every block");
 }
 
 /* ---- buffers, loads, stores ------------------------------------------------------------------ */
@@ -328,6 +328,25 @@ static LLVMValueRef operand(llvm_ctx *c, const kir_kernel *k, int blk, int src, 
     return cur[src];
 }
 
+/* x * y - m where m is a row's max or min (softmax's x * scale - max) must be exactly 0 at the
+ * extremal element, as it is when the product is rounded before the subtraction; a multiply-add
+ * gives instead the product's rounding error, which is not small in absolute terms (about 1e30
+ * for a product of 1e37: exp of it is inf, and the row's softmax NaN). Only a power-of-two
+ * constant factor, whose products are exact, keeps the multiply-add (softmax of x * 0.125). */
+static bool minus_extremum_needs_rounding(const kir_kernel *k, const kir_instr *product, int sub)
+{
+    const kir_instr *m = &k->code[sub];
+    if (m->kind != KI_ROWVAL || (k->reds[m->view].op != MC_OP_MAX && k->reds[m->view].op != MC_OP_MIN))
+        return false;
+    for (int i = 0; i < 2; i++) {
+        const kir_instr *f = &k->code[product->arg[i]];
+        int e;
+        if (f->kind == KI_CONST && f->value != 0 && isfinite(f->value) && fabs(frexp(f->value, &e)) == 0.5)
+            return false;
+    }
+    return true;
+}
+
 /* An f32 add or subtract of an f32 product computed in the same block, a * b + d (x * s + b,
  * softmax's x * scale - max), as one llvm.fmuladd: a fused multiply-add where the host has
  * one, with one rounding instead of two (the product itself is still emitted; where nothing
@@ -345,6 +364,8 @@ static LLVMValueRef contracted(llvm_ctx *c, const kir_kernel *k, int blk, const 
             continue;
         if (m->kind != KI_OP || m->op != MC_OP_MUL || m->dtype != MC_F32 || llvm_block_of(k, src) != blk ||
             k->code[m->arg[0]].dtype != MC_F32 || k->code[in->arg[1 - a]].dtype != MC_F32)
+            continue;
+        if (in->op == MC_OP_SUB && a == 0 && minus_extremum_needs_rounding(k, m, in->arg[1]))
             continue;
         LLVMValueRef x = operand(c, k, blk, m->arg[0], cur, row, w);
         LLVMValueRef y = operand(c, k, blk, m->arg[1], cur, row, w);
@@ -445,6 +466,10 @@ static void emit_block(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValueRef *
             break;
         }
         }
+        /* a half-typed result that is not a rounding cast keeps f32 precision, within its
+         * type's range (mc_saturate_to_dtype) */
+        if ((in->kind == KI_OP && in->op != MC_OP_CAST) || in->kind == KI_ACC || in->kind == KI_ROWVAL)
+            v = llvm_saturate(c, in->dtype, v, w);
         cur[i] = v;
         if (rc && rc->save && rc->save[i] >= 0)
             row_cache_access(c, rc, pt, rc->save[i], v);
@@ -966,7 +991,33 @@ typedef struct emit_state {
     const int *guard;           /* per instruction: plan_exp_ranges's min reduction, or -1 */
     const double *scale;        /* per reduction: plan_scaled_extrema's factor, or 0 */
     int units;                  /* accumulator sets per trip of the loop block being emitted */
+    LLVMValueRef *work;         /* work arrays for the emitters (take_work), made with the kernel */
+    size_t work_used, work_cap;
 } emit_state;
+
+/* Work arrays for the emitters, which are void functions deep in the loop nest: they take them
+ * from one block allocated with the kernel (where running out of memory can be reported), in
+ * stack order, and give them back. What they can hold at once: a loop block's accumulators,
+ * then one array of view offsets per loop level (work_bound). */
+static size_t work_bound(const kir_kernel *k)
+{
+    size_t nv = (size_t)(k->nviews ? k->nviews : 1), nr = (size_t)(k->nreds ? k->nreds : 1);
+    return nr * (ACCUMULATORS + 2) + (MC_MAX_RANK + 1) * nv;
+}
+
+static LLVMValueRef *take_work(emit_state *e, size_t n)
+{
+    MC_ASSERT(e->work_used + n <= e->work_cap); /* work_bound is too small: a bug */
+    LLVMValueRef *w = e->work + e->work_used;
+    memset(w, 0, n * sizeof *w);
+    e->work_used += n;
+    return w;
+}
+
+static void give_back_work(emit_state *e, LLVMValueRef *w)
+{
+    e->work_used = (size_t)(w - e->work);
+}
 
 /* A pipelined reduction kernel (plan_pipeline) runs its last loop block for the previous row
  * inside the loop block before it for this row, at the same position in the row. */
@@ -1169,8 +1220,7 @@ static void inner_loop(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVMV
 {
     int w = e->width;
     int nv = e->k->nviews ? e->k->nviews : 1;
-    LLVMValueRef *offs = calloc((size_t)nv, sizeof *offs);
-    MC_ASSERT(offs);
+    LLVMValueRef *offs = take_work(e, (size_t)nv);
     llvm_point pt;
     LLVMValueRef vend = lo;
     bool exact = extent % w == 0 && (e->pl->nchunks == 1 || e->pl->chunk % w == 0);
@@ -1190,7 +1240,7 @@ static void inner_loop(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVMV
         body(c, e, &pt, 0, arg);
         llvm_loop_end(c, &L);
     }
-    free(offs);
+    give_back_work(e, offs);
 }
 
 /* Prefetch view v's element at offset `off` into L2 (a prefetch past the buffer's end is
@@ -1315,8 +1365,7 @@ static void reduced_loops(llvm_ctx *c, emit_state *e, int d, LLVMValueRef *offs,
         return;
     }
     int nv = e->k->nviews ? e->k->nviews : 1;
-    LLVMValueRef *inner = calloc((size_t)nv, sizeof *inner);
-    MC_ASSERT(inner);
+    LLVMValueRef *inner = take_work(e, (size_t)nv);
     llvm_loop L;
     llvm_loop_begin(c, &L, llvm_const_i64(c, 0), llvm_const_i64(c, pl->shape[d]), llvm_const_i64(c, 1), "r");
     e->idx[d] = L.index;
@@ -1324,7 +1373,7 @@ static void reduced_loops(llvm_ctx *c, emit_state *e, int d, LLVMValueRef *offs,
         inner[v] = LLVMBuildNSWAdd(B, offs[v], LLVMBuildNSWMul(B, L.index, llvm_const_i64(c, pl->stride[v][d]), ""), "");
     reduced_loops(c, e, d + 1, inner, a);
     llvm_loop_end(c, &L);
-    free(inner);
+    give_back_work(e, inner);
 }
 
 /* The lanes of a reduction's loops: two native vectors, or, for a row shorter than that,
@@ -1355,10 +1404,9 @@ static void emit_loop_block(llvm_ctx *c, emit_state *e, int blk)
     e->units = nblk >= 3 ? 2 : ACCUMULATORS;
     int w = e->width;
     loop_block_arg a = {.blk = blk};
-    a.vacc = calloc((size_t)nr, sizeof *a.vacc);
-    a.part = calloc((size_t)nr, sizeof *a.part);
-    a.sacc = calloc((size_t)nr, sizeof *a.sacc);
-    MC_ASSERT(a.vacc && a.part && a.sacc);
+    a.vacc = take_work(e, (size_t)nr);
+    a.part = (LLVMValueRef(*)[ACCUMULATORS])take_work(e, (size_t)nr * ACCUMULATORS);
+    a.sacc = take_work(e, (size_t)nr);
     for (int r = 0; r < k->nreds; r++) {
         const kir_reduce *rd = &k->reds[r];
         if (rd->block != blk)
@@ -1394,9 +1442,7 @@ static void emit_loop_block(llvm_ctx *c, emit_state *e, int blk)
         if (e->scale && e->scale[r] != 0) /* plan_scaled_extrema */
             e->rowvals[r] = LLVMBuildFMul(B, e->rowvals[r], LLVMConstReal(c->t_f32, e->scale[r]), "");
     }
-    free(a.vacc);
-    free(a.part);
-    free(a.sacc);
+    give_back_work(e, a.vacc);
 }
 
 /* A reduction kernel's passes over a row take turns: the first streams the row in, the middle
@@ -1600,7 +1646,9 @@ mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k0, llvm_kernel_i
     e.cur = calloc(ncode, sizeof *e.cur);
     e.rowvals = calloc((size_t)(k->nreds ? k->nreds : 1), sizeof *e.rowvals);
     e.row_offset = calloc(nv, sizeof *e.row_offset);
-    if (!e.bases || !e.row || !e.cur || !e.rowvals || !e.row_offset) {
+    e.work_cap = work_bound(k);
+    e.work = calloc(e.work_cap, sizeof *e.work);
+    if (!e.bases || !e.row || !e.cur || !e.rowvals || !e.row_offset || !e.work) {
         st = mc_fail(MC_ERR_SYSTEM, "out of memory generating kernel %s", k->name);
         goto done;
     }
@@ -1692,6 +1740,7 @@ done:
     free(e.cur);
     free(e.rowvals);
     free(e.row_offset);
+    free(e.work);
     free(e.cache.save);
     free(e.cache.load);
     return st;

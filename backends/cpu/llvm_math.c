@@ -34,7 +34,9 @@
  *            formed scaled by 2^32 and scaled back after the last product, so results near
  *            FLT_MIN round once.
  *   sin/cos  in double: n = round(x 2/pi), r = x - n pi/2 with pi/2 in three parts (exact for
- *            |x| < 2^26 pi/2), Taylor polynomials on [-pi/4, pi/4], quadrant select.
+ *            |x| < 2^26 pi/2), Taylor polynomials on [-pi/4, pi/4], quadrant select. A vector
+ *            with a lane beyond 2^26 (finite) calls the host's double sin or cos per lane
+ *            instead (LLVM_HOST_SIN: libm, whose reduction is exact over the whole range).
  *   pow      in double: exp(b log|a|) with double log and exp, then C99 pow's special cases.
  * Each handles NaN, infinities, zeros and subnormals: with selects at the end, or by clamps
  * written as compare-and-select (one minps/maxps on x86) that a NaN passes through.
@@ -663,8 +665,8 @@ static LLVMValueRef silu_body(llvm_ctx *c, LLVMValueRef *a, int w)
     return x_sigmoid(c, a[0], a[0], NULL, w);
 }
 
-/* sin (cosine = false) or cos of f32 lanes, computed in double. */
-static LLVMValueRef sin_cos(llvm_ctx *c, LLVMValueRef x, int w, bool cosine)
+/* sin (cosine = false) or cos of f32 lanes, computed in double, for |x| < 2^26 pi/2. */
+static LLVMValueRef sin_cos_near(llvm_ctx *c, LLVMValueRef x, int w, bool cosine)
 {
     static const double S[] = {-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800};
     static const double C[] = {1, -1.0 / 2, 1.0 / 24, -1.0 / 720, 1.0 / 40320, -1.0 / 3628800, 1.0 / 479001600};
@@ -688,6 +690,45 @@ static LLVMValueRef sin_cos(llvm_ctx *c, LLVMValueRef x, int w, bool cosine)
     v = sel(c, negate, LLVMBuildFNeg(B, v, ""), v);
     LLVMValueRef res = LLVMBuildFPTrunc(B, v, vec(c->t_f32, w), "");
     return sel(c, finite, res, K(c, x, NAN));
+}
+
+/* Every lane through the host's double sin or cos (a call per lane: the rare path). */
+static LLVMValueRef sin_cos_host(llvm_ctx *c, LLVMValueRef x, int w, bool cosine)
+{
+    const char *name = cosine ? LLVM_HOST_COS : LLVM_HOST_SIN;
+    LLVMTypeRef fty = LLVMFunctionType(c->t_f64, &c->t_f64, 1, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, name);
+    if (!fn) {
+        fn = LLVMAddFunction(c->mod, name, fty);
+        unsigned kinds[2] = {LLVMGetEnumAttributeKindForName("nounwind", 8),
+                             LLVMGetEnumAttributeKindForName("readnone", 8)};
+        for (int i = 0; i < 2; i++)
+            LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, kinds[i], 0));
+    }
+    LLVMValueRef r = LLVMGetUndef(vec(c->t_f32, w));
+    for (int i = 0; i < w; i++) {
+        LLVMValueRef lane = w == 1 ? x : LLVMBuildExtractElement(B, x, llvm_const_i32(c, i, 1), "");
+        LLVMValueRef d = LLVMBuildFPExt(B, lane, c->t_f64, "");
+        LLVMValueRef y = LLVMBuildFPTrunc(B, LLVMBuildCall2(B, fty, fn, &d, 1, ""), c->t_f32, "");
+        r = w == 1 ? y : LLVMBuildInsertElement(B, r, y, llvm_const_i32(c, i, 1), "");
+    }
+    return r;
+}
+
+static LLVMValueRef sin_near(llvm_ctx *c, LLVMValueRef x, int w) { return sin_cos_near(c, x, w, false); }
+static LLVMValueRef cos_near(llvm_ctx *c, LLVMValueRef x, int w) { return sin_cos_near(c, x, w, true); }
+static LLVMValueRef sin_host(llvm_ctx *c, LLVMValueRef x, int w) { return sin_cos_host(c, x, w, false); }
+static LLVMValueRef cos_host(llvm_ctx *c, LLVMValueRef x, int w) { return sin_cos_host(c, x, w, true); }
+
+/* Beyond 2^26 the three-part pi/2 no longer reduces exactly (sin(1e20) came out as 3.7e36):
+ * such a vector takes the host's libm, whose reduction is exact for every f32 (infinities and
+ * NaN, below the bound, stay on the inline path, which maps them to NaN). */
+static LLVMValueRef sin_cos(llvm_ctx *c, LLVMValueRef x, int w, bool cosine)
+{
+    LLVMValueRef ax = call1(c, "llvm.fabs", x);
+    LLVMValueRef far = LLVMBuildAnd(B, fcmp(c, LLVMRealOGE, ax, K(c, x, 0x1p26)),
+                                    fcmp(c, LLVMRealOLT, ax, K(c, x, INFINITY)), "");
+    return branch_on_rare(c, far, x, w, cosine ? cos_near : sin_near, cosine ? cos_host : sin_host);
 }
 
 static LLVMValueRef sin_body(llvm_ctx *c, LLVMValueRef *a, int w) { return sin_cos(c, a[0], w, false); }
@@ -791,6 +832,15 @@ LLVMValueRef llvm_half_bits_to_f32(llvm_ctx *c, mc_dtype d, LLVMValueRef bits, i
     }
     LLVMValueRef wide = LLVMBuildShl(B, LLVMBuildZExt(B, bits, vec(c->t_i32, w), ""), llvm_const_i32(c, 16, w), "");
     return LLVMBuildBitCast(B, wide, vec(c->t_f32, w), "");
+}
+
+LLVMValueRef llvm_saturate(llvm_ctx *c, mc_dtype d, LLVMValueRef x, int w)
+{
+    if (d != MC_F16 && d != MC_BF16)
+        return x;
+    LLVMValueRef limit = llvm_const_f32(c, d == MC_F16 ? 65520.0 : 0x1.ffp127, w);
+    LLVMValueRef over = fcmp(c, LLVMRealOGE, call1(c, "llvm.fabs", x), limit);
+    return sel(c, over, call2(c, "llvm.copysign", llvm_const_f32(c, INFINITY, w), x), x);
 }
 
 /* Round an f32 value to what dtype d (f16, bf16) holds, staying f32. */

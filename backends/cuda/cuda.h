@@ -1,8 +1,8 @@
-/* The CUDA backend's internal interface: the renderer (codegen/cuda_render.c), the GEMM planner
- * (codegen/cuda_gemm.c) and the runtime (runtime/cuda*.c) meet here.
+/* The CUDA backend's internal interface: the renderer (backends/cuda/cuda_render.c), the GEMM planner
+ * (backends/cuda/cuda_gemm.c) and the runtime (backends/cuda/cuda*.c) meet here.
  *
  * Nothing here needs CUDA's headers: rendering and GEMM planning are plain text and arithmetic,
- * so they are testable on machines with no GPU; only runtime/cuda*.c talks to the driver,
+ * so they are testable on machines with no GPU; only backends/cuda/cuda*.c talks to the driver,
  * NVRTC and cuBLASLt (loaded with dlopen).
  */
 #ifndef MINIC_CUDA_H
@@ -134,7 +134,7 @@ mc_status mc_cuda_plan_program(const kir_program *kp, const mc_cuda_target *t, c
 void mc_cuda_plans_free(mc_cuda_kernel_plan *plans, int n);
 
 /* Compile n CUDA sources to cubins for sm_<sm> with NVRTC, in parallel threads, through the
- * disk cache (runtime/cuda_nvrtc.c; needs NVRTC but no driver). cubins[i] is malloc'd.
+ * disk cache (backends/cuda/cuda_nvrtc.c; needs NVRTC but no driver). cubins[i] is malloc'd.
  * *compiled counts the sources that missed the cache. A failure names the kernel, NVRTC's log
  * and the path of a file holding the failing source. When compiling takes longer than a
  * second, progress goes to note(note_ctx, ...) (NULL: nowhere), never to a stream. */
@@ -142,5 +142,12 @@ bool mc_cuda_have_nvrtc(void); /* NVRTC loads (else the error says why) */
 mc_status mc_cuda_compile(const char *const *srcs, const char *const *entries, int n, int sm,
                           mc_note_fn note, void *note_ctx, void **cubins, size_t *sizes,
                           int *compiled);
+/* Delete the cache entries of these sources for sm_<sm> (the backend does so when the driver
+ * refuses a cached cubin, then compiles them afresh). */
+void mc_cuda_cache_evict(const char *const *srcs, int n, int sm);
+/* A source's cache key: minic's version, NVRTC's version, every option (the architecture among
+ * them) and the whole source (malloc'd; NULL when out of memory). */
+char *mc_cuda_cache_key(int nvrtc_major, int nvrtc_minor, const char *const *opts, int nopts,
+                        const char *src);
 
 #endif

@@ -24,6 +24,7 @@
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_api.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -379,16 +380,19 @@ static mc_status add_kernel_step(cuda_state *s, int ki, const mc_cuda_code *code
  * switch; the command prints notes on stderr) */
 static void trace(mc_program *p, const char *stage, double *t)
 {
-    static int on = -1;
-    if (on < 0)
+    static atomic_int trace_on = -1; /* programs prepare on several threads at once */
+    int on = atomic_load(&trace_on);
+    if (on < 0) {
         on = getenv("MINIC_CUDA_TRACE") != NULL;
+        atomic_store(&trace_on, on);
+    }
     double now = mc_now_ms();
     if (on)
         mc_program_note(p, "cuda prepare: %-24s %8.1f ms", stage, now - *t);
     *t = now;
 }
 
-/* NVRTC's progress notes, into the program's (runtime/cuda_nvrtc.c calls this). */
+/* NVRTC's progress notes, into the program's (backends/cuda/cuda_nvrtc.c calls this). */
 static void compile_note(void *program, const char *note)
 {
     mc_program_note(program, "%s", note);
@@ -510,15 +514,32 @@ static mc_status cuda_prepare(mc_program *p)
             which[n++] = i;
         }
     int compiled = 0;
-    st = mc_cuda_compile(srcs, entries, n, s->target.sm, compile_note, p, cubins, sizes,
-                         &compiled);
-    p->kernels_compiled = compiled;
-    trace(p, compiled ? "NVRTC compile" : "kernel cache", &t0);
-    for (int j = 0; j < n && st == MC_OK; j++) {
-        CUresult r = cu->cuModuleLoadData(&s->modules[which[j]], cubins[j]);
-        if (r != CUDA_SUCCESS)
-            st = mc_fail(MC_ERR_SYSTEM, "CUDA: loading kernel %s failed: %s", entries[j],
-                         mc_cuda_errstr(r));
+    /* The cache hands out only verified cubins; one the driver refuses all the same (written
+     * for another driver, say) must not fail every later run: the program's entries are
+     * evicted and everything is compiled afresh, once. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        st = mc_cuda_compile(srcs, entries, n, s->target.sm, compile_note, p, cubins, sizes,
+                             &compiled);
+        p->kernels_compiled = compiled;
+        trace(p, compiled ? "NVRTC compile" : "kernel cache", &t0);
+        if (st != MC_OK)
+            break;
+        for (int j = 0; j < n && st == MC_OK; j++) {
+            CUresult r = cu->cuModuleLoadData(&s->modules[which[j]], cubins[j]);
+            if (r != CUDA_SUCCESS)
+                st = mc_fail(MC_ERR_SYSTEM, "CUDA: loading kernel %s failed: %s", entries[j],
+                             mc_cuda_errstr(r));
+        }
+        if (st == MC_OK || compiled == n || attempt > 0)
+            break;
+        for (int j = 0; j < n; j++) {
+            if (s->modules[which[j]])
+                cu->cuModuleUnload(s->modules[which[j]]);
+            s->modules[which[j]] = NULL;
+            free(cubins[j]);
+            cubins[j] = NULL;
+        }
+        mc_cuda_cache_evict(srcs, n, s->target.sm);
     }
 compiled:
     if (cubins)

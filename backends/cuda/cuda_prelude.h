@@ -33,6 +33,11 @@ static const char mc_cuda_prelude[] =
     /* casts */
     "MC_D float mc_round_f16(float x) { return __half2float(__float2half_rn(x)); }\n"
     "MC_D float mc_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }\n"
+    /* a half-typed value that is not stored: f32 precision, the half type's range */
+    "MC_D float mc_sat_f16(float x) { return fabsf(x) >= 65520.0f ? copysignf(MC_INF, x) : x; }\n"
+    "MC_D float mc_sat_bf16(float x) {\n"
+    "  return fabsf(x) >= 0x1.ffp127f ? copysignf(MC_INF, x) : x;\n"
+    "}\n"
     "MC_D int mc_f2i(float x) {\n"
     "  if (x != x) return 0;\n"
     "  if (x >= 2147483647.0f) return 2147483647;\n"

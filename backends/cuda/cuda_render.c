@@ -203,7 +203,24 @@ static int choose_vec(const kir_program *kp, const kir_kernel *k, const int *ali
 
 /* The value of instruction i at the current element (c->j) or row scope (c->j < 0); k_iter
  * is the unrolled chunk iteration (for register caches), -1 outside chunk loops. */
+static bool emit_value_unsaturated(rctx *c, int i, int k_iter);
+
+/* Instruction i's value; a half-typed result that is not a rounding cast keeps f32 precision
+ * within its type's range (mc_sat_f16 / mc_sat_bf16, as mc_saturate_to_dtype). */
 static bool emit_value(rctx *c, int i, int k_iter)
+{
+    const kir_instr *ins = &c->k->code[i];
+    bool result = (ins->kind == KI_OP && ins->op != MC_OP_CAST) || ins->kind == KI_ACC || ins->kind == KI_ROWVAL;
+    const char *sat = !result ? NULL : ins->dtype == MC_F16 ? "mc_sat_f16" : ins->dtype == MC_BF16 ? "mc_sat_bf16" : NULL;
+    if (sat)
+        mc_sb_printf(c->sb, "%s(", sat);
+    bool ok = emit_value_unsaturated(c, i, k_iter);
+    if (sat)
+        mc_sb_puts(c->sb, ")");
+    return ok;
+}
+
+static bool emit_value_unsaturated(rctx *c, int i, int k_iter)
 {
     const kir_kernel *k = c->k;
     const kir_instr *ins = &k->code[i];

@@ -1,12 +1,13 @@
 /* The reference backend: a plain interpreter of the kernel IR, the oracle every other backend
  * and every fusion decision is checked against.
  *
- * It runs each kernel exactly as codegen/kir.h defines it: for every row, the blocks in order;
+ * It runs each kernel exactly as kir/kir.h defines it: for every row, the blocks in order;
  * a row block once, a loop block once per element of the reduced dims, accumulating its
  * reductions; a GEMM's accumulator summed over K at every point of its epilogue. Values are
  * doubles; every arithmetic result is rounded to what a kernel computes in (f32 for float
- * dtypes, i32, bool), and every store to the buffer's dtype, so the only difference from the
- * generated code is the order of floating-point sums. Inputs, params and outputs are the
+ * dtypes, i32, bool), an f16 or bf16 one also kept within its type's range
+ * (mc_saturate_to_dtype), and every store to the buffer's dtype, so the only difference from
+ * the generated code is the order of floating-point sums. Inputs, params and outputs are the
  * program's host arrays; intermediates live in one arena laid out by the memory plan, so a
  * planning bug shows up here as wrong numbers. Every access is bounds-checked. An attention
  * kernel is computed in float64 the straightforward way, a whole row of scores at a time:
@@ -112,15 +113,16 @@ static void run_block(kctx *c, const kir_block *bl)
         case KI_LOAD: r = load(c, in->view); break;
         case KI_CONST: r = mc_round_to_dtype(in->value, in->dtype); break;
         case KI_INDEX: r = (double)c->idx[in->view]; break;
-        case KI_ROWVAL: r = c->rowval[in->view]; break;
-        case KI_ACC: r = k->category == KIR_ATTENTION ? c->attn_acc : gemm_acc(c); break;
+        case KI_ROWVAL: r = mc_saturate_to_dtype(c->rowval[in->view], in->dtype); break;
+        case KI_ACC: r = mc_saturate_to_dtype(k->category == KIR_ATTENTION ? c->attn_acc : gemm_acc(c), in->dtype); break;
         case KI_OP: {
             int first = in->op == MC_OP_WHERE ? 1 : 0;
             mc_dtype operand = k->code[in->arg[first]].dtype;
             r = mc_op_apply(in->op, operand, in->dtype, c->val[in->arg[0]], c->val[in->arg[1]],
                             c->val[in->arg[2]]);
             if (in->op != MC_OP_CAST)
-                r = mc_round_to_dtype(r, mc_dtype_is_float(in->dtype) ? MC_F32 : in->dtype);
+                r = mc_saturate_to_dtype(mc_round_to_dtype(r, mc_dtype_is_float(in->dtype) ? MC_F32 : in->dtype),
+                                         in->dtype);
             break;
         }
         }
