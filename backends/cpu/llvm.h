@@ -70,6 +70,32 @@ mc_status llvm_target_resolve(const char *name, const llvm_target **out);
 mc_status llvm_target_check_runnable(const llvm_target *t);
 /* An LLVM target machine for t; NULL with *error set (an LLVM message) on failure. */
 LLVMTargetMachineRef llvm_target_machine(const llvm_target *t, char **error);
+/* Its settings as they enter the cache key (opt level, relocation model, code model). */
+extern const char LLVM_MACHINE_SETTINGS[];
+
+/* ---- llvm_compile.c ------------------------------------------------------------------------ */
+
+/* The optimization pipeline every module runs (in the cache key). */
+extern const char LLVM_OPT_PIPELINE[];
+/* A module compiles in at most this many parts (one object file each). */
+enum { LLVM_MAX_PARTS = 8 };
+/* Optimize mod (verified, with t's triple and data layout) and compile it to object code for
+ * t, in parts on pool's threads when it has several and kp several kernels: *blob (malloc'd)
+ * holds the objects (the compile cache stores it as is). */
+mc_status llvm_compile(const llvm_target *t, LLVMModuleRef mod, LLVMTargetMachineRef tm, const kir_program *kp,
+                       mc_threadpool *pool, void **blob, size_t *blob_size);
+/* Whether a blob (from the cache) is well formed: a count and sizes that fit. */
+bool llvm_blob_valid(const void *blob, size_t size);
+/* A JIT holding one program's code. */
+typedef struct llvm_jit {
+    struct LLVMOrcOpaqueLLJIT *jit; /* LLVMOrcLLJITRef */
+    char error[256];                /* what the JIT's session reported besides the error it returned */
+} llvm_jit;
+/* Link a blob's objects into a fresh JIT (the host functions and f16 conversions defined) and
+ * look up each of `names` into fns[i]. */
+mc_status llvm_jit_load(llvm_jit *j, const void *blob, size_t blob_size, const char *const *names, int nnames,
+                        void **fns);
+void llvm_jit_dispose(llvm_jit *j);
 
 /* What the runtime needs to launch a kernel. */
 typedef struct llvm_kernel_info {
@@ -100,7 +126,7 @@ typedef struct llvm_packed_b llvm_packed_b;
 int64_t llvm_packed_b_blocks(const llvm_packed_b *pb);
 void llvm_pack_b(const llvm_packed_b *pb, const void *src, float *dst, int64_t begin, int64_t end);
 
-/* Host functions the generated code calls by name, defined in every JIT (llvm_backend.c) as
+/* Host functions the generated code calls by name, defined in every JIT (llvm_compile.c) as
  * absolute symbols: sin and cos of a double, with libm's full range reduction, for the rare
  * vectors whose f32 arguments are too large for the inline reduction (llvm_math.c). */
 #define LLVM_HOST_SIN "minic_host_sin"

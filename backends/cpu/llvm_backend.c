@@ -31,17 +31,10 @@
 #include "backends/cpu/llvm.h"
 
 #include <llvm-c/Analysis.h>
-#include <llvm-c/BitReader.h>
-#include <llvm-c/BitWriter.h>
-#include <llvm-c/Error.h>
-#include <llvm-c/LLJIT.h>
-#include <llvm-c/Orc.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
-#include <llvm-c/Transforms/PassBuilder.h>
 #include <llvm/Config/llvm-config.h>
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,7 +57,7 @@ typedef struct cpu_kernel {
 
 typedef struct cpu_state {
     const llvm_target *target;
-    LLVMOrcLLJITRef jit;
+    llvm_jit jit;
     cpu_kernel *kernels;
     int nkernels;
     char *ir;                 /* the module as generated (dump_code) */
@@ -74,18 +67,7 @@ typedef struct cpu_state {
     int nthreads;
     void *scratch;            /* nthreads * scratch_stride bytes */
     size_t scratch_stride;
-    char jit_error[256];      /* what the JIT's session reported (keep_jit_error) */
 } cpu_state;
-
-/* ---- errors -------------------------------------------------------------------------------- */
-
-static mc_status fail_llvm(LLVMErrorRef err, const char *what)
-{
-    char *msg = LLVMGetErrorMessage(err);
-    mc_status st = mc_fail(MC_ERR_SYSTEM, "CPU backend: %s: %s", what, msg ? msg : "unknown LLVM error");
-    LLVMDisposeErrorMessage(msg);
-    return st;
-}
 
 /* ---- building the module ------------------------------------------------------------------ */
 
@@ -220,380 +202,24 @@ static mc_status build_module(llvm_ctx *c, const kir_program *kp, cpu_kernel *ke
     return MC_OK;
 }
 
-/* The optimization pipeline. The generated code is vectorized, tiled and specialized on its
- * sizes already, so what it needs from LLVM is the clean-up a front end's output needs: allocas
- * to registers, the math helpers inlined, constants folded, common subexpressions and
- * invariant address arithmetic out of the loops, dead branches gone. default<O3> does that and
- * much more (LLVM 14 runs its loop vectorizer even when told not to, on the packing loops, and
- * unswitches and unrolls loops into copies): on the examples' mlp it took 160 ms to optimize
- * and left twice the code for the code generator, 340 ms cold in all against about 100 ms with
- * this list, for the same inner loops instruction for instruction (GEMM micro-kernel,
- * pointwise and reduction loops, compared in the generated assembly). */
-static const char OPT_PIPELINE[] =
-    "always-inline,globaldce,"
-    "function(sroa,early-cse,simplifycfg,instcombine,loop-mssa(loop-rotate,licm),gvn,instcombine,simplifycfg)";
-
-/* Optimize mod and compile it to an object file (a malloc'd copy). Runs on any thread for
- * modules of different contexts; errors are written to `error` (a worker's mc_fail message
- * would stay on the worker). */
-static bool compile_module(LLVMModuleRef mod, LLVMTargetMachineRef tm, void **obj, size_t *size, char *error,
-                           size_t cap)
+/* Link a blob and point every kernel at its function (a kernel that shares code, at the one it
+ * runs). */
+static mc_status load_kernels(cpu_state *s, const kir_program *kp, const void *blob, size_t blob_size)
 {
-    LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef err = LLVMRunPasses(mod, OPT_PIPELINE, tm, opts);
-    LLVMDisposePassBuilderOptions(opts);
-    if (err) {
-        char *msg = LLVMGetErrorMessage(err);
-        snprintf(error, cap, "optimizing: %s", msg ? msg : "unknown LLVM error");
-        LLVMDisposeErrorMessage(msg);
-        return false;
-    }
-    char *msg = NULL;
-    LLVMMemoryBufferRef buf = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &buf)) {
-        snprintf(error, cap, "code generation failed: %s", msg ? msg : "?");
-        LLVMDisposeMessage(msg);
-        return false;
-    }
-    *size = LLVMGetBufferSize(buf);
-    *obj = malloc(*size ? *size : 1);
-    if (*obj)
-        memcpy(*obj, LLVMGetBufferStart(buf), *size);
-    LLVMDisposeMemoryBuffer(buf);
-    if (!*obj)
-        snprintf(error, cap, "out of memory holding compiled code");
-    return *obj != NULL;
-}
-
-/* Compiling in parts: optimization and code generation are most of a cold compile and each
- * kernel is independent, so with more than one thread the module is written as bitcode, and
- * each part (a share of the kernels, balanced by instruction count) reads it into a context of
- * its own, drops the other parts' kernels and compiles the rest to an object file, on the
- * program's thread pool. A part a busy worker does not take, the caller compiles, so a loaded
- * machine costs a serial compile plus the bitcode round trip (~1 ms). */
-enum { MAX_PARTS = 8 };
-
-typedef struct compile_part {
-    const llvm_target *target;
-    const void *bitcode;
-    size_t bitcode_size;
-    const kir_program *kp;
-    const int *part_of;      /* per kernel: its part */
-    int index;
-    void *obj;
-    size_t obj_size;
-    char error[512];         /* empty: compiled */
-} compile_part;
-
-static void compile_part_run(compile_part *part)
-{
-    LLVMContextRef ctx = LLVMContextCreate();
-    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRange(part->bitcode, part->bitcode_size, "minic", 0);
-    LLVMModuleRef mod = NULL;
-    LLVMTargetMachineRef tm = NULL;
-    char *msg = NULL;
-    if (LLVMParseBitcodeInContext2(ctx, mb, &mod)) {
-        snprintf(part->error, sizeof part->error, "reading the generated module back failed");
-        goto done;
-    }
-    for (int i = 0; i < part->kp->nkernels; i++) {
-        LLVMValueRef fn = LLVMGetNamedFunction(mod, part->kp->kernels[i].name);
-        if (fn && part->part_of[i] != part->index)
-            LLVMDeleteFunction(fn);
-    }
-    if (!(tm = llvm_target_machine(part->target, &msg))) {
-        snprintf(part->error, sizeof part->error, "no LLVM target for %s: %s", part->target->triple, msg ? msg : "?");
-        LLVMDisposeMessage(msg);
-        goto done;
-    }
-    compile_module(mod, tm, &part->obj, &part->obj_size, part->error, sizeof part->error);
-done:
-    if (tm)
-        LLVMDisposeTargetMachine(tm);
-    if (mod)
-        LLVMDisposeModule(mod);
-    LLVMDisposeMemoryBuffer(mb);
-    LLVMContextDispose(ctx);
-}
-
-static void compile_parts_range(void *ctx, int64_t begin, int64_t end, int thread)
-{
-    (void)thread;
-    compile_part *parts = ctx;
-    for (int64_t i = begin; i < end; i++)
-        compile_part_run(&parts[i]);
-}
-
-static int64_t count_instructions(LLVMValueRef fn)
-{
-    int64_t n = 0;
-    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
-        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in))
-            n++;
-    return n;
-}
-
-/* Objects travel (and are cached) as one blob: a magic word, the count, the sizes, the bytes. */
-static const char BLOB_MAGIC[8] = "MCOBJS1";
-
-static void *objects_to_blob(void **objs, const size_t *sizes, int n, size_t *blob_size)
-{
-    size_t total = sizeof BLOB_MAGIC + 8 * (size_t)(n + 1);
-    for (int i = 0; i < n; i++)
-        total += sizes[i];
-    unsigned char *blob = malloc(total);
-    if (!blob)
-        return NULL;
-    size_t at = sizeof BLOB_MAGIC;
-    memcpy(blob, BLOB_MAGIC, sizeof BLOB_MAGIC);
-    uint64_t count = (uint64_t)n;
-    memcpy(blob + at, &count, 8);
-    at += 8;
-    for (int i = 0; i < n; i++, at += 8) {
-        uint64_t sz = sizes[i];
-        memcpy(blob + at, &sz, 8);
-    }
-    for (int i = 0; i < n; i++) {
-        memcpy(blob + at, objs[i], sizes[i]);
-        at += sizes[i];
-    }
-    *blob_size = total;
-    return blob;
-}
-
-/* The objects of a blob (pointers into it); false when it is not a well-formed blob (a cache
- * entry from an older minic: then it is recompiled). */
-static bool blob_to_objects(const void *blob, size_t size, const void **objs, size_t *sizes, int *n)
-{
-    const unsigned char *b = blob;
-    uint64_t count;
-    if (size < sizeof BLOB_MAGIC + 8 || memcmp(b, BLOB_MAGIC, sizeof BLOB_MAGIC) != 0)
-        return false;
-    memcpy(&count, b + sizeof BLOB_MAGIC, 8);
-    size_t at = sizeof BLOB_MAGIC + 8;
-    if (count < 1 || count > MAX_PARTS || size - at < 8 * count)
-        return false;
-    size_t data = at + 8 * (size_t)count;
-    for (uint64_t i = 0; i < count; i++) {
-        uint64_t sz;
-        memcpy(&sz, b + at + 8 * i, 8);
-        if (sz > size - data)
-            return false;
-        objs[i] = b + data;
-        sizes[i] = (size_t)sz;
-        data += (size_t)sz;
-    }
-    *n = (int)count;
-    return data == size;
-}
-
-/* Optimize and compile c->mod, in parts on the pool where it has threads and the program more
- * than one kernel; the objects as a blob. */
-static mc_status compile_program(llvm_ctx *c, LLVMTargetMachineRef tm, const kir_program *kp, mc_threadpool *pool,
-                                 void **blob, size_t *blob_size)
-{
-    int nparts = mc_threadpool_size(pool);
-    if (nparts > kp->nkernels)
-        nparts = kp->nkernels;
-    if (nparts > MAX_PARTS)
-        nparts = MAX_PARTS;
-    void *objs[MAX_PARTS] = {0};
-    size_t sizes[MAX_PARTS] = {0};
-    char error[512] = "";
-    bool ok = true;
-    if (nparts <= 1) {
-        nparts = 1;
-        ok = compile_module(c->mod, tm, &objs[0], &sizes[0], error, sizeof error);
-    } else {
-        /* largest kernel first into the lightest part */
-        int *part_of = calloc((size_t)kp->nkernels, sizeof *part_of);
-        int64_t *cost = calloc((size_t)kp->nkernels, sizeof *cost);
-        compile_part parts[MAX_PARTS];
-        memset(parts, 0, sizeof parts);
-        LLVMMemoryBufferRef bc = part_of && cost ? LLVMWriteBitcodeToMemoryBuffer(c->mod) : NULL;
-        if (!bc) {
-            free(part_of);
-            free(cost);
-            return mc_fail(MC_ERR_SYSTEM, "out of memory compiling the CPU kernels");
-        }
-        for (int i = 0; i < kp->nkernels; i++) {
-            LLVMValueRef fn = LLVMGetNamedFunction(c->mod, kp->kernels[i].name);
-            cost[i] = fn ? count_instructions(fn) : 0;
-            part_of[i] = -1;
-        }
-        int64_t load[MAX_PARTS] = {0};
-        for (int done = 0; done < kp->nkernels; done++) {
-            int big = -1, light = 0;
-            for (int i = 0; i < kp->nkernels; i++)
-                if (part_of[i] < 0 && (big < 0 || cost[i] > cost[big]))
-                    big = i;
-            for (int q = 1; q < nparts; q++)
-                if (load[q] < load[light])
-                    light = q;
-            part_of[big] = light;
-            load[light] += cost[big];
-        }
-        for (int q = 0; q < nparts; q++)
-            parts[q] = (compile_part){.target = c->target, .bitcode = LLVMGetBufferStart(bc), .bitcode_size = LLVMGetBufferSize(bc),
-                                      .kp = kp, .part_of = part_of, .index = q};
-        mc_threadpool_run(pool, nparts, 1, compile_parts_range, parts);
-        for (int q = 0; q < nparts; q++) {
-            objs[q] = parts[q].obj;
-            sizes[q] = parts[q].obj_size;
-            if (ok && parts[q].error[0]) {
-                ok = false;
-                snprintf(error, sizeof error, "%s", parts[q].error);
-            }
-        }
-        LLVMDisposeMemoryBuffer(bc);
-        free(part_of);
-        free(cost);
-    }
-    *blob = ok ? objects_to_blob(objs, sizes, nparts, blob_size) : NULL;
-    for (int q = 0; q < nparts; q++)
-        free(objs[q]);
-    if (!ok)
-        return mc_fail(MC_ERR_SYSTEM, "CPU backend: %s", error);
-    return *blob ? MC_OK : mc_fail(MC_ERR_SYSTEM, "out of memory holding compiled code");
-}
-
-/* ---- host functions the kernels call (llvm.h) ------------------------------------------------ */
-
-double llvm_host_sin(double x) { return sin(x); }
-double llvm_host_cos(double x) { return cos(x); }
-
-/* Define them in jd as absolute symbols: the generated code names them, and this way they are
- * found whether or not libm is in the process's global symbol scope. */
-static mc_status define_host_functions(LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef jd)
-{
-    LLVMJITSymbolFlags flags = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0};
-    LLVMJITCSymbolMapPair syms[2] = {
-        {LLVMOrcLLJITMangleAndIntern(jit, LLVM_HOST_SIN), {(LLVMOrcExecutorAddress)(uintptr_t)llvm_host_sin, flags}},
-        {LLVMOrcLLJITMangleAndIntern(jit, LLVM_HOST_COS), {(LLVMOrcExecutorAddress)(uintptr_t)llvm_host_cos, flags}},
-    };
-    LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(syms, 2);
-    LLVMErrorRef err = LLVMOrcJITDylibDefine(jd, mu);
-    if (err) {
-        LLVMOrcDisposeMaterializationUnit(mu);
-        return fail_llvm(err, "defining the host functions");
-    }
-    return MC_OK;
-}
-
-/* f16 <-> f32 for a CPU without F16C (x86-64, x86-64-v2): LLVM 14 turns fptrunc/fpext of half
- * into calls of these two compiler-rt functions (half as its bits in an i16), which a process
- * built with GCC does not have; the JIT gets them from here. Rounding to nearest even, NaNs
- * kept quiet with their payload's high bits: what F16C's vcvtps2ph and vcvtph2ps compute. */
-static uint16_t f32_to_f16_bits(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    uint32_t sign = (x >> 16) & 0x8000, a = x & 0x7fffffff;
-    if (a > 0x7f800000) /* NaN */
-        return (uint16_t)(sign | 0x7e00 | ((a >> 13) & 0x3ff));
-    if (a >= 0x477ff000) /* 65520 and above round to inf */
-        return (uint16_t)(sign | 0x7c00);
-    if (a >= 0x38800000) { /* normal: rebias the exponent, round the mantissa */
-        uint32_t r = a - 0x38000000;
-        return (uint16_t)(sign | ((r + 0xfff + ((r >> 13) & 1)) >> 13));
-    }
-    uint32_t e = a >> 23; /* subnormal f16 (or zero): units of 2^-24 */
-    if (e < 102)          /* below 2^-25: rounds to 0 */
-        return (uint16_t)sign;
-    uint32_t m = (a & 0x7fffff) | 0x800000, shift = 126 - e;
-    uint32_t k = m >> shift, rest = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rest > half || (rest == half && (k & 1)))
-        k++;
-    return (uint16_t)(sign | k);
-}
-
-static float f16_bits_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, x;
-    if (e == 0x1f) /* inf, or NaN made quiet */
-        x = sign | 0x7f800000 | (m ? 0x400000 | (m << 13) : 0);
-    else if (e)
-        x = sign | ((e + 112) << 23) | (m << 13);
-    else {
-        float v = (float)m * 0x1p-24f; /* exact */
-        memcpy(&x, &v, sizeof x);
-        x |= sign;
-    }
-    float f;
-    memcpy(&f, &x, sizeof f);
-    return f;
-}
-
-/* What the JIT's session reports besides the error it returns (the symbols not found behind a
- * failed lookup): kept for the message instead of printed. */
-static void keep_jit_error(void *ctx, LLVMErrorRef err)
-{
-    cpu_state *s = ctx;
-    char *msg = LLVMGetErrorMessage(err);
-    if (!s->jit_error[0])
-        snprintf(s->jit_error, sizeof s->jit_error, "%s", msg ? msg : "?");
-    LLVMDisposeErrorMessage(msg);
-}
-
-static mc_status fail_jit(cpu_state *s, LLVMErrorRef err, const char *what)
-{
-    if (!s->jit_error[0])
-        return fail_llvm(err, what);
-    char *msg = LLVMGetErrorMessage(err);
-    mc_status st = mc_fail(MC_ERR_SYSTEM, "CPU backend: %s: %s (%s)", what, msg ? msg : "unknown LLVM error",
-                           s->jit_error);
-    LLVMDisposeErrorMessage(msg);
-    return st;
-}
-
-/* Link the objects of a blob into a fresh LLJIT and look up every kernel. */
-static mc_status load_objects(cpu_state *s, const kir_program *kp, const void *blob, size_t blob_size)
-{
-    const void *objs[MAX_PARTS];
-    size_t sizes[MAX_PARTS];
-    int n = 0;
-    if (!blob_to_objects(blob, blob_size, objs, sizes, &n))
-        return mc_fail(MC_ERR_SYSTEM, "CPU backend: compiled code is malformed (a bug in minic)");
-    LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
-    LLVMOrcJITTargetMachineBuilderRef jtmb;
-    LLVMErrorRef err = LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb);
-    if (err) {
-        LLVMOrcDisposeLLJITBuilder(builder);
-        return fail_llvm(err, "detecting the host for the JIT");
-    }
-    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, jtmb);
-    if ((err = LLVMOrcCreateLLJIT(&s->jit, builder)))
-        return fail_llvm(err, "creating the JIT");
-    LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(s->jit), keep_jit_error, s);
-    LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(s->jit);
-    LLVMJITSymbolFlags callable = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0};
-    LLVMJITCSymbolMapPair half[2] = {
-        {LLVMOrcLLJITMangleAndIntern(s->jit, "__gnu_f2h_ieee"), {(uintptr_t)f32_to_f16_bits, callable}},
-        {LLVMOrcLLJITMangleAndIntern(s->jit, "__gnu_h2f_ieee"), {(uintptr_t)f16_bits_to_f32, callable}},
-    };
-    if ((err = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(half, 2))))
-        return fail_llvm(err, "defining the f16 conversions");
-    /* memset/memcpy that the optimizer introduces come from the process */
-    LLVMOrcDefinitionGeneratorRef gen;
-    if ((err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(s->jit), NULL, NULL)))
-        return fail_llvm(err, "creating the JIT's symbol resolver");
-    LLVMOrcJITDylibAddGenerator(jd, gen);
-    mc_status st = define_host_functions(s->jit, jd);
-    if (st != MC_OK)
-        return st;
-    for (int i = 0; i < n; i++) {
-        LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(objs[i], sizes[i], "minic-kernels");
-        if ((err = LLVMOrcLLJITAddObjectFile(s->jit, jd, buf)))
-            return fail_jit(s, err, "loading compiled code");
-    }
-    for (int i = 0; i < kp->nkernels; i++) {
+    const char **names = calloc((size_t)kp->nkernels + 1, sizeof *names);
+    void **fns = calloc((size_t)kp->nkernels + 1, sizeof *fns);
+    mc_status st = names && fns ? MC_OK : mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
+    for (int i = 0; st == MC_OK && i < kp->nkernels; i++) {
         int same = s->kernels[i].same_as;
-        LLVMOrcExecutorAddress addr = 0;
-        if ((err = LLVMOrcLLJITLookup(s->jit, &addr, kp->kernels[same < 0 ? i : same].name)))
-            return fail_jit(s, err, "linking a kernel");
-        s->kernels[i].fn = (kernel_fn)(uintptr_t)addr;
+        names[i] = kp->kernels[same < 0 ? i : same].name;
     }
-    return MC_OK;
+    if (st == MC_OK)
+        st = llvm_jit_load(&s->jit, blob, blob_size, names, kp->nkernels, fns);
+    for (int i = 0; st == MC_OK && i < kp->nkernels; i++)
+        s->kernels[i].fn = (kernel_fn)(uintptr_t)fns[i];
+    free(names);
+    free(fns);
+    return st;
 }
 
 /* The module's text for dump_code, then a line per kernel that runs another's code. */
@@ -619,9 +245,6 @@ static char *ir_with_notes(const char *ir, const kir_program *kp, const cpu_kern
 #ifndef MINIC_VERSION_STRING
 #define MINIC_VERSION_STRING "unknown"
 #endif
-
-/* llvm_target_machine's settings (llvm_target.c), as they enter the key: change both together. */
-static const char MACHINE_SETTINGS[] = "opt-level aggressive reloc default code-model jit-default";
 
 char *llvm_cache_key(const llvm_key_parts *parts)
 {
@@ -661,22 +284,12 @@ static char *cache_key(const llvm_target *t, const char *ir, const kir_program *
     mc_sb_printf(&options, "fuse %d plan_memory %d tf32 %d", opt->fuse, opt->plan_memory, opt->tf32);
     llvm_key_parts parts = {.minic_version = MINIC_VERSION_STRING, .codegen_version = CODEGEN_VERSION,
                             .llvm_version = LLVM_VERSION_STRING, .triple = t->triple, .cpu = t->cpu,
-                            .features = t->features, .passes = OPT_PIPELINE, .machine = MACHINE_SETTINGS,
+                            .features = t->features, .passes = LLVM_OPT_PIPELINE, .machine = LLVM_MACHINE_SETTINGS,
                             .options = options.data, .kernels = lines.data ? lines.data : "", .ir = ir};
     char *key = lines.oom || options.oom ? NULL : llvm_cache_key(&parts);
     mc_sb_free(&lines);
     mc_sb_free(&options);
     return key;
-}
-
-static void dispose_jit(cpu_state *s)
-{
-    if (s->jit) {
-        LLVMErrorRef err = LLVMOrcDisposeLLJIT(s->jit);
-        if (err)
-            LLVMConsumeError(err);
-        s->jit = NULL;
-    }
 }
 
 static void cpu_release(mc_program *p)
@@ -690,7 +303,7 @@ static void cpu_release(mc_program *p)
         free(s->kernels[i].global);
         free(s->kernels[i].args);
     }
-    dispose_jit(s);
+    llvm_jit_dispose(&s->jit);
     free(s->kernels);
     free(s->ir);
     free(s->arena);
@@ -775,29 +388,26 @@ static mc_status cpu_prepare(mc_program *p)
         goto done;
     s->nthreads = mc_threadpool_size(s->pool);
     p->kernels_compiled = 0;
-    const void *cached[MAX_PARTS];
-    size_t cached_sizes[MAX_PARTS];
-    int ncached;
-    /* The cache hands out only verified entries (support/cache.c). One that is well formed there
+        /* The cache hands out only verified entries (support/cache.c). One that is well formed there
      * but not a blob of objects here, or that LLVM then refuses, is evicted and compiled
      * afresh: a cache entry never makes a compile fail. */
     mc_cache_result cached_result = mc_cache_load("cpu", key, &obj, &obj_size);
-    bool from_cache = cached_result == MC_CACHE_HIT && blob_to_objects(obj, obj_size, cached, cached_sizes, &ncached);
+    bool from_cache = cached_result == MC_CACHE_HIT && llvm_blob_valid(obj, obj_size);
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!from_cache) {
             if (cached_result == MC_CACHE_HIT || attempt > 0)
                 mc_cache_evict("cpu", key);
             free(obj);
             obj = NULL;
-            if ((st = compile_program(&c, tm, kp, s->pool, &obj, &obj_size)) != MC_OK)
+            if ((st = llvm_compile(t, c.mod, tm, kp, s->pool, &obj, &obj_size)) != MC_OK)
                 goto done;
             mc_cache_store("cpu", key, obj, obj_size);
             p->kernels_compiled = kp->nkernels;
         }
-        st = load_objects(s, kp, obj, obj_size);
+        st = load_kernels(s, kp, obj, obj_size);
         if (st == MC_OK || !from_cache)
             break;
-        dispose_jit(s); /* the cached code did not link: compile it instead */
+        llvm_jit_dispose(&s->jit); /* the cached code did not link: compile it instead */
         from_cache = false;
     }
     if (st != MC_OK)

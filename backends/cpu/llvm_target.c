@@ -47,12 +47,14 @@ mc_status llvm_host_probe(void)
     return MC_OK;
 }
 
+const char LLVM_MACHINE_SETTINGS[] = "opt-level aggressive reloc default code-model jit-default";
+
 LLVMTargetMachineRef llvm_target_machine(const llvm_target *t, char **error)
 {
     LLVMTargetRef target;
     if (LLVMGetTargetFromTriple(t->triple, &target, error))
         return NULL;
-    /* MACHINE_SETTINGS (llvm_backend.c, in the cache key) names these settings: change both */
+    /* LLVM_MACHINE_SETTINGS (above; in the cache key) names these settings: change both */
     return LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, LLVMCodeGenLevelAggressive,
                                    LLVMRelocDefault, LLVMCodeModelJITDefault);
 }
