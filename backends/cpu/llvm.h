@@ -3,6 +3,10 @@
  *   llvm_backend.c  the mc_backend_cpu slots: module build, optimization, object code, disk
  *                   cache, ORC LLJIT, the thread pool that runs the kernels
  *   llvm_target.c   the target: the host, or the CPU that mc_options.cpu_target names
+ *   llvm_block.c    what every kernel is built from: the function, loops, a view's loads and
+ *                   stores at a point, one block of kernel IR instructions at a point
+ *   llvm_plan.c     the plan of a pointwise or reduction kernel: merged dimensions, rows and
+ *                   chunks, non-temporal stores, prefetches, the row cache, the pipeline
  *   llvm_kernel.c   pointwise and reduction kernels: loop nests over the kernel IR's index space,
  *                   vectorized along the innermost axis, with strided loads and stores
  *   llvm_gemm.c     GEMM kernels: packing, a register-tiled micro-kernel, the fused epilogue
@@ -194,7 +198,7 @@ LLVMValueRef llvm_acc_finish(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc
 LLVMValueRef llvm_f32_to_half_bits(llvm_ctx *c, mc_dtype d, LLVMValueRef x, int width);
 LLVMValueRef llvm_half_bits_to_f32(llvm_ctx *c, mc_dtype d, LLVMValueRef bits, int width);
 
-/* ---- llvm_kernel.c ------------------------------------------------------------------------- */
+/* ---- llvm_block.c -------------------------------------------------------------------------- */
 
 /* Where one evaluation of a block happens: `width` lanes along index-space dimension
  * `lane_dim` starting at idx[...] (i64), with each view's element offset at lane 0. */
@@ -233,8 +237,6 @@ void llvm_finish_function(llvm_ctx *c);
 /* The block that instruction i belongs to. */
 int llvm_block_of(const kir_kernel *k, int i);
 
-/* Build the function of a pointwise, copy or reduction kernel. */
-mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info);
 /* Build the function of a GEMM kernel (llvm_gemm.c). */
 mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info);
 /* Build the function of an attention kernel (llvm_attention.c). */
@@ -251,5 +253,74 @@ typedef struct llvm_loop {
 void llvm_loop_begin(llvm_ctx *c, llvm_loop *L, LLVMValueRef begin, LLVMValueRef end,
                      LLVMValueRef step, const char *name);
 void llvm_loop_end(llvm_ctx *c, llvm_loop *L);
+/* llvm_loop_end with a hint for LLVM's unroller on the back edge: `unroll` copies of the body
+ * (1: do not unroll). */
+void llvm_loop_end_unroll(llvm_ctx *c, llvm_loop *L, int unroll);
+
+/* ---- llvm_plan.c --------------------------------------------------------------------------- */
+
+/* Values that a later loop block of a reduction kernel would compute again (softmax's exp:
+ * once for the row's sum, again for the output) are kept in the calling thread's scratch, one
+ * f32 row per value, while the row is walked the first time, and loaded the second time. */
+typedef struct llvm_row_cache {
+    int *save;        /* per instruction: the scratch row its value is saved to, or -1 */
+    int *load;        /* per instruction: the scratch row it is loaded from instead, or -1 */
+    int rows;         /* scratch rows in use */
+    int64_t extent;   /* elements per row: the reduced extent */
+    int dim;          /* the merged dimension a point's position in the row is along */
+    LLVMValueRef shift; /* elements added to every access (a pipelined kernel's second set), or NULL */
+} llvm_row_cache;
+
+typedef struct llvm_loop_plan {
+    bool pointwise;                 /* no reductions: every block per point, in one loop */
+    int rank, nrow;                 /* after merging; rows are [0, nrow) */
+    int64_t shape[MC_MAX_RANK];
+    int dim_of[MC_MAX_RANK];        /* kernel dimension -> merged dimension */
+    int64_t (*stride)[MC_MAX_RANK]; /* per view, merged */
+    int64_t rows;                   /* product of the row dimensions */
+    int64_t chunk, nchunks;         /* pointwise: the last axis in chunks */
+    bool *nontemporal;              /* per view: its stores are non-temporal where aligned */
+    bool any_nontemporal;
+    bool stores_unread;             /* no buffer the kernel stores to is loaded by it */
+    bool *prefetch;                 /* per view: later loop blocks prefetch its next row */
+    int first_loop;                 /* the first loop block (-1: none) */
+    bool *lax;                      /* per reduction: a max/min whose NaN handling is not needed */
+} llvm_loop_plan;
+
+/* A loop kernel's reductions as emitted: k's own (plan_scaled_extrema may have changed what they
+ * fold) and plan_exp_ranges's after them, in `k`, a copy of the kernel with `reds`. */
+typedef struct llvm_red_plan {
+    kir_kernel k;
+    kir_reduce *reds;  /* NULL: a kernel without reductions, emitted as it is */
+    int *guard;        /* per instruction: plan_exp_ranges's min reduction, or -1 (NULL: none) */
+    double *scale;     /* per reduction: plan_scaled_extrema's factor, or 0 */
+} llvm_red_plan;
+
+/* The merged index space of kernel k and its memory plan (non-temporal stores, prefetches);
+ * pl's arrays are malloc'd, and freed by the caller even on failure. */
+mc_status llvm_plan_loops(llvm_ctx *c, const kir_kernel *k, llvm_loop_plan *pl);
+/* A block whose instructions include a transcendental. */
+bool llvm_block_is_heavy(const kir_kernel *k, int blk);
+/* pl->lax: the max and min reductions whose NaN handling is not needed. */
+mc_status llvm_plan_lax(llvm_ctx *c, const kir_kernel *k, llvm_loop_plan *pl);
+/* The reductions as emitted (rp->reds NULL: k as it is); free with llvm_red_plan_free. */
+mc_status llvm_plan_reductions(llvm_ctx *c, const kir_kernel *k, llvm_red_plan *rp);
+void llvm_red_plan_free(llvm_red_plan *rp);
+/* The row cache of a reduction kernel (rc's arrays malloc'd, NULL where there is none). */
+mc_status llvm_plan_row_cache(llvm_ctx *c, const kir_kernel *k, const llvm_loop_plan *pl, llvm_row_cache *rc);
+/* The loop block that runs the last one for the previous row (a pipelined kernel), or -1. */
+int llvm_plan_pipeline(llvm_ctx *c, const kir_kernel *k, const llvm_loop_plan *pl);
+
+/* llvm_emit_block with a loop kernel's plan: values saved to or loaded from the row cache `rc`
+ * (NULL: none), and `guard` (per instruction: llvm_red_plan's, NULL: none) for exp(x - max)
+ * in rows whose range is known (llvm_block.c). */
+void llvm_emit_block_planned(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValueRef *bases, const llvm_point *pt,
+                             LLVMValueRef *cur, LLVMValueRef *row, LLVMValueRef *rowvals, const llvm_row_cache *rc,
+                             const int *guard);
+
+/* ---- llvm_kernel.c ------------------------------------------------------------------------- */
+
+/* Build the function of a pointwise, copy or reduction kernel. */
+mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info);
 
 #endif
