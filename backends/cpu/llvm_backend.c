@@ -322,6 +322,58 @@ static void *aligned_zalloc(size_t bytes)
     return m;
 }
 
+/* Memory: the arena of intermediates, the per-thread scratch, each kernel's argument array and
+ * packed weight. */
+static mc_status allocate(cpu_state *s, const kir_program *kp)
+{
+    s->arena = aligned_zalloc((size_t)kp->arena_bytes);
+    int64_t scratch = 0;
+    for (int i = 0; i < kp->nkernels; i++)
+        if (s->kernels[i].info.scratch_bytes > scratch)
+            scratch = s->kernels[i].info.scratch_bytes;
+    s->scratch_stride = ((size_t)scratch + 63) / 64 * 64;
+    int64_t total;
+    if (mc_mul_overflows((int64_t)s->scratch_stride, s->nthreads, &total))
+        return mc_fail(MC_ERR_SYSTEM, "CPU backend: workspace size overflows");
+    s->scratch = total ? aligned_zalloc((size_t)total) : NULL;
+    for (int i = 0; i < kp->nkernels; i++) {
+        cpu_kernel *k = &s->kernels[i];
+        if (!(k->args = calloc((size_t)k->nlocal + 1, sizeof *k->args)))
+            return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
+        if (k->info.packed_b.bytes <= 0)
+            continue;
+        if (!(k->packed = aligned_zalloc((size_t)k->info.packed_b.bytes)))
+            return mc_fail(MC_ERR_SYSTEM, "out of memory allocating %lld bytes for a packed weight",
+                           (long long)k->info.packed_b.bytes);
+        k->args[k->nlocal] = k->packed;
+    }
+    if (!s->arena || (total && !s->scratch))
+        return mc_fail(MC_ERR_SYSTEM, "out of memory allocating %lld bytes of intermediates",
+                       (long long)(kp->arena_bytes + total));
+    return MC_OK;
+}
+
+/* A fresh module for the target: its context, builders and the types the emitters use. */
+static void start_module(llvm_ctx *c, const llvm_target *t, const kir_program *kp)
+{
+    *c = (llvm_ctx){.target = t, .kp = kp};
+    c->native_lanes = t->vector_bits / 32;
+    c->lanes = 2 * c->native_lanes;
+    c->ctx = LLVMContextCreate();
+    c->mod = LLVMModuleCreateWithNameInContext("minic", c->ctx);
+    c->b = LLVMCreateBuilderInContext(c->ctx);
+    c->entry_b = LLVMCreateBuilderInContext(c->ctx);
+    c->t_f32 = LLVMFloatTypeInContext(c->ctx);
+    c->t_f64 = LLVMDoubleTypeInContext(c->ctx);
+    c->t_i1 = LLVMInt1TypeInContext(c->ctx);
+    c->t_i8 = LLVMInt8TypeInContext(c->ctx);
+    c->t_i16 = LLVMInt16TypeInContext(c->ctx);
+    c->t_i32 = LLVMInt32TypeInContext(c->ctx);
+    c->t_i64 = LLVMInt64TypeInContext(c->ctx);
+    c->t_void = LLVMVoidTypeInContext(c->ctx);
+    c->t_ptr_i8 = LLVMPointerType(c->t_i8, 0);
+}
+
 static mc_status cpu_prepare(mc_program *p)
 {
     mc_status st = llvm_host_probe();
@@ -342,22 +394,8 @@ static mc_status cpu_prepare(mc_program *p)
     if (!s->kernels || !s->buffers)
         return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
 
-    llvm_ctx c = {.target = t, .kp = kp};
-    c.native_lanes = t->vector_bits / 32;
-    c.lanes = 2 * c.native_lanes;
-    c.ctx = LLVMContextCreate();
-    c.mod = LLVMModuleCreateWithNameInContext("minic", c.ctx);
-    c.b = LLVMCreateBuilderInContext(c.ctx);
-    c.entry_b = LLVMCreateBuilderInContext(c.ctx);
-    c.t_f32 = LLVMFloatTypeInContext(c.ctx);
-    c.t_f64 = LLVMDoubleTypeInContext(c.ctx);
-    c.t_i1 = LLVMInt1TypeInContext(c.ctx);
-    c.t_i8 = LLVMInt8TypeInContext(c.ctx);
-    c.t_i16 = LLVMInt16TypeInContext(c.ctx);
-    c.t_i32 = LLVMInt32TypeInContext(c.ctx);
-    c.t_i64 = LLVMInt64TypeInContext(c.ctx);
-    c.t_void = LLVMVoidTypeInContext(c.ctx);
-    c.t_ptr_i8 = LLVMPointerType(c.t_i8, 0);
+    llvm_ctx c;
+    start_module(&c, t, kp);
     char *error = NULL, *key = NULL, *ir = NULL;
     void *obj = NULL;
     size_t obj_size = 0;
@@ -413,39 +451,7 @@ static mc_status cpu_prepare(mc_program *p)
     if (st != MC_OK)
         goto done;
 
-    /* memory: buffers, arena, per-thread scratch */
-    s->arena = aligned_zalloc((size_t)kp->arena_bytes);
-    int64_t scratch = 0;
-    for (int i = 0; i < kp->nkernels; i++)
-        if (s->kernels[i].info.scratch_bytes > scratch)
-            scratch = s->kernels[i].info.scratch_bytes;
-    s->scratch_stride = ((size_t)scratch + 63) / 64 * 64;
-    int64_t total;
-    if (mc_mul_overflows((int64_t)s->scratch_stride, s->nthreads, &total)) {
-        st = mc_fail(MC_ERR_SYSTEM, "CPU backend: workspace size overflows");
-        goto done;
-    }
-    s->scratch = total ? aligned_zalloc((size_t)total) : NULL;
-    for (int i = 0; i < kp->nkernels; i++) {
-        cpu_kernel *k = &s->kernels[i];
-        if (!(k->args = calloc((size_t)k->nlocal + 1, sizeof *k->args))) {
-            st = mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
-            goto done;
-        }
-        if (k->info.packed_b.bytes <= 0)
-            continue;
-        if (!(k->packed = aligned_zalloc((size_t)k->info.packed_b.bytes))) {
-            st = mc_fail(MC_ERR_SYSTEM, "out of memory allocating %lld bytes for a packed weight",
-                         (long long)k->info.packed_b.bytes);
-            goto done;
-        }
-        k->args[k->nlocal] = k->packed;
-    }
-    if (!s->arena || (total && !s->scratch)) {
-        st = mc_fail(MC_ERR_SYSTEM, "out of memory allocating %lld bytes of intermediates",
-                     (long long)(kp->arena_bytes + total));
-        goto done;
-    }
+    st = allocate(s, kp);
 done:
     if (tm)
         LLVMDisposeTargetMachine(tm);
