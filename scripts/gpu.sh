@@ -94,6 +94,13 @@ elif has peers; then
     [ -s "$OUT/bench.txt" ] && [ -s "$OUT/torch.json" ] &&
         python3 bench/table.py "$OUT/bench.txt" "$OUT/torch.json" | tee "$OUT/table.txt" >>"$summary"
 fi
+# PyTorch's SDPA backends (flash, cuDNN, efficient, math) on the attention graphs' shapes
+if has peers; then
+    PYTHONUNBUFFERED=1 timeout 300 python3 bench/gpu/attention_peers.py --json "$OUT/attention_peers.json" \
+        >"$OUT/attention_peers.txt" 2>&1
+    say "attention peers (PyTorch SDPA, same run): exit $?"
+    grep -v '^JSON' "$OUT/attention_peers.txt" | tee -a "$summary"
+fi
 # peaks (helper `peaks`): measured ceilings, then a profile that uses them (docs/PROFILING.md).
 if has peaks; then
     timeout 300 ./build-gpu/minic peaks --backend cuda >"$OUT/peaks.txt" 2>&1
