@@ -18,7 +18,7 @@ for g in bench/gpu/*.graph; do
         us=$(echo "$o" | grep -oE "time: [0-9.]+ us" | grep -oE "[0-9.]+" | head -1)
         cms=$(echo "$o" | grep -oE "compiled in [0-9.]+ ms" | grep -oE "[0-9.]+" | head -1)
         note=""; [ $rc -ne 0 ] && note="exit $rc: $(echo "$o" | grep -i error | head -1 | cut -c1-120)"
-        # attention graphs: TFLOP/s of the causal chain, 4*D FLOPs per kept (q, k) pair (SPEC §5),
+        # attention graphs: TFLOP/s of the causal chain, 4*D FLOPs per kept (q, k) pair (docs/FORMAT.md §5),
         # from q's shape [B, H, T, D] (Tq = Tk, causal: T(T+1)/2 pairs per batch and head)
         if [[ $name == attention* ]] && [ -n "$us" ]; then
             note="$note$(grep -E '^input q' "$g" | grep -oE '\[[0-9, ]+\]' | tr -d '[],' |

@@ -7,7 +7,7 @@ compared with each in the same run on the same GPU.
 
 Causal self-attention, scale 1/sqrt(D), q/k/v of shape [B, H, T, D] from torch.randn. Each
 backend: 10 warm-up calls, then N calls each timed by its own pair of CUDA events; the median
-is reported. TFLOP/s counts 4*D FLOPs per kept (q, k) pair (SPEC §5): causal keeps T(T+1)/2
+is reported. TFLOP/s counts 4*D FLOPs per kept (q, k) pair (docs/FORMAT.md §5): causal keeps T(T+1)/2
 pairs per (batch, head). A backend that does not support a shape or dtype prints its error.
 Prints a table and a line `JSON {...}` (times in us).
 """
