@@ -18,6 +18,12 @@ for g in bench/gpu/*.graph; do
         us=$(echo "$o" | grep -oE "time: [0-9.]+ us" | grep -oE "[0-9.]+" | head -1)
         cms=$(echo "$o" | grep -oE "compiled in [0-9.]+ ms" | grep -oE "[0-9.]+" | head -1)
         note=""; [ $rc -ne 0 ] && note="exit $rc: $(echo "$o" | grep -i error | head -1 | cut -c1-120)"
+        # attention graphs: TFLOP/s of the causal chain, 4*D FLOPs per kept (q, k) pair (docs/FORMAT.md §5),
+        # from q's shape [B, H, T, D] (Tq = Tk, causal: T(T+1)/2 pairs per batch and head)
+        if [[ $name == attention* ]] && [ -n "$us" ]; then
+            note="$note$(grep -E '^input q' "$g" | grep -oE '\[[0-9, ]+\]' | tr -d '[],' |
+                awk -v us="$us" '{ f = 4 * $4 * $1 * $2 * $3 * ($3 + 1) / 2; printf "%.1f TFLOP/s (causal-half)", f / us / 1e6 }')"
+        fi
         printf "%-22s %-9s %12s %12s %s\n" "$name" "$mode" "${us:--}" "${cms:--}" "$note"
     done
 done

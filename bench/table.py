@@ -2,7 +2,11 @@
 """One table: minic's fused/unfused medians (bench/gpu_bench.sh's output) beside the peers'
 (../shared/peers/torch_gpu.py's JSON line, from the same run), with each ratio.
 
-    python3 bench/table.py BENCH.txt TORCH.json      (scripts/gpu.sh runs it last)
+    python3 bench/table.py BENCH.txt TORCH.json [ATTENTION.json]      (scripts/gpu.sh runs it last)
+
+ATTENTION.json: bench/gpu/attention_peers.py --json's output (PyTorch SDPA per backend on the
+attention graphs' shapes); with it a second table gives minic's fused attention beside each
+backend, in TFLOP/s of 4*D FLOPs per kept (q, k) pair.
 
 A ratio below 1 means minic is faster. Workloads without a peer show '-'.
 """
@@ -41,7 +45,7 @@ def ratio(a, b):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
     minic = read_minic(sys.argv[1])
     text = open(sys.argv[2]).read().strip()
@@ -60,6 +64,20 @@ def main():
         print(f"ceilings (PyTorch, same run): copy {peers['copy_GBps']:.0f} GB/s, "
               f"bf16 GEMM {peers.get('gemm_torch.bfloat16_TFLOPs', 0):.0f} TFLOP/s, "
               f"f32 GEMM {peers.get('gemm_torch.float32_TFLOPs', 0):.1f} TFLOP/s")
+    if len(sys.argv) == 4:
+        attention_table(minic, json.load(open(sys.argv[3])))
+
+
+def attention_table(minic, sdpa):
+    backends = ("flash", "cudnn", "efficient", "math")
+    print("attention: times in us (TFLOP/s, causal half: 4*D per kept pair); ratio = minic fused / peer")
+    print(f"{'workload':20} {'minic':>15}" + "".join(f" {b:>15}" for b in backends) +
+          "".join(f" {'vs ' + b:>9}" for b in backends[:2]))
+    for name in sorted(sdpa):
+        p, f = sdpa[name], minic.get(name, {}).get("fused")
+        tf = lambda us: "-" if us is None else f"{us:.1f} ({p['flops'] / us / 1e6:.0f})"
+        print(f"{name:20} {tf(f):>15}" + "".join(f" {tf(p.get(b)):>15}" for b in backends) +
+              "".join(f" {ratio(f, p.get(b)):>9}" for b in backends[:2]))
 
 
 if __name__ == "__main__":

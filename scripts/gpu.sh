@@ -84,6 +84,13 @@ if has bench; then
     cat "$OUT/bench.txt" | tee -a "$summary"
 fi
 
+# PyTorch's SDPA backends (flash, cuDNN, efficient, math) on the attention graphs' shapes
+if has peers; then
+    PYTHONUNBUFFERED=1 timeout 300 python3 bench/gpu/attention_peers.py --json "$OUT/attention_peers.json" \
+        >"$OUT/attention_peers.txt" 2>&1
+    say "attention peers (PyTorch SDPA, same run): exit $?"
+    grep -v '^JSON' "$OUT/attention_peers.txt" | tee -a "$summary"
+fi
 if has peers && [ ! -f "$PEERS/torch_gpu.py" ]; then
     say "peers: skipped (no torch_gpu.py in $PEERS: set MINIC_PEERS)"
 elif has peers; then
@@ -92,7 +99,8 @@ elif has peers; then
     tail -3 "$OUT/torch.log" | cut -c1-2000 >>"$summary"
     # One table: minic beside the peers of this same run, with the ratios.
     [ -s "$OUT/bench.txt" ] && [ -s "$OUT/torch.json" ] &&
-        python3 bench/table.py "$OUT/bench.txt" "$OUT/torch.json" | tee "$OUT/table.txt" >>"$summary"
+        python3 bench/table.py "$OUT/bench.txt" "$OUT/torch.json" $([ -s "$OUT/attention_peers.json" ] && echo "$OUT/attention_peers.json") |
+            tee "$OUT/table.txt" >>"$summary"
 fi
 # peaks (helper `peaks`): measured ceilings, then a profile that uses them (docs/PROFILING.md).
 if has peaks; then

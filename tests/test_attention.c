@@ -340,6 +340,10 @@ static const attn_case cases[] = {
     /* scores up to a few hundred: exp overflows f32 without the max subtracted (larger ones
      * would measure f32's rounding of the scores, unfused as much as fused) */
     {"huge_logits", MC_F32, 2, 2, 40, 40, 32, 32, MASK_CAUSAL, 30.0, false, false, false},
+    /* long enough for whole key tiles below the diagonal, where the CUDA kernels keep raw scores
+     * and fold the scale into the exponent (mc_full): FMA (f32) and tensor-core (f16) kernels */
+    {"huge_logits_full_tiles", MC_F32, 1, 2, 100, 100, 64, 64, MASK_CAUSAL, 30.0, false, false, false},
+    {"huge_logits_f16_d64", MC_F16, 1, 2, 140, 140, 64, 64, MASK_CAUSAL, 30.0, false, false, false},
     {"window_f32", MC_F32, 1, 2, 50, 50, 32, 32, MASK_WINDOW, 0.17677669529663687, false, false, false},
     {"finite_fill", MC_F32, 1, 2, 21, 21, 32, 32, MASK_FINITE, 0.17677669529663687, false, false, false},
     {"causal_add_bf16", MC_BF16, 1, 2, 30, 30, 32, 64, MASK_CAUSAL_ADD, 0.17677669529663687, false, false, false},

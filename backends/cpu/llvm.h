@@ -183,6 +183,9 @@ LLVMValueRef llvm_emit_exp_in_range(llvm_ctx *c, LLVMValueRef x, int w, LLVMValu
 /* exp(y) for y <= 1, -inf (0) and NaN (NaN) without a branch: a softmax's exp(x - max) where
  * masked scores are -inf (llvm_math.c: exp_softmax_body says how). */
 LLVMValueRef llvm_emit_exp_softmax(llvm_ctx *c, LLVMValueRef y, int w);
+/* The same with results below 2^-126 flushed to 0 (no subnormal: x86 takes a slow assist for
+ * each), for sums known to be at least 1 (llvm_attention.c). */
+LLVMValueRef llvm_emit_exp_softmax_ftz(llvm_ctx *c, LLVMValueRef y, int w);
 /* Reduction steps: acc op= x, for op in MC_OP_SUM/MAX/MIN on dtype d (sum of i32 in i64). */
 LLVMValueRef llvm_reduce_step(llvm_ctx *c, mc_op op, mc_dtype d, LLVMValueRef acc, LLVMValueRef x);
 /* acc = max (MC_OP_MAX) or min of f32 acc and x, a NaN x dropped or kept as it falls: for a

@@ -12,7 +12,8 @@
  *       St[jj][r] = steps(sum_d k[b, j0+jj, d] * Qt[d][r])   MK keys x NQ vectors in registers,
  *                                                          k's elements broadcast from memory
  *       m' = max(m, max_jj St)   alpha = exp(m - m')   (1 where m == m', so -inf stays -inf)
- *       Pt[jj][r] = exp(St[jj][r] - m')   l = l alpha + sum_jj Pt   (exp_softmax: -inf -> 0)
+ *       Pt[jj][r] = exp(St[jj][r] - m')   l = l alpha + sum_jj Pt   (exp_softmax_ftz: -inf -> 0,
+ *                                          and so does anything under 2^-126: no subnormals)
  *       Ot[c][r] = Ot[c][r] alpha + sum_jj v[b, j0+jj, c] * Pt[jj][r]   MC columns x NQ vectors
  *     out[b, i0 + r, c] = Ot[c][r] / l[r]               the kernel's row block (its store)
  *
@@ -427,7 +428,7 @@ mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kern
         LLVMValueRef m_old = load_vec(c, scratch, i64c(c, g.m_off + n * L), L);
         LLVMValueRef m_new = fmax_(c, m_old, LLVMBuildLoad2(B, vt, bmax[n], ""));
         LLVMValueRef same = LLVMBuildFCmp(B, LLVMRealOEQ, m_old, m_new, "");
-        LLVMValueRef alpha = llvm_emit_exp_softmax(c, LLVMBuildFSub(B, m_old, m_new, ""), L);
+        LLVMValueRef alpha = llvm_emit_exp_softmax_ftz(c, LLVMBuildFSub(B, m_old, m_new, ""), L);
         LLVMBuildStore(B, LLVMBuildSelect(B, same, one, alpha, ""), alpha_v[n]);
         LLVMValueRef empty = LLVMBuildFCmp(B, LLVMRealOEQ, m_new, neg_inf, "");
         LLVMBuildStore(B, LLVMBuildSelect(B, empty, zero, m_new, ""), muse_v[n]);
@@ -441,7 +442,7 @@ mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kern
         for (int n = 0; n < NQ; n++) {
             LLVMValueRef off = add64(c, i64c(c, g.st_off + n * L), mul64(c, P.index, g.bq));
             LLVMValueRef s = load_vec(c, scratch, off, L);
-            LLVMValueRef p = llvm_emit_exp_softmax(c, LLVMBuildFSub(B, s, LLVMBuildLoad2(B, vt, muse_v[n], ""), ""), L);
+            LLVMValueRef p = llvm_emit_exp_softmax_ftz(c, LLVMBuildFSub(B, s, LLVMBuildLoad2(B, vt, muse_v[n], ""), ""), L);
             store_vec(c, scratch, off, p, L);
             LLVMBuildStore(B, LLVMBuildFAdd(B, LLVMBuildLoad2(B, vt, lsum_v[n], ""), p, ""), lsum_v[n]);
         }

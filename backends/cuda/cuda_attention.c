@@ -39,6 +39,7 @@ typedef struct actx {
     int nb;
     int *view_param;   /* per view: its parameter */
     const char *I;     /* offset type */
+    int minb;          /* min CTAs per SM in __launch_bounds__ (0: none given) */
 } actx;
 
 static const char *storage_type(mc_dtype d)
@@ -141,6 +142,50 @@ static void emit_steps(actx *c)
     mc_sb_puts(sb, "    (void)i; (void)j;\n    return s;\n  };\n");
 }
 
+/* `auto mc_full = [&](int j0, int jend) -> bool {...};` and MC_SCALE: a key tile [j0, jend) is
+ * full when it holds MC_BN keys and every band keeps every (query, key) pair of it for the CTA's
+ * `rows` rows from i0 (rows past Tq included: computed, never stored). On a full tile the score
+ * steps reduce to one positive scale, MC_SCALE, which the kernel folds into the exponent's
+ * multiplier (max(s) * c = max(s * c) for c > 0): no per-score mask or scale instructions.
+ * Chains with a mask loaded from memory, or a scale that is not a positive finite number, never
+ * take it (mc_full is false). */
+static void emit_full(actx *c, const char *rows)
+{
+    const kir_attention *a = &c->k->attn;
+    mc_strbuf *sb = c->sb;
+    double scale = 1.0;
+    bool ok = true;
+    for (int t = 0; t < a->nsteps; t++) {
+        const kir_attn_step *st = &a->steps[t];
+        switch (st->kind) {
+        case KIR_STEP_MUL: scale *= st->value; break;
+        case KIR_STEP_DIV: scale /= st->value; break;
+        case KIR_STEP_BAND: break;
+        case KIR_STEP_WHERE: case KIR_STEP_ADD: ok = false; break;
+        }
+    }
+    ok = ok && scale > 0 && isfinite(scale) && (float)scale > 0 && isfinite((float)scale);
+    mc_sb_puts(sb, "#define MC_SCALE ");
+    mc_c_literal(sb, ok ? scale : 1.0, MC_F32);
+    mc_sb_puts(sb, "\n  auto mc_full = [&](int j0, int jend) -> bool {\n");
+    if (!ok) {
+        mc_sb_puts(sb, "    (void)j0; (void)jend;\n    return false;\n  };\n");
+        return;
+    }
+    mc_sb_puts(sb, "    return jend - j0 == MC_BN");
+    for (int t = 0; t < a->nsteps; t++) {
+        const kir_attn_step *st = &a->steps[t];
+        if (st->kind != KIR_STEP_BAND)
+            continue;
+        /* j - i over the tile: from j0 - (i0 + rows - 1) to j0 + MC_BN - 1 - i0 */
+        if (st->lo > -KIR_BAND_OPEN)
+            mc_sb_printf(sb, " && (long long)j0 - (i0 + %s - 1) >= %lldLL", rows, (long long)st->lo);
+        if (st->hi < KIR_BAND_OPEN)
+            mc_sb_printf(sb, " && (long long)j0 + MC_BN - 1 - i0 <= %lldLL", (long long)st->hi);
+    }
+    mc_sb_puts(sb, ";\n  };\n");
+}
+
 static void operand_name(mc_strbuf *sb, int instr, void *ctx)
 {
     (void)ctx;
@@ -181,7 +226,10 @@ static void emit_signature(actx *c)
 {
     const kir_kernel *k = c->k;
     mc_cuda_code *out = c->out;
-    mc_sb_printf(c->sb, "extern \"C\" __global__ void __launch_bounds__(128) %s(", out->entry);
+    if (c->minb > 0)
+        mc_sb_printf(c->sb, "extern \"C\" __global__ void __launch_bounds__(128, %d) %s(", c->minb, out->entry);
+    else
+        mc_sb_printf(c->sb, "extern \"C\" __global__ void __launch_bounds__(128) %s(", out->entry);
     for (int p = 0; p < out->nparams; p++) {
         int b = out->param[p];
         bool written = false;
@@ -291,7 +339,18 @@ static bool render_tc(actx *c)
     mc_strbuf *sb = c->sb;
     mc_dtype dt = view_dtype(c, a->q);
     int64_t dp = (a->d + 15) / 16 * 16, dvp = (a->dv + 15) / 16 * 16;
-    int wm = dp <= 64 && dvp <= 64 ? 2 : 1; /* 16-row m-tiles per warp: each K/V fragment feeds wm mmas */
+    /* 16-row m-tiles per warp (each K/V fragment feeds wm mmas). One: 64 queries per CTA. Two
+     * (d, dv <= 64) halve the shared-memory reads per query but take 225-254 registers, so 2 CTAs
+     * per SM: H100, causal B8 H12 T1024 D64 bf16 77.7 us with one against 94.5 with two, T4096
+     * 131.0 against 135.1 (2026-11-25, same run). Experiments (bench/gpu/attention_gpu.sh):
+     * MINIC_CUDA_ATTN_WM=2 takes two where d, dv <= 64; MINIC_CUDA_ATTN_MINB=N asks NVRTC for N
+     * CTAs per SM (launch bounds). */
+    int wm = 1;
+    const char *ew = getenv("MINIC_CUDA_ATTN_WM"), *eb = getenv("MINIC_CUDA_ATTN_MINB");
+    if (ew && atoi(ew) == 2 && dp <= 64 && dvp <= 64)
+        wm = 2;
+    if (eb && atoi(eb) > 0 && atoi(eb) <= 8)
+        c->minb = atoi(eb);
     bool kasync = chunked(c, a->k, a->d), vasync = chunked(c, a->v, a->dv), staged = staged_output(c, dt);
     bool bf = dt == MC_BF16;
     mc_sb_printf(sb, "typedef %s mc_t;\n#define MC_T2 %s\n#define MC_PACK %s\n#define MC_PTX \"%s\"\n",
@@ -317,6 +376,7 @@ static bool render_tc(actx *c)
     emit_batch_offsets(c, "bid_");
     emit_key_range(c);
     emit_steps(c);
+    emit_full(c, "MC_BM");
     if (!staged && !emit_store(c))
         return false;
     emit_tile_loader(c, "load_q", a->q, a->d, "MC_DP", "MC_QS", "MC_BM", false);
@@ -377,23 +437,34 @@ static bool render_tc(actx *c)
                "        }\n"
                "      }\n"
                "#pragma unroll\n"
+               "    /* a full tile keeps its raw scores: the scale goes into the exponent (cl) */\n"
+               "    const bool full = mc_full(j0, jend);\n"
+               "    const float cs = full ? MC_SCALE : 1.0f, cl = cs * MC_LOG2E;\n"
+               "#pragma unroll\n"
                "    for (int mt = 0; mt < MC_WM; ++mt) {\n"
                "      float mx[2] = {-MC_INF, -MC_INF};\n"
+               "      if (full) {\n"
                "#pragma unroll\n"
-               "      for (int n = 0; n < MC_BN / 8; ++n)\n"
+               "        for (int n = 0; n < MC_BN / 8; ++n)\n"
                "#pragma unroll\n"
-               "        for (int e = 0; e < 4; ++e) {\n"
-               "          const int j = j0 + n * 8 + t4 * 2 + (e & 1);\n"
-               "          float v = mc_steps(s[mt][n][e], rw + 16 * mt + 8 * (e >> 1), j);\n"
-               "          if (j >= jend) v = -MC_INF;\n"
-               "          s[mt][n][e] = v;\n"
-               "          mx[e >> 1] = fmaxf(mx[e >> 1], v);\n"
-               "        }\n"
+               "          for (int e = 0; e < 4; ++e) mx[e >> 1] = fmaxf(mx[e >> 1], s[mt][n][e]);\n"
+               "      } else {\n"
+               "#pragma unroll\n"
+               "        for (int n = 0; n < MC_BN / 8; ++n)\n"
+               "#pragma unroll\n"
+               "          for (int e = 0; e < 4; ++e) {\n"
+               "            const int j = j0 + n * 8 + t4 * 2 + (e & 1);\n"
+               "            float v = mc_steps(s[mt][n][e], rw + 16 * mt + 8 * (e >> 1), j);\n"
+               "            if (j >= jend) v = -MC_INF;\n"
+               "            s[mt][n][e] = v;\n"
+               "            mx[e >> 1] = fmaxf(mx[e >> 1], v);\n"
+               "          }\n"
+               "      }\n"
                "      float u[2];\n"
                "#pragma unroll\n"
                "      for (int h = 0; h < 2; ++h) {\n"
                "        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));\n"
-               "        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));\n"
+               "        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2)) * cs;\n"
                "        const float mn = fmaxf(m[mt][h], mx[h]);\n"
                "        const float alpha = m[mt][h] == mn ? 1.0f : exp2f((m[mt][h] - mn) * MC_LOG2E);\n"
                "        u[h] = mn == -MC_INF ? 0.0f : mn * MC_LOG2E;\n"
@@ -409,7 +480,7 @@ static bool render_tc(actx *c)
                "      for (int n = 0; n < MC_BN / 8; ++n)\n"
                "#pragma unroll\n"
                "        for (int e = 0; e < 4; ++e) {\n"
-               "          s[mt][n][e] = exp2f(fmaf(s[mt][n][e], MC_LOG2E, -u[e >> 1]));\n"
+               "          s[mt][n][e] = exp2f(fmaf(s[mt][n][e], cl, -u[e >> 1]));\n"
                "          l[mt][e >> 1] += s[mt][n][e];\n"
                "        }\n"
                "    }\n"
@@ -514,6 +585,7 @@ static bool render_fma(actx *c)
     emit_batch_offsets(c, "bid_");
     emit_key_range(c);
     emit_steps(c);
+    emit_full(c, "MC_RM");
     if (!emit_store(c))
         return false;
     mc_sb_puts(sb, "  float q[MC_DPG], o[MC_DVG];\n"
@@ -563,19 +635,29 @@ static bool render_fma(actx *c)
                    "      }\n"
                    "#pragma unroll\n"
                    "      for (int w = MC_G / 2; w > 0; w >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, w);\n"
-                   "      const int j = j0 + jj;\n"
-                   "      float v = mc_steps(acc, i, j);\n"
-                   "      if (j >= jend) v = -MC_INF;\n"
-                   "      s[jj] = v;\n"
-                   "      mx = fmaxf(mx, v);\n"
+                   "      s[jj] = acc;\n"
                    "    }\n"
-                   "    const float mn = fmaxf(m, mx);\n"
+                   "    /* a full tile keeps its raw scores: the scale goes into the exponent (cs) */\n"
+                   "    const bool full = mc_full(j0, jend);\n"
+                   "    const float cs = full ? MC_SCALE : 1.0f;\n"
+                   "    if (!full) {\n"
+                   "#pragma unroll\n"
+                   "      for (int jj = 0; jj < MC_BN; ++jj) {\n"
+                   "        const int j = j0 + jj;\n"
+                   "        float v = mc_steps(s[jj], i, j);\n"
+                   "        if (j >= jend) v = -MC_INF;\n"
+                   "        s[jj] = v;\n"
+                   "      }\n"
+                   "    }\n"
+                   "#pragma unroll\n"
+                   "    for (int jj = 0; jj < MC_BN; ++jj) mx = fmaxf(mx, s[jj]);\n"
+                   "    const float mn = fmaxf(m, mx * cs);\n"
                    "    const float alpha = m == mn ? 1.0f : expf(m - mn), u = mn == -MC_INF ? 0.0f : mn;\n"
                    "    m = mn;\n"
                    "    float ls = 0.0f;\n"
                    "#pragma unroll\n"
                    "    for (int jj = 0; jj < MC_BN; ++jj) {\n"
-                   "      s[jj] = expf(s[jj] - u);\n"
+                   "      s[jj] = expf(fmaf(s[jj], cs, -u));\n"
                    "      ls += s[jj];\n"
                    "    }\n"
                    "    l = l * alpha + ls;\n"
