@@ -99,6 +99,11 @@ DEFINE_UNARY(silu, SILU)
 DEFINE_UNARY(sin, SIN)
 DEFINE_UNARY(cos, COS)
 DEFINE_UNARY(erf, ERF)
+DEFINE_UNARY(floor, FLOOR)
+DEFINE_UNARY(ceil, CEIL)
+DEFINE_UNARY(round, ROUND)
+DEFINE_UNARY(sign, SIGN)
+DEFINE_UNARY(softplus, SOFTPLUS)
 DEFINE_BINARY(add, ADD)
 DEFINE_BINARY(sub, SUB)
 DEFINE_BINARY(mul, MUL)
@@ -153,6 +158,18 @@ mc_value mc_max(mc_graph *g, mc_value x, const int *axes, int naxes, bool keepdi
 mc_value mc_min(mc_graph *g, mc_value x, const int *axes, int naxes, bool keepdim)
 {
     return reduce(g, MC_OP_MIN, x, axes, naxes, keepdim);
+}
+
+mc_value mc_leaky_relu(mc_graph *g, mc_value x, double alpha)
+{
+    mc_attrs at = {.alpha = alpha};
+    return build(g, MC_OP_LEAKY_RELU, &x, 1, &at);
+}
+
+mc_value mc_clip(mc_graph *g, mc_value x, const double *min, const double *max)
+{
+    mc_attrs at = {.has_lo = min != NULL, .has_hi = max != NULL, .lo = min ? *min : 0, .hi = max ? *max : 0};
+    return build(g, MC_OP_CLIP, &x, 1, &at);
 }
 
 mc_value mc_softmax(mc_graph *g, mc_value x, int axis)

@@ -638,6 +638,23 @@ static mc_status parse_attribute(parser *p, mc_op op, unsigned *seen, mc_attrs *
     case MC_ATTR_TO:
     case MC_ATTR_DTYPE:
         return parse_dtype(p, &attrs->dtype);
+    case MC_ATTR_ALPHA:
+    case MC_ATTR_MIN:
+    case MC_ATTR_MAX: {
+        if (p->tok.kind != MC_TOK_NUMBER) {
+            snprintf(what, sizeof what, "a number for '%s'", mc_attr_names[k]);
+            return expected(p, what);
+        }
+        double *to = k == MC_ATTR_ALPHA ? &attrs->alpha : k == MC_ATTR_MIN ? &attrs->lo : &attrs->hi;
+        if ((st = token_number(p, &p->tok, to)))
+            return st;
+        if (k == MC_ATTR_MIN)
+            attrs->has_lo = true;
+        if (k == MC_ATTR_MAX)
+            attrs->has_hi = true;
+        advance(p);
+        return MC_OK;
+    }
     case MC_NUM_ATTRS:
         break;
     }

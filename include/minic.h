@@ -100,7 +100,7 @@ mc_value mc_scalar(mc_graph *g, double value, mc_dtype dtype); /* a constant of 
 /* Operators (docs/FORMAT.md §2). Binary, compare and where operands broadcast as in NumPy. */
 #define MC_UNARY_BUILDERS(X) \
     X(neg) X(abs) X(exp) X(log) X(sqrt) X(rsqrt) X(recip) X(tanh) X(sigmoid) X(relu) X(gelu) \
-    X(gelu_tanh) X(silu) X(sin) X(cos) X(erf)
+    X(gelu_tanh) X(silu) X(sin) X(cos) X(erf) X(floor) X(ceil) X(round) X(sign) X(softplus)
 #define MC_BINARY_BUILDERS(X) \
     X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
 #define MC_DECLARE_UNARY(op) mc_value mc_##op(mc_graph *g, mc_value x);
@@ -112,6 +112,9 @@ MC_BINARY_BUILDERS(MC_DECLARE_BINARY)
 
 mc_value mc_where(mc_graph *g, mc_value cond, mc_value a, mc_value b);
 mc_value mc_cast(mc_graph *g, mc_value x, mc_dtype to);
+mc_value mc_leaky_relu(mc_graph *g, mc_value x, double alpha);
+/* clip(x, min, max): NULL leaves that bound out (one at least). */
+mc_value mc_clip(mc_graph *g, mc_value x, const double *min, const double *max);
 /* Reductions: axes == NULL reduces every axis; naxes == 0 with axes != NULL is an error. */
 mc_value mc_sum(mc_graph *g, mc_value x, const int *axes, int naxes, bool keepdim);
 mc_value mc_mean(mc_graph *g, mc_value x, const int *axes, int naxes, bool keepdim);

@@ -176,8 +176,21 @@ static void eval_broadcast(const op_ctx *c)
 static void eval_unary(const op_ctx *c)
 {
     const double *x = operand(c, 0);
-    for (int64_t e = 0; e < c->numel; e++)
-        c->out[e] = mc_op_apply(c->n->op, c->n->dtype, c->n->dtype, x[e], 0, 0);
+    const mc_attrs *at = &c->n->attr;
+    for (int64_t e = 0; e < c->numel; e++) {
+        double v = x[e];
+        if (c->n->op == MC_OP_LEAKY_RELU) { /* NaN: NaN */
+            c->out[e] = v < 0 ? v * at->alpha : v;
+        } else if (c->n->op == MC_OP_CLIP) { /* NaN: NaN; min > max: max (NumPy, PyTorch) */
+            if (at->has_lo && v < at->lo)
+                v = at->lo;
+            if (at->has_hi && v > at->hi)
+                v = at->hi;
+            c->out[e] = v;
+        } else {
+            c->out[e] = mc_op_apply(c->n->op, c->n->dtype, c->n->dtype, v, 0, 0);
+        }
+    }
 }
 
 static void eval_cast(const op_ctx *c)
@@ -367,7 +380,9 @@ static void eval_view(const op_ctx *c)
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_NEG: case MC_OP_ABS:
     case MC_OP_EXP: case MC_OP_LOG: case MC_OP_SQRT: case MC_OP_RSQRT: case MC_OP_RECIP:
     case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_RELU: case MC_OP_GELU: case MC_OP_GELU_TANH:
-    case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF: case MC_OP_ADD:
+    case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF:
+    case MC_OP_FLOOR: case MC_OP_CEIL: case MC_OP_ROUND: case MC_OP_SIGN: case MC_OP_SOFTPLUS:
+    case MC_OP_LEAKY_RELU: case MC_OP_CLIP: case MC_OP_ADD:
     case MC_OP_SUB: case MC_OP_MUL: case MC_OP_DIV: case MC_OP_POW: case MC_OP_MAXIMUM:
     case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT: case MC_OP_LE: case MC_OP_GT:
     case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:

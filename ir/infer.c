@@ -190,6 +190,19 @@ static mc_status infer_elementwise(const infer *c)
     case MC_KIND_UNARY:
         if ((st = check_dtype(c, a->dtype)))
             return st;
+        if (n->op == MC_OP_CLIP) {
+            if (!n->attr.has_lo && !n->attr.has_hi)
+                return fail(c, "expected a bound: 'min', 'max' or both");
+            for (int k = 0; k < 2; k++) {
+                double v = k ? n->attr.hi : n->attr.lo;
+                bool has = k ? n->attr.has_hi : n->attr.has_lo;
+                if (has && a->dtype == MC_I32 && !(v == trunc(v) && v >= INT32_MIN && v <= INT32_MAX))
+                    return fail(c, "'%s' of an i32 operand must be an integer in the range of i32, got %g",
+                                k ? "max" : "min", v);
+                if (has && isnan(v))
+                    return fail(c, "'%s' is NaN", k ? "max" : "min");
+            }
+        }
         n->dtype = a->dtype;
         return set_shape(c, a->shape, a->rank);
     case MC_KIND_BINARY:
@@ -530,7 +543,9 @@ static mc_status infer_shape_op(const infer *c)
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_NEG: case MC_OP_ABS:
     case MC_OP_EXP: case MC_OP_LOG: case MC_OP_SQRT: case MC_OP_RSQRT: case MC_OP_RECIP:
     case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_RELU: case MC_OP_GELU: case MC_OP_GELU_TANH:
-    case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF: case MC_OP_ADD:
+    case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF:
+    case MC_OP_FLOOR: case MC_OP_CEIL: case MC_OP_ROUND: case MC_OP_SIGN: case MC_OP_SOFTPLUS:
+    case MC_OP_LEAKY_RELU: case MC_OP_CLIP: case MC_OP_ADD:
     case MC_OP_SUB: case MC_OP_MUL: case MC_OP_DIV: case MC_OP_POW: case MC_OP_MAXIMUM:
     case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT: case MC_OP_LE: case MC_OP_GT:
     case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:

@@ -41,7 +41,8 @@ typedef enum {
 /* The attribute keys of the .graph format (`axis=1`); ops.def says which operator takes which. */
 typedef enum {
     MC_ATTR_AXIS, MC_ATTR_KEEPDIM, MC_ATTR_START, MC_ATTR_END, MC_ATTR_PERM, MC_ATTR_SHAPE,
-    MC_ATTR_EPS, MC_ATTR_VALUE, MC_ATTR_TO, MC_ATTR_DTYPE, MC_NUM_ATTRS
+    MC_ATTR_EPS, MC_ATTR_VALUE, MC_ATTR_TO, MC_ATTR_DTYPE, MC_ATTR_ALPHA, MC_ATTR_MIN, MC_ATTR_MAX,
+    MC_NUM_ATTRS
 } mc_attr_key;
 extern const char *const mc_attr_names[MC_NUM_ATTRS]; /* "axis", "keepdim", ... */
 #define MC_ATTR_BIT(key) (1u << (key))
@@ -105,6 +106,9 @@ typedef struct mc_attrs {
     int64_t start, end;        /* slice: clamped to [0, size], end >= start */
     double value;              /* const, full: the number; layernorm, rmsnorm: eps */
     mc_dtype dtype;            /* cast: target; iota, full: result dtype */
+    double alpha;              /* leaky_relu: the slope below 0 */
+    double lo, hi;             /* clip: the bounds that has_lo, has_hi say are given */
+    bool has_lo, has_hi;
 } mc_attrs;
 
 /* The attributes an operator starts from before a .graph file sets any: softmax's axis -1,

@@ -149,6 +149,8 @@ static void print_attrs(const printer *p, const mc_node *n)
         case MC_OP_EXP: case MC_OP_LOG: case MC_OP_SQRT: case MC_OP_RSQRT: case MC_OP_RECIP:
         case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_RELU: case MC_OP_GELU:
         case MC_OP_GELU_TANH: case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF:
+        case MC_OP_FLOOR: case MC_OP_CEIL: case MC_OP_ROUND: case MC_OP_SIGN: case MC_OP_SOFTPLUS:
+        case MC_OP_LEAKY_RELU: case MC_OP_CLIP:
         case MC_OP_ADD: case MC_OP_SUB: case MC_OP_MUL: case MC_OP_DIV: case MC_OP_POW:
         case MC_OP_MAXIMUM: case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT:
         case MC_OP_LE: case MC_OP_GT: case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST:
@@ -169,8 +171,22 @@ static void print_attrs(const printer *p, const mc_node *n)
         }
         fprintf(out, ", dtype=%s", mc_dtype_name(at->dtype));
         break;
-    case MC_KIND_LEAF: case MC_KIND_UNARY: case MC_KIND_BINARY: case MC_KIND_COMPARE:
-    case MC_KIND_SELECT: case MC_KIND_MATMUL:
+    case MC_KIND_UNARY:
+        if (n->op == MC_OP_LEAKY_RELU) {
+            fprintf(out, "%salpha=", sep);
+            print_number(out, at->alpha);
+        }
+        if (n->op == MC_OP_CLIP && at->has_lo) {
+            fprintf(out, "%smin=", sep);
+            print_number(out, at->lo);
+        }
+        if (n->op == MC_OP_CLIP && at->has_hi) {
+            fprintf(out, "%smax=", sep);
+            print_number(out, at->hi);
+        }
+        break;
+    case MC_KIND_LEAF: case MC_KIND_BINARY: case MC_KIND_COMPARE: case MC_KIND_SELECT:
+    case MC_KIND_MATMUL:
         break;
     }
 }

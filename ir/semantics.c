@@ -53,6 +53,11 @@ double mc_op_apply(mc_op op, mc_dtype operand, mc_dtype result, double a, double
     case MC_OP_SIN: return sin(a);
     case MC_OP_COS: return cos(a);
     case MC_OP_ERF: return erf(a);
+    case MC_OP_FLOOR: return floor(a);
+    case MC_OP_CEIL: return ceil(a);
+    case MC_OP_ROUND: return nearbyint(a); /* the default rounding mode: half to even */
+    case MC_OP_SIGN: return a > 0 ? 1.0 : a < 0 ? -1.0 : a; /* NaN and zeros: themselves */
+    case MC_OP_SOFTPLUS: return fmax(a, 0.0) + log1p(exp(-fabs(a))); /* NaN: NaN */
     /* binary */
     case MC_OP_ADD: return i32 ? mc_wrap_i32(ia + ib) : a + b;
     case MC_OP_SUB: return i32 ? mc_wrap_i32(ia - ib) : a - b;
@@ -74,6 +79,7 @@ double mc_op_apply(mc_op op, mc_dtype operand, mc_dtype result, double a, double
     /* not scalar operations: leaves, reductions (mc_reduce_step), composites, GEMMs, views and
      * creation have meanings over whole tensors (ir/eval.c) */
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST:
+    case MC_OP_LEAKY_RELU: case MC_OP_CLIP: /* composites with attributes: ir/eval.c */
     case MC_OP_SUM: case MC_OP_MEAN: case MC_OP_MAX: case MC_OP_MIN:
     case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX: case MC_OP_LAYERNORM: case MC_OP_RMSNORM:
     case MC_OP_MATMUL: case MC_OP_LINEAR:

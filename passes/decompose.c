@@ -265,6 +265,28 @@ static mc_value mean(ctx *c, mc_value x)
     return narrow(c, op2(c, MC_OP_MUL, s, constant(c, 1.0 / (double)count, compute_dtype(c->n->dtype))));
 }
 
+/* where(x < 0, x * alpha, x): NaN and -0 stay themselves. f16/bf16 compute in f32. */
+static mc_value leaky_relu(ctx *c, mc_value x)
+{
+    mc_dtype d = compute_dtype(c->n->dtype);
+    x = widen(c, x);
+    mc_value neg = op2(c, MC_OP_LT, x, constant(c, 0.0, d));
+    return narrow(c, where(c, neg, mul(c, x, constant(c, c->n->attr.alpha, d)), x));
+}
+
+/* minimum(maximum(x, min), max): NaN propagates; min > max gives max, as NumPy and PyTorch. */
+static mc_value clip(ctx *c, mc_value x)
+{
+    mc_dtype d = compute_dtype(c->n->dtype);
+    const mc_attrs *at = &c->n->attr;
+    x = widen(c, x);
+    if (at->has_lo)
+        x = op2(c, MC_OP_MAXIMUM, x, constant(c, at->lo, d));
+    if (at->has_hi)
+        x = op2(c, MC_OP_MINIMUM, x, constant(c, at->hi, d));
+    return narrow(c, x);
+}
+
 mc_status mc_pass_decompose(mc_graph *g)
 {
     mc_rewrite rw;
@@ -288,10 +310,13 @@ mc_status mc_pass_decompose(mc_graph *g)
             case MC_OP_RMSNORM: v = rmsnorm(&c, in); break;
             case MC_OP_LINEAR: v = linear(&c, in); break;
             case MC_OP_MEAN: v = mean(&c, in[0]); break;
+            case MC_OP_LEAKY_RELU: v = leaky_relu(&c, in[0]); break;
+            case MC_OP_CLIP: v = clip(&c, in[0]); break;
             case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_NEG: case MC_OP_ABS:
             case MC_OP_EXP: case MC_OP_LOG: case MC_OP_SQRT: case MC_OP_RSQRT: case MC_OP_RECIP:
             case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_RELU: case MC_OP_GELU:
             case MC_OP_GELU_TANH: case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF:
+            case MC_OP_FLOOR: case MC_OP_CEIL: case MC_OP_ROUND: case MC_OP_SIGN: case MC_OP_SOFTPLUS:
             case MC_OP_ADD: case MC_OP_SUB: case MC_OP_MUL: case MC_OP_DIV: case MC_OP_POW:
             case MC_OP_MAXIMUM: case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT:
             case MC_OP_LE: case MC_OP_GT: case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST:

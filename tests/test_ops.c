@@ -35,6 +35,43 @@ static double ref_silu(double x) { return x / (1.0 + exp(-x)); }
 static double ref_sin(double x) { return 2.0 * sin(0.5 * x) * cos(0.5 * x); }
 static double ref_cos(double x) { return 1.0 - 2.0 * sin(0.5 * x) * sin(0.5 * x); }
 static double ref_erf(double x) { return 1.0 - erfc(x); }
+/* floor, ceil and round by the integer part (|x| < 2^52 here, else x is an integer already) */
+static double ref_floor(double x)
+{
+    if (isnan(x) || isinf(x) || fabs(x) >= 0x1p52 || x == 0)
+        return x;
+    double t = (double)(int64_t)x; /* toward zero */
+    return t > x ? t - 1 : (t == 0 && x < 0 ? -1 : t);
+}
+static double ref_ceil(double x) { return x == 0 || isnan(x) ? x : -ref_floor(-x); }
+static double ref_round(double x)
+{
+    double f = ref_floor(x), d = x - f;
+    if (isnan(x) || isinf(x) || x == 0)
+        return x;
+    double r = d > 0.5 ? f + 1 : d < 0.5 ? f : (fmod(f, 2) == 0 ? f : f + 1); /* ties to even */
+    return r == 0 ? copysign(0.0, x) : r;
+}
+static double ref_sign(double x) { return isnan(x) || x == 0 ? x : copysign(1.0, x); }
+/* softplus = log(1 + e^x) = x + log(1 + e^-x), each form where its exp is small */
+static double ref_softplus(double x)
+{
+    if (isnan(x))
+        return x;
+    return x > 0 ? x + log1p(1.0 / exp(x)) : log1p(exp(x));
+}
+static mc_value leaky_relu_02(mc_graph *g, mc_value x) { return mc_leaky_relu(g, x, 0.2); }
+static double ref_leaky_relu_02(double x) { return x >= 0 || isnan(x) ? x : x / 5.0; }
+static mc_value clip_both(mc_graph *g, mc_value x) { return mc_clip(g, x, &(double){-0.5}, &(double){0.75}); }
+static double ref_clip_both(double x) { return isnan(x) ? x : (x < -0.5 ? -0.5 : (x > 0.75 ? 0.75 : x)); }
+static mc_value clip_max(mc_graph *g, mc_value x) { return mc_clip(g, x, NULL, &(double){0.25}); }
+static double ref_clip_max(double x) { return isnan(x) || x <= 0.25 ? x : 0.25; }
+static mc_value clip_min(mc_graph *g, mc_value x) { return mc_clip(g, x, &(double){-1}, NULL); }
+static double ref_clip_min(double x) { return isnan(x) || x >= -1 ? x : -1; }
+static mc_value clip_crossed(mc_graph *g, mc_value x) { return mc_clip(g, x, &(double){1}, &(double){-1}); }
+static double ref_clip_crossed(double x) { return isnan(x) ? x : -1; } /* min > max: max */
+static mc_value clip_i32(mc_graph *g, mc_value x) { return mc_clip(g, x, &(double){-3}, &(double){100}); }
+static double ref_clip_i32(double x) { return x < -3 ? -3 : (x > 100 ? 100 : x); }
 
 static double ref_add(double a, double b) { return a - -b; }
 static double ref_sub(double a, double b) { return a + -b; }
@@ -80,6 +117,15 @@ static void prepare_special_unary(const op_case *c, void *const *in)
 {
     static const double v[15] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, -1, 1, 0.5,
                                  -0.5, 2, -2, 1e-3, 3, -3, 10};
+    for (int i = 0; i < 15; i++)
+        mc_store_element(in[0], c->dtype, i, v[i]);
+}
+
+/* Halves (ties round to even), values just off them, large and tiny magnitudes. */
+static void prepare_halves(const op_case *c, void *const *in)
+{
+    static const double v[15] = {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, 0.49999997, -0.50000006,
+                                 1e7 + 0.5, -4.75, 30, -40, 1e-30, -90};
     for (int i = 0; i < 15; i++)
         mc_store_element(in[0], c->dtype, i, v[i]);
 }
@@ -490,6 +536,26 @@ static const op_case cases[] = {
     UNARY_SPECIAL(erf),
     {"neg_i32", build_unary, expect_unary, prepare_i32_edges, MC_I32, 0, mc_neg, NULL, ref_neg_i32, NULL, 0, false, 0, NULL},
     {"abs_i32", build_unary, expect_unary, prepare_i32_edges, MC_I32, 0, mc_abs, NULL, ref_abs_i32, NULL, 0, false, 0, NULL},
+    UNARY(floor, F32, false, 0), UNARY(ceil, F32, false, 0), UNARY(round, F32, false, 0),
+    UNARY(sign, F32, false, 0), UNARY(softplus, F32, false, 0), UNARY(floor, F16, false, 0),
+    UNARY(ceil, BF16, false, 0), UNARY(round, F16, false, 0), UNARY(softplus, BF16, false, 0),
+    UNARY(sign, BF16, false, 0),
+    UNARY_SPECIAL(floor), UNARY_SPECIAL(ceil), UNARY_SPECIAL(round), UNARY_SPECIAL(sign),
+    UNARY_SPECIAL(softplus),
+    {"round_halves", build_unary, expect_unary, prepare_halves, MC_F32, 0, mc_round, NULL, ref_round, NULL, 0, false, 0, NULL},
+    {"floor_halves", build_unary, expect_unary, prepare_halves, MC_F32, 0, mc_floor, NULL, ref_floor, NULL, 0, false, 0, NULL},
+    {"ceil_halves", build_unary, expect_unary, prepare_halves, MC_F32, 0, mc_ceil, NULL, ref_ceil, NULL, 0, false, 0, NULL},
+    {"softplus_wide", build_unary, expect_unary, prepare_halves, MC_F32, 0, mc_softplus, NULL, ref_softplus, NULL, 0, false, 0, NULL},
+    {"sign_i32", build_unary, expect_unary, prepare_i32_edges, MC_I32, 0, mc_sign, NULL, ref_sign, NULL, 0, false, 0, NULL},
+    {"leaky_relu_f32", build_unary, expect_unary, NULL, MC_F32, 0, leaky_relu_02, NULL, ref_leaky_relu_02, NULL, 0, false, 0, NULL},
+    {"leaky_relu_special_values", build_unary, expect_unary, prepare_special_unary, MC_F32, 0, leaky_relu_02, NULL, ref_leaky_relu_02, NULL, 0, false, 0, NULL},
+    {"leaky_relu_bf16", build_unary, expect_unary, NULL, MC_BF16, 0, leaky_relu_02, NULL, ref_leaky_relu_02, NULL, 0, false, 0, NULL},
+    {"clip_f32", build_unary, expect_unary, NULL, MC_F32, 0, clip_both, NULL, ref_clip_both, NULL, 0, false, 0, NULL},
+    {"clip_special_values", build_unary, expect_unary, prepare_special_unary, MC_F32, 0, clip_both, NULL, ref_clip_both, NULL, 0, false, 0, NULL},
+    {"clip_max_only_f16", build_unary, expect_unary, NULL, MC_F16, 0, clip_max, NULL, ref_clip_max, NULL, 0, false, 0, NULL},
+    {"clip_min_only", build_unary, expect_unary, prepare_special_unary, MC_F32, 0, clip_min, NULL, ref_clip_min, NULL, 0, false, 0, NULL},
+    {"clip_min_above_max", build_unary, expect_unary, prepare_special_unary, MC_F32, 0, clip_crossed, NULL, ref_clip_crossed, NULL, 0, false, 0, NULL},
+    {"clip_i32", build_unary, expect_unary, prepare_i32_edges, MC_I32, 0, clip_i32, NULL, ref_clip_i32, NULL, 0, false, 0, NULL},
 
     BINARY(add, F32, NULL, false), BINARY(sub, F32, NULL, false), BINARY(mul, F32, NULL, false),
     BINARY(div, F32, NULL, false), BINARY(pow, F32, NULL, true),

@@ -416,6 +416,33 @@ static void test_attribute_errors(void **state)
 #undef ATTR_ERROR
 }
 
+/* The operators of docs/FORMAT.md §2's newer rows (issue 20): attributes and type rules. */
+static void test_more_operator_errors(void **state)
+{
+    (void)state;
+    const char *h = "input x : f32[2, 3]\ninput i : i32[2]\ninput b : bool[2]\n";
+    char text[512];
+#define OP_ERROR(stmt, loc, phrase)                                        \
+    do {                                                                   \
+        snprintf(text, sizeof text, "%s%s\noutput y\n", h, stmt);          \
+        expect_error(text, loc, phrase);                                   \
+    } while (0)
+    OP_ERROR("y = clip(x)", "4:5", "clip: expected a bound: 'min', 'max' or both");
+    OP_ERROR("y = leaky_relu(x, alpha=big)", "4:25", "expected a number for 'alpha', got 'big'");
+    OP_ERROR("y = clip(i, min=0.5)", "4:5", "'min' of an i32 operand must be an integer in the range of i32, got 0.5");
+    OP_ERROR("y = clip(i, max=3e9)", "4:5", "'max' of an i32 operand must be an integer");
+    OP_ERROR("y = clip(x, min=nan)", "4:5", "clip: 'min' is NaN");
+    OP_ERROR("y = clip(x, min=1, min=2)", "4:20", "duplicate attribute 'min'");
+    OP_ERROR("y = floor(i)", "4:5", "floor: i32 is not supported (floor takes f32, f16 or bf16; use cast)");
+    OP_ERROR("y = round(b)", "4:5", "round: bool is not supported");
+    OP_ERROR("y = softplus(b)", "4:5", "softplus: bool is not supported");
+    OP_ERROR("y = sign(b)", "4:5", "sign: bool is not supported (sign takes f32, f16, bf16 or i32");
+    OP_ERROR("y = leaky_relu(i)", "4:5", "leaky_relu: i32 is not supported");
+    OP_ERROR("y = leaky_relu(x, min=1)", "4:19", "unknown attribute 'min' for 'leaky_relu' (it takes alpha)");
+    OP_ERROR("y = ceil(x, alpha=1)", "4:13", "'ceil' takes no attributes");
+#undef OP_ERROR
+}
+
 static void test_name_errors(void **state)
 {
     (void)state;
@@ -687,6 +714,7 @@ int main(void)
         cmocka_unit_test(test_syntax_errors),
         cmocka_unit_test(test_unknown_operator),
         cmocka_unit_test(test_attribute_errors),
+        cmocka_unit_test(test_more_operator_errors),
         cmocka_unit_test(test_name_errors),
         cmocka_unit_test(test_output_errors),
         cmocka_unit_test(test_graph_statement_errors),

@@ -109,6 +109,13 @@ static void append_attribute(char *buf, size_t size, mc_op op, mc_attr_key key,
         else
             append(buf, size, "%s=%s", name, mc_dtype_name(def->dtype));
         return;
+    case MC_ATTR_ALPHA:
+        append(buf, size, "%s=%g", name, def->alpha);
+        return;
+    case MC_ATTR_MIN:
+    case MC_ATTR_MAX:
+        append(buf, size, "%s?=NUMBER", name);
+        return;
     case MC_NUM_ATTRS:
         return;
     }
@@ -123,7 +130,7 @@ static void signature(mc_op op, char *buf, size_t size)
     /* in the order docs/FORMAT.md §2 writes them: shape first, dtype last */
     static const mc_attr_key order[] = {MC_ATTR_SHAPE, MC_ATTR_PERM, MC_ATTR_AXIS, MC_ATTR_KEEPDIM,
                                         MC_ATTR_START, MC_ATTR_END, MC_ATTR_EPS, MC_ATTR_VALUE,
-                                        MC_ATTR_TO, MC_ATTR_DTYPE};
+                                        MC_ATTR_ALPHA, MC_ATTR_MIN, MC_ATTR_MAX, MC_ATTR_TO, MC_ATTR_DTYPE};
     _Static_assert(sizeof order / sizeof order[0] == MC_NUM_ATTRS, "every key has its place");
     bool first = !info->operands[0];
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {

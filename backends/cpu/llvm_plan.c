@@ -284,7 +284,9 @@ static bool propagates_nan(const kir_kernel *k, const kir_instr *in)
         return mc_dtype_is_float(k->code[in->arg[0]].dtype);
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_TANH: case MC_OP_SIGMOID:
     case MC_OP_RELU: case MC_OP_GELU: case MC_OP_GELU_TANH: case MC_OP_SILU: case MC_OP_SIN:
-    case MC_OP_COS: case MC_OP_ERF: case MC_OP_POW: case MC_OP_MAXIMUM: case MC_OP_MINIMUM:
+    case MC_OP_COS: case MC_OP_ERF:
+    case MC_OP_FLOOR: case MC_OP_CEIL: case MC_OP_ROUND: case MC_OP_SIGN: case MC_OP_SOFTPLUS:
+    case MC_OP_LEAKY_RELU: case MC_OP_CLIP: case MC_OP_POW: case MC_OP_MAXIMUM: case MC_OP_MINIMUM:
     case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT: case MC_OP_LE: case MC_OP_GT: case MC_OP_GE:
     case MC_OP_WHERE: case MC_OP_SUM: case MC_OP_MEAN: case MC_OP_MAX: case MC_OP_MIN:
     case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX: case MC_OP_LAYERNORM: case MC_OP_RMSNORM:
