@@ -242,9 +242,35 @@ mc_value mc_expand(mc_graph *g, mc_value x, const int64_t *shape, int n)
 
 mc_value mc_slice(mc_graph *g, mc_value x, int axis, int64_t start, int64_t end)
 {
-    mc_attrs at = {.axis = axis, .start = start, .end = end};
+    mc_attrs at = {.axis = axis, .start = start, .end = end, .step = 1};
     return build(g, MC_OP_SLICE, &x, 1, &at);
 }
+
+mc_value mc_slice_step(mc_graph *g, mc_value x, int axis, int64_t start, int64_t end, int64_t step)
+{
+    mc_attrs at = {.axis = axis, .start = start, .end = end, .step = step};
+    return build(g, MC_OP_SLICE, &x, 1, &at);
+}
+
+mc_value mc_and(mc_graph *g, mc_value a, mc_value b)
+{
+    mc_value in[2] = {a, b};
+    return build(g, MC_OP_AND, in, 2, NULL);
+}
+
+mc_value mc_or(mc_graph *g, mc_value a, mc_value b)
+{
+    mc_value in[2] = {a, b};
+    return build(g, MC_OP_OR, in, 2, NULL);
+}
+
+mc_value mc_xor(mc_graph *g, mc_value a, mc_value b)
+{
+    mc_value in[2] = {a, b};
+    return build(g, MC_OP_XOR, in, 2, NULL);
+}
+
+mc_value mc_not(mc_graph *g, mc_value x) { return build(g, MC_OP_NOT, &x, 1, NULL); }
 
 mc_value mc_concat(mc_graph *g, const mc_value *xs, int n, int axis)
 {

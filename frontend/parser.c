@@ -603,11 +603,16 @@ static mc_status parse_attribute(parser *p, mc_op op, unsigned *seen, mc_attrs *
         return MC_OK;
     case MC_ATTR_START:
     case MC_ATTR_END:
+    case MC_ATTR_STEP: {
         snprintf(what, sizeof what, "an integer for '%s'", mc_attr_names[k]);
-        if ((st = token_int(p, &p->tok, what, k == MC_ATTR_START ? &attrs->start : &attrs->end)))
+        int64_t *to = k == MC_ATTR_START ? &attrs->start : k == MC_ATTR_END ? &attrs->end : &attrs->step;
+        if ((st = token_int(p, &p->tok, what, to)))
             return st;
+        if (k == MC_ATTR_STEP && *to == 0)
+            return error_at(p, &p->tok, "'step' must not be 0");
         advance(p);
         return MC_OK;
+    }
     case MC_ATTR_KEEPDIM:
         return parse_bool(p, "keepdim", &attrs->keepdim);
     case MC_ATTR_PERM:

@@ -111,6 +111,11 @@ MC_BINARY_BUILDERS(MC_DECLARE_BINARY)
 #undef MC_DECLARE_BINARY
 
 mc_value mc_where(mc_graph *g, mc_value cond, mc_value a, mc_value b);
+/* Logic on bool values (NumPy broadcasting). */
+mc_value mc_and(mc_graph *g, mc_value a, mc_value b);
+mc_value mc_or(mc_graph *g, mc_value a, mc_value b);
+mc_value mc_xor(mc_graph *g, mc_value a, mc_value b);
+mc_value mc_not(mc_graph *g, mc_value x);
 mc_value mc_cast(mc_graph *g, mc_value x, mc_dtype to);
 mc_value mc_leaky_relu(mc_graph *g, mc_value x, double alpha);
 /* clip(x, min, max): NULL leaves that bound out (one at least). */
@@ -130,6 +135,9 @@ mc_value mc_transpose(mc_graph *g, mc_value x, const int *perm, int n /* 0: reve
 mc_value mc_reshape(mc_graph *g, mc_value x, const int64_t *shape, int n);
 mc_value mc_expand(mc_graph *g, mc_value x, const int64_t *shape, int n);
 mc_value mc_slice(mc_graph *g, mc_value x, int axis, int64_t start, int64_t end /* MC_END */);
+/* Every step-th element (step != 0; negative: backward, as Python's x[start:end:step]); start
+ * or end MC_END: from / to the end the step walks from / towards. */
+mc_value mc_slice_step(mc_graph *g, mc_value x, int axis, int64_t start, int64_t end, int64_t step);
 mc_value mc_concat(mc_graph *g, const mc_value *xs, int n, int axis);
 mc_value mc_iota(mc_graph *g, const int64_t *shape, int n, int axis, mc_dtype dtype);
 mc_value mc_full(mc_graph *g, const int64_t *shape, int n, double value, mc_dtype dtype);

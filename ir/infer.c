@@ -477,26 +477,38 @@ static mc_status infer_slice(const infer *c, const mc_node *x)
     mc_status st;
     if ((st = norm_axis(c, &at->axis, x->rank, "axis")))
         return st;
-    int64_t size = x->shape[at->axis];
-    int64_t start = at->start, end = at->end;
-    if (start < 0)
-        start = start < -size ? 0 : start + size;
-    if (start > size)
-        start = size;
-    if (end < 0)
-        end = end < -size ? 0 : end + size;
-    if (end > size)
-        end = size;
-    if (end <= start)
-        return fail(c, "start=%lld, end=%lld select nothing from axis %lld of size %lld "
+    int64_t size = x->shape[at->axis], step = at->step;
+    if (step == 0)
+        return fail(c, "'step' must not be 0");
+    /* Python's slice.indices: negative positions count from the end; a forward slice clamps
+     * them to [0, size], a backward one to [-1, size - 1] (-1: before the first element). */
+    int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? size : size - 1;
+    int64_t start = at->start == MC_END ? (step > 0 ? 0 : size - 1) : at->start;
+    int64_t end = at->end == MC_END ? (step > 0 ? size : -1) : at->end;
+    if (at->start != MC_END && start < 0)
+        start = start + size < lo ? lo : start + size;
+    if (at->end != MC_END && end < 0)
+        end = end + size < lo ? lo : end + size;
+    start = start > hi ? hi : start;
+    end = end > hi ? hi : end;
+    int64_t count = step > 0 ? (end - start + step - 1) / step : (start - end + (-step) - 1) / (-step);
+    if (count <= 0) {
+        char steps[48] = "";
+        if (step != 1)
+            snprintf(steps, sizeof steps, ", step=%lld", (long long)step);
+        return fail(c, "start=%lld, end=%lld%s select nothing from axis %lld of size %lld "
                        "(zero-size dimensions are not supported)",
-                    (long long)at->start, (long long)(at->end == MC_END ? size : at->end),
+                    (long long)(at->start == MC_END ? (step > 0 ? 0 : size - 1) : at->start),
+                    (long long)(at->end == MC_END ? (step > 0 ? size : -1 - size) : at->end), steps,
                     (long long)at->axis, (long long)size);
+    }
+    /* normalized: start the first index taken, end one step past the last (MC_END where that
+     * is before the first element, so that inferring again gives the same) */
     at->start = start;
-    at->end = end;
+    at->end = start + count * step < 0 ? MC_END : start + count * step;
     int64_t shape[MC_MAX_RANK];
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->rank);
-    shape[at->axis] = end - start;
+    shape[at->axis] = count;
     return set_shape(c, shape, x->rank);
 }
 
@@ -549,6 +561,7 @@ static mc_status infer_shape_op(const infer *c)
     case MC_OP_SUB: case MC_OP_MUL: case MC_OP_DIV: case MC_OP_POW: case MC_OP_MAXIMUM:
     case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT: case MC_OP_LE: case MC_OP_GT:
     case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:
+    case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
     case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:

@@ -139,8 +139,11 @@ static void print_attrs(const printer *p, const mc_node *n)
             print_list(out, at->list, at->nlist);
             break;
         case MC_OP_SLICE:
-            fprintf(out, "%saxis=%lld, start=%lld, end=%lld", sep, (long long)at->axis,
-                    (long long)at->start, (long long)at->end);
+            fprintf(out, "%saxis=%lld, start=%lld", sep, (long long)at->axis, (long long)at->start);
+            if (at->end != MC_END)
+                fprintf(out, ", end=%lld", (long long)at->end);
+            if (at->step != 1)
+                fprintf(out, ", step=%lld", (long long)at->step);
             break;
         case MC_OP_CONCAT:
             fprintf(out, "%saxis=%lld", sep, (long long)at->axis);
@@ -154,6 +157,7 @@ static void print_attrs(const printer *p, const mc_node *n)
         case MC_OP_ADD: case MC_OP_SUB: case MC_OP_MUL: case MC_OP_DIV: case MC_OP_POW:
         case MC_OP_MAXIMUM: case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT:
         case MC_OP_LE: case MC_OP_GT: case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST:
+        case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
         case MC_OP_SUM: case MC_OP_MEAN: case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX:
         case MC_OP_LOG_SOFTMAX: case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL:
         case MC_OP_LINEAR: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:

@@ -73,6 +73,11 @@ double mc_op_apply(mc_op op, mc_dtype operand, mc_dtype result, double a, double
     case MC_OP_LE: return a <= b;
     case MC_OP_GT: return a > b;
     case MC_OP_GE: return a >= b;
+    /* logic on bool values */
+    case MC_OP_AND: return a != 0 && b != 0;
+    case MC_OP_OR: return a != 0 || b != 0;
+    case MC_OP_XOR: return (a != 0) != (b != 0);
+    case MC_OP_NOT: return a == 0;
     /* select and convert */
     case MC_OP_WHERE: return a != 0 ? b : c;
     case MC_OP_CAST: return mc_round_to_dtype(a, result);

@@ -119,7 +119,7 @@ static mc_value simpler(mc_rewrite *rw, const mc_node *n, const mc_value *in)
         break;
     case MC_OP_EXPAND:
     case MC_OP_SLICE:
-        if (same_type(a, n))
+        if (same_type(a, n) && (n->op == MC_OP_EXPAND || n->attr.step == 1))
             return in[0];
         break;
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_ABS: case MC_OP_EXP:
@@ -130,6 +130,7 @@ static mc_value simpler(mc_rewrite *rw, const mc_node *n, const mc_value *in)
     case MC_OP_LEAKY_RELU: case MC_OP_CLIP: case MC_OP_POW: case MC_OP_MAXIMUM:
     case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT: case MC_OP_LE: case MC_OP_GT:
     case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:
+    case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
     case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:

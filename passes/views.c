@@ -142,8 +142,10 @@ bool mc_cmap_operand(const mc_graph *g, int ni, int slot, const mc_cmap *m, mc_c
         return true;
     case MC_OP_EXPAND: broadcast_map(x, n, m, out); return true;
     case MC_OP_SLICE:
-        *out = *m;
-        out->off[n->attr.axis] += n->attr.start;
+        *out = *m; /* x's coordinate along the axis: start + step * n's */
+        out->off[n->attr.axis] = n->attr.start + n->attr.step * m->off[n->attr.axis];
+        for (int j = 0; j < MC_MAX_RANK; j++)
+            out->coef[n->attr.axis][j] = n->attr.step * m->coef[n->attr.axis][j];
         return true;
     case MC_OP_RESHAPE: {
         const void *ctx[2] = {m, out};
@@ -158,6 +160,7 @@ bool mc_cmap_operand(const mc_graph *g, int ni, int slot, const mc_cmap *m, mc_c
     case MC_OP_SUB: case MC_OP_MUL: case MC_OP_DIV: case MC_OP_POW: case MC_OP_MAXIMUM:
     case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT: case MC_OP_LE: case MC_OP_GT:
     case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:
+    case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
     case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
@@ -207,6 +210,7 @@ bool mc_tview_compose(const mc_graph *g, int ni, const mc_tview *in, mc_tview *o
     case MC_OP_SLICE:
         memcpy(out->stride, in->stride, sizeof out->stride);
         out->offset += n->attr.start * in->stride[n->attr.axis];
+        out->stride[n->attr.axis] *= n->attr.step;
         return true;
     case MC_OP_RESHAPE: {
         const void *ctx[2] = {in, out};
@@ -221,6 +225,7 @@ bool mc_tview_compose(const mc_graph *g, int ni, const mc_tview *in, mc_tview *o
     case MC_OP_SUB: case MC_OP_MUL: case MC_OP_DIV: case MC_OP_POW: case MC_OP_MAXIMUM:
     case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT: case MC_OP_LE: case MC_OP_GT:
     case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:
+    case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
     case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:

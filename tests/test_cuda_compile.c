@@ -367,6 +367,10 @@ static void test_more_operators(void **state)
         "h = clip(x, max=1)\ns1 = add(a, b)\ns2 = add(c, d)\ns3 = add(e, f)\ns4 = add(g, h)\n"
         "t1 = add(s1, s2)\nt2 = add(s3, s4)\ny = add(t1, t2)\noutput y\n",
         "graph a\ninput x : i32[7, 33]\nd = sign(x)\ng = clip(x, min=-3, max=5)\ny = add(d, g)\noutput y\n",
+        "graph a\ninput x : %s[7, 33]\ninput i : i32[7, 33]\np = gt(x, 0)\nq = lt(x, 0.5)\na = and(p, q)\n"
+        "o = or(p, q)\ne = xor(a, o)\nn = not(e)\nw = where(n, i, 3)\nr = slice(x, axis=1, step=-1)\n"
+        "s = slice(x, axis=0, start=5, end=1, step=-2)\nt = slice(w, axis=1, start=1, step=3)\nu = add(r, x)\n"
+        "output n, w, s, t, u\n",
     };
     static const char *const dtypes[] = {"f32", "f16", "bf16"};
     int compiled = 0;

@@ -171,7 +171,7 @@ static void test_every_operator(void **state)
     mc_value w = mc_param(g, "w", MC_F32, (int64_t[]){5, 4}, 2);
     mc_value bias = mc_param(g, "bias", MC_F32, (int64_t[]){5}, 1);
     mc_value n4 = mc_param(g, "n4", MC_F32, (int64_t[]){4}, 1);
-    mc_value outs[64];
+    mc_value outs[96];
     int n = 0;
 #define UNARY(op) outs[n++] = mc_##op(g, x);
 #define BINARY(op) outs[n++] = mc_##op(g, x, n4);
@@ -209,6 +209,19 @@ static void test_every_operator(void **state)
     outs[n++] = mc_iota(g, (int64_t[]){6}, 1, 0, MC_BF16);
     outs[n++] = mc_full(g, (int64_t[]){2, 2}, 2, 2.5e-8, MC_F32);
     outs[n++] = mc_full(g, NULL, 0, 1, MC_BOOL);
+    outs[n++] = mc_leaky_relu(g, x, 0.3);
+    outs[n++] = mc_clip(g, x, &(double){-0.25}, NULL);
+    outs[n++] = mc_clip(g, i, &(double){-2}, &(double){7});
+    outs[n++] = mc_and(g, cond, mc_scalar(g, 1, MC_BOOL));
+    outs[n++] = mc_or(g, cond, mc_lt(g, x, n4));
+    outs[n++] = mc_xor(g, cond, cond);
+    outs[n++] = mc_not(g, cond);
+    outs[n++] = mc_where(g, mc_gt(g, i, mc_scalar(g, 3, MC_I32)), i, mc_scalar(g, -1, MC_I32));
+    outs[n++] = mc_slice_step(g, x, 2, MC_END, MC_END, -1);
+    outs[n++] = mc_slice_step(g, x, 1, -1, 0, -2);
+    outs[n++] = mc_slice_step(g, x, 2, 1, MC_END, 2);
+    outs[n++] = mc_slice_step(g, x, 0, 1, -100, -1);
+    assert_true(n <= 96);
     mc_value_set_name(g, outs[3], "ex.p");
     assert_int_equal(mc_graph_set_outputs(g, outs, n), MC_OK);
     check_round_trip(g, "every operator");

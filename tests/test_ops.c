@@ -73,6 +73,10 @@ static double ref_clip_crossed(double x) { return isnan(x) ? x : -1; } /* min > 
 static mc_value clip_i32(mc_graph *g, mc_value x) { return mc_clip(g, x, &(double){-3}, &(double){100}); }
 static double ref_clip_i32(double x) { return x < -3 ? -3 : (x > 100 ? 100 : x); }
 
+static double ref_and(double a, double b) { return a * b != 0; }
+static double ref_or(double a, double b) { return a + b != 0; }
+static double ref_xor(double a, double b) { return a + b == 1; }
+static double ref_not(double x) { return 1 - x; }
 static double ref_add(double a, double b) { return a - -b; }
 static double ref_sub(double a, double b) { return a + -b; }
 static double ref_mul(double a, double b) { return a * b; }
@@ -584,8 +588,11 @@ static const op_case cases[] = {
     COMPARE(ge, F32), COMPARE(eq, I32), COMPARE(ne, I32), COMPARE(lt, I32), COMPARE(le, I32),
     COMPARE(gt, I32), COMPARE(ge, I32), COMPARE(lt, F16), COMPARE(ge, BF16), COMPARE(eq, BOOL),
     COMPARE(ne, BOOL),
+    BINARY(and, BOOL, NULL, false), BINARY(or, BOOL, NULL, false), BINARY(xor, BOOL, NULL, false),
+    UNARY(not, BOOL, false, 0),
     VARIANT("where_f32", where, NULL, F32, 0), VARIANT("where_scalar_operand", where, NULL, F32, 1),
     VARIANT("where_bool", where, NULL, BOOL, 0), VARIANT("where_f16", where, NULL, F16, 0),
+    VARIANT("where_i32", where, NULL, I32, 0), VARIANT("where_i32_scalar_operand", where, NULL, I32, 1),
 
     CAST(F32, I32, "f32_i32"), CAST(F32, BOOL, "f32_bool"), CAST(F32, F16, "f32_f16"),
     CAST(F32, BF16, "f32_bf16"), CAST(F16, F32, "f16_f32"), CAST(BF16, F32, "bf16_f32"),

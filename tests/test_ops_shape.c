@@ -215,6 +215,51 @@ static void expect_slice(const op_case *c, double *const *in, double **out)
             out[0][n++] = in[0][i * 6 + j];
 }
 
+/* ---- slice with a step, of x [5, 6]: the indices it keeps listed by hand ------------------------ */
+
+typedef struct {
+    int axis;
+    int64_t start, end, step;
+    int nrows, rows[5], ncols, cols[6];
+} step_spec;
+
+static const step_spec step_specs[] = {
+    {1, MC_END, MC_END, -1, 5, {0, 1, 2, 3, 4}, 6, {5, 4, 3, 2, 1, 0}}, /* reversed */
+    {0, MC_END, MC_END, 2, 3, {0, 2, 4}, 6, {0, 1, 2, 3, 4, 5}},
+    {1, -2, 0, -2, 5, {0, 1, 2, 3, 4}, 2, {4, 2}},                      /* end excluded */
+    {0, 3, -100, -1, 4, {3, 2, 1, 0}, 6, {0, 1, 2, 3, 4, 5}},           /* end clamped */
+    {1, 1, 100, 3, 5, {0, 1, 2, 3, 4}, 2, {1, 4}},
+    {-1, 10, MC_END, -4, 5, {0, 1, 2, 3, 4}, 2, {5, 1}},                /* start clamped */
+    {0, MC_END, MC_END, -1, 5, {4, 3, 2, 1, 0}, 3, {1, 3, 5}},          /* then columns 1::2 */
+};
+
+static mc_status build_slice_step(const op_case *c, mc_graph *g)
+{
+    mc_value x = mc_input(g, "x", c->dtype, SHAPE(5, 6));
+    if (c->variant == 7) /* a reversal fused into pointwise work: x[:, ::-1] + x */
+        return OUTPUTS(g, mc_add(g, mc_slice_step(g, x, 1, MC_END, MC_END, -1), x));
+    const step_spec *s = &step_specs[c->variant];
+    mc_value y = mc_slice_step(g, x, s->axis, s->start, s->end, s->step);
+    if (c->variant == 6)
+        y = mc_slice_step(g, y, 1, 1, MC_END, 2);
+    return OUTPUTS(g, y);
+}
+
+static void expect_slice_step(const op_case *c, double *const *in, double **out)
+{
+    if (c->variant == 7) {
+        for (int i = 0; i < 5; i++)
+            for (int j = 0; j < 6; j++)
+                out[0][i * 6 + j] = in[0][i * 6 + 5 - j] + in[0][i * 6 + j];
+        return;
+    }
+    const step_spec *s = &step_specs[c->variant];
+    int n = 0;
+    for (int i = 0; i < s->nrows; i++)
+        for (int j = 0; j < s->ncols; j++)
+            out[0][n++] = in[0][s->rows[i] * 6 + s->cols[j]];
+}
+
 /* ---- concat --------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -513,6 +558,11 @@ static const op_case cases[] = {
     CASE("slice_to_end", slice, F32, 4), CASE("slice_last_row_neg_axis", slice, F32, 5),
     CASE("slice_of_slice", slice, F32, 6), CASE("slice_i32", slice, I32, 1),
     CASE("slice_f16", slice, F16, 2),
+    CASE("slice_reversed", slice_step, F32, 0), CASE("slice_step2", slice_step, F32, 1),
+    CASE("slice_neg_step_end", slice_step, F32, 2), CASE("slice_neg_step_clamped", slice_step, I32, 3),
+    CASE("slice_step3_end_clamped", slice_step, F16, 4), CASE("slice_neg_step_start_clamped", slice_step, BF16, 5),
+    CASE("slice_reversed_then_stepped", slice_step, F32, 6), CASE("slice_reversed_bool", slice_step, BOOL, 0),
+    CASE("slice_reversed_plus_x", slice_step, F32, 7),
     CASE("concat_axis0", concat, F32, 0), CASE("concat_axis1_three", concat, F32, 1),
     CASE("concat_axis_neg1", concat, F32, 2), CASE("concat_3d_axis1_f16", concat, F16, 3),
     CASE("concat_3d_axis0_i32", concat, I32, 4), CASE("concat_3d_axis2", concat, F32, 5),

@@ -440,6 +440,16 @@ static void test_more_operator_errors(void **state)
     OP_ERROR("y = leaky_relu(i)", "4:5", "leaky_relu: i32 is not supported");
     OP_ERROR("y = leaky_relu(x, min=1)", "4:19", "unknown attribute 'min' for 'leaky_relu' (it takes alpha)");
     OP_ERROR("y = ceil(x, alpha=1)", "4:13", "'ceil' takes no attributes");
+    OP_ERROR("y = and(x, x)", "4:5", "and: f32 is not supported (and takes bool; use cast)");
+    OP_ERROR("y = or(b, i)", "4:5", "or: operand dtypes differ: bool and i32 (use cast)");
+    OP_ERROR("y = not(i)", "4:5", "not: i32 is not supported (not takes bool; use cast)");
+    OP_ERROR("y = xor(b, 1.5)", "4:12", "number '1.5' is used as a bool and must be 0 or 1");
+    OP_ERROR("y = where(b, i, x)", "4:5", "where: operand dtypes differ: i32 and f32 (use cast)");
+    OP_ERROR("y = slice(x, axis=1, step=0)", "4:27", "'step' must not be 0");
+    OP_ERROR("y = slice(x, axis=0, step=1.5)", "4:27", "expected an integer for 'step', got '1.5'");
+    OP_ERROR("y = slice(x, axis=1, start=1, end=2, step=-1)", "4:5",
+             "slice: start=1, end=2, step=-1 select nothing from axis 1 of size 3");
+    OP_ERROR("y = relu(x, step=1)", "4:13", "'relu' takes no attributes");
 #undef OP_ERROR
 }
 

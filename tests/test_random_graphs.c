@@ -295,6 +295,10 @@ static mc_value shape_op(gen *G, mc_value x)
     case 3: { /* slice */
         int axis = pick(&G->r, rank);
         int64_t len = n->shape[axis], start = pick(&G->r, (int)len), end = start + 1 + pick(&G->r, (int)(len - start));
+        if (pick(&G->r, 3) == 0) { /* with a step: reversed, every other element, backward from start */
+            static const int64_t steps[] = {-1, 2, -2, 3};
+            return mc_slice_step(g, x, axis, pick(&G->r, 2) ? MC_END : start, MC_END, steps[pick(&G->r, 4)]);
+        }
         return mc_slice(g, x, axis, start, pick(&G->r, 4) == 0 ? MC_END : end);
     }
     case 4: { /* concat with a transformed copy of itself */
@@ -393,7 +397,15 @@ static mc_value step(gen *G)
     case 3: case 4: case 5: case 6: return binary(G, a, broadcast_partner(G, a));
     case 7: {
         mc_value b = broadcast_partner(G, a);
-        return mc_where(G->g, mc_lt(G->g, a, b), a, binary(G, a, b));
+        mc_value m = mc_lt(G->g, a, b), z = mc_scalar(G->g, 0.25, MC_F32);
+        switch (pick(&G->r, 6)) { /* a mask of logic operators */
+        case 0: m = mc_and(G->g, m, mc_gt(G->g, a, z)); break;
+        case 1: m = mc_or(G->g, m, mc_gt(G->g, b, z)); break;
+        case 2: m = mc_xor(G->g, m, mc_gt(G->g, a, z)); break;
+        case 3: m = mc_not(G->g, m); break;
+        default: break;
+        }
+        return mc_where(G->g, m, a, binary(G, a, b));
     }
     case 8: case 9: case 10: case 11: return product(G, a);
     case 12: case 13: return reduction(G, a);

@@ -81,7 +81,13 @@ static void append_attribute(char *buf, size_t size, mc_op op, mc_attr_key key,
         append(buf, size, "%s=%s", name, def->keepdim ? "true" : "false");
         return;
     case MC_ATTR_START:
-        append(buf, size, "%s=%lld", name, (long long)def->start);
+        if (def->start == MC_END)
+            append(buf, size, "%s?=INT", name);
+        else
+            append(buf, size, "%s=%lld", name, (long long)def->start);
+        return;
+    case MC_ATTR_STEP:
+        append(buf, size, "%s=%lld", name, (long long)def->step);
         return;
     case MC_ATTR_END:
         if (def->end == MC_END)
@@ -129,7 +135,7 @@ static void signature(mc_op op, char *buf, size_t size)
     snprintf(buf, size, "%s(%s", info->name, info->operands);
     /* in the order docs/FORMAT.md §2 writes them: shape first, dtype last */
     static const mc_attr_key order[] = {MC_ATTR_SHAPE, MC_ATTR_PERM, MC_ATTR_AXIS, MC_ATTR_KEEPDIM,
-                                        MC_ATTR_START, MC_ATTR_END, MC_ATTR_EPS, MC_ATTR_VALUE,
+                                        MC_ATTR_START, MC_ATTR_END, MC_ATTR_STEP, MC_ATTR_EPS, MC_ATTR_VALUE,
                                         MC_ATTR_ALPHA, MC_ATTR_MIN, MC_ATTR_MAX, MC_ATTR_TO, MC_ATTR_DTYPE};
     _Static_assert(sizeof order / sizeof order[0] == MC_NUM_ATTRS, "every key has its place");
     bool first = !info->operands[0];

@@ -970,6 +970,10 @@ LLVMValueRef llvm_emit_op(llvm_ctx *c, mc_op op, mc_dtype in, mc_dtype out, LLVM
         int i = (int)(op - MC_OP_EQ);
         return f ? fcmp(c, fp[i], a[0], a[1]) : LLVMBuildICmp(B, ip[i], a[0], a[1], "");
     }
+    case MC_OP_AND: return LLVMBuildAnd(B, a[0], a[1], ""); /* i1 lanes */
+    case MC_OP_OR: return LLVMBuildOr(B, a[0], a[1], "");
+    case MC_OP_XOR: return LLVMBuildXor(B, a[0], a[1], "");
+    case MC_OP_NOT: return LLVMBuildNot(B, a[0], "");
     case MC_OP_WHERE: return sel(c, a[0], a[1], a[2]);
     case MC_OP_CAST: return emit_cast(c, in, out, a[0], w);
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_SUM: case MC_OP_MEAN:
