@@ -172,6 +172,24 @@ mc_value mc_clip(mc_graph *g, mc_value x, const double *min, const double *max)
     return build(g, MC_OP_CLIP, &x, 1, &at);
 }
 
+mc_value mc_argmax(mc_graph *g, mc_value x, int axis, bool keepdim)
+{
+    mc_attrs at = {.list = {axis}, .nlist = 1, .has_list = true, .keepdim = keepdim};
+    return build(g, MC_OP_ARGMAX, &x, 1, &at);
+}
+
+mc_value mc_argmin(mc_graph *g, mc_value x, int axis, bool keepdim)
+{
+    mc_attrs at = {.list = {axis}, .nlist = 1, .has_list = true, .keepdim = keepdim};
+    return build(g, MC_OP_ARGMIN, &x, 1, &at);
+}
+
+mc_value mc_cumsum(mc_graph *g, mc_value x, int axis)
+{
+    mc_attrs at = {.axis = axis};
+    return build(g, MC_OP_CUMSUM, &x, 1, &at);
+}
+
 mc_value mc_softmax(mc_graph *g, mc_value x, int axis)
 {
     mc_attrs at = {.axis = axis};

@@ -125,6 +125,12 @@ mc_value mc_sum(mc_graph *g, mc_value x, const int *axes, int naxes, bool keepdi
 mc_value mc_mean(mc_graph *g, mc_value x, const int *axes, int naxes, bool keepdim);
 mc_value mc_max(mc_graph *g, mc_value x, const int *axes, int naxes, bool keepdim);
 mc_value mc_min(mc_graph *g, mc_value x, const int *axes, int naxes, bool keepdim);
+/* The index (i32) of the largest / smallest element along one axis: the first on ties, the
+ * first NaN where there is one. */
+mc_value mc_argmax(mc_graph *g, mc_value x, int axis, bool keepdim);
+mc_value mc_argmin(mc_graph *g, mc_value x, int axis, bool keepdim);
+/* The running sum along one axis. */
+mc_value mc_cumsum(mc_graph *g, mc_value x, int axis);
 mc_value mc_softmax(mc_graph *g, mc_value x, int axis);
 mc_value mc_log_softmax(mc_graph *g, mc_value x, int axis);
 mc_value mc_layernorm(mc_graph *g, mc_value x, mc_value w, mc_value b, double eps);

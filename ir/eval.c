@@ -234,6 +234,51 @@ static mc_status eval_reduce(const op_ctx *c)
     return MC_OK;
 }
 
+/* argmax, argmin along attr.list[0]: the first index of the largest (smallest) value, or of
+ * the first NaN. The result's layout is the same with or without keepdim. */
+static void eval_argextreme(const op_ctx *c)
+{
+    const mc_node *n = c->n, *x = c->in[0];
+    int64_t axis = n->attr.list[0], len = x->shape[axis], inner = 1, outer = 1;
+    for (int k = 0; k < axis; k++)
+        outer *= x->shape[k];
+    for (int k = (int)axis + 1; k < x->rank; k++)
+        inner *= x->shape[k];
+    const double *xv = operand(c, 0);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const double *row = xv + o * len * inner + i;
+            int64_t best = 0;
+            for (int64_t j = 0; j < len && !isnan(row[best * inner]); j++) {
+                double v = row[j * inner], b = row[best * inner];
+                if (isnan(v) || (n->op == MC_OP_ARGMAX ? v > b : v < b))
+                    best = j;
+            }
+            c->out[o * inner + i] = (double)best;
+        }
+}
+
+/* cumsum along attr.axis: the running sum in order (i32: wrapped, as sum's). */
+static void eval_cumsum(const op_ctx *c)
+{
+    const mc_node *n = c->n;
+    int64_t axis = n->attr.axis, len = n->shape[axis], inner = 1, outer = 1;
+    for (int k = 0; k < axis; k++)
+        outer *= n->shape[k];
+    for (int k = (int)axis + 1; k < n->rank; k++)
+        inner *= n->shape[k];
+    const double *x = operand(c, 0);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            double s = 0;
+            for (int64_t j = 0; j < len; j++) {
+                int64_t e = o * len * inner + i + j * inner;
+                s = mc_reduce_step(MC_OP_SUM, n->dtype, s, x[e]);
+                c->out[e] = s;
+            }
+        }
+}
+
 /* softmax and log_softmax along attr.axis: rows of `len` elements `inner` apart. */
 static void eval_softmax(const op_ctx *c)
 {
@@ -389,6 +434,7 @@ static void eval_view(const op_ctx *c)
     case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:
     case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
     case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
+    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_RESHAPE: case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
         MC_UNREACHABLE("not a view operator");
@@ -464,9 +510,16 @@ static mc_status eval_node(const mc_graph *g, int i, const void *const *inputs, 
     case MC_KIND_COMPARE:
     case MC_KIND_SELECT: eval_broadcast(&c); break;
     case MC_KIND_CAST: eval_cast(&c); break;
-    case MC_KIND_REDUCE: return eval_reduce(&c);
+    case MC_KIND_REDUCE:
+        if (n->op == MC_OP_ARGMAX || n->op == MC_OP_ARGMIN) {
+            eval_argextreme(&c);
+            break;
+        }
+        return eval_reduce(&c);
     case MC_KIND_NORM:
-        if (n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX)
+        if (n->op == MC_OP_CUMSUM)
+            eval_cumsum(&c);
+        else if (n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX)
             eval_softmax(&c);
         else
             eval_norm(&c);

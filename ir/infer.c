@@ -286,6 +286,13 @@ static mc_status infer_reduce(const infer *c)
                 at->list[j - 1] = t;
             }
     }
+    if (n->op == MC_OP_ARGMAX || n->op == MC_OP_ARGMIN) {
+        if (at->nlist != 1 || x->rank == 0)
+            return fail(c, "expected one axis, got %d", x->rank == 0 ? 0 : at->nlist);
+        if (x->shape[at->list[0]] > INT32_MAX)
+            return fail(c, "axis %lld is too long for i32 indices", (long long)at->list[0]);
+        n->dtype = MC_I32;
+    }
     int64_t shape[MC_MAX_RANK];
     int rank = 0, k = 0;
     for (int i = 0; i < x->rank; i++) {
@@ -320,9 +327,11 @@ static mc_status infer_norm(const infer *c)
     if ((st = check_dtype(c, x->dtype)))
         return st;
     n->dtype = x->dtype;
-    if (n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX) {
+    if (n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX || n->op == MC_OP_CUMSUM) {
         if ((st = norm_axis(c, &n->attr.axis, x->rank, "axis")))
             return st;
+        if (n->op == MC_OP_CUMSUM && x->rank >= MC_MAX_RANK) /* its decomposition adds an axis */
+            return fail(c, "x has %d axes; cumsum takes at most %d", x->rank, MC_MAX_RANK - 1);
     } else {
         if (x->rank == 0)
             return fail(c, "x must have at least one axis (it normalizes over the last)");
@@ -563,6 +572,7 @@ static mc_status infer_shape_op(const infer *c)
     case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:
     case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
     case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
+    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
         break;

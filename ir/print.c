@@ -120,7 +120,7 @@ static void print_attrs(const printer *p, const mc_node *n)
         fprintf(out, "%skeepdim=%s", sep, at->keepdim ? "true" : "false");
         break;
     case MC_KIND_NORM:
-        if (n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX) {
+        if (n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX || n->op == MC_OP_CUMSUM) {
             fprintf(out, "%saxis=%lld", sep, (long long)at->axis);
         } else {
             fprintf(out, "%seps=", sep);
@@ -159,6 +159,7 @@ static void print_attrs(const printer *p, const mc_node *n)
         case MC_OP_LE: case MC_OP_GT: case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST:
         case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
         case MC_OP_SUM: case MC_OP_MEAN: case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX:
+        case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM:
         case MC_OP_LOG_SOFTMAX: case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL:
         case MC_OP_LINEAR: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
             break;

@@ -287,6 +287,79 @@ static mc_value clip(ctx *c, mc_value x)
     return narrow(c, x);
 }
 
+static mc_value iota(ctx *c, const int64_t *shape, int rank, int64_t axis)
+{
+    mc_attrs a;
+    memset(&a, 0, sizeof a);
+    a.has_list = true;
+    a.nlist = rank;
+    memcpy(a.list, shape, sizeof(int64_t) * (size_t)rank);
+    a.axis = axis;
+    a.dtype = MC_I32;
+    return mc_rewrite_node(c->rw, c->n, MC_OP_IOTA, NULL, 0, &a);
+}
+
+static mc_value shape_op(ctx *c, mc_op op, mc_value x, const int64_t *list, int n)
+{
+    mc_attrs a;
+    memset(&a, 0, sizeof a);
+    a.has_list = true;
+    a.nlist = n;
+    memcpy(a.list, list, sizeof(int64_t) * (size_t)n);
+    return mc_rewrite_node(c->rw, c->n, op, &x, 1, &a);
+}
+
+/* argmax (argmin): m = max(x) along the axis; the positions hit are those equal to m, or, in a
+ * row holding a NaN (m is NaN), the NaNs; the result is the least hit position, as an i32 min of
+ * where(hit, index, n). */
+static mc_value argextreme(ctx *c, mc_value x)
+{
+    const mc_node *xn = &c->rw->src->nodes[c->n->in[0]];
+    int64_t axis = c->n->attr.list[0], n = xn->shape[axis];
+    bool is_max = c->n->op == MC_OP_ARGMAX;
+    x = widen(c, x);
+    mc_value m = reduce(c, is_max ? MC_OP_MAX : MC_OP_MIN, x, &axis, 1, true);
+    mc_value hit = op2(c, MC_OP_EQ, x, m);
+    if (mc_dtype_is_float(xn->dtype))
+        hit = where(c, op2(c, MC_OP_NE, m, m), op2(c, MC_OP_NE, x, x), hit);
+    mc_value pos = where(c, hit, iota(c, xn->shape, xn->rank, axis), constant(c, (double)n, MC_I32));
+    return reduce(c, MC_OP_MIN, pos, &axis, 1, c->n->attr.keepdim);
+}
+
+/* cumsum along an axis of n: the axis moved last, x broadcast to [.., n (i), n (j)], and
+ * sum over j of where(j <= i, x_j, 0). O(n^2) work: a first version, exact as a sum is. */
+static mc_value cumsum(ctx *c, mc_value x)
+{
+    const mc_node *xn = &c->rw->src->nodes[c->n->in[0]];
+    int r = xn->rank;
+    int64_t axis = c->n->attr.axis, n = xn->shape[axis], perm[MC_MAX_RANK], inv[MC_MAX_RANK];
+    int64_t shape[MC_MAX_RANK], k = 0;
+    for (int d = 0; d < r; d++)
+        if (d != axis)
+            perm[k++] = d;
+    perm[r - 1] = axis;
+    for (int d = 0; d < r; d++) {
+        inv[perm[d]] = d;
+        shape[d] = xn->shape[perm[d]];
+    }
+    x = widen(c, x);
+    mc_dtype d = compute_dtype(xn->dtype);
+    if (axis != r - 1)
+        x = shape_op(c, MC_OP_TRANSPOSE, x, perm, r);
+    shape[r] = n;
+    shape[r - 1] = 1;
+    mc_value row = shape_op(c, MC_OP_RESHAPE, x, shape, r + 1);
+    shape[r - 1] = n;
+    mc_value all = shape_op(c, MC_OP_EXPAND, row, shape, r + 1);
+    int64_t sq[2] = {n, n};
+    mc_value keep = op2(c, MC_OP_GE, iota(c, sq, 2, 0), iota(c, sq, 2, 1));
+    int64_t last = r;
+    mc_value s = reduce(c, MC_OP_SUM, where(c, keep, all, constant(c, 0.0, d)), &last, 1, false);
+    if (axis != r - 1)
+        s = shape_op(c, MC_OP_TRANSPOSE, s, inv, r);
+    return narrow(c, s);
+}
+
 mc_status mc_pass_decompose(mc_graph *g)
 {
     mc_rewrite rw;
@@ -312,6 +385,8 @@ mc_status mc_pass_decompose(mc_graph *g)
             case MC_OP_MEAN: v = mean(&c, in[0]); break;
             case MC_OP_LEAKY_RELU: v = leaky_relu(&c, in[0]); break;
             case MC_OP_CLIP: v = clip(&c, in[0]); break;
+            case MC_OP_ARGMAX: case MC_OP_ARGMIN: v = argextreme(&c, in[0]); break;
+            case MC_OP_CUMSUM: v = cumsum(&c, in[0]); break;
             case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_NEG: case MC_OP_ABS:
             case MC_OP_EXP: case MC_OP_LOG: case MC_OP_SQRT: case MC_OP_RSQRT: case MC_OP_RECIP:
             case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_RELU: case MC_OP_GELU:

@@ -371,6 +371,8 @@ static void test_more_operators(void **state)
         "o = or(p, q)\ne = xor(a, o)\nn = not(e)\nw = where(n, i, 3)\nr = slice(x, axis=1, step=-1)\n"
         "s = slice(x, axis=0, start=5, end=1, step=-2)\nt = slice(w, axis=1, start=1, step=3)\nu = add(r, x)\n"
         "output n, w, s, t, u\n",
+        "graph a\ninput x : %s[7, 33]\ninput i : i32[7, 33]\na = argmax(x, axis=1)\nb = argmin(x, axis=0, keepdim=true)\n"
+        "c = argmax(i, axis=-1)\nd = cumsum(x, axis=1)\ne = cumsum(i, axis=0)\nf = relu(d)\noutput a, b, c, e, f\n",
     };
     static const char *const dtypes[] = {"f32", "f16", "bf16"};
     int compiled = 0;

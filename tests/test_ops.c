@@ -506,6 +506,89 @@ static void expect_norm(const op_case *c, double *const *in, double **out)
     }
 }
 
+/* ---- argmax, argmin, cumsum of x [3, 5, 4] ------------------------------------------------------ */
+
+typedef struct {
+    int op;       /* 0 argmax, 1 argmin, 2 cumsum */
+    int axis;
+    bool keepdim;
+    int prep;     /* 0 random, 1 ties, 2 NaNs and infinities */
+} arg_spec;
+
+static const arg_spec arg_specs[] = {
+    {0, 1, false, 0}, {1, -1, true, 0}, {0, 0, false, 1}, {1, 2, false, 1}, {0, -2, true, 2},
+    {1, 1, false, 2}, {2, 1, false, 0}, {2, 0, false, 0}, {2, -1, false, 2}, {0, 2, false, 1},
+    {2, 2, false, 1},
+};
+
+static const int64_t arg_shape[3] = {3, 5, 4};
+
+static mc_status build_arg(const op_case *c, mc_graph *g)
+{
+    const arg_spec *s = &arg_specs[c->variant];
+    mc_value x = mc_input(g, "x", c->dtype, SHAPE(3, 5, 4));
+    mc_value y = s->op == 0 ? mc_argmax(g, x, s->axis, s->keepdim)
+               : s->op == 1 ? mc_argmin(g, x, s->axis, s->keepdim) : mc_cumsum(g, x, s->axis);
+    return OUTPUTS(g, y);
+}
+
+/* Ties: values from {-1, 0, 1, 2} so that rows repeat their extremes; NaN and infinities at
+ * scattered places (a row with a NaN after its largest value, one with -inf and +inf). */
+static void prepare_arg(const op_case *c, void *const *in)
+{
+    const arg_spec *s = &arg_specs[c->variant];
+    for (int i = 0; s->prep == 1 && i < 60; i++)
+        mc_store_element(in[0], c->dtype, i, (double)((i * 7 + i / 5) % 4) - 1);
+    if (s->prep == 2) {
+        static const int at[6] = {3, 17, 18, 30, 44, 59};
+        static const double v[6] = {NAN, INFINITY, -INFINITY, NAN, NAN, -INFINITY};
+        for (int i = 0; i < 6; i++)
+            mc_store_element(in[0], c->dtype, at[i], v[i]);
+    }
+}
+
+static void expect_arg(const op_case *c, double *const *in, double **out)
+{
+    const arg_spec *s = &arg_specs[c->variant];
+    int axis = s->axis < 0 ? s->axis + 3 : s->axis, len = (int)arg_shape[axis];
+    int64_t stride[3] = {20, 4, 1};
+    for (int e = 0; e < 60; e++) {
+        int idx[3] = {e / 20, e / 4 % 5, e % 4};
+        if (idx[axis] != 0)
+            continue; /* one row per position with index 0 along the axis */
+        const double *x = in[0] + e;
+        int64_t st = stride[axis];
+        /* the output position: x's with the axis dropped (or kept at 0: the same order) */
+        int o = 0;
+        for (int d = 0; d < 3; d++)
+            if (d != axis)
+                o = o * (int)arg_shape[d] + idx[d];
+        if (s->op == 2) {
+            for (int i = 0; i < len; i++) {
+                double sum = 0;
+                for (int j = 0; j <= i; j++)
+                    sum += x[j * st];
+                out[0][e + i * st] = c->dtype == MC_I32 ? (double)(int32_t)(int64_t)sum : sum;
+            }
+            continue;
+        }
+        /* the extreme among non-NaN values, then the first NaN if any, else the first equal */
+        double ext = s->op == 0 ? -INFINITY : INFINITY;
+        int first_nan = -1, pick = -1;
+        for (int j = 0; j < len; j++) {
+            double v = x[j * st];
+            if (v != v && first_nan < 0)
+                first_nan = j;
+            if (v == v)
+                ext = s->op == 0 ? fmax(ext, v) : fmin(ext, v);
+        }
+        for (int j = len - 1; j >= 0; j--)
+            if (x[j * st] == ext)
+                pick = j;
+        out[0][o] = first_nan >= 0 ? first_nan : pick;
+    }
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 #define UNARY(op, dt, ...) \
@@ -616,6 +699,14 @@ static const op_case cases[] = {
     VARIANT("mean_axis1_keepdim", reduce, prepare_reduce, F32, 13),
     VARIANT("sum_i32_wraps", reduce, prepare_reduce, I32, 14),
     VARIANT("max_bf16_axis_neg2_keepdim", reduce, prepare_reduce, BF16, 15),
+    VARIANT("argmax_axis1", arg, prepare_arg, F32, 0), VARIANT("argmin_last_keepdim", arg, prepare_arg, F32, 1),
+    VARIANT("argmax_ties_axis0", arg, prepare_arg, F32, 2), VARIANT("argmin_ties_i32", arg, prepare_arg, I32, 3),
+    VARIANT("argmax_nan_inf_keepdim", arg, prepare_arg, F32, 4), VARIANT("argmin_nan_inf", arg, prepare_arg, F32, 5),
+    VARIANT("argmax_ties_f16", arg, prepare_arg, F16, 9), VARIANT("argmin_bf16", arg, prepare_arg, BF16, 1),
+    VARIANT("argmax_i32", arg, prepare_arg, I32, 0),
+    VARIANT("cumsum_axis1", arg, prepare_arg, F32, 6), VARIANT("cumsum_axis0", arg, prepare_arg, F32, 7),
+    VARIANT("cumsum_last_nan_inf", arg, prepare_arg, F32, 8), VARIANT("cumsum_i32", arg, prepare_arg, I32, 10),
+    VARIANT("cumsum_f16", arg, prepare_arg, F16, 6), VARIANT("cumsum_bf16_axis0", arg, prepare_arg, BF16, 7),
 
     VARIANT("softmax_last", softmax, NULL, F32, 2), VARIANT("softmax_axis0", softmax, NULL, F32, 3),
     VARIANT("softmax_axis1", softmax, NULL, F32, 4), VARIANT("softmax_axis_neg2", softmax, NULL, F32, 1),

@@ -450,6 +450,14 @@ static void test_more_operator_errors(void **state)
     OP_ERROR("y = slice(x, axis=1, start=1, end=2, step=-1)", "4:5",
              "slice: start=1, end=2, step=-1 select nothing from axis 1 of size 3");
     OP_ERROR("y = relu(x, step=1)", "4:13", "'relu' takes no attributes");
+    OP_ERROR("y = argmax(x)", "4:5", "'argmax' needs the attribute axis");
+    OP_ERROR("y = argmax(x, axis=[0, 1])", "4:5", "argmax: expected one axis, got 2");
+    OP_ERROR("y = argmin(b, axis=0)", "4:5", "argmin: bool is not supported (argmin takes f32, f16, bf16 or i32");
+    OP_ERROR("y = argmin(x, axis=2)", "4:5", "argmin: axis=2 is out of range for rank 2");
+    OP_ERROR("y = argmax(x, axis=0, eps=1)", "4:23", "unknown attribute 'eps' for 'argmax' (it takes axis, keepdim)");
+    OP_ERROR("y = cumsum(x)", "4:5", "'cumsum' needs the attribute axis");
+    OP_ERROR("y = cumsum(x, axis=2)", "4:5", "cumsum: axis=2 is out of range for rank 2 (expected -2..1)");
+    OP_ERROR("y = cumsum(b, axis=0)", "4:5", "cumsum: bool is not supported");
 #undef OP_ERROR
 }
 

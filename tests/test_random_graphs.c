@@ -189,7 +189,10 @@ static mc_value reduction(gen *G, mc_value x)
     bool keep = pick(&G->r, 2);
     bool all = pick(&G->r, 8) == 0;
     switch (pick(&G->r, 4)) {
-    case 0: return mc_sum(G->g, x, all ? NULL : axes, na, keep);
+    case 0: /* now and then a running sum (argmax and argmin jump: not generated) */
+        if (pick(&G->r, 4) == 0)
+            return mc_cumsum(G->g, x, axes[0]);
+        return mc_sum(G->g, x, all ? NULL : axes, na, keep);
     case 1: return mc_max(G->g, x, all ? NULL : axes, na, keep);
     case 2: return mc_min(G->g, x, all ? NULL : axes, na, keep);
     default: return mc_mean(G->g, x, all ? NULL : axes, na, keep);
