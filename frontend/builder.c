@@ -190,6 +190,77 @@ mc_value mc_cumsum(mc_graph *g, mc_value x, int axis)
     return build(g, MC_OP_CUMSUM, &x, 1, &at);
 }
 
+/* Copy a spatial list (NULL: left to the default). */
+static bool set_spatial(mc_graph *g, const char *op, const char *what, int64_t *to, int *n, const int64_t *from,
+                        int count)
+{
+    if (!from)
+        return true;
+    if (count < 1 || count > 2) {
+        builder_fail(g, "%s: '%s' needs 1 or 2 entries (spatial axes), got %d", op, what, count);
+        return false;
+    }
+    memcpy(to, from, sizeof(int64_t) * (size_t)count);
+    *n = count;
+    return true;
+}
+
+mc_value mc_conv(mc_graph *g, mc_value x, mc_value w, mc_value b, const int64_t *stride, const int64_t *padding,
+                 const int64_t *dilation, int nspatial, int64_t groups)
+{
+    mc_attrs at = {.groups = groups};
+    if (!set_spatial(g, "conv", "stride", at.stride, &at.nstride, stride, nspatial) ||
+        !set_spatial(g, "conv", "padding", at.padding, &at.npadding, padding, nspatial) ||
+        !set_spatial(g, "conv", "dilation", at.dilation, &at.ndilation, dilation, nspatial))
+        return MC_ERROR;
+    mc_value in[3] = {x, w, b};
+    return build(g, MC_OP_CONV, in, b == MC_NONE ? 2 : 3, &at);
+}
+
+static mc_value pool(mc_graph *g, mc_op op, mc_value x, const int64_t *kernel, const int64_t *stride,
+                     const int64_t *padding, int nspatial)
+{
+    mc_attrs at = {0};
+    const char *name = mc_op_table[op].name;
+    if (!kernel)
+        return builder_fail(g, "%s: the kernel is required", name);
+    if (!set_spatial(g, name, "kernel", at.kernel, &at.nkernel, kernel, nspatial) ||
+        !set_spatial(g, name, "stride", at.stride, &at.nstride, stride, nspatial) ||
+        !set_spatial(g, name, "padding", at.padding, &at.npadding, padding, nspatial))
+        return MC_ERROR;
+    return build(g, op, &x, 1, &at);
+}
+
+mc_value mc_maxpool(mc_graph *g, mc_value x, const int64_t *kernel, const int64_t *stride, const int64_t *padding,
+                    int nspatial)
+{
+    return pool(g, MC_OP_MAXPOOL, x, kernel, stride, padding, nspatial);
+}
+
+mc_value mc_avgpool(mc_graph *g, mc_value x, const int64_t *kernel, const int64_t *stride, const int64_t *padding,
+                    int nspatial)
+{
+    return pool(g, MC_OP_AVGPOOL, x, kernel, stride, padding, nspatial);
+}
+
+mc_value mc_pad(mc_graph *g, mc_value x, const int64_t *pads, int npads, double value)
+{
+    mc_attrs at = {.value = value};
+    if (!pads || npads < 0 || npads > 2 * MC_MAX_RANK)
+        return builder_fail(g, "pad: expected up to %d pads, got %d", 2 * MC_MAX_RANK, pads ? npads : 0);
+    memcpy(at.pads, pads, sizeof(int64_t) * (size_t)npads);
+    at.npads = npads;
+    return build(g, MC_OP_PAD, &x, 1, &at);
+}
+
+mc_value mc_batchnorm(mc_graph *g, mc_value x, mc_value scale, mc_value bias, mc_value mean, mc_value var,
+                      double eps)
+{
+    mc_value in[5] = {x, scale, bias, mean, var};
+    mc_attrs at = {.value = eps};
+    return build(g, MC_OP_BATCHNORM, in, 5, &at);
+}
+
 mc_value mc_softmax(mc_graph *g, mc_value x, int axis)
 {
     mc_attrs at = {.axis = axis};

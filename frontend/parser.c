@@ -394,7 +394,14 @@ static mc_status parse_dtype(parser *p, mc_dtype *out)
 
 /* '[' [ INT (',' INT)* ] ']' into list; `dims`: every entry a positive dimension whose product
  * fits in 64 bits. `first` gets the '[' token (for errors about the list as a whole). */
+static mc_status parse_int_list_max(parser *p, bool dims, int64_t *list, int *n, mc_token *first, int max);
 static mc_status parse_int_list(parser *p, bool dims, int64_t *list, int *n, mc_token *first)
+{
+    return parse_int_list_max(p, dims, list, n, first, MC_MAX_RANK);
+}
+
+/* At most `max` entries. */
+static mc_status parse_int_list_max(parser *p, bool dims, int64_t *list, int *n, mc_token *first, int max)
 {
     *first = p->tok;
     mc_status st = expect(p, MC_TOK_LBRACKET, "'['");
@@ -407,8 +414,8 @@ static mc_status parse_int_list(parser *p, bool dims, int64_t *list, int *n, mc_
         return MC_OK;
     }
     for (;;) {
-        if (*n == MC_MAX_RANK)
-            return error_at(p, &p->tok, "too many entries in the list (the most is %d)", MC_MAX_RANK);
+        if (*n == max)
+            return error_at(p, &p->tok, "too many entries in the list (the most is %d)", max);
         int64_t v;
         if ((st = token_int(p, &p->tok, dims ? "a dimension (a positive integer)" : "an integer", &v)))
             return st;
@@ -643,6 +650,32 @@ static mc_status parse_attribute(parser *p, mc_op op, unsigned *seen, mc_attrs *
     case MC_ATTR_TO:
     case MC_ATTR_DTYPE:
         return parse_dtype(p, &attrs->dtype);
+    case MC_ATTR_PADS:
+    case MC_ATTR_KERNEL:
+    case MC_ATTR_STRIDE:
+    case MC_ATTR_PADDING:
+    case MC_ATTR_DILATION: {
+        int n, max = k == MC_ATTR_PADS ? 2 * MC_MAX_RANK : 2;
+        int64_t *to = k == MC_ATTR_PADS ? attrs->pads : k == MC_ATTR_KERNEL ? attrs->kernel
+                    : k == MC_ATTR_STRIDE ? attrs->stride : k == MC_ATTR_PADDING ? attrs->padding : attrs->dilation;
+        if ((st = parse_int_list_max(p, false, to, &n, &first, max)))
+            return st;
+        bool zero_ok = k == MC_ATTR_PADS || k == MC_ATTR_PADDING;
+        for (int i = 0; i < n; i++)
+            if (to[i] < (zero_ok ? 0 : 1))
+                return error_at(p, &first, "'%s' must hold integers >= %d, not %lld", mc_attr_names[k],
+                                zero_ok ? 0 : 1, (long long)to[i]);
+        *(k == MC_ATTR_PADS ? &attrs->npads : k == MC_ATTR_KERNEL ? &attrs->nkernel
+          : k == MC_ATTR_STRIDE ? &attrs->nstride : k == MC_ATTR_PADDING ? &attrs->npadding : &attrs->ndilation) = n;
+        return MC_OK;
+    }
+    case MC_ATTR_GROUPS:
+        if ((st = token_int(p, &p->tok, "an integer for 'groups'", &attrs->groups)))
+            return st;
+        if (attrs->groups < 1)
+            return error_at(p, &p->tok, "'groups' must be at least 1");
+        advance(p);
+        return MC_OK;
     case MC_ATTR_ALPHA:
     case MC_ATTR_MIN:
     case MC_ATTR_MAX: {

@@ -131,6 +131,19 @@ mc_value mc_argmax(mc_graph *g, mc_value x, int axis, bool keepdim);
 mc_value mc_argmin(mc_graph *g, mc_value x, int axis, bool keepdim);
 /* The running sum along one axis. */
 mc_value mc_cumsum(mc_graph *g, mc_value x, int axis);
+/* Channels first ([N, C, L] or [N, C, H, W]); nspatial entries in each list that is not NULL
+ * (NULL: the default: stride 1, a pool's stride its kernel, padding 0, dilation 1). */
+mc_value mc_conv(mc_graph *g, mc_value x, mc_value w, mc_value b /* MC_NONE */, const int64_t *stride,
+                 const int64_t *padding, const int64_t *dilation, int nspatial, int64_t groups);
+mc_value mc_maxpool(mc_graph *g, mc_value x, const int64_t *kernel, const int64_t *stride,
+                    const int64_t *padding, int nspatial);
+mc_value mc_avgpool(mc_graph *g, mc_value x, const int64_t *kernel, const int64_t *stride,
+                    const int64_t *padding, int nspatial);
+/* ONNX Pad, constant mode: pads = [begin of each axis.., end of each axis..]. */
+mc_value mc_pad(mc_graph *g, mc_value x, const int64_t *pads, int npads, double value);
+/* Inference batch normalization over axis 1. */
+mc_value mc_batchnorm(mc_graph *g, mc_value x, mc_value scale, mc_value bias, mc_value mean, mc_value var,
+                      double eps);
 mc_value mc_softmax(mc_graph *g, mc_value x, int axis);
 mc_value mc_log_softmax(mc_graph *g, mc_value x, int axis);
 mc_value mc_layernorm(mc_graph *g, mc_value x, mc_value w, mc_value b, double eps);

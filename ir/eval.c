@@ -435,6 +435,7 @@ static void eval_view(const op_ctx *c)
     case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
     case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
     case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM:
+    case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_RESHAPE: case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
         MC_UNREACHABLE("not a view operator");
@@ -443,6 +444,84 @@ static void eval_view(const op_ctx *c)
     memset(idx, 0, sizeof idx);
     for (int64_t e = 0; e < c->numel; e++, next_index(idx, n->shape, n->rank))
         c->out[e] = xv[offset + dot_index(idx, strides, n->rank)];
+}
+
+/* pad, the pools, conv and batchnorm from their definitions (docs/FORMAT.md §2). */
+static void eval_pad(const op_ctx *c)
+{
+    const mc_node *n = c->n, *x = c->in[0];
+    int64_t idx[MC_MAX_RANK], own[MC_MAX_RANK];
+    contiguous_strides(x->shape, x->rank, own);
+    const double *xv = operand(c, 0);
+    for (int64_t e = 0; e < c->numel; e++) {
+        unravel(e, n->shape, n->rank, idx);
+        int64_t off = 0;
+        bool inside = true;
+        for (int d = 0; d < n->rank; d++) {
+            int64_t i = idx[d] - n->attr.pads[d];
+            inside = inside && i >= 0 && i < x->shape[d];
+            off += i * own[d];
+        }
+        c->out[e] = inside ? xv[off] : n->attr.value;
+    }
+}
+
+/* One output element of a pool or a convolution at (b, o) over window positions: x [N, C, *S]. */
+static void eval_window(const op_ctx *c)
+{
+    const mc_node *n = c->n, *x = c->in[0];
+    const mc_attrs *at = &n->attr;
+    int sr = x->rank - 2;
+    int64_t S[2] = {x->shape[2], sr > 1 ? x->shape[3] : 1}, O[2] = {n->shape[2], sr > 1 ? n->shape[3] : 1};
+    int64_t st[2] = {at->stride[0], sr > 1 ? at->stride[1] : 1}, pd[2] = {at->padding[0], sr > 1 ? at->padding[1] : 0};
+    bool conv = n->op == MC_OP_CONV;
+    const mc_node *w = conv ? c->in[1] : NULL;
+    int64_t K[2] = {conv ? w->shape[2] : at->kernel[0], sr > 1 ? (conv ? w->shape[3] : at->kernel[1]) : 1};
+    int64_t dl[2] = {conv ? at->dilation[0] : 1, sr > 1 && conv ? at->dilation[1] : 1};
+    int64_t N = x->shape[0], C = x->shape[1], Co = n->shape[1], G = conv ? at->groups : 1;
+    int64_t cpg = C / G, opg = Co / G;
+    const double *xv = operand(c, 0), *wv = conv ? operand(c, 1) : NULL;
+    const double *bv = conv && n->nin > 2 && n->in[2] >= 0 ? operand(c, 2) : NULL;
+    for (int64_t b = 0; b < N; b++)
+        for (int64_t o = 0; o < Co; o++)
+            for (int64_t p = 0; p < O[0]; p++)
+                for (int64_t q = 0; q < O[1]; q++) {
+                    double acc = conv ? (bv ? bv[o] : 0.0) : (n->op == MC_OP_MAXPOOL ? -INFINITY : 0.0);
+                    int64_t count = 0;
+                    int64_t cfirst = conv ? (o / opg) * cpg : o, clast = conv ? cfirst + cpg : o + 1;
+                    for (int64_t ci = cfirst; ci < clast; ci++)
+                        for (int64_t u = 0; u < K[0]; u++)
+                            for (int64_t v = 0; v < K[1]; v++) {
+                                int64_t h = p * st[0] - pd[0] + u * dl[0], ww = q * st[1] - pd[1] + v * dl[1];
+                                if (h < 0 || h >= S[0] || ww < 0 || ww >= S[1])
+                                    continue; /* padding: 0 for conv, left out of a pool */
+                                double xval = xv[((b * C + ci) * S[0] + h) * S[1] + ww];
+                                count++;
+                                if (conv)
+                                    acc += xval * wv[((o * cpg + (ci - cfirst)) * K[0] + u) * K[1] + v];
+                                else if (n->op == MC_OP_MAXPOOL)
+                                    acc = isnan(xval) || isnan(acc) ? NAN : (xval > acc ? xval : acc);
+                                else
+                                    acc += xval;
+                            }
+                    if (n->op == MC_OP_AVGPOOL)
+                        acc /= (double)count;
+                    c->out[((b * Co + o) * O[0] + p) * O[1] + q] = acc;
+                }
+}
+
+static void eval_batchnorm(const op_ctx *c)
+{
+    const mc_node *n = c->n;
+    int64_t C = n->shape[1], inner = 1;
+    for (int d = 2; d < n->rank; d++)
+        inner *= n->shape[d];
+    const double *x = operand(c, 0), *scale = operand(c, 1), *bias = operand(c, 2), *mean = operand(c, 3),
+                 *var = operand(c, 4);
+    for (int64_t e = 0; e < c->numel; e++) {
+        int64_t ch = e / inner % C;
+        c->out[e] = (x[e] - mean[ch]) / sqrt(var[ch] + n->attr.value) * scale[ch] + bias[ch];
+    }
 }
 
 static void eval_concat(const op_ctx *c)
@@ -538,6 +617,14 @@ static mc_status eval_node(const mc_graph *g, int i, const void *const *inputs, 
             eval_view(&c);
         break;
     case MC_KIND_CREATE: eval_create(&c); break;
+    case MC_KIND_SPATIAL:
+        if (n->op == MC_OP_PAD)
+            eval_pad(&c);
+        else if (n->op == MC_OP_BATCHNORM)
+            eval_batchnorm(&c);
+        else
+            eval_window(&c);
+        break;
     }
     return MC_OK;
 }

@@ -28,6 +28,7 @@ typedef enum {
     MC_KIND_MATMUL,
     MC_KIND_SHAPE,
     MC_KIND_CREATE,
+    MC_KIND_SPATIAL, /* composites over channels-first data and padding: conv, pools, pad, batchnorm */
 } mc_op_kind;
 
 typedef enum {
@@ -42,7 +43,8 @@ typedef enum {
 typedef enum {
     MC_ATTR_AXIS, MC_ATTR_KEEPDIM, MC_ATTR_START, MC_ATTR_END, MC_ATTR_PERM, MC_ATTR_SHAPE,
     MC_ATTR_EPS, MC_ATTR_VALUE, MC_ATTR_TO, MC_ATTR_DTYPE, MC_ATTR_ALPHA, MC_ATTR_MIN, MC_ATTR_MAX,
-    MC_ATTR_STEP, MC_NUM_ATTRS
+    MC_ATTR_STEP, MC_ATTR_PADS, MC_ATTR_KERNEL, MC_ATTR_STRIDE, MC_ATTR_PADDING, MC_ATTR_DILATION,
+    MC_ATTR_GROUPS, MC_NUM_ATTRS
 } mc_attr_key;
 extern const char *const mc_attr_names[MC_NUM_ATTRS]; /* "axis", "keepdim", ... */
 #define MC_ATTR_BIT(key) (1u << (key))
@@ -111,6 +113,13 @@ typedef struct mc_attrs {
     double alpha;              /* leaky_relu: the slope below 0 */
     double lo, hi;             /* clip: the bounds that has_lo, has_hi say are given */
     bool has_lo, has_hi;
+    int64_t pads[2 * MC_MAX_RANK]; /* pad: before each axis, then after each axis */
+    int npads;
+    /* conv, maxpool, avgpool: per spatial axis (1 or 2); inference fills in the defaults
+     * (stride 1, a pool's stride its kernel, padding 0, dilation 1) */
+    int64_t kernel[2], stride[2], padding[2], dilation[2];
+    int nkernel, nstride, npadding, ndilation;
+    int64_t groups;            /* conv */
 } mc_attrs;
 
 /* The attributes an operator starts from before a .graph file sets any: softmax's axis -1,

@@ -8,7 +8,9 @@ const char *const mc_attr_names[MC_NUM_ATTRS] = {
     [MC_ATTR_END] = "end",   [MC_ATTR_PERM] = "perm",       [MC_ATTR_SHAPE] = "shape",
     [MC_ATTR_EPS] = "eps",   [MC_ATTR_VALUE] = "value",     [MC_ATTR_TO] = "to",
     [MC_ATTR_DTYPE] = "dtype", [MC_ATTR_ALPHA] = "alpha",   [MC_ATTR_MIN] = "min",
-    [MC_ATTR_MAX] = "max",     [MC_ATTR_STEP] = "step",
+    [MC_ATTR_MAX] = "max",     [MC_ATTR_STEP] = "step",     [MC_ATTR_PADS] = "pads",
+    [MC_ATTR_KERNEL] = "kernel", [MC_ATTR_STRIDE] = "stride", [MC_ATTR_PADDING] = "padding",
+    [MC_ATTR_DILATION] = "dilation", [MC_ATTR_GROUPS] = "groups",
 };
 
 /* ops.def names attribute keys without their prefix. */
@@ -26,6 +28,12 @@ const char *const mc_attr_names[MC_NUM_ATTRS] = {
 #define MIN MC_ATTR_BIT(MC_ATTR_MIN)
 #define MAX MC_ATTR_BIT(MC_ATTR_MAX)
 #define STEP MC_ATTR_BIT(MC_ATTR_STEP)
+#define PADS MC_ATTR_BIT(MC_ATTR_PADS)
+#define KERNEL MC_ATTR_BIT(MC_ATTR_KERNEL)
+#define STRIDE MC_ATTR_BIT(MC_ATTR_STRIDE)
+#define PADDING MC_ATTR_BIT(MC_ATTR_PADDING)
+#define DILATION MC_ATTR_BIT(MC_ATTR_DILATION)
+#define GROUPS MC_ATTR_BIT(MC_ATTR_GROUPS)
 const mc_op_info mc_op_table[MC_NUM_OPS] = {
 /* ...and dtype classes and flags likewise. */
 #define FLOAT (MC_DTYPE_BIT(MC_F32) | MC_DTYPE_BIT(MC_F16) | MC_DTYPE_BIT(MC_BF16))
@@ -57,6 +65,12 @@ const mc_op_info mc_op_table[MC_NUM_OPS] = {
 #undef MIN
 #undef MAX
 #undef STEP
+#undef PADS
+#undef KERNEL
+#undef STRIDE
+#undef PADDING
+#undef DILATION
+#undef GROUPS
 
 bool mc_op_parse(const char *name, size_t len, mc_op *out)
 {
@@ -86,6 +100,9 @@ mc_attrs mc_op_default_attrs(mc_op op)
     case MC_OP_IOTA: a.dtype = MC_I32; break;
     case MC_OP_FULL: a.dtype = MC_F32; break;
     case MC_OP_LEAKY_RELU: a.alpha = 0.01; break;
+    case MC_OP_CONV: a.groups = 1; break;
+    case MC_OP_BATCHNORM: a.value = 1e-5; break;
+    case MC_OP_PAD: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: break;
     case MC_OP_SLICE: a.start = MC_END, a.step = 1; break; /* start MC_END: the step's first end */
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_NEG: case MC_OP_ABS:
     case MC_OP_EXP: case MC_OP_LOG: case MC_OP_SQRT: case MC_OP_RSQRT: case MC_OP_RECIP:

@@ -373,13 +373,17 @@ static void test_more_operators(void **state)
         "output n, w, s, t, u\n",
         "graph a\ninput x : %s[7, 33]\ninput i : i32[7, 33]\na = argmax(x, axis=1)\nb = argmin(x, axis=0, keepdim=true)\n"
         "c = argmax(i, axis=-1)\nd = cumsum(x, axis=1)\ne = cumsum(i, axis=0)\nf = relu(d)\noutput a, b, c, e, f\n",
+        "graph a\ninput x : %s[2, 4, 9, 8]\nparam w : %s[6, 2, 3, 3]\nparam b : %s[6]\nparam s : %s[4]\n"
+        "c = conv(x, w, b, stride=[2, 1], padding=[1, 1], dilation=[1, 2], groups=2)\nr = relu(c)\n"
+        "m = maxpool(x, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\na = avgpool(x, kernel=[2, 3], padding=[1, 1])\n"
+        "p = pad(x, pads=[0, 0, 1, 0, 0, 1, 0, 2], value=0.5)\nn = batchnorm(x, s, s, s, s)\noutput r, m, a, p, n\n",
     };
     static const char *const dtypes[] = {"f32", "f16", "bf16"};
     int compiled = 0;
     for (size_t i = 0; i < sizeof graphs / sizeof graphs[0]; i++)
         for (int t = 0; t < 3; t++) {
             char text[2048];
-            snprintf(text, sizeof text, graphs[i], dtypes[t]);
+            snprintf(text, sizeof text, graphs[i], dtypes[t], dtypes[t], dtypes[t], dtypes[t]);
             mc_graph *g;
             if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
                 fail_msg("%s\n%s", mc_error_message(), text);

@@ -221,6 +221,16 @@ static void test_every_operator(void **state)
     outs[n++] = mc_slice_step(g, x, 1, -1, 0, -2);
     outs[n++] = mc_slice_step(g, x, 2, 1, MC_END, 2);
     outs[n++] = mc_slice_step(g, x, 0, 1, -100, -1);
+    mc_value im = mc_input(g, "im", MC_F32, (int64_t[]){2, 4, 7, 6}, 4);
+    mc_value kw = mc_param(g, "kw", MC_F32, (int64_t[]){6, 2, 3, 3}, 4);
+    outs[n++] = mc_conv(g, im, kw, MC_NONE, (int64_t[]){2, 1}, (int64_t[]){1, 0}, NULL, 2, 2);
+    outs[n++] = mc_maxpool(g, im, (int64_t[]){3, 2}, NULL, (int64_t[]){1, 1}, 2);
+    outs[n++] = mc_avgpool(g, im, (int64_t[]){2, 2}, (int64_t[]){1, 2}, NULL, 2);
+    outs[n++] = mc_pad(g, x, (int64_t[]){0, 1, 2, 3, 0, 1}, 6, -1.5);
+    outs[n++] = mc_batchnorm(g, im, n4, n4, n4, n4, 1e-3);
+    outs[n++] = mc_argmax(g, x, 1, true);
+    outs[n++] = mc_argmin(g, i, -1, false);
+    outs[n++] = mc_cumsum(g, x, 2);
     assert_true(n <= 96);
     mc_value_set_name(g, outs[3], "ex.p");
     assert_int_equal(mc_graph_set_outputs(g, outs, n), MC_OK);

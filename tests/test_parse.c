@@ -459,6 +459,32 @@ static void test_more_operator_errors(void **state)
     OP_ERROR("y = cumsum(x, axis=2)", "4:5", "cumsum: axis=2 is out of range for rank 2 (expected -2..1)");
     OP_ERROR("y = cumsum(b, axis=0)", "4:5", "cumsum: bool is not supported");
 #undef OP_ERROR
+    h = "input x : f32[2, 3]\ninput i : i32[2]\ninput q : f32[1, 4, 5, 5]\nparam w : f32[3, 4, 3]\n"
+        "param w2 : f32[6, 2, 3, 3]\nparam s : f32[4]\n";
+#define OP_ERROR(stmt, loc, phrase)                                        \
+    do {                                                                   \
+        snprintf(text, sizeof text, "%s%s\noutput y\n", h, stmt);          \
+        expect_error(text, loc, phrase);                                   \
+    } while (0)
+    OP_ERROR("y = pad(x, pads=[1, 1])", "7:5", "pad: 'pads' has 2 entries; a rank-2 x needs 4 (the begins, then the ends)");
+    OP_ERROR("y = pad(x, pads=[1, -1, 0, 0])", "7:17", "'pads' must hold integers >= 0, not -1");
+    OP_ERROR("y = pad(i, pads=[1, 1], value=0.5)", "7:5", "pad: 'value' of an i32 operand must be an integer");
+    OP_ERROR("y = maxpool(x, kernel=[2])", "7:5", "maxpool: x must be [N, C, L] or [N, C, H, W] (channels first), not [2, 3]");
+    OP_ERROR("y = maxpool(q, kernel=[3, 3], padding=[2, 2])", "7:5", "maxpool: padding 2 is more than half the kernel 3");
+    OP_ERROR("y = maxpool(q, kernel=[3, 0])", "7:23", "'kernel' must hold integers >= 1, not 0");
+    OP_ERROR("y = maxpool(q, kernel=[3])", "7:5", "maxpool: 'kernel' has 1 entries; x has 2 spatial axes");
+    OP_ERROR("y = maxpool(q)", "7:5", "'maxpool' needs the attribute kernel");
+    OP_ERROR("y = maxpool(q, kernel=[1, 2, 3])", "7:30", "too many entries in the list (the most is 2)");
+    OP_ERROR("y = conv(q, w)", "7:5", "conv: w must be [C_out, C_in/groups, kh, kw], not [3, 4, 3]");
+    OP_ERROR("y = conv(q, w2, groups=3)", "7:5", "conv: groups=3 must divide x's 4 channels and w's 6 output channels");
+    OP_ERROR("y = conv(q, w2, groups=0)", "7:24", "'groups' must be at least 1");
+    OP_ERROR("y = conv(q, w2)", "7:5", "conv: w has 2 input channels per group; x's 4 channels in 1 groups need 4");
+    OP_ERROR("y = conv(q, w2, groups=2, stride=[1])", "7:5", "conv: 'stride' has 1 entries; x has 2 spatial axes");
+    OP_ERROR("y = conv(q, w2, s, groups=2)", "7:5", "conv: b must have shape [6] (w's output channels), not [4]");
+    OP_ERROR("y = batchnorm(q, s, s, s, i)", "7:5", "batchnorm: operand dtypes differ: f32 and i32 (use cast)");
+    OP_ERROR("y = batchnorm(q, s, s, s, x)", "7:5", "batchnorm: var must have shape [4] (x's channels), not [2, 3]");
+    OP_ERROR("y = avgpool(q, kernel=[9, 9])", "7:5", "avgpool: the window (9) is larger than spatial axis 0 (5 with padding)");
+#undef OP_ERROR
 }
 
 static void test_name_errors(void **state)
