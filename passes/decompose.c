@@ -511,17 +511,17 @@ static mc_value conv(ctx *c, const mc_value *in)
     mc_value cols = mc_rewrite_node(c->rw, c->n, MC_OP_CONCAT, many, (int)K, &ca);
     if (many != parts)
         free(many);
-    int64_t cs[4] = {N, G, C / G * K, O}, ws[3] = {G, Co / G, C / G * K};
-    cols = shape_op(c, MC_OP_RESHAPE, cols, cs, 4);
-    mc_value w = shape_op(c, MC_OP_RESHAPE, in[1], ws, 3);
+    /* without groups the GEMM is [N, C_out, O], so that pointwise work after the conv maps
+     * onto its index space (O split into the spatial axes) and joins its epilogue */
+    int g1 = G == 1 ? 0 : 1;
+    int64_t cs[4] = {N, G, C / G * K, O}, ws[3] = {G, Co / G, C / G * K}, bs[3] = {G, Co / G, 1};
+    cols = shape_op(c, MC_OP_RESHAPE, cols, g1 ? cs : (int64_t[]){N, C * K, O}, 3 + g1);
+    mc_value w = shape_op(c, MC_OP_RESHAPE, in[1], ws + 1 - g1, 2 + g1);
     mc_value y = op2(c, MC_OP_MATMUL, w, cols);
+    if (in[2] != MC_NONE && in[2] >= 0) /* in the GEMM's own index space: its epilogue */
+        y = op2(c, MC_OP_ADD, y, shape_op(c, MC_OP_RESHAPE, in[2], bs + 1 - g1, 2 + g1));
     int64_t ys[4] = {N, Co, out[0], sr > 1 ? out[1] : 0};
-    y = shape_op(c, MC_OP_RESHAPE, y, ys, 2 + sr);
-    if (in[2] != MC_NONE && in[2] >= 0) {
-        int64_t bs[3] = {Co, 1, 1};
-        y = op2(c, MC_OP_ADD, y, shape_op(c, MC_OP_RESHAPE, in[2], bs, 1 + sr));
-    }
-    return y;
+    return shape_op(c, MC_OP_RESHAPE, y, ys, 2 + sr);
 }
 
 /* (x - mean) * (scale / sqrt(var + eps)) + bias, the [C] operands seen as [C, 1, ..]. */
