@@ -205,6 +205,37 @@ static mc_value normalization(gen *G, mc_value x)
     if (n->rank == 0)
         return mc_tanh(G->g, x);
     int64_t last = n->shape[n->rank - 1];
+    if ((n->rank == 3 || n->rank == 4) && pick(&G->r, 3) == 0) { /* channels first: spatial operators */
+        int sr = n->rank - 2;
+        int64_t ch = n->shape[1], k[2] = {1 + pick(&G->r, 2), 1 + pick(&G->r, 2)}, st[2], pd[2];
+        for (int i = 0; i < sr; i++) {
+            k[i] = k[i] > n->shape[2 + i] ? n->shape[2 + i] : k[i];
+            st[i] = 1 + pick(&G->r, 2);
+            pd[i] = k[i] >= 2 ? pick(&G->r, 2) : 0;
+        }
+        switch (pick(&G->r, 5)) {
+        case 0: return mc_maxpool(G->g, x, k, st, pd, sr);
+        case 1: return mc_avgpool(G->g, x, k, st, pd, sr);
+        case 2: {
+            int64_t pads[2 * MC_MAX_RANK] = {0};
+            for (int d = 0; d < 2 * n->rank; d++)
+                pads[d] = pick(&G->r, 3) == 0;
+            return mc_pad(G->g, x, pads, 2 * n->rank, 0.25);
+        }
+        case 3: { /* scale, bias, mean, and var = scale^2 + 1/2 */
+            mc_value s = new_leaf(G, &ch, 1, false), b = new_leaf(G, &ch, 1, false), m = new_leaf(G, &ch, 1, false);
+            mc_value v = mc_add(G->g, mc_mul(G->g, s, s), mc_scalar(G->g, 0.5, MC_F32));
+            return mc_batchnorm(G->g, x, s, b, m, v, 1e-5);
+        }
+        default: { /* conv, now and then grouped (depthwise where the channels are few) */
+            int64_t groups = ch <= 4 && pick(&G->r, 2) ? ch : 1, co = groups * (1 + pick(&G->r, 3));
+            int64_t ws[4] = {co, ch / groups, k[0], k[1]};
+            mc_value w = new_leaf(G, ws, n->rank, false);
+            mc_value b = pick(&G->r, 2) ? new_leaf(G, &co, 1, false) : MC_NONE;
+            return mc_conv(G->g, x, w, b, st, pd, NULL, sr, groups);
+        }
+        }
+    }
     switch (pick(&G->r, 4)) {
     case 0: return mc_softmax(G->g, x, pick(&G->r, n->rank) - (pick(&G->r, 2) ? n->rank : 0));
     case 1: return mc_log_softmax(G->g, x, -1);
