@@ -99,6 +99,11 @@ DEFINE_UNARY(silu, SILU)
 DEFINE_UNARY(sin, SIN)
 DEFINE_UNARY(cos, COS)
 DEFINE_UNARY(erf, ERF)
+DEFINE_UNARY(floor, FLOOR)
+DEFINE_UNARY(ceil, CEIL)
+DEFINE_UNARY(round, ROUND)
+DEFINE_UNARY(sign, SIGN)
+DEFINE_UNARY(softplus, SOFTPLUS)
 DEFINE_BINARY(add, ADD)
 DEFINE_BINARY(sub, SUB)
 DEFINE_BINARY(mul, MUL)
@@ -153,6 +158,107 @@ mc_value mc_max(mc_graph *g, mc_value x, const int *axes, int naxes, bool keepdi
 mc_value mc_min(mc_graph *g, mc_value x, const int *axes, int naxes, bool keepdim)
 {
     return reduce(g, MC_OP_MIN, x, axes, naxes, keepdim);
+}
+
+mc_value mc_leaky_relu(mc_graph *g, mc_value x, double alpha)
+{
+    mc_attrs at = {.alpha = alpha};
+    return build(g, MC_OP_LEAKY_RELU, &x, 1, &at);
+}
+
+mc_value mc_clip(mc_graph *g, mc_value x, const double *min, const double *max)
+{
+    mc_attrs at = {.has_lo = min != NULL, .has_hi = max != NULL, .lo = min ? *min : 0, .hi = max ? *max : 0};
+    return build(g, MC_OP_CLIP, &x, 1, &at);
+}
+
+mc_value mc_argmax(mc_graph *g, mc_value x, int axis, bool keepdim)
+{
+    mc_attrs at = {.list = {axis}, .nlist = 1, .has_list = true, .keepdim = keepdim};
+    return build(g, MC_OP_ARGMAX, &x, 1, &at);
+}
+
+mc_value mc_argmin(mc_graph *g, mc_value x, int axis, bool keepdim)
+{
+    mc_attrs at = {.list = {axis}, .nlist = 1, .has_list = true, .keepdim = keepdim};
+    return build(g, MC_OP_ARGMIN, &x, 1, &at);
+}
+
+mc_value mc_cumsum(mc_graph *g, mc_value x, int axis)
+{
+    mc_attrs at = {.axis = axis};
+    return build(g, MC_OP_CUMSUM, &x, 1, &at);
+}
+
+/* Copy a spatial list (NULL: left to the default). */
+static bool set_spatial(mc_graph *g, const char *op, const char *what, int64_t *to, int *n, const int64_t *from,
+                        int count)
+{
+    if (!from)
+        return true;
+    if (count < 1 || count > 2) {
+        builder_fail(g, "%s: '%s' needs 1 or 2 entries (spatial axes), got %d", op, what, count);
+        return false;
+    }
+    memcpy(to, from, sizeof(int64_t) * (size_t)count);
+    *n = count;
+    return true;
+}
+
+mc_value mc_conv(mc_graph *g, mc_value x, mc_value w, mc_value b, const int64_t *stride, const int64_t *padding,
+                 const int64_t *dilation, int nspatial, int64_t groups)
+{
+    mc_attrs at = {.groups = groups};
+    if (!set_spatial(g, "conv", "stride", at.stride, &at.nstride, stride, nspatial) ||
+        !set_spatial(g, "conv", "padding", at.padding, &at.npadding, padding, nspatial) ||
+        !set_spatial(g, "conv", "dilation", at.dilation, &at.ndilation, dilation, nspatial))
+        return MC_ERROR;
+    mc_value in[3] = {x, w, b};
+    return build(g, MC_OP_CONV, in, b == MC_NONE ? 2 : 3, &at);
+}
+
+static mc_value pool(mc_graph *g, mc_op op, mc_value x, const int64_t *kernel, const int64_t *stride,
+                     const int64_t *padding, int nspatial)
+{
+    mc_attrs at = {0};
+    const char *name = mc_op_table[op].name;
+    if (!kernel)
+        return builder_fail(g, "%s: the kernel is required", name);
+    if (!set_spatial(g, name, "kernel", at.kernel, &at.nkernel, kernel, nspatial) ||
+        !set_spatial(g, name, "stride", at.stride, &at.nstride, stride, nspatial) ||
+        !set_spatial(g, name, "padding", at.padding, &at.npadding, padding, nspatial))
+        return MC_ERROR;
+    return build(g, op, &x, 1, &at);
+}
+
+mc_value mc_maxpool(mc_graph *g, mc_value x, const int64_t *kernel, const int64_t *stride, const int64_t *padding,
+                    int nspatial)
+{
+    return pool(g, MC_OP_MAXPOOL, x, kernel, stride, padding, nspatial);
+}
+
+mc_value mc_avgpool(mc_graph *g, mc_value x, const int64_t *kernel, const int64_t *stride, const int64_t *padding,
+                    int nspatial)
+{
+    return pool(g, MC_OP_AVGPOOL, x, kernel, stride, padding, nspatial);
+}
+
+mc_value mc_pad(mc_graph *g, mc_value x, const int64_t *pads, int npads, double value)
+{
+    mc_attrs at = {.value = value};
+    if (!pads || npads < 0 || npads > 2 * MC_MAX_RANK)
+        return builder_fail(g, "pad: expected up to %d pads, got %d", 2 * MC_MAX_RANK, pads ? npads : 0);
+    memcpy(at.pads, pads, sizeof(int64_t) * (size_t)npads);
+    at.npads = npads;
+    return build(g, MC_OP_PAD, &x, 1, &at);
+}
+
+mc_value mc_batchnorm(mc_graph *g, mc_value x, mc_value scale, mc_value bias, mc_value mean, mc_value var,
+                      double eps)
+{
+    mc_value in[5] = {x, scale, bias, mean, var};
+    mc_attrs at = {.value = eps};
+    return build(g, MC_OP_BATCHNORM, in, 5, &at);
 }
 
 mc_value mc_softmax(mc_graph *g, mc_value x, int axis)
@@ -225,9 +331,35 @@ mc_value mc_expand(mc_graph *g, mc_value x, const int64_t *shape, int n)
 
 mc_value mc_slice(mc_graph *g, mc_value x, int axis, int64_t start, int64_t end)
 {
-    mc_attrs at = {.axis = axis, .start = start, .end = end};
+    mc_attrs at = {.axis = axis, .start = start, .end = end, .step = 1};
     return build(g, MC_OP_SLICE, &x, 1, &at);
 }
+
+mc_value mc_slice_step(mc_graph *g, mc_value x, int axis, int64_t start, int64_t end, int64_t step)
+{
+    mc_attrs at = {.axis = axis, .start = start, .end = end, .step = step};
+    return build(g, MC_OP_SLICE, &x, 1, &at);
+}
+
+mc_value mc_and(mc_graph *g, mc_value a, mc_value b)
+{
+    mc_value in[2] = {a, b};
+    return build(g, MC_OP_AND, in, 2, NULL);
+}
+
+mc_value mc_or(mc_graph *g, mc_value a, mc_value b)
+{
+    mc_value in[2] = {a, b};
+    return build(g, MC_OP_OR, in, 2, NULL);
+}
+
+mc_value mc_xor(mc_graph *g, mc_value a, mc_value b)
+{
+    mc_value in[2] = {a, b};
+    return build(g, MC_OP_XOR, in, 2, NULL);
+}
+
+mc_value mc_not(mc_graph *g, mc_value x) { return build(g, MC_OP_NOT, &x, 1, NULL); }
 
 mc_value mc_concat(mc_graph *g, const mc_value *xs, int n, int axis)
 {

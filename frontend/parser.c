@@ -394,7 +394,14 @@ static mc_status parse_dtype(parser *p, mc_dtype *out)
 
 /* '[' [ INT (',' INT)* ] ']' into list; `dims`: every entry a positive dimension whose product
  * fits in 64 bits. `first` gets the '[' token (for errors about the list as a whole). */
+static mc_status parse_int_list_max(parser *p, bool dims, int64_t *list, int *n, mc_token *first, int max);
 static mc_status parse_int_list(parser *p, bool dims, int64_t *list, int *n, mc_token *first)
+{
+    return parse_int_list_max(p, dims, list, n, first, MC_MAX_RANK);
+}
+
+/* At most `max` entries. */
+static mc_status parse_int_list_max(parser *p, bool dims, int64_t *list, int *n, mc_token *first, int max)
 {
     *first = p->tok;
     mc_status st = expect(p, MC_TOK_LBRACKET, "'['");
@@ -407,8 +414,8 @@ static mc_status parse_int_list(parser *p, bool dims, int64_t *list, int *n, mc_
         return MC_OK;
     }
     for (;;) {
-        if (*n == MC_MAX_RANK)
-            return error_at(p, &p->tok, "too many entries in the list (the most is %d)", MC_MAX_RANK);
+        if (*n == max)
+            return error_at(p, &p->tok, "too many entries in the list (the most is %d)", max);
         int64_t v;
         if ((st = token_int(p, &p->tok, dims ? "a dimension (a positive integer)" : "an integer", &v)))
             return st;
@@ -603,11 +610,16 @@ static mc_status parse_attribute(parser *p, mc_op op, unsigned *seen, mc_attrs *
         return MC_OK;
     case MC_ATTR_START:
     case MC_ATTR_END:
+    case MC_ATTR_STEP: {
         snprintf(what, sizeof what, "an integer for '%s'", mc_attr_names[k]);
-        if ((st = token_int(p, &p->tok, what, k == MC_ATTR_START ? &attrs->start : &attrs->end)))
+        int64_t *to = k == MC_ATTR_START ? &attrs->start : k == MC_ATTR_END ? &attrs->end : &attrs->step;
+        if ((st = token_int(p, &p->tok, what, to)))
             return st;
+        if (k == MC_ATTR_STEP && *to == 0)
+            return error_at(p, &p->tok, "'step' must not be 0");
         advance(p);
         return MC_OK;
+    }
     case MC_ATTR_KEEPDIM:
         return parse_bool(p, "keepdim", &attrs->keepdim);
     case MC_ATTR_PERM:
@@ -638,6 +650,49 @@ static mc_status parse_attribute(parser *p, mc_op op, unsigned *seen, mc_attrs *
     case MC_ATTR_TO:
     case MC_ATTR_DTYPE:
         return parse_dtype(p, &attrs->dtype);
+    case MC_ATTR_PADS:
+    case MC_ATTR_KERNEL:
+    case MC_ATTR_STRIDE:
+    case MC_ATTR_PADDING:
+    case MC_ATTR_DILATION: {
+        int n, max = k == MC_ATTR_PADS ? 2 * MC_MAX_RANK : 2;
+        int64_t *to = k == MC_ATTR_PADS ? attrs->pads : k == MC_ATTR_KERNEL ? attrs->kernel
+                    : k == MC_ATTR_STRIDE ? attrs->stride : k == MC_ATTR_PADDING ? attrs->padding : attrs->dilation;
+        if ((st = parse_int_list_max(p, false, to, &n, &first, max)))
+            return st;
+        bool zero_ok = k == MC_ATTR_PADS || k == MC_ATTR_PADDING;
+        for (int i = 0; i < n; i++)
+            if (to[i] < (zero_ok ? 0 : 1))
+                return error_at(p, &first, "'%s' must hold integers >= %d, not %lld", mc_attr_names[k],
+                                zero_ok ? 0 : 1, (long long)to[i]);
+        *(k == MC_ATTR_PADS ? &attrs->npads : k == MC_ATTR_KERNEL ? &attrs->nkernel
+          : k == MC_ATTR_STRIDE ? &attrs->nstride : k == MC_ATTR_PADDING ? &attrs->npadding : &attrs->ndilation) = n;
+        return MC_OK;
+    }
+    case MC_ATTR_GROUPS:
+        if ((st = token_int(p, &p->tok, "an integer for 'groups'", &attrs->groups)))
+            return st;
+        if (attrs->groups < 1)
+            return error_at(p, &p->tok, "'groups' must be at least 1");
+        advance(p);
+        return MC_OK;
+    case MC_ATTR_ALPHA:
+    case MC_ATTR_MIN:
+    case MC_ATTR_MAX: {
+        if (p->tok.kind != MC_TOK_NUMBER) {
+            snprintf(what, sizeof what, "a number for '%s'", mc_attr_names[k]);
+            return expected(p, what);
+        }
+        double *to = k == MC_ATTR_ALPHA ? &attrs->alpha : k == MC_ATTR_MIN ? &attrs->lo : &attrs->hi;
+        if ((st = token_number(p, &p->tok, to)))
+            return st;
+        if (k == MC_ATTR_MIN)
+            attrs->has_lo = true;
+        if (k == MC_ATTR_MAX)
+            attrs->has_hi = true;
+        advance(p);
+        return MC_OK;
+    }
     case MC_NUM_ATTRS:
         break;
     }

@@ -100,7 +100,7 @@ mc_value mc_scalar(mc_graph *g, double value, mc_dtype dtype); /* a constant of 
 /* Operators (docs/FORMAT.md §2). Binary, compare and where operands broadcast as in NumPy. */
 #define MC_UNARY_BUILDERS(X) \
     X(neg) X(abs) X(exp) X(log) X(sqrt) X(rsqrt) X(recip) X(tanh) X(sigmoid) X(relu) X(gelu) \
-    X(gelu_tanh) X(silu) X(sin) X(cos) X(erf)
+    X(gelu_tanh) X(silu) X(sin) X(cos) X(erf) X(floor) X(ceil) X(round) X(sign) X(softplus)
 #define MC_BINARY_BUILDERS(X) \
     X(add) X(sub) X(mul) X(div) X(pow) X(maximum) X(minimum) X(eq) X(ne) X(lt) X(le) X(gt) X(ge)
 #define MC_DECLARE_UNARY(op) mc_value mc_##op(mc_graph *g, mc_value x);
@@ -111,12 +111,39 @@ MC_BINARY_BUILDERS(MC_DECLARE_BINARY)
 #undef MC_DECLARE_BINARY
 
 mc_value mc_where(mc_graph *g, mc_value cond, mc_value a, mc_value b);
+/* Logic on bool values (NumPy broadcasting). */
+mc_value mc_and(mc_graph *g, mc_value a, mc_value b);
+mc_value mc_or(mc_graph *g, mc_value a, mc_value b);
+mc_value mc_xor(mc_graph *g, mc_value a, mc_value b);
+mc_value mc_not(mc_graph *g, mc_value x);
 mc_value mc_cast(mc_graph *g, mc_value x, mc_dtype to);
+mc_value mc_leaky_relu(mc_graph *g, mc_value x, double alpha);
+/* clip(x, min, max): NULL leaves that bound out (one at least). */
+mc_value mc_clip(mc_graph *g, mc_value x, const double *min, const double *max);
 /* Reductions: axes == NULL reduces every axis; naxes == 0 with axes != NULL is an error. */
 mc_value mc_sum(mc_graph *g, mc_value x, const int *axes, int naxes, bool keepdim);
 mc_value mc_mean(mc_graph *g, mc_value x, const int *axes, int naxes, bool keepdim);
 mc_value mc_max(mc_graph *g, mc_value x, const int *axes, int naxes, bool keepdim);
 mc_value mc_min(mc_graph *g, mc_value x, const int *axes, int naxes, bool keepdim);
+/* The index (i32) of the largest / smallest element along one axis: the first on ties, the
+ * first NaN where there is one. */
+mc_value mc_argmax(mc_graph *g, mc_value x, int axis, bool keepdim);
+mc_value mc_argmin(mc_graph *g, mc_value x, int axis, bool keepdim);
+/* The running sum along one axis. */
+mc_value mc_cumsum(mc_graph *g, mc_value x, int axis);
+/* Channels first ([N, C, L] or [N, C, H, W]); nspatial entries in each list that is not NULL
+ * (NULL: the default: stride 1, a pool's stride its kernel, padding 0, dilation 1). */
+mc_value mc_conv(mc_graph *g, mc_value x, mc_value w, mc_value b /* MC_NONE */, const int64_t *stride,
+                 const int64_t *padding, const int64_t *dilation, int nspatial, int64_t groups);
+mc_value mc_maxpool(mc_graph *g, mc_value x, const int64_t *kernel, const int64_t *stride,
+                    const int64_t *padding, int nspatial);
+mc_value mc_avgpool(mc_graph *g, mc_value x, const int64_t *kernel, const int64_t *stride,
+                    const int64_t *padding, int nspatial);
+/* ONNX Pad, constant mode: pads = [begin of each axis.., end of each axis..]. */
+mc_value mc_pad(mc_graph *g, mc_value x, const int64_t *pads, int npads, double value);
+/* Inference batch normalization over axis 1. */
+mc_value mc_batchnorm(mc_graph *g, mc_value x, mc_value scale, mc_value bias, mc_value mean, mc_value var,
+                      double eps);
 mc_value mc_softmax(mc_graph *g, mc_value x, int axis);
 mc_value mc_log_softmax(mc_graph *g, mc_value x, int axis);
 mc_value mc_layernorm(mc_graph *g, mc_value x, mc_value w, mc_value b, double eps);
@@ -127,6 +154,9 @@ mc_value mc_transpose(mc_graph *g, mc_value x, const int *perm, int n /* 0: reve
 mc_value mc_reshape(mc_graph *g, mc_value x, const int64_t *shape, int n);
 mc_value mc_expand(mc_graph *g, mc_value x, const int64_t *shape, int n);
 mc_value mc_slice(mc_graph *g, mc_value x, int axis, int64_t start, int64_t end /* MC_END */);
+/* Every step-th element (step != 0; negative: backward, as Python's x[start:end:step]); start
+ * or end MC_END: from / to the end the step walks from / towards. */
+mc_value mc_slice_step(mc_graph *g, mc_value x, int axis, int64_t start, int64_t end, int64_t step);
 mc_value mc_concat(mc_graph *g, const mc_value *xs, int n, int axis);
 mc_value mc_iota(mc_graph *g, const int64_t *shape, int n, int axis, mc_dtype dtype);
 mc_value mc_full(mc_graph *g, const int64_t *shape, int n, double value, mc_dtype dtype);

@@ -176,8 +176,21 @@ static void eval_broadcast(const op_ctx *c)
 static void eval_unary(const op_ctx *c)
 {
     const double *x = operand(c, 0);
-    for (int64_t e = 0; e < c->numel; e++)
-        c->out[e] = mc_op_apply(c->n->op, c->n->dtype, c->n->dtype, x[e], 0, 0);
+    const mc_attrs *at = &c->n->attr;
+    for (int64_t e = 0; e < c->numel; e++) {
+        double v = x[e];
+        if (c->n->op == MC_OP_LEAKY_RELU) { /* NaN: NaN */
+            c->out[e] = v < 0 ? v * at->alpha : v;
+        } else if (c->n->op == MC_OP_CLIP) { /* NaN: NaN; min > max: max (NumPy, PyTorch) */
+            if (at->has_lo && v < at->lo)
+                v = at->lo;
+            if (at->has_hi && v > at->hi)
+                v = at->hi;
+            c->out[e] = v;
+        } else {
+            c->out[e] = mc_op_apply(c->n->op, c->n->dtype, c->n->dtype, v, 0, 0);
+        }
+    }
 }
 
 static void eval_cast(const op_ctx *c)
@@ -219,6 +232,51 @@ static mc_status eval_reduce(const op_ctx *c)
             c->out[o] /= count;
     }
     return MC_OK;
+}
+
+/* argmax, argmin along attr.list[0]: the first index of the largest (smallest) value, or of
+ * the first NaN. The result's layout is the same with or without keepdim. */
+static void eval_argextreme(const op_ctx *c)
+{
+    const mc_node *n = c->n, *x = c->in[0];
+    int64_t axis = n->attr.list[0], len = x->shape[axis], inner = 1, outer = 1;
+    for (int k = 0; k < axis; k++)
+        outer *= x->shape[k];
+    for (int k = (int)axis + 1; k < x->rank; k++)
+        inner *= x->shape[k];
+    const double *xv = operand(c, 0);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const double *row = xv + o * len * inner + i;
+            int64_t best = 0;
+            for (int64_t j = 0; j < len && !isnan(row[best * inner]); j++) {
+                double v = row[j * inner], b = row[best * inner];
+                if (isnan(v) || (n->op == MC_OP_ARGMAX ? v > b : v < b))
+                    best = j;
+            }
+            c->out[o * inner + i] = (double)best;
+        }
+}
+
+/* cumsum along attr.axis: the running sum in order (i32: wrapped, as sum's). */
+static void eval_cumsum(const op_ctx *c)
+{
+    const mc_node *n = c->n;
+    int64_t axis = n->attr.axis, len = n->shape[axis], inner = 1, outer = 1;
+    for (int k = 0; k < axis; k++)
+        outer *= n->shape[k];
+    for (int k = (int)axis + 1; k < n->rank; k++)
+        inner *= n->shape[k];
+    const double *x = operand(c, 0);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            double s = 0;
+            for (int64_t j = 0; j < len; j++) {
+                int64_t e = o * len * inner + i + j * inner;
+                s = mc_reduce_step(MC_OP_SUM, n->dtype, s, x[e]);
+                c->out[e] = s;
+            }
+        }
 }
 
 /* softmax and log_softmax along attr.axis: rows of `len` elements `inner` apart. */
@@ -363,15 +421,21 @@ static void eval_view(const op_ctx *c)
     case MC_OP_SLICE:
         memcpy(strides, own, sizeof(int64_t) * (size_t)x->rank);
         offset = n->attr.start * own[n->attr.axis];
+        strides[n->attr.axis] *= n->attr.step;
         break;
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_NEG: case MC_OP_ABS:
     case MC_OP_EXP: case MC_OP_LOG: case MC_OP_SQRT: case MC_OP_RSQRT: case MC_OP_RECIP:
     case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_RELU: case MC_OP_GELU: case MC_OP_GELU_TANH:
-    case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF: case MC_OP_ADD:
+    case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF:
+    case MC_OP_FLOOR: case MC_OP_CEIL: case MC_OP_ROUND: case MC_OP_SIGN: case MC_OP_SOFTPLUS:
+    case MC_OP_LEAKY_RELU: case MC_OP_CLIP: case MC_OP_ADD:
     case MC_OP_SUB: case MC_OP_MUL: case MC_OP_DIV: case MC_OP_POW: case MC_OP_MAXIMUM:
     case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT: case MC_OP_LE: case MC_OP_GT:
     case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:
+    case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
     case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
+    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM:
+    case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_RESHAPE: case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
         MC_UNREACHABLE("not a view operator");
@@ -380,6 +444,84 @@ static void eval_view(const op_ctx *c)
     memset(idx, 0, sizeof idx);
     for (int64_t e = 0; e < c->numel; e++, next_index(idx, n->shape, n->rank))
         c->out[e] = xv[offset + dot_index(idx, strides, n->rank)];
+}
+
+/* pad, the pools, conv and batchnorm from their definitions (docs/FORMAT.md §2). */
+static void eval_pad(const op_ctx *c)
+{
+    const mc_node *n = c->n, *x = c->in[0];
+    int64_t idx[MC_MAX_RANK], own[MC_MAX_RANK];
+    contiguous_strides(x->shape, x->rank, own);
+    const double *xv = operand(c, 0);
+    for (int64_t e = 0; e < c->numel; e++) {
+        unravel(e, n->shape, n->rank, idx);
+        int64_t off = 0;
+        bool inside = true;
+        for (int d = 0; d < n->rank; d++) {
+            int64_t i = idx[d] - n->attr.pads[d];
+            inside = inside && i >= 0 && i < x->shape[d];
+            off += i * own[d];
+        }
+        c->out[e] = inside ? xv[off] : n->attr.value;
+    }
+}
+
+/* One output element of a pool or a convolution at (b, o) over window positions: x [N, C, *S]. */
+static void eval_window(const op_ctx *c)
+{
+    const mc_node *n = c->n, *x = c->in[0];
+    const mc_attrs *at = &n->attr;
+    int sr = x->rank - 2;
+    int64_t S[2] = {x->shape[2], sr > 1 ? x->shape[3] : 1}, O[2] = {n->shape[2], sr > 1 ? n->shape[3] : 1};
+    int64_t st[2] = {at->stride[0], sr > 1 ? at->stride[1] : 1}, pd[2] = {at->padding[0], sr > 1 ? at->padding[1] : 0};
+    bool conv = n->op == MC_OP_CONV;
+    const mc_node *w = conv ? c->in[1] : NULL;
+    int64_t K[2] = {conv ? w->shape[2] : at->kernel[0], sr > 1 ? (conv ? w->shape[3] : at->kernel[1]) : 1};
+    int64_t dl[2] = {conv ? at->dilation[0] : 1, sr > 1 && conv ? at->dilation[1] : 1};
+    int64_t N = x->shape[0], C = x->shape[1], Co = n->shape[1], G = conv ? at->groups : 1;
+    int64_t cpg = C / G, opg = Co / G;
+    const double *xv = operand(c, 0), *wv = conv ? operand(c, 1) : NULL;
+    const double *bv = conv && n->nin > 2 && n->in[2] >= 0 ? operand(c, 2) : NULL;
+    for (int64_t b = 0; b < N; b++)
+        for (int64_t o = 0; o < Co; o++)
+            for (int64_t p = 0; p < O[0]; p++)
+                for (int64_t q = 0; q < O[1]; q++) {
+                    double acc = conv ? (bv ? bv[o] : 0.0) : (n->op == MC_OP_MAXPOOL ? -INFINITY : 0.0);
+                    int64_t count = 0;
+                    int64_t cfirst = conv ? (o / opg) * cpg : o, clast = conv ? cfirst + cpg : o + 1;
+                    for (int64_t ci = cfirst; ci < clast; ci++)
+                        for (int64_t u = 0; u < K[0]; u++)
+                            for (int64_t v = 0; v < K[1]; v++) {
+                                int64_t h = p * st[0] - pd[0] + u * dl[0], ww = q * st[1] - pd[1] + v * dl[1];
+                                if (h < 0 || h >= S[0] || ww < 0 || ww >= S[1])
+                                    continue; /* padding: 0 for conv, left out of a pool */
+                                double xval = xv[((b * C + ci) * S[0] + h) * S[1] + ww];
+                                count++;
+                                if (conv)
+                                    acc += xval * wv[((o * cpg + (ci - cfirst)) * K[0] + u) * K[1] + v];
+                                else if (n->op == MC_OP_MAXPOOL)
+                                    acc = isnan(xval) || isnan(acc) ? NAN : (xval > acc ? xval : acc);
+                                else
+                                    acc += xval;
+                            }
+                    if (n->op == MC_OP_AVGPOOL)
+                        acc /= (double)count;
+                    c->out[((b * Co + o) * O[0] + p) * O[1] + q] = acc;
+                }
+}
+
+static void eval_batchnorm(const op_ctx *c)
+{
+    const mc_node *n = c->n;
+    int64_t C = n->shape[1], inner = 1;
+    for (int d = 2; d < n->rank; d++)
+        inner *= n->shape[d];
+    const double *x = operand(c, 0), *scale = operand(c, 1), *bias = operand(c, 2), *mean = operand(c, 3),
+                 *var = operand(c, 4);
+    for (int64_t e = 0; e < c->numel; e++) {
+        int64_t ch = e / inner % C;
+        c->out[e] = (x[e] - mean[ch]) / sqrt(var[ch] + n->attr.value) * scale[ch] + bias[ch];
+    }
 }
 
 static void eval_concat(const op_ctx *c)
@@ -447,9 +589,16 @@ static mc_status eval_node(const mc_graph *g, int i, const void *const *inputs, 
     case MC_KIND_COMPARE:
     case MC_KIND_SELECT: eval_broadcast(&c); break;
     case MC_KIND_CAST: eval_cast(&c); break;
-    case MC_KIND_REDUCE: return eval_reduce(&c);
+    case MC_KIND_REDUCE:
+        if (n->op == MC_OP_ARGMAX || n->op == MC_OP_ARGMIN) {
+            eval_argextreme(&c);
+            break;
+        }
+        return eval_reduce(&c);
     case MC_KIND_NORM:
-        if (n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX)
+        if (n->op == MC_OP_CUMSUM)
+            eval_cumsum(&c);
+        else if (n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX)
             eval_softmax(&c);
         else
             eval_norm(&c);
@@ -468,6 +617,14 @@ static mc_status eval_node(const mc_graph *g, int i, const void *const *inputs, 
             eval_view(&c);
         break;
     case MC_KIND_CREATE: eval_create(&c); break;
+    case MC_KIND_SPATIAL:
+        if (n->op == MC_OP_PAD)
+            eval_pad(&c);
+        else if (n->op == MC_OP_BATCHNORM)
+            eval_batchnorm(&c);
+        else
+            eval_window(&c);
+        break;
     }
     return MC_OK;
 }

@@ -190,6 +190,19 @@ static mc_status infer_elementwise(const infer *c)
     case MC_KIND_UNARY:
         if ((st = check_dtype(c, a->dtype)))
             return st;
+        if (n->op == MC_OP_CLIP) {
+            if (!n->attr.has_lo && !n->attr.has_hi)
+                return fail(c, "expected a bound: 'min', 'max' or both");
+            for (int k = 0; k < 2; k++) {
+                double v = k ? n->attr.hi : n->attr.lo;
+                bool has = k ? n->attr.has_hi : n->attr.has_lo;
+                if (has && a->dtype == MC_I32 && !(v == trunc(v) && v >= INT32_MIN && v <= INT32_MAX))
+                    return fail(c, "'%s' of an i32 operand must be an integer in the range of i32, got %g",
+                                k ? "max" : "min", v);
+                if (has && isnan(v))
+                    return fail(c, "'%s' is NaN", k ? "max" : "min");
+            }
+        }
         n->dtype = a->dtype;
         return set_shape(c, a->shape, a->rank);
     case MC_KIND_BINARY:
@@ -225,7 +238,7 @@ static mc_status infer_elementwise(const infer *c)
         n->dtype = n->attr.dtype;
         return set_shape(c, a->shape, a->rank);
     case MC_KIND_LEAF: case MC_KIND_REDUCE: case MC_KIND_NORM: case MC_KIND_MATMUL:
-    case MC_KIND_SHAPE: case MC_KIND_CREATE:
+    case MC_KIND_SHAPE: case MC_KIND_CREATE: case MC_KIND_SPATIAL:
         break;
     }
     MC_UNREACHABLE("not an elementwise operator");
@@ -273,6 +286,13 @@ static mc_status infer_reduce(const infer *c)
                 at->list[j - 1] = t;
             }
     }
+    if (n->op == MC_OP_ARGMAX || n->op == MC_OP_ARGMIN) {
+        if (at->nlist != 1 || x->rank == 0)
+            return fail(c, "expected one axis, got %d", x->rank == 0 ? 0 : at->nlist);
+        if (x->shape[at->list[0]] > INT32_MAX)
+            return fail(c, "axis %lld is too long for i32 indices", (long long)at->list[0]);
+        n->dtype = MC_I32;
+    }
     int64_t shape[MC_MAX_RANK];
     int rank = 0, k = 0;
     for (int i = 0; i < x->rank; i++) {
@@ -307,9 +327,11 @@ static mc_status infer_norm(const infer *c)
     if ((st = check_dtype(c, x->dtype)))
         return st;
     n->dtype = x->dtype;
-    if (n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX) {
+    if (n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX || n->op == MC_OP_CUMSUM) {
         if ((st = norm_axis(c, &n->attr.axis, x->rank, "axis")))
             return st;
+        if (n->op == MC_OP_CUMSUM && x->rank >= MC_MAX_RANK) /* its decomposition adds an axis */
+            return fail(c, "x has %d axes; cumsum takes at most %d", x->rank, MC_MAX_RANK - 1);
     } else {
         if (x->rank == 0)
             return fail(c, "x must have at least one axis (it normalizes over the last)");
@@ -464,26 +486,38 @@ static mc_status infer_slice(const infer *c, const mc_node *x)
     mc_status st;
     if ((st = norm_axis(c, &at->axis, x->rank, "axis")))
         return st;
-    int64_t size = x->shape[at->axis];
-    int64_t start = at->start, end = at->end;
-    if (start < 0)
-        start = start < -size ? 0 : start + size;
-    if (start > size)
-        start = size;
-    if (end < 0)
-        end = end < -size ? 0 : end + size;
-    if (end > size)
-        end = size;
-    if (end <= start)
-        return fail(c, "start=%lld, end=%lld select nothing from axis %lld of size %lld "
+    int64_t size = x->shape[at->axis], step = at->step;
+    if (step == 0)
+        return fail(c, "'step' must not be 0");
+    /* Python's slice.indices: negative positions count from the end; a forward slice clamps
+     * them to [0, size], a backward one to [-1, size - 1] (-1: before the first element). */
+    int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? size : size - 1;
+    int64_t start = at->start == MC_END ? (step > 0 ? 0 : size - 1) : at->start;
+    int64_t end = at->end == MC_END ? (step > 0 ? size : -1) : at->end;
+    if (at->start != MC_END && start < 0)
+        start = start + size < lo ? lo : start + size;
+    if (at->end != MC_END && end < 0)
+        end = end + size < lo ? lo : end + size;
+    start = start > hi ? hi : start;
+    end = end > hi ? hi : end;
+    int64_t count = step > 0 ? (end - start + step - 1) / step : (start - end + (-step) - 1) / (-step);
+    if (count <= 0) {
+        char steps[48] = "";
+        if (step != 1)
+            snprintf(steps, sizeof steps, ", step=%lld", (long long)step);
+        return fail(c, "start=%lld, end=%lld%s select nothing from axis %lld of size %lld "
                        "(zero-size dimensions are not supported)",
-                    (long long)at->start, (long long)(at->end == MC_END ? size : at->end),
+                    (long long)(at->start == MC_END ? (step > 0 ? 0 : size - 1) : at->start),
+                    (long long)(at->end == MC_END ? (step > 0 ? size : -1 - size) : at->end), steps,
                     (long long)at->axis, (long long)size);
+    }
+    /* normalized: start the first index taken, end one step past the last (MC_END where that
+     * is before the first element, so that inferring again gives the same) */
     at->start = start;
-    at->end = end;
+    at->end = start + count * step < 0 ? MC_END : start + count * step;
     int64_t shape[MC_MAX_RANK];
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->rank);
-    shape[at->axis] = end - start;
+    shape[at->axis] = count;
     return set_shape(c, shape, x->rank);
 }
 
@@ -530,16 +564,138 @@ static mc_status infer_shape_op(const infer *c)
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_NEG: case MC_OP_ABS:
     case MC_OP_EXP: case MC_OP_LOG: case MC_OP_SQRT: case MC_OP_RSQRT: case MC_OP_RECIP:
     case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_RELU: case MC_OP_GELU: case MC_OP_GELU_TANH:
-    case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF: case MC_OP_ADD:
+    case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF:
+    case MC_OP_FLOOR: case MC_OP_CEIL: case MC_OP_ROUND: case MC_OP_SIGN: case MC_OP_SOFTPLUS:
+    case MC_OP_LEAKY_RELU: case MC_OP_CLIP: case MC_OP_ADD:
     case MC_OP_SUB: case MC_OP_MUL: case MC_OP_DIV: case MC_OP_POW: case MC_OP_MAXIMUM:
     case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT: case MC_OP_LE: case MC_OP_GT:
     case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:
+    case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
     case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
+    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM:
+    case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
         break;
     }
     MC_UNREACHABLE("not a shape operator");
+}
+
+/* A per-spatial-axis list: given with one entry per axis, or left out (its default filled in). */
+static mc_status spatial_list(const infer *c, const char *what, int64_t *list, int *n, int sr, int64_t def,
+                              const int64_t *defs)
+{
+    if (*n == 0) {
+        for (int i = 0; i < sr; i++)
+            list[i] = defs ? defs[i] : def;
+        *n = sr;
+    } else if (*n != sr) {
+        return fail(c, "'%s' has %d entries; x has %d spatial axes", what, *n, sr);
+    }
+    return MC_OK;
+}
+
+static mc_status infer_spatial(const infer *c)
+{
+    mc_node *n = c->n;
+    mc_attrs *at = &n->attr;
+    const mc_node *x = operand(c, 0);
+    mc_status st;
+    if ((st = check_dtype(c, x->dtype)))
+        return st;
+    n->dtype = x->dtype;
+    int64_t shape[MC_MAX_RANK];
+    memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->rank);
+    if (n->op == MC_OP_PAD) {
+        if (at->npads != 2 * x->rank)
+            return fail(c, "'pads' has %d entries; a rank-%d x needs %d (the begins, then the ends)", at->npads,
+                        x->rank, 2 * x->rank);
+        double v = at->value;
+        if (x->dtype == MC_I32 && !(v == trunc(v) && v >= INT32_MIN && v <= INT32_MAX))
+            return fail(c, "'value' of an i32 operand must be an integer in the range of i32, got %g", v);
+        if (x->dtype == MC_BOOL && !(v == 0 || v == 1))
+            return fail(c, "'value' of a bool operand must be 0 or 1, got %g", v);
+        for (int d = 0; d < x->rank; d++) {
+            if (at->pads[d] < 0 || at->pads[x->rank + d] < 0)
+                return fail(c, "pads must be >= 0 (constant padding only adds)");
+            if (at->pads[d] > INT32_MAX || at->pads[x->rank + d] > INT32_MAX)
+                return fail(c, "pads of axis %d are too large", d);
+            shape[d] += at->pads[d] + at->pads[x->rank + d];
+        }
+        return set_shape(c, shape, x->rank);
+    }
+    if (n->op == MC_OP_BATCHNORM) {
+        if (x->rank < 2)
+            return fail(c, "x must have a channel axis (axis 1), not shape %s", SHAPE(x));
+        static const char *const names[4] = {"scale", "bias", "mean", "var"};
+        for (int i = 1; i < 5; i++) {
+            const mc_node *p = operand(c, i);
+            if ((st = check_same_dtype(c, x, p)))
+                return st;
+            if (p->rank != 1 || p->shape[0] != x->shape[1])
+                return fail(c, "%s must have shape [%lld] (x's channels), not %s", names[i - 1],
+                            (long long)x->shape[1], SHAPE(p));
+        }
+        if (!(at->value >= 0) || isinf(at->value))
+            return fail(c, "eps must be a finite number >= 0, not %g", at->value);
+        return set_shape(c, shape, x->rank);
+    }
+    /* conv, maxpool, avgpool: [N, C, L] or [N, C, H, W] */
+    if (x->rank != 3 && x->rank != 4)
+        return fail(c, "x must be [N, C, L] or [N, C, H, W] (channels first), not %s", SHAPE(x));
+    int sr = x->rank - 2;
+    int64_t window[2];
+    if (n->op == MC_OP_CONV) {
+        const mc_node *w = operand(c, 1);
+        if ((st = check_same_dtype(c, x, w)))
+            return st;
+        int64_t groups = at->groups, cin = x->shape[1];
+        if (w->rank != x->rank)
+            return fail(c, "w must be [C_out, C_in/groups, %s], not %s", sr == 1 ? "k" : "kh, kw", SHAPE(w));
+        if (groups < 1 || cin % groups != 0 || w->shape[0] % groups != 0)
+            return fail(c, "groups=%lld must divide x's %lld channels and w's %lld output channels",
+                        (long long)groups, (long long)cin, (long long)w->shape[0]);
+        if (w->shape[1] != cin / groups)
+            return fail(c, "w has %lld input channels per group; x's %lld channels in %lld groups need %lld",
+                        (long long)w->shape[1], (long long)cin, (long long)groups, (long long)(cin / groups));
+        if (n->nin > 2 && n->in[2] >= 0) {
+            const mc_node *b = operand(c, 2);
+            if ((st = check_same_dtype(c, x, b)))
+                return st;
+            if (b->rank != 1 || b->shape[0] != w->shape[0])
+                return fail(c, "b must have shape [%lld] (w's output channels), not %s", (long long)w->shape[0],
+                            SHAPE(b));
+        }
+        for (int i = 0; i < sr; i++)
+            window[i] = w->shape[2 + i];
+        shape[1] = w->shape[0];
+        if ((st = spatial_list(c, "dilation", at->dilation, &at->ndilation, sr, 1, NULL)))
+            return st;
+    } else {
+        if (at->nkernel != sr)
+            return fail(c, "'kernel' has %d entries; x has %d spatial axes", at->nkernel, sr);
+        for (int i = 0; i < sr; i++)
+            if (at->kernel[i] < 1)
+                return fail(c, "the kernel must be at least 1 along every axis");
+        memcpy(window, at->kernel, sizeof window);
+    }
+    if ((st = spatial_list(c, "stride", at->stride, &at->nstride, sr, 1, n->op == MC_OP_CONV ? NULL : window)) ||
+        (st = spatial_list(c, "padding", at->padding, &at->npadding, sr, 0, NULL)))
+        return st;
+    for (int i = 0; i < sr; i++) {
+        int64_t dil = n->op == MC_OP_CONV ? at->dilation[i] : 1, span = dil * (window[i] - 1) + 1;
+        int64_t len = x->shape[2 + i] + 2 * at->padding[i];
+        if (n->op != MC_OP_CONV && 2 * at->padding[i] > window[i])
+            return fail(c, "padding %lld is more than half the kernel %lld", (long long)at->padding[i],
+                        (long long)window[i]);
+        if (at->stride[i] < 1 || dil < 1 || at->padding[i] < 0 || at->padding[i] > INT32_MAX)
+            return fail(c, "stride, dilation must be >= 1 and padding >= 0");
+        if (len < span)
+            return fail(c, "the window (%lld) is larger than spatial axis %d (%lld with padding)", (long long)span,
+                        i, (long long)len);
+        shape[2 + i] = (len - span) / at->stride[i] + 1;
+    }
+    return set_shape(c, shape, x->rank);
 }
 
 static mc_status infer_create(const infer *c)
@@ -595,6 +751,7 @@ mc_status mc_node_infer(const mc_graph *g, mc_node *n)
     case MC_KIND_MATMUL: return infer_matmul(&c);
     case MC_KIND_SHAPE: return infer_shape_op(&c);
     case MC_KIND_CREATE: return infer_create(&c);
+    case MC_KIND_SPATIAL: return infer_spatial(&c);
     }
     MC_UNREACHABLE("unknown operator kind");
 }

@@ -28,6 +28,7 @@ typedef enum {
     MC_KIND_MATMUL,
     MC_KIND_SHAPE,
     MC_KIND_CREATE,
+    MC_KIND_SPATIAL, /* composites over channels-first data and padding: conv, pools, pad, batchnorm */
 } mc_op_kind;
 
 typedef enum {
@@ -41,7 +42,9 @@ typedef enum {
 /* The attribute keys of the .graph format (`axis=1`); ops.def says which operator takes which. */
 typedef enum {
     MC_ATTR_AXIS, MC_ATTR_KEEPDIM, MC_ATTR_START, MC_ATTR_END, MC_ATTR_PERM, MC_ATTR_SHAPE,
-    MC_ATTR_EPS, MC_ATTR_VALUE, MC_ATTR_TO, MC_ATTR_DTYPE, MC_NUM_ATTRS
+    MC_ATTR_EPS, MC_ATTR_VALUE, MC_ATTR_TO, MC_ATTR_DTYPE, MC_ATTR_ALPHA, MC_ATTR_MIN, MC_ATTR_MAX,
+    MC_ATTR_STEP, MC_ATTR_PADS, MC_ATTR_KERNEL, MC_ATTR_STRIDE, MC_ATTR_PADDING, MC_ATTR_DILATION,
+    MC_ATTR_GROUPS, MC_NUM_ATTRS
 } mc_attr_key;
 extern const char *const mc_attr_names[MC_NUM_ATTRS]; /* "axis", "keepdim", ... */
 #define MC_ATTR_BIT(key) (1u << (key))
@@ -102,14 +105,26 @@ typedef struct mc_attrs {
     bool has_list;             /* reductions: false = every axis; transpose: false = reverse */
     bool keepdim;
     int64_t axis;              /* softmax, log_softmax, slice, concat, iota: non-negative */
-    int64_t start, end;        /* slice: clamped to [0, size], end >= start */
+    int64_t start, end;        /* slice: start in [0, size), then every step-th index before end
+                                  (exclusive; MC_END: to the axis's end in the step's direction) */
+    int64_t step;              /* slice: not 0; negative walks backward */
     double value;              /* const, full: the number; layernorm, rmsnorm: eps */
     mc_dtype dtype;            /* cast: target; iota, full: result dtype */
+    double alpha;              /* leaky_relu: the slope below 0 */
+    double lo, hi;             /* clip: the bounds that has_lo, has_hi say are given */
+    bool has_lo, has_hi;
+    int64_t pads[2 * MC_MAX_RANK]; /* pad: before each axis, then after each axis */
+    int npads;
+    /* conv, maxpool, avgpool: per spatial axis (1 or 2); inference fills in the defaults
+     * (stride 1, a pool's stride its kernel, padding 0, dilation 1) */
+    int64_t kernel[2], stride[2], padding[2], dilation[2];
+    int nkernel, nstride, npadding, ndilation;
+    int64_t groups;            /* conv */
 } mc_attrs;
 
 /* The attributes an operator starts from before a .graph file sets any: softmax's axis -1,
  * concat's 0, layernorm's eps 1e-5, rmsnorm's 1e-6, iota's dtype i32, full's f32, slice's
- * start 0 and end MC_END; everything else zero (reductions: every axis; transpose: reversed). */
+ * start and end MC_END (slice: from the first end the step walks from, to the other), step 1; everything else zero (reductions: every axis; transpose: reversed). */
 mc_attrs mc_op_default_attrs(mc_op op);
 
 /* A map from names to node indices (open addressing, names not copied: they must outlive it).

@@ -120,7 +120,7 @@ static void print_attrs(const printer *p, const mc_node *n)
         fprintf(out, "%skeepdim=%s", sep, at->keepdim ? "true" : "false");
         break;
     case MC_KIND_NORM:
-        if (n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX) {
+        if (n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX || n->op == MC_OP_CUMSUM) {
             fprintf(out, "%saxis=%lld", sep, (long long)at->axis);
         } else {
             fprintf(out, "%seps=", sep);
@@ -139,8 +139,11 @@ static void print_attrs(const printer *p, const mc_node *n)
             print_list(out, at->list, at->nlist);
             break;
         case MC_OP_SLICE:
-            fprintf(out, "%saxis=%lld, start=%lld, end=%lld", sep, (long long)at->axis,
-                    (long long)at->start, (long long)at->end);
+            fprintf(out, "%saxis=%lld, start=%lld", sep, (long long)at->axis, (long long)at->start);
+            if (at->end != MC_END)
+                fprintf(out, ", end=%lld", (long long)at->end);
+            if (at->step != 1)
+                fprintf(out, ", step=%lld", (long long)at->step);
             break;
         case MC_OP_CONCAT:
             fprintf(out, "%saxis=%lld", sep, (long long)at->axis);
@@ -149,13 +152,43 @@ static void print_attrs(const printer *p, const mc_node *n)
         case MC_OP_EXP: case MC_OP_LOG: case MC_OP_SQRT: case MC_OP_RSQRT: case MC_OP_RECIP:
         case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_RELU: case MC_OP_GELU:
         case MC_OP_GELU_TANH: case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF:
+        case MC_OP_FLOOR: case MC_OP_CEIL: case MC_OP_ROUND: case MC_OP_SIGN: case MC_OP_SOFTPLUS:
+        case MC_OP_LEAKY_RELU: case MC_OP_CLIP:
         case MC_OP_ADD: case MC_OP_SUB: case MC_OP_MUL: case MC_OP_DIV: case MC_OP_POW:
         case MC_OP_MAXIMUM: case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT:
         case MC_OP_LE: case MC_OP_GT: case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST:
+        case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
         case MC_OP_SUM: case MC_OP_MEAN: case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX:
+        case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM:
+        case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
         case MC_OP_LOG_SOFTMAX: case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL:
         case MC_OP_LINEAR: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
             break;
+        }
+        break;
+    case MC_KIND_SPATIAL:
+        if (n->op == MC_OP_PAD) {
+            fprintf(out, "%spads=", sep);
+            print_list(out, at->pads, at->npads);
+            fputs(", value=", out);
+            print_number(out, at->value);
+        } else if (n->op == MC_OP_BATCHNORM) {
+            fprintf(out, "%seps=", sep);
+            print_number(out, at->value);
+        } else {
+            if (n->op != MC_OP_CONV) {
+                fprintf(out, "%skernel=", sep);
+                print_list(out, at->kernel, at->nkernel);
+            }
+            fprintf(out, "%sstride=", sep);
+            print_list(out, at->stride, at->nstride);
+            fputs(", padding=", out);
+            print_list(out, at->padding, at->npadding);
+            if (n->op == MC_OP_CONV) {
+                fputs(", dilation=", out);
+                print_list(out, at->dilation, at->ndilation);
+                fprintf(out, ", groups=%lld", (long long)at->groups);
+            }
         }
         break;
     case MC_KIND_CREATE:
@@ -169,8 +202,22 @@ static void print_attrs(const printer *p, const mc_node *n)
         }
         fprintf(out, ", dtype=%s", mc_dtype_name(at->dtype));
         break;
-    case MC_KIND_LEAF: case MC_KIND_UNARY: case MC_KIND_BINARY: case MC_KIND_COMPARE:
-    case MC_KIND_SELECT: case MC_KIND_MATMUL:
+    case MC_KIND_UNARY:
+        if (n->op == MC_OP_LEAKY_RELU) {
+            fprintf(out, "%salpha=", sep);
+            print_number(out, at->alpha);
+        }
+        if (n->op == MC_OP_CLIP && at->has_lo) {
+            fprintf(out, "%smin=", sep);
+            print_number(out, at->lo);
+        }
+        if (n->op == MC_OP_CLIP && at->has_hi) {
+            fprintf(out, "%smax=", sep);
+            print_number(out, at->hi);
+        }
+        break;
+    case MC_KIND_LEAF: case MC_KIND_BINARY: case MC_KIND_COMPARE: case MC_KIND_SELECT:
+    case MC_KIND_MATMUL:
         break;
     }
 }

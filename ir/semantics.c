@@ -53,6 +53,11 @@ double mc_op_apply(mc_op op, mc_dtype operand, mc_dtype result, double a, double
     case MC_OP_SIN: return sin(a);
     case MC_OP_COS: return cos(a);
     case MC_OP_ERF: return erf(a);
+    case MC_OP_FLOOR: return floor(a);
+    case MC_OP_CEIL: return ceil(a);
+    case MC_OP_ROUND: return nearbyint(a); /* the default rounding mode: half to even */
+    case MC_OP_SIGN: return a > 0 ? 1.0 : a < 0 ? -1.0 : a; /* NaN and zeros: themselves */
+    case MC_OP_SOFTPLUS: return fmax(a, 0.0) + log1p(exp(-fabs(a))); /* NaN: NaN */
     /* binary */
     case MC_OP_ADD: return i32 ? mc_wrap_i32(ia + ib) : a + b;
     case MC_OP_SUB: return i32 ? mc_wrap_i32(ia - ib) : a - b;
@@ -68,13 +73,21 @@ double mc_op_apply(mc_op op, mc_dtype operand, mc_dtype result, double a, double
     case MC_OP_LE: return a <= b;
     case MC_OP_GT: return a > b;
     case MC_OP_GE: return a >= b;
+    /* logic on bool values */
+    case MC_OP_AND: return a != 0 && b != 0;
+    case MC_OP_OR: return a != 0 || b != 0;
+    case MC_OP_XOR: return (a != 0) != (b != 0);
+    case MC_OP_NOT: return a == 0;
     /* select and convert */
     case MC_OP_WHERE: return a != 0 ? b : c;
     case MC_OP_CAST: return mc_round_to_dtype(a, result);
     /* not scalar operations: leaves, reductions (mc_reduce_step), composites, GEMMs, views and
      * creation have meanings over whole tensors (ir/eval.c) */
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST:
+    case MC_OP_LEAKY_RELU: case MC_OP_CLIP: /* composites with attributes: ir/eval.c */
     case MC_OP_SUM: case MC_OP_MEAN: case MC_OP_MAX: case MC_OP_MIN:
+    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM:
+    case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX: case MC_OP_LAYERNORM: case MC_OP_RMSNORM:
     case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_TRANSPOSE: case MC_OP_RESHAPE: case MC_OP_EXPAND: case MC_OP_SLICE: case MC_OP_CONCAT:

@@ -83,7 +83,7 @@ static mc_status verify_node(const mc_graph *g, const char *pass, int i)
     /* Inference normalizes attributes; a node built by hand must already be in that form. */
     const mc_attrs *a = &n->attr, *b = &copy.attr;
     bool normalized = a->nlist == b->nlist && a->axis == b->axis && a->start == b->start &&
-                      a->end == b->end;
+                      a->end == b->end && a->step == b->step;
     for (int k = 0; normalized && k < a->nlist && k < MC_MAX_RANK; k++)
         normalized = a->list[k] == b->list[k];
     if (!normalized)

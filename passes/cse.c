@@ -24,8 +24,14 @@ static bool same_attrs(const mc_attrs *a, const mc_attrs *b)
 {
     return a->nlist == b->nlist && memcmp(a->list, b->list, sizeof(int64_t) * (size_t)a->nlist) == 0 &&
            a->has_list == b->has_list && a->keepdim == b->keepdim && a->axis == b->axis &&
-           a->start == b->start && a->end == b->end && bits(a->value) == bits(b->value) &&
-           a->dtype == b->dtype;
+           a->start == b->start && a->end == b->end && a->step == b->step && bits(a->value) == bits(b->value) &&
+           a->dtype == b->dtype && bits(a->alpha) == bits(b->alpha) && a->has_lo == b->has_lo &&
+           a->has_hi == b->has_hi && (!a->has_lo || bits(a->lo) == bits(b->lo)) &&
+           (!a->has_hi || bits(a->hi) == bits(b->hi)) && a->npads == b->npads &&
+           memcmp(a->pads, b->pads, sizeof(int64_t) * (size_t)a->npads) == 0 && a->groups == b->groups &&
+           memcmp(a->kernel, b->kernel, sizeof a->kernel) == 0 && memcmp(a->stride, b->stride, sizeof a->stride) == 0 &&
+           memcmp(a->padding, b->padding, sizeof a->padding) == 0 &&
+           memcmp(a->dilation, b->dilation, sizeof a->dilation) == 0;
 }
 
 static uint64_t node_hash(const mc_node *n)

@@ -35,6 +35,8 @@
 #include "passes/passes.h"
 
 #include <float.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -265,6 +267,279 @@ static mc_value mean(ctx *c, mc_value x)
     return narrow(c, op2(c, MC_OP_MUL, s, constant(c, 1.0 / (double)count, compute_dtype(c->n->dtype))));
 }
 
+/* where(x < 0, x * alpha, x): NaN and -0 stay themselves. f16/bf16 compute in f32. */
+static mc_value leaky_relu(ctx *c, mc_value x)
+{
+    mc_dtype d = compute_dtype(c->n->dtype);
+    x = widen(c, x);
+    mc_value neg = op2(c, MC_OP_LT, x, constant(c, 0.0, d));
+    return narrow(c, where(c, neg, mul(c, x, constant(c, c->n->attr.alpha, d)), x));
+}
+
+/* minimum(maximum(x, min), max): NaN propagates; min > max gives max, as NumPy and PyTorch. */
+static mc_value clip(ctx *c, mc_value x)
+{
+    mc_dtype d = compute_dtype(c->n->dtype);
+    const mc_attrs *at = &c->n->attr;
+    x = widen(c, x);
+    if (at->has_lo)
+        x = op2(c, MC_OP_MAXIMUM, x, constant(c, at->lo, d));
+    if (at->has_hi)
+        x = op2(c, MC_OP_MINIMUM, x, constant(c, at->hi, d));
+    return narrow(c, x);
+}
+
+static mc_value iota(ctx *c, const int64_t *shape, int rank, int64_t axis)
+{
+    mc_attrs a;
+    memset(&a, 0, sizeof a);
+    a.has_list = true;
+    a.nlist = rank;
+    memcpy(a.list, shape, sizeof(int64_t) * (size_t)rank);
+    a.axis = axis;
+    a.dtype = MC_I32;
+    return mc_rewrite_node(c->rw, c->n, MC_OP_IOTA, NULL, 0, &a);
+}
+
+static mc_value shape_op(ctx *c, mc_op op, mc_value x, const int64_t *list, int n)
+{
+    mc_attrs a;
+    memset(&a, 0, sizeof a);
+    a.has_list = true;
+    a.nlist = n;
+    memcpy(a.list, list, sizeof(int64_t) * (size_t)n);
+    return mc_rewrite_node(c->rw, c->n, op, &x, 1, &a);
+}
+
+/* argmax (argmin): m = max(x) along the axis; the positions hit are those equal to m, or, in a
+ * row holding a NaN (m is NaN), the NaNs; the result is the least hit position, as an i32 min of
+ * where(hit, index, n). */
+static mc_value argextreme(ctx *c, mc_value x)
+{
+    const mc_node *xn = &c->rw->src->nodes[c->n->in[0]];
+    int64_t axis = c->n->attr.list[0], n = xn->shape[axis];
+    bool is_max = c->n->op == MC_OP_ARGMAX;
+    x = widen(c, x);
+    mc_value m = reduce(c, is_max ? MC_OP_MAX : MC_OP_MIN, x, &axis, 1, true);
+    mc_value hit = op2(c, MC_OP_EQ, x, m);
+    if (mc_dtype_is_float(xn->dtype))
+        hit = where(c, op2(c, MC_OP_NE, m, m), op2(c, MC_OP_NE, x, x), hit);
+    mc_value pos = where(c, hit, iota(c, xn->shape, xn->rank, axis), constant(c, (double)n, MC_I32));
+    return reduce(c, MC_OP_MIN, pos, &axis, 1, c->n->attr.keepdim);
+}
+
+/* cumsum along an axis of n: the axis moved last, x broadcast to [.., n (i), n (j)], and
+ * sum over j of where(j <= i, x_j, 0). O(n^2) work: a first version, exact as a sum is. */
+static mc_value cumsum(ctx *c, mc_value x)
+{
+    const mc_node *xn = &c->rw->src->nodes[c->n->in[0]];
+    int r = xn->rank;
+    int64_t axis = c->n->attr.axis, n = xn->shape[axis], perm[MC_MAX_RANK], inv[MC_MAX_RANK];
+    int64_t shape[MC_MAX_RANK], k = 0;
+    for (int d = 0; d < r; d++)
+        if (d != axis)
+            perm[k++] = d;
+    perm[r - 1] = axis;
+    for (int d = 0; d < r; d++) {
+        inv[perm[d]] = d;
+        shape[d] = xn->shape[perm[d]];
+    }
+    x = widen(c, x);
+    mc_dtype d = compute_dtype(xn->dtype);
+    if (axis != r - 1)
+        x = shape_op(c, MC_OP_TRANSPOSE, x, perm, r);
+    shape[r] = n;
+    shape[r - 1] = 1;
+    mc_value row = shape_op(c, MC_OP_RESHAPE, x, shape, r + 1);
+    shape[r - 1] = n;
+    mc_value all = shape_op(c, MC_OP_EXPAND, row, shape, r + 1);
+    int64_t sq[2] = {n, n};
+    mc_value keep = op2(c, MC_OP_GE, iota(c, sq, 2, 0), iota(c, sq, 2, 1));
+    int64_t last = r;
+    mc_value s = reduce(c, MC_OP_SUM, where(c, keep, all, constant(c, 0.0, d)), &last, 1, false);
+    if (axis != r - 1)
+        s = shape_op(c, MC_OP_TRANSPOSE, s, inv, r);
+    return narrow(c, s);
+}
+
+/* x padded by before[d] and after[d] elements of `value` along each axis: a concat with `full`
+ * blocks per padded axis (copies: a first version). The result is a new node even without
+ * padding (a same-shape reshape, which simplify removes), so that the composite's name never
+ * lands on its operand. */
+static mc_value pad_with(ctx *c, mc_value x, const int64_t *before, const int64_t *after, double value)
+{
+    const mc_node *xn = &c->rw->dst->nodes[x];
+    int r = xn->rank;
+    int64_t shape[MC_MAX_RANK];
+    memcpy(shape, xn->shape, sizeof(int64_t) * (size_t)r);
+    mc_dtype d = xn->dtype;
+    bool any = false;
+    for (int a = 0; a < r; a++) {
+        if (before[a] == 0 && after[a] == 0)
+            continue;
+        mc_value parts[3];
+        int np = 0;
+        for (int side = 0; side < 3; side++) { /* before, x, after */
+            int64_t k = side == 0 ? before[a] : after[a];
+            if (side == 1) {
+                parts[np++] = x;
+                continue;
+            }
+            if (k == 0)
+                continue;
+            mc_attrs f;
+            memset(&f, 0, sizeof f);
+            memcpy(f.list, shape, sizeof(int64_t) * (size_t)r);
+            f.list[a] = k;
+            f.nlist = r;
+            f.has_list = true;
+            f.value = value;
+            f.dtype = d;
+            parts[np++] = mc_rewrite_node(c->rw, c->n, MC_OP_FULL, NULL, 0, &f);
+        }
+        mc_attrs ca;
+        memset(&ca, 0, sizeof ca);
+        ca.axis = a;
+        x = mc_rewrite_node(c->rw, c->n, MC_OP_CONCAT, parts, np, &ca);
+        if (x < 0)
+            return x;
+        shape[a] += before[a] + after[a];
+        any = true;
+    }
+    return any ? x : shape_op(c, MC_OP_RESHAPE, x, shape, r);
+}
+
+static mc_value pad(ctx *c, mc_value x)
+{
+    const mc_attrs *at = &c->n->attr;
+    int r = c->n->rank;
+    return pad_with(c, x, at->pads, at->pads + r, at->value);
+}
+
+/* The view of x (padded, [N, C, *S]) that a window position (u[, v]) reads for every output
+ * position: strided slices of the spatial axes. */
+static mc_value window_view(ctx *c, mc_value xp, int sr, const int64_t *pos, const int64_t *step, const int64_t *out)
+{
+    for (int i = 0; i < sr; i++) {
+        mc_attrs s;
+        memset(&s, 0, sizeof s);
+        s.axis = 2 + i;
+        s.start = pos[i];
+        s.end = pos[i] + (out[i] - 1) * step[i] + 1;
+        s.step = step[i];
+        xp = mc_rewrite_node(c->rw, c->n, MC_OP_SLICE, &xp, 1, &s);
+    }
+    return xp;
+}
+
+/* maxpool: the maximum of the kernel's strided views of x padded with -inf; avgpool: their sum
+ * (x padded with 0) divided by how many of the window's elements lie inside x, computed from
+ * indices: (min(o s - p + k, L) - max(o s - p, 0)) per spatial axis. */
+static mc_value pool(ctx *c, mc_value x)
+{
+    const mc_attrs *at = &c->n->attr;
+    const mc_node *xn = &c->rw->src->nodes[c->n->in[0]];
+    int sr = xn->rank - 2;
+    bool is_max = c->n->op == MC_OP_MAXPOOL;
+    int64_t before[MC_MAX_RANK] = {0}, out[2], k0 = at->kernel[0], k1 = sr > 1 ? at->kernel[1] : 1;
+    for (int i = 0; i < sr; i++) {
+        before[2 + i] = at->padding[i];
+        out[i] = c->n->shape[2 + i];
+    }
+    x = pad_with(c, widen(c, x), before, before, is_max ? -INFINITY : 0.0);
+    mc_value acc = MC_NONE;
+    for (int64_t u = 0; u < k0; u++)
+        for (int64_t v = 0; v < k1; v++) {
+            int64_t pos[2] = {u, v};
+            mc_value t = window_view(c, x, sr, pos, at->stride, out);
+            acc = acc == MC_NONE ? t : op2(c, is_max ? MC_OP_MAXIMUM : MC_OP_ADD, acc, t);
+        }
+    if (!is_max) {
+        mc_value count = MC_NONE;
+        for (int i = 0; i < sr; i++) {
+            mc_value o = iota(c, out, sr, i); /* [O0] or [O0, O1], broadcast over N and C */
+            mc_value lo = op2(c, MC_OP_SUB, op2(c, MC_OP_MUL, o, constant(c, (double)at->stride[i], MC_I32)),
+                              constant(c, (double)at->padding[i], MC_I32));
+            mc_value hi = op2(c, MC_OP_MINIMUM, op2(c, MC_OP_ADD, lo, constant(c, (double)at->kernel[i], MC_I32)),
+                              constant(c, (double)xn->shape[2 + i], MC_I32));
+            mc_value ci = op2(c, MC_OP_SUB, hi, op2(c, MC_OP_MAXIMUM, lo, constant(c, 0.0, MC_I32)));
+            count = count == MC_NONE ? ci : op2(c, MC_OP_MUL, count, ci);
+        }
+        mc_attrs ca;
+        memset(&ca, 0, sizeof ca);
+        ca.dtype = MC_F32;
+        count = mc_rewrite_node(c->rw, c->n, MC_OP_CAST, &count, 1, &ca);
+        acc = op2(c, MC_OP_DIV, acc, count);
+    }
+    return narrow(c, acc);
+}
+
+/* conv as im2col and a matmul: the kernel's strided views of x (padded with 0), each [N, C, 1,
+ * *O], concatenated into cols [N, C, K, *O] (K = kh kw, in w's order), seen as
+ * [N, G, C/G K, O]; w seen as [G, C_out/G, C/G K]; their product [N, G, C_out/G, O] is the
+ * result [N, C_out, *O], plus b. The matmul runs on each backend's GEMM (the CPU's register-
+ * tiled micro-kernel), which fuses the bias and a pointwise epilogue. */
+static mc_value conv(ctx *c, const mc_value *in)
+{
+    const mc_attrs *at = &c->n->attr;
+    const mc_node *xn = &c->rw->src->nodes[c->n->in[0]], *wn = &c->rw->src->nodes[c->n->in[1]];
+    int sr = xn->rank - 2;
+    int64_t N = xn->shape[0], C = xn->shape[1], Co = wn->shape[0], G = at->groups;
+    int64_t K0 = wn->shape[2], K1 = sr > 1 ? wn->shape[3] : 1, out[2], before[MC_MAX_RANK] = {0}, O = 1;
+    for (int i = 0; i < sr; i++) {
+        before[2 + i] = at->padding[i];
+        out[i] = c->n->shape[2 + i];
+        O *= out[i];
+    }
+    mc_value x = pad_with(c, in[0], before, before, 0.0);
+    mc_value parts[64], *many = parts;
+    int64_t K = K0 * K1;
+    if (K > 64 && !(many = malloc((size_t)K * sizeof *many))) {
+        mc_fail(MC_ERR_SYSTEM, "out of memory decomposing conv");
+        return MC_ERROR;
+    }
+    for (int64_t u = 0; u < K0; u++)
+        for (int64_t v = 0; v < K1; v++) {
+            int64_t pos[2] = {u * at->dilation[0], sr > 1 ? v * at->dilation[1] : 0};
+            mc_value t = window_view(c, x, sr, pos, at->stride, out);
+            int64_t s[MC_MAX_RANK] = {N, C, 1, out[0], sr > 1 ? out[1] : 0};
+            many[u * K1 + v] = shape_op(c, MC_OP_RESHAPE, t, s, 3 + sr);
+        }
+    mc_attrs ca;
+    memset(&ca, 0, sizeof ca);
+    ca.axis = 2;
+    mc_value cols = mc_rewrite_node(c->rw, c->n, MC_OP_CONCAT, many, (int)K, &ca);
+    if (many != parts)
+        free(many);
+    /* without groups the GEMM is [N, C_out, O], so that pointwise work after the conv maps
+     * onto its index space (O split into the spatial axes) and joins its epilogue */
+    int g1 = G == 1 ? 0 : 1;
+    int64_t cs[4] = {N, G, C / G * K, O}, ws[3] = {G, Co / G, C / G * K}, bs[3] = {G, Co / G, 1};
+    cols = shape_op(c, MC_OP_RESHAPE, cols, g1 ? cs : (int64_t[]){N, C * K, O}, 3 + g1);
+    mc_value w = shape_op(c, MC_OP_RESHAPE, in[1], ws + 1 - g1, 2 + g1);
+    mc_value y = op2(c, MC_OP_MATMUL, w, cols);
+    if (in[2] != MC_NONE && in[2] >= 0) /* in the GEMM's own index space: its epilogue */
+        y = op2(c, MC_OP_ADD, y, shape_op(c, MC_OP_RESHAPE, in[2], bs + 1 - g1, 2 + g1));
+    int64_t ys[4] = {N, Co, out[0], sr > 1 ? out[1] : 0};
+    return shape_op(c, MC_OP_RESHAPE, y, ys, 2 + sr);
+}
+
+/* (x - mean) * (scale / sqrt(var + eps)) + bias, the [C] operands seen as [C, 1, ..]. */
+static mc_value batchnorm(ctx *c, mc_value x, const mc_node *n)
+{
+    const mc_node *xn = &c->rw->src->nodes[n->in[0]];
+    int64_t s[MC_MAX_RANK];
+    s[0] = xn->shape[1];
+    for (int d = 1; d < xn->rank - 1; d++)
+        s[d] = 1;
+    mc_value p[4];
+    for (int i = 0; i < 4; i++)
+        p[i] = shape_op(c, MC_OP_RESHAPE, widen(c, c->rw->map[n->in[1 + i]]), s, xn->rank - 1);
+    mc_value inv = op2(c, MC_OP_DIV, p[0], op1(c, MC_OP_SQRT, op2(c, MC_OP_ADD, p[3], f32(c, n->attr.value))));
+    mc_value y = op2(c, MC_OP_ADD, mul(c, op2(c, MC_OP_SUB, widen(c, x), p[2]), inv), p[1]);
+    return narrow(c, y);
+}
+
 mc_status mc_pass_decompose(mc_graph *g)
 {
     mc_rewrite rw;
@@ -288,13 +563,23 @@ mc_status mc_pass_decompose(mc_graph *g)
             case MC_OP_RMSNORM: v = rmsnorm(&c, in); break;
             case MC_OP_LINEAR: v = linear(&c, in); break;
             case MC_OP_MEAN: v = mean(&c, in[0]); break;
+            case MC_OP_LEAKY_RELU: v = leaky_relu(&c, in[0]); break;
+            case MC_OP_CLIP: v = clip(&c, in[0]); break;
+            case MC_OP_ARGMAX: case MC_OP_ARGMIN: v = argextreme(&c, in[0]); break;
+            case MC_OP_CUMSUM: v = cumsum(&c, in[0]); break;
+            case MC_OP_PAD: v = pad(&c, in[0]); break;
+            case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: v = pool(&c, in[0]); break;
+            case MC_OP_CONV: v = conv(&c, in); break;
+            case MC_OP_BATCHNORM: v = batchnorm(&c, in[0], n); break;
             case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_NEG: case MC_OP_ABS:
             case MC_OP_EXP: case MC_OP_LOG: case MC_OP_SQRT: case MC_OP_RSQRT: case MC_OP_RECIP:
             case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_RELU: case MC_OP_GELU:
             case MC_OP_GELU_TANH: case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF:
+            case MC_OP_FLOOR: case MC_OP_CEIL: case MC_OP_ROUND: case MC_OP_SIGN: case MC_OP_SOFTPLUS:
             case MC_OP_ADD: case MC_OP_SUB: case MC_OP_MUL: case MC_OP_DIV: case MC_OP_POW:
             case MC_OP_MAXIMUM: case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT:
             case MC_OP_LE: case MC_OP_GT: case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST:
+            case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
             case MC_OP_SUM: case MC_OP_MAX: case MC_OP_MIN: case MC_OP_MATMUL:
             case MC_OP_TRANSPOSE: case MC_OP_RESHAPE: case MC_OP_EXPAND: case MC_OP_SLICE:
             case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:

@@ -61,7 +61,7 @@ static bool is_pointwise(const mc_node *n)
     case MC_KIND_CAST:
     case MC_KIND_CREATE: return true;
     case MC_KIND_LEAF: case MC_KIND_REDUCE: case MC_KIND_NORM: case MC_KIND_MATMUL:
-    case MC_KIND_SHAPE:
+    case MC_KIND_SHAPE: case MC_KIND_SPATIAL:
         break;
     }
     return false;

@@ -127,7 +127,7 @@ bool mc_cmap_operand(const mc_graph *g, int ni, int slot, const mc_cmap *m, mc_c
     case MC_KIND_CAST: broadcast_map(x, n, m, out); return true;
     case MC_KIND_SHAPE: break;
     case MC_KIND_LEAF: case MC_KIND_REDUCE: case MC_KIND_NORM: case MC_KIND_MATMUL:
-    case MC_KIND_CREATE:
+    case MC_KIND_CREATE: case MC_KIND_SPATIAL:
         return false;
     }
     memset(out, 0, sizeof *out);
@@ -142,8 +142,10 @@ bool mc_cmap_operand(const mc_graph *g, int ni, int slot, const mc_cmap *m, mc_c
         return true;
     case MC_OP_EXPAND: broadcast_map(x, n, m, out); return true;
     case MC_OP_SLICE:
-        *out = *m;
-        out->off[n->attr.axis] += n->attr.start;
+        *out = *m; /* x's coordinate along the axis: start + step * n's */
+        out->off[n->attr.axis] = n->attr.start + n->attr.step * m->off[n->attr.axis];
+        for (int j = 0; j < MC_MAX_RANK; j++)
+            out->coef[n->attr.axis][j] = n->attr.step * m->coef[n->attr.axis][j];
         return true;
     case MC_OP_RESHAPE: {
         const void *ctx[2] = {m, out};
@@ -152,11 +154,16 @@ bool mc_cmap_operand(const mc_graph *g, int ni, int slot, const mc_cmap *m, mc_c
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_NEG: case MC_OP_ABS:
     case MC_OP_EXP: case MC_OP_LOG: case MC_OP_SQRT: case MC_OP_RSQRT: case MC_OP_RECIP:
     case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_RELU: case MC_OP_GELU: case MC_OP_GELU_TANH:
-    case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF: case MC_OP_ADD:
+    case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF:
+    case MC_OP_FLOOR: case MC_OP_CEIL: case MC_OP_ROUND: case MC_OP_SIGN: case MC_OP_SOFTPLUS:
+    case MC_OP_LEAKY_RELU: case MC_OP_CLIP: case MC_OP_ADD:
     case MC_OP_SUB: case MC_OP_MUL: case MC_OP_DIV: case MC_OP_POW: case MC_OP_MAXIMUM:
     case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT: case MC_OP_LE: case MC_OP_GT:
     case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:
+    case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
     case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
+    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM:
+    case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
         break;
@@ -205,6 +212,7 @@ bool mc_tview_compose(const mc_graph *g, int ni, const mc_tview *in, mc_tview *o
     case MC_OP_SLICE:
         memcpy(out->stride, in->stride, sizeof out->stride);
         out->offset += n->attr.start * in->stride[n->attr.axis];
+        out->stride[n->attr.axis] *= n->attr.step;
         return true;
     case MC_OP_RESHAPE: {
         const void *ctx[2] = {in, out};
@@ -213,11 +221,16 @@ bool mc_tview_compose(const mc_graph *g, int ni, const mc_tview *in, mc_tview *o
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_NEG: case MC_OP_ABS:
     case MC_OP_EXP: case MC_OP_LOG: case MC_OP_SQRT: case MC_OP_RSQRT: case MC_OP_RECIP:
     case MC_OP_TANH: case MC_OP_SIGMOID: case MC_OP_RELU: case MC_OP_GELU: case MC_OP_GELU_TANH:
-    case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF: case MC_OP_ADD:
+    case MC_OP_SILU: case MC_OP_SIN: case MC_OP_COS: case MC_OP_ERF:
+    case MC_OP_FLOOR: case MC_OP_CEIL: case MC_OP_ROUND: case MC_OP_SIGN: case MC_OP_SOFTPLUS:
+    case MC_OP_LEAKY_RELU: case MC_OP_CLIP: case MC_OP_ADD:
     case MC_OP_SUB: case MC_OP_MUL: case MC_OP_DIV: case MC_OP_POW: case MC_OP_MAXIMUM:
     case MC_OP_MINIMUM: case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT: case MC_OP_LE: case MC_OP_GT:
     case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:
+    case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
     case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
+    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM:
+    case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
         break;

@@ -356,6 +356,52 @@ static void test_examples(void **state)
     assert_true(graphs >= 6);
 }
 
+/* The operators of docs/FORMAT.md §2's newer rows (issue 20) render and compile, fused and unfused, in
+ * every dtype they take. */
+static void test_more_operators(void **state)
+{
+    (void)state;
+    static const char *const graphs[] = {
+        "graph a\ninput x : %s[7, 33]\na = floor(x)\nb = ceil(x)\nc = round(x)\nd = sign(x)\n"
+        "e = softplus(x)\nf = leaky_relu(x, alpha=0.2)\ng = clip(x, min=-0.5, max=0.5)\n"
+        "h = clip(x, max=1)\ns1 = add(a, b)\ns2 = add(c, d)\ns3 = add(e, f)\ns4 = add(g, h)\n"
+        "t1 = add(s1, s2)\nt2 = add(s3, s4)\ny = add(t1, t2)\noutput y\n",
+        "graph a\ninput x : i32[7, 33]\nd = sign(x)\ng = clip(x, min=-3, max=5)\ny = add(d, g)\noutput y\n",
+        "graph a\ninput x : %s[7, 33]\ninput i : i32[7, 33]\np = gt(x, 0)\nq = lt(x, 0.5)\na = and(p, q)\n"
+        "o = or(p, q)\ne = xor(a, o)\nn = not(e)\nw = where(n, i, 3)\nr = slice(x, axis=1, step=-1)\n"
+        "s = slice(x, axis=0, start=5, end=1, step=-2)\nt = slice(w, axis=1, start=1, step=3)\nu = add(r, x)\n"
+        "output n, w, s, t, u\n",
+        "graph a\ninput x : %s[7, 33]\ninput i : i32[7, 33]\na = argmax(x, axis=1)\nb = argmin(x, axis=0, keepdim=true)\n"
+        "c = argmax(i, axis=-1)\nd = cumsum(x, axis=1)\ne = cumsum(i, axis=0)\nf = relu(d)\noutput a, b, c, e, f\n",
+        "graph a\ninput x : %s[2, 4, 9, 8]\nparam w : %s[6, 2, 3, 3]\nparam b : %s[6]\nparam s : %s[4]\n"
+        "c = conv(x, w, b, stride=[2, 1], padding=[1, 1], dilation=[1, 2], groups=2)\nr = relu(c)\n"
+        "m = maxpool(x, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\na = avgpool(x, kernel=[2, 3], padding=[1, 1])\n"
+        "p = pad(x, pads=[0, 0, 1, 0, 0, 1, 0, 2], value=0.5)\nn = batchnorm(x, s, s, s, s)\noutput r, m, a, p, n\n",
+    };
+    static const char *const dtypes[] = {"f32", "f16", "bf16"};
+    int compiled = 0;
+    for (size_t i = 0; i < sizeof graphs / sizeof graphs[0]; i++)
+        for (int t = 0; t < 3; t++) {
+            char text[2048];
+            snprintf(text, sizeof text, graphs[i], dtypes[t], dtypes[t], dtypes[t], dtypes[t]);
+            mc_graph *g;
+            if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
+                fail_msg("%s\n%s", mc_error_message(), text);
+            for (int fuse = 0; fuse <= 1; fuse++) {
+                mc_compile_options co = {.fuse = fuse, .plan_memory = true, .verify = true};
+                kir_program *kp;
+                if (mc_compile_kernels(g, &co, &kp) != MC_OK)
+                    fail_msg("%s\n%s", mc_error_message(), text);
+                mc_cuda_kernel_plan *pl = compile_all(kp);
+                compiled += kp->nkernels;
+                mc_cuda_plans_free(pl, kp->nkernels);
+                kir_program_free(kp);
+            }
+            mc_graph_free(g);
+        }
+    assert_true(compiled > 20);
+}
+
 /* Attention kernels of every kind render and compile: f32, f16 and bf16 (tensor cores for the
  * 16-bit types), head sizes 32, 80 and 128 (the largest needs more than 48 KB of shared
  * memory), q/k/v as views of a QKV projection (16-byte chunks, cp.async) and as odd strides
@@ -474,6 +520,7 @@ int main(void)
 #ifdef MINIC_HAVE_PASSES
         cmocka_unit_test(test_examples),
         cmocka_unit_test(test_attention_kernels),
+        cmocka_unit_test(test_more_operators),
 #endif
     };
     return mc_test_run(tests);

@@ -35,7 +35,48 @@ static double ref_silu(double x) { return x / (1.0 + exp(-x)); }
 static double ref_sin(double x) { return 2.0 * sin(0.5 * x) * cos(0.5 * x); }
 static double ref_cos(double x) { return 1.0 - 2.0 * sin(0.5 * x) * sin(0.5 * x); }
 static double ref_erf(double x) { return 1.0 - erfc(x); }
+/* floor, ceil and round by the integer part (|x| < 2^52 here, else x is an integer already) */
+static double ref_floor(double x)
+{
+    if (isnan(x) || isinf(x) || fabs(x) >= 0x1p52 || x == 0)
+        return x;
+    double t = (double)(int64_t)x; /* toward zero */
+    return t > x ? t - 1 : (t == 0 && x < 0 ? -1 : t);
+}
+static double ref_ceil(double x) { return x == 0 || isnan(x) ? x : -ref_floor(-x); }
+static double ref_round(double x)
+{
+    double f = ref_floor(x), d = x - f;
+    if (isnan(x) || isinf(x) || x == 0)
+        return x;
+    double r = d > 0.5 ? f + 1 : d < 0.5 ? f : (fmod(f, 2) == 0 ? f : f + 1); /* ties to even */
+    return r == 0 ? copysign(0.0, x) : r;
+}
+static double ref_sign(double x) { return isnan(x) || x == 0 ? x : copysign(1.0, x); }
+/* softplus = log(1 + e^x) = x + log(1 + e^-x), each form where its exp is small */
+static double ref_softplus(double x)
+{
+    if (isnan(x))
+        return x;
+    return x > 0 ? x + log1p(1.0 / exp(x)) : log1p(exp(x));
+}
+static mc_value leaky_relu_02(mc_graph *g, mc_value x) { return mc_leaky_relu(g, x, 0.2); }
+static double ref_leaky_relu_02(double x) { return x >= 0 || isnan(x) ? x : x / 5.0; }
+static mc_value clip_both(mc_graph *g, mc_value x) { return mc_clip(g, x, &(double){-0.5}, &(double){0.75}); }
+static double ref_clip_both(double x) { return isnan(x) ? x : (x < -0.5 ? -0.5 : (x > 0.75 ? 0.75 : x)); }
+static mc_value clip_max(mc_graph *g, mc_value x) { return mc_clip(g, x, NULL, &(double){0.25}); }
+static double ref_clip_max(double x) { return isnan(x) || x <= 0.25 ? x : 0.25; }
+static mc_value clip_min(mc_graph *g, mc_value x) { return mc_clip(g, x, &(double){-1}, NULL); }
+static double ref_clip_min(double x) { return isnan(x) || x >= -1 ? x : -1; }
+static mc_value clip_crossed(mc_graph *g, mc_value x) { return mc_clip(g, x, &(double){1}, &(double){-1}); }
+static double ref_clip_crossed(double x) { return isnan(x) ? x : -1; } /* min > max: max */
+static mc_value clip_i32(mc_graph *g, mc_value x) { return mc_clip(g, x, &(double){-3}, &(double){100}); }
+static double ref_clip_i32(double x) { return x < -3 ? -3 : (x > 100 ? 100 : x); }
 
+static double ref_and(double a, double b) { return a * b != 0; }
+static double ref_or(double a, double b) { return a + b != 0; }
+static double ref_xor(double a, double b) { return a + b == 1; }
+static double ref_not(double x) { return 1 - x; }
 static double ref_add(double a, double b) { return a - -b; }
 static double ref_sub(double a, double b) { return a + -b; }
 static double ref_mul(double a, double b) { return a * b; }
@@ -80,6 +121,15 @@ static void prepare_special_unary(const op_case *c, void *const *in)
 {
     static const double v[15] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, -1, 1, 0.5,
                                  -0.5, 2, -2, 1e-3, 3, -3, 10};
+    for (int i = 0; i < 15; i++)
+        mc_store_element(in[0], c->dtype, i, v[i]);
+}
+
+/* Halves (ties round to even), values just off them, large and tiny magnitudes. */
+static void prepare_halves(const op_case *c, void *const *in)
+{
+    static const double v[15] = {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, 0.49999997, -0.50000006,
+                                 1e7 + 0.5, -4.75, 30, -40, 1e-30, -90};
     for (int i = 0; i < 15; i++)
         mc_store_element(in[0], c->dtype, i, v[i]);
 }
@@ -456,6 +506,89 @@ static void expect_norm(const op_case *c, double *const *in, double **out)
     }
 }
 
+/* ---- argmax, argmin, cumsum of x [3, 5, 4] ------------------------------------------------------ */
+
+typedef struct {
+    int op;       /* 0 argmax, 1 argmin, 2 cumsum */
+    int axis;
+    bool keepdim;
+    int prep;     /* 0 random, 1 ties, 2 NaNs and infinities */
+} arg_spec;
+
+static const arg_spec arg_specs[] = {
+    {0, 1, false, 0}, {1, -1, true, 0}, {0, 0, false, 1}, {1, 2, false, 1}, {0, -2, true, 2},
+    {1, 1, false, 2}, {2, 1, false, 0}, {2, 0, false, 0}, {2, -1, false, 2}, {0, 2, false, 1},
+    {2, 2, false, 1},
+};
+
+static const int64_t arg_shape[3] = {3, 5, 4};
+
+static mc_status build_arg(const op_case *c, mc_graph *g)
+{
+    const arg_spec *s = &arg_specs[c->variant];
+    mc_value x = mc_input(g, "x", c->dtype, SHAPE(3, 5, 4));
+    mc_value y = s->op == 0 ? mc_argmax(g, x, s->axis, s->keepdim)
+               : s->op == 1 ? mc_argmin(g, x, s->axis, s->keepdim) : mc_cumsum(g, x, s->axis);
+    return OUTPUTS(g, y);
+}
+
+/* Ties: values from {-1, 0, 1, 2} so that rows repeat their extremes; NaN and infinities at
+ * scattered places (a row with a NaN after its largest value, one with -inf and +inf). */
+static void prepare_arg(const op_case *c, void *const *in)
+{
+    const arg_spec *s = &arg_specs[c->variant];
+    for (int i = 0; s->prep == 1 && i < 60; i++)
+        mc_store_element(in[0], c->dtype, i, (double)((i * 7 + i / 5) % 4) - 1);
+    if (s->prep == 2) {
+        static const int at[6] = {3, 17, 18, 30, 44, 59};
+        static const double v[6] = {NAN, INFINITY, -INFINITY, NAN, NAN, -INFINITY};
+        for (int i = 0; i < 6; i++)
+            mc_store_element(in[0], c->dtype, at[i], v[i]);
+    }
+}
+
+static void expect_arg(const op_case *c, double *const *in, double **out)
+{
+    const arg_spec *s = &arg_specs[c->variant];
+    int axis = s->axis < 0 ? s->axis + 3 : s->axis, len = (int)arg_shape[axis];
+    int64_t stride[3] = {20, 4, 1};
+    for (int e = 0; e < 60; e++) {
+        int idx[3] = {e / 20, e / 4 % 5, e % 4};
+        if (idx[axis] != 0)
+            continue; /* one row per position with index 0 along the axis */
+        const double *x = in[0] + e;
+        int64_t st = stride[axis];
+        /* the output position: x's with the axis dropped (or kept at 0: the same order) */
+        int o = 0;
+        for (int d = 0; d < 3; d++)
+            if (d != axis)
+                o = o * (int)arg_shape[d] + idx[d];
+        if (s->op == 2) {
+            for (int i = 0; i < len; i++) {
+                double sum = 0;
+                for (int j = 0; j <= i; j++)
+                    sum += x[j * st];
+                out[0][e + i * st] = c->dtype == MC_I32 ? (double)(int32_t)(int64_t)sum : sum;
+            }
+            continue;
+        }
+        /* the extreme among non-NaN values, then the first NaN if any, else the first equal */
+        double ext = s->op == 0 ? -INFINITY : INFINITY;
+        int first_nan = -1, pick = -1;
+        for (int j = 0; j < len; j++) {
+            double v = x[j * st];
+            if (v != v && first_nan < 0)
+                first_nan = j;
+            if (v == v)
+                ext = s->op == 0 ? fmax(ext, v) : fmin(ext, v);
+        }
+        for (int j = len - 1; j >= 0; j--)
+            if (x[j * st] == ext)
+                pick = j;
+        out[0][o] = first_nan >= 0 ? first_nan : pick;
+    }
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 #define UNARY(op, dt, ...) \
@@ -490,6 +623,26 @@ static const op_case cases[] = {
     UNARY_SPECIAL(erf),
     {"neg_i32", build_unary, expect_unary, prepare_i32_edges, MC_I32, 0, mc_neg, NULL, ref_neg_i32, NULL, 0, false, 0, NULL},
     {"abs_i32", build_unary, expect_unary, prepare_i32_edges, MC_I32, 0, mc_abs, NULL, ref_abs_i32, NULL, 0, false, 0, NULL},
+    UNARY(floor, F32, false, 0), UNARY(ceil, F32, false, 0), UNARY(round, F32, false, 0),
+    UNARY(sign, F32, false, 0), UNARY(softplus, F32, false, 0), UNARY(floor, F16, false, 0),
+    UNARY(ceil, BF16, false, 0), UNARY(round, F16, false, 0), UNARY(softplus, BF16, false, 0),
+    UNARY(sign, BF16, false, 0),
+    UNARY_SPECIAL(floor), UNARY_SPECIAL(ceil), UNARY_SPECIAL(round), UNARY_SPECIAL(sign),
+    UNARY_SPECIAL(softplus),
+    {"round_halves", build_unary, expect_unary, prepare_halves, MC_F32, 0, mc_round, NULL, ref_round, NULL, 0, false, 0, NULL},
+    {"floor_halves", build_unary, expect_unary, prepare_halves, MC_F32, 0, mc_floor, NULL, ref_floor, NULL, 0, false, 0, NULL},
+    {"ceil_halves", build_unary, expect_unary, prepare_halves, MC_F32, 0, mc_ceil, NULL, ref_ceil, NULL, 0, false, 0, NULL},
+    {"softplus_wide", build_unary, expect_unary, prepare_halves, MC_F32, 0, mc_softplus, NULL, ref_softplus, NULL, 0, false, 0, NULL},
+    {"sign_i32", build_unary, expect_unary, prepare_i32_edges, MC_I32, 0, mc_sign, NULL, ref_sign, NULL, 0, false, 0, NULL},
+    {"leaky_relu_f32", build_unary, expect_unary, NULL, MC_F32, 0, leaky_relu_02, NULL, ref_leaky_relu_02, NULL, 0, false, 0, NULL},
+    {"leaky_relu_special_values", build_unary, expect_unary, prepare_special_unary, MC_F32, 0, leaky_relu_02, NULL, ref_leaky_relu_02, NULL, 0, false, 0, NULL},
+    {"leaky_relu_bf16", build_unary, expect_unary, NULL, MC_BF16, 0, leaky_relu_02, NULL, ref_leaky_relu_02, NULL, 0, false, 0, NULL},
+    {"clip_f32", build_unary, expect_unary, NULL, MC_F32, 0, clip_both, NULL, ref_clip_both, NULL, 0, false, 0, NULL},
+    {"clip_special_values", build_unary, expect_unary, prepare_special_unary, MC_F32, 0, clip_both, NULL, ref_clip_both, NULL, 0, false, 0, NULL},
+    {"clip_max_only_f16", build_unary, expect_unary, NULL, MC_F16, 0, clip_max, NULL, ref_clip_max, NULL, 0, false, 0, NULL},
+    {"clip_min_only", build_unary, expect_unary, prepare_special_unary, MC_F32, 0, clip_min, NULL, ref_clip_min, NULL, 0, false, 0, NULL},
+    {"clip_min_above_max", build_unary, expect_unary, prepare_special_unary, MC_F32, 0, clip_crossed, NULL, ref_clip_crossed, NULL, 0, false, 0, NULL},
+    {"clip_i32", build_unary, expect_unary, prepare_i32_edges, MC_I32, 0, clip_i32, NULL, ref_clip_i32, NULL, 0, false, 0, NULL},
 
     BINARY(add, F32, NULL, false), BINARY(sub, F32, NULL, false), BINARY(mul, F32, NULL, false),
     BINARY(div, F32, NULL, false), BINARY(pow, F32, NULL, true),
@@ -518,8 +671,11 @@ static const op_case cases[] = {
     COMPARE(ge, F32), COMPARE(eq, I32), COMPARE(ne, I32), COMPARE(lt, I32), COMPARE(le, I32),
     COMPARE(gt, I32), COMPARE(ge, I32), COMPARE(lt, F16), COMPARE(ge, BF16), COMPARE(eq, BOOL),
     COMPARE(ne, BOOL),
+    BINARY(and, BOOL, NULL, false), BINARY(or, BOOL, NULL, false), BINARY(xor, BOOL, NULL, false),
+    UNARY(not, BOOL, false, 0),
     VARIANT("where_f32", where, NULL, F32, 0), VARIANT("where_scalar_operand", where, NULL, F32, 1),
     VARIANT("where_bool", where, NULL, BOOL, 0), VARIANT("where_f16", where, NULL, F16, 0),
+    VARIANT("where_i32", where, NULL, I32, 0), VARIANT("where_i32_scalar_operand", where, NULL, I32, 1),
 
     CAST(F32, I32, "f32_i32"), CAST(F32, BOOL, "f32_bool"), CAST(F32, F16, "f32_f16"),
     CAST(F32, BF16, "f32_bf16"), CAST(F16, F32, "f16_f32"), CAST(BF16, F32, "bf16_f32"),
@@ -543,6 +699,14 @@ static const op_case cases[] = {
     VARIANT("mean_axis1_keepdim", reduce, prepare_reduce, F32, 13),
     VARIANT("sum_i32_wraps", reduce, prepare_reduce, I32, 14),
     VARIANT("max_bf16_axis_neg2_keepdim", reduce, prepare_reduce, BF16, 15),
+    VARIANT("argmax_axis1", arg, prepare_arg, F32, 0), VARIANT("argmin_last_keepdim", arg, prepare_arg, F32, 1),
+    VARIANT("argmax_ties_axis0", arg, prepare_arg, F32, 2), VARIANT("argmin_ties_i32", arg, prepare_arg, I32, 3),
+    VARIANT("argmax_nan_inf_keepdim", arg, prepare_arg, F32, 4), VARIANT("argmin_nan_inf", arg, prepare_arg, F32, 5),
+    VARIANT("argmax_ties_f16", arg, prepare_arg, F16, 9), VARIANT("argmin_bf16", arg, prepare_arg, BF16, 1),
+    VARIANT("argmax_i32", arg, prepare_arg, I32, 0),
+    VARIANT("cumsum_axis1", arg, prepare_arg, F32, 6), VARIANT("cumsum_axis0", arg, prepare_arg, F32, 7),
+    VARIANT("cumsum_last_nan_inf", arg, prepare_arg, F32, 8), VARIANT("cumsum_i32", arg, prepare_arg, I32, 10),
+    VARIANT("cumsum_f16", arg, prepare_arg, F16, 6), VARIANT("cumsum_bf16_axis0", arg, prepare_arg, BF16, 7),
 
     VARIANT("softmax_last", softmax, NULL, F32, 2), VARIANT("softmax_axis0", softmax, NULL, F32, 3),
     VARIANT("softmax_axis1", softmax, NULL, F32, 4), VARIANT("softmax_axis_neg2", softmax, NULL, F32, 1),

@@ -215,6 +215,189 @@ static void expect_slice(const op_case *c, double *const *in, double **out)
             out[0][n++] = in[0][i * 6 + j];
 }
 
+/* ---- slice with a step, of x [5, 6]: the indices it keeps listed by hand ------------------------ */
+
+typedef struct {
+    int axis;
+    int64_t start, end, step;
+    int nrows, rows[5], ncols, cols[6];
+} step_spec;
+
+static const step_spec step_specs[] = {
+    {1, MC_END, MC_END, -1, 5, {0, 1, 2, 3, 4}, 6, {5, 4, 3, 2, 1, 0}}, /* reversed */
+    {0, MC_END, MC_END, 2, 3, {0, 2, 4}, 6, {0, 1, 2, 3, 4, 5}},
+    {1, -2, 0, -2, 5, {0, 1, 2, 3, 4}, 2, {4, 2}},                      /* end excluded */
+    {0, 3, -100, -1, 4, {3, 2, 1, 0}, 6, {0, 1, 2, 3, 4, 5}},           /* end clamped */
+    {1, 1, 100, 3, 5, {0, 1, 2, 3, 4}, 2, {1, 4}},
+    {-1, 10, MC_END, -4, 5, {0, 1, 2, 3, 4}, 2, {5, 1}},                /* start clamped */
+    {0, MC_END, MC_END, -1, 5, {4, 3, 2, 1, 0}, 3, {1, 3, 5}},          /* then columns 1::2 */
+};
+
+static mc_status build_slice_step(const op_case *c, mc_graph *g)
+{
+    mc_value x = mc_input(g, "x", c->dtype, SHAPE(5, 6));
+    if (c->variant == 7) /* a reversal fused into pointwise work: x[:, ::-1] + x */
+        return OUTPUTS(g, mc_add(g, mc_slice_step(g, x, 1, MC_END, MC_END, -1), x));
+    const step_spec *s = &step_specs[c->variant];
+    mc_value y = mc_slice_step(g, x, s->axis, s->start, s->end, s->step);
+    if (c->variant == 6)
+        y = mc_slice_step(g, y, 1, 1, MC_END, 2);
+    return OUTPUTS(g, y);
+}
+
+static void expect_slice_step(const op_case *c, double *const *in, double **out)
+{
+    if (c->variant == 7) {
+        for (int i = 0; i < 5; i++)
+            for (int j = 0; j < 6; j++)
+                out[0][i * 6 + j] = in[0][i * 6 + 5 - j] + in[0][i * 6 + j];
+        return;
+    }
+    const step_spec *s = &step_specs[c->variant];
+    int n = 0;
+    for (int i = 0; i < s->nrows; i++)
+        for (int j = 0; j < s->ncols; j++)
+            out[0][n++] = in[0][s->rows[i] * 6 + s->cols[j]];
+}
+
+/* ---- convolution, pooling, pad, batchnorm ---------------------------------------------------- */
+
+typedef struct {
+    int kind;                 /* 0 conv, 1 maxpool, 2 avgpool */
+    int sr;                   /* spatial axes */
+    int64_t n, c, s0, s1;     /* x [n, c, s0(, s1)] */
+    int64_t co, k0, k1;       /* conv: w [co, c/groups, k0(, k1)]; pools: the kernel */
+    int64_t stride[2], padding[2], dilation[2], groups;
+    bool bias, relu;
+} window_spec;
+
+static const window_spec window_specs[] = {
+    {0, 2, 2, 4, 7, 6, 6, 3, 3, {2, 1}, {1, 1}, {1, 2}, 2, true, true},    /* grouped, strided, dilated */
+    {0, 1, 2, 3, 9, 1, 5, 2, 1, {1, 0}, {0, 0}, {1, 1}, 1, false, false},  /* 1-D, no bias */
+    {0, 2, 1, 4, 5, 5, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 4, true, false},   /* depthwise */
+    {0, 2, 2, 5, 4, 3, 3, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, true},    /* 1x1 */
+    {1, 2, 2, 3, 7, 6, 0, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, false, false},  /* maxpool 3x3 s2 p1 */
+    {1, 1, 2, 3, 8, 1, 0, 2, 1, {2, 0}, {0, 0}, {1, 1}, 1, false, false},  /* maxpool 1-D */
+    {2, 2, 2, 3, 7, 6, 0, 3, 2, {2, 1}, {1, 1}, {1, 1}, 1, false, false},  /* avgpool, padding left out */
+    {2, 1, 2, 3, 9, 1, 0, 3, 1, {1, 0}, {1, 0}, {1, 1}, 1, false, false},  /* avgpool 1-D */
+};
+
+static int64_t window_out(int64_t len, int64_t k, int64_t s, int64_t p, int64_t d)
+{
+    return (len + 2 * p - d * (k - 1) - 1) / s + 1;
+}
+
+static mc_status build_window(const op_case *c, mc_graph *g)
+{
+    const window_spec *s = &window_specs[c->variant];
+    mc_value x = s->sr == 2 ? mc_input(g, "x", c->dtype, SHAPE(s->n, s->c, s->s0, s->s1))
+                            : mc_input(g, "x", c->dtype, SHAPE(s->n, s->c, s->s0));
+    if (s->kind != 0) {
+        int64_t k[2] = {s->k0, s->k1};
+        mc_value y = (s->kind == 1 ? mc_maxpool : mc_avgpool)(g, x, k, s->stride, s->padding, s->sr);
+        return OUTPUTS(g, y);
+    }
+    int64_t cg = s->c / s->groups;
+    mc_value w = s->sr == 2 ? mc_param(g, "w", c->dtype, SHAPE(s->co, cg, s->k0, s->k1))
+                            : mc_param(g, "w", c->dtype, SHAPE(s->co, cg, s->k0));
+    mc_value b = s->bias ? mc_param(g, "b", c->dtype, SHAPE(s->co)) : MC_NONE;
+    mc_value y = mc_conv(g, x, w, b, s->stride, s->padding, s->dilation, s->sr, s->groups);
+    return OUTPUTS(g, s->relu ? mc_relu(g, y) : y);
+}
+
+static void expect_window(const op_case *c, double *const *in, double **out)
+{
+    const window_spec *s = &window_specs[c->variant];
+    int64_t S1 = s->sr == 2 ? s->s1 : 1, K1 = s->sr == 2 ? s->k1 : 1;
+    int64_t d0 = s->kind == 0 ? s->dilation[0] : 1, d1 = s->kind == 0 && s->sr == 2 ? s->dilation[1] : 1;
+    int64_t st1 = s->sr == 2 ? s->stride[1] : 1, p1 = s->sr == 2 ? s->padding[1] : 0;
+    int64_t O0 = window_out(s->s0, s->k0, s->stride[0], s->padding[0], d0);
+    int64_t O1 = s->sr == 2 ? window_out(s->s1, K1, st1, p1, d1) : 1;
+    int64_t co = s->kind == 0 ? s->co : s->c, cg = s->c / s->groups, og = co / s->groups;
+    const double *x = in[0], *w = s->kind == 0 ? in[1] : NULL, *b = s->bias ? in[2] : NULL;
+    int e = 0;
+    for (int64_t n = 0; n < s->n; n++)
+        for (int64_t o = 0; o < co; o++)
+            for (int64_t i = 0; i < O0; i++)
+                for (int64_t j = 0; j < O1; j++) {
+                    double v = s->kind == 1 ? -INFINITY : 0;
+                    int inside = 0;
+                    for (int64_t ci = 0; ci < (s->kind == 0 ? cg : 1); ci++)
+                        for (int64_t u = 0; u < s->k0; u++)
+                            for (int64_t t = 0; t < K1; t++) {
+                                int64_t r = i * s->stride[0] - s->padding[0] + u * d0, q = j * st1 - p1 + t * d1;
+                                int64_t ch = s->kind == 0 ? o / og * cg + ci : o;
+                                if (r < 0 || r >= s->s0 || q < 0 || q >= S1)
+                                    continue;
+                                double xv = x[((n * s->c + ch) * s->s0 + r) * S1 + q];
+                                inside++;
+                                if (s->kind == 0)
+                                    v += xv * w[((o * cg + ci) * s->k0 + u) * K1 + t];
+                                else if (s->kind == 1)
+                                    v = fmax(v, xv);
+                                else
+                                    v += xv;
+                            }
+                    if (s->kind == 0 && b)
+                        v += b[o];
+                    if (s->kind == 0 && s->relu)
+                        v = v > 0 ? v : 0;
+                    out[0][e++] = s->kind == 2 ? v / inside : v;
+                }
+}
+
+/* pad of x [3, 4] (and a rank-3 one), batchnorm of x [2, 3, 4, 5] and [4, 3] */
+static mc_status build_pad(const op_case *c, mc_graph *g)
+{
+    if (c->variant == 2) {
+        mc_value x = mc_input(g, "x", c->dtype, SHAPE(2, 1, 3));
+        return OUTPUTS(g, mc_pad(g, x, (int64_t[]){0, 2, 0, 1, 0, 3}, 6, 0));
+    }
+    mc_value x = mc_input(g, "x", c->dtype, SHAPE(3, 4));
+    double value = c->dtype == MC_I32 ? -7 : c->dtype == MC_BOOL ? 1 : 0.5;
+    return OUTPUTS(g, mc_pad(g, x, c->variant == 0 ? (int64_t[]){1, 0, 2, 3} : (int64_t[]){0, 0, 0, 0}, 4, value));
+}
+
+static void expect_pad(const op_case *c, double *const *in, double **out)
+{
+    if (c->variant == 2) { /* [2, 1, 3] -> [3, 3, 6]: one row after axis 0, two before axis 1, three after axis 2 */
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++)
+                for (int d = 0; d < 6; d++)
+                    out[0][(a * 3 + b) * 6 + d] = a < 2 && b == 2 && d < 3 ? in[0][a * 3 + d] : 0;
+        return;
+    }
+    double value = c->dtype == MC_I32 ? -7 : c->dtype == MC_BOOL ? 1 : 0.5;
+    int b0 = c->variant == 0 ? 1 : 0, b1 = 0, e0 = c->variant == 0 ? 2 : 0, e1 = c->variant == 0 ? 3 : 0;
+    int rows = 3 + b0 + e0, cols = 4 + b1 + e1;
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) {
+            int r = i - b0, q = j - b1;
+            out[0][i * cols + j] = r >= 0 && r < 3 && q >= 0 && q < 4 ? in[0][r * 4 + q] : value;
+        }
+}
+
+static mc_status build_batchnorm(const op_case *c, mc_graph *g)
+{
+    mc_value x = c->variant ? mc_input(g, "x", c->dtype, SHAPE(4, 3)) : mc_input(g, "x", c->dtype, SHAPE(2, 3, 4, 5));
+    mc_value scale = mc_param(g, "scale", c->dtype, SHAPE(3));
+    mc_value bias = mc_param(g, "bias", c->dtype, SHAPE(3));
+    mc_value mean = mc_param(g, "mean", c->dtype, SHAPE(3));
+    mc_value var = mc_param(g, "var", c->dtype, SHAPE(3));
+    return OUTPUTS(g, mc_batchnorm(g, x, scale, bias, mean, mc_abs(g, var), c->variant ? 0.25 : 1e-5));
+}
+
+static void expect_batchnorm(const op_case *c, double *const *in, double **out)
+{
+    int inner = c->variant ? 1 : 20, total = c->variant ? 12 : 120;
+    double eps = c->variant ? 0.25 : 1e-5;
+    for (int e = 0; e < total; e++) {
+        int ch = e / inner % 3;
+        double sd = sqrt(fabs(in[4][ch]) + eps);
+        out[0][e] = in[1][ch] * ((in[0][e] - in[3][ch]) / sd) + in[2][ch];
+    }
+}
+
 /* ---- concat --------------------------------------------------------------------------------- */
 
 typedef struct {
@@ -513,6 +696,21 @@ static const op_case cases[] = {
     CASE("slice_to_end", slice, F32, 4), CASE("slice_last_row_neg_axis", slice, F32, 5),
     CASE("slice_of_slice", slice, F32, 6), CASE("slice_i32", slice, I32, 1),
     CASE("slice_f16", slice, F16, 2),
+    CASE("slice_reversed", slice_step, F32, 0), CASE("slice_step2", slice_step, F32, 1),
+    CASE("slice_neg_step_end", slice_step, F32, 2), CASE("slice_neg_step_clamped", slice_step, I32, 3),
+    CASE("slice_step3_end_clamped", slice_step, F16, 4), CASE("slice_neg_step_start_clamped", slice_step, BF16, 5),
+    CASE("slice_reversed_then_stepped", slice_step, F32, 6), CASE("slice_reversed_bool", slice_step, BOOL, 0),
+    CASE("slice_reversed_plus_x", slice_step, F32, 7),
+    CASE("conv2d_grouped_strided_dilated_bias_relu", window, F32, 0), CASE("conv1d_no_bias", window, F32, 1),
+    CASE("conv2d_depthwise", window, F32, 2), CASE("conv2d_1x1_bias_relu", window, F32, 3),
+    CASE("conv2d_f16", window, F16, 0), CASE("conv1d_bf16", window, BF16, 1),
+    CASE("maxpool2d", window, F32, 4), CASE("maxpool1d", window, F32, 5), CASE("maxpool2d_bf16", window, BF16, 4),
+    CASE("avgpool2d_padded", window, F32, 6), CASE("avgpool1d_padded", window, F32, 7),
+    CASE("avgpool2d_f16", window, F16, 6),
+    CASE("pad_2d", pad, F32, 0), CASE("pad_nothing", pad, F32, 1), CASE("pad_3d_zero", pad, F32, 2),
+    CASE("pad_i32", pad, I32, 0), CASE("pad_bool", pad, BOOL, 0), CASE("pad_f16", pad, F16, 0),
+    CASE("batchnorm_4d", batchnorm, F32, 0), CASE("batchnorm_2d_eps", batchnorm, F32, 1),
+    CASE("batchnorm_bf16", batchnorm, BF16, 0),
     CASE("concat_axis0", concat, F32, 0), CASE("concat_axis1_three", concat, F32, 1),
     CASE("concat_axis_neg1", concat, F32, 2), CASE("concat_3d_axis1_f16", concat, F16, 3),
     CASE("concat_3d_axis0_i32", concat, I32, 4), CASE("concat_3d_axis2", concat, F32, 5),

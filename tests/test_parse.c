@@ -416,6 +416,77 @@ static void test_attribute_errors(void **state)
 #undef ATTR_ERROR
 }
 
+/* The operators of docs/FORMAT.md §2's newer rows (issue 20): attributes and type rules. */
+static void test_more_operator_errors(void **state)
+{
+    (void)state;
+    const char *h = "input x : f32[2, 3]\ninput i : i32[2]\ninput b : bool[2]\n";
+    char text[512];
+#define OP_ERROR(stmt, loc, phrase)                                        \
+    do {                                                                   \
+        snprintf(text, sizeof text, "%s%s\noutput y\n", h, stmt);          \
+        expect_error(text, loc, phrase);                                   \
+    } while (0)
+    OP_ERROR("y = clip(x)", "4:5", "clip: expected a bound: 'min', 'max' or both");
+    OP_ERROR("y = leaky_relu(x, alpha=big)", "4:25", "expected a number for 'alpha', got 'big'");
+    OP_ERROR("y = clip(i, min=0.5)", "4:5", "'min' of an i32 operand must be an integer in the range of i32, got 0.5");
+    OP_ERROR("y = clip(i, max=3e9)", "4:5", "'max' of an i32 operand must be an integer");
+    OP_ERROR("y = clip(x, min=nan)", "4:5", "clip: 'min' is NaN");
+    OP_ERROR("y = clip(x, min=1, min=2)", "4:20", "duplicate attribute 'min'");
+    OP_ERROR("y = floor(i)", "4:5", "floor: i32 is not supported (floor takes f32, f16 or bf16; use cast)");
+    OP_ERROR("y = round(b)", "4:5", "round: bool is not supported");
+    OP_ERROR("y = softplus(b)", "4:5", "softplus: bool is not supported");
+    OP_ERROR("y = sign(b)", "4:5", "sign: bool is not supported (sign takes f32, f16, bf16 or i32");
+    OP_ERROR("y = leaky_relu(i)", "4:5", "leaky_relu: i32 is not supported");
+    OP_ERROR("y = leaky_relu(x, min=1)", "4:19", "unknown attribute 'min' for 'leaky_relu' (it takes alpha)");
+    OP_ERROR("y = ceil(x, alpha=1)", "4:13", "'ceil' takes no attributes");
+    OP_ERROR("y = and(x, x)", "4:5", "and: f32 is not supported (and takes bool; use cast)");
+    OP_ERROR("y = or(b, i)", "4:5", "or: operand dtypes differ: bool and i32 (use cast)");
+    OP_ERROR("y = not(i)", "4:5", "not: i32 is not supported (not takes bool; use cast)");
+    OP_ERROR("y = xor(b, 1.5)", "4:12", "number '1.5' is used as a bool and must be 0 or 1");
+    OP_ERROR("y = where(b, i, x)", "4:5", "where: operand dtypes differ: i32 and f32 (use cast)");
+    OP_ERROR("y = slice(x, axis=1, step=0)", "4:27", "'step' must not be 0");
+    OP_ERROR("y = slice(x, axis=0, step=1.5)", "4:27", "expected an integer for 'step', got '1.5'");
+    OP_ERROR("y = slice(x, axis=1, start=1, end=2, step=-1)", "4:5",
+             "slice: start=1, end=2, step=-1 select nothing from axis 1 of size 3");
+    OP_ERROR("y = relu(x, step=1)", "4:13", "'relu' takes no attributes");
+    OP_ERROR("y = argmax(x)", "4:5", "'argmax' needs the attribute axis");
+    OP_ERROR("y = argmax(x, axis=[0, 1])", "4:5", "argmax: expected one axis, got 2");
+    OP_ERROR("y = argmin(b, axis=0)", "4:5", "argmin: bool is not supported (argmin takes f32, f16, bf16 or i32");
+    OP_ERROR("y = argmin(x, axis=2)", "4:5", "argmin: axis=2 is out of range for rank 2");
+    OP_ERROR("y = argmax(x, axis=0, eps=1)", "4:23", "unknown attribute 'eps' for 'argmax' (it takes axis, keepdim)");
+    OP_ERROR("y = cumsum(x)", "4:5", "'cumsum' needs the attribute axis");
+    OP_ERROR("y = cumsum(x, axis=2)", "4:5", "cumsum: axis=2 is out of range for rank 2 (expected -2..1)");
+    OP_ERROR("y = cumsum(b, axis=0)", "4:5", "cumsum: bool is not supported");
+#undef OP_ERROR
+    h = "input x : f32[2, 3]\ninput i : i32[2]\ninput q : f32[1, 4, 5, 5]\nparam w : f32[3, 4, 3]\n"
+        "param w2 : f32[6, 2, 3, 3]\nparam s : f32[4]\n";
+#define OP_ERROR(stmt, loc, phrase)                                        \
+    do {                                                                   \
+        snprintf(text, sizeof text, "%s%s\noutput y\n", h, stmt);          \
+        expect_error(text, loc, phrase);                                   \
+    } while (0)
+    OP_ERROR("y = pad(x, pads=[1, 1])", "7:5", "pad: 'pads' has 2 entries; a rank-2 x needs 4 (the begins, then the ends)");
+    OP_ERROR("y = pad(x, pads=[1, -1, 0, 0])", "7:17", "'pads' must hold integers >= 0, not -1");
+    OP_ERROR("y = pad(i, pads=[1, 1], value=0.5)", "7:5", "pad: 'value' of an i32 operand must be an integer");
+    OP_ERROR("y = maxpool(x, kernel=[2])", "7:5", "maxpool: x must be [N, C, L] or [N, C, H, W] (channels first), not [2, 3]");
+    OP_ERROR("y = maxpool(q, kernel=[3, 3], padding=[2, 2])", "7:5", "maxpool: padding 2 is more than half the kernel 3");
+    OP_ERROR("y = maxpool(q, kernel=[3, 0])", "7:23", "'kernel' must hold integers >= 1, not 0");
+    OP_ERROR("y = maxpool(q, kernel=[3])", "7:5", "maxpool: 'kernel' has 1 entries; x has 2 spatial axes");
+    OP_ERROR("y = maxpool(q)", "7:5", "'maxpool' needs the attribute kernel");
+    OP_ERROR("y = maxpool(q, kernel=[1, 2, 3])", "7:30", "too many entries in the list (the most is 2)");
+    OP_ERROR("y = conv(q, w)", "7:5", "conv: w must be [C_out, C_in/groups, kh, kw], not [3, 4, 3]");
+    OP_ERROR("y = conv(q, w2, groups=3)", "7:5", "conv: groups=3 must divide x's 4 channels and w's 6 output channels");
+    OP_ERROR("y = conv(q, w2, groups=0)", "7:24", "'groups' must be at least 1");
+    OP_ERROR("y = conv(q, w2)", "7:5", "conv: w has 2 input channels per group; x's 4 channels in 1 groups need 4");
+    OP_ERROR("y = conv(q, w2, groups=2, stride=[1])", "7:5", "conv: 'stride' has 1 entries; x has 2 spatial axes");
+    OP_ERROR("y = conv(q, w2, s, groups=2)", "7:5", "conv: b must have shape [6] (w's output channels), not [4]");
+    OP_ERROR("y = batchnorm(q, s, s, s, i)", "7:5", "batchnorm: operand dtypes differ: f32 and i32 (use cast)");
+    OP_ERROR("y = batchnorm(q, s, s, s, x)", "7:5", "batchnorm: var must have shape [4] (x's channels), not [2, 3]");
+    OP_ERROR("y = avgpool(q, kernel=[9, 9])", "7:5", "avgpool: the window (9) is larger than spatial axis 0 (5 with padding)");
+#undef OP_ERROR
+}
+
 static void test_name_errors(void **state)
 {
     (void)state;
@@ -687,6 +758,7 @@ int main(void)
         cmocka_unit_test(test_syntax_errors),
         cmocka_unit_test(test_unknown_operator),
         cmocka_unit_test(test_attribute_errors),
+        cmocka_unit_test(test_more_operator_errors),
         cmocka_unit_test(test_name_errors),
         cmocka_unit_test(test_output_errors),
         cmocka_unit_test(test_graph_statement_errors),

@@ -150,7 +150,14 @@ static mc_value tame_unary(gen *G, mc_value x)
     case 12: return mc_silu(g, x);
     case 13: return mc_sin(g, x);
     case 14: return mc_cos(g, x);
-    default: return mc_erf(g, x);
+    default: /* the continuous ones of docs/FORMAT.md §2's "more unary" row (floor, ceil, round and sign
+              * jump, where the oracle's float64 and a backend's f32 may fall either side) */
+        switch (pick(&G->r, 4)) {
+        case 0: return mc_softplus(g, mc_mul(g, x, mc_scalar(g, 8.0, MC_F32)));
+        case 1: return mc_leaky_relu(g, x, 0.125);
+        case 2: return mc_clip(g, x, &(double){-0.25}, &(double){0.5});
+        default: return mc_erf(g, x);
+        }
     }
 }
 
@@ -182,7 +189,10 @@ static mc_value reduction(gen *G, mc_value x)
     bool keep = pick(&G->r, 2);
     bool all = pick(&G->r, 8) == 0;
     switch (pick(&G->r, 4)) {
-    case 0: return mc_sum(G->g, x, all ? NULL : axes, na, keep);
+    case 0: /* now and then a running sum (argmax and argmin jump: not generated) */
+        if (pick(&G->r, 4) == 0)
+            return mc_cumsum(G->g, x, axes[0]);
+        return mc_sum(G->g, x, all ? NULL : axes, na, keep);
     case 1: return mc_max(G->g, x, all ? NULL : axes, na, keep);
     case 2: return mc_min(G->g, x, all ? NULL : axes, na, keep);
     default: return mc_mean(G->g, x, all ? NULL : axes, na, keep);
@@ -195,6 +205,37 @@ static mc_value normalization(gen *G, mc_value x)
     if (n->rank == 0)
         return mc_tanh(G->g, x);
     int64_t last = n->shape[n->rank - 1];
+    if ((n->rank == 3 || n->rank == 4) && pick(&G->r, 3) == 0) { /* channels first: spatial operators */
+        int sr = n->rank - 2;
+        int64_t ch = n->shape[1], k[2] = {1 + pick(&G->r, 2), 1 + pick(&G->r, 2)}, st[2], pd[2];
+        for (int i = 0; i < sr; i++) {
+            k[i] = k[i] > n->shape[2 + i] ? n->shape[2 + i] : k[i];
+            st[i] = 1 + pick(&G->r, 2);
+            pd[i] = k[i] >= 2 ? pick(&G->r, 2) : 0;
+        }
+        switch (pick(&G->r, 5)) {
+        case 0: return mc_maxpool(G->g, x, k, st, pd, sr);
+        case 1: return mc_avgpool(G->g, x, k, st, pd, sr);
+        case 2: {
+            int64_t pads[2 * MC_MAX_RANK] = {0};
+            for (int d = 0; d < 2 * n->rank; d++)
+                pads[d] = pick(&G->r, 3) == 0;
+            return mc_pad(G->g, x, pads, 2 * n->rank, 0.25);
+        }
+        case 3: { /* scale, bias, mean, and var = scale^2 + 1/2 */
+            mc_value s = new_leaf(G, &ch, 1, false), b = new_leaf(G, &ch, 1, false), m = new_leaf(G, &ch, 1, false);
+            mc_value v = mc_add(G->g, mc_mul(G->g, s, s), mc_scalar(G->g, 0.5, MC_F32));
+            return mc_batchnorm(G->g, x, s, b, m, v, 1e-5);
+        }
+        default: { /* conv, now and then grouped (depthwise where the channels are few) */
+            int64_t groups = ch <= 4 && pick(&G->r, 2) ? ch : 1, co = groups * (1 + pick(&G->r, 3));
+            int64_t ws[4] = {co, ch / groups, k[0], k[1]};
+            mc_value w = new_leaf(G, ws, n->rank, false);
+            mc_value b = pick(&G->r, 2) ? new_leaf(G, &co, 1, false) : MC_NONE;
+            return mc_conv(G->g, x, w, b, st, pd, NULL, sr, groups);
+        }
+        }
+    }
     switch (pick(&G->r, 4)) {
     case 0: return mc_softmax(G->g, x, pick(&G->r, n->rank) - (pick(&G->r, 2) ? n->rank : 0));
     case 1: return mc_log_softmax(G->g, x, -1);
@@ -288,6 +329,10 @@ static mc_value shape_op(gen *G, mc_value x)
     case 3: { /* slice */
         int axis = pick(&G->r, rank);
         int64_t len = n->shape[axis], start = pick(&G->r, (int)len), end = start + 1 + pick(&G->r, (int)(len - start));
+        if (pick(&G->r, 3) == 0) { /* with a step: reversed, every other element, backward from start */
+            static const int64_t steps[] = {-1, 2, -2, 3};
+            return mc_slice_step(g, x, axis, pick(&G->r, 2) ? MC_END : start, MC_END, steps[pick(&G->r, 4)]);
+        }
         return mc_slice(g, x, axis, start, pick(&G->r, 4) == 0 ? MC_END : end);
     }
     case 4: { /* concat with a transformed copy of itself */
@@ -386,7 +431,15 @@ static mc_value step(gen *G)
     case 3: case 4: case 5: case 6: return binary(G, a, broadcast_partner(G, a));
     case 7: {
         mc_value b = broadcast_partner(G, a);
-        return mc_where(G->g, mc_lt(G->g, a, b), a, binary(G, a, b));
+        mc_value m = mc_lt(G->g, a, b), z = mc_scalar(G->g, 0.25, MC_F32);
+        switch (pick(&G->r, 6)) { /* a mask of logic operators */
+        case 0: m = mc_and(G->g, m, mc_gt(G->g, a, z)); break;
+        case 1: m = mc_or(G->g, m, mc_gt(G->g, b, z)); break;
+        case 2: m = mc_xor(G->g, m, mc_gt(G->g, a, z)); break;
+        case 3: m = mc_not(G->g, m); break;
+        default: break;
+        }
+        return mc_where(G->g, m, a, binary(G, a, b));
     }
     case 8: case 9: case 10: case 11: return product(G, a);
     case 12: case 13: return reduction(G, a);

@@ -29,6 +29,7 @@ static const char *kind_name(mc_op op)
     case MC_KIND_MATMUL: return "linear algebra";
     case MC_KIND_SHAPE: return "shape";
     case MC_KIND_CREATE: return "create";
+    case MC_KIND_SPATIAL: return "spatial";
     }
     return "?";
 }
@@ -36,13 +37,15 @@ static const char *kind_name(mc_op op)
 /* The dtype of the result, in words. */
 static const char *result_name(mc_op op)
 {
+    if (op == MC_OP_ARGMAX || op == MC_OP_ARGMIN)
+        return "i32";
     switch (mc_op_table[op].kind) {
     case MC_KIND_COMPARE: return "bool";
     case MC_KIND_CAST: return "to";
     case MC_KIND_CREATE: return "dtype";
     case MC_KIND_SELECT: return "a's";
     case MC_KIND_LEAF: case MC_KIND_UNARY: case MC_KIND_BINARY: case MC_KIND_REDUCE:
-    case MC_KIND_NORM: case MC_KIND_MATMUL: case MC_KIND_SHAPE:
+    case MC_KIND_NORM: case MC_KIND_MATMUL: case MC_KIND_SHAPE: case MC_KIND_SPATIAL:
         return "same";
     }
     return "?";
@@ -81,7 +84,13 @@ static void append_attribute(char *buf, size_t size, mc_op op, mc_attr_key key,
         append(buf, size, "%s=%s", name, def->keepdim ? "true" : "false");
         return;
     case MC_ATTR_START:
-        append(buf, size, "%s=%lld", name, (long long)def->start);
+        if (def->start == MC_END)
+            append(buf, size, "%s?=INT", name);
+        else
+            append(buf, size, "%s=%lld", name, (long long)def->start);
+        return;
+    case MC_ATTR_STEP:
+        append(buf, size, "%s=%lld", name, (long long)def->step);
         return;
     case MC_ATTR_END:
         if (def->end == MC_END)
@@ -109,6 +118,25 @@ static void append_attribute(char *buf, size_t size, mc_op op, mc_attr_key key,
         else
             append(buf, size, "%s=%s", name, mc_dtype_name(def->dtype));
         return;
+    case MC_ATTR_ALPHA:
+        append(buf, size, "%s=%g", name, def->alpha);
+        return;
+    case MC_ATTR_MIN:
+    case MC_ATTR_MAX:
+        append(buf, size, "%s?=NUMBER", name);
+        return;
+    case MC_ATTR_PADS:
+    case MC_ATTR_KERNEL:
+        append(buf, size, "%s%s=[INT..]", name, required ? "" : "?");
+        return;
+    case MC_ATTR_STRIDE:
+    case MC_ATTR_PADDING:
+    case MC_ATTR_DILATION:
+        append(buf, size, "%s?=[INT..]", name);
+        return;
+    case MC_ATTR_GROUPS:
+        append(buf, size, "%s=%lld", name, (long long)def->groups);
+        return;
     case MC_NUM_ATTRS:
         return;
     }
@@ -122,8 +150,10 @@ static void signature(mc_op op, char *buf, size_t size)
     snprintf(buf, size, "%s(%s", info->name, info->operands);
     /* in the order docs/FORMAT.md §2 writes them: shape first, dtype last */
     static const mc_attr_key order[] = {MC_ATTR_SHAPE, MC_ATTR_PERM, MC_ATTR_AXIS, MC_ATTR_KEEPDIM,
-                                        MC_ATTR_START, MC_ATTR_END, MC_ATTR_EPS, MC_ATTR_VALUE,
-                                        MC_ATTR_TO, MC_ATTR_DTYPE};
+                                        MC_ATTR_START, MC_ATTR_END, MC_ATTR_STEP, MC_ATTR_KERNEL, MC_ATTR_STRIDE,
+                                        MC_ATTR_PADDING, MC_ATTR_DILATION, MC_ATTR_GROUPS, MC_ATTR_PADS,
+                                        MC_ATTR_EPS, MC_ATTR_VALUE,
+                                        MC_ATTR_ALPHA, MC_ATTR_MIN, MC_ATTR_MAX, MC_ATTR_TO, MC_ATTR_DTYPE};
     _Static_assert(sizeof order / sizeof order[0] == MC_NUM_ATTRS, "every key has its place");
     bool first = !info->operands[0];
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {

@@ -544,6 +544,21 @@ static LLVMValueRef log_body(llvm_ctx *c, LLVMValueRef *a, int w)
 
 static LLVMValueRef emit_log(llvm_ctx *c, LLVMValueRef x, int w) { return call_helper(c, "log", log_body, &x, 1, w); }
 
+/* softplus(x) = max(x, 0) + log1p(exp(-|x|)), which neither overflows nor loses the small
+ * values of large negative x; log1p(u) = log(v) * u / (v - 1) with v = 1 + u (exact where v is
+ * 1: u), which cancels the rounding error of 1 + u. NaN: NaN (through u). */
+static LLVMValueRef softplus_body(llvm_ctx *c, LLVMValueRef *a, int w)
+{
+    LLVMValueRef x = a[0];
+    LLVMValueRef u = exp_any(c, LLVMBuildFNeg(B, call1(c, "llvm.fabs", x), ""), w);
+    LLVMValueRef v = f_add(c, K(c, x, 1.0), u);
+    LLVMValueRef lv = log_body(c, &v, w);
+    LLVMValueRef ratio = f_div(c, u, f_sub(c, v, K(c, x, 1.0)));
+    LLVMValueRef l1p = sel(c, fcmp(c, LLVMRealOEQ, v, K(c, x, 1.0)), u, f_mul(c, lv, ratio));
+    LLVMValueRef pos = sel(c, fcmp(c, LLVMRealOGT, x, K(c, x, 0.0)), x, K(c, x, 0.0));
+    return f_add(c, pos, l1p);
+}
+
 /* hi + lo = a * b exactly (f32 lanes): an FMA where the host has one, else the product in
  * double split in two. */
 static void exact_product(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b, int w, LLVMValueRef *hi, LLVMValueRef *lo)
@@ -942,6 +957,18 @@ LLVMValueRef llvm_emit_op(llvm_ctx *c, mc_op op, mc_dtype in, mc_dtype out, LLVM
     case MC_OP_SIN: return call_helper(c, "sin", sin_body, a, 1, w);
     case MC_OP_COS: return call_helper(c, "cos", cos_body, a, 1, w);
     case MC_OP_ERF: return call_helper(c, "erf", erf_body, a, 1, w);
+    case MC_OP_FLOOR: return call1(c, "llvm.floor", a[0]);
+    case MC_OP_CEIL: return call1(c, "llvm.ceil", a[0]);
+    case MC_OP_ROUND: return call1(c, "llvm.rint", a[0]); /* the default mode: half to even */
+    case MC_OP_SIGN: {
+        LLVMValueRef zero = f ? llvm_const_f32(c, 0, w) : llvm_const_i32(c, 0, w);
+        LLVMValueRef one = f ? llvm_const_f32(c, 1, w) : llvm_const_i32(c, 1, w);
+        LLVMValueRef mone = f ? llvm_const_f32(c, -1, w) : llvm_const_i32(c, -1, w);
+        LLVMValueRef gt = f ? fcmp(c, LLVMRealOGT, a[0], zero) : LLVMBuildICmp(B, LLVMIntSGT, a[0], zero, "");
+        LLVMValueRef lt = f ? fcmp(c, LLVMRealOLT, a[0], zero) : LLVMBuildICmp(B, LLVMIntSLT, a[0], zero, "");
+        return sel(c, gt, one, sel(c, lt, mone, a[0])); /* NaN and zeros: themselves */
+    }
+    case MC_OP_SOFTPLUS: return call_helper(c, "softplus", softplus_body, a, 1, w);
     case MC_OP_ADD:
         return f ? f_add(c, a[0], a[1]) : LLVMBuildAdd(B, a[0], a[1], "");
     case MC_OP_SUB:
@@ -963,13 +990,20 @@ LLVMValueRef llvm_emit_op(llvm_ctx *c, mc_op op, mc_dtype in, mc_dtype out, LLVM
         int i = (int)(op - MC_OP_EQ);
         return f ? fcmp(c, fp[i], a[0], a[1]) : LLVMBuildICmp(B, ip[i], a[0], a[1], "");
     }
+    case MC_OP_AND: return LLVMBuildAnd(B, a[0], a[1], ""); /* i1 lanes */
+    case MC_OP_OR: return LLVMBuildOr(B, a[0], a[1], "");
+    case MC_OP_XOR: return LLVMBuildXor(B, a[0], a[1], "");
+    case MC_OP_NOT: return LLVMBuildNot(B, a[0], "");
     case MC_OP_WHERE: return sel(c, a[0], a[1], a[2]);
     case MC_OP_CAST: return emit_cast(c, in, out, a[0], w);
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_SUM: case MC_OP_MEAN:
     case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
+    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM:
+    case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_TRANSPOSE: case MC_OP_RESHAPE: case MC_OP_EXPAND: case MC_OP_SLICE:
-    case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
+    case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_OP_LEAKY_RELU: case MC_OP_CLIP:
+    case MC_NUM_OPS:
         break;
     }
     MC_UNREACHABLE("operator without a CPU lowering");

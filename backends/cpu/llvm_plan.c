@@ -284,9 +284,14 @@ static bool propagates_nan(const kir_kernel *k, const kir_instr *in)
         return mc_dtype_is_float(k->code[in->arg[0]].dtype);
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_TANH: case MC_OP_SIGMOID:
     case MC_OP_RELU: case MC_OP_GELU: case MC_OP_GELU_TANH: case MC_OP_SILU: case MC_OP_SIN:
-    case MC_OP_COS: case MC_OP_ERF: case MC_OP_POW: case MC_OP_MAXIMUM: case MC_OP_MINIMUM:
+    case MC_OP_COS: case MC_OP_ERF:
+    case MC_OP_FLOOR: case MC_OP_CEIL: case MC_OP_ROUND: case MC_OP_SIGN: case MC_OP_SOFTPLUS:
+    case MC_OP_LEAKY_RELU: case MC_OP_CLIP: case MC_OP_POW: case MC_OP_MAXIMUM: case MC_OP_MINIMUM:
     case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT: case MC_OP_LE: case MC_OP_GT: case MC_OP_GE:
+    case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
     case MC_OP_WHERE: case MC_OP_SUM: case MC_OP_MEAN: case MC_OP_MAX: case MC_OP_MIN:
+    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM:
+    case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX: case MC_OP_LAYERNORM: case MC_OP_RMSNORM:
     case MC_OP_MATMUL: case MC_OP_LINEAR: case MC_OP_TRANSPOSE: case MC_OP_RESHAPE:
     case MC_OP_EXPAND: case MC_OP_SLICE: case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL:

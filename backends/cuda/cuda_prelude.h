@@ -66,6 +66,12 @@ static const char mc_cuda_prelude[] =
     "MC_D float mc_sin(float a) { return sinf(a); }\n"
     "MC_D float mc_cos(float a) { return cosf(a); }\n"
     "MC_D float mc_erf(float a) { return erff(a); }\n"
+    "MC_D float mc_floor(float a) { return floorf(a); }\n"
+    "MC_D float mc_ceil(float a) { return ceilf(a); }\n"
+    "MC_D float mc_round(float a) { return rintf(a); }\n" /* half to even */
+    "MC_D float mc_sign(float a) { return a > 0.0f ? 1.0f : (a < 0.0f ? -1.0f : a); }\n"
+    "MC_D int mc_sign(int a) { return a > 0 ? 1 : (a < 0 ? -1 : 0); }\n"
+    "MC_D float mc_softplus(float a) { return fmaxf(a, 0.0f) + log1pf(expf(-fabsf(a))); }\n"
     /* binary */
     "MC_D float mc_div(float a, float b) {\n"
     "  const float m = fabsf(b);\n"
