@@ -685,10 +685,10 @@ static bool tensor_bytes(ctx *c, htensor *t, mc_dtype d, void **data, size_t *by
 {
     *bytes = (size_t)t->n * mc_dtype_size(d);
     if (d == MC_F32 && t->f32) {
+        /* the param owns the floats from now on; t still reads them (the model outlives the
+         * import, and nothing writes them) */
         *data = t->f32;
         c_release(c, t->f32);
-        t->f32 = NULL;
-        /* t keeps nothing: it is never read again as a constant once it became a param */
         return true;
     }
     void *p = malloc(*bytes ? *bytes : 1);

@@ -188,6 +188,44 @@ static void test_valid_model_runs(void **state)
     mc_onnx_free(o);
 }
 
+/* an initializer that became a param is still a constant for the nodes after it */
+static void test_initializer_used_twice(void **state)
+{
+    (void)state;
+    buf g = {0}, t = {0}, nd = {0}, in = {0}, out = {0}, m;
+    int64_t dims[1] = {4};
+    node(&nd, "Add", "x", "w", "y");
+    field_msg(&g, 1, &nd);
+    node(&nd, "Add", "w", "w", "ww"); /* folded on the host */
+    field_msg(&g, 1, &nd);
+    node(&nd, "Add", "y", "ww", "z");
+    field_msg(&g, 1, &nd);
+    tensor(&t, "w", 1, dims, 1, wvals, sizeof wvals);
+    field_msg(&g, 5, &t);
+    value_info(&in, "x", 1, dims, 1);
+    field_msg(&g, 11, &in);
+    value_info(&out, "z", 1, dims, 1);
+    field_msg(&g, 12, &out);
+    model(&m, &g);
+    mc_onnx *o;
+    if (mc_onnx_load_memory(m.b, m.n, "twice.onnx", 0, NULL, NULL, &o) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    mc_options opt = mc_test_options();
+    opt.backend = MC_BACKEND_REF;
+    mc_program *p;
+    assert_int_equal(mc_program_compile(mc_onnx_graph(o), &opt, &p), MC_OK);
+    assert_int_equal(mc_onnx_bind(o, p), MC_OK);
+    const float x[4] = {1, 2, 3, 4};
+    assert_int_equal(mc_program_set(p, "x", x, sizeof x), MC_OK);
+    assert_int_equal(mc_program_run(p), MC_OK);
+    mc_tensor r;
+    assert_int_equal(mc_program_output(p, 0, &r), MC_OK);
+    for (int k = 0; k < 4; k++)
+        assert_true(((const float *)r.data)[k] == x[k] + 3 * wvals[k]);
+    mc_program_free(p);
+    mc_onnx_free(o);
+}
+
 static void test_truncated_and_garbage(void **state)
 {
     (void)state;
@@ -482,6 +520,7 @@ int main(void)
         return 77;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_model_runs),
+        cmocka_unit_test(test_initializer_used_twice),
         cmocka_unit_test(test_truncated_and_garbage),
         cmocka_unit_test(test_lying_sizes_and_huge_dims),
         cmocka_unit_test(test_deep_nesting),

@@ -67,7 +67,14 @@ static bool run_test(const char *dir, mc_backend_kind backend, char *why, size_t
     if (st != MC_OK) {
         const char *msg = mc_error_message();
         const char *colon = strstr(msg, "model.onnx: ");
-        snprintf(why, size, "import: %s", colon ? colon + 12 : msg);
+        msg = colon ? colon + 12 : msg;
+        const char *list = strstr(msg, "cannot be imported:");
+        if (list) { /* the nodes' own lines */
+            msg = list + strlen("cannot be imported:");
+            while (*msg == ' ' || *msg == '\n')
+                msg++;
+        }
+        snprintf(why, size, "%s", msg);
         goto done;
     }
     mc_options opt = mc_options_default();
