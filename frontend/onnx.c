@@ -1700,6 +1700,66 @@ static bool op_tile(ctx *c, const node_t *n)
     return set_out(c, n, 0, x);
 }
 
+/* Gather with indices known only at run time, until minic has a gather: the rows picked by a
+ * one-hot matrix product, y = x (moved so the gathered axis is last) @ onehot(idx)^T. Exact for
+ * finite data (each sum is one product by 1 plus zeros); an infinity or NaN elsewhere in the
+ * gathered axis poisons the sum (0 * inf). An index outside [-n, n) gives zeros. */
+static bool gather_onehot(ctx *c, const node_t *n, int ax)
+{
+    mc_graph *g = c->g;
+    VAL(x, 0);
+    VAL(idx, 1);
+    const mc_node *xn = vnode(c, x), *in = vnode(c, idx);
+    int rank = xn->rank, ki = in->rank;
+    if (rank - 1 + ki > MC_MAX_RANK || rank + ki > MC_MAX_RANK)
+        return why(c, "a result of rank %d", rank - 1 + ki);
+    int64_t dim = xn->shape[ax], K = numel(ki, in->shape), R = numel(rank, xn->shape) / dim;
+    if (dim > 65536 * 16 || K > 65536)
+        return why(c, "a run-time gather of %lld indices from %lld (minic has no gather yet)", (long long)K, (long long)dim);
+    mc_dtype d = xn->dtype;
+    if (d == MC_BOOL)
+        return why(c, "a run-time gather of bools (minic has no gather yet)");
+    int perm[MC_MAX_RANK], np = 0;
+    for (int k = 0; k < rank; k++)
+        if (k != ax)
+            perm[np++] = k;
+    perm[np++] = ax;
+    mc_value xt = ax == rank - 1 ? x : mc_transpose(g, x, perm, rank);
+    int64_t s2[2] = {R, dim}, kk[2] = {K, dim}, k1[2] = {K, 1};
+    xt = mc_reshape(g, xt, s2, 2);
+    if (d == MC_I32)
+        xt = mc_cast(g, xt, MC_F32);
+    if (in->dtype != MC_I32)
+        idx = mc_cast(g, idx, MC_I32);
+    mc_value dv = mc_scalar(g, (double)dim, MC_I32);
+    idx = sel(c, mc_lt(g, idx, mc_scalar(g, 0, MC_I32)), mc_add(g, idx, dv), idx);
+    mc_dtype fd = d == MC_I32 ? MC_F32 : d;
+    mc_value hot = mc_cast(g, mc_eq(g, mc_iota(g, kk, 2, 1, MC_I32), mc_reshape(g, idx, k1, 2)), fd);
+    mc_value y = mc_matmul(g, xt, mc_transpose(g, hot, NULL, 0)); /* [R, K] */
+    if (d == MC_I32)
+        y = mc_cast(g, y, MC_I32);
+    /* [rest.., idx..] then the idx axes moved to where the gathered axis was */
+    int64_t s3[MC_MAX_RANK];
+    int r3 = 0;
+    for (int k = 0; k < rank; k++)
+        if (k != ax)
+            s3[r3++] = xn->shape[k];
+    for (int k = 0; k < ki; k++)
+        s3[r3++] = in->shape[k];
+    y = mc_reshape(g, y, s3, r3);
+    int p3[MC_MAX_RANK], q = 0;
+    for (int k = 0; k < ax; k++)
+        p3[q++] = k;
+    for (int k = 0; k < ki; k++)
+        p3[q++] = rank - 1 + k;
+    for (int k = ax; k < rank - 1; k++)
+        p3[q++] = k;
+    bool identity = true;
+    for (int k = 0; k < r3; k++)
+        identity &= p3[k] == k;
+    return set_out(c, n, 0, identity || r3 == 0 ? y : mc_transpose(g, y, p3, r3));
+}
+
 static bool op_gather(ctx *c, const node_t *n)
 {
     int elem, rank;
@@ -1707,11 +1767,11 @@ static bool op_gather(ctx *c, const node_t *n)
     if (!in_type(c, n, 0, &elem, &rank, dims))
         return false;
     htensor *idx = in_const(c, n, 1);
-    if (!idx)
-        return why(c, "indices computed at run time (minic has no gather yet)");
     int ax;
     if (!norm_axis(c, attr_i(n, "axis", 0), rank, &ax))
         return false;
+    if (!idx)
+        return gather_onehot(c, n, ax);
     int r = rank - 1 + idx->rank;
     if (r > MC_MAX_RANK)
         return why(c, "a result of rank %d", r);
@@ -2317,6 +2377,106 @@ static bool op_mod(ctx *c, const node_t *n)
     return set_out(c, n, 0, r);
 }
 
+static bool op_reduce_prod(ctx *c, const node_t *n)
+{
+    mc_graph *g = c->g;
+    VAL(x, 0);
+    const mc_node *xn = vnode(c, x);
+    int rank = xn->rank;
+    int64_t axes64[MC_MAX_RANK], shape[MC_MAX_RANK];
+    int na;
+    bool given, red[MC_MAX_RANK] = {0};
+    if (!ints_of(c, n, 1, "axes", axes64, &na, MC_MAX_RANK, &given))
+        return false;
+    if (given && na == 0 && attr_i(n, "noop_with_empty_axes", 0))
+        return set_out(c, n, 0, x);
+    for (int k = 0; k < na; k++) {
+        int a;
+        if (!norm_axis(c, axes64[k], rank, &a))
+            return false;
+        red[a] = true;
+    }
+    memcpy(shape, xn->shape, sizeof shape);
+    int r = 0;
+    int64_t out[MC_MAX_RANK];
+    for (int d = 0; d < rank; d++) {
+        if (na && !red[d]) {
+            out[r++] = shape[d];
+            continue;
+        }
+        if (shape[d] > 256)
+            return why(c, "a product over an axis of %lld (up to 256 supported)", (long long)shape[d]);
+        mc_value p = mc_slice(g, x, d, 0, 1);
+        for (int64_t k = 1; k < shape[d]; k++)
+            p = mc_mul(g, p, mc_slice(g, x, d, k, k + 1));
+        x = p;
+        if (attr_i(n, "keepdims", 1))
+            out[r++] = 1;
+    }
+    if (x < 0)
+        return set_out(c, n, 0, x);
+    return set_out(c, n, 0, r == rank ? x : mc_reshape(g, x, out, r));
+}
+
+static bool op_onehot(ctx *c, const node_t *n)
+{
+    mc_graph *g = c->g;
+    VAL(idx, 0);
+    htensor *depth = in_const(c, n, 1), *values = in_const(c, n, 2);
+    if (!depth || depth->n != 1 || !values || values->n != 2)
+        return why(c, "depth and values must be constants (1 and 2 elements)");
+    int64_t dep = hi(depth, 0);
+    if (dep < 1 || dep > INT32_MAX)
+        return why(c, "depth %lld", (long long)dep);
+    mc_dtype d;
+    if (!map_dtype(c, values->elem, &d))
+        return false;
+    const mc_node *in = vnode(c, idx);
+    int r = in->rank + 1, ax;
+    if (r > MC_MAX_RANK)
+        return why(c, "a result of rank %d", r);
+    if (!norm_axis(c, attr_i(n, "axis", -1), r, &ax))
+        return false;
+    if (in->dtype != MC_I32)
+        idx = mc_cast(g, idx, MC_I32);
+    mc_value dv = mc_scalar(g, (double)dep, MC_I32);
+    idx = sel(c, mc_lt(g, idx, mc_scalar(g, 0, MC_I32)), mc_add(g, idx, dv), idx);
+    int64_t out[MC_MAX_RANK], us[MC_MAX_RANK];
+    for (int k = 0, s = 0; k < r; k++) {
+        out[k] = k == ax ? dep : in->shape[s];
+        us[k] = k == ax ? 1 : in->shape[s];
+        if (k != ax)
+            s++;
+    }
+    mc_value hot = mc_eq(g, mc_iota(g, out, r, ax, MC_I32), mc_reshape(g, idx, us, r));
+    double off = hf(values, 0), on = hf(values, 1);
+    return set_out(c, n, 0, sel(c, hot, mc_full(g, out, r, on, d), mc_scalar(g, off, d)));
+}
+
+/* ONNX's own function body: (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) */
+static bool op_mvn(ctx *c, const node_t *n)
+{
+    mc_graph *g = c->g;
+    VAL(x, 0);
+    int rank = vnode(c, x)->rank, axes[MC_MAX_RANK], na = 0;
+    const attr_t *a = attr(n, "axes");
+    if (a && a->n_ints) {
+        if (a->n_ints > MC_MAX_RANK)
+            return why(c, "%zu axes", a->n_ints);
+        for (size_t k = 0; k < a->n_ints; k++)
+            if (!norm_axis(c, a->ints[k], rank, &axes[na++]))
+                return false;
+    } else {
+        if (rank != 4)
+            return why(c, "default axes [0, 2, 3] need rank 4");
+        axes[0] = 0, axes[1] = 2, axes[2] = 3, na = 3;
+    }
+    mc_value mean = mc_mean(g, x, axes, na, true);
+    mc_value var = mc_sub(g, mc_mean(g, mc_mul(g, x, x), axes, na, true), mc_mul(g, mean, mean));
+    mc_value y = mc_div(g, mc_sub(g, x, mean), mc_add(g, mc_sqrt(g, var), fscalar(c, x, 1e-9)));
+    return set_out(c, n, 0, y);
+}
+
 /* ---- the node table ------------------------------------------------------------------------- */
 
 static const struct { const char *name; op_fn fn; } ops[] = {
@@ -2350,6 +2510,7 @@ static const struct { const char *name; op_fn fn; } ops[] = {
     {"EyeLike", op_eye_like}, {"InstanceNormalization", op_instance_norm},
     {"DepthToSpace", op_depth_space}, {"SpaceToDepth", op_depth_space},
     {"NegativeLogLikelihoodLoss", op_loss}, {"SoftmaxCrossEntropyLoss", op_loss}, {"Mod", op_mod},
+    {"ReduceProd", op_reduce_prod}, {"OneHot", op_onehot}, {"MeanVarianceNormalization", op_mvn},
 };
 
 static op_fn find_op(const char *name)
@@ -2388,13 +2549,16 @@ static void report(ctx *c, const node_t *n, int index, const char *reason)
 static bool static_operand(const char *op, size_t k)
 {
     static const char *const second[] = {"Reshape", "Expand", "Tile", "Squeeze", "Unsqueeze",
-                                         "Split", "Trilu", "Gather", "ReduceSum", "ReduceMean",
+                                         "Split", "Trilu", "ReduceSum", "ReduceMean",
                                          "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL1",
-                                         "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"};
+                                         "ReduceL2", "ReduceLogSum", "ReduceLogSumExp",
+                                         "ReduceProd"};
     for (size_t i = 0; i < sizeof second / sizeof *second; i++)
         if (!strcmp(op, second[i]))
             return k == 1;
     if (!strcmp(op, "Slice") || !strcmp(op, "Dropout"))
+        return k >= 1;
+    if (!strcmp(op, "OneHot"))
         return k >= 1;
     return !strcmp(op, "ConstantOfShape") || !strcmp(op, "Range");
 }
