@@ -159,6 +159,7 @@ typedef struct htensor {
     int64_t *i;
     double *f;
     float *f32;
+    bool f32_given; /* f32 belongs to a param now (a second param of it copies) */
 } htensor;
 
 static double hf(const htensor *t, int64_t k)
@@ -684,11 +685,12 @@ static bool fits_i32(ctx *c, const htensor *t, const char *name)
 static bool tensor_bytes(ctx *c, htensor *t, mc_dtype d, void **data, size_t *bytes)
 {
     *bytes = (size_t)t->n * mc_dtype_size(d);
-    if (d == MC_F32 && t->f32) {
+    if (d == MC_F32 && t->f32 && !t->f32_given) {
         /* the param owns the floats from now on; t still reads them (the model outlives the
          * import, and nothing writes them) */
         *data = t->f32;
         c_release(c, t->f32);
+        t->f32_given = true;
         return true;
     }
     void *p = malloc(*bytes ? *bytes : 1);
