@@ -2479,6 +2479,34 @@ static bool op_mvn(ctx *c, const node_t *n)
     return set_out(c, n, 0, y);
 }
 
+/* ArgMax, ArgMin and Hardmax until minic has an argmax: the first (or last) index where x equals
+ * its extreme along the axis, as a min (max) reduction over iota. */
+static bool op_argmax(ctx *c, const node_t *n)
+{
+    mc_graph *g = c->g;
+    bool hard = !strcmp(n->op_type, "Hardmax"), argmin = !strcmp(n->op_type, "ArgMin");
+    if (hard && c->opset < 13)
+        return why(c, "Hardmax before opset 13 (the 2-D form)");
+    VAL(x, 0);
+    const mc_node *xn = vnode(c, x);
+    int rank = xn->rank, ax;
+    if (rank == 0)
+        return why(c, "a scalar input");
+    if (!norm_axis(c, attr_i(n, "axis", hard ? -1 : 0), rank, &ax))
+        return false;
+    bool last = attr_i(n, "select_last_index", 0) != 0;
+    int one[1] = {ax};
+    mc_value ext = argmin ? mc_min(g, x, one, 1, true) : mc_max(g, x, one, 1, true);
+    mc_value iota = mc_iota(g, xn->shape, rank, ax, MC_I32);
+    mc_value none = mc_scalar(g, last ? -1.0 : (double)xn->shape[ax], MC_I32);
+    mc_value cand = sel(c, mc_eq(g, x, ext), iota, none);
+    bool keep = hard || attr_i(n, "keepdims", 1) != 0;
+    mc_value idx = last ? mc_max(g, cand, one, 1, keep) : mc_min(g, cand, one, 1, keep);
+    if (!hard)
+        return set_out(c, n, 0, idx);
+    return set_out(c, n, 0, mc_cast(g, mc_eq(g, iota, idx), xn->dtype));
+}
+
 /* ---- the node table ------------------------------------------------------------------------- */
 
 static const struct { const char *name; op_fn fn; } ops[] = {
@@ -2513,6 +2541,7 @@ static const struct { const char *name; op_fn fn; } ops[] = {
     {"DepthToSpace", op_depth_space}, {"SpaceToDepth", op_depth_space},
     {"NegativeLogLikelihoodLoss", op_loss}, {"SoftmaxCrossEntropyLoss", op_loss}, {"Mod", op_mod},
     {"ReduceProd", op_reduce_prod}, {"OneHot", op_onehot}, {"MeanVarianceNormalization", op_mvn},
+    {"ArgMax", op_argmax}, {"ArgMin", op_argmax}, {"Hardmax", op_argmax},
 };
 
 static op_fn find_op(const char *name)
