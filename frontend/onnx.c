@@ -2507,6 +2507,107 @@ static bool op_argmax(ctx *c, const node_t *n)
     return set_out(c, n, 0, mc_cast(g, mc_eq(g, iota, idx), xn->dtype));
 }
 
+/* Einsum without repeated letters in one operand or ellipses: every operand moved to one order
+ * of all letters (the output's first), multiplied with broadcasting, summed over the rest. */
+static bool op_einsum(ctx *c, const node_t *n)
+{
+    mc_graph *g = c->g;
+    const attr_t *a = attr(n, "equation");
+    if (!a || !a->has_s || a->s.len == 0 || a->s.len > 200)
+        return why(c, "no equation");
+    char eq[256], *terms[8];
+    size_t o = 0;
+    for (size_t k = 0; k < a->s.len; k++)
+        if (a->s.data[k] != ' ')
+            eq[o++] = (char)a->s.data[k];
+    eq[o] = 0;
+    if (strstr(eq, "..."))
+        return why(c, "an equation with an ellipsis");
+    char *arrow = strstr(eq, "->"), *out = NULL;
+    if (arrow) {
+        *arrow = 0;
+        out = arrow + 2;
+    }
+    int nt = 0;
+    for (char *t = eq; nt < 8; nt++) {
+        terms[nt] = t;
+        char *comma = strchr(t, ',');
+        if (!comma) {
+            nt++;
+            break;
+        }
+        *comma = 0;
+        t = comma + 1;
+    }
+    if ((size_t)nt != n->n_input)
+        return why(c, "%d terms for %zu operands", nt, n->n_input);
+    int count[128] = {0};
+    for (int k = 0; k < nt; k++)
+        for (char *p = terms[k]; *p; p++) {
+            if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
+                return why(c, "an equation with '%c'", *p);
+            if (strchr(p + 1, *p))
+                return why(c, "a letter repeated in one operand (diagonals)");
+            count[(int)*p]++;
+        }
+    char outl[64] = "";
+    if (out) {
+        if (strlen(out) >= sizeof outl)
+            return why(c, "a long output");
+        strcpy(outl, out);
+        for (char *p = outl; *p; p++)
+            if (*p < 0 || !count[(int)*p] || strchr(p + 1, *p))
+                return why(c, "output letter '%c'", *p);
+    } else {
+        int k = 0;
+        for (int ch = 0; ch < 128; ch++)
+            if (count[ch] == 1)
+                outl[k++] = (char)ch;
+        outl[k] = 0;
+    }
+    char all[64];
+    int nall = (int)strlen(outl);
+    strcpy(all, outl);
+    for (int k = 0; k < nt; k++)
+        for (char *p = terms[k]; *p; p++)
+            if (!strchr(all, *p)) {
+                all[nall++] = *p;
+                all[nall] = 0;
+            }
+    if (nall > MC_MAX_RANK)
+        return why(c, "%d letters (at most %d)", nall, MC_MAX_RANK);
+    mc_value prod = MC_NONE;
+    for (int k = 0; k < nt; k++) {
+        VAL(x, (size_t)k);
+        const mc_node *xn = vnode(c, x);
+        int r = (int)strlen(terms[k]);
+        if (xn->rank != r)
+            return why(c, "operand %d has rank %d for '%s'", k, xn->rank, terms[k]);
+        int perm[MC_MAX_RANK], np = 0;
+        int64_t shape[MC_MAX_RANK];
+        for (int u = 0; u < nall; u++) {
+            char *p = strchr(terms[k], all[u]);
+            shape[u] = p ? xn->shape[p - terms[k]] : 1;
+            if (p)
+                perm[np++] = (int)(p - terms[k]);
+        }
+        bool id = true;
+        for (int q = 0; q < np; q++)
+            id &= perm[q] == q;
+        if (!id)
+            x = mc_transpose(g, x, perm, np);
+        if (nall != r)
+            x = mc_reshape(g, x, shape, nall);
+        prod = prod == MC_NONE ? x : mc_mul(g, prod, x);
+    }
+    int nout = (int)strlen(outl), axes[MC_MAX_RANK], na = 0;
+    for (int u = nout; u < nall; u++)
+        axes[na++] = u;
+    if (na)
+        prod = mc_sum(g, prod, axes, na, false);
+    return set_out(c, n, 0, prod);
+}
+
 /* ---- the node table ------------------------------------------------------------------------- */
 
 static const struct { const char *name; op_fn fn; } ops[] = {
@@ -2541,7 +2642,7 @@ static const struct { const char *name; op_fn fn; } ops[] = {
     {"DepthToSpace", op_depth_space}, {"SpaceToDepth", op_depth_space},
     {"NegativeLogLikelihoodLoss", op_loss}, {"SoftmaxCrossEntropyLoss", op_loss}, {"Mod", op_mod},
     {"ReduceProd", op_reduce_prod}, {"OneHot", op_onehot}, {"MeanVarianceNormalization", op_mvn},
-    {"ArgMax", op_argmax}, {"ArgMin", op_argmax}, {"Hardmax", op_argmax},
+    {"ArgMax", op_argmax}, {"ArgMin", op_argmax}, {"Hardmax", op_argmax}, {"Einsum", op_einsum},
 };
 
 static op_fn find_op(const char *name)
