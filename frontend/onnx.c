@@ -2608,6 +2608,116 @@ static bool op_einsum(ctx *c, const node_t *n)
     return set_out(c, n, 0, prod);
 }
 
+/* x moved so that `axis` is last (a transpose), and the permutation that moves it back */
+static mc_value axis_last(ctx *c, mc_value x, int axis, int *back)
+{
+    int rank = vnode(c, x)->rank, perm[MC_MAX_RANK], np = 0;
+    for (int k = 0; k < rank; k++)
+        if (k != axis)
+            perm[np++] = k;
+    perm[np++] = axis;
+    for (int k = 0; k < rank; k++)
+        back[perm[k]] = k;
+    return axis == rank - 1 ? x : mc_transpose(c->g, x, perm, rank);
+}
+
+/* CumSum until minic has one: a product with a triangular 0/1 matrix along the axis. */
+static bool op_cumsum(ctx *c, const node_t *n)
+{
+    mc_graph *g = c->g;
+    VAL(x, 0);
+    htensor *at = in_const(c, n, 1);
+    if (!at || at->n != 1)
+        return why(c, "the axis must be a constant");
+    const mc_node *xn = vnode(c, x);
+    int rank = xn->rank, ax, back[MC_MAX_RANK];
+    if (!norm_axis(c, hi(at, 0), rank, &ax))
+        return false;
+    int64_t len = xn->shape[ax];
+    if (len > 4096)
+        return why(c, "a cumulative sum over %lld elements (minic has no cumsum yet)", (long long)len);
+    mc_dtype d = xn->dtype, fd = d == MC_I32 ? MC_F32 : d;
+    mc_value xt = axis_last(c, x, ax, back);
+    if (d == MC_I32)
+        xt = mc_cast(g, xt, MC_F32);
+    int64_t sq[2] = {len, len};
+    /* m[i][j] = 1 where input i counts toward output j */
+    mc_value i = mc_iota(g, sq, 2, 0, MC_I32), j = mc_iota(g, sq, 2, 1, MC_I32);
+    bool excl = attr_i(n, "exclusive", 0) != 0, rev = attr_i(n, "reverse", 0) != 0;
+    mc_value m = rev ? (excl ? mc_gt(g, i, j) : mc_ge(g, i, j)) : (excl ? mc_lt(g, i, j) : mc_le(g, i, j));
+    mc_value y;
+    if (rank == 1) /* matmul needs rank 2: [len] @ [len, len] as [1, len] */
+        y = mc_reshape(g, mc_matmul(g, mc_reshape(g, xt, (int64_t[]){1, len}, 2), mc_cast(g, m, fd)), &len, 1);
+    else
+        y = mc_matmul(g, xt, mc_cast(g, m, fd));
+    if (d == MC_I32)
+        y = mc_cast(g, y, MC_I32);
+    return set_out(c, n, 0, ax == rank - 1 || y < 0 ? y : mc_transpose(g, y, back, rank));
+}
+
+/* GatherElements with indices known at run time: a one-hot mask along the axis, summed. */
+static bool op_gather_elements(ctx *c, const node_t *n)
+{
+    mc_graph *g = c->g;
+    VAL(x, 0);
+    VAL(idx, 1);
+    const mc_node *xn = vnode(c, x), *in = vnode(c, idx);
+    int rank = xn->rank, ax, back[MC_MAX_RANK];
+    if (in->rank != rank || rank + 1 > MC_MAX_RANK)
+        return why(c, "indices of rank %d for data of rank %d", in->rank, rank);
+    if (!norm_axis(c, attr_i(n, "axis", 0), rank, &ax))
+        return false;
+    int64_t len = xn->shape[ax];
+    mc_dtype d = xn->dtype;
+    if (d == MC_BOOL || len > 4096)
+        return why(c, "a gather of %s over %lld elements (minic has no gather yet)", mc_dtype_name(d), (long long)len);
+    int64_t ishape[MC_MAX_RANK];
+    memcpy(ishape, in->shape, sizeof ishape);
+    for (int k = 0; k < rank; k++) {
+        if (k != ax && ishape[k] > xn->shape[k])
+            return why(c, "indices larger than the data at axis %d", k);
+        if (k != ax && ishape[k] < xn->shape[k])
+            x = mc_slice(g, x, k, 0, ishape[k]);
+    }
+    /* data: the axis moved last, and a 1 where the indices' axis goes: [.., 1, .., len] */
+    mc_value xt = axis_last(c, x, ax, back);
+    int64_t xs[MC_MAX_RANK + 1], hs[MC_MAX_RANK + 1], is[MC_MAX_RANK + 1];
+    for (int k = 0; k < rank; k++) {
+        xs[k] = k == ax ? 1 : ishape[k];
+        hs[k] = ishape[k];
+        is[k] = ishape[k];
+    }
+    xs[rank] = len, hs[rank] = len, is[rank] = 1;
+    /* xt is [dims except ax.., len]: reshape to put a 1 at ax */
+    xt = mc_reshape(g, xt, xs, rank + 1);
+    if (in->dtype != MC_I32)
+        idx = mc_cast(g, idx, MC_I32);
+    idx = sel(c, mc_lt(g, idx, mc_scalar(g, 0, MC_I32)), mc_add(g, idx, mc_scalar(g, (double)len, MC_I32)), idx);
+    mc_value hot = mc_eq(g, mc_iota(g, hs, rank + 1, rank, MC_I32), mc_reshape(g, idx, is, rank + 1));
+    int last[1] = {rank};
+    mc_value y;
+    if (d == MC_I32)
+        y = mc_sum(g, mc_mul(g, xt, mc_cast(g, hot, MC_I32)), last, 1, false);
+    else
+        y = mc_sum(g, mc_where(g, hot, xt, mc_scalar(g, 0, d)), last, 1, false);
+    return set_out(c, n, 0, y);
+}
+
+/* BitShift on unsigned values held in i32 (no wrap-around past the type's width) */
+static bool op_bitshift(ctx *c, const node_t *n)
+{
+    mc_graph *g = c->g;
+    VAL(x, 0);
+    VAL(y, 1);
+    if (vnode(c, x)->dtype != MC_I32)
+        return why(c, "a non-integer operand");
+    mc_value p2 = mc_cast(g, mc_pow(g, mc_scalar(g, 2, MC_F32), mc_cast(g, y, MC_F32)), MC_I32);
+    bool left = attr_is(n, "direction", "", "LEFT");
+    if (!left && !attr_is(n, "direction", "", "RIGHT"))
+        return why(c, "no direction");
+    return set_out(c, n, 0, left ? mc_mul(g, x, p2) : mc_div(g, x, p2));
+}
+
 /* ---- the node table ------------------------------------------------------------------------- */
 
 static const struct { const char *name; op_fn fn; } ops[] = {
@@ -2643,6 +2753,7 @@ static const struct { const char *name; op_fn fn; } ops[] = {
     {"NegativeLogLikelihoodLoss", op_loss}, {"SoftmaxCrossEntropyLoss", op_loss}, {"Mod", op_mod},
     {"ReduceProd", op_reduce_prod}, {"OneHot", op_onehot}, {"MeanVarianceNormalization", op_mvn},
     {"ArgMax", op_argmax}, {"ArgMin", op_argmax}, {"Hardmax", op_argmax}, {"Einsum", op_einsum},
+    {"CumSum", op_cumsum}, {"GatherElements", op_gather_elements}, {"BitShift", op_bitshift},
 };
 
 static op_fn find_op(const char *name)
@@ -2692,6 +2803,8 @@ static bool static_operand(const char *op, size_t k)
         return k >= 1;
     if (!strcmp(op, "OneHot"))
         return k >= 1;
+    if (!strcmp(op, "CumSum"))
+        return k == 1;
     return !strcmp(op, "ConstantOfShape") || !strcmp(op, "Range");
 }
 
