@@ -2718,6 +2718,224 @@ static bool op_bitshift(ctx *c, const node_t *n)
     return set_out(c, n, 0, left ? mc_mul(g, x, p2) : mc_div(g, x, p2));
 }
 
+/* A constant made on the host (a resize's weights) as a param named after the node. */
+static mc_value host_param(ctx *c, const node_t *n, const char *what, htensor *t)
+{
+    char name[256];
+    snprintf(name, sizeof name, "%s.%s", out_present(n, 0) ? n->output[0] : "resize", what);
+    char *copy = mc_arena_strdup(&c->m->arena, name);
+    slot *s = copy && !find_slot(c, copy) ? new_slot(c, copy) : NULL;
+    if (!s) {
+        why(c, "out of memory");
+        return MC_ERROR;
+    }
+    s->state = S_CONST;
+    s->c = t;
+    s->initializer = true;
+    return as_value(c, s);
+}
+
+/* The weights of a 1-D resize from in to out elements, as ONNX's reference computes them: a
+ * source coordinate per output, its n nearest inputs (edge-padded), their coefficients. A row
+ * of zeros with *extrap set where tf_crop_and_resize falls outside the input. */
+typedef struct resize_spec {
+    int mode;       /* 0 nearest, 1 linear, 2 cubic */
+    int coord;      /* 0 half_pixel, 1 asymmetric, 2 pytorch_half_pixel, 3 align_corners, 4 tf_crop_and_resize */
+    int nearest;    /* 0 round_prefer_floor, 1 round_prefer_ceil, 2 floor, 3 ceil */
+    double a;       /* cubic_coeff_a */
+    bool exclude;   /* exclude_outside */
+} resize_spec;
+
+static void resize_weights(const resize_spec *sp, int64_t in, int64_t out, double scale,
+                           double roi0, double roi1, double *w /* [in][out] */, bool *extrap)
+{
+    double out_w = scale * (double)in;
+    for (int64_t o = 0; o < out; o++) {
+        double x = (double)o, xo;
+        extrap[o] = false;
+        switch (sp->coord) {
+        case 1: xo = x / scale; break;
+        case 2: xo = out_w == 1 ? -0.5 : (x + 0.5) / scale - 0.5; break;
+        case 3: xo = out_w == 1 ? 0 : x * (double)(in - 1) / (out_w - 1); break;
+        case 4:
+            xo = out_w == 1 ? (roi1 - roi0) * (double)(in - 1) / 2 : x * (roi1 - roi0) * (double)(in - 1) / (out_w - 1);
+            xo += roi0 * (double)(in - 1);
+            if (xo < 0 || xo > (double)(in - 1)) {
+                extrap[o] = true;
+                continue;
+            }
+            break;
+        default: xo = (x + 0.5) / scale - 0.5; break;
+        }
+        double fl = floor(xo), r = xo == fl ? 1.0 : xo - fl;
+        double co[4];
+        int nc;
+        if (sp->mode == 0) {
+            nc = 2;
+            bool right = xo == fl ? true : sp->nearest == 0 ? r > 0.5 : sp->nearest == 1 ? r >= 0.5 : sp->nearest == 3;
+            co[0] = !right, co[1] = right;
+        } else if (sp->mode == 1) {
+            nc = 2;
+            co[0] = 1 - r, co[1] = r;
+        } else {
+            double A = sp->a, s1 = r + 1, s2 = 1 - r, s3 = 2 - r;
+            nc = 4;
+            co[0] = ((A * s1 - 5 * A) * s1 + 8 * A) * s1 - 4 * A;
+            co[1] = ((A + 2) * r - (A + 3)) * r * r + 1;
+            co[2] = ((A + 2) * s2 - (A + 3)) * s2 * s2 + 1;
+            co[3] = ((A * s3 - 5 * A) * s3 + 8 * A) * s3 - 4 * A;
+        }
+        int64_t first = (int64_t)ceil(xo) - nc / 2; /* the nearest nc, the smaller on ties */
+        if (xo == fl)
+            first = (int64_t)xo - nc / 2;
+        if (sp->exclude) {
+            double sum = 0;
+            for (int k = 0; k < nc; k++) {
+                int64_t i = first + k;
+                if (i < 0 || i >= in)
+                    co[k] = 0;
+                sum += co[k];
+            }
+            for (int k = 0; k < nc && sum != 0; k++)
+                co[k] /= sum;
+        }
+        for (int k = 0; k < nc; k++) {
+            int64_t i = first + k;
+            i = i < 0 ? 0 : i >= in ? in - 1 : i;
+            w[i * out + o] += co[k];
+        }
+    }
+}
+
+static bool op_resize(ctx *c, const node_t *n)
+{
+    mc_graph *g = c->g;
+    bool upsample = !strcmp(n->op_type, "Upsample");
+    VAL(x, 0);
+    const mc_node *xn = vnode(c, x);
+    int rank = xn->rank;
+    if (!mc_dtype_is_float(xn->dtype) || rank == 0)
+        return why(c, "a %s input of rank %d", mc_dtype_name(xn->dtype), rank);
+    resize_spec sp = {0};
+    sp.a = attr_f(n, "cubic_coeff_a", -0.75);
+    sp.exclude = attr_i(n, "exclude_outside", 0) != 0;
+    if (attr_is(n, "mode", "nearest", "linear") || attr_is(n, "mode", "nearest", "bilinear"))
+        sp.mode = 1;
+    else if (attr_is(n, "mode", "nearest", "cubic"))
+        sp.mode = 2;
+    else if (!attr_is(n, "mode", "nearest", "nearest"))
+        return why(c, "an unknown mode");
+    bool old = upsample || c->opset < 11;
+    const char *ct = old ? "asymmetric" : "half_pixel";
+    static const char *const coords[] = {"half_pixel", "asymmetric", "pytorch_half_pixel",
+                                         "align_corners", "tf_crop_and_resize"};
+    sp.coord = -1;
+    for (int k = 0; k < 5; k++)
+        if (attr_is(n, "coordinate_transformation_mode", ct, coords[k]))
+            sp.coord = k;
+    static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    sp.nearest = -1;
+    for (int k = 0; k < 4; k++) /* Upsample and Resize-10 pick the floor */
+        if (attr_is(n, "nearest_mode", old ? "floor" : "round_prefer_floor", nearests[k]))
+            sp.nearest = k;
+    if (sp.coord < 0 || sp.nearest < 0)
+        return why(c, "an unsupported coordinate_transformation_mode or nearest_mode");
+    /* scales and sizes */
+    double scales[MC_MAX_RANK], roi[2 * MC_MAX_RANK];
+    int64_t outl[MC_MAX_RANK];
+    size_t si = old ? 1 : 2, zi = 3, ri = 1;
+    htensor *st = has_in(n, si) ? in_const(c, n, si) : NULL, *zt = !old && has_in(n, zi) ? in_const(c, n, zi) : NULL;
+    if (upsample && !has_in(n, 1)) {
+        const attr_t *a = attr(n, "scales");
+        if (!a || a->n_floats != (size_t)rank)
+            return why(c, "no scales");
+        htensor *t = new_fold(c, T_FLOAT, 1, (int64_t[]){rank});
+        if (!t)
+            return false;
+        for (int d = 0; d < rank; d++)
+            t->f[d] = a->floats[d];
+        st = t;
+    }
+    if ((has_in(n, si) && !st) || (!old && has_in(n, zi) && !zt))
+        return why(c, "scales and sizes must be constants");
+    if (zt && zt->n == rank) {
+        for (int d = 0; d < rank; d++) {
+            outl[d] = hi(zt, d);
+            scales[d] = (double)outl[d] / (double)xn->shape[d];
+        }
+    } else if (st && st->n == rank) {
+        for (int d = 0; d < rank; d++) {
+            scales[d] = hf(st, d);
+            if (!(scales[d] > 0) || scales[d] > 1024)
+                return why(c, "scale %g", scales[d]);
+            outl[d] = (int64_t)(scales[d] * (double)xn->shape[d]);
+        }
+    } else {
+        return why(c, "neither scales nor sizes for every axis");
+    }
+    for (int d = 0; d < 2 * rank; d++)
+        roi[d] = d < rank ? 0 : 1;
+    if (sp.coord == 4) {
+        htensor *rt = has_in(n, ri) ? in_const(c, n, ri) : NULL;
+        if (!rt || rt->n != 2 * rank)
+            return why(c, "tf_crop_and_resize without a constant roi");
+        for (int d = 0; d < 2 * rank; d++)
+            roi[d] = hf(rt, d);
+    }
+    double extrap_value = attr_f(n, "extrapolation_value", 0.0);
+    for (int d = rank - 1; d >= 0; d--) { /* the innermost axis first, as ONNX's reference */
+        int64_t in = xn->shape[d], out = outl[d];
+        if (out < 1 || out > 65536 || in > 65536)
+            return why(c, "a resize of axis %d from %lld to %lld", d, (long long)in, (long long)out);
+        htensor *w = new_fold(c, T_FLOAT, 2, (int64_t[]){in, out});
+        bool *ex = c_alloc(c, (size_t)out * sizeof *ex);
+        if (!w || !ex)
+            return w ? why(c, "out of memory") : false;
+        resize_weights(&sp, in, out, scales[d], roi[d], roi[rank + d], w->f, ex);
+        bool identity = in == out, any_ex = false;
+        for (int64_t i = 0; i < in && identity; i++)
+            for (int64_t o = 0; o < out && identity; o++)
+                identity = w->f[i * out + o] == (i == o);
+        for (int64_t o = 0; o < out; o++)
+            any_ex |= ex[o];
+        if (identity && !any_ex)
+            continue;
+        char what[32];
+        snprintf(what, sizeof what, "resize_w%d", d);
+        mc_value wv = host_param(c, n, what, w);
+        if (wv < 0)
+            return false;
+        if (vnode(c, wv)->dtype != xn->dtype)
+            wv = mc_cast(g, wv, xn->dtype);
+        int back[MC_MAX_RANK];
+        int r = vnode(c, x)->rank;
+        mc_value xt = axis_last(c, x, d, back);
+        if (r == 1)
+            xt = mc_reshape(g, xt, (int64_t[]){1, in}, 2);
+        mc_value y = mc_matmul(g, xt, wv);
+        if (r == 1)
+            y = mc_reshape(g, y, &out, 1);
+        if (any_ex) {
+            htensor *b = new_fold(c, T_FLOAT, 1, &out);
+            if (!b)
+                return false;
+            for (int64_t o = 0; o < out; o++)
+                b->f[o] = ex[o] ? extrap_value : 0;
+            snprintf(what, sizeof what, "resize_b%d", d);
+            mc_value bv = host_param(c, n, what, b);
+            if (bv < 0)
+                return false;
+            if (vnode(c, bv)->dtype != xn->dtype)
+                bv = mc_cast(g, bv, xn->dtype);
+            y = mc_add(g, y, bv);
+        }
+        x = d == r - 1 || y < 0 ? y : mc_transpose(g, y, back, r);
+        if (x < 0)
+            return set_out(c, n, 0, x);
+    }
+    return set_out(c, n, 0, x);
+}
+
 /* ---- the node table ------------------------------------------------------------------------- */
 
 static const struct { const char *name; op_fn fn; } ops[] = {
@@ -2754,6 +2972,7 @@ static const struct { const char *name; op_fn fn; } ops[] = {
     {"ReduceProd", op_reduce_prod}, {"OneHot", op_onehot}, {"MeanVarianceNormalization", op_mvn},
     {"ArgMax", op_argmax}, {"ArgMin", op_argmax}, {"Hardmax", op_argmax}, {"Einsum", op_einsum},
     {"CumSum", op_cumsum}, {"GatherElements", op_gather_elements}, {"BitShift", op_bitshift},
+    {"Resize", op_resize}, {"Upsample", op_resize},
 };
 
 static op_fn find_op(const char *name)
@@ -2803,8 +3022,10 @@ static bool static_operand(const char *op, size_t k)
         return k >= 1;
     if (!strcmp(op, "OneHot"))
         return k >= 1;
-    if (!strcmp(op, "CumSum"))
+    if (!strcmp(op, "CumSum") || !strcmp(op, "Upsample"))
         return k == 1;
+    if (!strcmp(op, "Resize"))
+        return k >= 1;
     return !strcmp(op, "ConstantOfShape") || !strcmp(op, "Range");
 }
 
