@@ -36,6 +36,7 @@
 
 #define MAX_DEPTH 32          /* nesting of protobuf messages (graphs in attributes, ...) */
 #define MAX_FOLD_ELEMS (1 << 24) /* host-evaluated constants stay small */
+#define MAX_FOLD_TOTAL (1 << 26) /* and all of them together (a hostile file's memory) */
 
 /* ---- wire-format depth check ----------------------------------------------------------------- */
 
@@ -213,6 +214,7 @@ typedef struct ctx {
     void *note_ctx;
     const char *const *frozen; /* TensorProto files of the graph's inputs, in order, or NULL */
     int nfrozen;
+    int64_t folded;    /* elements of the constants computed so far (MAX_FOLD_TOTAL at most) */
 } ctx;
 
 static void *c_alloc(ctx *c, size_t bytes)
@@ -348,6 +350,11 @@ static htensor *new_fold(ctx *c, int elem, int rank, const int64_t *dims)
         return NULL;
     if (t->n > MAX_FOLD_ELEMS) {
         why(c, "a constant of %lld elements is too large to compute at import time", (long long)t->n);
+        return NULL;
+    }
+    c->folded += t->n;
+    if (c->folded > MAX_FOLD_TOTAL) {
+        why(c, "the constants computed at import time exceed %d elements", MAX_FOLD_TOTAL);
         return NULL;
     }
     if (elem_is_int(elem))
@@ -1716,7 +1723,7 @@ static bool gather_onehot(ctx *c, const node_t *n, int ax)
     if (rank - 1 + ki > MC_MAX_RANK || rank + ki > MC_MAX_RANK)
         return why(c, "a result of rank %d", rank - 1 + ki);
     int64_t dim = xn->shape[ax], K = numel(ki, in->shape), R = numel(rank, xn->shape) / dim;
-    if (dim > 65536 * 16 || K > 65536)
+    if (dim > 65536 * 16 || K > 65536 || K * dim > ((int64_t)1 << 28))
         return why(c, "a run-time gather of %lld indices from %lld (minic has no gather yet)", (long long)K, (long long)dim);
     mc_dtype d = xn->dtype;
     if (d == MC_BOOL)
@@ -1768,6 +1775,8 @@ static bool op_gather(ctx *c, const node_t *n)
     int64_t dims[MC_MAX_RANK];
     if (!in_type(c, n, 0, &elem, &rank, dims))
         return false;
+    if (rank == 0)
+        return why(c, "a scalar data operand");
     htensor *idx = in_const(c, n, 1);
     int ax;
     if (!norm_axis(c, attr_i(n, "axis", 0), rank, &ax))
@@ -1935,7 +1944,7 @@ static bool op_range(ctx *c, const node_t *n)
         return false;
     for (int64_t k = 0; k < t->n; k++) {
         if (t->i)
-            t->i[k] = hi(s, 0) + k * hi(d, 0);
+            t->i[k] = (int64_t)((uint64_t)hi(s, 0) + (uint64_t)k * (uint64_t)hi(d, 0));
         else
             t->f[k] = start + (double)k * delta;
     }
@@ -2663,7 +2672,7 @@ static bool op_gather_elements(ctx *c, const node_t *n)
     VAL(idx, 1);
     const mc_node *xn = vnode(c, x), *in = vnode(c, idx);
     int rank = xn->rank, ax, back[MC_MAX_RANK];
-    if (in->rank != rank || rank + 1 > MC_MAX_RANK)
+    if (in->rank != rank || rank == 0 || rank + 1 > MC_MAX_RANK)
         return why(c, "indices of rank %d for data of rank %d", in->rank, rank);
     if (!norm_axis(c, attr_i(n, "axis", 0), rank, &ax))
         return false;
