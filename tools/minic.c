@@ -187,9 +187,9 @@ static void print_note(void *ctx, const char *note)
 
 static void print_main_help(FILE *out)
 {
-    fputs("usage: minic COMMAND [MODEL.graph] [options]\n\n"
-          "minic compiles a tensor graph (a .graph file) into fused kernels and runs them on\n"
-          "the GPU (cuda), the CPU (cpu) or the reference interpreter (ref).\n\ncommands:\n",
+    fputs("usage: minic COMMAND [MODEL.graph|MODEL.onnx] [options]\n\n"
+          "minic compiles a tensor graph (a .graph file or an ONNX model) into fused kernels and\n"
+          "runs them on the GPU (cuda), the CPU (cpu) or the reference interpreter (ref).\n\ncommands:\n",
           out);
     for (int c = 0; c < NCOMMANDS; c++) {
         fprintf(out, "  %-6s ", commands[c].name);
