@@ -2945,6 +2945,81 @@ static bool op_resize(ctx *c, const node_t *n)
     return set_out(c, n, 0, x);
 }
 
+/* LRN: the sum of squares over a window of channels as a product with a 0/1 band matrix. */
+static bool op_lrn(ctx *c, const node_t *n)
+{
+    mc_graph *g = c->g;
+    VAL(x, 0);
+    const mc_node *xn = vnode(c, x);
+    int rank = xn->rank, back[MC_MAX_RANK];
+    int64_t size = attr_i(n, "size", 0), C = rank >= 2 ? xn->shape[1] : 0;
+    if (rank < 2 || size < 1 || size > 4096 || C > 4096)
+        return why(c, "size %lld over %lld channels", (long long)size, (long long)C);
+    double alpha = attr_f(n, "alpha", 1e-4), beta = attr_f(n, "beta", 0.75), bias = attr_f(n, "bias", 1.0);
+    int64_t lo = (size - 1) / 2, hi_ = size - 1 - lo, sq[2] = {C, C};
+    /* band[c'][c] = 1 where c - lo <= c' <= c + hi */
+    mc_value d = mc_sub(g, mc_iota(g, sq, 2, 0, MC_I32), mc_iota(g, sq, 2, 1, MC_I32));
+    mc_value band = mc_where(g, mc_ge(g, d, mc_scalar(g, (double)-lo, MC_I32)),
+                             mc_le(g, d, mc_scalar(g, (double)hi_, MC_I32)), mc_scalar(g, 0, MC_BOOL));
+    mc_value xt = axis_last(c, mc_mul(g, x, x), 1, back);
+    mc_value sum = mc_matmul(g, xt, mc_cast(g, band, xn->dtype));
+    if (rank > 2)
+        sum = mc_transpose(g, sum, back, rank);
+    mc_value den = mc_pow(g, mc_add(g, mc_mul(g, sum, fscalar(c, x, alpha / (double)size)), fscalar(c, x, bias)),
+                          fscalar(c, x, beta));
+    return set_out(c, n, 0, mc_div(g, x, den));
+}
+
+/* ScatterElements (and Scatter before opset 11) with reduction none or add: the updates summed
+ * through a one-hot mask along the axis; positions no index hits keep the data. */
+static bool op_scatter_elements(ctx *c, const node_t *n)
+{
+    mc_graph *g = c->g;
+    VAL(x, 0);
+    VAL(idx, 1);
+    VAL(upd, 2);
+    const mc_node *xn = vnode(c, x), *in = vnode(c, idx), *un = vnode(c, upd);
+    int rank = xn->rank, ax, back[MC_MAX_RANK];
+    if (rank == 0 || in->rank != rank || un->rank != rank || rank + 1 > MC_MAX_RANK)
+        return why(c, "indices and updates of another rank than the data");
+    if (!norm_axis(c, attr_i(n, "axis", 0), rank, &ax))
+        return false;
+    bool add = attr_is(n, "reduction", "none", "add");
+    if (!add && !attr_is(n, "reduction", "none", "none"))
+        return why(c, "reduction other than none or add");
+    for (int k = 0; k < rank; k++)
+        if (in->shape[k] != un->shape[k] || (k != ax && in->shape[k] != xn->shape[k]))
+            return why(c, "indices smaller than the data off the axis");
+    int64_t len = xn->shape[ax], ta = in->shape[ax];
+    mc_dtype d = xn->dtype;
+    if (d == MC_BOOL || len > 4096 || ta > 4096)
+        return why(c, "a scatter of %s over %lld elements", mc_dtype_name(d), (long long)len);
+    if (in->dtype != MC_I32)
+        idx = mc_cast(g, idx, MC_I32);
+    idx = sel(c, mc_lt(g, idx, mc_scalar(g, 0, MC_I32)), mc_add(g, idx, mc_scalar(g, (double)len, MC_I32)), idx);
+    /* [.., ta, 1] against iota [.., ta, len] */
+    mc_value it = axis_last(c, idx, ax, back), ut = axis_last(c, upd, ax, back);
+    int64_t s1[MC_MAX_RANK + 1], s2[MC_MAX_RANK + 1];
+    int r = 0;
+    for (int k = 0; k < rank; k++)
+        if (k != ax)
+            s1[r] = s2[r] = in->shape[k], r++;
+    s1[r] = s2[r] = ta;
+    s1[r + 1] = 1, s2[r + 1] = len;
+    mc_value hot = mc_eq(g, mc_iota(g, s2, rank + 1, rank, MC_I32), mc_reshape(g, it, s1, rank + 1));
+    mc_value hotv = mc_cast(g, hot, d == MC_I32 ? MC_I32 : d);
+    int along[1] = {rank - 1};
+    mc_value val = mc_sum(g, mc_mul(g, mc_reshape(g, ut, s1, rank + 1), hotv), along, 1, false);
+    mc_value hits = mc_sum(g, mc_cast(g, hot, MC_I32), along, 1, false); /* [.., len] */
+    if (ax != rank - 1) {
+        val = mc_transpose(g, val, back, rank);
+        hits = mc_transpose(g, hits, back, rank);
+    }
+    if (add)
+        val = mc_add(g, val, x);
+    return set_out(c, n, 0, sel(c, mc_gt(g, hits, mc_scalar(g, 0, MC_I32)), val, x));
+}
+
 /* ---- the node table ------------------------------------------------------------------------- */
 
 static const struct { const char *name; op_fn fn; } ops[] = {
@@ -2981,7 +3056,8 @@ static const struct { const char *name; op_fn fn; } ops[] = {
     {"ReduceProd", op_reduce_prod}, {"OneHot", op_onehot}, {"MeanVarianceNormalization", op_mvn},
     {"ArgMax", op_argmax}, {"ArgMin", op_argmax}, {"Hardmax", op_argmax}, {"Einsum", op_einsum},
     {"CumSum", op_cumsum}, {"GatherElements", op_gather_elements}, {"BitShift", op_bitshift},
-    {"Resize", op_resize}, {"Upsample", op_resize},
+    {"Resize", op_resize}, {"Upsample", op_resize}, {"LRN", op_lrn},
+    {"ScatterElements", op_scatter_elements}, {"Scatter", op_scatter_elements},
 };
 
 static op_fn find_op(const char *name)
