@@ -3020,6 +3020,117 @@ static bool op_scatter_elements(ctx *c, const node_t *n)
     return set_out(c, n, 0, sel(c, mc_gt(g, hits, mc_scalar(g, 0, MC_I32)), val, x));
 }
 
+/* RNN, GRU and LSTM, one direction (forward or reverse), default activations: the recurrence
+ * unrolled over the sequence at import time (a matmul per step and gate block). */
+static bool op_rnn(ctx *c, const node_t *n)
+{
+    mc_graph *g = c->g;
+    const char *op = n->op_type;
+    int G = !strcmp(op, "LSTM") ? 4 : !strcmp(op, "GRU") ? 3 : 1;
+    if (attr(n, "activations") || attr(n, "clip") || attr_i(n, "input_forget", 0))
+        return why(c, "activations, clip or input_forget (only the defaults are supported)");
+    bool reverse = attr_is(n, "direction", "forward", "reverse");
+    if (!reverse && !attr_is(n, "direction", "forward", "forward"))
+        return why(c, "a bidirectional %s", op);
+    int layout = (int)attr_i(n, "layout", 0);
+    VAL(X, 0);
+    VAL(W, 1);
+    VAL(R, 2);
+    const mc_node *xn = vnode(c, X), *wn = vnode(c, W);
+    if (xn->rank != 3 || wn->rank != 3 || wn->shape[0] != 1)
+        return why(c, "X of rank %d and W of rank %d", xn->rank, wn->rank);
+    int64_t T = layout ? xn->shape[1] : xn->shape[0], B = layout ? xn->shape[0] : xn->shape[1];
+    int64_t I = xn->shape[2], GH = wn->shape[1], H = GH / G;
+    if (GH % G || T > 1024 || (attr(n, "hidden_size") && attr_i(n, "hidden_size", 0) != H))
+        return why(c, "hidden sizes that disagree, or a sequence of %lld steps", (long long)T);
+    if (has_in(n, 4)) {
+        htensor *sl = in_const(c, n, 4);
+        if (!sl)
+            return why(c, "sequence_lens computed at run time");
+        for (int64_t k = 0; k < sl->n; k++)
+            if (hi(sl, k) != T)
+                return why(c, "sequence_lens shorter than the sequence");
+    }
+    mc_dtype d = xn->dtype;
+    int64_t s2[2] = {GH, I}, r2[2] = {GH, H}, bh[2] = {B, H}, b2[2] = {2, GH};
+    mc_value Wt = mc_transpose(g, mc_reshape(g, W, s2, 2), NULL, 0); /* [I, GH] */
+    mc_value Rt = mc_transpose(g, mc_reshape(g, R, r2, 2), NULL, 0); /* [H, GH] */
+    mc_value wb = mc_full(g, &GH, 1, 0, d), rb = wb;
+    if (has_in(n, 3)) {
+        VAL(Bv, 3);
+        mc_value b = mc_reshape(g, Bv, b2, 2);
+        wb = mc_reshape(g, mc_slice(g, b, 0, 0, 1), &GH, 1);
+        rb = mc_reshape(g, mc_slice(g, b, 0, 1, 2), &GH, 1);
+    }
+    mc_value Ht = mc_full(g, bh, 2, 0, d), Ct = Ht;
+    if (has_in(n, 5)) {
+        VAL(h0, 5);
+        Ht = mc_reshape(g, h0, bh, 2);
+    }
+    mc_value P = MC_NONE;
+    if (G == 4 && has_in(n, 6)) {
+        VAL(c0, 6);
+        Ct = mc_reshape(g, c0, bh, 2);
+    }
+    if (G == 4 && has_in(n, 7)) {
+        VAL(pv, 7);
+        P = mc_reshape(g, pv, (int64_t[]){3 * H}, 1);
+    }
+    bool lbr = attr_i(n, "linear_before_reset", 0) != 0;
+    mc_value ys[1024];
+    int64_t xs[2] = {B, I};
+    for (int64_t k = 0; k < T; k++) {
+        int64_t t = reverse ? T - 1 - k : k;
+        mc_value x = mc_reshape(g, mc_slice(g, X, layout ? 1 : 0, t, t + 1), xs, 2);
+        mc_value xw = mc_add(g, mc_matmul(g, x, Wt), wb); /* [B, GH] */
+#define PART(v, a, b_) mc_slice(g, (v), 1, (a) * H, (b_) * H)
+#define VPART(v, a, b_) mc_slice(g, (v), 0, (a) * H, (b_) * H)
+        if (G == 1) {
+            Ht = mc_tanh(g, mc_add(g, xw, mc_add(g, mc_matmul(g, Ht, Rt), rb)));
+        } else if (G == 3) {
+            mc_value hzr = mc_add(g, mc_matmul(g, Ht, PART(Rt, 0, 2)), VPART(rb, 0, 2));
+            mc_value z = mc_sigmoid(g, mc_add(g, PART(xw, 0, 1), PART(hzr, 0, 1)));
+            mc_value r = mc_sigmoid(g, mc_add(g, PART(xw, 1, 2), PART(hzr, 1, 2)));
+            mc_value hh;
+            if (lbr)
+                hh = mc_mul(g, r, mc_add(g, mc_matmul(g, Ht, PART(Rt, 2, 3)), VPART(rb, 2, 3)));
+            else
+                hh = mc_add(g, mc_matmul(g, mc_mul(g, r, Ht), PART(Rt, 2, 3)), VPART(rb, 2, 3));
+            mc_value h = mc_tanh(g, mc_add(g, PART(xw, 2, 3), hh));
+            Ht = mc_add(g, mc_mul(g, mc_sub(g, mc_scalar(g, 1, d), z), h), mc_mul(g, z, Ht));
+        } else {
+            mc_value gates = mc_add(g, xw, mc_add(g, mc_matmul(g, Ht, Rt), rb)); /* i, o, f, c */
+            mc_value ig = PART(gates, 0, 1), og = PART(gates, 1, 2), fg = PART(gates, 2, 3);
+            if (P != MC_NONE) {
+                ig = mc_add(g, ig, mc_mul(g, VPART(P, 0, 1), Ct));
+                fg = mc_add(g, fg, mc_mul(g, VPART(P, 2, 3), Ct));
+            }
+            mc_value C = mc_add(g, mc_mul(g, mc_sigmoid(g, fg), Ct),
+                                mc_mul(g, mc_sigmoid(g, ig), mc_tanh(g, PART(gates, 3, 4))));
+            if (P != MC_NONE)
+                og = mc_add(g, og, mc_mul(g, VPART(P, 1, 2), C));
+            Ht = mc_mul(g, mc_sigmoid(g, og), mc_tanh(g, C));
+            Ct = C;
+        }
+#undef PART
+#undef VPART
+        ys[t] = Ht;
+    }
+    /* Y: [T, 1, B, H] (layout 0) or [B, T, 1, H]; Y_h, Y_c: [1, B, H] or [B, 1, H] */
+    int64_t y1[4] = {1, 1, B, H}, y1l[4] = {B, 1, 1, H}, hs[3] = {1, B, H}, hsl[3] = {B, 1, H};
+    if (out_present(n, 0)) {
+        for (int64_t t = 0; t < T; t++)
+            ys[t] = mc_reshape(g, ys[t], layout ? y1l : y1, 4);
+        if (!set_out(c, n, 0, T == 1 ? ys[0] : mc_concat(g, ys, (int)T, layout ? 1 : 0)))
+            return false;
+    }
+    if (out_present(n, 1) && !set_out(c, n, 1, mc_reshape(g, Ht, layout ? hsl : hs, 3)))
+        return false;
+    if (G == 4 && out_present(n, 2) && !set_out(c, n, 2, mc_reshape(g, Ct, layout ? hsl : hs, 3)))
+        return false;
+    return true;
+}
+
 /* ---- the node table ------------------------------------------------------------------------- */
 
 static const struct { const char *name; op_fn fn; } ops[] = {
@@ -3058,6 +3169,7 @@ static const struct { const char *name; op_fn fn; } ops[] = {
     {"CumSum", op_cumsum}, {"GatherElements", op_gather_elements}, {"BitShift", op_bitshift},
     {"Resize", op_resize}, {"Upsample", op_resize}, {"LRN", op_lrn},
     {"ScatterElements", op_scatter_elements}, {"Scatter", op_scatter_elements},
+    {"RNN", op_rnn}, {"GRU", op_rnn}, {"LSTM", op_rnn},
 };
 
 static op_fn find_op(const char *name)
@@ -3107,6 +3219,8 @@ static bool static_operand(const char *op, size_t k)
         return k >= 1;
     if (!strcmp(op, "OneHot"))
         return k >= 1;
+    if (!strcmp(op, "RNN") || !strcmp(op, "GRU") || !strcmp(op, "LSTM"))
+        return k == 4;
     if (!strcmp(op, "CumSum") || !strcmp(op, "Upsample"))
         return k == 1;
     if (!strcmp(op, "Resize"))
