@@ -927,6 +927,7 @@ static bool ints_of(ctx *c, const node_t *n, size_t input, const char *attr_name
 
 static bool norm_axis(ctx *c, int64_t axis, int rank, int *out)
 {
+    *out = 0;
     if (axis < -rank || axis >= (rank ? rank : 1))
         return why(c, "axis %lld out of range for rank %d", (long long)axis, rank);
     *out = (int)(axis < 0 ? axis + rank : axis);
@@ -1293,6 +1294,8 @@ static bool reshape_to(ctx *c, const node_t *n, int rank, const int64_t *dims)
 
 static bool in_type(ctx *c, const node_t *n, size_t k, int *elem, int *rank, int64_t *dims)
 {
+    *elem = 0;
+    *rank = 0;
     slot *s = in_slot(c, n, k);
     if (!s)
         return why(c, "input %zu is missing", k);
