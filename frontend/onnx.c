@@ -3134,6 +3134,37 @@ static bool op_rnn(ctx *c, const node_t *n)
     return true;
 }
 
+/* HannWindow, HammingWindow, BlackmanWindow: constants (the size must be known) */
+static bool op_window(ctx *c, const node_t *n)
+{
+    htensor *sz = in_const(c, n, 0);
+    if (!sz || sz->n != 1)
+        return why(c, "the size must be a scalar constant");
+    int64_t len = hi(sz, 0);
+    if (len < 1 || len > MAX_FOLD_ELEMS)
+        return why(c, "a window of %lld elements", (long long)len);
+    double a0 = 0.5, a1 = 0.5, a2 = 0;
+    if (!strcmp(n->op_type, "HammingWindow"))
+        a0 = 25.0 / 46, a1 = 21.0 / 46;
+    else if (!strcmp(n->op_type, "BlackmanWindow"))
+        a0 = 0.42, a1 = 0.5, a2 = 0.08;
+    int elem = (int)attr_i(n, "output_datatype", T_FLOAT);
+    if (!elem_is_float(elem) && !elem_is_int(elem))
+        return why(c, "output_datatype %s", elem_name(elem));
+    htensor *t = new_fold(c, elem, 1, &len);
+    if (!t)
+        return false;
+    double N = attr_i(n, "periodic", 1) ? (double)len : (double)len - 1, pi = 3.14159265358979323846;
+    for (int64_t k = 0; k < len; k++) {
+        double x = N > 0 ? a0 - a1 * cos(2 * pi * (double)k / N) + a2 * cos(4 * pi * (double)k / N) : a0 - a1 + a2;
+        if (t->i)
+            t->i[k] = (int64_t)x;
+        else
+            t->f[k] = elem == T_FLOAT ? mc_f32_from_double(x) : x;
+    }
+    return set_const(c, n, 0, t);
+}
+
 /* ---- the node table ------------------------------------------------------------------------- */
 
 static const struct { const char *name; op_fn fn; } ops[] = {
@@ -3172,7 +3203,8 @@ static const struct { const char *name; op_fn fn; } ops[] = {
     {"CumSum", op_cumsum}, {"GatherElements", op_gather_elements}, {"BitShift", op_bitshift},
     {"Resize", op_resize}, {"Upsample", op_resize}, {"LRN", op_lrn},
     {"ScatterElements", op_scatter_elements}, {"Scatter", op_scatter_elements},
-    {"RNN", op_rnn}, {"GRU", op_rnn}, {"LSTM", op_rnn},
+    {"RNN", op_rnn}, {"GRU", op_rnn}, {"LSTM", op_rnn}, {"HannWindow", op_window},
+    {"HammingWindow", op_window}, {"BlackmanWindow", op_window},
 };
 
 static op_fn find_op(const char *name)
@@ -3228,25 +3260,39 @@ static bool static_operand(const char *op, size_t k)
         return k == 1;
     if (!strcmp(op, "Resize"))
         return k >= 1;
-    return !strcmp(op, "ConstantOfShape") || !strcmp(op, "Range");
+    return !strcmp(op, "ConstantOfShape") || !strcmp(op, "Range") || strstr(op, "Window");
 }
 
-static bool only_static_uses(const Onnx__GraphProto *gp, const char *name)
+/* Operators through which a value that only feeds shapes still only feeds shapes. */
+static bool shape_arithmetic(const char *op)
 {
-    bool used = false;
+    static const char *const ops_[] = {"Cast", "Add", "Sub", "Mul", "Div", "Neg", "Squeeze",
+                                       "Unsqueeze", "Concat", "Reshape", "Identity", "Max", "Min"};
+    for (size_t i = 0; i < sizeof ops_ / sizeof *ops_; i++)
+        if (!strcmp(op, ops_[i]))
+            return true;
+    return false;
+}
+
+/* Does the value called name decide a shape: is it, directly or through shape arithmetic, an
+ * operand the importer needs as a constant? Such an input's value must be known when the model
+ * is read (minic compiles for fixed shapes); given, it is a constant in all its uses. */
+static bool decides_shape(const Onnx__GraphProto *gp, const char *name, int depth)
+{
+    if (depth > 8)
+        return false;
     for (size_t k = 0; k < gp->n_node; k++) {
         const node_t *n = gp->node[k];
-        for (size_t i = 0; n && i < n->n_input; i++)
+        for (size_t i = 0; n && n->op_type && i < n->n_input; i++)
             if (n->input[i] && !strcmp(n->input[i], name)) {
-                if (!n->op_type || !static_operand(n->op_type, i))
-                    return false;
-                used = true;
+                if (static_operand(n->op_type, i))
+                    return true;
+                if (shape_arithmetic(n->op_type) && n->n_output == 1 && n->output[0] &&
+                    decides_shape(gp, n->output[0], depth + 1))
+                    return true;
             }
     }
-    for (size_t k = 0; k < gp->n_output; k++)
-        if (gp->output[k] && gp->output[k]->name && !strcmp(gp->output[k]->name, name))
-            return false;
-    return used;
+    return false;
 }
 
 static htensor *read_tensor_file(ctx *c, const char *path)
@@ -3316,7 +3362,7 @@ static mc_status import_graph(ctx *c, Onnx__ModelProto *mp)
             continue;
         position++;
         shown(vi->name, buf, sizeof buf);
-        if (position < c->nfrozen && c->frozen[position] && only_static_uses(gp, vi->name)) {
+        if (position < c->nfrozen && c->frozen[position] && decides_shape(gp, vi->name, 0)) {
             /* a shape, axes or indices input whose value is given: a constant */
             c->why[0] = 0;
             htensor *t = read_tensor_file(c, c->frozen[position]);

@@ -66,7 +66,7 @@ if args.update:
                 "output has ONNX's shape and every element is within 1e-7 + 1e-3·|expected| "
                 "(f16/bf16: 1e-3 + 1e-2·|expected|), integers and bools exactly. The runner reads "
                 "DOUBLE tensors as f32 (`--f64-as-f32`) and gives the importer the values of inputs "
-                "that the model uses only as shapes, axes, sizes or slice bounds (minic compiles for fixed "
+                "that decide a shape (used, directly or through shape arithmetic, as shapes, axes, sizes, slice or range bounds; minic compiles for fixed "
                 "shapes). Every failing test is listed in `tests/onnx_node/expected_failures.txt`; "
                 "a test outside that list that fails, or one in it that passes, fails CTest.\n\n")
         f.write("| backend | passed | of |\n| --- | --- | --- |\n")
