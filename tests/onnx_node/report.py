@@ -78,6 +78,18 @@ if args.update:
             cats.setdefault(category(why), []).append(t)
         f.write("\nFailing tests by kind of reason: " +
                 ", ".join(f"{k} {len(v)}" for k, v in sorted(cats.items(), key=lambda kv: -len(kv[1]))) + ".\n")
+        unknown = {}
+        for t, why in failing.items():
+            m = re.search(r"\(([A-Za-z0-9]+), opset \d+\): unknown operator", why)
+            if m:
+                unknown[m.group(1)] = unknown.get(m.group(1), 0) + 1
+        f.write("\nUnknown operators, by the number of failing tests that stop at them: " +
+                ", ".join(f"{k} {v}" for k, v in sorted(unknown.items(), key=lambda kv: (-kv[1], kv[0]))) + ".\n")
+        f.write("\nSome ONNX operators are imported as compositions of minic's operators until minic has "
+                "them (docs/FORMAT.md §7): Gather with run-time indices, GatherElements, ScatterElements, "
+                "OneHot and the loss operators through one-hot masks, ArgMax/ArgMin/Hardmax through "
+                "min/max reductions over an iota, CumSum as a triangular matrix product, Resize as "
+                "per-axis weight matrices, RNN/GRU/LSTM unrolled.\n")
         f.write("\n## Failing tests and why\n\n| test | reason |\n| --- | --- |\n")
         for t in sorted(failing):
             why = failing[t].replace("|", "\\|")
