@@ -3165,6 +3165,42 @@ static bool op_window(ctx *c, const node_t *n)
     return set_const(c, n, 0, t);
 }
 
+/* floor(x) until minic has one: t = trunc(x) through i32, minus one where that rounded up. Exact:
+ * a float of magnitude 2^23 or more (and inf, NaN) is already an integer and is kept. */
+static mc_value floor_of(ctx *c, mc_value x)
+{
+    mc_graph *g = c->g;
+    mc_dtype d = vnode(c, x)->dtype;
+    mc_value xf = d == MC_F32 ? x : mc_cast(g, x, MC_F32);
+    mc_value t = mc_cast(g, mc_cast(g, xf, MC_I32), MC_F32);
+    mc_value fl = mc_sub(g, t, mc_cast(g, mc_lt(g, xf, t), MC_F32));
+    mc_value zero = mc_scalar(g, 0, MC_F32);
+    fl = mc_where(g, mc_eq(g, fl, zero), mc_mul(g, xf, zero), fl); /* -0.0 stays -0.0 */
+    mc_value y = mc_where(g, mc_lt(g, mc_abs(g, xf), mc_scalar(g, 8388608.0, MC_F32)), fl, xf);
+    return d == MC_F32 ? y : mc_cast(g, y, d);
+}
+
+static bool op_rounding(ctx *c, const node_t *n)
+{
+    mc_graph *g = c->g;
+    VAL(x, 0);
+    if (!mc_dtype_is_float(vnode(c, x)->dtype))
+        return why(c, "a non-float operand");
+    if (!strcmp(n->op_type, "Floor"))
+        return set_out(c, n, 0, floor_of(c, x));
+    if (!strcmp(n->op_type, "Ceil"))
+        return set_out(c, n, 0, mc_neg(g, floor_of(c, mc_neg(g, x))));
+    /* Round: half to even */
+    mc_value t = floor_of(c, x), half = fscalar(c, x, 0.5), one = fscalar(c, x, 1);
+    mc_value frac = mc_sub(g, x, t);
+    mc_value odd = mc_ne(g, mc_sub(g, t, mc_mul(g, floor_of(c, mc_mul(g, t, half)), fscalar(c, x, 2))), fscalar(c, x, 0));
+    mc_value up = mc_where(g, mc_gt(g, frac, half), mc_scalar(g, 1, MC_BOOL),
+                           mc_where(g, mc_eq(g, frac, half), odd, mc_scalar(g, 0, MC_BOOL)));
+    mc_value y = mc_where(g, up, mc_add(g, t, one), t);
+    mc_value zero = fscalar(c, x, 0);
+    return set_out(c, n, 0, mc_where(g, mc_eq(g, y, zero), mc_mul(g, x, zero), y)); /* round(-0.4) is -0.0 */
+}
+
 /* ---- the node table ------------------------------------------------------------------------- */
 
 static const struct { const char *name; op_fn fn; } ops[] = {
@@ -3204,7 +3240,8 @@ static const struct { const char *name; op_fn fn; } ops[] = {
     {"Resize", op_resize}, {"Upsample", op_resize}, {"LRN", op_lrn},
     {"ScatterElements", op_scatter_elements}, {"Scatter", op_scatter_elements},
     {"RNN", op_rnn}, {"GRU", op_rnn}, {"LSTM", op_rnn}, {"HannWindow", op_window},
-    {"HammingWindow", op_window}, {"BlackmanWindow", op_window},
+    {"HammingWindow", op_window}, {"BlackmanWindow", op_window}, {"Floor", op_rounding},
+    {"Ceil", op_rounding}, {"Round", op_rounding},
 };
 
 static op_fn find_op(const char *name)

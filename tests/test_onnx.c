@@ -5,6 +5,7 @@
  * crash; every unsupported node is listed. Skips (77) in a minic built without protobuf-c. */
 #include "testlib.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -460,6 +461,48 @@ static void test_int64_and_double(void **state)
     mc_onnx_free(o);
 }
 
+/* Floor, Ceil and Round (composed until minic has them) are exact at the edges: huge values,
+ * infinities, NaN, halves (Round: to even), signed zeros */
+static void test_rounding_edges(void **state)
+{
+    (void)state;
+    static const float xs[] = {1e10f, -1e10f, INFINITY, -INFINITY, NAN, -2.5f, 2.5f, -0.0f,
+                               8388607.5f, -8388607.5f, 0.5f, 1.5f, -1.5f, 3.7f, -3.2f, -0.4f};
+    enum { N = sizeof xs / sizeof *xs };
+    const char *ops[3] = {"Floor", "Ceil", "Round"};
+    for (int k = 0; k < 3; k++) {
+        buf g = {0}, nd = {0}, in = {0}, out = {0}, m;
+        int64_t dims[1] = {N};
+        node(&nd, ops[k], "x", NULL, "y");
+        field_msg(&g, 1, &nd);
+        value_info(&in, "x", 1, dims, 1);
+        field_msg(&g, 11, &in);
+        value_info(&out, "y", 1, dims, 1);
+        field_msg(&g, 12, &out);
+        model(&m, &g);
+        mc_onnx *o;
+        if (mc_onnx_load_memory(m.b, m.n, "round.onnx", 0, NULL, NULL, &o) != MC_OK)
+            fail_msg("%s", mc_error_message());
+        mc_options opt = mc_test_options();
+        opt.backend = MC_BACKEND_REF;
+        mc_program *p;
+        assert_int_equal(mc_program_compile(mc_onnx_graph(o), &opt, &p), MC_OK);
+        assert_int_equal(mc_program_set(p, "x", xs, sizeof xs), MC_OK);
+        assert_int_equal(mc_program_run(p), MC_OK);
+        mc_tensor t;
+        assert_int_equal(mc_program_output(p, 0, &t), MC_OK);
+        const float *y = t.data;
+        for (int i = 0; i < N; i++) {
+            float want = k == 0 ? floorf(xs[i]) : k == 1 ? ceilf(xs[i]) : nearbyintf(xs[i]);
+            bool same = (isnan(want) && isnan(y[i])) || (want == y[i] && signbit(want) == signbit(y[i]));
+            if (!same)
+                fail_msg("%s(%g) = %g, expected %g", ops[k], xs[i], y[i], want);
+        }
+        mc_program_free(p);
+        mc_onnx_free(o);
+    }
+}
+
 static void test_cli(void **state)
 {
     (void)state;
@@ -527,6 +570,7 @@ int main(void)
         cmocka_unit_test(test_external_data),
         cmocka_unit_test(test_every_unsupported_node_listed),
         cmocka_unit_test(test_int64_and_double),
+        cmocka_unit_test(test_rounding_edges),
         cmocka_unit_test(test_cli),
     };
     return mc_test_run(tests);

@@ -89,7 +89,7 @@ if args.update:
                 "them (docs/FORMAT.md §7): Gather with run-time indices, GatherElements, ScatterElements, "
                 "OneHot and the loss operators through one-hot masks, ArgMax/ArgMin/Hardmax through "
                 "min/max reductions over an iota, CumSum as a triangular matrix product, Resize as "
-                "per-axis weight matrices, RNN/GRU/LSTM unrolled.\n")
+                "per-axis weight matrices, RNN/GRU/LSTM unrolled, Floor/Ceil/Round through i32.\n")
         f.write("\n## Failing tests and why\n\n| test | reason |\n| --- | --- |\n")
         for t in sorted(failing):
             why = failing[t].replace("|", "\\|")
