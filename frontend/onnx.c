@@ -2367,6 +2367,21 @@ static bool op_loss(ctx *c, const node_t *n)
     return set_out(c, n, 0, y) && (!sce || !out_present(n, 1) || set_out(c, n, 1, lp));
 }
 
+/* floor(x) until minic has one: t = trunc(x) through i32, minus one where that rounded up. Exact:
+ * a float of magnitude 2^23 or more (and inf, NaN) is already an integer and is kept. */
+static mc_value floor_of(ctx *c, mc_value x)
+{
+    mc_graph *g = c->g;
+    mc_dtype d = vnode(c, x)->dtype;
+    mc_value xf = d == MC_F32 ? x : mc_cast(g, x, MC_F32);
+    mc_value t = mc_cast(g, mc_cast(g, xf, MC_I32), MC_F32);
+    mc_value fl = mc_sub(g, t, mc_cast(g, mc_lt(g, xf, t), MC_F32));
+    mc_value zero = mc_scalar(g, 0, MC_F32);
+    fl = mc_where(g, mc_eq(g, fl, zero), mc_mul(g, xf, zero), fl); /* -0.0 stays -0.0 */
+    mc_value y = mc_where(g, mc_lt(g, mc_abs(g, xf), mc_scalar(g, 8388608.0, MC_F32)), fl, xf);
+    return d == MC_F32 ? y : mc_cast(g, y, d);
+}
+
 static bool op_mod(ctx *c, const node_t *n)
 {
     mc_graph *g = c->g;
@@ -2377,9 +2392,10 @@ static bool op_mod(ctx *c, const node_t *n)
     if (d != MC_I32) {
         if (!fmod)
             return why(c, "a float Mod needs fmod=1");
-        /* x - trunc(x / y) * y, trunc through i32 */
-        mc_value q = mc_cast(g, mc_cast(g, mc_div(g, x, y), MC_I32), d);
-        return set_out(c, n, 0, mc_sub(g, x, mc_mul(g, q, y)));
+        /* x - trunc(x / y) * y, trunc(q) = sign(q) floor(|q|) exactly (floor_of) */
+        mc_value q = mc_div(g, x, y);
+        mc_value tq = mc_where(g, mc_lt(g, q, fscalar(c, x, 0)), mc_neg(g, floor_of(c, mc_neg(g, q))), floor_of(c, q));
+        return set_out(c, n, 0, mc_sub(g, x, mc_mul(g, tq, y)));
     }
     mc_value r = mc_sub(g, x, mc_mul(g, mc_div(g, x, y), y)); /* C's %: the sign of x */
     if (!fmod) {                                               /* Python's: the sign of y */
@@ -3163,21 +3179,6 @@ static bool op_window(ctx *c, const node_t *n)
             t->f[k] = elem == T_FLOAT ? mc_f32_from_double(x) : x;
     }
     return set_const(c, n, 0, t);
-}
-
-/* floor(x) until minic has one: t = trunc(x) through i32, minus one where that rounded up. Exact:
- * a float of magnitude 2^23 or more (and inf, NaN) is already an integer and is kept. */
-static mc_value floor_of(ctx *c, mc_value x)
-{
-    mc_graph *g = c->g;
-    mc_dtype d = vnode(c, x)->dtype;
-    mc_value xf = d == MC_F32 ? x : mc_cast(g, x, MC_F32);
-    mc_value t = mc_cast(g, mc_cast(g, xf, MC_I32), MC_F32);
-    mc_value fl = mc_sub(g, t, mc_cast(g, mc_lt(g, xf, t), MC_F32));
-    mc_value zero = mc_scalar(g, 0, MC_F32);
-    fl = mc_where(g, mc_eq(g, fl, zero), mc_mul(g, xf, zero), fl); /* -0.0 stays -0.0 */
-    mc_value y = mc_where(g, mc_lt(g, mc_abs(g, xf), mc_scalar(g, 8388608.0, MC_F32)), fl, xf);
-    return d == MC_F32 ? y : mc_cast(g, y, d);
 }
 
 static bool op_rounding(ctx *c, const node_t *n)
