@@ -540,6 +540,52 @@ static void test_cli(void **state)
     assert_non_null(strstr(out2, strstr(out, "checksum")));
     free(out);
     free(out2);
+    /* --weights overrides an initializer under its ONNX name (onnx::w, minic's onnx__w) */
+    {
+        buf g2 = {0}, t2 = {0}, n2 = {0}, i2 = {0}, o3 = {0};
+        node(&n2, "Add", "x", "onnx::w", "y");
+        field_msg(&g2, 1, &n2);
+        tensor(&t2, "onnx::w", 1, wd, 1, wvals, sizeof wvals);
+        field_msg(&g2, 5, &t2);
+        value_info(&i2, "x", 1, wd, 1);
+        field_msg(&g2, 11, &i2);
+        value_info(&o3, "y", 1, wd, 1);
+        field_msg(&g2, 12, &o3);
+        model(&m, &g2);
+        write_model(path, &m);
+        const char header[] = "{\"onnx::w\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}";
+        const float wnew[4] = {10, 20, 30, 40};
+        char st[4200];
+        snprintf(st, sizeof st, "%s/onnx_names.safetensors", mc_test_tmpdir());
+        FILE *f = fopen(st, "wb");
+        assert_non_null(f);
+        uint64_t len = sizeof header - 1;
+        for (int k = 0; k < 8; k++)
+            fputc((int)(len >> (8 * k)) & 0xff, f);
+        fwrite(header, 1, len, f);
+        fwrite(wnew, 1, sizeof wnew, f);
+        fclose(f);
+        const float zeros[4] = {0, 0, 0, 0};
+        char xnpy[4200];
+        snprintf(xnpy, sizeof xnpy, "%s/x0.npy", mc_test_tmpdir());
+        f = fopen(xnpy, "wb");
+        assert_non_null(f);
+        const char npyh[] = "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }";
+        char hdr[118]; /* 10 + 118 = 128 bytes of header */
+        memset(hdr, ' ', sizeof hdr);
+        memcpy(hdr, npyh, sizeof npyh - 1);
+        hdr[117] = '\n';
+        fwrite("\x93NUMPY\x01\x00\x76\x00", 1, 10, f);
+        fwrite(hdr, 1, sizeof hdr, f);
+        fwrite(zeros, 1, sizeof zeros, f);
+        fclose(f);
+        snprintf(args, sizeof args, "run %s --backend ref --quiet --weights %s --input x=%s", path, st, xnpy);
+        assert_int_equal(mc_test_minic(args, &out, &err), 0);
+        if (!strstr(out, "values: 10 20 30 40"))
+            fail_msg("expected the overriding weights: %s %s", out, err);
+        free(out);
+        free(err);
+    }
     /* an unsupported model: exit 1 with the list */
     buf g = {0}, nd = {0}, in = {0}, o2 = {0};
     node(&nd, "FancyOp", "x", NULL, "y");

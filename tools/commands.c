@@ -97,8 +97,27 @@ static mc_status override_weights(mc_program *p, const char *path)
     for (int k = 0; s == MC_OK && k < mc_safetensors_count(st); k++) {
         const char *name = mc_safetensors_name(st, k);
         const char *mapped = mc_onnx_minic_name(onnx_model, name);
-        if (mapped && !strcmp(mapped, name))
+        const mc_onnx_tensor *param = NULL;
+        for (int i = 0; mapped && i < onnx_model->nparams; i++)
+            if (!strcmp(onnx_model->params[i].name, mapped))
+                param = &onnx_model->params[i];
+        if (!param)
+            continue; /* not a param: ignored, as --weights ignores extra tensors */
+        if (!strcmp(mapped, name)) {
             s = mc_program_load_file(p, name, path);
+            continue;
+        }
+        /* under its ONNX name: the same checks as by name */
+        mc_array arr;
+        s = mc_safetensors_get(st, name, &arr);
+        bool same = s == MC_OK && arr.dtype == param->dtype && arr.rank == param->rank;
+        for (int d = 0; same && d < arr.rank; d++)
+            same = arr.shape[d] == param->shape[d];
+        if (s == MC_OK && !same)
+            s = mc_fail(MC_ERR_INPUT, "%s: tensor '%s' does not match param %s (%s, rank %d)", path,
+                        name, mapped, mc_dtype_name(param->dtype), param->rank);
+        if (s == MC_OK)
+            s = mc_program_set(p, mapped, arr.data, arr.bytes);
     }
     if (st)
         mc_safetensors_close(st);
