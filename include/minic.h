@@ -235,6 +235,32 @@ mc_status mc_program_read_output(mc_program *p, int index, void *data, size_t by
 /* Write every output: .safetensors (by name) or .npy (one output only). Temp file + rename. */
 mc_status mc_program_save_outputs(mc_program *p, const char *path);
 
+/* ---- ONNX models (docs/FORMAT.md §7) ------------------------------------------------------ */
+
+/* An imported ONNX model: its graph, the values of its params (the model's initializers and the
+ * constants that became params) and, for every input, param and output, its ONNX name beside
+ * the minic name it was given (invalid characters to '_', a suffix where two would clash).
+ * A model with nodes minic cannot import fails (MC_ERR_INPUT) after every such node was seen:
+ * each is handed to `note` (may be NULL) as one line "node NAME (OP, opset N): REASON", and the
+ * message lists them too (as many as fit). Needs a minic built with protobuf-c
+ * (mc_onnx_available); without it every load is MC_ERR_SYSTEM. */
+typedef struct mc_onnx mc_onnx;
+enum { MC_ONNX_F64_AS_F32 = 1u << 0 }; /* read DOUBLE tensors as f32 (else an error) */
+bool mc_onnx_available(void);
+mc_status mc_onnx_load(const char *path, unsigned flags, mc_note_fn note, void *note_ctx, mc_onnx **out);
+/* The same from memory (a model with external data needs mc_onnx_load: they are read from the
+ * model's folder). name is for messages. */
+mc_status mc_onnx_load_memory(const void *data, size_t size, const char *name, unsigned flags,
+                              mc_note_fn note, void *note_ctx, mc_onnx **out);
+void mc_onnx_free(mc_onnx *m);
+const mc_graph *mc_onnx_graph(const mc_onnx *m); /* owned by m */
+/* The minic name of an ONNX input, initializer or output name; NULL when there is none. */
+const char *mc_onnx_minic_name(const mc_onnx *m, const char *onnx_name);
+/* Bind every param of a program compiled from mc_onnx_graph(m) to the model's value. */
+mc_status mc_onnx_bind(const mc_onnx *m, mc_program *p);
+/* Write the params' values (under their minic names) to a .safetensors file. */
+mc_status mc_onnx_save_weights(const mc_onnx *m, const char *path);
+
 /* ---- the compile cache and temporary files ------------------------------------------------ */
 
 /* Compiled kernels are cached on disk ($XDG_CACHE_HOME/minic, else ~/.cache/minic; MINIC_NO_CACHE=1

@@ -127,7 +127,7 @@ static void test_did_you_mean(void **state)
     assert_contains(err, "did you mean 'dump'?");
     assert_int_equal(minic("frobnicate %s", g), 1);
     assert_null(strstr(err, "did you mean")); /* nothing near: no guess, the list */
-    assert_contains(err, "commands: run, bench, check, dump, ops, peaks");
+    assert_contains(err, "commands: run, bench, check, dump, import, ops, peaks");
 
     assert_int_equal(minic("run %s --iter 3", g), 1);
     assert_string_equal(err, "minic: error: unknown option '--iter' for 'minic run' (did you mean "

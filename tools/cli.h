@@ -26,6 +26,9 @@ typedef struct cli_args {
     const char *trace;        /* --trace FILE.json, or NULL */
     const char *roofline;     /* --roofline FILE.svg, or NULL */
     const char *stage;        /* dump --stage (default "ir") */
+    bool f64_as_f32;          /* --f64-as-f32 (ONNX models) */
+    const char *out_graph;    /* import -o OUT.graph */
+    const char *weights_out;  /* import --weights-out W.safetensors */
 } cli_args;
 
 /* Exit codes (docs/FORMAT.md §3). */
@@ -44,5 +47,6 @@ int cli_ops(int argc, char **argv);   /* tools/ops_cmd.c: minic ops */
 int cli_cache(int argc, char **argv); /* tools/cache_cmd.c: minic cache info|clear */
 int cli_check(const cli_args *a);
 int cli_dump(const cli_args *a);
+int cli_import(const cli_args *a); /* minic import MODEL.onnx -o OUT.graph */
 
 #endif

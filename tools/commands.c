@@ -18,16 +18,110 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "frontend/onnx.h"
 #include "passes/passes.h"
 #include "runtime/profile.h"
+#include "runtime/runtime.h"
 
 /* ---- shared steps -------------------------------------------------------------------------- */
 
+/* The ONNX model the graph came from, when it did (MODEL.onnx): it owns the graph and holds
+ * the params' values and the names' way back. One model per process. */
+static mc_onnx *onnx_model;
+
+static bool ends_with(const char *s, const char *suffix);
+
+/* An ONNX file: named .onnx, or a protobuf whose first field is ModelProto's ir_version
+ * (field 1, varint: byte 0x08) where a .graph file would start with text. */
+static bool is_onnx(const char *path)
+{
+    if (ends_with(path, ".onnx"))
+        return true;
+    /* only a regular file is looked into (a FIFO must not block here: the parser refuses it) */
+    int fd;
+    struct stat info;
+    if (mc_file_open_regular(path, &fd, &info) != MC_OK)
+        return false;
+    unsigned char first = 0;
+    bool onnx = read(fd, &first, 1) == 1 && first == 0x08;
+    close(fd);
+    return onnx;
+}
+
+static void print_unsupported(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "minic: unsupported: %s\n", line);
+}
+
 static int load_graph(const cli_args *a, mc_graph **g)
 {
+    if (is_onnx(a->graph_path)) {
+        mc_status st = mc_onnx_load(a->graph_path, a->f64_as_f32 ? MC_ONNX_F64_AS_F32 : 0,
+                                    print_unsupported, NULL, &onnx_model);
+        if (st != MC_OK)
+            return cli_library_error(st);
+        *g = (mc_graph *)mc_onnx_graph(onnx_model);
+        return CLI_OK;
+    }
     mc_status st = mc_graph_parse_file(a->graph_path, g);
     return st == MC_OK ? CLI_OK : cli_library_error(st);
+}
+
+static void free_graph(mc_graph *g)
+{
+    if (onnx_model && g == mc_onnx_graph(onnx_model)) {
+        mc_onnx_free(onnx_model);
+        onnx_model = NULL;
+        return;
+    }
+    mc_graph_free(g);
+}
+
+/* --input NAME: a minic name, or an ONNX model's own name for it */
+static const char *input_name(const char *name)
+{
+    const char *mapped = onnx_model ? mc_onnx_minic_name(onnx_model, name) : NULL;
+    return mapped ? mapped : name;
+}
+
+/* --weights for an ONNX model: the tensors of the file that are params override the model's
+ * values (by minic or ONNX name); the others are ignored. */
+static mc_status override_weights(mc_program *p, const char *path)
+{
+    mc_safetensors *st;
+    mc_status s = mc_safetensors_open(path, &st);
+    for (int k = 0; s == MC_OK && k < mc_safetensors_count(st); k++) {
+        const char *name = mc_safetensors_name(st, k);
+        const char *mapped = mc_onnx_minic_name(onnx_model, name);
+        const mc_onnx_tensor *param = NULL;
+        for (int i = 0; mapped && i < onnx_model->nparams; i++)
+            if (!strcmp(onnx_model->params[i].name, mapped))
+                param = &onnx_model->params[i];
+        if (!param)
+            continue; /* not a param: ignored, as --weights ignores extra tensors */
+        if (!strcmp(mapped, name)) {
+            s = mc_program_load_file(p, name, path);
+            continue;
+        }
+        /* under its ONNX name: the same checks as by name */
+        mc_array arr;
+        s = mc_safetensors_get(st, name, &arr);
+        bool same = s == MC_OK && arr.dtype == param->dtype && arr.rank == param->rank;
+        for (int d = 0; same && d < arr.rank; d++)
+            same = arr.shape[d] == param->shape[d];
+        if (s == MC_OK && !same)
+            s = mc_fail(MC_ERR_INPUT, "%s: tensor '%s' does not match param %s (%s, rank %d)", path,
+                        name, mapped, mc_dtype_name(param->dtype), param->rank);
+        if (s == MC_OK)
+            s = mc_program_set(p, mapped, arr.data, arr.bytes);
+    }
+    if (st)
+        mc_safetensors_close(st);
+    return s;
 }
 
 static const char *shape_string(mc_dtype dtype, const int64_t *shape, int rank, char *buf, size_t size)
@@ -42,6 +136,8 @@ static const char *shape_string(mc_dtype dtype, const int64_t *shape, int rank, 
 
 static bool ends_with(const char *s, const char *suffix)
 {
+    if (!s)
+        return false;
     size_t n = strlen(s), m = strlen(suffix);
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
@@ -51,10 +147,14 @@ static bool ends_with(const char *s, const char *suffix)
 static int bind_inputs(const cli_args *a, mc_program *p)
 {
     mc_status st = MC_OK;
-    if (a->weights)
+    if (onnx_model) {
+        st = mc_onnx_bind(onnx_model, p);
+        if (st == MC_OK && a->weights)
+            st = override_weights(p, a->weights);
+    } else if (a->weights)
         st = mc_program_load_weights(p, a->weights);
     for (int i = 0; i < a->ninputs && st == MC_OK; i++)
-        st = mc_program_load_file(p, a->inputs[i].name, a->inputs[i].path);
+        st = mc_program_load_file(p, input_name(a->inputs[i].name), a->inputs[i].path);
     if (st == MC_OK)
         st = mc_program_fill_random(p, a->seed);
     if (st == MC_OK && a->save_inputs) {
@@ -211,7 +311,7 @@ int cli_run(const cli_args *a)
     if (rc == CLI_OK && (a->profile || a->profile_json || a->trace || a->roofline))
         rc = run_profile(a, p);
     mc_program_free(p);
-    mc_graph_free(g);
+    free_graph(g);
     return rc;
 }
 
@@ -398,7 +498,7 @@ int cli_bench(const cli_args *a)
     free(inputs);
     mc_program_free(fused);
     mc_program_free(unfused);
-    mc_graph_free(g);
+    free_graph(g);
     return rc;
 }
 
@@ -413,7 +513,21 @@ int cli_check(const cli_args *a)
         if (st != MC_OK)
             rc = cli_library_error(st);
     }
-    mc_graph_free(g);
+    if (rc == CLI_OK && onnx_model) {
+        /* the way back to the model's names, where they differ */
+        for (int k = 0; k < onnx_model->ninputs; k++)
+            if (strcmp(onnx_model->inputs[k].name, onnx_model->inputs[k].onnx_name))
+                printf("# onnx input %s = '%s'\n", onnx_model->inputs[k].name, onnx_model->inputs[k].onnx_name);
+        for (int k = 0; k < onnx_model->nparams; k++)
+            if (strcmp(onnx_model->params[k].name, onnx_model->params[k].onnx_name))
+                printf("# onnx initializer %s = '%s'\n", onnx_model->params[k].name, onnx_model->params[k].onnx_name);
+        for (int k = 0; k < onnx_model->noutputs; k++) {
+            const char *name = g->nodes[g->outputs[k]].name;
+            if (name && strcmp(name, onnx_model->out_onnx[k]))
+                printf("# onnx output %s = '%s'\n", name, onnx_model->out_onnx[k]);
+        }
+    }
+    free_graph(g);
     return rc;
 }
 
@@ -484,6 +598,38 @@ int cli_dump(const cli_args *a)
         rc = dump_code(a, g);
     else
         rc = dump_stage(a, g);
-    mc_graph_free(g);
+    free_graph(g);
+    return rc;
+}
+
+/* ---- import -------------------------------------------------------------------------------- */
+
+static mc_status print_graph_to(FILE *f, void *g) { return mc_graph_print(g, f); }
+
+int cli_import(const cli_args *a)
+{
+    if (!a->out_graph)
+        return cli_error(CLI_USER, "import: no output file (-o OUT.graph)");
+    mc_graph *g = NULL;
+    int rc = load_graph(a, &g);
+    if (rc == CLI_OK && !onnx_model) {
+        free_graph(g);
+        return cli_error(CLI_USER, "import: %s is not an ONNX model", a->graph_path);
+    }
+    if (rc == CLI_OK) {
+        mc_status st = mc_file_write_atomic(a->out_graph, print_graph_to, g);
+        if (st != MC_OK)
+            rc = cli_library_error(st);
+        else if (!a->opt.quiet)
+            fprintf(stderr, "minic: wrote %s\n", a->out_graph);
+    }
+    if (rc == CLI_OK && a->weights_out) {
+        mc_status st = mc_onnx_save_weights(onnx_model, a->weights_out);
+        if (st != MC_OK)
+            rc = cli_library_error(st);
+        else if (!a->opt.quiet)
+            fprintf(stderr, "minic: wrote %s\n", a->weights_out);
+    }
+    free_graph(g);
     return rc;
 }

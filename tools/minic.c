@@ -34,12 +34,14 @@
 #include "ir/ir.h"
 #include "passes/passes.h"
 
-enum { CMD_RUN = 1, CMD_BENCH = 2, CMD_CHECK = 4, CMD_DUMP = 8, CMD_OPS = 16, CMD_PEAKS = 32, CMD_CACHE = 64 };
+enum { CMD_RUN = 1, CMD_BENCH = 2, CMD_CHECK = 4, CMD_DUMP = 8, CMD_OPS = 16, CMD_PEAKS = 32, CMD_CACHE = 64,
+       CMD_IMPORT = 128 };
 
 typedef enum {
     OPT_BACKEND, OPT_WEIGHTS, OPT_INPUT, OPT_SEED, OPT_OUTPUT, OPT_SAVE_INPUTS, OPT_NO_FUSE, OPT_NO_PLAN,
     OPT_CUDA_GRAPH, OPT_NO_CUDA_GRAPH, OPT_ITERS, OPT_THREADS, OPT_CPU_TARGET, OPT_TF32, OPT_PROFILE,
-    OPT_PROFILE_JSON, OPT_TRACE, OPT_ROOFLINE, OPT_STAGE, OPT_QUIET, OPT_HELP,
+    OPT_PROFILE_JSON, OPT_TRACE, OPT_ROOFLINE, OPT_STAGE, OPT_QUIET, OPT_HELP, OPT_F64_AS_F32,
+    OPT_OUT_GRAPH, OPT_WEIGHTS_OUT,
 } option_id;
 
 typedef struct option {
@@ -106,10 +108,16 @@ static const option options[] = {
      "cse, dce) the graph; after fuse the graph and its fusion groups; after lower or plan\n"
      "the kernel IR (plan: temporaries placed in one arena); fused: as plan, with the planned\n"
      "peak memory; code: the generated source (cpu: LLVM IR, cuda: CUDA C)"},
-    {OPT_QUIET, "--quiet", NULL, EXEC | CMD_DUMP,
+    {OPT_QUIET, "--quiet", NULL, EXEC | CMD_DUMP | CMD_IMPORT,
      "no notes on stderr: which backend `auto` fell back to, compile progress, a program\n"
      "run without a CUDA graph, the files written (`minic: wrote FILE`)"},
-    {OPT_HELP, "--help", NULL, EXEC | CMD_CHECK | CMD_DUMP, "show this help"},
+    {OPT_F64_AS_F32, "--f64-as-f32", NULL, EXEC | CMD_CHECK | CMD_DUMP | CMD_IMPORT,
+     "ONNX models: read DOUBLE tensors as f32 (without it a DOUBLE tensor is an error)"},
+    {OPT_OUT_GRAPH, "-o", "OUT.graph", CMD_IMPORT,
+     "import: the .graph file to write (the model as minic's text format)"},
+    {OPT_WEIGHTS_OUT, "--weights-out", "W.safetensors", CMD_IMPORT,
+     "import: write the params' values (the model's initializers) to a .safetensors file"},
+    {OPT_HELP, "--help", NULL, EXEC | CMD_CHECK | CMD_DUMP | CMD_IMPORT, "show this help"},
 };
 #define NOPTIONS ((int)(sizeof options / sizeof options[0]))
 
@@ -121,7 +129,7 @@ typedef struct command {
 } command;
 
 static const command commands[] = {
-    {"run", CMD_RUN, "minic run MODEL.graph [options]",
+    {"run", CMD_RUN, "minic run MODEL.graph|MODEL.onnx [options]",
      "compile and execute; print each output's name, dtype, shape, first values and checksum"},
     {"bench", CMD_BENCH, "minic bench MODEL.graph [options]",
      "fused vs unfused: time each, compare both with a float64 evaluation and with each\n"
@@ -130,6 +138,8 @@ static const command commands[] = {
      "parse, verify and infer types; print the typed graph"},
     {"dump", CMD_DUMP, "minic dump MODEL.graph --stage ir|PASS|fused|code [options]",
      "print the graph before or after the passes, the fused kernels, or the generated source"},
+    {"import", CMD_IMPORT, "minic import MODEL.onnx -o OUT.graph [--weights-out W.safetensors]",
+     "write an ONNX model as a .graph file and its weights as .safetensors (docs/FORMAT.md §7)"},
     {"ops", CMD_OPS, "minic ops [OPERATOR..]",
      "every operator: its signature, the dtypes it accepts, its result and its kind"},
     {"peaks", CMD_PEAKS, "minic peaks [--backend cpu|cuda]",
@@ -177,9 +187,9 @@ static void print_note(void *ctx, const char *note)
 
 static void print_main_help(FILE *out)
 {
-    fputs("usage: minic COMMAND [MODEL.graph] [options]\n\n"
-          "minic compiles a tensor graph (a .graph file) into fused kernels and runs them on\n"
-          "the GPU (cuda), the CPU (cpu) or the reference interpreter (ref).\n\ncommands:\n",
+    fputs("usage: minic COMMAND [MODEL.graph|MODEL.onnx] [options]\n\n"
+          "minic compiles a tensor graph (a .graph file or an ONNX model) into fused kernels and\n"
+          "runs them on the GPU (cuda), the CPU (cpu) or the reference interpreter (ref).\n\ncommands:\n",
           out);
     for (int c = 0; c < NCOMMANDS; c++) {
         fprintf(out, "  %-6s ", commands[c].name);
@@ -338,6 +348,17 @@ static int set_value(cli_args *a, const option *o, const char *v)
     case OPT_TF32: a->opt.tf32 = true; return CLI_OK;
     case OPT_PROFILE: a->profile = true; return CLI_OK;
     case OPT_QUIET: a->opt.quiet = true; return CLI_OK;
+    case OPT_F64_AS_F32: a->f64_as_f32 = true; return CLI_OK;
+    case OPT_OUT_GRAPH:
+        if (!*v)
+            return cli_error(CLI_USER, "-o: empty file name");
+        a->out_graph = v;
+        return CLI_OK;
+    case OPT_WEIGHTS_OUT:
+        if (!ends_with(v, ".safetensors"))
+            return cli_error(CLI_USER, "--weights-out %s: expected a .safetensors file", v);
+        a->weights_out = v;
+        return CLI_OK;
     case OPT_HELP: return CLI_OK;
     }
     return CLI_OK;
@@ -489,6 +510,7 @@ int main(int argc, char **argv)
         case CMD_RUN: status = cli_run(&a); break;
         case CMD_BENCH: status = cli_bench(&a); break;
         case CMD_CHECK: status = cli_check(&a); break;
+        case CMD_IMPORT: status = cli_import(&a); break;
         default: status = cli_dump(&a); break; /* CMD_DUMP: ops and peaks returned above */
         }
     }

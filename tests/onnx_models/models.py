@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Export small PyTorch models to ONNX (Debian 12's python3-torch 1.13) with an input and
+PyTorch's output beside each, for tests/onnx_models/run.sh:
+
+    models.py OUT_DIR   ->  OUT_DIR/<name>_opset<N>/{model.onnx, input.npy, expected.npy}
+
+gpt: a GPT-2-style decoder (token + position embeddings, 2 pre-LN blocks of causal
+self-attention and a GELU MLP, final LayerNorm, tied LM head), vocabulary 96, context 16.
+cnn: conv-batchnorm-relu-maxpool twice, global average pool, linear. Random weights, fixed
+seed, eval mode; opsets 13 and 17. Exit 77 when torch or onnx is missing.
+"""
+import os
+import sys
+import warnings
+
+warnings.filterwarnings("ignore")
+try:
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError:
+    print("skipped: python3-torch is not installed", file=sys.stderr)
+    sys.exit(77)
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads, ctx):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.heads = heads
+        self.register_buffer("mask", torch.tril(torch.ones(ctx, ctx, dtype=torch.bool)))
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.heads
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q = q.view(b, t, h, d // h).transpose(1, 2)
+        k = k.view(b, t, h, d // h).transpose(1, 2)
+        v = v.view(b, t, h, d // h).transpose(1, 2)
+        s = (q @ k.transpose(-2, -1)) * (1.0 / (d // h) ** 0.5)
+        s = s.masked_fill(~self.mask[:t, :t], float("-inf"))
+        y = (F.softmax(s, dim=-1) @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.proj(y)
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab=96, ctx=16, d=64, heads=4, layers=2):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
+        self.blocks = nn.ModuleList([Block(d, heads, ctx) for _ in range(layers)])
+        self.ln = nn.LayerNorm(d)
+
+    def forward(self, ids):
+        t = ids.shape[1]
+        x = self.wte(ids) + self.wpe(torch.arange(t, dtype=torch.long))
+        for blk in self.blocks:
+            x = blk(x)
+        return self.ln(x) @ self.wte.weight.t()
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8)
+        self.c2, self.b2 = nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.b1(self.c1(x))), 2)
+        x = F.max_pool2d(F.relu(self.b2(self.c2(x))), 2)
+        return self.fc(x.mean(dim=(2, 3)))
+
+
+def export(name, model, x, opset, out):
+    d = os.path.join(out, f"{name}_opset{opset}")
+    os.makedirs(d, exist_ok=True)
+    model.eval()
+    with torch.no_grad():
+        y = model(x)
+        torch.onnx.export(model, (x,), os.path.join(d, "model.onnx"), opset_version=opset,
+                          input_names=["input"], output_names=["output"])
+    np.save(os.path.join(d, "input.npy"), x.numpy())
+    np.save(os.path.join(d, "expected.npy"), y.numpy().astype(np.float32))
+
+
+def main():
+    if len(sys.argv) != 2:
+        print("usage: models.py OUT_DIR", file=sys.stderr)
+        sys.exit(2)
+    torch.manual_seed(0)
+    gpt, cnn = GPT(), CNN()
+    for m in cnn.modules():  # non-trivial batch-norm statistics
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 1.5)
+    ids = torch.randint(0, 96, (2, 16))
+    img = torch.randn(2, 3, 16, 16)
+    for opset in (13, 17):
+        export("gpt", gpt, ids, opset, sys.argv[1])
+        export("cnn", cnn, img, opset, sys.argv[1])
+
+
+main()

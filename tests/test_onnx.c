@@ -1,0 +1,623 @@
+/* ONNX import (frontend/onnx.c): models written byte by byte here (a tiny protobuf writer), so
+ * that every malformed form can be made: a valid model runs and gives the right numbers; names
+ * are made valid and mapped back; truncated files, lying sizes, huge dimensions, deep nesting
+ * and external data that leaves the model's folder are input errors naming the file, never a
+ * crash; every unsupported node is listed. Skips (77) in a minic built without protobuf-c. */
+#include "testlib.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "frontend/onnx.h"
+
+/* ---- a protobuf writer ---------------------------------------------------------------------- */
+
+typedef struct buf {
+    unsigned char b[1 << 15];
+    size_t n;
+} buf;
+
+static void put_byte(buf *o, unsigned char x)
+{
+    assert_true(o->n < sizeof o->b);
+    o->b[o->n++] = x;
+}
+
+static void put_varint(buf *o, uint64_t v)
+{
+    while (v >= 0x80) {
+        put_byte(o, (unsigned char)(v | 0x80));
+        v >>= 7;
+    }
+    put_byte(o, (unsigned char)v);
+}
+
+static void field_varint(buf *o, int field, uint64_t v)
+{
+    put_varint(o, (uint64_t)field << 3);
+    put_varint(o, v);
+}
+
+static void field_bytes(buf *o, int field, const void *data, size_t len)
+{
+    put_varint(o, (uint64_t)field << 3 | 2);
+    put_varint(o, len);
+    for (size_t k = 0; k < len; k++)
+        put_byte(o, ((const unsigned char *)data)[k]);
+}
+
+static void field_str(buf *o, int field, const char *s) { field_bytes(o, field, s, strlen(s)); }
+static void field_msg(buf *o, int field, const buf *m) { field_bytes(o, field, m->b, m->n); }
+
+/* TensorProto: dims 1, data_type 2, name 8, raw_data 9 */
+static void tensor(buf *t, const char *name, int dtype, const int64_t *dims, int rank,
+                   const void *raw, size_t raw_len)
+{
+    t->n = 0;
+    for (int d = 0; d < rank; d++)
+        field_varint(t, 1, (uint64_t)dims[d]);
+    field_varint(t, 2, (uint64_t)dtype);
+    field_str(t, 8, name);
+    if (raw)
+        field_bytes(t, 9, raw, raw_len);
+}
+
+/* ValueInfoProto { name 1, type 2: TypeProto { tensor_type 1: { elem_type 1, shape 2 } } } */
+static void value_info(buf *v, const char *name, int dtype, const int64_t *dims, int rank)
+{
+    buf shape = {0}, tt = {0}, tp = {0};
+    for (int d = 0; d < rank; d++) {
+        buf dim = {0};
+        field_varint(&dim, 1, (uint64_t)dims[d]);
+        field_msg(&shape, 1, &dim);
+    }
+    field_varint(&tt, 1, (uint64_t)dtype);
+    field_msg(&tt, 2, &shape);
+    field_msg(&tp, 1, &tt);
+    v->n = 0;
+    field_str(v, 1, name);
+    field_msg(v, 2, &tp);
+}
+
+/* NodeProto { input 1, output 2, name 3, op_type 4, attribute 5 } with two inputs */
+static void node(buf *nd, const char *op, const char *a, const char *b, const char *out)
+{
+    nd->n = 0;
+    field_str(nd, 1, a);
+    if (b)
+        field_str(nd, 1, b);
+    field_str(nd, 2, out);
+    field_str(nd, 3, out);
+    field_str(nd, 4, op);
+}
+
+/* ModelProto { ir_version 1, graph 7, opset_import 8 { domain 1, version 2 } } */
+static void model(buf *m, const buf *graph)
+{
+    buf opset = {0};
+    field_str(&opset, 1, "");
+    field_varint(&opset, 2, 17);
+    m->n = 0;
+    field_varint(m, 1, 8);
+    field_msg(m, 7, graph);
+    field_msg(m, 8, &opset);
+}
+
+/* y = x:0 + w (w an initializer of 4 floats) */
+static void add_model(buf *m, const void *raw, size_t raw_len, const int64_t *wdims, int wrank)
+{
+    buf g = {0}, t = {0}, nd = {0}, in = {0}, out = {0};
+    int64_t dims[1] = {4};
+    node(&nd, "Add", "x:0", "w", "y/out");
+    field_msg(&g, 1, &nd);
+    field_str(&g, 2, "g");
+    tensor(&t, "w", 1, wdims, wrank, raw, raw_len);
+    field_msg(&g, 5, &t);
+    value_info(&in, "x:0", 1, dims, 1);
+    field_msg(&g, 11, &in);
+    value_info(&out, "y/out", 1, dims, 1);
+    field_msg(&g, 12, &out);
+    model(m, &g);
+}
+
+static const float wvals[4] = {1.5f, -2.0f, 0.25f, 8.0f};
+
+static bool skip_without_onnx(void)
+{
+    if (mc_onnx_available())
+        return false;
+    printf("skipped: minic built without protobuf-c\n");
+    return true;
+}
+
+static void expect_error(const buf *m, const char *expect)
+{
+    mc_onnx *o = (mc_onnx *)1;
+    mc_status st = mc_onnx_load_memory(m->b, m->n, "bad.onnx", 0, NULL, NULL, &o);
+    if (st == MC_OK) {
+        mc_onnx_free(o);
+        fail_msg("accepted a bad model; expected an error containing '%s'", expect);
+    }
+    assert_int_equal(st, MC_ERR_INPUT);
+    assert_null(o);
+    const char *msg = mc_error_message();
+    if (!strstr(msg, "bad.onnx") || !strstr(msg, expect))
+        fail_msg("message '%s' lacks the file name or '%s'", msg, expect);
+}
+
+/* ---- tests ---------------------------------------------------------------------------------- */
+
+static void test_valid_model_runs(void **state)
+{
+    (void)state;
+    buf m;
+    int64_t wd[1] = {4};
+    add_model(&m, wvals, sizeof wvals, wd, 1);
+    mc_onnx *o;
+    if (mc_onnx_load_memory(m.b, m.n, "ok.onnx", 0, NULL, NULL, &o) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    /* names made valid, and the way back */
+    assert_string_equal(mc_onnx_minic_name(o, "x:0"), "x_0");
+    assert_string_equal(mc_onnx_minic_name(o, "y/out"), "y_out");
+    assert_string_equal(mc_onnx_minic_name(o, "w"), "w");
+    assert_null(mc_onnx_minic_name(o, "nothing"));
+    mc_options opt = mc_test_options();
+    opt.backend = MC_BACKEND_REF;
+    mc_program *p;
+    assert_int_equal(mc_program_compile(mc_onnx_graph(o), &opt, &p), MC_OK);
+    assert_int_equal(mc_onnx_bind(o, p), MC_OK);
+    const float x[4] = {1, 2, 3, 4};
+    assert_int_equal(mc_program_set(p, "x_0", x, sizeof x), MC_OK);
+    assert_int_equal(mc_program_run(p), MC_OK);
+    mc_tensor t;
+    assert_int_equal(mc_program_output(p, 0, &t), MC_OK);
+    assert_string_equal(t.name, "y_out");
+    const float *y = t.data;
+    for (int k = 0; k < 4; k++)
+        assert_true(y[k] == x[k] + wvals[k]);
+    /* the weights file holds w under its minic name */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/w.safetensors", mc_test_tmpdir());
+    assert_int_equal(mc_onnx_save_weights(o, path), MC_OK);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    mc_program_free(p);
+    mc_onnx_free(o);
+}
+
+/* an initializer that became a param is still a constant for the nodes after it */
+static void test_initializer_used_twice(void **state)
+{
+    (void)state;
+    buf g = {0}, t = {0}, nd = {0}, in = {0}, out = {0}, m;
+    int64_t dims[1] = {4};
+    node(&nd, "Add", "x", "w", "y");
+    field_msg(&g, 1, &nd);
+    node(&nd, "Add", "w", "w", "ww"); /* folded on the host */
+    field_msg(&g, 1, &nd);
+    node(&nd, "Add", "y", "ww", "z");
+    field_msg(&g, 1, &nd);
+    tensor(&t, "w", 1, dims, 1, wvals, sizeof wvals);
+    field_msg(&g, 5, &t);
+    value_info(&in, "x", 1, dims, 1);
+    field_msg(&g, 11, &in);
+    value_info(&out, "z", 1, dims, 1);
+    field_msg(&g, 12, &out);
+    model(&m, &g);
+    mc_onnx *o;
+    if (mc_onnx_load_memory(m.b, m.n, "twice.onnx", 0, NULL, NULL, &o) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    mc_options opt = mc_test_options();
+    opt.backend = MC_BACKEND_REF;
+    mc_program *p;
+    assert_int_equal(mc_program_compile(mc_onnx_graph(o), &opt, &p), MC_OK);
+    assert_int_equal(mc_onnx_bind(o, p), MC_OK);
+    const float x[4] = {1, 2, 3, 4};
+    assert_int_equal(mc_program_set(p, "x", x, sizeof x), MC_OK);
+    assert_int_equal(mc_program_run(p), MC_OK);
+    mc_tensor r;
+    assert_int_equal(mc_program_output(p, 0, &r), MC_OK);
+    for (int k = 0; k < 4; k++)
+        assert_true(((const float *)r.data)[k] == x[k] + 3 * wvals[k]);
+    mc_program_free(p);
+    mc_onnx_free(o);
+}
+
+static void test_truncated_and_garbage(void **state)
+{
+    (void)state;
+    buf m;
+    int64_t wd[1] = {4};
+    add_model(&m, wvals, sizeof wvals, wd, 1);
+    /* every prefix: an error or (where the prefix happens to be a whole model) a model, never a crash */
+    for (size_t len = 0; len < m.n; len++) {
+        mc_onnx *o = NULL;
+        if (mc_onnx_load_memory(m.b, len, "cut.onnx", 0, NULL, NULL, &o) == MC_OK)
+            mc_onnx_free(o);
+        else
+            assert_non_null(strstr(mc_error_message(), "cut.onnx"));
+    }
+    /* every single byte flipped */
+    for (size_t k = 0; k < m.n; k++) {
+        buf f = m;
+        f.b[k] ^= 0xff;
+        mc_onnx *o = NULL;
+        if (mc_onnx_load_memory(f.b, f.n, "flip.onnx", 0, NULL, NULL, &o) == MC_OK)
+            mc_onnx_free(o);
+    }
+    buf junk = {0};
+    for (int k = 0; k < 64; k++)
+        put_byte(&junk, (unsigned char)(k * 37 + 11));
+    mc_onnx *o = NULL;
+    assert_int_not_equal(mc_onnx_load_memory(junk.b, junk.n, "junk.onnx", 0, NULL, NULL, &o), MC_OK);
+}
+
+static void test_lying_sizes_and_huge_dims(void **state)
+{
+    (void)state;
+    buf m;
+    int64_t wd[1] = {4};
+    add_model(&m, wvals, 12, wd, 1); /* 3 floats for a shape of 4 */
+    expect_error(&m, "raw data of 12 bytes");
+    int64_t huge[2] = {(int64_t)1 << 40, (int64_t)1 << 40};
+    add_model(&m, wvals, sizeof wvals, huge, 2);
+    expect_error(&m, "invalid dimension");
+    int64_t neg[1] = {-4};
+    add_model(&m, wvals, sizeof wvals, neg, 1);
+    expect_error(&m, "invalid dimension");
+    int64_t many[9] = {1, 1, 1, 1, 1, 1, 1, 1, 4};
+    add_model(&m, wvals, sizeof wvals, many, 9);
+    expect_error(&m, "rank 9");
+    /* a length that runs past the end of the file */
+    add_model(&m, wvals, sizeof wvals, wd, 1);
+    buf cut = m;
+    cut.n -= 3;
+    expect_error(&cut, "not a valid ONNX model");
+}
+
+static void test_deep_nesting(void **state)
+{
+    (void)state;
+    /* a node whose attribute holds a graph whose node holds a graph ... 200 deep */
+    buf *inner = calloc(1, sizeof *inner), *next = calloc(1, sizeof *next);
+    for (int d = 0; d < 200; d++) {
+        buf attr = {0}, nd = {0};
+        field_str(&attr, 1, "body");
+        field_varint(&attr, 20, 5);
+        if (d)
+            field_msg(&attr, 6, inner); /* g */
+        field_str(&nd, 4, "If");
+        field_msg(&nd, 5, &attr);
+        next->n = 0;
+        field_msg(next, 1, &nd); /* GraphProto.node */
+        if (next->n > sizeof inner->b - 64)
+            break;
+        buf *t = inner;
+        inner = next;
+        next = t;
+    }
+    buf m;
+    model(&m, inner);
+    expect_error(&m, "nested too deeply");
+    free(inner);
+    free(next);
+}
+
+static void write_model(const char *path, const buf *m)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(m->b, 1, m->n, f), m->n);
+    fclose(f);
+}
+
+/* the initializer w stored in an external file at location loc */
+static void external_model(buf *m, const char *loc)
+{
+    buf g = {0}, t = {0}, nd = {0}, in = {0}, out = {0}, kv = {0};
+    int64_t dims[1] = {4};
+    node(&nd, "Add", "x", "w", "y");
+    field_msg(&g, 1, &nd);
+    tensor(&t, "w", 1, dims, 1, NULL, 0);
+    field_str(&kv, 1, "location");
+    field_str(&kv, 2, loc);
+    field_msg(&t, 13, &kv);
+    field_varint(&t, 14, 1); /* data_location EXTERNAL */
+    field_msg(&g, 5, &t);
+    value_info(&in, "x", 1, dims, 1);
+    field_msg(&g, 11, &in);
+    value_info(&out, "y", 1, dims, 1);
+    field_msg(&g, 12, &out);
+    model(m, &g);
+}
+
+static void test_external_data(void **state)
+{
+    (void)state;
+    char dir[4096], sub[4096], path[4200], data[4200];
+    snprintf(dir, sizeof dir, "%s", mc_test_tmpdir());
+    snprintf(sub, sizeof sub, "%s/model", dir);
+    mkdir(sub, 0755);
+    snprintf(data, sizeof data, "%s/w.bin", sub);
+    FILE *f = fopen(data, "wb");
+    assert_non_null(f);
+    fwrite(wvals, 1, sizeof wvals, f);
+    fclose(f);
+    snprintf(data, sizeof data, "%s/outside.bin", dir);
+    f = fopen(data, "wb");
+    assert_non_null(f);
+    fwrite(wvals, 1, sizeof wvals, f);
+    fclose(f);
+
+    buf m;
+    mc_onnx *o;
+    snprintf(path, sizeof path, "%s/ok.onnx", sub);
+    external_model(&m, "w.bin");
+    write_model(path, &m);
+    if (mc_onnx_load(path, 0, NULL, NULL, &o) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    assert_int_equal(o->nparams, 1);
+    assert_memory_equal(o->params[0].data, wvals, sizeof wvals);
+    mc_onnx_free(o);
+
+    const char *bad[] = {"../outside.bin", "/etc/passwd", "a/../../outside.bin", "missing.bin"};
+    const char *why[] = {"leaves the model's folder", "leaves the model's folder",
+                         "leaves the model's folder", "cannot be opened"};
+    for (int k = 0; k < 4; k++) {
+        external_model(&m, bad[k]);
+        write_model(path, &m);
+        o = (mc_onnx *)1;
+        assert_int_equal(mc_onnx_load(path, 0, NULL, NULL, &o), MC_ERR_INPUT);
+        assert_null(o);
+        if (!strstr(mc_error_message(), why[k]))
+            fail_msg("%s: '%s'", bad[k], mc_error_message());
+    }
+    /* a link inside the folder that points outside it */
+    snprintf(data, sizeof data, "%s/link.bin", sub);
+    unlink(data);
+    char target[4200];
+    snprintf(target, sizeof target, "%s/outside.bin", dir);
+    assert_int_equal(symlink(target, data), 0);
+    external_model(&m, "link.bin");
+    write_model(path, &m);
+    assert_int_equal(mc_onnx_load(path, 0, NULL, NULL, &o), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "outside the model's folder"));
+    /* from memory there is no folder */
+    external_model(&m, "w.bin");
+    expect_error(&m, "read from memory");
+}
+
+static int notes;
+static void count_note(void *ctx, const char *line)
+{
+    (void)ctx;
+    assert_non_null(strstr(line, "unknown operator"));
+    notes++;
+}
+
+static void test_every_unsupported_node_listed(void **state)
+{
+    (void)state;
+    buf g = {0}, nd = {0}, in = {0}, out = {0}, m;
+    int64_t dims[1] = {4};
+    node(&nd, "FancyOp", "x", NULL, "a");
+    field_msg(&g, 1, &nd);
+    node(&nd, "Relu", "a", NULL, "b"); /* after an unsupported node: not listed again */
+    field_msg(&g, 1, &nd);
+    node(&nd, "OtherOp", "x", NULL, "c");
+    field_msg(&g, 1, &nd);
+    node(&nd, "Add", "b", "c", "y");
+    field_msg(&g, 1, &nd);
+    value_info(&in, "x", 1, dims, 1);
+    field_msg(&g, 11, &in);
+    value_info(&out, "y", 1, dims, 1);
+    field_msg(&g, 12, &out);
+    model(&m, &g);
+    expect_error(&m, "2 nodes cannot be imported");
+    const char *msg = mc_error_message();
+    assert_non_null(strstr(msg, "node a (FancyOp, opset 17): unknown operator"));
+    assert_non_null(strstr(msg, "node c (OtherOp, opset 17)"));
+    notes = 0;
+    mc_onnx *o;
+    assert_int_equal(mc_onnx_load_memory(m.b, m.n, "bad.onnx", 0, count_note, NULL, &o), MC_ERR_INPUT);
+    assert_int_equal(notes, 2);
+    assert_non_null(strstr(mc_error_message(), "listed above"));
+}
+
+static void test_int64_and_double(void **state)
+{
+    (void)state;
+    /* an INT64 initializer used at run time must fit in i32 */
+    buf g = {0}, t = {0}, nd = {0}, in = {0}, out = {0}, m;
+    int64_t dims[1] = {2};
+    int64_t big[2] = {1, (int64_t)1 << 40};
+    node(&nd, "Add", "x", "w", "y");
+    field_msg(&g, 1, &nd);
+    tensor(&t, "w", 7, dims, 1, big, sizeof big);
+    field_msg(&g, 5, &t);
+    value_info(&in, "x", 7, dims, 1);
+    field_msg(&g, 11, &in);
+    value_info(&out, "y", 7, dims, 1);
+    field_msg(&g, 12, &out);
+    model(&m, &g);
+    expect_error(&m, "outside i32");
+    /* a DOUBLE input: an error unless MC_ONNX_F64_AS_F32 */
+    g.n = 0;
+    node(&nd, "Relu", "x", NULL, "y");
+    field_msg(&g, 1, &nd);
+    value_info(&in, "x", 11, dims, 1);
+    field_msg(&g, 11, &in);
+    value_info(&out, "y", 11, dims, 1);
+    field_msg(&g, 12, &out);
+    model(&m, &g);
+    expect_error(&m, "DOUBLE");
+    mc_onnx *o;
+    assert_int_equal(mc_onnx_load_memory(m.b, m.n, "d.onnx", MC_ONNX_F64_AS_F32, NULL, NULL, &o), MC_OK);
+    assert_int_equal(o->inputs[0].dtype, MC_F32);
+    mc_onnx_free(o);
+}
+
+/* Floor, Ceil and Round (composed until minic has them) are exact at the edges: huge values,
+ * infinities, NaN, halves (Round: to even), signed zeros */
+static void test_rounding_edges(void **state)
+{
+    (void)state;
+    static const float xs[] = {1e10f, -1e10f, INFINITY, -INFINITY, NAN, -2.5f, 2.5f, -0.0f,
+                               8388607.5f, -8388607.5f, 0.5f, 1.5f, -1.5f, 3.7f, -3.2f, -0.4f};
+    enum { N = sizeof xs / sizeof *xs };
+    const char *ops[3] = {"Floor", "Ceil", "Round"};
+    for (int k = 0; k < 3; k++) {
+        buf g = {0}, nd = {0}, in = {0}, out = {0}, m;
+        int64_t dims[1] = {N};
+        node(&nd, ops[k], "x", NULL, "y");
+        field_msg(&g, 1, &nd);
+        value_info(&in, "x", 1, dims, 1);
+        field_msg(&g, 11, &in);
+        value_info(&out, "y", 1, dims, 1);
+        field_msg(&g, 12, &out);
+        model(&m, &g);
+        mc_onnx *o;
+        if (mc_onnx_load_memory(m.b, m.n, "round.onnx", 0, NULL, NULL, &o) != MC_OK)
+            fail_msg("%s", mc_error_message());
+        mc_options opt = mc_test_options();
+        opt.backend = MC_BACKEND_REF;
+        mc_program *p;
+        assert_int_equal(mc_program_compile(mc_onnx_graph(o), &opt, &p), MC_OK);
+        assert_int_equal(mc_program_set(p, "x", xs, sizeof xs), MC_OK);
+        assert_int_equal(mc_program_run(p), MC_OK);
+        mc_tensor t;
+        assert_int_equal(mc_program_output(p, 0, &t), MC_OK);
+        const float *y = t.data;
+        for (int i = 0; i < N; i++) {
+            float want = k == 0 ? floorf(xs[i]) : k == 1 ? ceilf(xs[i]) : nearbyintf(xs[i]);
+            bool same = (isnan(want) && isnan(y[i])) || (want == y[i] && signbit(want) == signbit(y[i]));
+            if (!same)
+                fail_msg("%s(%g) = %g, expected %g", ops[k], xs[i], y[i], want);
+        }
+        mc_program_free(p);
+        mc_onnx_free(o);
+    }
+}
+
+static void test_cli(void **state)
+{
+    (void)state;
+    buf m;
+    int64_t wd[1] = {4};
+    add_model(&m, wvals, sizeof wvals, wd, 1);
+    char path[4200], args[16384];
+    snprintf(path, sizeof path, "%s/cli.onnx", mc_test_tmpdir());
+    write_model(path, &m);
+    char *out, *err;
+    snprintf(args, sizeof args, "run %s --backend ref --quiet", path);
+    assert_int_equal(mc_test_minic(args, &out, &err), 0);
+    assert_non_null(strstr(out, "y_out: f32[4]"));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "check %s", path);
+    assert_int_equal(mc_test_minic(args, &out, &err), 0);
+    assert_non_null(strstr(out, "# onnx input x_0 = 'x:0'"));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "import %s -o %s/cli.graph --weights-out %s/cli.safetensors --quiet",
+             path, mc_test_tmpdir(), mc_test_tmpdir());
+    assert_int_equal(mc_test_minic(args, &out, &err), 0);
+    free(out);
+    free(err);
+    /* the text graph with its weights gives the model's outputs */
+    snprintf(args, sizeof args, "run %s/cli.graph --weights %s/cli.safetensors --backend ref --quiet",
+             mc_test_tmpdir(), mc_test_tmpdir());
+    char *out2;
+    assert_int_equal(mc_test_minic(args, &out2, &err), 0);
+    free(err);
+    snprintf(args, sizeof args, "run %s --backend ref --quiet", path);
+    assert_int_equal(mc_test_minic(args, &out, &err), 0);
+    free(err);
+    assert_non_null(strstr(out2, strstr(out, "checksum")));
+    free(out);
+    free(out2);
+    /* --weights overrides an initializer under its ONNX name (onnx::w, minic's onnx__w) */
+    {
+        buf g2 = {0}, t2 = {0}, n2 = {0}, i2 = {0}, o3 = {0};
+        node(&n2, "Add", "x", "onnx::w", "y");
+        field_msg(&g2, 1, &n2);
+        tensor(&t2, "onnx::w", 1, wd, 1, wvals, sizeof wvals);
+        field_msg(&g2, 5, &t2);
+        value_info(&i2, "x", 1, wd, 1);
+        field_msg(&g2, 11, &i2);
+        value_info(&o3, "y", 1, wd, 1);
+        field_msg(&g2, 12, &o3);
+        model(&m, &g2);
+        write_model(path, &m);
+        const char header[] = "{\"onnx::w\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}";
+        const float wnew[4] = {10, 20, 30, 40};
+        char st[4200];
+        snprintf(st, sizeof st, "%s/onnx_names.safetensors", mc_test_tmpdir());
+        FILE *f = fopen(st, "wb");
+        assert_non_null(f);
+        uint64_t len = sizeof header - 1;
+        for (int k = 0; k < 8; k++)
+            fputc((int)(len >> (8 * k)) & 0xff, f);
+        fwrite(header, 1, len, f);
+        fwrite(wnew, 1, sizeof wnew, f);
+        fclose(f);
+        const float zeros[4] = {0, 0, 0, 0};
+        char xnpy[4200];
+        snprintf(xnpy, sizeof xnpy, "%s/x0.npy", mc_test_tmpdir());
+        f = fopen(xnpy, "wb");
+        assert_non_null(f);
+        const char npyh[] = "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }";
+        char hdr[118]; /* 10 + 118 = 128 bytes of header */
+        memset(hdr, ' ', sizeof hdr);
+        memcpy(hdr, npyh, sizeof npyh - 1);
+        hdr[117] = '\n';
+        fwrite("\x93NUMPY\x01\x00\x76\x00", 1, 10, f);
+        fwrite(hdr, 1, sizeof hdr, f);
+        fwrite(zeros, 1, sizeof zeros, f);
+        fclose(f);
+        snprintf(args, sizeof args, "run %s --backend ref --quiet --weights %s --input x=%s", path, st, xnpy);
+        assert_int_equal(mc_test_minic(args, &out, &err), 0);
+        if (!strstr(out, "values: 10 20 30 40"))
+            fail_msg("expected the overriding weights: %s %s", out, err);
+        free(out);
+        free(err);
+    }
+    /* an unsupported model: exit 1 with the list */
+    buf g = {0}, nd = {0}, in = {0}, o2 = {0};
+    node(&nd, "FancyOp", "x", NULL, "y");
+    field_msg(&g, 1, &nd);
+    value_info(&in, "x", 1, wd, 1);
+    field_msg(&g, 11, &in);
+    value_info(&o2, "y", 1, wd, 1);
+    field_msg(&g, 12, &o2);
+    model(&m, &g);
+    write_model(path, &m);
+    snprintf(args, sizeof args, "run %s --backend ref", path);
+    assert_int_equal(mc_test_minic(args, &out, &err), 1);
+    assert_non_null(strstr(err, "minic: unsupported: node y (FancyOp, opset 17): unknown operator"));
+    free(out);
+    free(err);
+}
+
+int main(void)
+{
+    if (skip_without_onnx())
+        return 77;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid_model_runs),
+        cmocka_unit_test(test_initializer_used_twice),
+        cmocka_unit_test(test_truncated_and_garbage),
+        cmocka_unit_test(test_lying_sizes_and_huge_dims),
+        cmocka_unit_test(test_deep_nesting),
+        cmocka_unit_test(test_external_data),
+        cmocka_unit_test(test_every_unsupported_node_listed),
+        cmocka_unit_test(test_int64_and_double),
+        cmocka_unit_test(test_rounding_edges),
+        cmocka_unit_test(test_cli),
+    };
+    return mc_test_run(tests);
+}
