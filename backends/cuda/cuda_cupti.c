@@ -28,6 +28,13 @@ mc_status mc_cupti_end(mc_cupti_kernel **out, int *n)
 
 #include <cupti.h>
 #include <dlfcn.h>
+
+/* Written and compiled, but not yet run on a GPU (the session's device time ran out): off
+ * unless MINIC_CUPTI=1 until scripts/profile_check.sh has compared it with Nsight Compute;
+ * then this becomes 1 (MINIC_CUPTI=0 still turns it off). */
+#ifndef MC_CUPTI_DEFAULT
+#define MC_CUPTI_DEFAULT 0
+#endif
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +152,9 @@ mc_status mc_cupti_begin(void)
     const char *env = getenv("MINIC_CUPTI");
     if (env && !strcmp(env, "0"))
         return mc_fail(MC_ERR_SYSTEM, "CUPTI turned off (MINIC_CUPTI=0)");
+    if (!MC_CUPTI_DEFAULT && !(env && !strcmp(env, "1")))
+        return mc_fail(MC_ERR_SYSTEM, "off until checked on a GPU (scripts/profile_check.sh); "
+                                      "MINIC_CUPTI=1 turns it on");
     pthread_once(&once, load);
     if (load_error[0] || !api.cuptiGetVersion)
         return mc_fail(MC_ERR_SYSTEM, "%s", load_error[0] ? load_error : "CUPTI unusable");

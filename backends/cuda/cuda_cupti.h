@@ -6,7 +6,9 @@
  * the prototypes and the record layout come from the toolkit's headers at build time. Where
  * the library is missing, older than the headers, or refuses, mc_cupti_begin says why and the
  * profiler falls back to CUDA events (backends/cuda/cuda_backend.c), saying so in the header.
- * MINIC_CUPTI=0 in the environment turns it off (to test that fallback).
+ * MINIC_CUPTI=0 in the environment turns it off (to test that fallback); until it has been
+ * checked on a GPU it is also off by default and MINIC_CUPTI=1 turns it on (cuda_cupti.c,
+ * MC_CUPTI_DEFAULT).
  */
 #ifndef MINIC_CUDA_CUPTI_H
 #define MINIC_CUDA_CUPTI_H
