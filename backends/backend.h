@@ -25,6 +25,8 @@ typedef struct mc_backend {
                            cpu): large ones get huge pages, and nothing is copied */
     bool is_gpu;        /* a GPU: the profile's peaks come from the GPU datasheet table and
                            NVML's clocks, not the CPU's measured FMA rate */
+    bool no_peaks;      /* no ceilings: the profile shows no %-of-peak (ref: an interpreter
+                           is not a device) and nothing is measured for it */
     bool attention;     /* runs KIR_ATTENTION kernels; false: the passes leave attention
                            chains unfused for this backend (mc_compile_options.no_attention) */
     /* Is the backend usable here? MC_OK, or MC_ERR_SYSTEM with a message that says why
@@ -80,6 +82,9 @@ struct mc_program {
     pthread_mutex_t lock;     /* held by every public call that reads or writes the state above
                                  after compile (binding, run, outputs): one call at a time */
     bool lock_ready;          /* lock was initialized (mc_program_free destroys it) */
+    double *kernel_clock;     /* set by the profiler (runtime/profile.c) around ordinary runs:
+                                 a backend that runs on the host stores mc_now_ms() just before
+                                 and just after kernel k at [2k] and [2k+1]; NULL otherwise */
 };
 
 /* Record a note about p (include/minic.h: notes): kept for mc_program_notes and handed to
@@ -89,6 +94,13 @@ struct mc_program {
 void mc_program_note(mc_program *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 
+
+/* One kernel execution in a profiled run, on the profile's clock (µs since the first
+ * measured run began): the trace draws these as they happened. */
+typedef struct mc_profile_event {
+    int kernel, run;
+    double start_us, end_us;
+} mc_profile_event;
 
 /* What a backend's `profile` slot fills (runtime/profile.h reads it; the arrays are allocated
  * by mc_profile_init with the counts, the times unknown). */
@@ -104,12 +116,21 @@ struct mc_profile {
     double wall_us;            /* median host time of one whole execution; NaN: not measured */
     int iters;                 /* executions measured, after the warm-up */
     char device[128];          /* the device's name ("" where the backend does not say) */
-    char clock[64];            /* what the kernel times were measured with ("cuda events") */
+    char clock[256];           /* what the kernel times were measured with ("cuda events") */
     /* runtime/peaks.c (mc_peaks_apply): where the peaks came from and the GPU clocks. */
     const char *peaks_source;  /* "measured", "datasheet" or "none" */
     bool clocks_known;
     double sm_mhz, sm_max_mhz, mem_mhz, mem_max_mhz;
     double clock_scale;        /* applied to the compute peaks; 1 when clocks are unknown */
+    char peaks_note[320];      /* how the peaks were obtained (first use, spread, a flag) */
+    char wall_clock[64];       /* what the wall time was measured with */
+    /* Real timestamps of every kernel in every measured run (NULL where the backend gives
+     * none: the trace then lays the median times end to end and says so). */
+    mc_profile_event *events;
+    int nevents;
+    double *run_span_us;       /* [2 * iters]: start and end of each measured run; or NULL */
+    double kernel_sum_us;      /* median over the runs of the run's kernel time (<= the wall
+                                  time of the same runs); NaN: the sum of the kernels' medians */
 };
 
 #endif

@@ -2,8 +2,11 @@
  * cache, the CPU measurements of `minic peaks`, and how a profile's peaks are chosen and scaled.
  *
  * The cache is a small text file of `key value` lines per device name, so a person can read and
- * delete it; it is written to a temporary name and renamed. Measurements take medians over
- * several repetitions (one slow repetition must not set the ceiling). The CPU FMA loop keeps
+ * delete it; it is written to a temporary name and renamed. A ceiling is the best of several
+ * short measurements (a slow repetition is the machine being busy, never the hardware being
+ * faster than it is), and the spread between best and worst is kept beside it. An entry older
+ * than the running binary, or measured on a machine with another number of CPUs, is measured
+ * again on first use (mc_peaks_get), so a profile always has peaks without a manual step. The CPU FMA loop keeps
  * many independent vector accumulators so the FMA units, not their latency, set the rate; on
  * x86-64 it is compiled for AVX2+FMA and used only when the CPU has them.
  */
@@ -12,6 +15,8 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -68,6 +73,10 @@ static mc_status write_peaks(FILE *f, void *ctx)
     const mc_peaks *pk = ctx;
     fprintf(f, "device %s\nthreads %d\ncopy_bytes_per_s %.6g\nfma_flops_per_s %.6g\nsm_mhz %.6g\n",
             pk->device, pk->threads, pk->copy_bytes_per_s, pk->fma_flops_per_s, pk->sm_mhz);
+    fprintf(f, "reps %d\ncopy_spread_pct %.3g\nfma_spread_pct %.3g\ngemm_spread_pct %.3g\n"
+               "datasheet_fma_flops_per_s %.6g\ndisagrees %d\nonline_cpus %d\n",
+            pk->reps, pk->copy_spread_pct, pk->fma_spread_pct, pk->gemm_spread_pct,
+            pk->datasheet_fma_flops_per_s, pk->disagrees ? 1 : 0, pk->online_cpus);
     for (int d = 0; d < MC_NUM_DTYPES; d++)
         if (gemm_key[d])
             fprintf(f, "%s %.6g\n", gemm_key[d], pk->gemm_flops_per_s[d]);
@@ -115,6 +124,20 @@ bool mc_peaks_load(const char *device, mc_peaks *pk)
             pk->fma_flops_per_s = x;
         else if (!strcmp(line, "sm_mhz"))
             pk->sm_mhz = x;
+        else if (!strcmp(line, "reps"))
+            pk->reps = (int)fmin(x, 1 << 20);
+        else if (!strcmp(line, "copy_spread_pct"))
+            pk->copy_spread_pct = x;
+        else if (!strcmp(line, "fma_spread_pct"))
+            pk->fma_spread_pct = x;
+        else if (!strcmp(line, "gemm_spread_pct"))
+            pk->gemm_spread_pct = x;
+        else if (!strcmp(line, "datasheet_fma_flops_per_s"))
+            pk->datasheet_fma_flops_per_s = x;
+        else if (!strcmp(line, "disagrees"))
+            pk->disagrees = x != 0;
+        else if (!strcmp(line, "online_cpus"))
+            pk->online_cpus = (int)fmin(x, 1 << 20);
         else
             for (int d = 0; d < MC_NUM_DTYPES; d++)
                 if (gemm_key[d] && !strcmp(line, gemm_key[d]))
@@ -126,6 +149,35 @@ bool mc_peaks_load(const char *device, mc_peaks *pk)
     return named;
 }
 
+static int online_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)fmin((double)n, 1 << 20) : 1;
+}
+
+bool mc_peaks_fresh(const mc_peaks *pk)
+{
+    char path[4096];
+    struct stat cache, exe;
+    if (!pk->device[0] || !mc_peaks_path(pk->device, path, sizeof path) || stat(path, &cache) != 0)
+        return false;
+    if (stat("/proc/self/exe", &exe) == 0 && cache.st_mtime < exe.st_mtime)
+        return false; /* older than the binary: the measuring code may have changed */
+    return pk->online_cpus == online_cpus();
+}
+
+/* Best (largest) rate of n and the spread (best - worst) / best in percent. */
+static double best_of(const double *rate, int n, double *spread_pct)
+{
+    double best = 0, worst = INFINITY;
+    for (int i = 0; i < n; i++) {
+        best = fmax(best, rate[i]);
+        worst = fmin(worst, rate[i]);
+    }
+    *spread_pct = best > 0 && n > 1 ? 100.0 * (best - worst) / best : 0;
+    return best;
+}
+
 /* ---- CPU measurements ---------------------------------------------------------------------- */
 
 typedef struct worker {
@@ -134,7 +186,27 @@ typedef struct worker {
     size_t bytes;
     int64_t iters;
     float sink;
+    void *(*fn)(void *);
+    double cpu_s; /* the thread's own CPU time running fn */
 } worker;
+
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* fn on this thread, timed by the thread's CPU clock: on a busy machine the time another
+ * process holds the core is not counted, so the rate is the core's, not the machine's load. */
+static void *cpu_timed(void *arg)
+{
+    worker *w = arg;
+    double t0 = thread_cpu_s();
+    w->fn(w);
+    w->cpu_s = thread_cpu_s() - t0;
+    return NULL;
+}
 
 static void *copy_worker(void *arg)
 {
@@ -198,6 +270,29 @@ NO_SANITIZE __attribute__((target("avx2,fma"))) static void *fma_worker_avx2(voi
     w->sink = out[0] + out[7];
     return NULL;
 }
+#undef DECL
+#undef STEP
+#undef SUM
+/* 512-bit vectors, for CPUs with AVX-512 (the JIT's code uses them there). */
+NO_SANITIZE __attribute__((target("avx512f"))) static void *fma_worker_avx512(void *arg)
+{
+    worker *w = arg;
+    volatile float seed = 1e-3f;
+    __m512 m = _mm512_set1_ps(0.999f), a = _mm512_set1_ps(seed);
+#define DECL(i) __m512 acc##i = _mm512_mul_ps(a, _mm512_set1_ps((float)(i)));
+#define STEP(i) acc##i = _mm512_fmadd_ps(acc##i, m, a);
+#define SUM(i) s = _mm512_add_ps(s, acc##i);
+    ACCS(DECL)
+    for (int64_t it = 0; it < w->iters; it++) {
+        ACCS(STEP)
+    }
+    __m512 s = _mm512_setzero_ps();
+    ACCS(SUM)
+    float out[16];
+    _mm512_storeu_ps(out, s);
+    w->sink = out[0] + out[15];
+    return NULL;
+}
 #endif
 #undef DECL
 #undef STEP
@@ -257,10 +352,10 @@ mc_status mc_peaks_measure_cpu(const mc_peaks_config *cfg, mc_peaks *pk)
     host_name(pk->device, sizeof pk->device);
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     int n = cfg->threads > 0 ? cfg->threads : online > 0 ? (int)online : 1;
-    int reps = cfg->reps > 0 ? cfg->reps : 5;
+    int reps = cfg->reps > 0 ? cfg->reps : 9;
     size_t bytes = cfg->copy_bytes;
     if (!bytes) {
-        bytes = (size_t)512 << 20;
+        bytes = (size_t)128 << 20;
         size_t avail = available_memory();
         if (avail && bytes > avail / 8)
             bytes = avail / 8;
@@ -288,31 +383,230 @@ mc_status mc_peaks_measure_cpu(const mc_peaks_config *cfg, mc_peaks *pk)
         if (!(t[r] > 0))
             st = mc_fail(MC_ERR_SYSTEM, "peaks: cannot start %d threads", n);
     }
-    if (st == MC_OK)
-        pk->copy_bytes_per_s = 2.0 * (double)total / mc_median(t, reps);
+    if (st == MC_OK) {
+        for (int r = 0; r < reps; r++)
+            t[r] = 2.0 * (double)total / t[r];
+        pk->copy_bytes_per_s = best_of(t, reps, &pk->copy_spread_pct);
+    }
 
     void *(*fma)(void *) = fma_worker_generic;
+    double lanes = 8;
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         fma = fma_worker_avx2;
+    if (__builtin_cpu_supports("avx512f")) {
+        fma = fma_worker_avx512; /* the JIT uses 512-bit vectors here: so must the ceiling */
+        lanes = 16;
+    }
 #endif
-    int64_t iters = cfg->fma_iters > 0 ? cfg->fma_iters : 20000000;
+    int64_t iters = cfg->fma_iters > 0 ? cfg->fma_iters : 2000000;
     for (int r = 0; r < reps && st == MC_OK; r++) {
         for (int i = 0; i < n; i++)
-            w[i] = (worker){.iters = iters};
-        t[r] = run_threads(fma, w, n);
-        if (!(t[r] > 0))
+            w[i] = (worker){.iters = iters, .fn = fma};
+        if (!(run_threads(cpu_timed, w, n) > 0))
             st = mc_fail(MC_ERR_SYSTEM, "peaks: cannot start %d threads", n);
+        /* Each thread's FLOPs over its own CPU time: the rate of n cores running at once. */
+        t[r] = 0;
+        for (int i = 0; i < n && st == MC_OK; i++)
+            t[r] += w[i].cpu_s > 0 ? 2.0 * lanes * NACC * (double)iters / w[i].cpu_s : 0;
     }
-    if (st == MC_OK)
-        pk->fma_flops_per_s = 2.0 * 8 * NACC * (double)iters * n / mc_median(t, reps);
+    if (st == MC_OK) {
+        pk->fma_flops_per_s = best_of(t, reps, &pk->fma_spread_pct);
+        pk->reps = reps;
+        pk->online_cpus = online_cpus();
+        pk->datasheet_fma_flops_per_s = mc_peaks_cpu_datasheet(n, NULL, 0);
+        double ds = pk->datasheet_fma_flops_per_s;
+        pk->disagrees = ds > 0 && (pk->fma_flops_per_s > 2 * ds || pk->fma_flops_per_s < ds / 2);
+    }
 done:
     free(src);
     free(dst);
     free(w);
     free(t);
     return st;
+}
+
+/* One number from /proc/cpuinfo's first block ("cpu cores", "siblings", "cpu MHz"); 0: none. */
+static double cpuinfo_number(const char *key)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    double x = 0;
+    size_t n = strlen(key);
+    while (f && fgets(line, sizeof line, f)) {
+        const char *v = strchr(line, ':');
+        if (v && !strncmp(line, key, n) && (line[n] == ' ' || line[n] == '\t')) {
+            x = strtod(v + 1, NULL);
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+    return isfinite(x) && x > 0 ? x : 0;
+}
+
+double mc_peaks_cpu_datasheet(int threads, char *why, size_t why_size)
+{
+    int online = online_cpus();
+    int n = threads > 0 ? threads : online;
+    /* Hyper-threads share a core's FMA units: count cores, not threads. */
+    double cores_per_pkg = cpuinfo_number("cpu cores"), siblings = cpuinfo_number("siblings");
+    double cores = n;
+    if (cores_per_pkg > 0 && siblings > cores_per_pkg)
+        cores = fmax(1, floor(n * cores_per_pkg / siblings));
+    double mhz = 0;
+    FILE *f = fopen("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", "r");
+    if (f) {
+        double khz = 0;
+        if (fscanf(f, "%lf", &khz) == 1 && khz > 0)
+            mhz = khz / 1000;
+        fclose(f);
+    }
+    const char *clock_from = "cpufreq maximum";
+    if (!(mhz > 0)) {
+        mhz = cpuinfo_number("cpu MHz");
+        clock_from = "/proc/cpuinfo";
+    }
+    double lanes = 4;
+    const char *isa = "SSE";
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        lanes = 8, isa = "AVX2+FMA";
+    if (__builtin_cpu_supports("avx512f"))
+        lanes = 16, isa = "AVX-512";
+#endif
+    double units = 2; /* FMA pipes per core on every recent x86 core (an upper bound) */
+    if (why && why_size)
+        snprintf(why, why_size, "%.0f cores x %.0f FMA units x %.0f f32 lanes (%s) x 2 FLOPs x %.0f MHz (%s)",
+                 cores, units, lanes, isa, mhz, clock_from);
+    return mhz > 0 ? cores * units * lanes * 2 * mhz * 1e6 : 0;
+}
+
+/* Times (µs) of `reps` timings of g on the cuda backend, one execution each after a warm-up. */
+static mc_status time_graph_cuda(mc_graph *g, mc_value out, int reps, double *us)
+{
+    mc_options opt = mc_options_default();
+    opt.backend = MC_BACKEND_CUDA;
+    opt.quiet = true;
+    mc_program *p = NULL;
+    mc_status st = mc_graph_set_outputs(g, &out, 1);
+    if (st == MC_OK)
+        st = mc_program_compile(g, &opt, &p);
+    if (st == MC_OK)
+        st = mc_program_fill_random(p, 1);
+    if (st == MC_OK)
+        st = mc_program_run(p);
+    if (st == MC_OK && !p->backend->time)
+        st = mc_fail(MC_ERR_SYSTEM, "peaks: the %s backend cannot time a run", p->backend->name);
+    for (int r = 0; r < reps && st == MC_OK; r++)
+        st = p->backend->time(p, 3, &us[r]);
+    if (st == MC_OK && !(us[0] > 0))
+        st = mc_fail(MC_ERR_SYSTEM, "peaks: a GPU timing gave no time");
+    mc_program_free(p);
+    return st;
+}
+
+/* The GPU's name as the cuda backend's profile reports it. */
+static mc_status cuda_device_name(char *name, size_t size)
+{
+    mc_graph *g = mc_graph_new("peaks_name");
+    int64_t shape[1] = {1};
+    mc_value x = mc_input(g, "x", MC_F32, shape, 1), y = mc_neg(g, x);
+    mc_options opt = mc_options_default();
+    opt.backend = MC_BACKEND_CUDA;
+    opt.quiet = true;
+    mc_program *p = NULL;
+    mc_profile prof;
+    mc_status st = mc_graph_set_outputs(g, &y, 1);
+    if (st == MC_OK)
+        st = mc_program_compile(g, &opt, &p);
+    if (st == MC_OK)
+        st = mc_program_fill_random(p, 1);
+    if (st == MC_OK)
+        st = mc_program_run(p);
+    if (st == MC_OK && !p->backend->profile)
+        st = mc_fail(MC_ERR_SYSTEM, "peaks: the %s backend has no profile", p->backend->name);
+    if (st == MC_OK && (st = mc_profile_init(&prof, p)) == MC_OK) {
+        st = p->backend->profile(p, 1, &prof); /* not mc_profile_collect: no peaks wanted */
+        snprintf(name, size, "%s", prof.device);
+        mc_profile_release(&prof);
+    }
+    mc_program_free(p);
+    mc_graph_free(g);
+    if (st == MC_OK && !name[0])
+        st = mc_fail(MC_ERR_SYSTEM, "peaks: the cuda backend did not name its GPU");
+    return st;
+}
+
+mc_status mc_peaks_measure_cuda(mc_peaks *pk)
+{
+    memset(pk, 0, sizeof *pk);
+    enum { REPS = 5 };
+    double us[REPS], rate[REPS], spread = 0;
+    mc_status st = cuda_device_name(pk->device, sizeof pk->device);
+    const mc_dtype dts[] = {MC_F32, MC_F16, MC_BF16};
+    const int64_t n = 8192;
+    for (int i = 0; i < 3 && st == MC_OK; i++) {
+        mc_graph *g = mc_graph_new("peaks_gemm");
+        int64_t shape[2] = {n, n};
+        mc_value a = mc_input(g, "a", dts[i], shape, 2), b = mc_input(g, "b", dts[i], shape, 2);
+        memset(us, 0, sizeof us);
+        st = time_graph_cuda(g, mc_matmul(g, a, b), REPS, us);
+        mc_graph_free(g);
+        for (int r = 0; r < REPS && st == MC_OK; r++)
+            rate[r] = us[r] > 0 ? 2.0 * (double)n * (double)n * (double)n / (us[r] * 1e-6) : 0;
+        if (st == MC_OK) {
+            pk->gemm_flops_per_s[dts[i]] = best_of(rate, REPS, &spread);
+            pk->gemm_spread_pct = fmax(pk->gemm_spread_pct, spread);
+        }
+        mc_clocks c;
+        if (st == MC_OK && i == 2 && mc_nvml_clocks(pk->device, &c))
+            pk->sm_mhz = c.sm_mhz; /* the clock the GEMM rates were reached at */
+    }
+    if (st == MC_OK) {
+        mc_graph *g = mc_graph_new("peaks_copy");
+        int64_t elems = (int64_t)1 << 28, shape[1] = {elems};
+        mc_value x = mc_input(g, "x", MC_F32, shape, 1);
+        memset(us, 0, sizeof us);
+        st = time_graph_cuda(g, mc_neg(g, x), REPS, us);
+        mc_graph_free(g);
+        for (int r = 0; r < REPS && st == MC_OK; r++)
+            rate[r] = us[r] > 0 ? 2.0 * 4.0 * (double)elems / (us[r] * 1e-6) : 0;
+        if (st == MC_OK)
+            pk->copy_bytes_per_s = best_of(rate, REPS, &pk->copy_spread_pct);
+    }
+    pk->reps = REPS;
+    pk->online_cpus = online_cpus();
+    return st;
+}
+
+bool mc_peaks_get(const char *device, bool gpu, mc_peaks *pk, bool *measured_now)
+{
+    if (measured_now)
+        *measured_now = false;
+    if (mc_peaks_load(device, pk) && mc_peaks_fresh(pk))
+        return true;
+    /* Measure now: a failure keeps the profile going on datasheet peaks (or none). */
+    mc_status st;
+    if (gpu) {
+        st = mc_peaks_measure_cuda(pk);
+        if (st == MC_OK && strcmp(pk->device, device) != 0)
+            st = mc_fail(MC_ERR_SYSTEM, "peaks: measured %s, profiling %s", pk->device, device);
+    } else {
+        mc_peaks_config cfg = {0};
+        st = mc_peaks_measure_cpu(&cfg, pk);
+        snprintf(pk->device, sizeof pk->device, "%s", device);
+    }
+    if (st != MC_OK) {
+        memset(pk, 0, sizeof *pk);
+        return false;
+    }
+    mc_peaks_save(pk); /* not cached (no home): measured again next time, still correct */
+    if (measured_now)
+        *measured_now = true;
+    return true;
 }
 
 /* ---- applying peaks to a profile ----------------------------------------------------------- */
@@ -362,7 +656,9 @@ void mc_peaks_apply_with(mc_profile *prof, const mc_peaks *measured, const mc_cl
             else if (gpu && kk->category == KIR_ATTENTION)
                 peak = measured->gemm_flops_per_s[kp->buffers[kk->views[kk->attn.q].buffer].dtype];
             else if (!gpu)
-                peak = measured->fma_flops_per_s;
+                peak = measured->disagrees && measured->datasheet_fma_flops_per_s > 0
+                           ? measured->datasheet_fma_flops_per_s
+                           : measured->fma_flops_per_s;
             if (peak > 0) {
                 prof->peak_flops[k] = peak;
                 is_measured[k] = used = true;
@@ -370,6 +666,17 @@ void mc_peaks_apply_with(mc_profile *prof, const mc_peaks *measured, const mc_cl
         }
         if (used)
             prof->peaks_source = "measured";
+        size_t n = strlen(prof->peaks_note);
+        if (used && measured->reps > 1 && n < sizeof prof->peaks_note)
+            n += (size_t)snprintf(prof->peaks_note + n, sizeof prof->peaks_note - n,
+                                  "%sbest of %d, spread copy %.0f%%, %s %.0f%%", n ? "; " : "",
+                                  measured->reps, measured->copy_spread_pct, gpu ? "GEMM" : "FMA",
+                                  gpu ? measured->gemm_spread_pct : measured->fma_spread_pct);
+        if (used && !gpu && measured->disagrees && n < sizeof prof->peaks_note)
+            snprintf(prof->peaks_note + n, sizeof prof->peaks_note - n,
+                     "%sFLAG: measured FMA %.1f GFLOP/s disagrees >2x with the datasheet %.1f "
+                     "GFLOP/s, which is used", n ? "; " : "", measured->fma_flops_per_s * 1e-9,
+                     measured->datasheet_fma_flops_per_s * 1e-9);
     }
     prof->clocks_known = gpu && clocks && clocks->known && clocks->sm_max_mhz > 0;
     if (prof->clocks_known) {
@@ -390,7 +697,11 @@ void mc_peaks_apply_with(mc_profile *prof, const mc_peaks *measured, const mc_cl
 void mc_peaks_apply(mc_profile *prof)
 {
     mc_peaks pk;
-    bool have = prof->device[0] && mc_peaks_load(prof->device, &pk);
+    bool now = false;
+    const mc_backend *b = prof->program->backend;
+    bool have = prof->device[0] && !b->no_peaks && mc_peaks_get(prof->device, b->is_gpu, &pk, &now);
+    if (now)
+        snprintf(prof->peaks_note, sizeof prof->peaks_note, "measured on first use and cached");
     mc_clocks c = {0};
     if (prof->program->backend->is_gpu) {
         apply_datasheet(prof);

@@ -37,6 +37,7 @@ mc_status mc_profile_init(mc_profile *prof, const mc_program *p)
         prof->time_us[k] = NAN;
     }
     prof->wall_us = NAN;
+    prof->kernel_sum_us = NAN;
     prof->peaks_source = "none";
     prof->clock_scale = 1;
     return MC_OK;
@@ -47,8 +48,13 @@ void mc_profile_release(mc_profile *prof)
     free(prof->launches);
     free(prof->time_us);
     free(prof->peak_flops);
+    free(prof->events);
+    free(prof->run_span_us);
     prof->launches = NULL;
     prof->time_us = prof->peak_flops = NULL;
+    prof->events = NULL;
+    prof->run_span_us = NULL;
+    prof->nevents = 0;
 }
 
 /* The CPU's name from /proc/cpuinfo ("" where there is none). */
@@ -100,15 +106,106 @@ static mc_status time_kernels_on_host(mc_program *p, int iters, mc_profile *prof
 
 static mc_status run_program(void *p) { return mc_program_run(p); }
 
+/* Host backends: `iters` ordinary runs after a warm-up, the backend storing the host clock
+ * around every kernel (p->kernel_clock). The wall time, every kernel's time and the trace
+ * all come from these same runs. false in *recorded when the backend stored no clocks. */
+static mc_status collect_host_runs(mc_program *p, int iters, mc_profile *prof, bool *recorded)
+{
+    int n = prof->nkernels;
+    size_t nk = n > 0 ? (size_t)n : 1;
+    double *clock = malloc(2 * nk * sizeof *clock);
+    double *t = malloc((size_t)iters * nk * sizeof *t);
+    double *wall = malloc((size_t)iters * sizeof *wall);
+    mc_profile_event *ev = calloc((size_t)iters * nk, sizeof *ev);
+    double *span = calloc(2 * (size_t)iters, sizeof *span);
+    *recorded = false;
+    mc_status st = MC_OK;
+    if (!clock || !t || !wall || !ev || !span)
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory");
+    if (st == MC_OK)
+        st = mc_program_run(p); /* warm-up: pages touched, caches and threads awake */
+    double base = 0;
+    int nev = 0;
+    bool all = true;
+    for (int i = 0; i < iters && st == MC_OK; i++) {
+        for (size_t k = 0; k < 2 * nk; k++)
+            clock[k] = NAN;
+        p->kernel_clock = clock;
+        double t0 = mc_now_ms();
+        st = mc_program_run(p);
+        double t1 = mc_now_ms();
+        p->kernel_clock = NULL;
+        if (i == 0)
+            base = t0;
+        wall[i] = (t1 - t0) * 1000.0;
+        span[2 * i] = (t0 - base) * 1000.0;
+        span[2 * i + 1] = (t1 - base) * 1000.0;
+        for (int k = 0; k < n; k++) {
+            double a = clock[2 * k], b = clock[2 * k + 1];
+            all = all && isfinite(a) && isfinite(b);
+            t[(size_t)k * (size_t)iters + (size_t)i] = (b - a) * 1000.0;
+            if (isfinite(a) && isfinite(b))
+                ev[nev++] = (mc_profile_event){.kernel = k, .run = i, .start_us = (a - base) * 1000.0,
+                                               .end_us = (b - base) * 1000.0};
+        }
+    }
+    p->kernel_clock = NULL;
+    if (st == MC_OK && all && n > 0) {
+        *recorded = true;
+        prof->wall_us = mc_median(wall, iters); /* (mc_median sorts: medians last) */
+        for (int i = 0; i < iters; i++) { /* wall[i] becomes run i's kernel time */
+            wall[i] = 0;
+            for (int k = 0; k < n; k++)
+                wall[i] += t[(size_t)k * (size_t)iters + (size_t)i];
+        }
+        prof->kernel_sum_us = mc_median(wall, iters);
+        for (int k = 0; k < n; k++) {
+            prof->time_us[k] = mc_median(&t[(size_t)k * (size_t)iters], iters);
+            prof->launches[k] = 1;
+        }
+        snprintf(prof->wall_clock, sizeof prof->wall_clock, "host clock, the same runs");
+        free(prof->events);
+        free(prof->run_span_us);
+        prof->events = ev;
+        prof->nevents = nev;
+        prof->run_span_us = span;
+        ev = NULL;
+        span = NULL;
+        if (!prof->device[0])
+            host_cpu_name(prof->device, sizeof prof->device);
+        snprintf(prof->clock, sizeof prof->clock, "host clock in ordinary runs");
+    }
+    free(clock);
+    free(t);
+    free(wall);
+    free(ev);
+    free(span);
+    return st;
+}
+
 mc_status mc_profile_collect(mc_program *p, int iters, mc_profile *prof)
 {
     if (iters < 1)
         iters = 1;
     prof->iters = iters;
-    mc_status st = mc_time_median(run_program, p, iters, &prof->wall_us);
-    if (st == MC_OK && p->backend->profile)
+    bool recorded = false;
+    mc_status st = MC_OK;
+    if (p->backend->runs_on_host && !p->backend->profile)
+        st = collect_host_runs(p, iters, prof, &recorded);
+    if (st == MC_OK && !recorded) {
+        /* The wall time as `minic run --iters` measures it: the backend's own timer of whole
+         * runs where it has one (CUDA events around each replay), else the host clock. */
+        if (p->backend->time) {
+            st = p->backend->time(p, iters, &prof->wall_us);
+            snprintf(prof->wall_clock, sizeof prof->wall_clock, "backend timer, as minic run");
+        } else {
+            st = mc_time_median(run_program, p, iters, &prof->wall_us);
+            snprintf(prof->wall_clock, sizeof prof->wall_clock, "host clock");
+        }
+    }
+    if (st == MC_OK && !recorded && p->backend->profile)
         st = p->backend->profile(p, iters, prof);
-    else if (st == MC_OK && p->backend->run_kernel)
+    else if (st == MC_OK && !recorded && p->backend->run_kernel)
         st = time_kernels_on_host(p, iters, prof);
     if (st == MC_OK)
         mc_peaks_apply(prof); /* measured ceilings, clock scaling (runtime/peaks.c) */
@@ -190,6 +287,125 @@ static const char *lines_string(const kir_kernel *k, char *buf, size_t size)
     return buf;
 }
 
+/* The length of a kernel's name without its trailing "_<digits>" (its position in the list). */
+size_t mc_profile_base_name_len(const char *name)
+{
+    size_t n = strlen(name), i = n;
+    while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+        i--;
+    return i < n && i > 1 && name[i - 1] == '_' ? i - 1 : n;
+}
+
+/* A hash of the kernel's code as kir_print_kernel shows it, without its first two lines (name;
+ * operators, graph lines and counts, compared apart) and with buffer numbers ("b17") erased:
+ * two layers' kernels differ only in which buffers they use and where they were written. */
+static uint64_t code_hash(const kir_program *kp, const kir_kernel *k)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return 0;
+    kir_print_kernel(kp, k, NULL, f);
+    fclose(f);
+    if (!text)
+        return 0;
+    size_t o = 0;
+    const char *c = strchr(text, '\n'); /* the name line, then ops and graph lines */
+    c = c ? strchr(c + 1, '\n') : NULL;
+    for (c = c ? c + 1 : text; *c; c++) {
+        if (*c == 'b' && c[1] >= '0' && c[1] <= '9' && (c == text || !((c[-1] >= 'a' && c[-1] <= 'z') ||
+                                                                     (c[-1] >= 'A' && c[-1] <= 'Z') ||
+                                                                     (c[-1] >= '0' && c[-1] <= '9') || c[-1] == '_'))) {
+            text[o++] = 'b';
+            while (c[1] >= '0' && c[1] <= '9')
+                c++;
+            continue;
+        }
+        text[o++] = *c;
+    }
+    uint64_t h = mc_hash64(text, o, 0x67726f7570ULL);
+    free(text);
+    return h;
+}
+
+/* Kernels that are the same code on the same shapes (a repeated layer): the same name up to
+ * its index, category, operators, FLOPs, bytes and code (code_hash). group[k] = the first
+ * kernel of k's group. */
+void mc_profile_group_of(const mc_profile *prof, int *group)
+{
+    const kir_program *kp = prof->program->kp;
+    uint64_t *h = calloc(prof->nkernels > 0 ? (size_t)prof->nkernels : 1, sizeof *h);
+    for (int k = 0; k < prof->nkernels && h; k++)
+        h[k] = code_hash(kp, &kp->kernels[k]);
+    for (int k = 0; k < prof->nkernels; k++) {
+        const kir_kernel *a = &kp->kernels[k];
+        group[k] = k;
+        for (int j = 0; j < k && h; j++) {
+            const kir_kernel *b = &kp->kernels[j];
+            size_t la = mc_profile_base_name_len(a->name);
+            if (group[j] != j || h[j] != h[k] || la != mc_profile_base_name_len(b->name) ||
+                strncmp(a->name, b->name, la) != 0 ||
+                a->category != b->category || a->flops != b->flops || a->bytes != b->bytes ||
+                a->nops != b->nops || memcmp(a->ops, b->ops, (size_t)a->nops * sizeof *a->ops) != 0)
+                continue;
+            group[k] = j;
+            break;
+        }
+    }
+    free(h);
+}
+
+typedef struct group_sum {
+    int first, count;
+    int same_name; /* 1 + the number of earlier groups with the same base name */
+    double time_us; /* NaN: some member not timed */
+    int launches;
+} group_sum;
+
+/* The groups in kernel order; returns how many (sums has room for nkernels). */
+static int sum_groups(const mc_profile *prof, const int *group, group_sum *sums)
+{
+    int n = 0;
+    for (int k = 0; k < prof->nkernels; k++) {
+        int g = 0;
+        while (g < n && sums[g].first != group[k])
+            g++;
+        if (g == n) {
+            const kir_kernel *a = &prof->program->kp->kernels[group[k]];
+            int same = 1;
+            for (int j = 0; j < n; j++) {
+                const kir_kernel *b = &prof->program->kp->kernels[sums[j].first];
+                same += mc_profile_base_name_len(a->name) == mc_profile_base_name_len(b->name) &&
+                        !strncmp(a->name, b->name, mc_profile_base_name_len(a->name));
+            }
+            sums[n++] = (group_sum){.first = group[k], .same_name = same};
+        }
+        sums[g].count++;
+        sums[g].time_us += prof->time_us[k];
+        sums[g].launches += prof->launches[k];
+    }
+    return n;
+}
+
+/* "gemm_bias_add", and "gemm_bias_add#2" for a second group of that name on other shapes. */
+static void group_name(const kir_kernel *first, int same_name, char *buf, size_t size)
+{
+    if (same_name > 1)
+        snprintf(buf, size, "%.*s#%d", (int)mc_profile_base_name_len(first->name), first->name, same_name);
+    else
+        snprintf(buf, size, "%.*s", (int)mc_profile_base_name_len(first->name), first->name);
+}
+
+static int by_group_time(const void *a, const void *b)
+{
+    const group_sum *x = a, *y = b;
+    double tx = isnan(x->time_us) ? -INFINITY : x->time_us, ty = isnan(y->time_us) ? -INFINITY : y->time_us;
+    if (tx != ty)
+        return (tx < ty) - (tx > ty);
+    return (x->first > y->first) - (x->first < y->first);
+}
+
 static const mc_profile *sort_profile; /* qsort has no context argument */
 
 static int by_time(const void *a, const void *b)
@@ -203,15 +419,49 @@ static int by_time(const void *a, const void *b)
     return (i > j) - (i < j);
 }
 
-/* Numbers that cannot be true are shown, and flagged, never hidden (LESSONS.md). */
-static const char *suspect(const mc_profile *prof, int k, const mc_kernel_rates *r)
+/* The largest CPU cache in bytes (sysfs), 32 MiB when unknown. */
+static int64_t last_level_cache_bytes(void)
+{
+    int64_t best = 0;
+    for (int i = 0; i < 8; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        long long v = 0;
+        char unit = 0;
+        if (fscanf(f, "%lld%c", &v, &unit) >= 1) {
+            int64_t b = unit == 'K' ? v << 10 : unit == 'M' ? v << 20 : v;
+            if (b > best)
+                best = b;
+        }
+        fclose(f);
+    }
+    return best > 0 ? best : (int64_t)32 << 20;
+}
+
+/* Numbers that cannot be true are shown, and flagged with the reason, never hidden
+ * (LESSONS.md). "" when nothing is suspect. */
+static const char *suspect(const mc_profile *prof, int k, const mc_kernel_rates *r, char *buf,
+                           size_t size)
 {
     double t = prof->time_us[k];
+    const kir_kernel *kern = &prof->program->kp->kernels[k];
+    buf[0] = '\0';
     if (!isnan(t) && t <= 0)
-        return "  (suspect: zero or negative time)";
-    if (r->pct_peak_flops > 100 || r->pct_peak_bw > 100)
-        return "  (suspect: above peak)";
-    return "";
+        snprintf(buf, size, "  (suspect: zero or negative time)");
+    else if (r->pct_peak_bw > 100 && !prof->program->backend->is_gpu &&
+             kern->bytes <= last_level_cache_bytes())
+        snprintf(buf, size, "  (above the memory peak: its %lld bytes fit in the CPU's caches, "
+                 "faster than the DRAM copy bandwidth the peak measures)", (long long)kern->bytes);
+    else if (r->pct_peak_bw > 100)
+        snprintf(buf, size, "  (suspect: above the memory peak%s)",
+                 prof->program->backend->is_gpu ? "; data resident in L2 can exceed DRAM bandwidth" : "");
+    else if (r->pct_peak_flops > 100)
+        snprintf(buf, size, "  (suspect: above the compute peak (%s); the peak or the count is wrong)",
+                 prof->peaks_source ? prof->peaks_source : "none");
+    return buf;
 }
 
 static void print_number(FILE *out, int width, double value, int precision)
@@ -248,16 +498,22 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
         flops += kp->kernels[k].flops;
         bytes += kp->kernels[k].bytes;
     }
+    if (timed && isfinite(prof->kernel_sum_us))
+        kernel_us = prof->kernel_sum_us; /* the same runs as the wall time */
     fprintf(out, "profile: backend %s%s%s, %s, %d kernels, median of %d runs after a warm-up\n",
             p->backend->name, prof->device[0] ? " on " : "", prof->device,
             p->opt.fuse ? "fused" : "unfused", n, prof->iters);
     fprintf(out, "peaks: %s", prof->peaks_source ? prof->peaks_source : "none");
+    if (prof->peaks_note[0])
+        fprintf(out, " (%s)", prof->peaks_note);
     if (prof->clocks_known)
         fprintf(out, "; clocks: SM %.0f/%.0f MHz, memory %.0f/%.0f MHz (compute peaks x%.3f)\n",
                 prof->sm_mhz, prof->sm_max_mhz, prof->mem_mhz, prof->mem_max_mhz,
                 prof->clock_scale);
     else
         fprintf(out, "; clocks unknown (no scaling)\n");
+    if (prof->clock[0])
+        fprintf(out, "kernel times: %s\n", prof->clock);
     int width = 24;
     for (int k = 0; k < n; k++)
         if ((int)strlen(kp->kernels[k].name) > width)
@@ -271,7 +527,7 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
         const kir_kernel *kern = &kp->kernels[k];
         mc_kernel_rates r = mc_profile_kernel_rates(prof, k);
         double t = prof->time_us[k];
-        char ops[256], lines[128];
+        char ops[256], lines[128], why[256];
         fprintf(out, "%-*s %-9s", width, kern->name, category_name(kern->category));
         if (isnan(t))
             fprintf(out, " %9s", "-");
@@ -285,9 +541,36 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
         print_number(out, 6, r.pct_peak_bw > 0 ? r.pct_peak_bw : -1, 1);
         fprintf(out, " %8.2f %-7s %-6s %s%s\n", r.intensity, r.bound,
                 lines_string(kern, lines, sizeof lines), ops_string(kern, ops, sizeof ops),
-                suspect(prof, k, &r));
+                suspect(prof, k, &r, why, sizeof why));
     }
     free(order);
+    /* The grouped view: a repeated layer's kernels as one row, xN. */
+    int *group = calloc(n > 0 ? (size_t)n : 1, sizeof *group);
+    group_sum *sums = calloc(n > 0 ? (size_t)n : 1, sizeof *sums);
+    int ng = group && sums ? (mc_profile_group_of(prof, group), sum_groups(prof, group, sums)) : n;
+    if (ng < n) {
+        qsort(sums, (size_t)ng, sizeof *sums, by_group_time);
+        fprintf(out, "grouped (the same code on the same shapes; %d groups of %d kernels):\n", ng, n);
+        fprintf(out, "%-*s %6s %11s %6s %11s %9s %-7s %s\n", width, "group", "x", "time_us", "%time",
+                "us/kernel", "GFLOP/s", "bound", "ops");
+        for (int g = 0; g < ng; g++) {
+            const kir_kernel *kern = &kp->kernels[sums[g].first];
+            mc_kernel_rates r = mc_profile_kernel_rates(prof, sums[g].first);
+            char ops[256], name[160];
+            group_name(kern, sums[g].same_name, name, sizeof name);
+            double t = sums[g].time_us;
+            fprintf(out, "%-*s %5sx%d", width, name, "", sums[g].count);
+            if (isnan(t))
+                fprintf(out, " %11s %6s %11s", "-", "-", "-");
+            else
+                fprintf(out, " %11.2f %6.1f %11.2f", t, kernel_us > 0 ? 100.0 * t / kernel_us : 0.0,
+                        t / sums[g].count);
+            print_number(out, 9, t > 0 ? (double)kern->flops * sums[g].count / (t * 1e-6) * 1e-9 : -1, 2);
+            fprintf(out, " %-7s %s\n", r.bound, ops_string(kern, ops, sizeof ops));
+        }
+    }
+    free(group);
+    free(sums);
     /* By category: where the time (or, unmeasured, the traffic) goes. */
     for (int c = KIR_POINTWISE; c <= KIR_ATTENTION; c++) {
         int count = 0;
@@ -316,11 +599,12 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
     else
         fprintf(out, "        kernel time not measured by the %s backend, ", p->backend->name);
     if (!isnan(prof->wall_us))
-        fprintf(out, "wall time %.2f us per run", prof->wall_us);
+        fprintf(out, "wall time %.2f us per run (%s)", prof->wall_us,
+                prof->wall_clock[0] ? prof->wall_clock : "host clock");
     if (timed && prof->wall_us > 0) {
         double busy = 100.0 * kernel_us / prof->wall_us;
         fprintf(out, ", device busy %.1f%%%s", busy,
-                busy > 100 ? " (suspect: kernels timed one by one took longer than whole runs)" : "");
+                busy > 100 ? " (suspect: the kernel times add up to more than a whole run)" : "");
     }
     fprintf(out, "\n        peak memory %lld bytes, compile %.1f ms\n",
             (long long)mc_profile_peak_memory(p), p->compile_ms);
@@ -408,10 +692,16 @@ static mc_status write_json(FILE *f, void *ctx)
         json_number(f, r.intensity);
         fprintf(f, ", \"bound\": ");
         json_string(f, r.bound);
-        if (suspect(prof, k, &r)[0])
-            fprintf(f, ", \"suspect\": true");
+        char why[256];
+        if (suspect(prof, k, &r, why, sizeof why)[0]) {
+            fprintf(f, ", \"suspect\": %s, \"note\": ", strstr(why, "suspect") ? "true" : "false");
+            why[strlen(why) - 1] = '\0'; /* the note without the table's "  (" and ")" */
+            json_string(f, why + 3);
+        }
         fprintf(f, " }");
     }
+    if (timed && isfinite(prof->kernel_sum_us))
+        kernel_us = prof->kernel_sum_us;
     fprintf(f, "\n  ],\n  \"totals\": { \"kernels\": %d, \"launches_per_run\": %d, \"kernel_time_us\": ",
             prof->nkernels, launches);
     json_number(f, timed ? kernel_us : -1);
@@ -420,7 +710,58 @@ static mc_status write_json(FILE *f, void *ctx)
     fprintf(f, ", \"peak_memory_bytes\": %lld, \"compile_ms\": ",
             (long long)mc_profile_peak_memory(p));
     json_number(f, p->compile_ms);
-    fprintf(f, " } }\n");
+    fprintf(f, ", \"wall_clock\": ");
+    json_string(f, prof->wall_clock);
+    fprintf(f, ", \"device_busy_pct\": ");
+    json_number(f, timed && prof->wall_us > 0 ? 100.0 * kernel_us / prof->wall_us : -1);
+    /* The peaks used: the largest compute peak (per-kernel ones differ by dtype and unit). */
+    double pf = 0;
+    for (int k = 0; k < prof->nkernels; k++)
+        pf = fmax(pf, prof->peak_flops[k]);
+    fprintf(f, " },\n  \"peaks\": { \"flops\": ");
+    json_number(f, pf > 0 ? pf : -1);
+    fprintf(f, ", \"bytes_per_s\": ");
+    json_number(f, prof->peak_bytes_per_s > 0 ? prof->peak_bytes_per_s : -1);
+    fprintf(f, ", \"source\": ");
+    json_string(f, prof->peaks_source ? prof->peaks_source : "none");
+    fprintf(f, ", \"note\": ");
+    json_string(f, prof->peaks_note);
+    fprintf(f, ", \"per_kernel_flops\": [");
+    for (int k = 0; k < prof->nkernels; k++) {
+        fprintf(f, "%s", k ? ", " : "");
+        json_number(f, prof->peak_flops[k] > 0 ? prof->peak_flops[k] : -1);
+    }
+    fprintf(f, "] },\n  \"groups\": [");
+    int n = prof->nkernels;
+    int *group = calloc(n > 0 ? (size_t)n : 1, sizeof *group);
+    group_sum *sums = calloc(n > 0 ? (size_t)n : 1, sizeof *sums);
+    if (!group || !sums) {
+        free(group);
+        free(sums);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    }
+    mc_profile_group_of(prof, group);
+    int ng = sum_groups(prof, group, sums);
+    for (int g = 0; g < ng; g++) {
+        const kir_kernel *kern = &kp->kernels[sums[g].first];
+        char name[160];
+        group_name(kern, sums[g].same_name, name, sizeof name);
+        fprintf(f, "%s\n    { \"name\": ", g ? "," : "");
+        json_string(f, name);
+        fprintf(f, ", \"kernels\": %d, \"launches\": %d, \"time_us\": ", sums[g].count,
+                sums[g].launches);
+        json_number(f, sums[g].time_us);
+        fprintf(f, ", \"members\": [");
+        for (int k = 0, m = 0; k < n; k++)
+            if (group[k] == sums[g].first)
+                fprintf(f, "%s%d", m++ ? ", " : "", k);
+        fprintf(f, "] }");
+    }
+    free(group);
+    free(sums);
+    fprintf(f, "\n  ],\n  \"minic_version\": ");
+    json_string(f, MINIC_VERSION_STRING);
+    fprintf(f, " }\n");
     return MC_OK;
 }
 
@@ -444,30 +785,55 @@ static mc_status write_trace(FILE *f, void *ctx)
     json_string(f, p->backend->name);
     fprintf(f, ", \"device\": ");
     json_string(f, prof->device[0] ? prof->device : "host");
-    fprintf(f, ", \"iters\": %d, \"kernels_timed\": %d, \"kernels\": %d },\n", prof->iters,
-            measured, prof->nkernels);
+    fprintf(f, ", \"iters\": %d, \"kernels_timed\": %d, \"kernels\": %d, \"timestamps\": \"%s\" },\n",
+            prof->iters, measured, prof->nkernels,
+            prof->events ? "real: every kernel of every measured run"
+                         : "synthetic: median times laid end to end");
     fprintf(f, "  \"traceEvents\": [\n"
                "    { \"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 0, \"args\": { \"name\": \"minic\" } },\n"
                "    { \"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": { \"name\": \"host\" } },\n"
                "    { \"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 2, \"args\": { \"name\": \"device\" } }");
-    double wall = isfinite(prof->wall_us) && prof->wall_us > 0 ? prof->wall_us : 0;
-    fprintf(f, ",\n    { \"name\": \"run\", \"cat\": \"host\", \"ph\": \"X\", \"ts\": 0, \"dur\": %.3f, "
-               "\"pid\": 1, \"tid\": 1, \"args\": { \"median_of\": %d } }",
-            wall, prof->iters);
-    double ts = 0;
-    for (int k = 0; k < prof->nkernels; k++) {
-        const kir_kernel *kern = &kp->kernels[k];
-        double t = prof->time_us[k];
-        if (!(t > 0))
-            continue; /* unmeasured (or a suspect time, which the table shows) */
-        fprintf(f, ",\n    { \"name\": ");
-        json_string(f, kern->name);
-        fprintf(f, ", \"cat\": ");
-        json_string(f, category_name(kern->category));
-        fprintf(f, ", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 2, "
-                   "\"args\": { \"flops\": %lld, \"bytes\": %lld, \"launches\": %d } }",
-                ts, t, (long long)kern->flops, (long long)kern->bytes, prof->launches[k]);
-        ts += t;
+    if (prof->events && prof->run_span_us) {
+        /* Every measured run and every kernel in it, at the times they really ran. */
+        for (int i = 0; i < prof->iters; i++)
+            fprintf(f, ",\n    { \"name\": \"run %d\", \"cat\": \"run\", \"ph\": \"X\", \"ts\": %.3f, "
+                       "\"dur\": %.3f, \"pid\": 1, \"tid\": 1, \"args\": { \"run\": %d } }",
+                    i, prof->run_span_us[2 * i], prof->run_span_us[2 * i + 1] - prof->run_span_us[2 * i], i);
+        for (int e = 0; e < prof->nevents; e++) {
+            const mc_profile_event *ev = &prof->events[e];
+            const kir_kernel *kern = &kp->kernels[ev->kernel];
+            fprintf(f, ",\n    { \"name\": ");
+            json_string(f, kern->name);
+            fprintf(f, ", \"cat\": ");
+            json_string(f, category_name(kern->category));
+            fprintf(f, ", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 2, "
+                       "\"args\": { \"kernel\": %d, \"run\": %d, \"flops\": %lld, \"bytes\": %lld } }",
+                    ev->start_us, ev->end_us - ev->start_us, ev->kernel, ev->run,
+                    (long long)kern->flops, (long long)kern->bytes);
+        }
+    } else {
+        /* No per-launch timestamps from this backend (the cuda backend's event timing): one
+         * run of median times laid end to end, marked as such in every event. */
+        double wall = isfinite(prof->wall_us) && prof->wall_us > 0 ? prof->wall_us : 0;
+        fprintf(f, ",\n    { \"name\": \"run\", \"cat\": \"run\", \"ph\": \"X\", \"ts\": 0, \"dur\": %.3f, "
+                   "\"pid\": 1, \"tid\": 1, \"args\": { \"median_of\": %d, \"synthetic\": true } }",
+                wall, prof->iters);
+        double ts = 0;
+        for (int k = 0; k < prof->nkernels; k++) {
+            const kir_kernel *kern = &kp->kernels[k];
+            double t = prof->time_us[k];
+            if (!(t > 0))
+                continue; /* unmeasured (or a suspect time, which the table shows) */
+            fprintf(f, ",\n    { \"name\": ");
+            json_string(f, kern->name);
+            fprintf(f, ", \"cat\": ");
+            json_string(f, category_name(kern->category));
+            fprintf(f, ", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 2, "
+                       "\"args\": { \"kernel\": %d, \"flops\": %lld, \"bytes\": %lld, \"launches\": %d, "
+                       "\"synthetic\": true } }",
+                    ts, t, k, (long long)kern->flops, (long long)kern->bytes, prof->launches[k]);
+            ts += t;
+        }
     }
     fprintf(f, "\n  ] }\n");
     return MC_OK;
@@ -477,125 +843,4 @@ static mc_status write_trace(FILE *f, void *ctx)
 mc_status mc_profile_write_trace(const mc_profile *prof, const char *path)
 {
     return mc_file_write_atomic(path, write_trace, (void *)prof);
-}
-
-/* ---- roofline ------------------------------------------------------------------------------ */
-
-static double log_floor10(double x) { return pow(10, floor(log10(x))); }
-static double log_ceil10(double x) { return pow(10, ceil(log10(x))); }
-
-static mc_status write_roofline(FILE *f, void *ctx)
-{
-    const mc_profile *prof = ctx;
-    const kir_program *kp = prof->program->kp;
-    /* Axis ranges (log-log): intensity in FLOP/byte, rate in FLOP/s. */
-    double xmin = INFINITY, xmax = 0, ymin = INFINITY, ymax = 0, peak_max = 0, peak_min = INFINITY;
-    for (int k = 0; k < prof->nkernels; k++) {
-        mc_kernel_rates r = mc_profile_kernel_rates(prof, k);
-        if (r.intensity > 0) {
-            xmin = fmin(xmin, r.intensity);
-            xmax = fmax(xmax, r.intensity);
-        }
-        if (r.flops_per_s > 0) {
-            ymin = fmin(ymin, r.flops_per_s);
-            ymax = fmax(ymax, r.flops_per_s);
-        }
-        peak_max = fmax(peak_max, prof->peak_flops[k]);
-        if (prof->peak_flops[k] > 0)
-            peak_min = fmin(peak_min, prof->peak_flops[k]);
-    }
-    double bw = prof->peak_bytes_per_s;
-    if (peak_max > 0 && bw > 0) { /* every roof's ridge point inside the plot */
-        xmin = fmin(xmin, peak_min / bw);
-        xmax = fmax(xmax, peak_max / bw);
-        ymax = fmax(ymax, peak_max);
-    }
-    if (!(xmin < INFINITY)) xmin = 0.1;
-    if (!(xmax > 0)) xmax = 10;
-    if (!(ymin < INFINITY)) ymin = 1e6;
-    if (!(ymax > 0)) ymax = 1e12;
-    xmin = log_floor10(xmin / 2), xmax = log_ceil10(xmax * 2);
-    ymin = log_floor10(ymin / 2), ymax = log_ceil10(ymax * 2);
-
-    const double W = 900, H = 600, L = 90, R = 260, T = 50, B = 70; /* plot margins */
-    const double pw = W - L - R, ph = H - T - B;
-#define SX(x) (L + pw * (log10(x) - log10(xmin)) / (log10(xmax) - log10(xmin)))
-#define SY(y) (T + ph * (1 - (log10(y) - log10(ymin)) / (log10(ymax) - log10(ymin))))
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-               "font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
-    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-    fprintf(f, "<text x=\"%.0f\" y=\"24\" font-size=\"15\">Roofline: %s on ", L,
-            prof->program->backend->name);
-    {
-        const char *d = prof->device[0] ? prof->device : "host";
-        for (; *d; d++)
-            fprintf(f, *d == '<' ? "&lt;" : *d == '&' ? "&amp;" : *d == '>' ? "&gt;" : "%c", *d);
-    }
-    fprintf(f, " (%s)</text>\n", prof->program->opt.fuse ? "fused" : "unfused");
-    fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"black\"/>\n",
-            L, T, pw, ph);
-    for (double x = xmin; x <= xmax * 1.001; x *= 10)
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#ddd\"/>"
-                   "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n",
-                SX(x), T, SX(x), T + ph, SX(x), T + ph + 16, x);
-    for (double y = ymin; y <= ymax * 1.001; y *= 10)
-        fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
-                   "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
-                L, SY(y), L + pw, SY(y), L - 6, SY(y) + 4, y / 1e9);
-    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">arithmetic intensity (FLOP/byte)</text>\n",
-            L + pw / 2, H - 24);
-    fprintf(f, "<text transform=\"translate(24 %.0f) rotate(-90)\" text-anchor=\"middle\">GFLOP/s</text>\n",
-            T + ph / 2);
-    /* One roof per distinct compute peak: min(peak, intensity * bandwidth). */
-    if (bw > 0) {
-        double drawn[8];
-        int ndrawn = 0;
-        for (int k = 0; k < prof->nkernels; k++) {
-            double peak = prof->peak_flops[k];
-            bool seen = !(peak > 0);
-            for (int i = 0; i < ndrawn && !seen; i++)
-                seen = drawn[i] == peak;
-            if (seen || ndrawn == 8)
-                continue;
-            drawn[ndrawn++] = peak;
-            double ridge = peak / bw, x0 = fmax(xmin, ymin / bw);
-            fprintf(f, "<polyline fill=\"none\" stroke=\"#c33\" stroke-width=\"2\" points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"/>"
-                       "<text x=\"%.1f\" y=\"%.1f\" fill=\"#c33\">%.1f TFLOP/s</text>\n",
-                    SX(x0), SY(x0 * bw), SX(ridge), SY(peak), SX(xmax), SY(peak), SX(xmax) - 4 - 80,
-                    SY(peak) - 6, peak / 1e12);
-        }
-        fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#c33\">memory: %.0f GB/s</text>\n", L + 8,
-                T + 16, bw / 1e9);
-    } else {
-        fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" fill=\"#c33\">device peaks unknown: no roof</text>\n",
-                L + 8, T + 16);
-    }
-    /* Kernels: a point each (at the left edge when they do no arithmetic), and a legend. */
-    static const char *colors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b",
-                                   "#e377c2", "#17becf", "#bcbd22"};
-    int legend = 0;
-    for (int k = 0; k < prof->nkernels; k++) {
-        mc_kernel_rates r = mc_profile_kernel_rates(prof, k);
-        const char *c = colors[k % 8];
-        fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">%d %s%s</text>\n", W - R + 12,
-                T + 14.0 * legend++, c, k, kp->kernels[k].name,
-                isnan(prof->time_us[k]) ? " (not timed)" : r.flops_per_s > 0 ? "" : " (no FLOPs)");
-        if (!(r.flops_per_s > 0))
-            continue;
-        double x = r.intensity > 0 ? r.intensity : xmin;
-        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"><title>%s: %.3g GFLOP/s, "
-                   "%.3g FLOP/B</title></circle><text x=\"%.1f\" y=\"%.1f\" fill=\"%s\">%d</text>\n",
-                SX(x), SY(r.flops_per_s), c, kp->kernels[k].name, r.flops_per_s / 1e9, r.intensity,
-                SX(x) + 7, SY(r.flops_per_s) - 5, c, k);
-    }
-#undef SX
-#undef SY
-    fprintf(f, "</svg>\n");
-    return MC_OK;
-}
-
-/* Written to a temporary name and renamed (mc_file_write_atomic): never a partial file. */
-mc_status mc_profile_write_roofline(const mc_profile *prof, const char *path)
-{
-    return mc_file_write_atomic(path, write_roofline, (void *)prof);
 }

@@ -38,12 +38,20 @@ void mc_profile_print(const mc_profile *prof, FILE *out);
 /* docs/FORMAT.md §5's JSON object, written to a temporary name and renamed. */
 mc_status mc_profile_write_json(const mc_profile *prof, const char *path);
 /* A Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev): a host lane with one event per
- * execution (its median wall time) and a device lane with each measured kernel, back to back,
- * as in one median execution. Kernels the backend did not time are left out of the device lane
- * (and the trace says so in its metadata). Written to a temporary name and renamed. */
+ * measured run and a device lane with every kernel of every run at its real timestamps (the
+ * host backends); where the backend gave no timestamps, one run of median times laid end to
+ * end, every event marked "synthetic". Written to a temporary name and renamed. */
 mc_status mc_profile_write_trace(const mc_profile *prof, const char *path);
-/* An SVG roofline: log-log FLOP/s against FLOP/byte, the roof of each distinct compute peak
- * with the memory slope, and every timed kernel as a numbered point (legend: its name). */
+/* The grouped view: group[k] = the first kernel of k's group, kernels being grouped when they
+ * are the same code on the same shapes (a repeated layer: the same name up to its trailing
+ * "_N", category, operators, FLOPs and bytes). */
+void mc_profile_group_of(const mc_profile *prof, int *group);
+/* The length of a kernel name without its trailing "_<digits>". */
+size_t mc_profile_base_name_len(const char *name);
+/* An SVG roofline (runtime/roofline.c): log-log FLOP/s against FLOP/byte, each distinct
+ * compute roof and the memory slope labelled with value and unit, every timed kernel a point
+ * whose colour and marker shape are its group's (a repeated layer shares one), numbered
+ * labels placed where they overlap nothing, and a legend. */
 mc_status mc_profile_write_roofline(const mc_profile *prof, const char *path);
 
 #endif

@@ -781,6 +781,20 @@ static void test_iters_and_profile(void **state)
     for (size_t i = 0; i < sizeof total_fields / sizeof *total_fields; i++)
         assert_non_null(mc_json_get(totals, total_fields[i]));
     assert_int_equal(mc_json_get(totals, "wall_time_us")->kind, MC_JSON_NUMBER);
+    /* The kernel time comes from the same runs as the wall time: never more than it. */
+    assert_true(strtod(mc_json_get(totals, "kernel_time_us")->text, NULL) <=
+                strtod(mc_json_get(totals, "wall_time_us")->text, NULL));
+    /* The peaks used (ref has none), the groups and the version (docs/FORMAT.md §5). */
+    const mc_json *peaks = mc_json_get(root, "peaks");
+    assert_non_null(peaks);
+    assert_non_null(mc_json_get(peaks, "flops"));
+    assert_non_null(mc_json_get(peaks, "bytes_per_s"));
+    assert_string_equal(mc_json_get(peaks, "source")->text, "none");
+    const mc_json *groups = mc_json_get(root, "groups");
+    assert_non_null(groups);
+    assert_int_equal(groups->kind, MC_JSON_ARRAY);
+    assert_int_equal(groups->count, 2); /* gemm_bias_gelu and gemm_bias_add differ */
+    assert_string_equal(mc_json_get(root, "minic_version")->text, MINIC_VERSION_STRING);
     mc_arena_free(&arena);
     free(text);
 
@@ -788,24 +802,161 @@ static void test_iters_and_profile(void **state)
     text = slurp(trace, &size);
     if (mc_json_parse(text, size, trace, &arena, &root) != MC_OK)
         fail_msg("%s\n%s", mc_error_message(), text);
+    /* Chrome's trace event format, field by field (what Perfetto's importer reads): a JSON
+     * object with traceEvents; displayTimeUnit "ms" or "ns"; metadata events (ph M) naming the
+     * process and threads; complete events (ph X) with a string name and cat, integer pid and
+     * tid, numeric ts and dur in microseconds (non-negative), and an args object. The host
+     * lane has one event per measured run, the device lane every kernel of every run, each
+     * inside its run and at its real time: 3 runs of 2 kernels here. */
+    const mc_json *unit = mc_json_get(root, "displayTimeUnit");
+    assert_non_null(unit);
+    assert_true(!strcmp(unit->text, "ns") || !strcmp(unit->text, "ms"));
     const mc_json *events = mc_json_get(root, "traceEvents");
     assert_non_null(events);
     assert_int_equal(events->kind, MC_JSON_ARRAY);
-    int complete = 0;
+    int complete = 0, runs = 0, kernels_seen = 0, meta = 0;
+    double run_ts[3] = {0}, run_end[3] = {0};
     for (const mc_json *e = events->first; e; e = e->next) {
-        assert_non_null(mc_json_get(e, "name"));
-        assert_non_null(mc_json_get(e, "ph"));
-        assert_non_null(mc_json_get(e, "pid"));
-        assert_non_null(mc_json_get(e, "tid"));
-        if (!strcmp(mc_json_get(e, "ph")->text, "X")) {
-            assert_non_null(mc_json_get(e, "ts"));
-            assert_non_null(mc_json_get(e, "dur"));
-            complete++;
+        assert_int_equal(e->kind, MC_JSON_OBJECT);
+        const mc_json *name = mc_json_get(e, "name"), *ph = mc_json_get(e, "ph");
+        const mc_json *pid = mc_json_get(e, "pid"), *tid = mc_json_get(e, "tid");
+        assert_non_null(name);
+        assert_non_null(ph);
+        assert_non_null(pid);
+        assert_non_null(tid);
+        assert_int_equal(name->kind, MC_JSON_STRING);
+        assert_int_equal(ph->kind, MC_JSON_STRING);
+        int64_t pid_v, tid_v;
+        assert_true(mc_json_int64(pid, &pid_v) && mc_json_int64(tid, &tid_v));
+        const mc_json *args = mc_json_get(e, "args");
+        assert_non_null(args);
+        assert_int_equal(args->kind, MC_JSON_OBJECT);
+        if (!strcmp(ph->text, "M")) {
+            assert_true(!strcmp(name->text, "process_name") || !strcmp(name->text, "thread_name"));
+            assert_int_equal(mc_json_get(args, "name")->kind, MC_JSON_STRING);
+            meta++;
+            continue;
         }
+        assert_string_equal(ph->text, "X");
+        const mc_json *ts = mc_json_get(e, "ts"), *dur = mc_json_get(e, "dur");
+        const mc_json *cat = mc_json_get(e, "cat");
+        assert_non_null(ts);
+        assert_non_null(dur);
+        assert_non_null(cat);
+        assert_int_equal(ts->kind, MC_JSON_NUMBER);
+        assert_int_equal(dur->kind, MC_JSON_NUMBER);
+        assert_int_equal(cat->kind, MC_JSON_STRING);
+        double t0 = strtod(ts->text, NULL), d = strtod(dur->text, NULL);
+        assert_true(t0 >= 0 && d >= 0);
+        const mc_json *run = mc_json_get(args, "run");
+        assert_non_null(run); /* real timestamps: every event says which run it belongs to */
+        int64_t r;
+        assert_true(mc_json_int64(run, &r) && r >= 0 && r < 3);
+        if (tid_v == 1) {
+            assert_string_equal(cat->text, "run");
+            run_ts[r] = t0;
+            run_end[r] = t0 + d;
+            runs++;
+        } else {
+            assert_int_equal(tid_v, 2);
+            assert_string_equal(cat->text, "gemm");
+            assert_true(run_end[r] > 0 || r == 0); /* runs come before their kernels */
+            assert_true(t0 >= run_ts[r] - 1e-3 && t0 + d <= run_end[r] + 1e-3);
+            kernels_seen++;
+        }
+        complete++;
     }
-    assert_int_equal(complete, 1 + 2); /* the host lane's run, the device lane's 2 kernels */
+    assert_int_equal(meta, 3);
+    assert_int_equal(runs, 3);
+    assert_int_equal(kernels_seen, 3 * 2);
+    assert_int_equal(complete, 3 + 3 * 2);
+    for (int r = 1; r < 3; r++)
+        assert_true(run_ts[r] >= run_end[r - 1] - 1e-3); /* runs in order, not overlapping */
     mc_arena_free(&arena);
     free(text);
+}
+
+/* docs/FORMAT.md §5: the grouped view: kernels that are the same code on the same shapes (a layer repeated)
+ * are one row with xN under the table, and one entry of the JSON's groups with their summed
+ * time; a layer on other shapes is its own group. */
+static void test_profile_groups(void **state)
+{
+    (void)state;
+    static const char text[] = "graph layers\n"
+                               "input x : f32[8, 16]\n"
+                               "param w1 : f32[16, 16]\n"
+                               "param w2 : f32[16, 16]\n"
+                               "param w3 : f32[16, 16]\n"
+                               "param w4 : f32[24, 16]\n"
+                               "h1 = linear(x, w1)\n"
+                               "a1 = gelu(h1)\n"
+                               "h2 = linear(a1, w2)\n"
+                               "a2 = gelu(h2)\n"
+                               "h3 = linear(a2, w3)\n"
+                               "a3 = gelu(h3)\n"
+                               "h4 = linear(a3, w4)\n"
+                               "a4 = gelu(h4)\n"
+                               "output a4\n";
+    const char *g = mc_test_write_file("layers.graph", text, sizeof text - 1);
+    const char *json = tmp_path("groups.json");
+    int rc = minic("run %s --backend ref --iters 2 --profile --profile-json %s", g, json);
+    if (rc != 0)
+        fail_msg("%s", err);
+    assert_contains(out, "grouped (the same code on the same shapes; 2 groups of 4 kernels)");
+    assert_contains(out, "x3");
+    size_t size;
+    char *jt = slurp(json, &size);
+    mc_arena arena = {0};
+    mc_json *root;
+    if (mc_json_parse(jt, size, json, &arena, &root) != MC_OK)
+        fail_msg("%s\n%s", mc_error_message(), jt);
+    const mc_json *groups = mc_json_get(root, "groups");
+    assert_int_equal(groups->count, 2);
+    int64_t n;
+    assert_true(mc_json_int64(mc_json_get(groups->first, "kernels"), &n));
+    assert_int_equal(n, 3);
+    assert_int_equal(mc_json_get(groups->first, "members")->count, 3);
+    assert_true(mc_json_int64(mc_json_get(groups->first->next, "kernels"), &n));
+    assert_int_equal(n, 1);
+    mc_arena_free(&arena);
+    free(jt);
+}
+
+/* On a machine that has never measured its peaks (an empty cache), --profile on the cpu
+ * backend shows measured peaks, percentages and bounds with no other command first, and
+ * caches them for the next run. */
+static void test_profile_fresh_peaks(void **state)
+{
+    (void)state;
+#ifdef MINIC_HAVE_CPU_BACKEND
+    char dir[4300];
+    snprintf(dir, sizeof dir, "%s/fresh_peaks_cache", mc_test_tmpdir());
+    const char *old = getenv("XDG_CACHE_HOME");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("XDG_CACHE_HOME", dir, 1);
+    const char *g = mc_test_src("examples/mlp.graph");
+    int rc = minic("run %s --backend cpu --iters 2 --profile", g);
+    if (saved) {
+        setenv("XDG_CACHE_HOME", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("XDG_CACHE_HOME");
+    }
+    assert_int_equal(rc, 0);
+    assert_contains(out, "peaks: measured (measured on first use and cached");
+    for (const char *line = strstr(out, "\ngemm_"); line; line = strstr(line + 1, "\ngemm_")) {
+        const char *end = strchr(line + 1, '\n');
+        char row[1024];
+        snprintf(row, sizeof row, "%.*s", end ? (int)(end - line - 1) : 1000, line + 1);
+        if (!strstr(row, " memory ") && !strstr(row, " compute ") && !strstr(row, " latency "))
+            fail_msg("a kernel without a bound: %s", row); /* every kernel has one */
+    }
+    char peaks_dir[4400];
+    snprintf(peaks_dir, sizeof peaks_dir, "%s/minic/peaks", dir);
+    assert_true(exists(peaks_dir));
+#else
+    skip();
+#endif
 }
 
 /* docs/FORMAT.md §3: every file written is named on stderr, unless --quiet. */
@@ -991,6 +1142,8 @@ int main(void)
         cmocka_unit_test(test_seed_determinism),
         cmocka_unit_test(test_example_program_matches_cli),
         cmocka_unit_test(test_iters_and_profile),
+        cmocka_unit_test(test_profile_groups),
+        cmocka_unit_test(test_profile_fresh_peaks),
         cmocka_unit_test(test_wrote_files),
         cmocka_unit_test(test_notes),
         cmocka_unit_test(test_dump_stages),

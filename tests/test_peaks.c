@@ -202,7 +202,7 @@ static void test_no_clocks_and_suspect(void **state)
     mc_profile_print(&f.prof, out);
     fclose(out);
     assert_non_null(strstr(buf, "clocks unknown"));
-    assert_non_null(strstr(buf, "suspect: above peak"));
+    assert_non_null(strstr(buf, "suspect: above the compute peak"));
     assert_non_null(strstr(buf, "suspect: zero or negative time"));
     free(buf);
     teardown_fixture(&f);
@@ -224,16 +224,63 @@ static void test_measure_cpu(void **state)
     mc_peaks back;
     assert_true(mc_peaks_load(pk.device, &back));
     assert_float_equal(back.fma_flops_per_s, pk.fma_flops_per_s, pk.fma_flops_per_s * 1e-5);
-    /* A host profile of a real run on ref picks the entry up (its device is this CPU). */
+    /* The best of the repetitions, their spread, the datasheet beside it. */
+    assert_int_equal(back.reps, 3);
+    assert_true(back.fma_spread_pct >= 0 && back.fma_spread_pct < 100);
+    assert_true(back.online_cpus >= 1);
+    /* A fresh entry is used as it is (nothing measured); a stale one (another machine's CPU
+     * count) is measured again on first use and rewritten. */
+    bool now = true;
+    mc_peaks got;
+    assert_true(mc_peaks_fresh(&back));
+    assert_true(mc_peaks_get(pk.device, false, &got, &now));
+    assert_false(now);
+    assert_float_equal(got.fma_flops_per_s, pk.fma_flops_per_s, pk.fma_flops_per_s * 1e-5);
+    pk.online_cpus += 1;
+    assert_int_equal(mc_peaks_save(&pk), MC_OK);
+    assert_true(mc_peaks_load(pk.device, &back));
+    assert_false(mc_peaks_fresh(&back));
+    assert_true(mc_peaks_get(pk.device, false, &got, &now));
+    assert_true(now);
+    assert_true(mc_peaks_load(pk.device, &back));
+    assert_true(mc_peaks_fresh(&back));
+    /* The reference interpreter has no peaks, and measures nothing. */
     fixture f;
     setup_fixture(&f, &mc_backend_ref);
     assert_int_equal(mc_program_fill_random(f.p, 0), MC_OK);
     f.prof.program = f.p;
     assert_int_equal(mc_profile_collect(f.p, 1, &f.prof), MC_OK);
-    if (strcmp(f.prof.device, pk.device) == 0) {
-        assert_string_equal(f.prof.peaks_source, "measured");
-        assert_float_equal(f.prof.peak_bytes_per_s, back.copy_bytes_per_s, 1);
+    assert_string_equal(f.prof.peaks_source, "none");
+    teardown_fixture(&f);
+}
+
+/* The CPU datasheet ceiling: positive where the clock is known, with its factors; a measured
+ * rate more than 2x away from it is flagged and the profile takes the datasheet instead. */
+static void test_cpu_datasheet_flag(void **state)
+{
+    (void)state;
+    char why[256] = "";
+    double ds = mc_peaks_cpu_datasheet(2, why, sizeof why);
+    if (ds > 0) {
+        assert_non_null(strstr(why, "FMA units"));
+        assert_non_null(strstr(why, "MHz"));
     }
+    fixture f;
+    setup_fixture(&f, &fake_cpu);
+    mc_peaks h = {.copy_bytes_per_s = 2.0e10, .fma_flops_per_s = 1.0e10, .reps = 5,
+                  .datasheet_fma_flops_per_s = 3.0e11, .disagrees = true};
+    mc_peaks_apply_with(&f.prof, &h, NULL);
+    for (int k = 0; k < f.prof.nkernels; k++)
+        assert_float_equal(f.prof.peak_flops[k], 3.0e11, 1);
+    assert_non_null(strstr(f.prof.peaks_note, "FLAG"));
+    assert_non_null(strstr(f.prof.peaks_note, "best of 5"));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    mc_profile_print(&f.prof, out);
+    fclose(out);
+    assert_non_null(strstr(buf, "disagrees >2x"));
+    free(buf);
     teardown_fixture(&f);
 }
 
@@ -246,6 +293,7 @@ int main(void)
         cmocka_unit_test(test_measured_marking),
         cmocka_unit_test(test_no_clocks_and_suspect),
         cmocka_unit_test(test_measure_cpu),
+        cmocka_unit_test(test_cpu_datasheet_flag),
     };
     return mc_test_run(tests);
 }

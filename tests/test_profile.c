@@ -192,12 +192,30 @@ static void test_rates_and_bounds(void **state)
     fclose(f);
     assert_true(strncmp(svg, "<svg ", 5) == 0);
     assert_non_null(strstr(svg, "</svg>\n"));
-    int circles = 0;
-    for (const char *s = svg; (s = strstr(s, "<circle")); s++)
-        circles++;
-    assert_int_equal(circles, 2);
-    assert_non_null(strstr(svg, "<polyline")); /* the roof */
+    int points = 0;
+    for (const char *s = svg; (s = strstr(s, "<g><title>")); s++)
+        points++;
+    assert_int_equal(points, 2);
+    assert_non_null(strstr(svg, "<polyline")); /* the roofs */
     assert_non_null(strstr(svg, "gemm_bias_gelu_0"));
+    /* Roofs labelled with value and unit; the two kernels (two groups) in two colours; their
+     * number labels apart. */
+    assert_non_null(strstr(svg, "f32 FMA peak: 50 TFLOP/s"));
+    assert_non_null(strstr(svg, "memory: 3000 GB/s"));
+    const char *p0 = strstr(svg, "<g><title>"), *p1 = strstr(p0 + 1, "<g><title>");
+    const char *c0 = strstr(p0, "fill=\"#"), *c1 = strstr(p1, "fill=\"#");
+    assert_true(c0 && c1 && strncmp(c0, c1, 14) != 0);
+    double lx[2], ly[2];
+    int nl = 0;
+    for (const char *s = svg; nl < 2 && (s = strstr(s, "font-weight=\"bold\" fill=")); s++) {
+        const char *t = s;
+        while (t > svg && strncmp(t, "<text x=", 8) != 0)
+            t--;
+        assert_int_equal(sscanf(t, "<text x=\"%lf\" y=\"%lf\"", &lx[nl], &ly[nl]), 2);
+        nl++;
+    }
+    assert_int_equal(nl, 2);
+    assert_true(fabs(lx[0] - lx[1]) > 8 || fabs(ly[0] - ly[1]) > 13); /* boxes do not overlap */
 
     /* A ridge point far left of every kernel (huge bandwidth) still lies inside the frame: the
      * roof never leaves the plot. */
@@ -212,17 +230,21 @@ static void test_rates_and_bounds(void **state)
     const char *frame = strstr(svg, "<rect x=");
     assert_non_null(frame);
     assert_int_equal(sscanf(frame, "<rect x=\"%lf\" y=\"%lf\" width=\"%lf\" height=\"%lf\"", &fx, &fy, &fw, &fh), 4);
-    const char *roof = strstr(svg, "points=\"");
-    assert_non_null(roof);
-    roof += strlen("points=\"");
-    for (int i = 0; i < 3; i++) {
-        double x, y;
-        int used = 0;
-        assert_int_equal(sscanf(roof, "%lf,%lf%n", &x, &y, &used), 2);
-        roof += used;
-        assert_true(x >= fx - 0.1 && x <= fx + fw + 0.1);
-        assert_true(y >= fy - 0.1 && y <= fy + fh + 0.1);
+    int roofs = 0;
+    for (const char *roof = svg; (roof = strstr(roof, "<polyline")); roofs++) {
+        roof = strstr(roof, "points=\"");
+        assert_non_null(roof);
+        roof += strlen("points=\"");
+        for (int i = 0; i < 2; i++) {
+            double x, y;
+            int used = 0;
+            assert_int_equal(sscanf(roof, "%lf,%lf%n", &x, &y, &used), 2);
+            roof += used;
+            assert_true(x >= fx - 0.1 && x <= fx + fw + 0.1);
+            assert_true(y >= fy - 0.1 && y <= fy + fh + 0.1);
+        }
     }
+    assert_int_equal(roofs, 2); /* the compute roof and the memory slope */
 
     assert_true(mc_profile_peak_memory(p) >= (32 * 128 * 2 + 512 * 128 * 2 + 512 + 128) * 4);
     mc_profile_release(&prof);

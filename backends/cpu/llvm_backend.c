@@ -535,8 +535,13 @@ static mc_status cpu_run(mc_program *p)
         return st;
     bind_buffers(p, s);
     pack_params(p, s);
-    for (int i = 0; i < s->nkernels; i++)
+    for (int i = 0; i < s->nkernels; i++) {
+        if (p->kernel_clock)
+            p->kernel_clock[2 * i] = mc_now_ms();
         run_kernel(s, i);
+        if (p->kernel_clock)
+            p->kernel_clock[2 * i + 1] = mc_now_ms();
+    }
     for (int b = 0; b < p->kp->nbuffers; b++)
         if (p->dirty)
             p->dirty[b] = false;

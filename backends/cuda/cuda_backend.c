@@ -23,6 +23,7 @@
  */
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_api.h"
+#include "backends/cuda/cuda_cupti.h"
 #include "backends/cuda/cuda_lt.h"
 
 #include <stdatomic.h>
@@ -35,6 +36,7 @@ typedef struct step {
     mc_lt_gemm *gemm;
     const mc_cuda_gemm_plan *plan;
     CUfunction fn;
+    char entry[96];   /* the generated function's name (CUPTI's records carry it) */
     unsigned grid[3], block, smem;
     CUdeviceptr *argv;
     void **args;
@@ -160,6 +162,7 @@ static mc_status add_kernel_step(cuda_state *s, int ki, const mc_cuda_code *code
 {
     step *st = &s->steps[s->nsteps++];
     st->kernel = ki;
+    snprintf(st->entry, sizeof st->entry, "%s", code->entry);
     CU_CHECK(s->cu->cuModuleGetFunction(&st->fn, s->modules[ki], code->entry),
              "finding a generated kernel");
     st->grid[0] = (unsigned)code->grid[0];
@@ -551,6 +554,126 @@ static mc_status cuda_time(mc_program *p, int iters, double *median_us)
     return st;
 }
 
+/* Which step each CUPTI record of one run belongs to: the generated kernels by name, in launch
+ * order; the records between two generated kernels (cuBLASLt's, one or more per call) to the
+ * GEMM steps there, `calls` records each, the last taking the rest. -1 per record where the
+ * records do not follow the program (then the caller falls back to events). */
+static bool match_run(const cuda_state *s, const mc_cupti_kernel *rec, int n, int *step_of)
+{
+    int c = 0, got = 0; /* the step expected, records it has had */
+    for (int r = 0; r < n; r++) {
+        while (c < s->nsteps && s->steps[c].is_gemm) {
+            int a = c;
+            while (a < s->nsteps && s->steps[a].is_gemm)
+                a++;
+            bool next_named = a < s->nsteps && !strcmp(rec[r].name, s->steps[a].entry);
+            if (got > 0 && next_named) { /* the GEMMs are done: on to the generated kernel */
+                c = a;
+                got = 0;
+                break;
+            }
+            step_of[r] = c;
+            got++;
+            if (got >= (int)s->steps[c].plan->calls && c + 1 < a) {
+                c++;
+                got = 0;
+            }
+            goto next;
+        }
+        if (c >= s->nsteps || strcmp(rec[r].name, s->steps[c].entry) != 0)
+            return false;
+        step_of[r] = c++;
+        got = 0;
+    next:;
+    }
+    return true;
+}
+
+/* Kernel times from CUPTI's device timestamps over `iters` ordinary executions (the CUDA graph
+ * replay when the program is captured; nothing re-launched). false in *done when CUPTI is
+ * unusable or its records do not follow the program: `why` says which. */
+static mc_status profile_cupti(mc_program *p, int iters, mc_profile *prof, bool *done, char *why,
+                               size_t why_size)
+{
+    cuda_state *s = p->state;
+    const kir_program *kp = p->kp;
+    *done = false;
+    if (mc_cupti_begin() != MC_OK) {
+        snprintf(why, why_size, "%s", mc_error_message());
+        return MC_OK;
+    }
+    int *run_end = calloc((size_t)iters + 1, sizeof *run_end);
+    mc_status st = run_end ? MC_OK : mc_fail(MC_ERR_SYSTEM, "out of memory");
+    for (int it = 0; it < iters && st == MC_OK; it++) {
+        st = execute(p, s);
+        if (st == MC_OK)
+            st = sync_stream(s, "profiling the program");
+        if (st == MC_OK && mc_cupti_flush(&run_end[it + 1]) != MC_OK)
+            snprintf(why, why_size, "%s", mc_error_message());
+    }
+    mc_cupti_kernel *rec = NULL;
+    int nrec = 0;
+    if (mc_cupti_end(&rec, &nrec) != MC_OK && !why[0])
+        snprintf(why, why_size, "%s", mc_error_message());
+    size_t nk = (size_t)(kp->nkernels > 0 ? kp->nkernels : 1);
+    double *t = calloc(nk * (size_t)iters, sizeof *t);
+    int *launch = calloc(nk, sizeof *launch);
+    int *step_of = calloc((size_t)(nrec > 0 ? nrec : 1), sizeof *step_of);
+    mc_profile_event *ev = calloc((size_t)(nrec > 0 ? nrec : 1), sizeof *ev);
+    double *span = calloc(2 * (size_t)iters, sizeof *span);
+    if (st == MC_OK && (!t || !launch || !step_of || !ev || !span))
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory");
+    bool ok = st == MC_OK && !why[0] && nrec > 0 && run_end[iters] == nrec;
+    if (st == MC_OK && !why[0] && !ok)
+        snprintf(why, why_size, "CUPTI delivered %d kernel records for %d runs", nrec, iters);
+    uint64_t base = ok ? rec[0].start_ns : 0;
+    for (int it = 0; it < iters && ok; it++) {
+        int a = run_end[it], b = run_end[it + 1];
+        if (b <= a || !match_run(s, rec + a, b - a, step_of + a)) {
+            ok = false;
+            snprintf(why, why_size, "CUPTI's kernel records of run %d do not follow the program "
+                     "(first: %s)", it, b > a ? rec[a].name : "none");
+            break;
+        }
+        span[2 * it] = (double)(rec[a].start_ns - base) * 1e-3;
+        span[2 * it + 1] = span[2 * it];
+        for (int r = a; r < b; r++) {
+            int k = s->steps[step_of[r]].kernel;
+            double t0 = (double)(rec[r].start_ns - base) * 1e-3, t1 = (double)(rec[r].end_ns - base) * 1e-3;
+            t[(size_t)k * (size_t)iters + (size_t)it] += t1 - t0;
+            if (it == 0)
+                launch[k]++;
+            ev[r] = (mc_profile_event){.kernel = k, .run = it, .start_us = t0, .end_us = t1};
+            span[2 * it] = span[2 * it] < t0 ? span[2 * it] : t0;
+            span[2 * it + 1] = span[2 * it + 1] > t1 ? span[2 * it + 1] : t1;
+        }
+    }
+    if (ok) {
+        for (int k = 0; k < kp->nkernels; k++) {
+            prof->time_us[k] = mc_median(&t[(size_t)k * (size_t)iters], iters);
+            prof->launches[k] = launch[k];
+        }
+        free(prof->events);
+        free(prof->run_span_us);
+        prof->events = ev;
+        prof->nevents = nrec;
+        prof->run_span_us = span;
+        ev = NULL;
+        span = NULL;
+        snprintf(prof->clock, sizeof prof->clock, "CUPTI device timestamps%s",
+                 s->gexec ? ", in CUDA graph replays" : "");
+        *done = true;
+    }
+    free(run_end);
+    free(rec);
+    free(t);
+    free(launch);
+    free(step_of);
+    free(ev);
+    free(span);
+    return st;
+}
+
 static mc_status cuda_profile(mc_program *p, int iters, mc_profile *prof)
 {
     cuda_state *s = p->state;
@@ -558,11 +681,17 @@ static mc_status cuda_profile(mc_program *p, int iters, mc_profile *prof)
     const mc_cuda_api *cu = s->cu;
     if (iters < 1)
         iters = 1;
-    mc_status st = cuda_run(p);
+    mc_status st = cuda_run(p); /* warm-up; captures the graph after the first execution */
     if (st != MC_OK)
         return st;
     snprintf(prof->device, sizeof prof->device, "%s", s->device_name);
-    snprintf(prof->clock, sizeof prof->clock, "cuda events");
+    char why[256] = "";
+    bool done = false;
+    st = profile_cupti(p, iters, prof, &done, why, sizeof why);
+    if (st != MC_OK || done)
+        return st;
+    /* The fallback: CUDA events around every step of a run outside the graph. */
+    snprintf(prof->clock, sizeof prof->clock, "cuda events, re-launched (CUPTI: %.180s)", why);
     int n = s->nsteps;
     CUevent *ev = calloc((size_t)n + 1, sizeof(CUevent));
     double *t = calloc((size_t)kp->nkernels * (size_t)iters + 1, sizeof(double));

@@ -3,6 +3,11 @@
  * batch index), and the algorithm: the heuristic's candidates for the pointers' real alignments,
  * timed on the GEMM's own buffers when the plan asks for it (lt_autotune), the fastest kept.
  * All of it is made once at prepare time; a launch is one cublasLtMatmul per call.
+ *
+ * The algorithm timing picks is recorded in the kernel cache (kind "ltalgo"), keyed by the
+ * problem and the heuristic's candidate list (which names the GPU and the cuBLASLt version in
+ * effect), so every later process on this machine runs the same kernel for the same GEMM:
+ * `minic run`, `--profile` and an external profiler time the same thing.
  */
 #include "backends/cuda/cuda_lt.h"
 
@@ -90,6 +95,45 @@ static void lt_autotune(const mc_lt_env *s, const mc_cuda_gemm_plan *p, mc_lt_ge
     cu->cuStreamSynchronize(s->stream);
     cu->cuEventDestroy(e0);
     cu->cuEventDestroy(e1);
+}
+
+/* The autotuned choice, from the cache when this problem with these candidates was tuned
+ * before (the same choice in every process), else timed now and recorded. */
+static void choose_algo(const mc_lt_env *s, const mc_cuda_gemm_plan *p, mc_lt_gemm *g,
+                        const cublasLtMatmulHeuristicResult_t *res, int n, const int al[4],
+                        size_t ws, cublasComputeType_t ct, cublasLtEpilogue_t epi)
+{
+    /* The key: everything the descriptors and layouts were made from, and the candidates. */
+    const mc_lt_matrix *mats[4] = {&p->a, &p->b, &p->c, &p->d};
+    uint64_t h = mc_hash64(&n, sizeof n, 0x6c74616c676fULL);
+    int64_t facts[8] = {(int64_t)ct, (int64_t)epi, p->bias_buffer >= 0, p->batch, (int64_t)ws,
+                        (int64_t)p->a.trans, (int64_t)p->b.trans, (int64_t)s->lt->cublasLtGetVersion()};
+    h = mc_hash64(facts, sizeof facts, h);
+    for (int m = 0; m < 4; m++) {
+        int64_t f[6] = {(int64_t)mats[m]->dtype, mats[m]->rows, mats[m]->cols, mats[m]->ld,
+                        mats[m]->batch_stride, al[m]};
+        h = mc_hash64(f, sizeof f, h);
+    }
+    for (int a = 0; a < n; a++)
+        h = mc_hash64(&res[a].algo, sizeof res[a].algo, h);
+    char key[64];
+    snprintf(key, sizeof key, "lt-%016llx", (unsigned long long)h);
+    void *data = NULL;
+    size_t size = 0;
+    if (mc_cache_load("ltalgo", key, &data, &size) == MC_CACHE_HIT) {
+        bool used = false;
+        for (int a = 0; a < n && !used && size == sizeof res[a].algo; a++)
+            if (!memcmp(data, &res[a].algo, sizeof res[a].algo)) { /* one of today's candidates */
+                g->algo = res[a].algo;
+                used = true;
+            }
+        free(data);
+        if (used)
+            return;
+        mc_cache_evict("ltalgo", key);
+    }
+    lt_autotune(s, p, g, res, n);
+    mc_cache_store("ltalgo", key, &g->algo, sizeof g->algo);
 }
 
 mc_status mc_lt_gemm_setup(const mc_lt_env *s, const kir_kernel *k, const mc_cuda_gemm_plan *p,
@@ -181,7 +225,7 @@ mc_status mc_lt_gemm_setup(const mc_lt_env *s, const kir_kernel *k, const mc_cud
         return MC_OK; /* no algorithm: the caller falls back */
     g->algo = res[0].algo;
     if (found > 1 && p->autotune) /* smaller ones keep the heuristic's first choice */
-        lt_autotune(s, p, g, res, found);
+        choose_algo(s, p, g, res, found, al, ws, ct, epi);
     *ok = true;
     return MC_OK;
 }

@@ -278,7 +278,11 @@ static mc_status ref_run(mc_program *p)
 {
     ref_state *s = p->state;
     for (int k = 0; k < p->kp->nkernels; k++) {
+        if (p->kernel_clock)
+            p->kernel_clock[2 * k] = mc_now_ms();
         mc_status st = run_kernel(p->kp, &p->kp->kernels[k], s->data);
+        if (p->kernel_clock)
+            p->kernel_clock[2 * k + 1] = mc_now_ms();
         if (st != MC_OK)
             return st;
     }
@@ -301,6 +305,7 @@ const mc_backend mc_backend_ref = {
     .attention = true,
     .probe = NULL,      /* always available */
     .prepare = ref_prepare,
+    .no_peaks = true,
     .run = ref_run,
     .profile = NULL,    /* no per-kernel timing: it is an oracle, not a target */
     .dump_code = NULL,  /* nothing is generated */
