@@ -209,6 +209,9 @@ static void test_gemm_padded_output(void **state)
                 assert_int_equal(plan.pad_ld, (ns[j] + 7) / 8 * 8);
                 assert_int_equal(plan.pad_rows, 2 * 96);
                 assert_int_equal(plan.d.ld, plan.pad_ld);
+                assert_int_equal(plan.m, plan.pad_ld); /* the padded rows are computed too */
+                assert_int_equal(plan.d.rows, plan.pad_ld);
+                assert_true(plan.pad_slack > 0);
             }
             char what[64];
             snprintf(what, sizeof what, "gemm + bias %s N=%lld", mc_dtype_name(dts[i]), (long long)ns[j]);

@@ -103,11 +103,13 @@ struct mc_cuda_gemm_plan {
     mc_dtype scratch_dtype;/* !full: f32, or the f16/bf16 every store of the epilogue writes
                               (half the traffic; acc is rounded once more, within docs/FORMAT.md §6) */
     /* full, f16/bf16, D a whole graph output whose rows are not 16-byte aligned (N = 50257):
-     * cuBLASLt writes D with its rows padded to pad_ld elements (a multiple of 16 bytes); the
-     * output buffer holds pad_rows x pad_ld elements and its download drops the padding.
+     * cuBLASLt computes and writes D with its rows padded to pad_ld elements (a multiple of 16
+     * bytes; m = pad_ld); the output buffer holds pad_rows x pad_ld elements and its download
+     * drops the padding.
      * pad_buffer -1: D is written as the graph lays it out. */
     int pad_buffer;
     int64_t pad_rows, pad_cols, pad_ld;
+    int64_t pad_slack; /* bytes the padded rows read past A's (and the bias's) end */
 };
 
 /* Decide how kernel ki (a KIR_GEMM) runs: which epilogue cuBLASLt takes, operand layouts and

@@ -141,6 +141,12 @@ static mc_status layout_memory(mc_program *p, cuda_state *s, size_t *scratch_byt
     size_t ws_at = total;
     if (need_workspace)
         total += MC_LT_WORKSPACE_BYTES;
+    /* padded GEMMs read a little past their weights (cuda_gemm.c): keep it inside */
+    size_t slack = 0;
+    for (int b = 0; b < kp->nbuffers; b++)
+        if (s->pitched && s->pitched[b] && (size_t)s->pitched[b]->pad_slack > slack)
+            slack = (size_t)s->pitched[b]->pad_slack;
+    total += (slack + 255) / 256 * 256;
     if (total == 0)
         total = 256;
     CUresult r = s->cu->cuMemAlloc(&s->mem, total);

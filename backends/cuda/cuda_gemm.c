@@ -363,6 +363,24 @@ static void plan_layout(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
         p->batch = 1;
         p->a.batch_stride = p->b.batch_stride = p->c.batch_stride = p->d.batch_stride = 0;
     }
+    if (p->pad_buffer >= 0 && !p->a.trans && p->a.ld < p->pad_ld)
+        p->pad_buffer = -1; /* A's columns too short to read pad_ld rows from: not padded */
+    if (p->pad_buffer >= 0) {
+        /* The padded rows are computed too: cuBLASLt's m is pad_ld, a multiple of 8, as the fast
+         * kernels want (padding only D's ld measured no faster: 3036 vs 3060 us). A's extra
+         * rows (and the bias's extra elements) are read past the operand's end: whatever they
+         * hold lands only in D's padding, which is never read; the allocation ends with
+         * pad_slack bytes so these reads stay in it. */
+        int64_t extra = p->pad_ld - p->m;
+        if (p->a.trans)
+            p->a.cols = p->pad_ld;
+        else
+            p->a.rows = p->pad_ld;
+        p->m = p->pad_ld;
+        p->d.rows = p->c.rows = p->pad_ld;
+        p->pad_slack = (extra * (p->a.trans ? p->a.ld : 1) + extra) *
+                       (int64_t)mc_dtype_size(p->a.dtype);
+    }
     p->use_lt = true;
 }
 

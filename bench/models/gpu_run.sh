@@ -24,7 +24,7 @@ M=$PWD/build-gpu/minic
 export XDG_CACHE_HOME=$W/cache
 if has gpt2; then
     step "gpt2.py f32,bf16 B=4 T=1024"
-    PYTHONUNBUFFERED=1 timeout 360 python3 bench/models/gpt2.py --minic "$M" --out "$W" --dtypes bf16,f32 --iters 20 >"$OUT/gpt2.log" 2>&1
+    PYTHONUNBUFFERED=1 timeout 360 python3 bench/models/gpt2.py --minic "$M" --out "$W" --dtypes bf16,f32 --iters 20 ${TORCH_DTYPES:+--torch-dtypes $TORCH_DTYPES} >"$OUT/gpt2.log" 2>&1
     echo "exit $?" >>"$OUT/gpt2.log"; tail -8 "$OUT/gpt2.log" | tee -a "$S"
 fi
 if has profile && [ -f "$W/gpt2_bf16.graph" ]; then
