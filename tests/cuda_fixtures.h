@@ -385,6 +385,30 @@ static inline kir_program *fx_gemms(int64_t B, int64_t M, int64_t N, int64_t K, 
     return kp;
 }
 
+/* y = x [B, M, K] @ w^T + bias, w [N, K]: cuBLASLt's BIAS epilogue writes the graph output
+ * directly; with N * dtype size not a multiple of 16 and a half dtype, the plan pads its rows
+ * (the LM head of GPT-2, N = 50257). */
+static inline kir_program *fx_gemm_bias(int64_t B, int64_t M, int64_t N, int64_t K, mc_dtype d)
+{
+    kir_program *kp = fx_program();
+    int x = fx_buffer(kp, KBUF_INPUT, d, B * M * K);
+    int w = fx_buffer(kp, KBUF_PARAM, d, N * K);
+    int bias = fx_buffer(kp, KBUF_PARAM, d, N);
+    int y = fx_buffer(kp, KBUF_OUTPUT, d, B * M * N);
+    int64_t shape[3] = {B, M, N};
+    kir_kernel *k = fx_kernel(kp, "gemm_bias_0", KIR_GEMM, 3, shape, 3);
+    k->gemm.m = M;
+    k->gemm.n = N;
+    k->gemm.k = K;
+    k->gemm.a = fx_view(k, x, 0, (int64_t[]){M * K, K, 1});
+    k->gemm.b = fx_view(k, w, 0, (int64_t[]){0, 1, K});
+    fx_block(k, false);
+    int acc = fx_other(k, KI_ACC, MC_F32, 0);
+    int a = fx_op(k, MC_OP_ADD, d, acc, fx_load(k, fx_view(k, bias, 0, (int64_t[]){0, 0, 1}), d), 0);
+    fx_store(k, fx_view_contig(k, y), a);
+    return kp;
+}
+
 /* ---- a float64 interpreter of the kernel IR ------------------------------------------------ */
 
 /* Independent of the reference backend's loop structure, but with the same scalar meaning of

@@ -11,6 +11,7 @@
 
 #ifdef MINIC_HAVE_CUDA
 #include "cuda_fixtures.h"
+#include "backends/cuda/cuda.h"
 #include "runtime/runtime.h"
 
 static mc_program *make_program(kir_program *kp, int cuda_graph)
@@ -186,6 +187,37 @@ static void test_gemms(void **state)
         run_and_check(kp, "small gemms 32x256x256");
         fx_free(kp);
     }
+}
+
+/* Half-precision GEMM outputs whose rows are not 16-byte aligned are written with padded rows
+ * on the device (cuda_gemm.c, pad_output_ld) and read back without the padding; aligned ones,
+ * f32 and outputs another kernel reads are not padded. */
+static void test_gemm_padded_output(void **state)
+{
+    (void)state;
+    const mc_dtype dts[3] = {MC_F32, MC_F16, MC_BF16};
+    const int64_t ns[3] = {37, 1001, 64};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            kir_program *kp = fx_gemm_bias(2, 96, ns[j], 72, dts[i]);
+            mc_cuda_gemm_plan plan;
+            mc_cuda_gemm_plan_make(kp, 0, &plan);
+            assert_true(plan.use_lt && plan.full);
+            bool pad = dts[i] != MC_F32 && ns[j] % 8 != 0;
+            assert_int_equal(plan.pad_buffer, pad ? 3 : -1); /* y */
+            if (pad) {
+                assert_int_equal(plan.pad_ld, (ns[j] + 7) / 8 * 8);
+                assert_int_equal(plan.pad_rows, 2 * 96);
+                assert_int_equal(plan.d.ld, plan.pad_ld);
+                assert_int_equal(plan.m, plan.pad_ld); /* the padded rows are computed too */
+                assert_int_equal(plan.d.rows, plan.pad_ld);
+                assert_true(plan.pad_slack > 0);
+            }
+            char what[64];
+            snprintf(what, sizeof what, "gemm + bias %s N=%lld", mc_dtype_name(dts[i]), (long long)ns[j]);
+            run_and_check(kp, what);
+            fx_free(kp);
+        }
 }
 
 static void test_out_of_memory(void **state)
@@ -439,6 +471,7 @@ int main(void)
         cmocka_unit_test(test_pointwise),
         cmocka_unit_test(test_reductions),
         cmocka_unit_test(test_gemms),
+        cmocka_unit_test(test_gemm_padded_output),
         cmocka_unit_test(test_out_of_memory),
 #ifdef MINIC_HAVE_PASSES
         cmocka_unit_test(test_examples),

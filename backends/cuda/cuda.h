@@ -102,6 +102,14 @@ struct mc_cuda_gemm_plan {
     int64_t scratch_elems; /* !full: elements of scratch needed */
     mc_dtype scratch_dtype;/* !full: f32, or the f16/bf16 every store of the epilogue writes
                               (half the traffic; acc is rounded once more, within docs/FORMAT.md §6) */
+    /* full, f16/bf16, D a whole graph output whose rows are not 16-byte aligned (N = 50257):
+     * cuBLASLt computes and writes D with its rows padded to pad_ld elements (a multiple of 16
+     * bytes; m = pad_ld); the output buffer holds pad_rows x pad_ld elements and its download
+     * drops the padding.
+     * pad_buffer -1: D is written as the graph lays it out. */
+    int pad_buffer;
+    int64_t pad_rows, pad_cols, pad_ld;
+    int64_t pad_slack; /* bytes the padded rows read past A's (and the bias's) end */
 };
 
 /* Decide how kernel ki (a KIR_GEMM) runs: which epilogue cuBLASLt takes, operand layouts and
@@ -109,6 +117,9 @@ struct mc_cuda_gemm_plan {
  * beats a cuBLASLt call) and autotune. Never fails: layouts it cannot map give use_lt = false.
  * The one place a GEMM's size decides anything. */
 void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *plan);
+/* Whether two plans describe the same cuBLASLt problem (shapes, layouts, dtypes, epilogue,
+ * batching) over possibly different buffers: then one algorithm choice serves both. */
+bool mc_cuda_gemm_same_shape(const mc_cuda_gemm_plan *a, const mc_cuda_gemm_plan *b);
 /* A one-line description of the plan for dump_code. */
 void mc_cuda_gemm_plan_describe(const mc_cuda_gemm_plan *plan, mc_strbuf *sb);
 

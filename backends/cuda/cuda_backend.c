@@ -53,11 +53,14 @@ typedef struct cuda_state {
     size_t mem_bytes;
     CUdeviceptr *buf;         /* per kp buffer */
     size_t *buf_bytes;
+    const mc_cuda_gemm_plan **pitched; /* per kp buffer: the GEMM plan that pads its rows, or NULL */
     CUdeviceptr scratch, workspace;
     mc_cuda_target target;
     char device_name[128];
     mc_cuda_kernel_plan *plans;
     CUmodule *modules;        /* per kernel, or NULL */
+    int *owner;               /* per kernel: the kernel whose module (and entry) it runs: itself,
+                                 or an earlier one whose source differs only by the name */
     cublasLtHandle_t lt_handle;
     mc_lt_gemm *gemms;        /* per kernel */
     step *steps;
@@ -117,6 +120,12 @@ static mc_status layout_memory(mc_program *p, cuda_state *s, size_t *scratch_byt
             return mc_fail(MC_ERR_SYSTEM, "buffer %d is too large", b);
         }
         s->buf_bytes[b] = (size_t)bytes;
+        const mc_cuda_gemm_plan *pad = s->pitched ? s->pitched[b] : NULL;
+        if (pad && mc_mul_overflows(pad->pad_rows * pad->pad_ld,
+                                    (int64_t)mc_dtype_size(buf->dtype), &bytes)) {
+            free(off);
+            return mc_fail(MC_ERR_SYSTEM, "buffer %d is too large", b);
+        }
         if (buf->kind == KBUF_TEMP) {
             if (buf->offset + bytes > arena)
                 arena = buf->offset + bytes;
@@ -134,6 +143,12 @@ static mc_status layout_memory(mc_program *p, cuda_state *s, size_t *scratch_byt
     size_t ws_at = total;
     if (need_workspace)
         total += MC_LT_WORKSPACE_BYTES;
+    /* padded GEMMs read a little past their weights (cuda_gemm.c): keep it inside */
+    size_t slack = 0;
+    for (int b = 0; b < kp->nbuffers; b++)
+        if (s->pitched && s->pitched[b] && (size_t)s->pitched[b]->pad_slack > slack)
+            slack = (size_t)s->pitched[b]->pad_slack;
+    total += (slack + 255) / 256 * 256;
     if (total == 0)
         total = 256;
     CUresult r = s->cu->cuMemAlloc(&s->mem, total);
@@ -162,8 +177,9 @@ static mc_status add_kernel_step(cuda_state *s, int ki, const mc_cuda_code *code
 {
     step *st = &s->steps[s->nsteps++];
     st->kernel = ki;
-    snprintf(st->entry, sizeof st->entry, "%s", code->entry);
-    CU_CHECK(s->cu->cuModuleGetFunction(&st->fn, s->modules[ki], code->entry),
+    int o = s->owner[ki]; /* the kernel whose function this one runs (itself, or an identical one) */
+    snprintf(st->entry, sizeof st->entry, "%s", s->plans[o].code.entry);
+    CU_CHECK(s->cu->cuModuleGetFunction(&st->fn, s->modules[o], s->plans[o].code.entry),
              "finding a generated kernel");
     st->grid[0] = (unsigned)code->grid[0];
     st->grid[1] = (unsigned)code->grid[1];
@@ -183,6 +199,30 @@ static mc_status add_kernel_step(cuda_state *s, int ki, const mc_cuda_code *code
         st->args[i] = &st->argv[i];
     }
     return MC_OK;
+}
+
+static bool ident_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Whether sources a and b are the same once their entry names ea and eb are taken as equal:
+ * the 12 layers of a model give 12 kernels that differ only by their names (parameters are
+ * pointers, bound at launch), and one compiled module serves them all. */
+static bool same_but_name(const char *a, const char *ea, const char *b, const char *eb)
+{
+    size_t la = strlen(ea), lb = strlen(eb);
+    while (*a && *b) {
+        if (strncmp(a, ea, la) == 0 && strncmp(b, eb, lb) == 0 && !ident_char(a[la]) &&
+            !ident_char(b[lb])) {
+            a += la;
+            b += lb;
+            continue;
+        }
+        if (*a++ != *b++)
+            return false;
+    }
+    return *a == *b;
 }
 
 /* MINIC_CUDA_TRACE=1: where prepare's time goes, as the program's notes (a developer's
@@ -273,6 +313,16 @@ static mc_status cuda_prepare(mc_program *p)
         }
     }
     trace(p, "cuBLASLt load", &t0);
+    s->pitched = calloc((size_t)kp->nbuffers + 1, sizeof *s->pitched);
+    if (!s->pitched) {
+        free(align);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    }
+    for (int i = 0; i < kp->nkernels; i++) {
+        const mc_cuda_kernel_plan *pl = &s->plans[i];
+        if (pl->is_gemm && pl->gemm.use_lt && pl->gemm.pad_buffer >= 0)
+            s->pitched[pl->gemm.pad_buffer] = &pl->gemm;
+    }
     st = layout_memory(p, s, &scratch, any_lt);
     trace(p, "device allocation", &t0);
     if (st != MC_OK) {
@@ -291,10 +341,18 @@ static mc_status cuda_prepare(mc_program *p)
             continue;
         bool ok;
         mc_lt_env env = lt_env(s);
-        st = mc_lt_gemm_setup(&env, &kp->kernels[i], &pl->gemm, &s->gemms[i], &ok);
+        const mc_lt_gemm *like = NULL;
+        for (int j = 0; j < i && !like; j++)
+            if (s->plans[j].is_gemm && s->plans[j].gemm.use_lt &&
+                mc_cuda_gemm_same_shape(&s->plans[j].gemm, &pl->gemm))
+                like = &s->gemms[j];
+        st = mc_lt_gemm_setup(&env, &kp->kernels[i], &pl->gemm, &s->gemms[i], like, &ok);
         if (st == MC_OK && !ok) {
             mc_lt_gemm_free(s->lt, &s->gemms[i]);
             pl->gemm.use_lt = false;
+            if (pl->gemm.pad_buffer >= 0) /* the generated GEMM writes the rows unpadded */
+                s->pitched[pl->gemm.pad_buffer] = NULL;
+            pl->gemm.pad_buffer = -1;
             mc_cuda_code_free(&pl->code);
             st = mc_cuda_render(kp, i, &s->target, align, &pl->gemm, &pl->code);
             pl->has_code = st == MC_OK;
@@ -312,13 +370,30 @@ static mc_status cuda_prepare(mc_program *p)
     void **cubins = calloc((size_t)kp->nkernels + 1, sizeof(void *));
     size_t *sizes = calloc((size_t)kp->nkernels + 1, sizeof(size_t));
     s->modules = calloc((size_t)kp->nkernels + 1, sizeof(CUmodule));
-    if (!srcs || !entries || !which || !cubins || !sizes || !s->modules) {
+    s->owner = calloc((size_t)kp->nkernels + 1, sizeof(int));
+    if (!srcs || !entries || !which || !cubins || !sizes || !s->modules || !s->owner) {
         st = mc_fail(MC_ERR_SYSTEM, "out of memory");
         goto compiled;
     }
+    /* identical kernels (but for their names) share the first one's module */
+    for (int i = 0; i < kp->nkernels; i++) {
+        s->owner[i] = i;
+        const mc_cuda_code *ci = &s->plans[i].code;
+        for (int j = 0; j < i && s->plans[i].has_code; j++) {
+            const mc_cuda_code *cj = &s->plans[j].code;
+            /* the preludes are the same text (checked once, then skipped) */
+            if (s->plans[j].has_code && s->owner[j] == j && ci->body == cj->body &&
+                memcmp(ci->src.data, cj->src.data, ci->body) == 0 &&
+                same_but_name(ci->src.data + ci->body, ci->entry, cj->src.data + cj->body,
+                              cj->entry)) {
+                s->owner[i] = j;
+                break;
+            }
+        }
+    }
     int n = 0;
     for (int i = 0; i < kp->nkernels; i++)
-        if (s->plans[i].has_code) {
+        if (s->plans[i].has_code && s->owner[i] == i) {
             srcs[n] = s->plans[i].code.src.data;
             entries[n] = s->plans[i].code.entry;
             which[n++] = i;
@@ -507,6 +582,20 @@ static mc_status cuda_run(mc_program *p)
     for (int b = 0; b < kp->nbuffers; b++) {
         if (kp->buffers[b].kind != KBUF_OUTPUT || !p->host[b])
             continue;
+        const mc_cuda_gemm_plan *pad = s->pitched[b];
+        if (pad) { /* rows padded on the device: copy the rows, drop the padding */
+            size_t es = mc_dtype_size(kp->buffers[b].dtype);
+            CUDA_MEMCPY2D c = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                               .srcDevice = s->buf[b],
+                               .srcPitch = (size_t)pad->pad_ld * es,
+                               .dstMemoryType = CU_MEMORYTYPE_HOST,
+                               .dstHost = p->host[b],
+                               .dstPitch = (size_t)pad->pad_cols * es,
+                               .WidthInBytes = (size_t)pad->pad_cols * es,
+                               .Height = (size_t)pad->pad_rows};
+            CU_CHECK(s->cu->cuMemcpy2DAsync(&c, s->stream), "copying an output from the GPU");
+            continue;
+        }
         CU_CHECK(s->cu->cuMemcpyDtoHAsync(p->host[b], s->buf[b], s->buf_bytes[b], s->stream),
                  "copying an output from the GPU");
     }
@@ -806,11 +895,13 @@ static void cuda_release(mc_program *p)
             if (s->modules[i])
                 cu->cuModuleUnload(s->modules[i]);
     free(s->modules);
+    free(s->owner);
     mc_cuda_plans_free(s->plans, kp->nkernels);
     if (s->mem)
         cu->cuMemFree(s->mem);
     free(s->buf);
     free(s->buf_bytes);
+    free(s->pitched);
     if (s->stream)
         cu->cuStreamDestroy(s->stream);
     if (s->ctx_retained)

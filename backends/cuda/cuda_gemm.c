@@ -173,11 +173,48 @@ static bool map_output(const kir_kernel *k, const int64_t *stride, mc_lt_matrix 
     return true;
 }
 
+/* Tensor-core GEMMs (f16/bf16) whose output rows are not 16-byte aligned leave cuBLASLt's
+ * fast kernels: measured on an H100 (docs/PERFORMANCE.md, GPT-2's LM head [4096, 768] x
+ * [768, N] in bf16): N = 50257 takes 3084 us, N = 50264 456 us; PyTorch 3447 and 549 us. A
+ * padded copy into a compact output costs 547 us more (the copy alone, bandwidth-bound), so
+ * only an output that nothing else reads is padded: the graph output written whole by this
+ * GEMM, whose rows are padded in device memory and dropped by the download. f32 (no tensor
+ * cores) runs at the same speed either way (6153 vs 6177 us): not padded.
+ * MINIC_CUDA_GEMM_PAD=0 turns it off (for measuring). */
+static int64_t pad_output_ld(const kir_program *kp, int ki, int ov)
+{
+    const kir_kernel *k = &kp->kernels[ki];
+    const kir_view *o = &k->views[ov];
+    const kir_buffer *buf = &kp->buffers[o->buffer];
+    const char *e = getenv("MINIC_CUDA_GEMM_PAD");
+    if ((e && strcmp(e, "0") == 0) || buf->kind != KBUF_OUTPUT || o->offset != 0 ||
+        (buf->dtype != MC_F16 && buf->dtype != MC_BF16))
+        return 0;
+    int64_t n = k->shape[k->rank - 1], rows = 1, s = 1;
+    for (int d = k->rank - 1; d >= 0; d--) {
+        if (k->shape[d] != 1 && o->stride[d] != s)
+            return 0; /* not the whole buffer, row-major */
+        s *= k->shape[d];
+        if (d < k->rank - 1)
+            rows *= k->shape[d];
+    }
+    int per = 16 / (int)mc_dtype_size(buf->dtype);
+    if (s != buf->numel || rows < 2 || n % per == 0)
+        return 0;
+    /* nothing else may see the buffer: no other view of it, in this kernel or another */
+    for (int i = 0; i < kp->nkernels; i++)
+        for (int v = 0; v < kp->kernels[i].nviews; v++)
+            if (kp->kernels[i].views[v].buffer == o->buffer && !(i == ki && v == ov))
+                return 0;
+    return (n + per - 1) / per * per;
+}
+
 static void plan_layout(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
 {
     const kir_kernel *k = &kp->kernels[ki];
     memset(p, 0, sizeof *p);
     p->bias_buffer = -1;
+    p->pad_buffer = -1;
     p->alpha = 1.0f;
     p->tf32 = k->gemm.tf32;
     int nb = k->rank - 2;
@@ -205,9 +242,23 @@ static void plan_layout(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
     if (p->full) {
         const kir_view *o = &k->views[out_view];
         memcpy(dstride, o->stride, sizeof dstride);
+        int64_t ld = res_view < 0 ? pad_output_ld(kp, ki, out_view) : 0;
+        if (ld > 0) {
+            /* the output as [rows, ld]: row-major strides over the padded rows */
+            int64_t s = 1;
+            for (int d = k->rank - 1; d >= 0; d--) {
+                dstride[d] = s;
+                s *= d == k->rank - 1 ? ld : k->shape[d];
+            }
+            p->pad_buffer = o->buffer;
+            p->pad_cols = k->shape[k->rank - 1];
+            p->pad_rows = kp->buffers[o->buffer].numel / p->pad_cols;
+            p->pad_ld = ld;
+        }
         if (!map_output(k, dstride, &p->d)) {
             p->full = false;
             p->why_not_full = "an output layout cuBLASLt cannot write";
+            p->pad_buffer = -1;
         } else {
             p->d.buffer = o->buffer;
             p->d.offset = o->offset;
@@ -227,6 +278,8 @@ static void plan_layout(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
             p->beta = 1.0f;
         }
     }
+    if (!p->full)
+        p->pad_buffer = -1;
     if (!p->full) {
         /* D is the contiguous scratch [batch.., M, N]; the epilogue kernel does the rest. When
          * every store is to one half type, the scratch holds that type. */
@@ -310,6 +363,24 @@ static void plan_layout(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
         p->batch = 1;
         p->a.batch_stride = p->b.batch_stride = p->c.batch_stride = p->d.batch_stride = 0;
     }
+    if (p->pad_buffer >= 0 && !p->a.trans && p->a.ld < p->pad_ld)
+        p->pad_buffer = -1; /* A's columns too short to read pad_ld rows from: not padded */
+    if (p->pad_buffer >= 0) {
+        /* The padded rows are computed too: cuBLASLt's m is pad_ld, a multiple of 8, as the fast
+         * kernels want (padding only D's ld measured no faster: 3036 vs 3060 us). A's extra
+         * rows (and the bias's extra elements) are read past the operand's end: whatever they
+         * hold lands only in D's padding, which is never read; the allocation ends with
+         * pad_slack bytes so these reads stay in it. */
+        int64_t extra = p->pad_ld - p->m;
+        if (p->a.trans)
+            p->a.cols = p->pad_ld;
+        else
+            p->a.rows = p->pad_ld;
+        p->m = p->pad_ld;
+        p->d.rows = p->c.rows = p->pad_ld;
+        p->pad_slack = (extra * (p->a.trans ? p->a.ld : 1) + extra) *
+                       (int64_t)mc_dtype_size(p->a.dtype);
+    }
     p->use_lt = true;
 }
 
@@ -350,6 +421,28 @@ void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
     p->autotune = p->use_lt && 2.0 * (double)p->m * (double)p->n * (double)p->k * (double)p->batch >= 1e9;
 }
 
+static bool same_matrix(const mc_lt_matrix *a, const mc_lt_matrix *b)
+{
+    return a->dtype == b->dtype && a->trans == b->trans && a->rows == b->rows &&
+           a->cols == b->cols && a->ld == b->ld && a->batch_stride == b->batch_stride &&
+           (a->buffer < 0) == (b->buffer < 0);
+}
+
+bool mc_cuda_gemm_same_shape(const mc_cuda_gemm_plan *a, const mc_cuda_gemm_plan *b)
+{
+    if (a->use_lt != b->use_lt || a->full != b->full || a->epi != b->epi || a->alpha != b->alpha ||
+        a->beta != b->beta || a->tf32 != b->tf32 || (a->bias_buffer < 0) != (b->bias_buffer < 0) ||
+        a->m != b->m || a->n != b->n || a->k != b->k || a->batch != b->batch ||
+        a->nouter != b->nouter || a->calls != b->calls || a->autotune != b->autotune ||
+        a->scratch_dtype != b->scratch_dtype)
+        return false;
+    for (int d = 0; d < a->nouter; d++)
+        if (a->outer_shape[d] != b->outer_shape[d])
+            return false;
+    return same_matrix(&a->a, &b->a) && same_matrix(&a->b, &b->b) && same_matrix(&a->c, &b->c) &&
+           same_matrix(&a->d, &b->d);
+}
+
 void mc_cuda_gemm_plan_describe(const mc_cuda_gemm_plan *p, mc_strbuf *sb)
 {
     static const char *epi[] = {"DEFAULT", "BIAS", "RELU", "RELU_BIAS", "GELU", "GELU_BIAS"};
@@ -365,6 +458,10 @@ void mc_cuda_gemm_plan_describe(const mc_cuda_gemm_plan *p, mc_strbuf *sb)
                  epi[p->epi], (double)p->alpha, (double)p->beta, p->tf32 ? " tf32" : "");
     if (!p->full)
         mc_sb_printf(sb, "; f32 scratch then the epilogue kernel (%s)", p->why_not_full);
+    if (p->pad_buffer >= 0)
+        mc_sb_printf(sb, "; output rows padded to %lld elements (16-byte aligned for tensor "
+                         "cores), dropped when read back",
+                     (long long)p->pad_ld);
 }
 
 void mc_cuda_buffer_align(const kir_program *kp, int *align)

@@ -137,7 +137,7 @@ static void choose_algo(const mc_lt_env *s, const mc_cuda_gemm_plan *p, mc_lt_ge
 }
 
 mc_status mc_lt_gemm_setup(const mc_lt_env *s, const kir_kernel *k, const mc_cuda_gemm_plan *p,
-                           mc_lt_gemm *g, bool *ok)
+                           mc_lt_gemm *g, const mc_lt_gemm *like, bool *ok)
 {
     const mc_lt_api *lt = s->lt;
     *ok = false;
@@ -196,6 +196,12 @@ mc_status mc_lt_gemm_setup(const mc_lt_env *s, const kir_kernel *k, const mc_cud
             if (a < al[m])
                 al[m] = a;
         }
+    }
+    memcpy(g->align, al, sizeof al);
+    if (like && memcmp(like->align, al, sizeof al) == 0) {
+        g->algo = like->algo;
+        *ok = true;
+        return MC_OK;
     }
     cublasLtMatmulPreference_t pref;
     if (lt->cublasLtMatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS)

@@ -16,6 +16,7 @@ typedef struct mc_lt_gemm {
     cublasLtMatrixLayout_t la, lb, lc, ld;
     cublasLtMatmulAlgo_t algo;
     CUdeviceptr *ptr; /* per call: A, B, C, D */
+    int align[4];     /* the pointers' common alignments (bytes) the algorithm was chosen for */
 } mc_lt_gemm;
 
 /* What a GEMM's setup and launch need of the program. */
@@ -30,10 +31,12 @@ typedef struct mc_lt_env {
 } mc_lt_env;
 
 /* Descriptors, the pointers of every call, and the algorithm (timed among the heuristic's
- * candidates when p->autotune). *ok false, with MC_OK, when cuBLASLt has no algorithm: the
- * caller falls back to a generated kernel (and frees g). */
+ * candidates when p->autotune). `like`, when not NULL, is the setup of an earlier GEMM of the
+ * same shapes, layouts and epilogue (another layer of a model): its algorithm is taken when the
+ * pointers' alignments agree, with no heuristic query and no timing. *ok false, with MC_OK,
+ * when cuBLASLt has no algorithm: the caller falls back to a generated kernel (and frees g). */
 mc_status mc_lt_gemm_setup(const mc_lt_env *env, const kir_kernel *k, const mc_cuda_gemm_plan *p,
-                           mc_lt_gemm *g, bool *ok);
+                           mc_lt_gemm *g, const mc_lt_gemm *like, bool *ok);
 /* Enqueue the GEMM's calls on env->stream; `name` (the kernel's) for the error. */
 mc_status mc_lt_gemm_launch(const mc_lt_env *env, const mc_cuda_gemm_plan *p, const mc_lt_gemm *g,
                             const char *name);

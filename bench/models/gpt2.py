@@ -9,7 +9,8 @@ Builds GPT-2 small from GPT2Config (random init, seed 0: nothing is downloaded),
   DIR/gpt2_{f32,bf16}.safetensors its weights under the graph's names (Conv1D weights, stored
                                  [in, out] by HF, transposed to PyTorch Linear's [out, in]; the
                                  LM head is the token embedding, tied: one param)
-  DIR/x_{f32,bf16}.npy           the input: wte[ids] + wpe[pos] for fixed random ids
+  DIR/x_{f32,bf16}.npy           the input: wte[ids] + wpe[pos] for fixed random ids (HF is
+                                 given wte[ids] as inputs_embeds: it adds wpe itself)
 then times minic (fused and unfused, `minic run --iters`), HF eager and torch.compile in the
 same process on the same GPU, and compares every logits tensor with HF in float64 (the
 oracle): relative norm ||out - ref|| / ||ref||. Prints one table (and DIR/gpt2_table.txt).
@@ -109,6 +110,9 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--write-only", action="store_true")
+    ap.add_argument("--torch-dtypes", default=None,
+                    help="time HF eager and torch.compile only in these dtypes (default: --dtypes); "
+                         "HF's own error is computed in every dtype")
     a = ap.parse_args()
     global np
     import numpy as np
@@ -123,7 +127,10 @@ def main():
     B, T, L = a.batch, a.seq, a.layers
     ids = torch.randint(0, cfg.vocab_size, (B, T), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
-        emb = model.transformer.wte(ids) + model.transformer.wpe(torch.arange(T))[None]
+        # HF adds the position embeddings to inputs_embeds itself: HF gets the token embeddings,
+        # minic's x is the sum (the graph has no wpe)
+        tok = model.transformer.wte(ids)
+        emb = tok + model.transformer.wpe(torch.arange(T))[None]
     w = weights(model, L)
     dev = "cuda" if torch.cuda.is_available() and a.backend == "cuda" else "cpu"
     rows, results = [], {}
@@ -144,7 +151,7 @@ def main():
         m64 = GPT2LMHeadModel(cfg).eval()
         m64.load_state_dict(model.state_dict())
         m64 = m64.double().to(dev)
-        ref = m64(inputs_embeds=emb.double().to(dev)).logits.float().cpu().numpy()
+        ref = m64(inputs_embeds=tok.double().to(dev)).logits.float().cpu().numpy()
         del m64
     torch.cuda.empty_cache() if dev == "cuda" else None
 
@@ -189,9 +196,15 @@ def main():
         m = GPT2LMHeadModel(cfg).eval()
         m.load_state_dict(model.state_dict())
         m = m.to(dev, tdt[dt])
-        xe = emb.to(dev, tdt[dt])
+        xe = tok.to(dev, tdt[dt])
         with torch.no_grad():
             hf_err = rel_err(m(inputs_embeds=xe).logits.float().cpu().numpy(), ref)
+        if a.torch_dtypes is not None and dt not in a.torch_dtypes.split(","):
+            print(f"torch {dt}: not timed (--torch-dtypes), HF error {hf_err:.3g}", flush=True)
+            results[dt] = dict(minic=r, eager=float("nan"), compile=float("nan"), hf_err=hf_err)
+            del m
+            continue
+        with torch.no_grad():
             eager = time_torch(lambda: m(inputs_embeds=xe).logits, a.iters)
             cm = torch.compile(m)
             t0 = time.time()
