@@ -303,6 +303,16 @@ static void test_weights_other_dtype(void **state)
     assert_contains(err, "F64[512]");
     assert_null(strstr(err, "missing"));
     assert_string_equal(out, "");
+    /* the same tensor given by --input NAME=FILE.safetensors: both dtypes named there too */
+    assert_int_equal(minic("run %s --backend ref --input fc1.b=%s", g, f64), 1);
+    assert_starts_with(err, "minic: error: ");
+    assert_contains(err, "'fc1.b'");
+    assert_contains(err, "f32[512]");
+    assert_contains(err, "F64[512]");
+    assert_null(strstr(err, "missing"));
+    /* and a tensor the file does not have is missing, with the declaration it was wanted for */
+    assert_int_equal(minic("run %s --backend ref --input x=%s", g, f64), 1);
+    assert_contains(err, "input 'x' (f32[32, 128]) is missing from the file");
     /* a dtype minic reads but not the declared one: both named too */
     const char *f16 = mlp_weights_with("f16.safetensors", "F16", 2);
     assert_int_equal(minic("run %s --backend ref --weights %s", g, f16), 1);
