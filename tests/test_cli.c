@@ -111,6 +111,9 @@ static void test_help(void **state)
     }
     free(help);
     free(unknown);
+    /* --version: the project version CMakeLists.txt sets, never a copy of it */
+    assert_int_equal(minic("--version"), 0);
+    assert_string_equal(out, "minic " MINIC_VERSION_STRING "\n");
     /* --quiet says what it silences, and each of those is silenced (test_wrote_files, test_notes) */
     assert_int_equal(minic("run --help"), 0);
     assert_contains(out, "wrote FILE");
