@@ -470,12 +470,39 @@ static mc_status declaration_or_fail(const mc_program *p, const char *name, cons
     *node = find_declaration(p, name);
     if (*node >= 0)
         return MC_OK;
-    const char *gname = p->graph->name ? p->graph->name : "(unnamed)";
+    /* The nearest declared names, else the list of them (docs/FORMAT.md §3: a wrong name names
+     * the valid ones). */
+    const mc_graph *g = p->graph;
+    const char **names = malloc((size_t)(g->nnodes ? g->nnodes : 1) * sizeof *names);
+    int n = 0;
+    for (int i = 0; names && i < g->nnodes; i++)
+        if (is_declaration(&g->nodes[i]) && g->nodes[i].name)
+            names[n++] = g->nodes[i].name;
+    char hint[512] = "";
+    char near[256];
+    if (names && mc_suggest(name, strlen(name), names, n, near, sizeof near)) {
+        snprintf(hint, sizeof hint, " (did you mean %s?)", near);
+    } else if (names && n > 0) {
+        size_t used = (size_t)snprintf(hint, sizeof hint, " (it declares ");
+        for (int i = 0; i < n && used < sizeof hint; i++) {
+            if (used + strlen(names[i]) + 16 >= sizeof hint) {
+                used += (size_t)snprintf(hint + used, sizeof hint - used, ", ...");
+                break;
+            }
+            used += (size_t)snprintf(hint + used, sizeof hint - used, "%s'%s'", i ? ", " : "",
+                                     names[i]);
+        }
+        if (used < sizeof hint)
+            snprintf(hint + used, sizeof hint - used, ")");
+    }
+    free(names);
+    char graph[160] = "the graph";
+    if (g->name)
+        snprintf(graph, sizeof graph, "graph '%s'", g->name);
     if (where)
-        return mc_fail(MC_ERR_INPUT, "%s: graph '%s' has no input or param named '%s'", where,
-                       gname, name);
-    return mc_fail(MC_ERR_INPUT, "graph '%s' has no input or param named '%s'", gname,
-                   name);
+        return mc_fail(MC_ERR_INPUT, "%s: %s has no input or param named '%s'%s", where, graph,
+                       name, hint);
+    return mc_fail(MC_ERR_INPUT, "%s has no input or param named '%s'%s", graph, name, hint);
 }
 
 /* Copy a checked value into node's buffer and mark it bound. A declaration no kernel reads has

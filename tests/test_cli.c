@@ -168,6 +168,17 @@ static void test_did_you_mean(void **state)
     assert_contains(err, "did you mean '--backend'?");
     assert_int_equal(minic("peaks --backend"), 1);
     assert_contains(err, "'--backend' needs a value");
+
+    /* --input NAME=FILE with a NAME the graph does not declare: the nearest declared names,
+     * else the list of them (the file is never read) */
+    assert_int_equal(minic("run %s --backend ref --input fc1.x=nothing.npy", g), 1);
+    assert_string_equal(err, "minic: error: nothing.npy: graph 'mlp' has no input or param named "
+                             "'fc1.x' (did you mean 'fc1.w' or 'fc1.b'?)\n");
+    static const char text4[] = "input x : f32[4]\ninput y : f32[4]\nz = add(x, y)\noutput z\n";
+    path = mc_test_write_file("unnamed.graph", text4, sizeof text4 - 1);
+    assert_int_equal(minic("run %s --backend ref --input activations=nothing.npy", path), 1);
+    assert_string_equal(err, "minic: error: nothing.npy: the graph has no input or param named "
+                             "'activations' (it declares 'x', 'y')\n");
 }
 
 /* `minic ops` is the op table and the type rules: every operator of ir/ops.def, the dtypes
