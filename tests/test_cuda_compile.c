@@ -418,29 +418,6 @@ static void test_attention_kernels(void **state)
             }
     assert_int_equal(kernels, 27);
 }
-
-/* where selecting i32 values (docs/FORMAT.md §1), in a pointwise kernel with i32 arithmetic
- * and in an i32 reduction, fused and unfused, renders and compiles. */
-static void test_where_i32(void **state)
-{
-    (void)state;
-    static const char text[] = "graph w\ninput c : bool[33, 70]\ninput x : i32[33, 70]\n"
-                               "input y : i32[70]\nz = where(c, x, -7)\nw = where(c, y, z)\n"
-                               "v = add(w, 1)\ns = sum(v, axis=1)\noutput z, s\n";
-    mc_graph *g;
-    if (mc_graph_parse_string("w.graph", text, &g) != MC_OK)
-        fail_msg("%s", mc_error_message());
-    for (int fuse = 0; fuse <= 1; fuse++) {
-        mc_compile_options co = {.fuse = fuse, .plan_memory = true, .verify = true};
-        kir_program *kp;
-        if (mc_compile_kernels(g, &co, &kp) != MC_OK)
-            fail_msg("%s", mc_error_message());
-        mc_cuda_kernel_plan *pl = compile_all(kp);
-        mc_cuda_plans_free(pl, kp->nkernels);
-        kir_program_free(kp);
-    }
-    mc_graph_free(g);
-}
 #endif
 
 /* Without a GPU the probe says why, in the words docs/FORMAT.md §3's exit-2 message needs. */
@@ -497,7 +474,6 @@ int main(void)
 #ifdef MINIC_HAVE_PASSES
         cmocka_unit_test(test_examples),
         cmocka_unit_test(test_attention_kernels),
-        cmocka_unit_test(test_where_i32),
 #endif
     };
     return mc_test_run(tests);
