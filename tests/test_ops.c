@@ -520,7 +520,6 @@ static const op_case cases[] = {
     COMPARE(ne, BOOL),
     VARIANT("where_f32", where, NULL, F32, 0), VARIANT("where_scalar_operand", where, NULL, F32, 1),
     VARIANT("where_bool", where, NULL, BOOL, 0), VARIANT("where_f16", where, NULL, F16, 0),
-    VARIANT("where_i32", where, NULL, I32, 0), VARIANT("where_i32_scalar_operand", where, NULL, I32, 1),
 
     CAST(F32, I32, "f32_i32"), CAST(F32, BOOL, "f32_bool"), CAST(F32, F16, "f32_f16"),
     CAST(F32, BF16, "f32_bf16"), CAST(F16, F32, "f16_f32"), CAST(BF16, F32, "bf16_f32"),
