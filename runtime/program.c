@@ -470,12 +470,39 @@ static mc_status declaration_or_fail(const mc_program *p, const char *name, cons
     *node = find_declaration(p, name);
     if (*node >= 0)
         return MC_OK;
-    const char *gname = p->graph->name ? p->graph->name : "(unnamed)";
+    /* The nearest declared names, else the list of them (docs/FORMAT.md §3: a wrong name names
+     * the valid ones). */
+    const mc_graph *g = p->graph;
+    const char **names = malloc((size_t)(g->nnodes ? g->nnodes : 1) * sizeof *names);
+    int n = 0;
+    for (int i = 0; names && i < g->nnodes; i++)
+        if (is_declaration(&g->nodes[i]) && g->nodes[i].name)
+            names[n++] = g->nodes[i].name;
+    char hint[512] = "";
+    char near[256];
+    if (names && mc_suggest(name, strlen(name), names, n, near, sizeof near)) {
+        snprintf(hint, sizeof hint, " (did you mean %s?)", near);
+    } else if (names && n > 0) {
+        size_t used = (size_t)snprintf(hint, sizeof hint, " (it declares ");
+        for (int i = 0; i < n && used < sizeof hint; i++) {
+            if (used + strlen(names[i]) + 16 >= sizeof hint) {
+                used += (size_t)snprintf(hint + used, sizeof hint - used, ", ...");
+                break;
+            }
+            used += (size_t)snprintf(hint + used, sizeof hint - used, "%s'%s'", i ? ", " : "",
+                                     names[i]);
+        }
+        if (used < sizeof hint)
+            snprintf(hint + used, sizeof hint - used, ")");
+    }
+    free(names);
+    char graph[160] = "the graph";
+    if (g->name)
+        snprintf(graph, sizeof graph, "graph '%s'", g->name);
     if (where)
-        return mc_fail(MC_ERR_INPUT, "%s: graph '%s' has no input or param named '%s'", where,
-                       gname, name);
-    return mc_fail(MC_ERR_INPUT, "graph '%s' has no input or param named '%s'", gname,
-                   name);
+        return mc_fail(MC_ERR_INPUT, "%s: %s has no input or param named '%s'%s", where, graph,
+                       name, hint);
+    return mc_fail(MC_ERR_INPUT, "%s has no input or param named '%s'%s", graph, name, hint);
 }
 
 /* Copy a checked value into node's buffer and mark it bound. A declaration no kernel reads has
@@ -545,6 +572,36 @@ static mc_status check_array(const mc_program *p, int node, const mc_array *a, c
     return MC_OK;
 }
 
+/* The tensor of declaration `node` in st (--weights, or --input NAME=FILE.safetensors). A
+ * tensor that is missing says so; one that is there in a dtype minic does not read (F64,
+ * I64, ...) names both dtypes, the declared one and the file's, never "missing"
+ * (docs/FORMAT.md §4). */
+static mc_status safetensors_get_declared(const mc_program *p, const mc_safetensors *st, int node,
+                                          const char *path, mc_array *a)
+{
+    const mc_node *n = &p->graph->nodes[node];
+    char type[128], held[160];
+    if (!mc_safetensors_describe(st, n->name, held, sizeof held))
+        return mc_fail(MC_ERR_INPUT, "%s: %s '%s' (%s) is missing from the file", path,
+                       kind_word(n), n->name, node_type(n, type, sizeof type));
+    if (mc_safetensors_get(st, n->name, a) == MC_OK)
+        return MC_OK;
+    char want[16];
+    size_t k = 0;
+    for (const char *c = mc_dtype_name(n->dtype); *c && k + 1 < sizeof want; c++)
+        want[k++] = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
+    want[k] = '\0';
+    bool readable = false; /* then it is the rank, past MC_MAX_RANK */
+    for (const char *const *d = (const char *const[]){"F32[", "F16[", "BF16[", "I32[", "BOOL[", NULL};
+         *d; d++)
+        readable |= strncmp(held, *d, strlen(*d)) == 0;
+    return mc_fail(MC_ERR_INPUT, "%s: %s '%s' is declared %s but the file holds %s%s%s%s", path,
+                   kind_word(n), n->name, node_type(n, type, sizeof type), held,
+                   readable ? "" : ", a dtype minic does not read (it reads F32, F16, BF16, I32 "
+                                   "and BOOL: store it as ",
+                   readable ? "" : want, readable ? "" : ")");
+}
+
 static mc_status program_load_npy(mc_program *p, const char *name, const char *path)
 {
     int node;
@@ -593,7 +650,7 @@ static mc_status program_load_file(mc_program *p, const char *name, const char *
     if (s != MC_OK)
         return s;
     mc_array a = {0};
-    s = mc_safetensors_get(st, name, &a);
+    s = safetensors_get_declared(p, st, node, path, &a);
     if (s == MC_OK)
         s = check_array(p, node, &a, path);
     if (s == MC_OK)
@@ -623,34 +680,9 @@ static mc_status program_load_weights(mc_program *p, const char *path)
             if (n->op != MC_OP_PARAM)
                 continue;
             mc_array a = {0};
-            char type[128], held[160];
-            if (!mc_safetensors_describe(st, n->name, held, sizeof held)) {
-                s = mc_fail(MC_ERR_INPUT, "%s: param '%s' (%s) is missing from the file", path,
-                            n->name, node_type(n, type, sizeof type));
-                break;
-            }
-            if (mc_safetensors_get(st, n->name, &a) != MC_OK) {
-                /* there, but in a dtype (F64, I64, ...) minic does not read: docs/FORMAT.md §4 wants both
-                 * dtypes named, never "missing" */
-                char want[16];
-                size_t k = 0;
-                for (const char *c = mc_dtype_name(n->dtype); *c && k + 1 < sizeof want; c++)
-                    want[k++] = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
-                want[k] = '\0';
-                bool readable = false; /* then it is the rank, past MC_MAX_RANK */
-                for (const char *const *d = (const char *const[]){"F32[", "F16[", "BF16[", "I32[",
-                                                                  "BOOL[", NULL};
-                     *d; d++)
-                    readable |= strncmp(held, *d, strlen(*d)) == 0;
-                s = mc_fail(MC_ERR_INPUT,
-                            "%s: param '%s' is declared %s but the file holds %s%s%s%s", path,
-                            n->name, node_type(n, type, sizeof type), held,
-                            readable ? "" : ", a dtype minic does not read (it reads F32, F16, "
-                                            "BF16, I32 and BOOL: store it as ",
-                            readable ? "" : want, readable ? "" : ")");
-                break;
-            }
-            s = check_array(p, i, &a, path);
+            s = safetensors_get_declared(p, st, i, path, &a);
+            if (s == MC_OK)
+                s = check_array(p, i, &a, path);
             if (s == MC_OK && pass == 1)
                 s = bind(p, i, a.data, a.bytes);
         }

@@ -111,6 +111,9 @@ static void test_help(void **state)
     }
     free(help);
     free(unknown);
+    /* --version: the project version CMakeLists.txt sets, never a copy of it */
+    assert_int_equal(minic("--version"), 0);
+    assert_string_equal(out, "minic " MINIC_VERSION_STRING "\n");
     /* --quiet says what it silences, and each of those is silenced (test_wrote_files, test_notes) */
     assert_int_equal(minic("run --help"), 0);
     assert_contains(out, "wrote FILE");
@@ -165,6 +168,17 @@ static void test_did_you_mean(void **state)
     assert_contains(err, "did you mean '--backend'?");
     assert_int_equal(minic("peaks --backend"), 1);
     assert_contains(err, "'--backend' needs a value");
+
+    /* --input NAME=FILE with a NAME the graph does not declare: the nearest declared names,
+     * else the list of them (the file is never read) */
+    assert_int_equal(minic("run %s --backend ref --input fc1.x=nothing.npy", g), 1);
+    assert_string_equal(err, "minic: error: nothing.npy: graph 'mlp' has no input or param named "
+                             "'fc1.x' (did you mean 'fc1.w' or 'fc1.b'?)\n");
+    static const char text4[] = "input x : f32[4]\ninput y : f32[4]\nz = add(x, y)\noutput z\n";
+    path = mc_test_write_file("unnamed.graph", text4, sizeof text4 - 1);
+    assert_int_equal(minic("run %s --backend ref --input activations=nothing.npy", path), 1);
+    assert_string_equal(err, "minic: error: nothing.npy: the graph has no input or param named "
+                             "'activations' (it declares 'x', 'y')\n");
 }
 
 /* `minic ops` is the op table and the type rules: every operator of ir/ops.def, the dtypes
@@ -303,6 +317,16 @@ static void test_weights_other_dtype(void **state)
     assert_contains(err, "F64[512]");
     assert_null(strstr(err, "missing"));
     assert_string_equal(out, "");
+    /* the same tensor given by --input NAME=FILE.safetensors: both dtypes named there too */
+    assert_int_equal(minic("run %s --backend ref --input fc1.b=%s", g, f64), 1);
+    assert_starts_with(err, "minic: error: ");
+    assert_contains(err, "'fc1.b'");
+    assert_contains(err, "f32[512]");
+    assert_contains(err, "F64[512]");
+    assert_null(strstr(err, "missing"));
+    /* and a tensor the file does not have is missing, with the declaration it was wanted for */
+    assert_int_equal(minic("run %s --backend ref --input x=%s", g, f64), 1);
+    assert_contains(err, "input 'x' (f32[32, 128]) is missing from the file");
     /* a dtype minic reads but not the declared one: both named too */
     const char *f16 = mlp_weights_with("f16.safetensors", "F16", 2);
     assert_int_equal(minic("run %s --backend ref --weights %s", g, f16), 1);

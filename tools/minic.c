@@ -485,7 +485,7 @@ int main(int argc, char **argv)
         return CLI_OK;
     }
     if (!strcmp(name, "--version")) {
-        puts("minic 0.1.0");
+        puts("minic " MINIC_VERSION_STRING); /* CMakeLists.txt's project version */
         return CLI_OK;
     }
     const command *c = NULL;
