@@ -209,7 +209,7 @@ static int64_t pad_output_ld(const kir_program *kp, int ki, int ov)
     return (n + per - 1) / per * per;
 }
 
-static void plan_layout(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
+static void plan_layout(const kir_program *kp, int ki, mc_cuda_gemm_plan *p, bool may_pad)
 {
     const kir_kernel *k = &kp->kernels[ki];
     memset(p, 0, sizeof *p);
@@ -242,7 +242,7 @@ static void plan_layout(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
     if (p->full) {
         const kir_view *o = &k->views[out_view];
         memcpy(dstride, o->stride, sizeof dstride);
-        int64_t ld = res_view < 0 ? pad_output_ld(kp, ki, out_view) : 0;
+        int64_t ld = res_view < 0 && may_pad ? pad_output_ld(kp, ki, out_view) : 0;
         if (ld > 0) {
             /* the output as [rows, ld]: row-major strides over the padded rows */
             int64_t s = 1;
@@ -363,8 +363,13 @@ static void plan_layout(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
         p->batch = 1;
         p->a.batch_stride = p->b.batch_stride = p->c.batch_stride = p->d.batch_stride = 0;
     }
-    if (p->pad_buffer >= 0 && !p->a.trans && p->a.ld < p->pad_ld)
-        p->pad_buffer = -1; /* A's columns too short to read pad_ld rows from: not padded */
+    if (p->pad_buffer >= 0 && !p->a.trans && p->a.ld < p->pad_ld) {
+        /* A's columns too short to read pad_ld rows from: planned again, unpadded (D's layout
+         * above was made for the padded rows; a [K, N] weight of odd N, as a plain matmul's,
+         * wrote f16 results with the padded pitch and downloaded them without it) */
+        plan_layout(kp, ki, p, false);
+        return;
+    }
     if (p->pad_buffer >= 0) {
         /* The padded rows are computed too: cuBLASLt's m is pad_ld, a multiple of 8, as the fast
          * kernels want (padding only D's ld measured no faster: 3036 vs 3060 us). A's extra
@@ -413,7 +418,7 @@ static bool gemm_small(const kir_kernel *k)
  * event timing can't tell their candidates apart; measured: tuning made small_mlp slower). */
 void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
 {
-    plan_layout(kp, ki, p);
+    plan_layout(kp, ki, p, true);
     if (gemm_small(&kp->kernels[ki])) {
         p->use_lt = false;
         p->small = true;

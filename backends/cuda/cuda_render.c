@@ -104,6 +104,23 @@ static const kir_buffer *view_buffer(const rctx *c, int v)
     return &c->kp->buffers[c->k->views[v].buffer];
 }
 
+/* Whether product `instr` is an operand of an add or subtract. Such a product is rendered as
+ * __fmul_rn, rounded on its own: NVRTC would otherwise contract the two into one fused
+ * multiply-add, whose single rounding is not what the graph says where it matters most:
+ * softmax's x * s - max, where the product's rounding error at the row's max (1e30 for a
+ * product of 1e37) became the result (tests/test_numeric_edges.c; the CPU backend keeps such
+ * subtractions apart too). Memory-bound kernels lose nothing measurable by it. */
+static bool added_to(const kir_kernel *k, int instr)
+{
+    for (int i = instr + 1; i < k->ncode; i++) {
+        const kir_instr *u = &k->code[i];
+        if (u->kind == KI_OP && (u->op == MC_OP_ADD || u->op == MC_OP_SUB) &&
+            (u->arg[0] == instr || u->arg[1] == instr))
+            return true;
+    }
+    return false;
+}
+
 static void operand_name(mc_strbuf *sb, int instr, void *ctx)
 {
     rctx *c = ctx;
@@ -276,6 +293,14 @@ static bool emit_value_unsaturated(rctx *c, int i, int k_iter)
             mc_sb_puts(sb, "acc");
         return true;
     case KI_OP:
+        if (ins->op == MC_OP_MUL && ins->dtype != MC_I32 && added_to(k, (int)(ins - k->code))) {
+            mc_sb_puts(sb, "__fmul_rn(");
+            operand_name(sb, ins->arg[0], c);
+            mc_sb_puts(sb, ", ");
+            operand_name(sb, ins->arg[1], c);
+            mc_sb_puts(sb, ")");
+            return true;
+        }
         return mc_c_op_expr(sb, k, ins, operand_name, c);
     }
     return false;
