@@ -393,6 +393,7 @@ static mc_status eval_linear(const op_ctx *c)
     double *wt = alloc_doubles(in * out); /* w's own size: already checked */
     if (!wt)
         return mc_fail(MC_ERR_SYSTEM, "out of memory evaluating the graph");
+    memset(wt, 0, sizeof(double) * (size_t)(in * out)); /* quiets -O2's maybe-uninitialized */
     for (int64_t o = 0; o < out; o++)
         for (int64_t k = 0; k < in; k++)
             wt[k * out + o] = w[o * in + k];
@@ -527,7 +528,7 @@ static void eval_batchnorm(const op_ctx *c)
 static void eval_concat(const op_ctx *c)
 {
     const mc_node *n = c->n;
-    int64_t axis = n->attr.axis, idx[MC_MAX_RANK];
+    int64_t axis = n->attr.axis, idx[MC_MAX_RANK] = {0}; /* {0}: quiets -O2's maybe-uninitialized */
     for (int64_t e = 0; e < c->numel; e++) {
         unravel(e, n->shape, n->rank, idx);
         int64_t pos = idx[axis];
