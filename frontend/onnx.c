@@ -215,6 +215,8 @@ typedef struct ctx {
     const char *const *frozen; /* TensorProto files of the graph's inputs, in order, or NULL */
     int nfrozen;
     int64_t folded;    /* elements of the constants computed so far (MAX_FOLD_TOTAL at most) */
+    const mc_onnx_dim *dims; /* sizes given for the inputs' dim_params */
+    int ndims;
 } ctx;
 
 static void *c_alloc(ctx *c, size_t bytes)
@@ -3428,11 +3430,23 @@ static mc_status import_graph(ctx *c, Onnx__ModelProto *mp)
         int64_t dims[MC_MAX_RANK];
         for (size_t dd = 0; dd < tt->shape->n_dim; dd++) {
             Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[dd];
-            if (!dim || dim->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            if (dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
+                int64_t size = -1;
+                for (int k = 0; k < c->ndims; k++)
+                    if (c->dims[k].name && dim->dim_param && !strcmp(c->dims[k].name, dim->dim_param))
+                        size = c->dims[k].size;
                 char pbuf[80];
-                return mc_fail(MC_ERR_INPUT, "%s: input '%s': dimension %zu is symbolic ('%s'): not supported yet, export the model with fixed sizes",
-                               c->file, buf, dd, dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ? shown(dim->dim_param, pbuf, sizeof pbuf) : "");
+                if (size < 0)
+                    return mc_fail(MC_ERR_INPUT, "%s: input '%s': dimension %zu is symbolic ('%s'): give its size (--dim %s=SIZE)",
+                                   c->file, buf, dd, shown(dim->dim_param, pbuf, sizeof pbuf), pbuf);
+                if (size < 1 || size > ((int64_t)1 << 40))
+                    return mc_fail(MC_ERR_INPUT, "%s: --dim %s=%lld: a size must be positive", c->file,
+                                   shown(dim->dim_param, pbuf, sizeof pbuf), (long long)size);
+                dims[dd] = size;
+                continue;
             }
+            if (!dim || dim->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+                return mc_fail(MC_ERR_INPUT, "%s: input '%s': dimension %zu has no size", c->file, buf, dd);
             if (dim->dim_value <= 0 || dim->dim_value > ((int64_t)1 << 40))
                 return mc_fail(MC_ERR_INPUT, "%s: input '%s': dimension %zu is %lld (minic needs positive sizes)", c->file, buf, dd, (long long)dim->dim_value);
             dims[dd] = dim->dim_value;
@@ -3560,7 +3574,7 @@ static mc_status unpack(const char *file, const void *data, size_t size, Onnx__M
 
 static mc_status load(const char *file, const char *dir, void *data, size_t size, unsigned flags,
                       mc_note_fn note, void *note_ctx, bool free_data, const char *const *frozen,
-                      int nfrozen, mc_onnx **out)
+                      int nfrozen, const mc_onnx_dim *dims, int ndims, mc_onnx **out)
 {
     Onnx__ModelProto *mp = NULL;
     mc_status st = unpack(file, data, size, &mp);
@@ -3570,7 +3584,7 @@ static mc_status load(const char *file, const char *dir, void *data, size_t size
         return st;
     mc_onnx *m = calloc(1, sizeof *m);
     ctx c = {.m = m, .file = file, .flags = flags, .note = note, .note_ctx = note_ctx,
-             .frozen = frozen, .nfrozen = nfrozen};
+             .frozen = frozen, .nfrozen = nfrozen, .dims = dims, .ndims = dims ? ndims : 0};
     if (dir)
         c.dir = strdup(dir);
     if (!m || (dir && !c.dir))
@@ -3601,7 +3615,7 @@ mc_status mc_onnx_load_memory(const void *data, size_t size, const char *name, u
     if (!data && size)
         return mc_fail(MC_ERR_INPUT, "mc_onnx_load_memory: data is NULL");
     return load(name ? name : "<memory>", NULL, (void *)data, size, flags, note, note_ctx, false,
-                NULL, 0, out);
+                NULL, 0, NULL, 0, out);
 }
 
 mc_status mc_onnx_load(const char *path, unsigned flags, mc_note_fn note, void *note_ctx, mc_onnx **out)
@@ -3609,8 +3623,27 @@ mc_status mc_onnx_load(const char *path, unsigned flags, mc_note_fn note, void *
     return mc_onnx_load_frozen(path, flags, note, note_ctx, NULL, 0, out);
 }
 
+static mc_status load_path(const char *path, unsigned flags, mc_note_fn note, void *note_ctx,
+                           const char *const *frozen, int nfrozen, const mc_onnx_dim *dims,
+                           int ndims, mc_onnx **out);
+
 mc_status mc_onnx_load_frozen(const char *path, unsigned flags, mc_note_fn note, void *note_ctx,
                               const char *const *frozen, int nfrozen, mc_onnx **out)
+{
+    return load_path(path, flags, note, note_ctx, frozen, nfrozen, NULL, 0, out);
+}
+
+mc_status mc_onnx_load_with_dims(const char *path, unsigned flags, const mc_onnx_dim *dims,
+                                 int ndims, mc_note_fn note, void *note_ctx, mc_onnx **out)
+{
+    if (ndims < 0 || (ndims > 0 && !dims))
+        return mc_fail(MC_ERR_INPUT, "mc_onnx_load_with_dims: %d dims at %p", ndims, (const void *)dims);
+    return load_path(path, flags, note, note_ctx, NULL, 0, dims, ndims, out);
+}
+
+static mc_status load_path(const char *path, unsigned flags, mc_note_fn note, void *note_ctx,
+                           const char *const *frozen, int nfrozen, const mc_onnx_dim *dims,
+                           int ndims, mc_onnx **out)
 {
     if (!out || !path)
         return mc_fail(MC_ERR_INPUT, "mc_onnx_load: %s is NULL", out ? "path" : "out");
@@ -3630,7 +3663,7 @@ mc_status mc_onnx_load_frozen(const char *path, unsigned flags, mc_note_fn note,
         slash == dir ? (void)(dir[1] = 0) : (void)(*slash = 0);
     else
         strcpy(dir, ".");
-    st = load(path, dir, data, size, flags, note, note_ctx, true, frozen, nfrozen, out);
+    st = load(path, dir, data, size, flags, note, note_ctx, true, frozen, nfrozen, dims, ndims, out);
     free(dir);
     return st;
 }
@@ -3706,6 +3739,14 @@ mc_status mc_onnx_read_tensor_file(const char *path, bool f64_as_f32, mc_onnx_te
 
 mc_status mc_onnx_load_frozen(const char *path, unsigned flags, mc_note_fn note, void *note_ctx,
                               const char *const *frozen, int nfrozen, mc_onnx **out)
+{
+    if (out)
+        *out = NULL;
+    return unavailable();
+}
+
+mc_status mc_onnx_load_with_dims(const char *path, unsigned flags, const mc_onnx_dim *dims,
+                                 int ndims, mc_note_fn note, void *note_ctx, mc_onnx **out)
 {
     if (out)
         *out = NULL;

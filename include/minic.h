@@ -252,6 +252,15 @@ mc_status mc_onnx_load(const char *path, unsigned flags, mc_note_fn note, void *
  * model's folder). name is for messages. */
 mc_status mc_onnx_load_memory(const void *data, size_t size, const char *name, unsigned flags,
                               mc_note_fn note, void *note_ctx, mc_onnx **out);
+/* mc_onnx_load where inputs have symbolic dimensions (ONNX dim_params, a model exported with
+ * dynamic axes): each named one gets the size given here (`minic --dim NAME=SIZE`); a
+ * dim_param without a size is an error naming it. */
+typedef struct mc_onnx_dim {
+    const char *name;
+    int64_t size;
+} mc_onnx_dim;
+mc_status mc_onnx_load_with_dims(const char *path, unsigned flags, const mc_onnx_dim *dims,
+                                 int ndims, mc_note_fn note, void *note_ctx, mc_onnx **out);
 void mc_onnx_free(mc_onnx *m);
 const mc_graph *mc_onnx_graph(const mc_onnx *m); /* owned by m */
 /* The minic name of an ONNX input, initializer or output name; NULL when there is none. */

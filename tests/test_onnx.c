@@ -503,6 +503,45 @@ static void test_rounding_edges(void **state)
     }
 }
 
+/* a dim_param needs a size: an error naming it without one, the size given with one */
+static void test_symbolic_dims(void **state)
+{
+    (void)state;
+    buf g = {0}, nd = {0}, in = {0}, out = {0}, m, shape = {0}, dim = {0}, tt = {0}, tp = {0};
+    field_str(&dim, 2, "N"); /* Dimension.dim_param */
+    field_msg(&shape, 1, &dim);
+    field_varint(&tt, 1, 1);
+    field_msg(&tt, 2, &shape);
+    field_msg(&tp, 1, &tt);
+    field_str(&in, 1, "x");
+    field_msg(&in, 2, &tp);
+    node(&nd, "Relu", "x", NULL, "y");
+    field_msg(&g, 1, &nd);
+    field_msg(&g, 11, &in);
+    field_str(&out, 1, "y");
+    field_msg(&g, 12, &out);
+    model(&m, &g);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/dyn.onnx", mc_test_tmpdir());
+    write_model(path, &m);
+    mc_onnx *o;
+    assert_int_equal(mc_onnx_load(path, 0, NULL, NULL, &o), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "dimension 0 is symbolic ('N'): give its size (--dim N=SIZE)"));
+    mc_onnx_dim dims[1] = {{"N", 7}};
+    assert_int_equal(mc_onnx_load_with_dims(path, 0, dims, 1, NULL, NULL, &o), MC_OK);
+    assert_int_equal(o->inputs[0].rank, 1);
+    assert_int_equal(o->inputs[0].shape[0], 7);
+    mc_onnx_free(o);
+    dims[0].size = 0;
+    assert_int_equal(mc_onnx_load_with_dims(path, 0, dims, 1, NULL, NULL, &o), MC_ERR_INPUT);
+    char args[8400], *sout, *serr;
+    snprintf(args, sizeof args, "run %s --dim N=5 --backend ref --quiet", path);
+    assert_int_equal(mc_test_minic(args, &sout, &serr), 0);
+    assert_non_null(strstr(sout, "y: f32[5]"));
+    free(sout);
+    free(serr);
+}
+
 static void test_cli(void **state)
 {
     (void)state;
@@ -617,6 +656,7 @@ int main(void)
         cmocka_unit_test(test_every_unsupported_node_listed),
         cmocka_unit_test(test_int64_and_double),
         cmocka_unit_test(test_rounding_edges),
+        cmocka_unit_test(test_symbolic_dims),
         cmocka_unit_test(test_cli),
     };
     return mc_test_run(tests);

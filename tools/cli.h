@@ -27,6 +27,8 @@ typedef struct cli_args {
     const char *roofline;     /* --roofline FILE.svg, or NULL */
     const char *stage;        /* dump --stage (default "ir") */
     bool f64_as_f32;          /* --f64-as-f32 (ONNX models) */
+    mc_onnx_dim *dims;        /* --dim NAME=SIZE (ONNX models' dim_params), in the order given */
+    int ndims;
     const char *out_graph;    /* import -o OUT.graph */
     const char *weights_out;  /* import --weights-out W.safetensors */
 } cli_args;

@@ -60,13 +60,16 @@ static void print_unsupported(void *ctx, const char *line)
 static int load_graph(const cli_args *a, mc_graph **g)
 {
     if (is_onnx(a->graph_path)) {
-        mc_status st = mc_onnx_load(a->graph_path, a->f64_as_f32 ? MC_ONNX_F64_AS_F32 : 0,
-                                    print_unsupported, NULL, &onnx_model);
+        mc_status st = mc_onnx_load_with_dims(a->graph_path, a->f64_as_f32 ? MC_ONNX_F64_AS_F32 : 0,
+                                              a->dims, a->ndims, print_unsupported, NULL, &onnx_model);
         if (st != MC_OK)
             return cli_library_error(st);
         *g = (mc_graph *)mc_onnx_graph(onnx_model);
         return CLI_OK;
     }
+    if (a->ndims)
+        return cli_error(CLI_USER, "--dim: %s is not an ONNX model (only ONNX models' dim_params take sizes in this version)",
+                         a->graph_path);
     mc_status st = mc_graph_parse_file(a->graph_path, g);
     return st == MC_OK ? CLI_OK : cli_library_error(st);
 }

@@ -41,7 +41,7 @@ typedef enum {
     OPT_BACKEND, OPT_WEIGHTS, OPT_INPUT, OPT_SEED, OPT_OUTPUT, OPT_SAVE_INPUTS, OPT_NO_FUSE, OPT_NO_PLAN,
     OPT_CUDA_GRAPH, OPT_NO_CUDA_GRAPH, OPT_ITERS, OPT_THREADS, OPT_CPU_TARGET, OPT_TF32, OPT_PROFILE,
     OPT_PROFILE_JSON, OPT_TRACE, OPT_ROOFLINE, OPT_STAGE, OPT_QUIET, OPT_HELP, OPT_F64_AS_F32,
-    OPT_OUT_GRAPH, OPT_WEIGHTS_OUT,
+    OPT_OUT_GRAPH, OPT_WEIGHTS_OUT, OPT_DIM,
 } option_id;
 
 typedef struct option {
@@ -113,6 +113,9 @@ static const option options[] = {
      "run without a CUDA graph, the files written (`minic: wrote FILE`)"},
     {OPT_F64_AS_F32, "--f64-as-f32", NULL, EXEC | CMD_CHECK | CMD_DUMP | CMD_IMPORT,
      "ONNX models: read DOUBLE tensors as f32 (without it a DOUBLE tensor is an error)"},
+    {OPT_DIM, "--dim", "NAME=SIZE", EXEC | CMD_CHECK | CMD_DUMP | CMD_IMPORT,
+     "ONNX models: the size of the symbolic dimension NAME (a dim_param of an input, as a model\n"
+     "exported with dynamic axes has); repeatable"},
     {OPT_OUT_GRAPH, "-o", "OUT.graph", CMD_IMPORT,
      "import: the .graph file to write (the model as minic's text format)"},
     {OPT_WEIGHTS_OUT, "--weights-out", "W.safetensors", CMD_IMPORT,
@@ -349,6 +352,23 @@ static int set_value(cli_args *a, const option *o, const char *v)
     case OPT_PROFILE: a->profile = true; return CLI_OK;
     case OPT_QUIET: a->opt.quiet = true; return CLI_OK;
     case OPT_F64_AS_F32: a->f64_as_f32 = true; return CLI_OK;
+    case OPT_DIM: {
+        const char *eq = strchr(v, '=');
+        uint64_t size;
+        if (!eq || eq == v || !parse_u64(eq + 1, &size) || size < 1 || size > ((uint64_t)1 << 40))
+            return cli_error(CLI_USER, "--dim: expected NAME=SIZE with a positive SIZE, got '%s'", v);
+        mc_onnx_dim *grown = realloc(a->dims, (size_t)(a->ndims + 1) * sizeof *grown);
+        char *name = strndup(v, (size_t)(eq - v));
+        if (!grown || !name) {
+            free(name);
+            if (grown)
+                a->dims = grown;
+            return cli_error(CLI_SYSTEM, "out of memory");
+        }
+        a->dims = grown;
+        a->dims[a->ndims++] = (mc_onnx_dim){name, (int64_t)size};
+        return CLI_OK;
+    }
     case OPT_OUT_GRAPH:
         if (!*v)
             return cli_error(CLI_USER, "-o: empty file name");
@@ -517,5 +537,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < a.ninputs; i++)
         free((char *)a.inputs[i].name);
     free(a.inputs);
+    for (int i = 0; i < a.ndims; i++)
+        free((char *)a.dims[i].name);
+    free(a.dims);
     return status;
 }

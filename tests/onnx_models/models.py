@@ -7,7 +7,8 @@ PyTorch's output beside each, for tests/onnx_models/run.sh:
 gpt: a GPT-2-style decoder (token + position embeddings, 2 pre-LN blocks of causal
 self-attention and a GELU MLP, final LayerNorm, tied LM head), vocabulary 96, context 16.
 cnn: conv-batchnorm-relu-maxpool twice, global average pool, linear. Random weights, fixed
-seed, eval mode; opsets 13 and 17. Exit 77 when torch or onnx is missing.
+seed, eval mode; opsets 13 and 17, and the decoder once more with a dynamic batch axis (a
+dim_param, given with --dim; dims.txt). Exit 77 when torch or onnx is missing.
 """
 import os
 import sys
@@ -75,14 +76,18 @@ class CNN(nn.Module):
         return self.fc(x.mean(dim=(2, 3)))
 
 
-def export(name, model, x, opset, out):
+def export(name, model, x, opset, out, dynamic=None):
     d = os.path.join(out, f"{name}_opset{opset}")
     os.makedirs(d, exist_ok=True)
     model.eval()
     with torch.no_grad():
         y = model(x)
+        axes = {"input": dynamic, "output": dynamic} if dynamic else None
         torch.onnx.export(model, (x,), os.path.join(d, "model.onnx"), opset_version=opset,
-                          input_names=["input"], output_names=["output"])
+                          input_names=["input"], output_names=["output"], dynamic_axes=axes)
+    if dynamic:  # the sizes minic is given for the dim_params (--dim NAME=SIZE)
+        with open(os.path.join(d, "dims.txt"), "w") as f:
+            f.write(" ".join(f"--dim {n}={x.shape[k]}" for k, n in dynamic.items()))
     np.save(os.path.join(d, "input.npy"), x.numpy())
     np.save(os.path.join(d, "expected.npy"), y.numpy().astype(np.float32))
 
@@ -102,6 +107,7 @@ def main():
     for opset in (13, 17):
         export("gpt", gpt, ids, opset, sys.argv[1])
         export("cnn", cnn, img, opset, sys.argv[1])
+    export("gpt_dynamic_batch", gpt, ids, 17, sys.argv[1], dynamic={0: "batch"})
 
 
 main()

@@ -24,7 +24,9 @@ for dir in "$out"/*/; do
   name=$(basename "$dir")
   for b in $backends; do
     start=$EPOCHREALTIME
-    "$bin" run "$dir/model.onnx" --backend "$b" --input "input=$dir/input.npy" \
+    dims=()
+    [ -f "$dir/dims.txt" ] && read -ra dims < "$dir/dims.txt"
+    "$bin" run "$dir/model.onnx" --backend "$b" --input "input=$dir/input.npy" "${dims[@]}" \
       --output "$dir/out_$b.npy" --quiet >"$dir/stdout_$b.txt" 2>"$dir/stderr_$b.txt"
     st=$?
     secs=$("$py" -c "print(round($EPOCHREALTIME - $start, 3))")
