@@ -470,9 +470,20 @@ static mc_status declaration_or_fail(const mc_program *p, const char *name, cons
     *node = find_declaration(p, name);
     if (*node >= 0)
         return MC_OK;
+    const mc_graph *g = p->graph;
+    char graph[160] = "the graph";
+    if (g->name)
+        snprintf(graph, sizeof graph, "graph '%s'", g->name);
+    for (int i = 0; i < g->nnodes; i++) /* a value the graph computes cannot be given */
+        if (g->nodes[i].name && !strcmp(g->nodes[i].name, name)) {
+            char at[32] = "";
+            if (g->nodes[i].line > 0)
+                snprintf(at, sizeof at, " at line %d", g->nodes[i].line);
+            return mc_fail(MC_ERR_INPUT, "%s%s'%s' is computed by %s%s, not an input or param",
+                           where ? where : "", where ? ": " : "", name, graph, at);
+        }
     /* The nearest declared names, else the list of them (docs/FORMAT.md §3: a wrong name names
      * the valid ones). */
-    const mc_graph *g = p->graph;
     const char **names = malloc((size_t)(g->nnodes ? g->nnodes : 1) * sizeof *names);
     int n = 0;
     for (int i = 0; names && i < g->nnodes; i++)
@@ -496,9 +507,6 @@ static mc_status declaration_or_fail(const mc_program *p, const char *name, cons
             snprintf(hint + used, sizeof hint - used, ")");
     }
     free(names);
-    char graph[160] = "the graph";
-    if (g->name)
-        snprintf(graph, sizeof graph, "graph '%s'", g->name);
     if (where)
         return mc_fail(MC_ERR_INPUT, "%s: %s has no input or param named '%s'%s", where, graph,
                        name, hint);

@@ -179,6 +179,10 @@ static void test_did_you_mean(void **state)
     assert_int_equal(minic("run %s --backend ref --input activations=nothing.npy", path), 1);
     assert_string_equal(err, "minic: error: nothing.npy: the graph has no input or param named "
                              "'activations' (it declares 'x', 'y')\n");
+    /* a value the graph computes is not an input */
+    assert_int_equal(minic("run %s --backend ref --input z=nothing.npy", path), 1);
+    assert_string_equal(err, "minic: error: nothing.npy: 'z' is computed by the graph at line 3, "
+                             "not an input or param\n");
 }
 
 /* `minic ops` is the op table and the type rules: every operator of ir/ops.def, the dtypes
