@@ -484,7 +484,7 @@ static mc_status declaration_or_fail(const mc_program *p, const char *name, cons
         }
     /* The nearest declared names, else the list of them (docs/FORMAT.md §3: a wrong name names
      * the valid ones). */
-    const char **names = malloc((size_t)(g->nnodes ? g->nnodes : 1) * sizeof *names);
+    const char **names = malloc((g->nnodes > 0 ? (size_t)g->nnodes : 1) * sizeof *names);
     int n = 0;
     for (int i = 0; names && i < g->nnodes; i++)
         if (is_declaration(&g->nodes[i]) && g->nodes[i].name)
