@@ -350,12 +350,18 @@ static mc_value shape_op(gen *G, mc_value x)
 static mc_value create_op(gen *G, mc_value x)
 {
     mc_graph *g = G->g;
+    /* x's shape copied: adding nodes may move the node array (C leaves the order in which a
+     * call's arguments are evaluated open, so a node pointer read in one argument could be
+     * stale after a builder in another) */
     const mc_node *n = node(G, x);
-    if (pick(&G->r, 2) || n->rank == 0)
-        return mc_add(g, x, mc_full(g, n->shape, n->rank, 0.5, MC_F32));
-    mc_value i = mc_iota(g, n->shape, n->rank, pick(&G->r, n->rank), MC_I32);
+    int rank = n->rank;
+    int64_t shape[MC_MAX_RANK];
+    memcpy(shape, n->shape, sizeof(int64_t) * (size_t)rank);
+    if (pick(&G->r, 2) || rank == 0)
+        return mc_add(g, x, mc_full(g, shape, rank, 0.5, MC_F32));
+    mc_value i = mc_iota(g, shape, rank, pick(&G->r, rank), MC_I32);
     if (pick(&G->r, 2)) /* a mask, as causal attention builds it */
-        return mc_where(g, mc_ge(g, i, mc_iota(g, n->shape, n->rank, pick(&G->r, n->rank), MC_I32)), x,
+        return mc_where(g, mc_ge(g, i, mc_iota(g, shape, rank, pick(&G->r, rank), MC_I32)), x,
                         mc_scalar(g, -1.0, MC_F32));
     return mc_add(g, x, mc_mul(g, mc_cast(g, i, MC_F32), mc_scalar(g, 0.125, MC_F32)));
 }
