@@ -3204,6 +3204,177 @@ static bool op_rounding(ctx *c, const node_t *n)
     return set_out(c, n, 0, mc_where(g, mc_eq(g, y, zero), mc_mul(g, x, zero), y)); /* round(-0.4) is -0.0 */
 }
 
+/* ---- convolution, pooling, padding (minic's conv, maxpool, avgpool, pad) ---------------------- */
+
+/* The window of a Conv or pool over x's spatial axes: kernel (from kernel_shape, else `wk`),
+ * strides, dilations, and the padding before and after each axis, auto_pad resolved. */
+typedef struct window {
+    int ns;                            /* spatial axes: 1 or 2 */
+    int64_t k[2], stride[2], dil[2], begin[2], end[2];
+} window;
+
+static bool list_attr(ctx *c, const node_t *n, const char *name, int64_t *out, int want, int64_t def)
+{
+    const attr_t *a = attr(n, name);
+    for (int i = 0; i < want; i++)
+        out[i] = def;
+    if (!a || a->n_ints == 0)
+        return true;
+    if (a->n_ints != (size_t)want)
+        return why(c, "%s has %zu entries for %d spatial axes", name, a->n_ints, want);
+    for (int i = 0; i < want; i++) {
+        if (a->ints[i] < 0 || a->ints[i] > (1 << 20))
+            return why(c, "%s entry %lld", name, (long long)a->ints[i]);
+        out[i] = a->ints[i];
+    }
+    return true;
+}
+
+static bool get_window(ctx *c, const node_t *n, const mc_node *x, const int64_t *wk, window *w)
+{
+    w->ns = x->rank - 2;
+    if (w->ns < 1 || w->ns > 2)
+        return why(c, "%d spatial axes (minic's conv and pools take 1 or 2)", w->ns);
+    int64_t pads[4];
+    if (!list_attr(c, n, "kernel_shape", w->k, w->ns, 0) || !list_attr(c, n, "strides", w->stride, w->ns, 1) ||
+        !list_attr(c, n, "dilations", w->dil, w->ns, 1) || !list_attr(c, n, "pads", pads, 2 * w->ns, 0))
+        return false;
+    for (int i = 0; i < w->ns; i++) {
+        if (w->k[i] == 0 && wk)
+            w->k[i] = wk[i];
+        if (w->k[i] < 1 || w->stride[i] < 1 || w->dil[i] < 1)
+            return why(c, "a kernel, stride or dilation below 1");
+        w->begin[i] = pads[i];
+        w->end[i] = pads[w->ns + i];
+    }
+    if (!attr_is(n, "auto_pad", "NOTSET", "NOTSET")) {
+        bool valid = attr_is(n, "auto_pad", "NOTSET", "VALID"), lower = attr_is(n, "auto_pad", "NOTSET", "SAME_LOWER");
+        if (!valid && !lower && !attr_is(n, "auto_pad", "NOTSET", "SAME_UPPER"))
+            return why(c, "auto_pad is not NOTSET, VALID, SAME_UPPER or SAME_LOWER");
+        for (int i = 0; i < w->ns; i++) {
+            int64_t L = x->shape[2 + i], out = (L + w->stride[i] - 1) / w->stride[i];
+            int64_t total = (out - 1) * w->stride[i] + (w->k[i] - 1) * w->dil[i] + 1 - L;
+            if (valid || total < 0)
+                total = 0;
+            w->begin[i] = lower ? total - total / 2 : total / 2;
+            w->end[i] = total - w->begin[i];
+        }
+    }
+    return true;
+}
+
+/* x padded with `value` where the window's padding is not the same on both sides of an axis
+ * (minic's conv and pools pad symmetrically); `sym` gets the padding left for them. */
+static mc_value pad_uneven(ctx *c, mc_value x, const window *w, double value, int64_t *sym)
+{
+    const mc_node *xn = vnode(c, x);
+    bool even = true;
+    for (int i = 0; i < w->ns; i++)
+        even = even && w->begin[i] == w->end[i];
+    for (int i = 0; i < w->ns; i++)
+        sym[i] = even ? w->begin[i] : 0;
+    if (even)
+        return x;
+    int64_t pads[2 * MC_MAX_RANK] = {0};
+    for (int i = 0; i < w->ns; i++) {
+        pads[2 + i] = w->begin[i];
+        pads[xn->rank + 2 + i] = w->end[i];
+    }
+    return mc_pad(c->g, x, pads, 2 * xn->rank, value);
+}
+
+static bool op_conv(ctx *c, const node_t *n)
+{
+    VAL(x, 0);
+    VAL(wt, 1);
+    mc_value b = MC_NONE;
+    if (has_in(n, 2)) {
+        VAL(bias, 2);
+        b = bias;
+    }
+    const mc_node *wn = vnode(c, wt);
+    if (wn->rank < 3)
+        return why(c, "a weight of rank %d", wn->rank);
+    window w;
+    if (!get_window(c, n, vnode(c, x), wn->shape + 2, &w))
+        return false;
+    int64_t sym[2];
+    mc_value xp = pad_uneven(c, x, &w, 0, sym);
+    if (xp < 0)
+        return set_out(c, n, 0, xp);
+    return set_out(c, n, 0, mc_conv(c->g, xp, wt, b, w.stride, sym, w.dil, w.ns, attr_i(n, "group", 1)));
+}
+
+static bool op_pool(ctx *c, const node_t *n)
+{
+    bool max = !strcmp(n->op_type, "MaxPool");
+    if (out_present(n, 1))
+        return why(c, "the Indices output");
+    if (attr_i(n, "ceil_mode", 0))
+        return why(c, "ceil_mode=1");
+    VAL(x, 0);
+    window w;
+    if (!get_window(c, n, vnode(c, x), NULL, &w))
+        return false;
+    for (int i = 0; i < w.ns; i++)
+        if (w.dil[i] != 1)
+            return why(c, "dilations other than 1 in a pool");
+    int64_t sym[2];
+    mc_value xp;
+    if (max) {
+        xp = pad_uneven(c, x, &w, -INFINITY, sym);
+    } else if (attr_i(n, "count_include_pad", 0)) {
+        /* the padded zeros count: pad first, then every window is whole */
+        const mc_node *xn = vnode(c, x);
+        int64_t pads[2 * MC_MAX_RANK] = {0};
+        for (int i = 0; i < w.ns; i++) {
+            pads[2 + i] = w.begin[i];
+            pads[xn->rank + 2 + i] = w.end[i];
+            sym[i] = 0;
+        }
+        xp = mc_pad(c->g, x, pads, 2 * xn->rank, 0);
+    } else {
+        for (int i = 0; i < w.ns; i++)
+            if (w.begin[i] != w.end[i])
+                return why(c, "uneven padding with count_include_pad=0");
+        xp = pad_uneven(c, x, &w, 0, sym);
+    }
+    if (xp < 0)
+        return set_out(c, n, 0, xp);
+    mc_value y = max ? mc_maxpool(c->g, xp, w.k, w.stride, sym, w.ns) : mc_avgpool(c->g, xp, w.k, w.stride, sym, w.ns);
+    return set_out(c, n, 0, y);
+}
+
+static bool op_pad(ctx *c, const node_t *n)
+{
+    if (!attr_is(n, "mode", "constant", "constant"))
+        return why(c, "mode other than constant");
+    VAL(x, 0);
+    const mc_node *xn = vnode(c, x);
+    int64_t pads[2 * MC_MAX_RANK];
+    int np = 0;
+    bool given;
+    if (!ints_of(c, n, 1, "pads", pads, &np, 2 * MC_MAX_RANK, &given))
+        return false;
+    if (has_in(n, 3))
+        return why(c, "the axes input");
+    if (np != 2 * xn->rank)
+        return why(c, "%d pads for rank %d", np, xn->rank);
+    for (int i = 0; i < np; i++)
+        if (pads[i] < 0)
+            return why(c, "negative pads (cropping)");
+    double value = attr_f(n, "value", 0);
+    if (has_in(n, 2)) {
+        htensor *v = in_const(c, n, 2);
+        if (!v)
+            return why(c, "constant_value must be a constant known at import time");
+        if (v->n != 1)
+            return why(c, "constant_value of %lld elements", (long long)v->n);
+        value = hf(v, 0);
+    }
+    return set_out(c, n, 0, mc_pad(c->g, x, pads, np, value));
+}
+
 /* ---- the node table ------------------------------------------------------------------------- */
 
 static const struct { const char *name; op_fn fn; } ops[] = {
@@ -3244,7 +3415,8 @@ static const struct { const char *name; op_fn fn; } ops[] = {
     {"ScatterElements", op_scatter_elements}, {"Scatter", op_scatter_elements},
     {"RNN", op_rnn}, {"GRU", op_rnn}, {"LSTM", op_rnn}, {"HannWindow", op_window},
     {"HammingWindow", op_window}, {"BlackmanWindow", op_window}, {"Floor", op_rounding},
-    {"Ceil", op_rounding}, {"Round", op_rounding},
+    {"Ceil", op_rounding}, {"Round", op_rounding}, {"Conv", op_conv}, {"MaxPool", op_pool},
+    {"AveragePool", op_pool}, {"Pad", op_pad},
 };
 
 static op_fn find_op(const char *name)

@@ -21,7 +21,7 @@ cmake --build "$dir" -j2 --target minic mlp_example 2>&1 | grep -E "(error|warni
   echo "FAIL: the Release build has errors or warnings"; exit 1; }
 cmake --build "$dir" -j2 --target minic mlp_example >/dev/null
 out=$("$dir/minic" run "$src/examples/mlp.graph" --backend ref --profile --iters 1)
-echo "$out" | grep -q '^y: f32\[32, 128\]' || { echo "FAIL: unexpected output:"; echo "$out"; exit 1; }
-echo "$out" | grep -q '^totals: ' || { echo "FAIL: no profile totals:"; echo "$out"; exit 1; }
+grep -q '^y: f32\[32, 128\]' <<<"$out" || { echo "FAIL: unexpected output:"; echo "$out"; exit 1; }
+grep -q '^totals: ' <<<"$out" || { echo "FAIL: no profile totals:"; echo "$out"; exit 1; }
 "$dir/mlp_example" ref | grep -q 'checksum: sum=' || { echo "FAIL: mlp_example"; exit 1; }
 echo "quickstart build: ok"

@@ -20,7 +20,7 @@ src=${MINIC_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 build=${MINIC_BUILD:-$src/build}
 [ -x "$build/minic" ] || { echo "FAIL: no minic in $build (set MINIC_BUILD)"; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/minic-readme.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT # KEEP=1 keeps the outputs to look at
 mkdir -p "$work/run" "$work/home" "$work/bin"
 ln -s "$build" "$work/run/build"
 ln -s "$src/examples" "$work/run/examples"
@@ -96,7 +96,9 @@ fi
 if ! grep -q 'pkg-config --cflags --libs minic' "$work/ran.txt"; then
   echo "FAIL: the README no longer shows the pkg-config line"
   fail=1
-elif [ ! -x "$work/run/mlp" ] || ! cat "$work"/out.* | grep -q '^y: f32\[32, 128\]'; then
+# (grep over the files, not `cat | grep -q`: grep -q stops at the first match, and with pipefail
+# cat's SIGPIPE then failed the check whenever the outputs were long)
+elif [ ! -x "$work/run/mlp" ] || ! grep -qh '^y: f32\[32, 128\]' "$work"/out.*; then
   echo "FAIL: the program built with pkg-config did not run"
   fail=1
 fi
