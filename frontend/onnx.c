@@ -1475,6 +1475,8 @@ static bool op_concat(ctx *c, const node_t *n)
         if (!first)
             return why(c, "input 0 is missing");
         int r = first->rank, ax;
+        if (r < 1) /* ONNX's Concat needs rank >= 1; a scalar has no axis to join along */
+            return why(c, "operands of rank 0");
         if (!norm_axis(c, axis, r, &ax))
             return false;
         int64_t dims[MC_MAX_RANK];
