@@ -3215,20 +3215,20 @@ typedef struct window {
     int64_t k[2], stride[2], dil[2], begin[2], end[2];
 } window;
 
+/* An attribute list of `want` entries in [0, 2^20] (ints_of reads it), `def` each when absent. */
 static bool list_attr(ctx *c, const node_t *n, const char *name, int64_t *out, int want, int64_t def)
 {
-    const attr_t *a = attr(n, name);
-    for (int i = 0; i < want; i++)
+    int count;
+    bool given;
+    if (!ints_of(c, n, n->n_input, name, out, &count, want, &given))
+        return false;
+    for (int i = 0; i < want && !given; i++)
         out[i] = def;
-    if (!a || a->n_ints == 0)
-        return true;
-    if (a->n_ints != (size_t)want)
-        return why(c, "%s has %zu entries for %d spatial axes", name, a->n_ints, want);
-    for (int i = 0; i < want; i++) {
-        if (a->ints[i] < 0 || a->ints[i] > (1 << 20))
-            return why(c, "%s entry %lld", name, (long long)a->ints[i]);
-        out[i] = a->ints[i];
-    }
+    if (given && count != want)
+        return why(c, "%s has %d entries for %d spatial axes", name, count, want);
+    for (int i = 0; i < want; i++)
+        if (out[i] < 0 || out[i] > (1 << 20))
+            return why(c, "%s entry %lld", name, (long long)out[i]);
     return true;
 }
 
@@ -3265,12 +3265,13 @@ static bool get_window(ctx *c, const node_t *n, const mc_node *x, const int64_t 
     return true;
 }
 
-/* x padded with `value` where the window's padding is not the same on both sides of an axis
- * (minic's conv and pools pad symmetrically); `sym` gets the padding left for them. */
-static mc_value pad_uneven(ctx *c, mc_value x, const window *w, double value, int64_t *sym)
+/* x padded with `value` as the window says, where `always` or the padding is not the same on
+ * both sides of an axis (minic's conv and pools pad symmetrically, and count what they pad as
+ * outside the input); `sym` gets the padding left for them. */
+static mc_value pad_window(ctx *c, mc_value x, const window *w, double value, bool always, int64_t *sym)
 {
     const mc_node *xn = vnode(c, x);
-    bool even = true;
+    bool even = !always;
     for (int i = 0; i < w->ns; i++)
         even = even && w->begin[i] == w->end[i];
     for (int i = 0; i < w->ns; i++)
@@ -3301,7 +3302,7 @@ static bool op_conv(ctx *c, const node_t *n)
     if (!get_window(c, n, vnode(c, x), wn->shape + 2, &w))
         return false;
     int64_t sym[2];
-    mc_value xp = pad_uneven(c, x, &w, 0, sym);
+    mc_value xp = pad_window(c, x, &w, 0, false, sym);
     if (xp < 0)
         return set_out(c, n, 0, xp);
     return set_out(c, n, 0, mc_conv(c->g, xp, wt, b, w.stride, sym, w.dil, w.ns, attr_i(n, "group", 1)));
@@ -3321,26 +3322,12 @@ static bool op_pool(ctx *c, const node_t *n)
     for (int i = 0; i < w.ns; i++)
         if (w.dil[i] != 1)
             return why(c, "dilations other than 1 in a pool");
+    bool include = !max && attr_i(n, "count_include_pad", 0); /* the padded zeros count */
+    for (int i = 0; i < w.ns && !max && !include; i++)
+        if (w.begin[i] != w.end[i])
+            return why(c, "uneven padding with count_include_pad=0");
     int64_t sym[2];
-    mc_value xp;
-    if (max) {
-        xp = pad_uneven(c, x, &w, -INFINITY, sym);
-    } else if (attr_i(n, "count_include_pad", 0)) {
-        /* the padded zeros count: pad first, then every window is whole */
-        const mc_node *xn = vnode(c, x);
-        int64_t pads[2 * MC_MAX_RANK] = {0};
-        for (int i = 0; i < w.ns; i++) {
-            pads[2 + i] = w.begin[i];
-            pads[xn->rank + 2 + i] = w.end[i];
-            sym[i] = 0;
-        }
-        xp = mc_pad(c->g, x, pads, 2 * xn->rank, 0);
-    } else {
-        for (int i = 0; i < w.ns; i++)
-            if (w.begin[i] != w.end[i])
-                return why(c, "uneven padding with count_include_pad=0");
-        xp = pad_uneven(c, x, &w, 0, sym);
-    }
+    mc_value xp = pad_window(c, x, &w, max ? -INFINITY : 0, include, sym);
     if (xp < 0)
         return set_out(c, n, 0, xp);
     mc_value y = max ? mc_maxpool(c->g, xp, w.k, w.stride, sym, w.ns) : mc_avgpool(c->g, xp, w.k, w.stride, sym, w.ns);
