@@ -1005,15 +1005,6 @@ mc_value onnx_fscalar(ctx *c, mc_value like, double x)
     return mc_scalar(c->g, x, onnx_vnode(c, like)->dtype);
 }
 
-/* where(cond, a, b), also for i32 (minic's where takes floats and bools): b + (a - b) * cond */
-mc_value onnx_sel(ctx *c, mc_value cond, mc_value a, mc_value b)
-{
-    mc_graph *g = c->g;
-    if (a >= 0 && onnx_vnode(c, a)->dtype == MC_I32)
-        return mc_add(g, b, mc_mul(g, mc_sub(g, a, b), mc_cast(g, cond, MC_I32)));
-    return mc_where(g, cond, a, b);
-}
-
 bool onnx_attr_is(const node_t *n, const char *name, const char *def, const char *value)
 {
     const attr_t *a = onnx_attr(n, name);

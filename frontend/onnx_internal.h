@@ -143,7 +143,6 @@ htensor *onnx_fold_copy(ctx *c, const htensor *a, int elem, int rank, const int6
 /* building blocks of the mappings */
 bool onnx_all_const(ctx *c, const node_t *n);
 mc_value onnx_fscalar(ctx *c, mc_value like, double x);
-mc_value onnx_sel(ctx *c, mc_value cond, mc_value a, mc_value b);
 bool onnx_attr_is(const node_t *n, const char *name, const char *def, const char *value);
 
 /* frontend/onnx_ops.c: the product of dims; x with axis moved last (*back undoes it) */

@@ -116,7 +116,7 @@ static bool op_where(ctx *c, const node_t *n)
     VAL(cond, 0);
     VAL(a, 1);
     VAL(b, 2);
-    return onnx_set_out(c, n, 0, onnx_sel(c, cond, a, b));
+    return onnx_set_out(c, n, 0, mc_where(c->g, cond, a, b));
 }
 
 /* Elu-style activations, composed from minic's operators. */
@@ -176,7 +176,7 @@ static bool op_activation(ctx *c, const node_t *n)
     } else if (!strcmp(op, "Atanh")) {
         y = mc_mul(g, mc_log(g, mc_div(g, mc_add(g, one, x), mc_sub(g, one, x))), onnx_fscalar(c, x, 0.5));
     } else if (!strcmp(op, "Sign")) {
-        y = onnx_sel(c, mc_gt(g, x, zero), one, onnx_sel(c, mc_lt(g, x, zero), onnx_fscalar(c, x, -1), zero));
+        y = mc_where(c->g, mc_gt(g, x, zero), one, mc_where(c->g, mc_lt(g, x, zero), onnx_fscalar(c, x, -1), zero));
         if (onnx_vnode(c, x)->dtype != MC_I32)
             y = mc_where(g, mc_ne(g, x, x), x, y);
     } else if (!strcmp(op, "IsNaN")) {
@@ -667,7 +667,7 @@ static bool gather_onehot(ctx *c, const node_t *n, int ax)
     if (in->dtype != MC_I32)
         idx = mc_cast(g, idx, MC_I32);
     mc_value dv = mc_scalar(g, (double)dim, MC_I32);
-    idx = onnx_sel(c, mc_lt(g, idx, mc_scalar(g, 0, MC_I32)), mc_add(g, idx, dv), idx);
+    idx = mc_where(c->g, mc_lt(g, idx, mc_scalar(g, 0, MC_I32)), mc_add(g, idx, dv), idx);
     mc_dtype fd = d == MC_I32 ? MC_F32 : d;
     mc_value hot = mc_cast(g, mc_eq(g, mc_iota(g, kk, 2, 1, MC_I32), mc_reshape(g, idx, k1, 2)), fd);
     mc_value y = mc_matmul(g, xt, mc_transpose(g, hot, NULL, 0)); /* [R, K] */
@@ -1012,7 +1012,7 @@ static bool op_trilu(ctx *c, const node_t *n)
     mc_value row = mc_iota(g, s, 2, 0, MC_I32), col = mc_iota(g, s, 2, 1, MC_I32);
     mc_value diff = mc_sub(g, col, row), kk = mc_scalar(g, (double)k, MC_I32);
     mc_value keep = onnx_attr_i(n, "upper", 1) ? mc_ge(g, diff, kk) : mc_le(g, diff, kk);
-    return onnx_set_out(c, n, 0, onnx_sel(c, keep, x, mc_scalar(g, 0, xn->dtype)));
+    return onnx_set_out(c, n, 0, mc_where(c->g, keep, x, mc_scalar(g, 0, xn->dtype)));
 }
 
 static bool op_cast_like(ctx *c, const node_t *n)
@@ -1075,19 +1075,6 @@ static bool op_depth_space(ctx *c, const node_t *n)
 
 /* floor(x) until minic has one: t = trunc(x) through i32, minus one where that rounded up. Exact:
  * a float of magnitude 2^23 or more (and inf, NaN) is already an integer and is kept. */
-static mc_value floor_of(ctx *c, mc_value x)
-{
-    mc_graph *g = c->g;
-    mc_dtype d = onnx_vnode(c, x)->dtype;
-    mc_value xf = d == MC_F32 ? x : mc_cast(g, x, MC_F32);
-    mc_value t = mc_cast(g, mc_cast(g, xf, MC_I32), MC_F32);
-    mc_value fl = mc_sub(g, t, mc_cast(g, mc_lt(g, xf, t), MC_F32));
-    mc_value zero = mc_scalar(g, 0, MC_F32);
-    fl = mc_where(g, mc_eq(g, fl, zero), mc_mul(g, xf, zero), fl); /* -0.0 stays -0.0 */
-    mc_value y = mc_where(g, mc_lt(g, mc_abs(g, xf), mc_scalar(g, 8388608.0, MC_F32)), fl, xf);
-    return d == MC_F32 ? y : mc_cast(g, y, d);
-}
-
 static bool op_mod(ctx *c, const node_t *n)
 {
     mc_graph *g = c->g;
@@ -1098,9 +1085,9 @@ static bool op_mod(ctx *c, const node_t *n)
     if (d != MC_I32) {
         if (!fmod)
             return onnx_why(c, "a float Mod needs fmod=1");
-        /* x - trunc(x / y) * y, trunc(q) = sign(q) floor(|q|) exactly (floor_of) */
+        /* x - trunc(x / y) * y, trunc(q) = ceil(q) below zero, floor(q) above */
         mc_value q = mc_div(g, x, y);
-        mc_value tq = mc_where(g, mc_lt(g, q, onnx_fscalar(c, x, 0)), mc_neg(g, floor_of(c, mc_neg(g, q))), floor_of(c, q));
+        mc_value tq = mc_where(g, mc_lt(g, q, onnx_fscalar(c, x, 0)), mc_ceil(g, q), mc_floor(g, q));
         return onnx_set_out(c, n, 0, mc_sub(g, x, mc_mul(g, tq, y)));
     }
     mc_value r = mc_sub(g, x, mc_mul(g, mc_div(g, x, y), y)); /* C's %: the sign of x */
@@ -1108,7 +1095,7 @@ static bool op_mod(ctx *c, const node_t *n)
         mc_value zero = mc_scalar(g, 0, MC_I32);
         mc_value fix = mc_where(g, mc_ne(g, r, zero), mc_ne(g, mc_lt(g, r, zero), mc_lt(g, y, zero)),
                                 mc_scalar(g, 0, MC_BOOL));
-        r = onnx_sel(c, fix, mc_add(g, r, y), r);
+        r = mc_where(c->g, fix, mc_add(g, r, y), r);
     }
     return onnx_set_out(c, n, 0, r);
 }
@@ -1176,7 +1163,7 @@ static bool op_onehot(ctx *c, const node_t *n)
     if (in->dtype != MC_I32)
         idx = mc_cast(g, idx, MC_I32);
     mc_value dv = mc_scalar(g, (double)dep, MC_I32);
-    idx = onnx_sel(c, mc_lt(g, idx, mc_scalar(g, 0, MC_I32)), mc_add(g, idx, dv), idx);
+    idx = mc_where(c->g, mc_lt(g, idx, mc_scalar(g, 0, MC_I32)), mc_add(g, idx, dv), idx);
     int64_t out[MC_MAX_RANK], us[MC_MAX_RANK];
     for (int k = 0, s = 0; k < r; k++) {
         out[k] = k == ax ? dep : in->shape[s];
@@ -1186,11 +1173,19 @@ static bool op_onehot(ctx *c, const node_t *n)
     }
     mc_value hot = mc_eq(g, mc_iota(g, out, r, ax, MC_I32), mc_reshape(g, idx, us, r));
     double off = onnx_hf(values, 0), on = onnx_hf(values, 1);
-    return onnx_set_out(c, n, 0, onnx_sel(c, hot, mc_full(g, out, r, on, d), mc_scalar(g, off, d)));
+    return onnx_set_out(c, n, 0, mc_where(c->g, hot, mc_full(g, out, r, on, d), mc_scalar(g, off, d)));
 }
 
 /* ArgMax, ArgMin and Hardmax until minic has an argmax: the first (or last) index where x equals
  * its extreme along the axis, as a min (max) reduction over iota. */
+/* x reversed along axis (a slice with step -1) */
+static mc_value flip(ctx *c, mc_value x, int axis)
+{
+    return mc_slice_step(c->g, x, axis, MC_END, MC_END, -1);
+}
+
+/* ArgMax, ArgMin: minic's argmax, argmin (the first index of the extreme; select_last_index:
+ * the first of the reversed axis, counted from its end). Hardmax: 1 at argmax, else 0. */
 static bool op_argmax(ctx *c, const node_t *n)
 {
     mc_graph *g = c->g;
@@ -1205,15 +1200,14 @@ static bool op_argmax(ctx *c, const node_t *n)
     if (!onnx_norm_axis(c, onnx_attr_i(n, "axis", hard ? -1 : 0), rank, &ax))
         return false;
     bool last = onnx_attr_i(n, "select_last_index", 0) != 0;
-    int one[1] = {ax};
-    mc_value ext = argmin ? mc_min(g, x, one, 1, true) : mc_max(g, x, one, 1, true);
-    mc_value iota = mc_iota(g, xn->shape, rank, ax, MC_I32);
-    mc_value none = mc_scalar(g, last ? -1.0 : (double)xn->shape[ax], MC_I32);
-    mc_value cand = onnx_sel(c, mc_eq(g, x, ext), iota, none);
     bool keep = hard || onnx_attr_i(n, "keepdims", 1) != 0;
-    mc_value idx = last ? mc_max(g, cand, one, 1, keep) : mc_min(g, cand, one, 1, keep);
+    mc_value src = last ? flip(c, x, ax) : x;
+    mc_value idx = argmin ? mc_argmin(g, src, ax, keep) : mc_argmax(g, src, ax, keep);
+    if (last)
+        idx = mc_sub(g, mc_scalar(g, (double)(xn->shape[ax] - 1), MC_I32), idx);
     if (!hard)
         return onnx_set_out(c, n, 0, idx);
+    mc_value iota = mc_iota(g, xn->shape, rank, ax, MC_I32);
     return onnx_set_out(c, n, 0, mc_cast(g, mc_eq(g, iota, idx), xn->dtype));
 }
 
@@ -1230,7 +1224,8 @@ mc_value onnx_axis_last(ctx *c, mc_value x, int axis, int *back)
     return axis == rank - 1 ? x : mc_transpose(c->g, x, perm, rank);
 }
 
-/* CumSum until minic has one: a product with a triangular 0/1 matrix along the axis. */
+/* CumSum: minic's cumsum; exclusive shifts x one place along the axis first (a zero in front,
+ * the last element dropped), reverse runs on the reversed axis and reverses the result. */
 static bool op_cumsum(ctx *c, const node_t *n)
 {
     mc_graph *g = c->g;
@@ -1239,29 +1234,21 @@ static bool op_cumsum(ctx *c, const node_t *n)
     if (!at || at->n != 1)
         return onnx_why(c, "the axis must be a constant");
     const mc_node *xn = onnx_vnode(c, x);
-    int rank = xn->rank, ax, back[MC_MAX_RANK];
+    int rank = xn->rank, ax;
+    if (rank == 0)
+        return onnx_why(c, "a scalar input");
     if (!onnx_norm_axis(c, onnx_hi(at, 0), rank, &ax))
         return false;
     int64_t len = xn->shape[ax];
-    if (len > 4096)
-        return onnx_why(c, "a cumulative sum over %lld elements (minic has no cumsum yet)", (long long)len);
-    mc_dtype d = xn->dtype, fd = d == MC_I32 ? MC_F32 : d;
-    mc_value xt = onnx_axis_last(c, x, ax, back);
-    if (d == MC_I32)
-        xt = mc_cast(g, xt, MC_F32);
-    int64_t sq[2] = {len, len};
-    /* m[i][j] = 1 where input i counts toward output j */
-    mc_value i = mc_iota(g, sq, 2, 0, MC_I32), j = mc_iota(g, sq, 2, 1, MC_I32);
     bool excl = onnx_attr_i(n, "exclusive", 0) != 0, rev = onnx_attr_i(n, "reverse", 0) != 0;
-    mc_value m = rev ? (excl ? mc_gt(g, i, j) : mc_ge(g, i, j)) : (excl ? mc_lt(g, i, j) : mc_le(g, i, j));
-    mc_value y;
-    if (rank == 1) /* matmul needs rank 2: [len] @ [len, len] as [1, len] */
-        y = mc_reshape(g, mc_matmul(g, mc_reshape(g, xt, (int64_t[]){1, len}, 2), mc_cast(g, m, fd)), &len, 1);
-    else
-        y = mc_matmul(g, xt, mc_cast(g, m, fd));
-    if (d == MC_I32)
-        y = mc_cast(g, y, MC_I32);
-    return onnx_set_out(c, n, 0, ax == rank - 1 || y < 0 ? y : mc_transpose(g, y, back, rank));
+    mc_value y = rev ? flip(c, x, ax) : x;
+    if (excl) {
+        int64_t pads[2 * MC_MAX_RANK] = {0};
+        pads[ax] = 1;
+        y = mc_slice(g, mc_pad(g, y, pads, 2 * rank, 0), ax, 0, len);
+    }
+    y = mc_cumsum(g, y, ax);
+    return onnx_set_out(c, n, 0, rev ? flip(c, y, ax) : y);
 }
 
 /* GatherElements with indices known at run time: a one-hot mask along the axis, summed. */
@@ -1301,7 +1288,7 @@ static bool op_gather_elements(ctx *c, const node_t *n)
     xt = mc_reshape(g, xt, xs, rank + 1);
     if (in->dtype != MC_I32)
         idx = mc_cast(g, idx, MC_I32);
-    idx = onnx_sel(c, mc_lt(g, idx, mc_scalar(g, 0, MC_I32)), mc_add(g, idx, mc_scalar(g, (double)len, MC_I32)), idx);
+    idx = mc_where(c->g, mc_lt(g, idx, mc_scalar(g, 0, MC_I32)), mc_add(g, idx, mc_scalar(g, (double)len, MC_I32)), idx);
     mc_value hot = mc_eq(g, mc_iota(g, hs, rank + 1, rank, MC_I32), mc_reshape(g, idx, is, rank + 1));
     int last[1] = {rank};
     mc_value y;
@@ -1353,7 +1340,7 @@ static bool op_scatter_elements(ctx *c, const node_t *n)
         return onnx_why(c, "a scatter of %s over %lld elements", mc_dtype_name(d), (long long)len);
     if (in->dtype != MC_I32)
         idx = mc_cast(g, idx, MC_I32);
-    idx = onnx_sel(c, mc_lt(g, idx, mc_scalar(g, 0, MC_I32)), mc_add(g, idx, mc_scalar(g, (double)len, MC_I32)), idx);
+    idx = mc_where(c->g, mc_lt(g, idx, mc_scalar(g, 0, MC_I32)), mc_add(g, idx, mc_scalar(g, (double)len, MC_I32)), idx);
     /* [.., ta, 1] against iota [.., ta, len] */
     mc_value it = onnx_axis_last(c, idx, ax, back), ut = onnx_axis_last(c, upd, ax, back);
     int64_t s1[MC_MAX_RANK + 1], s2[MC_MAX_RANK + 1];
@@ -1374,7 +1361,7 @@ static bool op_scatter_elements(ctx *c, const node_t *n)
     }
     if (add)
         val = mc_add(g, val, x);
-    return onnx_set_out(c, n, 0, onnx_sel(c, mc_gt(g, hits, mc_scalar(g, 0, MC_I32)), val, x));
+    return onnx_set_out(c, n, 0, mc_where(c->g, mc_gt(g, hits, mc_scalar(g, 0, MC_I32)), val, x));
 }
 
 /* HannWindow, HammingWindow, BlackmanWindow: constants (the size must be known) */
@@ -1408,25 +1395,15 @@ static bool op_window(ctx *c, const node_t *n)
     return onnx_set_const(c, n, 0, t);
 }
 
+/* Floor, Ceil, Round (half to even): minic's floor, ceil, round */
 static bool op_rounding(ctx *c, const node_t *n)
 {
     mc_graph *g = c->g;
     VAL(x, 0);
     if (!mc_dtype_is_float(onnx_vnode(c, x)->dtype))
         return onnx_why(c, "a non-float operand");
-    if (!strcmp(n->op_type, "Floor"))
-        return onnx_set_out(c, n, 0, floor_of(c, x));
-    if (!strcmp(n->op_type, "Ceil"))
-        return onnx_set_out(c, n, 0, mc_neg(g, floor_of(c, mc_neg(g, x))));
-    /* Round: half to even */
-    mc_value t = floor_of(c, x), half = onnx_fscalar(c, x, 0.5), one = onnx_fscalar(c, x, 1);
-    mc_value frac = mc_sub(g, x, t);
-    mc_value odd = mc_ne(g, mc_sub(g, t, mc_mul(g, floor_of(c, mc_mul(g, t, half)), onnx_fscalar(c, x, 2))), onnx_fscalar(c, x, 0));
-    mc_value up = mc_where(g, mc_gt(g, frac, half), mc_scalar(g, 1, MC_BOOL),
-                           mc_where(g, mc_eq(g, frac, half), odd, mc_scalar(g, 0, MC_BOOL)));
-    mc_value y = mc_where(g, up, mc_add(g, t, one), t);
-    mc_value zero = onnx_fscalar(c, x, 0);
-    return onnx_set_out(c, n, 0, mc_where(g, mc_eq(g, y, zero), mc_mul(g, x, zero), y)); /* round(-0.4) is -0.0 */
+    const char *op = n->op_type;
+    return onnx_set_out(c, n, 0, !strcmp(op, "Floor") ? mc_floor(g, x) : !strcmp(op, "Ceil") ? mc_ceil(g, x) : mc_round(g, x));
 }
 
 static bool op_pad(ctx *c, const node_t *n)

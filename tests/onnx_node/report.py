@@ -87,9 +87,10 @@ if args.update:
                 ", ".join(f"{k} {v}" for k, v in sorted(unknown.items(), key=lambda kv: (-kv[1], kv[0]))) + ".\n")
         f.write("\nSome ONNX operators are imported as compositions of minic's operators until minic has "
                 "them (docs/FORMAT.md §7): Gather with run-time indices, GatherElements, ScatterElements, "
-                "OneHot and the loss operators through one-hot masks, ArgMax/ArgMin/Hardmax through "
-                "min/max reductions over an iota, CumSum as a triangular matrix product, Resize as "
-                "per-axis weight matrices, RNN/GRU/LSTM unrolled, Floor/Ceil/Round through i32.\n")
+                "OneHot and the loss operators through one-hot masks, Resize as per-axis weight matrices, "
+                "RNN/GRU/LSTM unrolled. ArgMax, ArgMin, Hardmax, CumSum, Floor, Ceil and Round are "
+                "minic's argmax, argmin, cumsum, floor, ceil and round (select_last_index, exclusive "
+                "and reverse through a reversing slice and a shift).\n")
         f.write("\n## Failing tests and why\n\n| test | reason |\n| --- | --- |\n")
         for t in sorted(failing):
             why = failing[t].replace("|", "\\|")
