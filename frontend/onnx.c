@@ -1058,13 +1058,15 @@ static bool static_operand(const char *op, size_t k)
     for (size_t i = 0; i < sizeof second / sizeof *second; i++)
         if (!strcmp(op, second[i]))
             return k == 1;
+    if (!strcmp(op, "Pad"))
+        return k == 1 || k == 3;
     if (!strcmp(op, "Slice") || !strcmp(op, "Dropout"))
         return k >= 1;
     if (!strcmp(op, "OneHot"))
         return k >= 1;
     if (!strcmp(op, "RNN") || !strcmp(op, "GRU") || !strcmp(op, "LSTM"))
         return k == 4;
-    if (!strcmp(op, "CumSum") || !strcmp(op, "Upsample"))
+    if (!strcmp(op, "CumSum") || !strcmp(op, "Upsample") || !strcmp(op, "Compress"))
         return k == 1;
     if (!strcmp(op, "Resize"))
         return k >= 1;

@@ -43,8 +43,8 @@ mc_status mc_onnx_read_tensor_file(const char *path, bool f64_as_f32, mc_onnx_te
  * the TensorProto file of the k-th graph input that is not an initializer (NULL: none). Such an
  * input becomes a constant when it decides a shape: when it reaches, directly or through shape
  * arithmetic (Cast, Add, Concat, ...), an operand the importer needs as a constant (a shape,
- * axes, split sizes, slice bounds, a range's bounds). ONNX's node tests pass those as inputs;
- * minic compiles for fixed shapes. Other inputs stay inputs (m->inputs, with their positions). */
+ * axes, split sizes, slice bounds, a range's bounds, pads, a Compress condition). ONNX's node
+ * tests pass those as inputs; minic compiles for fixed shapes. Other inputs stay inputs (m->inputs, with their positions). */
 mc_status mc_onnx_load_frozen(const char *path, unsigned flags, mc_note_fn note, void *note_ctx,
                               const char *const *frozen, int nfrozen, mc_onnx **out);
 

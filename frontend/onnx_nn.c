@@ -811,30 +811,70 @@ static bool op_conv(ctx *c, const node_t *n)
     return onnx_set_out(c, n, 0, mc_conv(c->g, xp, wt, b, w.stride, sym, w.dil, w.ns, onnx_attr_i(n, "group", 1)));
 }
 
+/* x padded along its spatial axes: begin[i] before and end[i] after axis 2 + i */
+static mc_value pad_spatial(ctx *c, mc_value x, int ns, const int64_t *begin, const int64_t *end, double value)
+{
+    int rank = onnx_vnode(c, x)->rank;
+    int64_t pads[2 * MC_MAX_RANK] = {0};
+    for (int i = 0; i < ns; i++) {
+        pads[2 + i] = begin[i];
+        pads[rank + 2 + i] = end[i];
+    }
+    return mc_pad(c->g, x, pads, 2 * rank, value);
+}
+
+/* MaxPool and AveragePool. minic's pools pad evenly, at most half the kernel, and an average
+ * counts only the input's elements; anything else pads first: with -inf for a max; for an
+ * average with zeros, divided by the same pool of a 0/1 mask of what counts (the input, or with
+ * count_include_pad the input and its explicit padding). ceil_mode adds padding at the end for
+ * the last window that starts inside the input or its padding (never counted). */
 static bool op_pool(ctx *c, const node_t *n)
 {
+    mc_graph *g = c->g;
     bool max = !strcmp(n->op_type, "MaxPool");
     if (onnx_out_present(n, 1))
         return onnx_why(c, "the Indices output");
-    if (onnx_attr_i(n, "ceil_mode", 0))
-        return onnx_why(c, "ceil_mode=1");
     VAL(x, 0);
+    const mc_node *xn = onnx_vnode(c, x);
     window w;
-    if (!get_window(c, n, onnx_vnode(c, x), NULL, &w))
+    if (!get_window(c, n, xn, NULL, &w))
         return false;
-    for (int i = 0; i < w.ns; i++)
+    bool include = !max && onnx_attr_i(n, "count_include_pad", 0);
+    bool native = !include;
+    int64_t extra[2] = {0, 0}, end[2], zero[2] = {0, 0};
+    for (int i = 0; i < w.ns; i++) {
         if (w.dil[i] != 1)
             return onnx_why(c, "dilations other than 1 in a pool");
-    bool include = !max && onnx_attr_i(n, "count_include_pad", 0); /* the padded zeros count */
-    for (int i = 0; i < w.ns && !max && !include; i++)
-        if (w.begin[i] != w.end[i])
-            return onnx_why(c, "uneven padding with count_include_pad=0");
-    int64_t sym[2];
-    mc_value xp = pad_window(c, x, &w, max ? -INFINITY : 0, include, sym);
-    if (xp < 0)
-        return onnx_set_out(c, n, 0, xp);
-    mc_value y = max ? mc_maxpool(c->g, xp, w.k, w.stride, sym, w.ns) : mc_avgpool(c->g, xp, w.k, w.stride, sym, w.ns);
-    return onnx_set_out(c, n, 0, y);
+        if (onnx_attr_i(n, "ceil_mode", 0)) {
+            int64_t L = xn->shape[2 + i], span = L + w.begin[i] + w.end[i] - w.k[i];
+            if (span < 0)
+                return onnx_why(c, "a kernel larger than the padded input");
+            int64_t out = (span + w.stride[i] - 1) / w.stride[i] + 1;
+            if ((out - 1) * w.stride[i] >= L + w.begin[i])
+                out--;
+            extra[i] = (out - 1) * w.stride[i] + w.k[i] - (L + w.begin[i] + w.end[i]);
+            if (extra[i] < 0)
+                extra[i] = 0;
+        }
+        end[i] = w.end[i] + extra[i];
+        native = native && !extra[i] && w.begin[i] == w.end[i] && 2 * w.begin[i] <= w.k[i];
+    }
+    if (native) {
+        mc_value y = max ? mc_maxpool(g, x, w.k, w.stride, w.begin, w.ns) : mc_avgpool(g, x, w.k, w.stride, w.begin, w.ns);
+        return onnx_set_out(c, n, 0, y);
+    }
+    mc_value xp = pad_spatial(c, x, w.ns, w.begin, end, max ? -INFINITY : 0);
+    if (max)
+        return onnx_set_out(c, n, 0, mc_maxpool(g, xp, w.k, w.stride, zero, w.ns));
+    mc_value sum = mc_avgpool(g, xp, w.k, w.stride, zero, w.ns);
+    if (include && !extra[0] && !extra[1])
+        return onnx_set_out(c, n, 0, sum); /* every window lies in the input and its padding */
+    int64_t one[MC_MAX_RANK] = {1, 1, 1, 1};
+    for (int i = 0; i < w.ns; i++)
+        one[2 + i] = xn->shape[2 + i] + (include ? w.begin[i] + w.end[i] : 0);
+    mc_value ones = mc_full(g, one, xn->rank, 1, xn->dtype);
+    mc_value mask = include ? pad_spatial(c, ones, w.ns, zero, extra, 0) : pad_spatial(c, ones, w.ns, w.begin, end, 0);
+    return onnx_set_out(c, n, 0, mc_div(g, sum, mc_avgpool(g, mask, w.k, w.stride, zero, w.ns)));
 }
 
 /* ---- the table ---------------------------------------------------------------------------- */

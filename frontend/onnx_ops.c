@@ -572,9 +572,10 @@ static bool op_slice(ctx *c, const node_t *n)
     for (int d = 0; d < rank; d++) {
         if (cnt[d] == 0)
             return onnx_why(c, "an empty slice (minic has no zero-size dimensions)");
-        if (sp[d] != 1)
-            return onnx_why(c, "a slice with step %lld (minic's slice takes step 1)", (long long)sp[d]);
-        if (cnt[d] != dims[d])
+        if (sp[d] != 1) { /* the end one step past the last element kept (before index 0: MC_END) */
+            int64_t end = st[d] + cnt[d] * sp[d];
+            x = mc_slice_step(c->g, x, d, st[d], end < 0 ? MC_END : end > dims[d] ? dims[d] : end, sp[d]);
+        } else if (cnt[d] != dims[d])
             x = mc_slice(c->g, x, d, st[d], st[d] + cnt[d]);
     }
     return onnx_set_out(c, n, 0, x);
@@ -1406,34 +1407,131 @@ static bool op_rounding(ctx *c, const node_t *n)
     return onnx_set_out(c, n, 0, !strcmp(op, "Floor") ? mc_floor(g, x) : !strcmp(op, "Ceil") ? mc_ceil(g, x) : mc_round(g, x));
 }
 
+/* One axis of an edge or reflect Pad: copies of the first/last element, or the elements next
+ * to them mirrored (reversed by a slice with step -1), concatenated around x. */
+static mc_value pad_axis(ctx *c, mc_value x, int ax, int64_t before, int64_t after, bool edge)
+{
+    mc_graph *g = c->g;
+    const mc_node *xn = onnx_vnode(c, x);
+    int64_t L = xn->shape[ax], shape[MC_MAX_RANK];
+    memcpy(shape, xn->shape, sizeof shape);
+    mc_value parts[3];
+    int np = 0;
+    if (before > 0) {
+        shape[ax] = before;
+        parts[np++] = edge ? mc_expand(g, mc_slice(g, x, ax, 0, 1), shape, xn->rank)
+                           : mc_slice_step(g, x, ax, before, 0, -1);
+    }
+    parts[np++] = x;
+    if (after > 0) {
+        shape[ax] = after;
+        parts[np++] = edge ? mc_expand(g, mc_slice(g, x, ax, L - 1, L), shape, xn->rank)
+                           : mc_slice_step(g, x, ax, L - 2, L - 2 - after < 0 ? MC_END : L - 2 - after, -1);
+    }
+    return np == 1 ? x : mc_concat(g, parts, np, ax);
+}
+
+/* Pad: constant (minic's pad), edge and reflect (slices and concats); pads, the value and axes
+ * as attributes or constant inputs; no negative pads (cropping). */
 static bool op_pad(ctx *c, const node_t *n)
 {
-    if (!onnx_attr_is(n, "mode", "constant", "constant"))
-        return onnx_why(c, "mode other than constant");
+    bool edge = onnx_attr_is(n, "mode", "constant", "edge"), reflect = onnx_attr_is(n, "mode", "constant", "reflect");
+    if (!edge && !reflect && !onnx_attr_is(n, "mode", "constant", "constant"))
+        return onnx_why(c, "mode other than constant, edge or reflect");
     VAL(x, 0);
     const mc_node *xn = onnx_vnode(c, x);
-    int64_t pads[2 * MC_MAX_RANK];
-    int np = 0;
+    int rank = xn->rank;
+    int64_t given_pads[2 * MC_MAX_RANK], axes[MC_MAX_RANK], pads[2 * MC_MAX_RANK] = {0};
+    int np = 0, na = rank;
     bool given;
-    if (!onnx_ints_of(c, n, 1, "pads", pads, &np, 2 * MC_MAX_RANK, &given))
+    if (!onnx_ints_of(c, n, 1, "pads", given_pads, &np, 2 * MC_MAX_RANK, &given))
         return false;
-    if (onnx_has_in(n, 3))
-        return onnx_why(c, "the axes input");
-    if (np != 2 * xn->rank)
-        return onnx_why(c, "%d pads for rank %d", np, xn->rank);
-    for (int i = 0; i < np; i++)
+    for (int d = 0; d < rank; d++)
+        axes[d] = d;
+    if (onnx_has_in(n, 3) && !onnx_ints_of(c, n, 3, "axes", axes, &na, MC_MAX_RANK, &given))
+        return false;
+    if (np != 2 * na)
+        return onnx_why(c, "%d pads for %d axes", np, na);
+    for (int k = 0; k < na; k++) {
+        int ax;
+        if (!onnx_norm_axis(c, axes[k], rank, &ax))
+            return false;
+        pads[ax] = given_pads[k];
+        pads[rank + ax] = given_pads[na + k];
+    }
+    for (int i = 0; i < 2 * rank; i++)
         if (pads[i] < 0)
             return onnx_why(c, "negative pads (cropping)");
+    if (edge || reflect) {
+        for (int d = 0; d < rank; d++) {
+            if (reflect && (pads[d] >= xn->shape[d] || pads[rank + d] >= xn->shape[d]))
+                return onnx_why(c, "reflect padding of %lld and %lld on an axis of %lld", (long long)pads[d],
+                                (long long)pads[rank + d], (long long)xn->shape[d]);
+            if (pads[d] || pads[rank + d])
+                x = pad_axis(c, x, d, pads[d], pads[rank + d], edge);
+        }
+        return onnx_set_out(c, n, 0, x);
+    }
     double value = onnx_attr_f(n, "value", 0);
+    if (onnx_has_in(n, 2) && !onnx_in_const(c, n, 2)) {
+        /* a value known only at run time: zeros padded, then where(inside, x, value) */
+        VAL(v, 2);
+        const mc_node *vn = onnx_vnode(c, v);
+        if (vn->rank > 1 || (vn->rank == 1 && vn->shape[0] != 1))
+            return onnx_why(c, "constant_value of more than one element");
+        mc_graph *g = c->g;
+        mc_value inside = mc_pad(g, mc_full(g, xn->shape, rank, 1, MC_F32), pads, 2 * rank, 0);
+        return onnx_set_out(c, n, 0, mc_where(g, mc_ne(g, inside, mc_scalar(g, 0, MC_F32)),
+                                              mc_pad(g, x, pads, 2 * rank, 0), v));
+    }
     if (onnx_has_in(n, 2)) {
         htensor *v = onnx_in_const(c, n, 2);
-        if (!v)
-            return onnx_why(c, "constant_value must be a constant known at import time");
         if (v->n != 1)
             return onnx_why(c, "constant_value of %lld elements", (long long)v->n);
         value = onnx_hf(v, 0);
     }
-    return onnx_set_out(c, n, 0, mc_pad(c->g, x, pads, np, value));
+    return onnx_set_out(c, n, 0, mc_pad(c->g, x, pads, 2 * rank, value));
+}
+
+/* Compress with its condition known at import time (it decides the output's shape): the kept
+ * runs of the axis (of x flattened, without an axis) as slices, concatenated. */
+static bool op_compress(ctx *c, const node_t *n)
+{
+    mc_graph *g = c->g;
+    htensor *cond = onnx_in_const(c, n, 1);
+    if (!cond)
+        return onnx_why(c, "the condition must be known at import time");
+    VAL(x, 0);
+    const mc_node *xn = onnx_vnode(c, x);
+    int ax = 0;
+    if (onnx_attr(n, "axis")) {
+        if (!onnx_norm_axis(c, onnx_attr_i(n, "axis", 0), xn->rank, &ax))
+            return false;
+    } else {
+        int64_t total = onnx_numel(xn->rank, xn->shape);
+        x = mc_reshape(g, x, &total, 1);
+        if (x < 0)
+            return onnx_set_out(c, n, 0, x);
+    }
+    int64_t len = onnx_vnode(c, x)->shape[ax], lim = cond->n < len ? cond->n : len;
+    mc_value runs[64];
+    int nr = 0;
+    for (int64_t k = 0; k < lim;) {
+        if (onnx_hf(cond, k) == 0) {
+            k++;
+            continue;
+        }
+        int64_t e = k;
+        while (e < lim && onnx_hf(cond, e) != 0)
+            e++;
+        if (nr == 64)
+            return onnx_why(c, "a condition of more than 64 runs");
+        runs[nr++] = mc_slice(g, x, ax, k, e);
+        k = e;
+    }
+    if (nr == 0)
+        return onnx_why(c, "nothing kept (minic has no zero-size dimensions)");
+    return onnx_set_out(c, n, 0, nr == 1 ? runs[0] : mc_concat(g, runs, nr, ax));
 }
 
 /* ---- the table ---------------------------------------------------------------------------- */
@@ -1471,6 +1569,7 @@ const onnx_op onnx_tensor_ops[] = {
     {"ScatterElements", op_scatter_elements}, {"Scatter", op_scatter_elements},
     {"HannWindow", op_window}, {"HammingWindow", op_window}, {"BlackmanWindow", op_window},
     {"Floor", op_rounding}, {"Ceil", op_rounding}, {"Round", op_rounding}, {"Pad", op_pad},
+    {"Compress", op_compress},
     {NULL, NULL},
 };
 

@@ -64,9 +64,10 @@ if args.update:
                 f"python3-onnx {args.onnx_version} by `tests/onnx_node/generate.py`) run through "
                 "minic by `tests/onnx_node/runner.c` (CTest: `onnx_node`). A test passes when every "
                 "output has ONNX's shape and every element is within 1e-7 + 1e-3·|expected| "
-                "(f16/bf16: 1e-3 + 1e-2·|expected|), integers and bools exactly. The runner reads "
+                "(f16/bf16: 1e-3 + 1e-2·|expected|), integers and bools exactly (ONNX 1.12 stores BFLOAT16 test tensors as UINT16 bits; "
+                "the runner reads them so). The runner reads "
                 "DOUBLE tensors as f32 (`--f64-as-f32`) and gives the importer the values of inputs "
-                "that decide a shape (used, directly or through shape arithmetic, as shapes, axes, sizes, slice or range bounds; minic compiles for fixed "
+                "that decide a shape (used, directly or through shape arithmetic, as shapes, axes, sizes, slice or range bounds, pads, a Compress condition; minic compiles for fixed "
                 "shapes). Every failing test is listed in `tests/onnx_node/expected_failures.txt`; "
                 "a test outside that list that fails, or one in it that passes, fails CTest.\n\n")
         f.write("| backend | passed | of |\n| --- | --- | --- |\n")
