@@ -15,7 +15,7 @@ it exports the model to ONNX (TorchScript exporter at opset 17, else the dynamo 
 opset 18), runs it through `minic run --backend cuda` (the binary from --minic or $MINIC_BIN),
 and compares minic's output with PyTorch's (on the GPU, TF32 off) and ONNX Runtime's (CUDA
 provider when present, else CPU): max abs error, max abs error / max |ref|, and the relative
-norm of SPEC §6 (target <= 1e-4 with matmuls). It times minic (`minic run --iters`: the median
+norm of docs/FORMAT.md §6 (target <= 1e-4 with matmuls). It times minic (`minic run --iters`: the median
 per run, and its compile time), PyTorch eager, torch.compile and ORT (medians of --iters after
 warm-ups), and measures minic's import alone (`minic check MODEL.onnx`, a process of its own:
 wall time and peak RSS from wait4) against the model's file size (targets: 2 s, 2x the size).
@@ -311,7 +311,7 @@ def table(rows, a):
     L = ["# ONNX models through minic (bench/onnx/models.py)", "",
          f"backend `{a.backend}`, f32, batch 1, medians of {a.iters} runs after warm-ups; "
          "errors against PyTorch on the same GPU (TF32 off). rel_norm: ||out - ref|| / ||ref|| "
-         "(SPEC §6: <= 1e-4 with matmuls); max_rel: max |out - ref| / max |ref|.", ""]
+         "(docs/FORMAT.md §6: <= 1e-4 with matmuls); max_rel: max |out - ref| / max |ref|.", ""]
     L += ["| model | exporter | minic ms | compile ms | torch eager ms | torch.compile ms | ORT ms (provider) "
           "| minic vs torch: max_abs / max_rel / rel_norm | minic vs ORT: max_abs / rel_norm | ORT vs torch rel_norm |",
           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
