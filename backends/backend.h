@@ -102,6 +102,16 @@ typedef struct mc_profile_event {
     double start_us, end_us;
 } mc_profile_event;
 
+/* Put a profiled run's kernel executions on the profile's time line (backends/backend.c):
+ * ev[0..n) carry kernel, run (0..iters) and start and end on one clock, any origin; host (NULL:
+ * none) the host's times just before and just after each run, host[2i] and host[2i+1], on the
+ * same clock (CUPTI's timestamps are comparable with its host clock). Shifts every time so that
+ * the first run begins at 0 and writes span[2i], span[2i+1]: run i from launch to finish, its
+ * host times where they hold every kernel of the run (1 µs of slack for the clocks'
+ * conversion, the span widened over it), else from its first kernel's start to its last one's
+ * end. Returns true when the host times were used for every run. */
+bool mc_profile_place_runs(mc_profile_event *ev, int n, int iters, const double *host, double *span);
+
 /* What a backend's `profile` slot fills (runtime/profile.h reads it; the arrays are allocated
  * by mc_profile_init with the counts, the times unknown). */
 struct mc_profile {
@@ -129,6 +139,7 @@ struct mc_profile {
     mc_profile_event *events;
     int nevents;
     double *run_span_us;       /* [2 * iters]: start and end of each measured run; or NULL */
+    char run_clock[96];        /* what the run spans were measured with ("" : the kernels') */
     double kernel_sum_us;      /* median over the runs of the run's kernel time (<= the wall
                                   time of the same runs); NaN: the sum of the kernels' medians */
 };

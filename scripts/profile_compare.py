@@ -32,7 +32,7 @@ def ncu_rows(path):
         out.append((r["Kernel Name"], v * scale))
     return out
 
-ev = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("tid") == 2]
+ev = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("tid", 0) >= 2]  # every device lane
 if not ev or "run" not in ev[0].get("args", {}):
     print("trace has no real device timestamps (synthetic): %s" % trace.get("otherData", {}).get("timestamps"))
     sys.exit(0)

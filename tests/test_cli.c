@@ -839,6 +839,11 @@ static void test_iters_and_profile(void **state)
     const mc_json *unit = mc_json_get(root, "displayTimeUnit");
     assert_non_null(unit);
     assert_true(!strcmp(unit->text, "ns") || !strcmp(unit->text, "ms"));
+    /* which clock the times come from, for the kernels and for the runs */
+    const mc_json *other = mc_json_get(root, "otherData");
+    assert_non_null(other);
+    assert_string_equal(mc_json_get(other, "clock")->text, "host clock in ordinary runs");
+    assert_string_equal(mc_json_get(other, "run_clock")->text, "host clock around each run");
     const mc_json *events = mc_json_get(root, "traceEvents");
     assert_non_null(events);
     assert_int_equal(events->kind, MC_JSON_ARRAY);
@@ -860,6 +865,12 @@ static void test_iters_and_profile(void **state)
         assert_non_null(args);
         assert_int_equal(args->kind, MC_JSON_OBJECT);
         if (!strcmp(ph->text, "M")) {
+            if (!strcmp(name->text, "thread_sort_index")) { /* lanes in order: runs, device */
+                int64_t sort_index;
+                assert_true(mc_json_int64(mc_json_get(args, "sort_index"), &sort_index));
+                assert_int_equal(sort_index, tid_v);
+                continue;
+            }
             assert_true(!strcmp(name->text, "process_name") || !strcmp(name->text, "thread_name"));
             assert_int_equal(mc_json_get(args, "name")->kind, MC_JSON_STRING);
             meta++;
@@ -886,7 +897,9 @@ static void test_iters_and_profile(void **state)
             run_end[r] = t0 + d;
             runs++;
         } else {
-            assert_int_equal(tid_v, 2);
+            assert_int_equal(tid_v, 2); /* one lane: the kernels of a run never overlap here */
+            int64_t lane;
+            assert_true(mc_json_int64(mc_json_get(args, "lane"), &lane) && lane == 0);
             assert_string_equal(cat->text, "gemm");
             assert_true(run_end[r] > 0 || r == 0); /* runs come before their kernels */
             assert_true(t0 >= run_ts[r] - 1e-3 && t0 + d <= run_end[r] + 1e-3);

@@ -100,7 +100,7 @@ static const option options[] = {
     {OPT_PROFILE_JSON, "--profile-json", "FILE", CMD_RUN,
      "write the same profile as one JSON object to FILE"},
     {OPT_TRACE, "--trace", "FILE.json", CMD_RUN,
-     "write a Chrome/Perfetto trace (host lane: each run; device lane: each kernel)"},
+     "write a Chrome/Perfetto trace (each run and each kernel at its real time)"},
     {OPT_ROOFLINE, "--roofline", "FILE.svg", CMD_RUN,
      "draw every timed kernel on the device's roofline (FLOP/s against FLOP/byte) as SVG"},
     {OPT_STAGE, "--stage", "STAGE", CMD_DUMP,
