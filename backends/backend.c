@@ -76,3 +76,25 @@ bool mc_profile_place_runs(mc_profile_event *ev, int n, int iters, const double 
     }
     return agree;
 }
+
+void mc_program_phase(mc_program *p, const char *name, double *since)
+{
+    double now = mc_now_ms();
+    double ms = now - *since;
+    *since = now;
+    if (!p)
+        return;
+    int i = 0;
+    while (i < p->ncompile_phases && strcmp(p->compile_phases[i].name, name) != 0)
+        i++;
+    if (i == p->ncompile_phases) {
+        if (i == MC_MAX_COMPILE_PHASES)
+            i--; /* full: the last phase takes the rest */
+        else {
+            p->ncompile_phases++;
+            snprintf(p->compile_phases[i].name, sizeof p->compile_phases[i].name, "%s", name);
+            p->compile_phases[i].ms = 0;
+        }
+    }
+    p->compile_phases[i].ms += ms;
+}

@@ -56,6 +56,13 @@ extern const mc_backend mc_backend_ref;  /* backends/ref/: interprets the kernel
 extern const mc_backend mc_backend_cpu;  /* backends/cpu/, when built with LLVM */
 extern const mc_backend mc_backend_cuda; /* backends/cuda/, with CUDA */
 
+/* One phase of a compile and the time it took (mc_program_phase). */
+typedef struct mc_compile_phase {
+    char name[32];
+    double ms;
+} mc_compile_phase;
+enum { MC_MAX_COMPILE_PHASES = 24 };
+
 struct mc_program {
     mc_graph *graph;          /* the user's graph, cloned (names, types, lines) */
     kir_program *kp;          /* the kernel list */
@@ -70,6 +77,8 @@ struct mc_program {
     bool *has_value;          /* per kp buffer: bound, or filled from the generator */
     int *outputs;             /* per graph output: its kp buffer */
     double compile_ms;        /* passes + code generation + backend compile */
+    mc_compile_phase compile_phases[MC_MAX_COMPILE_PHASES]; /* where compile_ms went, in order */
+    int ncompile_phases;
     int kernels_compiled;     /* backend compiles this run (0: all from cache) */
     int64_t runs;             /* completed mc_program_run calls (outputs are valid after one) */
     char *notes;              /* mc_program_notes: every note, one per line; NULL when none */
@@ -92,6 +101,10 @@ struct mc_program {
  * is not an error; it never prints. */
 /* (backends/backend.c) */
 void mc_program_note(mc_program *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Add the time since *since to p's compile phase `name` (a phase seen before grows; past
+ * MC_MAX_COMPILE_PHASES names the time goes to the last one) and set *since to now: a compile
+ * calls it after each step, so the phases add up to the compile time (backends/backend.c). */
+void mc_program_phase(mc_program *p, const char *name, double *since);
 
 
 
@@ -100,6 +113,8 @@ void mc_program_note(mc_program *p, const char *fmt, ...) __attribute__((format(
 typedef struct mc_profile_event {
     int kernel, run;
     double start_us, end_us;
+    char function[96]; /* the device function that ran, where the backend knows it (CUPTI's
+                          record: a generated kernel's entry, cuBLASLt's mangled name); else "" */
 } mc_profile_event;
 
 /* Put a profiled run's kernel executions on the profile's time line (backends/backend.c):

@@ -609,6 +609,12 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
     }
     fprintf(out, "\n        peak memory %lld bytes, compile %.1f ms\n",
             (long long)mc_profile_peak_memory(p), p->compile_ms);
+    if (p->ncompile_phases > 0) { /* where the compile went */
+        fprintf(out, "        compile:");
+        for (int i = 0; i < p->ncompile_phases; i++)
+            fprintf(out, "%s %s %.1f ms", i ? "," : "", p->compile_phases[i].name, p->compile_phases[i].ms);
+        fprintf(out, " (%d kernels compiled, the others from the cache)\n", p->kernels_compiled);
+    }
 }
 
 /* ---- JSON ---------------------------------------------------------------------------------- */
@@ -711,6 +717,15 @@ static mc_status write_json(FILE *f, void *ctx)
     fprintf(f, ", \"peak_memory_bytes\": %lld, \"compile_ms\": ",
             (long long)mc_profile_peak_memory(p));
     json_number(f, p->compile_ms);
+    fprintf(f, ", \"compile_phases\": [");
+    for (int i = 0; i < p->ncompile_phases; i++) {
+        fprintf(f, "%s{ \"name\": ", i ? ", " : "");
+        json_string(f, p->compile_phases[i].name);
+        fprintf(f, ", \"ms\": ");
+        json_number(f, p->compile_phases[i].ms);
+        fprintf(f, " }");
+    }
+    fprintf(f, "], \"kernels_compiled\": %d", p->kernels_compiled);
     fprintf(f, ", \"wall_clock\": ");
     json_string(f, prof->wall_clock);
     fprintf(f, ", \"device_busy_pct\": ");
@@ -887,6 +902,10 @@ static mc_status write_trace(FILE *f, void *ctx)
                        "\"args\": { \"kernel\": %d, \"run\": %d, \"lane\": %d, \"offset_us\": %.3f",
                     ev->start_us, ev->end_us - ev->start_us, 2 + lane[e], ev->kernel, ev->run, lane[e],
                     ev->run >= 0 && ev->run < prof->iters ? ev->start_us - prof->run_span_us[2 * ev->run] : 0.0);
+            if (ev->function[0]) {
+                fprintf(f, ", \"function\": ");
+                json_string(f, ev->function);
+            }
             if (e > 0 && prof->events[e - 1].run == ev->run) /* since the launch before ended */
                 fprintf(f, ", \"gap_us\": %.3f", ev->start_us - prof->events[e - 1].end_us);
             fprintf(f, ", \"flops\": %lld, \"bytes\": %lld } }", (long long)kern->flops,

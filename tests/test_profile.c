@@ -252,6 +252,9 @@ static void test_rates_and_bounds(void **state)
     mc_graph_free(g);
 }
 
+/* An event of kernel k in run r from a to b (µs), no function name. */
+#define EV(k, r, a, b) {.kernel = (k), .run = (r), .start_us = (a), .end_us = (b)}
+
 /* The trace's lanes (mc_profile_lanes): kernels one after the other share lane 0 however large
  * their gaps; a kernel that overlaps another (a second stream, NCCL beside a GEMM) gets a lane
  * of its own; touching is not overlapping. */
@@ -261,13 +264,13 @@ static void test_trace_lanes(void **state)
     int lane[8];
     assert_int_equal(mc_profile_lanes(NULL, 0, lane), 0);
     /* one stream with gaps (a launch gap of 50 us, then back to back) */
-    mc_profile_event seq[] = {{0, 0, 0, 10}, {1, 0, 60, 70}, {2, 0, 70, 75}, {0, 1, 200, 210}};
+    mc_profile_event seq[] = {EV(0, 0, 0, 10), EV(1, 0, 60, 70), EV(2, 0, 70, 75), EV(0, 1, 200, 210)};
     assert_int_equal(mc_profile_lanes(seq, 4, lane), 1);
     for (int e = 0; e < 4; e++)
         assert_int_equal(lane[e], 0);
     /* overlaps: b starts inside a; c inside both; d after a but inside b; e after all */
-    mc_profile_event ov[] = {{0, 0, 0, 100}, {1, 0, 50, 150}, {2, 0, 60, 70},
-                             {3, 0, 120, 130}, {4, 0, 150, 160}};
+    mc_profile_event ov[] = {EV(0, 0, 0, 100), EV(1, 0, 50, 150), EV(2, 0, 60, 70),
+                             EV(3, 0, 120, 130), EV(4, 0, 150, 160)};
     assert_int_equal(mc_profile_lanes(ov, 5, lane), 3);
     assert_int_equal(lane[0], 0);
     assert_int_equal(lane[1], 1);
@@ -276,7 +279,7 @@ static void test_trace_lanes(void **state)
     assert_int_equal(lane[4], 0); /* touches b's end: no overlap */
     /* records out of order (as concurrent streams deliver them), a tie on start: the longer
      * one keeps the lower lane; a zero-length event takes no room */
-    mc_profile_event un[] = {{0, 0, 30, 40}, {1, 0, 0, 10}, {2, 0, 0, 25}, {3, 0, 35, 35}};
+    mc_profile_event un[] = {EV(0, 0, 30, 40), EV(1, 0, 0, 10), EV(2, 0, 0, 25), EV(3, 0, 35, 35)};
     assert_int_equal(mc_profile_lanes(un, 4, lane), 2);
     assert_int_equal(lane[2], 0);
     assert_int_equal(lane[1], 1);
@@ -290,8 +293,8 @@ static void test_place_runs(void **state)
 {
     (void)state;
     /* device clock in ns-derived µs far from 0; host times on the same clock */
-    mc_profile_event ev[] = {{0, 0, 1005, 1010}, {1, 0, 1030, 1040}, {0, 1, 1105, 1110},
-                             {1, 1, 1112, 1120}};
+    mc_profile_event ev[] = {EV(0, 0, 1005, 1010), EV(1, 0, 1030, 1040), EV(0, 1, 1105, 1110),
+                             EV(1, 1, 1112, 1120)};
     double host[] = {1000, 1050, 1100, 1125}, span[4];
     assert_true(mc_profile_place_runs(ev, 4, 2, host, span));
     assert_float_equal(ev[0].start_us, 5, 1e-9); /* launch-to-start gap kept */
@@ -303,8 +306,8 @@ static void test_place_runs(void **state)
     assert_float_equal(span[3], 125, 1e-9);
     /* host times that do not hold the kernels (a clock conversion gone wrong): the kernels'
      * extent, and the origin is the first kernel */
-    mc_profile_event ev2[] = {{0, 0, 1005, 1010}, {1, 0, 1030, 1040}, {0, 1, 1105, 1110},
-                              {1, 1, 1112, 1120}};
+    mc_profile_event ev2[] = {EV(0, 0, 1005, 1010), EV(1, 0, 1030, 1040), EV(0, 1, 1105, 1110),
+                              EV(1, 1, 1112, 1120)};
     double bad[] = {2000, 2050, 2100, 2125};
     assert_false(mc_profile_place_runs(ev2, 4, 2, bad, span));
     assert_float_equal(ev2[0].start_us, 0, 1e-9);
@@ -313,7 +316,7 @@ static void test_place_runs(void **state)
     assert_float_equal(span[2], 100, 1e-9);
     assert_float_equal(span[3], 115, 1e-9);
     /* no host times; a run without kernels sits where the one before ended */
-    mc_profile_event ev3[] = {{0, 0, 10, 20}, {0, 2, 50, 60}};
+    mc_profile_event ev3[] = {EV(0, 0, 10, 20), EV(0, 2, 50, 60)};
     double span3[6];
     assert_false(mc_profile_place_runs(ev3, 2, 3, NULL, span3));
     assert_float_equal(span3[1], 10, 1e-9);
@@ -359,13 +362,14 @@ static void test_trace_real_timestamps(void **state)
     snprintf(prof.run_clock, sizeof prof.run_clock, "CUPTI's host timestamps");
     /* run 0: kernel 0 at 5..15, a 25 us gap, kernel 1 at 40..60; run 1: kernel 1 starts
      * before kernel 0 ends (another stream) */
-    static const mc_profile_event ev[] = {{0, 0, 1005, 1015}, {1, 0, 1040, 1060},
-                                          {0, 1, 1105, 1115}, {1, 1, 1110, 1130}};
+    static const mc_profile_event ev[] = {EV(0, 0, 1005, 1015), EV(1, 0, 1040, 1060),
+                                          EV(0, 1, 1105, 1115), EV(1, 1, 1110, 1130)};
     prof.events = malloc(sizeof ev);
     prof.run_span_us = malloc(4 * sizeof(double));
     assert_non_null(prof.events);
     assert_non_null(prof.run_span_us);
     memcpy(prof.events, ev, sizeof ev);
+    snprintf(prof.events[1].function, sizeof prof.events[1].function, "sm90_xmma_gemm_bf16_kernel");
     prof.nevents = 4;
     double host[] = {1000, 1070, 1100, 1140};
     assert_true(mc_profile_place_runs(prof.events, 4, 2, host, prof.run_span_us));
@@ -420,8 +424,11 @@ static void test_trace_real_timestamps(void **state)
             assert_float_equal(dur, 20, 1e-6);
             assert_float_equal(strtod(mc_json_get(args, "gap_us")->text, NULL), 25, 1e-6);
             assert_int_equal(lane, 0);
+            /* the device function that ran (CUPTI's name; ncu's with --print-kernel-base mangled) */
+            assert_string_equal(mc_json_get(args, "function")->text, "sm90_xmma_gemm_bf16_kernel");
         } else if (run == 1 && k == 0) {
             assert_float_equal(ts, 105, 1e-6);
+            assert_null(mc_json_get(args, "function")); /* unknown: no field */
             assert_int_equal(lane, 0);
         } else {
             assert_float_equal(ts, 110, 1e-6);

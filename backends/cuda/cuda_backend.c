@@ -92,7 +92,8 @@ static mc_status cuda_probe(void)
 static mc_lt_env lt_env(const cuda_state *s)
 {
     return (mc_lt_env){.cu = s->cu, .lt = s->lt, .handle = s->lt_handle, .stream = s->stream,
-                       .workspace = s->workspace, .scratch = s->scratch, .buf = s->buf};
+                       .workspace = s->workspace, .scratch = s->scratch, .buf = s->buf,
+                       .device = s->device_name, .sm = s->target.sm};
 }
 
 /* ---- prepare ------------------------------------------------------------------------------- */
@@ -235,10 +236,10 @@ static void trace(mc_program *p, const char *stage, double *t)
         on = getenv("MINIC_CUDA_TRACE") != NULL;
         atomic_store(&trace_on, on);
     }
-    double now = mc_now_ms();
+    double before = *t;
+    mc_program_phase(p, stage, t); /* the compile's phases (the profile, minic run --verbose) */
     if (on)
-        mc_program_note(p, "cuda prepare: %-24s %8.1f ms", stage, now - *t);
-    *t = now;
+        mc_program_note(p, "cuda prepare: %-24s %8.1f ms", stage, *t - before);
 }
 
 /* NVRTC's progress notes, into the program's (backends/cuda/cuda_nvrtc.c calls this). */
@@ -361,7 +362,7 @@ static mc_status cuda_prepare(mc_program *p)
     free(align);
     if (st != MC_OK)
         return st;
-    trace(p, "cuBLASLt heuristics", &t0);
+    trace(p, "cuBLASLt setup", &t0);
 
     /* compile every generated kernel (parallel, cached) and load the modules */
     const char **srcs = calloc((size_t)kp->nkernels + 1, sizeof(char *));
@@ -415,6 +416,7 @@ static mc_status cuda_prepare(mc_program *p)
                 st = mc_fail(MC_ERR_SYSTEM, "CUDA: loading kernel %s failed: %s", entries[j],
                              mc_cuda_errstr(r));
         }
+        trace(p, "module load", &t0);
         if (st == MC_OK || compiled == n || attempt > 0)
             break;
         for (int j = 0; j < n; j++) {
@@ -454,7 +456,7 @@ compiled:
         if (pl->has_code)
             st = add_kernel_step(s, i, &pl->code);
     }
-    trace(p, "modules and steps", &t0);
+    trace(p, "launch steps", &t0);
     return st;
 }
 
@@ -738,6 +740,7 @@ static mc_status profile_cupti(mc_program *p, int iters, mc_profile *prof, bool 
             if (it == 0)
                 launch[k]++;
             ev[r] = (mc_profile_event){.kernel = k, .run = it, .start_us = t0, .end_us = t1};
+            snprintf(ev[r].function, sizeof ev[r].function, "%s", rec[r].name);
         }
         host[2 * it] = (double)(int64_t)(host_ns[2 * it] - base) * 1e-3;
         host[2 * it + 1] = (double)(int64_t)(host_ns[2 * it + 1] - base) * 1e-3;
@@ -831,6 +834,8 @@ static mc_status cuda_profile(mc_program *p, int iters, mc_profile *prof)
             rec[nrec++] = (mc_profile_event){.kernel = s->steps[i].kernel, .run = it,
                                              .start_us = (double)prev_ms * 1000.0,
                                              .end_us = (double)at_ms * 1000.0};
+            if (!s->steps[i].is_gemm) /* cuBLASLt's own kernels are not named to us */
+                snprintf(rec[nrec - 1].function, sizeof rec[nrec - 1].function, "%s", s->steps[i].entry);
             prev_ms = at_ms;
         }
     }
