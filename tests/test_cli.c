@@ -1036,6 +1036,10 @@ static void test_compile_phases(void **state)
 #ifdef MINIC_HAVE_CPU_BACKEND
     char dir[4300];
     snprintf(dir, sizeof dir, "%s/phases_cache", mc_test_tmpdir());
+    char rm[4400]; /* empty, even where a directory of a reused pid was left behind */
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    if (system(rm) != 0)
+        fail_msg("cannot empty %s", dir);
     const char *old = getenv("XDG_CACHE_HOME");
     char *saved = old ? strdup(old) : NULL;
     setenv("XDG_CACHE_HOME", dir, 1);
