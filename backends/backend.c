@@ -3,6 +3,7 @@
  */
 #include "backends/backend.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,4 +32,69 @@ void mc_program_note(mc_program *p, const char *fmt, ...)
     }
     if (p->opt.note)
         p->opt.note(p->opt.note_ctx, note);
+}
+
+bool mc_profile_place_runs(mc_profile_event *ev, int n, int iters, const double *host, double *span)
+{
+    if (iters < 1)
+        return false;
+    double origin = host ? host[0] : INFINITY;
+    for (int e = 0; e < n; e++)
+        origin = ev[e].start_us < origin ? ev[e].start_us : origin;
+    if (!isfinite(origin))
+        origin = 0;
+    for (int i = 0; i < iters; i++) { /* the kernels' extent of each run (empty: +inf, -inf) */
+        span[2 * i] = INFINITY;
+        span[2 * i + 1] = -INFINITY;
+    }
+    for (int e = 0; e < n; e++) {
+        ev[e].start_us -= origin;
+        ev[e].end_us -= origin;
+        int r = ev[e].run;
+        if (r < 0 || r >= iters)
+            continue;
+        span[2 * r] = ev[e].start_us < span[2 * r] ? ev[e].start_us : span[2 * r];
+        span[2 * r + 1] = ev[e].end_us > span[2 * r + 1] ? ev[e].end_us : span[2 * r + 1];
+    }
+    bool agree = host != NULL;
+    for (int i = 0; i < iters && agree; i++) {
+        double a = host[2 * i] - origin, b = host[2 * i + 1] - origin;
+        agree = b >= a && (span[2 * i] > span[2 * i + 1] || /* no kernels: nothing to disagree */
+                           (span[2 * i] >= a - 1.0 && span[2 * i + 1] <= b + 1.0));
+    }
+    for (int i = 0; i < iters; i++) {
+        double a = span[2 * i], b = span[2 * i + 1];
+        if (agree) {
+            double ha = host[2 * i] - origin, hb = host[2 * i + 1] - origin;
+            a = a < ha ? a : ha;
+            b = b > hb ? b : hb;
+        } else if (a > b) { /* a run without kernels: where the run before it ended */
+            a = b = i > 0 ? span[2 * i - 1] : 0;
+        }
+        span[2 * i] = a;
+        span[2 * i + 1] = b;
+    }
+    return agree;
+}
+
+void mc_program_phase(mc_program *p, const char *name, double *since)
+{
+    double now = mc_now_ms();
+    double ms = now - *since;
+    *since = now;
+    if (!p)
+        return;
+    int i = 0;
+    while (i < p->ncompile_phases && strcmp(p->compile_phases[i].name, name) != 0)
+        i++;
+    if (i == p->ncompile_phases) {
+        if (i == MC_MAX_COMPILE_PHASES)
+            i--; /* full: the last phase takes the rest */
+        else {
+            p->ncompile_phases++;
+            snprintf(p->compile_phases[i].name, sizeof p->compile_phases[i].name, "%s", name);
+            p->compile_phases[i].ms = 0;
+        }
+    }
+    p->compile_phases[i].ms += ms;
 }

@@ -56,6 +56,13 @@ extern const mc_backend mc_backend_ref;  /* backends/ref/: interprets the kernel
 extern const mc_backend mc_backend_cpu;  /* backends/cpu/, when built with LLVM */
 extern const mc_backend mc_backend_cuda; /* backends/cuda/, with CUDA */
 
+/* One phase of a compile and the time it took (mc_program_phase). */
+typedef struct mc_compile_phase {
+    char name[32];
+    double ms;
+} mc_compile_phase;
+enum { MC_MAX_COMPILE_PHASES = 24 };
+
 struct mc_program {
     mc_graph *graph;          /* the user's graph, cloned (names, types, lines) */
     kir_program *kp;          /* the kernel list */
@@ -70,6 +77,8 @@ struct mc_program {
     bool *has_value;          /* per kp buffer: bound, or filled from the generator */
     int *outputs;             /* per graph output: its kp buffer */
     double compile_ms;        /* passes + code generation + backend compile */
+    mc_compile_phase compile_phases[MC_MAX_COMPILE_PHASES]; /* where compile_ms went, in order */
+    int ncompile_phases;
     int kernels_compiled;     /* backend compiles this run (0: all from cache) */
     int64_t runs;             /* completed mc_program_run calls (outputs are valid after one) */
     char *notes;              /* mc_program_notes: every note, one per line; NULL when none */
@@ -92,6 +101,10 @@ struct mc_program {
  * is not an error; it never prints. */
 /* (backends/backend.c) */
 void mc_program_note(mc_program *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Add the time since *since to p's compile phase `name` (a phase seen before grows; past
+ * MC_MAX_COMPILE_PHASES names the time goes to the last one) and set *since to now: a compile
+ * calls it after each step, so the phases add up to the compile time (backends/backend.c). */
+void mc_program_phase(mc_program *p, const char *name, double *since);
 
 
 
@@ -100,7 +113,19 @@ void mc_program_note(mc_program *p, const char *fmt, ...) __attribute__((format(
 typedef struct mc_profile_event {
     int kernel, run;
     double start_us, end_us;
+    char function[96]; /* the device function that ran, where the backend knows it (CUPTI's
+                          record: a generated kernel's entry, cuBLASLt's mangled name); else "" */
 } mc_profile_event;
+
+/* Put a profiled run's kernel executions on the profile's time line (backends/backend.c):
+ * ev[0..n) carry kernel, run (0..iters) and start and end on one clock, any origin; host (NULL:
+ * none) the host's times just before and just after each run, host[2i] and host[2i+1], on the
+ * same clock (CUPTI's timestamps are comparable with its host clock). Shifts every time so that
+ * the first run begins at 0 and writes span[2i], span[2i+1]: run i from launch to finish, its
+ * host times where they hold every kernel of the run (1 µs of slack for the clocks'
+ * conversion, the span widened over it), else from its first kernel's start to its last one's
+ * end. Returns true when the host times were used for every run. */
+bool mc_profile_place_runs(mc_profile_event *ev, int n, int iters, const double *host, double *span);
 
 /* What a backend's `profile` slot fills (runtime/profile.h reads it; the arrays are allocated
  * by mc_profile_init with the counts, the times unknown). */
@@ -129,6 +154,7 @@ struct mc_profile {
     mc_profile_event *events;
     int nevents;
     double *run_span_us;       /* [2 * iters]: start and end of each measured run; or NULL */
+    char run_clock[96];        /* what the run spans were measured with ("" : the kernels') */
     double kernel_sum_us;      /* median over the runs of the run's kernel time (<= the wall
                                   time of the same runs); NaN: the sum of the kernels' medians */
 };

@@ -22,6 +22,11 @@ typedef struct mc_pass {
     mc_status (*run)(mc_graph *g);       /* rewrites g in place (may rebuild its node array) */
 } mc_pass;
 
+/* Where mc_compile_kernels' time went (ms), for a caller that asks (mc_compile_options.times). */
+typedef struct mc_pipeline_times {
+    double passes, fuse, lower, plan, count;
+} mc_pipeline_times;
+
 typedef struct mc_compile_options {
     bool fuse;         /* false: one kernel per primitive operator */
     bool plan_memory;  /* false: every temp its own offset */
@@ -29,6 +34,7 @@ typedef struct mc_compile_options {
     bool tf32;
     bool no_attention; /* leave attention chains unfused (a backend that renders no
                           KIR_ATTENTION kernel; passes/attention.c) */
+    mc_pipeline_times *times; /* not NULL: mc_compile_kernels fills in its phases' times */
 } mc_compile_options;
 
 /* The options the pipeline takes from the user's: verify is on in debug builds (no NDEBUG). */

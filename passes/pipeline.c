@@ -86,12 +86,17 @@ mc_status mc_compile_kernels(const mc_graph *g, const mc_compile_options *opt, k
     mc_compile_options defaults = {.fuse = true, .plan_memory = true};
     if (!opt)
         opt = &defaults;
+    mc_pipeline_times ignored, *tm = opt->times ? opt->times : &ignored;
+    double t = mc_now_ms(), now;
+#define LAP(field) (now = mc_now_ms(), tm->field = now - t, t = now)
     mc_graph *pg;
     mc_status st = mc_run_passes(g, opt, NULL, &pg);
+    LAP(passes);
     if (st != MC_OK)
         return st;
     mc_fusion f;
     st = mc_fuse(pg, opt, &f);
+    LAP(fuse);
     if (st == MC_OK) {
         st = mc_lower(&f, g, opt, out);
         mc_fusion_free(&f);
@@ -99,11 +104,13 @@ mc_status mc_compile_kernels(const mc_graph *g, const mc_compile_options *opt, k
     mc_graph_free(pg);
     if (st == MC_OK && opt->verify)
         st = kir_verify(*out, "lower", false);
+    LAP(lower);
     if (st == MC_OK) {
         mc_plan_memory(*out, opt->plan_memory);
         if (opt->verify)
             st = kir_verify(*out, "plan", true);
     }
+    LAP(plan);
     if (st != MC_OK) {
         kir_program_free(*out);
         *out = NULL;
@@ -111,6 +118,8 @@ mc_status mc_compile_kernels(const mc_graph *g, const mc_compile_options *opt, k
     }
     for (int k = 0; k < (*out)->nkernels; k++)
         kir_count(*out, &(*out)->kernels[k]);
+    LAP(count);
+#undef LAP
     return MC_OK;
 }
 

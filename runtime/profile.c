@@ -174,6 +174,7 @@ static mc_status collect_host_runs(mc_program *p, int iters, mc_profile *prof, b
         if (!prof->device[0])
             host_cpu_name(prof->device, sizeof prof->device);
         snprintf(prof->clock, sizeof prof->clock, "host clock in ordinary runs");
+        snprintf(prof->run_clock, sizeof prof->run_clock, "host clock around each run");
     }
     free(clock);
     free(t);
@@ -608,6 +609,12 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
     }
     fprintf(out, "\n        peak memory %lld bytes, compile %.1f ms\n",
             (long long)mc_profile_peak_memory(p), p->compile_ms);
+    if (p->ncompile_phases > 0) { /* where the compile went */
+        fprintf(out, "        compile:");
+        for (int i = 0; i < p->ncompile_phases; i++)
+            fprintf(out, "%s %s %.1f ms", i ? "," : "", p->compile_phases[i].name, p->compile_phases[i].ms);
+        fprintf(out, " (%d kernels compiled, the others from the cache)\n", p->kernels_compiled);
+    }
 }
 
 /* ---- JSON ---------------------------------------------------------------------------------- */
@@ -710,6 +717,15 @@ static mc_status write_json(FILE *f, void *ctx)
     fprintf(f, ", \"peak_memory_bytes\": %lld, \"compile_ms\": ",
             (long long)mc_profile_peak_memory(p));
     json_number(f, p->compile_ms);
+    fprintf(f, ", \"compile_phases\": [");
+    for (int i = 0; i < p->ncompile_phases; i++) {
+        fprintf(f, "%s{ \"name\": ", i ? ", " : "");
+        json_string(f, p->compile_phases[i].name);
+        fprintf(f, ", \"ms\": ");
+        json_number(f, p->compile_phases[i].ms);
+        fprintf(f, " }");
+    }
+    fprintf(f, "], \"kernels_compiled\": %d", p->kernels_compiled);
     fprintf(f, ", \"wall_clock\": ");
     json_string(f, prof->wall_clock);
     fprintf(f, ", \"device_busy_pct\": ");
@@ -773,6 +789,60 @@ mc_status mc_profile_write_json(const mc_profile *prof, const char *path)
 
 /* ---- trace --------------------------------------------------------------------------------- */
 
+typedef struct lane_item {
+    double start, end;
+    int index;
+} lane_item;
+
+static int by_start(const void *a, const void *b)
+{
+    const lane_item *x = a, *y = b;
+    if (x->start != y->start)
+        return (x->start > y->start) - (x->start < y->start);
+    if (x->end != y->end)
+        return (x->end < y->end) - (x->end > y->end); /* the longer first */
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+int mc_profile_lanes(const mc_profile_event *ev, int n, int *lane)
+{
+    if (n <= 0)
+        return 0;
+    lane_item *item = malloc((size_t)n * sizeof *item);
+    double *busy_until = malloc((size_t)n * sizeof *busy_until); /* per lane: its last end */
+    if (!item || !busy_until) {
+        free(item);
+        free(busy_until);
+        return -1;
+    }
+    for (int e = 0; e < n; e++)
+        item[e] = (lane_item){.start = ev[e].start_us,
+                              .end = ev[e].end_us > ev[e].start_us ? ev[e].end_us : ev[e].start_us,
+                              .index = e};
+    qsort(item, (size_t)n, sizeof *item, by_start);
+    int lanes = 0;
+    for (int i = 0; i < n; i++) {
+        int l = 0;
+        while (l < lanes && busy_until[l] > item[i].start)
+            l++;
+        if (l == lanes)
+            lanes++;
+        busy_until[l] = item[i].end;
+        lane[item[i].index] = l;
+    }
+    free(item);
+    free(busy_until);
+    return lanes;
+}
+
+static void trace_thread(FILE *f, int tid, const char *name)
+{
+    fprintf(f, ",\n    { \"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": %d, \"args\": { \"name\": ", tid);
+    json_string(f, name);
+    fprintf(f, " } },\n    { \"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": 1, \"tid\": %d, "
+               "\"args\": { \"sort_index\": %d } }", tid, tid);
+}
+
 static mc_status write_trace(FILE *f, void *ctx)
 {
     const mc_profile *prof = ctx;
@@ -781,20 +851,42 @@ static mc_status write_trace(FILE *f, void *ctx)
     int measured = 0;
     for (int k = 0; k < prof->nkernels; k++)
         measured += !isnan(prof->time_us[k]);
+    bool real = prof->events && prof->run_span_us;
+    int *lane = NULL, lanes = 1;
+    if (real) {
+        lane = malloc((size_t)(prof->nevents > 0 ? prof->nevents : 1) * sizeof *lane);
+        lanes = lane ? mc_profile_lanes(prof->events, prof->nevents, lane) : -1;
+        if (lanes < 0) {
+            free(lane);
+            return mc_fail(MC_ERR_SYSTEM, "out of memory");
+        }
+        lanes = lanes > 0 ? lanes : 1;
+    }
     fprintf(f, "{ \"displayTimeUnit\": \"ns\",\n  \"otherData\": { \"backend\": ");
     json_string(f, p->backend->name);
     fprintf(f, ", \"device\": ");
     json_string(f, prof->device[0] ? prof->device : "host");
-    fprintf(f, ", \"iters\": %d, \"kernels_timed\": %d, \"kernels\": %d, \"timestamps\": \"%s\" },\n",
+    fprintf(f, ", \"iters\": %d, \"kernels_timed\": %d, \"kernels\": %d, \"timestamps\": \"%s\", \"clock\": ",
             prof->iters, measured, prof->nkernels,
-            prof->events ? "real: every kernel of every measured run"
-                         : "synthetic: median times laid end to end");
+            real ? "real: every kernel of every measured run"
+                 : "synthetic: median times laid end to end");
+    json_string(f, prof->clock[0] ? prof->clock : "unknown");
+    fprintf(f, ", \"run_clock\": ");
+    json_string(f, real && prof->run_clock[0] ? prof->run_clock : real ? "the kernels' clock" : "none");
+    fprintf(f, ", \"time_origin\": \"%s\", \"device_lanes\": %d },\n",
+            real ? "the start of the first measured run" : "none", lanes);
     fprintf(f, "  \"traceEvents\": [\n"
-               "    { \"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 0, \"args\": { \"name\": \"minic\" } },\n"
-               "    { \"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 1, \"args\": { \"name\": \"host\" } },\n"
-               "    { \"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 2, \"args\": { \"name\": \"device\" } }");
-    if (prof->events && prof->run_span_us) {
-        /* Every measured run and every kernel in it, at the times they really ran. */
+               "    { \"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": 0, \"args\": { \"name\": \"minic\" } }");
+    trace_thread(f, 1, real ? "runs" : "run (synthetic)");
+    trace_thread(f, 2, "device");
+    for (int l = 1; l < lanes; l++) {
+        char name[64];
+        snprintf(name, sizeof name, "device, overlapping %d", l);
+        trace_thread(f, 2 + l, name);
+    }
+    if (real) {
+        /* Every measured run and every kernel in it, at the times they really ran: gaps stay
+         * gaps, and a kernel that overlaps another goes to a lane of its own. */
         for (int i = 0; i < prof->iters; i++)
             fprintf(f, ",\n    { \"name\": \"run %d\", \"cat\": \"run\", \"ph\": \"X\", \"ts\": %.3f, "
                        "\"dur\": %.3f, \"pid\": 1, \"tid\": 1, \"args\": { \"run\": %d } }",
@@ -806,14 +898,22 @@ static mc_status write_trace(FILE *f, void *ctx)
             json_string(f, kern->name);
             fprintf(f, ", \"cat\": ");
             json_string(f, category_name(kern->category));
-            fprintf(f, ", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 2, "
-                       "\"args\": { \"kernel\": %d, \"run\": %d, \"flops\": %lld, \"bytes\": %lld } }",
-                    ev->start_us, ev->end_us - ev->start_us, ev->kernel, ev->run,
-                    (long long)kern->flops, (long long)kern->bytes);
+            fprintf(f, ", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": %d, "
+                       "\"args\": { \"kernel\": %d, \"run\": %d, \"lane\": %d, \"offset_us\": %.3f",
+                    ev->start_us, ev->end_us - ev->start_us, 2 + lane[e], ev->kernel, ev->run, lane[e],
+                    ev->run >= 0 && ev->run < prof->iters ? ev->start_us - prof->run_span_us[2 * ev->run] : 0.0);
+            if (ev->function[0]) {
+                fprintf(f, ", \"function\": ");
+                json_string(f, ev->function);
+            }
+            if (e > 0 && prof->events[e - 1].run == ev->run) /* since the launch before ended */
+                fprintf(f, ", \"gap_us\": %.3f", ev->start_us - prof->events[e - 1].end_us);
+            fprintf(f, ", \"flops\": %lld, \"bytes\": %lld } }", (long long)kern->flops,
+                    (long long)kern->bytes);
         }
     } else {
-        /* No per-launch timestamps from this backend (the cuda backend's event timing): one
-         * run of median times laid end to end, marked as such in every event. */
+        /* No per-launch timestamps from this backend: one run of median times laid end to
+         * end, marked as such in every event. */
         double wall = isfinite(prof->wall_us) && prof->wall_us > 0 ? prof->wall_us : 0;
         fprintf(f, ",\n    { \"name\": \"run\", \"cat\": \"run\", \"ph\": \"X\", \"ts\": 0, \"dur\": %.3f, "
                    "\"pid\": 1, \"tid\": 1, \"args\": { \"median_of\": %d, \"synthetic\": true } }",
@@ -836,6 +936,7 @@ static mc_status write_trace(FILE *f, void *ctx)
         }
     }
     fprintf(f, "\n  ] }\n");
+    free(lane);
     return MC_OK;
 }
 

@@ -37,11 +37,21 @@ int64_t mc_profile_peak_memory(const mc_program *p);
 void mc_profile_print(const mc_profile *prof, FILE *out);
 /* docs/FORMAT.md §5's JSON object, written to a temporary name and renamed. */
 mc_status mc_profile_write_json(const mc_profile *prof, const char *path);
-/* A Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev): a host lane with one event per
- * measured run and a device lane with every kernel of every run at its real timestamps (the
- * host backends); where the backend gave no timestamps, one run of median times laid end to
- * end, every event marked "synthetic". Written to a temporary name and renamed. */
+/* A Chrome/Perfetto trace (chrome://tracing, ui.perfetto.dev) on one time line from the start
+ * of the first measured run: a lane with one event per measured run and device lanes with every
+ * kernel of every run at its real timestamps (mc_profile_lanes: kernels that overlap go to a
+ * lane of their own), otherData naming the clocks; where the backend gave no timestamps, one
+ * run of median times laid end to end, every event marked "synthetic". Written to a temporary
+ * name and renamed. */
 mc_status mc_profile_write_trace(const mc_profile *prof, const char *path);
+/* The trace's lanes: lane[e] for each of n events (times in µs), so that no two events of one
+ * lane overlap. Events are taken in start order (ties: the longer first, so a kernel that
+ * contains another keeps the lower lane); each goes to the lowest lane whose last event has
+ * ended by its start (an event that starts exactly where another ends shares its lane). One
+ * stream of kernels one after the other is one lane however large its gaps; kernels of
+ * concurrent streams that really overlap get lanes 1, 2, .... Returns the number of lanes (0
+ * for no events), or -1 when out of memory. */
+int mc_profile_lanes(const mc_profile_event *ev, int n, int *lane);
 /* The grouped view: group[k] = the first kernel of k's group, kernels being grouped when they
  * are the same code on the same shapes (a repeated layer: the same name up to its trailing
  * "_N", category, operators, FLOPs and bytes). */

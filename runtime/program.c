@@ -347,12 +347,13 @@ mc_status mc_program_compile(const mc_graph *g, const mc_options *opt, mc_progra
         return mc_fail(MC_ERR_INPUT, "mc_program_compile: threads must be from 0 to %d (got %d)",
                        MC_MAX_THREADS, o.threads);
 
-    double t0 = mc_now_ms();
+    double t0 = mc_now_ms(), t = t0;
     mc_program *p = new_program();
     if (!p)
         return MC_ERR_SYSTEM;
     p->opt = o;
     mc_status st = choose_backend(p);
+    mc_program_phase(p, "backend choice", &t);
     if (st != MC_OK) {
         mc_program_free(p);
         return st;
@@ -364,11 +365,39 @@ mc_status mc_program_compile(const mc_graph *g, const mc_options *opt, mc_progra
     }
     mc_compile_options co = mc_compile_options_for(&o);
     co.no_attention = !p->backend->attention;
+    mc_pipeline_times pt = {0};
+    co.times = &pt;
     st = mc_compile_kernels(p->graph, &co, &p->kp);
+    if (st == MC_OK) { /* the pipeline's phases, then whatever was around them */
+        static const char *const names[] = {"graph passes", "fusion", "lowering", "memory plan",
+                                            "counts"};
+        const double ms[] = {pt.passes, pt.fuse, pt.lower, pt.plan, pt.count};
+        double sum = 0;
+        for (int i = 0; i < 5; i++) {
+            double since = mc_now_ms() - ms[i];
+            mc_program_phase(p, names[i], &since);
+            sum += ms[i];
+        }
+        t += sum;
+        mc_program_phase(p, "graph copy", &t);
+    }
     if (st == MC_OK)
         st = allocate_host(p);
+    mc_program_phase(p, "host memory", &t);
     if (st == MC_OK) {
+        int before = p->ncompile_phases;
+        double in_phases = 0;
+        for (int i = 0; i < before; i++)
+            in_phases += p->compile_phases[i].ms;
         st = p->backend->prepare(p);
+        /* the backend's own phases (mc_program_phase), and the rest of its prepare */
+        double now = mc_now_ms(), theirs = 0;
+        for (int i = 0; i < p->ncompile_phases; i++)
+            theirs += p->compile_phases[i].ms;
+        theirs -= in_phases;
+        t += theirs;
+        if (now - t > 0.05 || p->ncompile_phases == before)
+            mc_program_phase(p, "backend prepare", &t);
     }
     if (st != MC_OK) {
         mc_program_free(p);

@@ -4,7 +4,8 @@
 # then for each graph: a --profile on an empty cache (GPU peaks measured on first use), a plain
 # `minic run --iters` (its time: line), Nsight Compute's gpu__time_duration of every launch of
 # one execution, the events fallback (MINIC_CUPTI=0), and a second process's kernel names (the
-# cached cuBLASLt choice). scripts/profile_compare.py writes the comparison table. Everything
+# cached cuBLASLt choice). scripts/profile_compare.py writes the comparison table (its `run` mode
+# does the profile and ncu alone, in less time: docs/PROFILING.md). Everything
 # goes to $OUT (default ./profile-out); the summary is printed last.
 #
 #   [PROFILE_TESTS=0] [NCU_REPS=1] bash scripts/profile_check.sh [GRAPH..]
@@ -50,13 +51,13 @@ for g in $graphs; do
     say "fallback: $(grep '^kernel times' "$OUT/$n.events.txt")"
     for rep in $(seq 1 "${NCU_REPS:-2}"); do  # two processes: the same kernels (cached cuBLASLt choices)
         timeout 200 ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
-            --csv --print-units base --log-file "$OUT/$n.ncu$rep.csv" "$M" run "$g" --backend cuda --iters 2 \
+            --csv --print-units base --print-kernel-base mangled --log-file "$OUT/$n.ncu$rep.csv" "$M" run "$g" --backend cuda --iters 2 \
             >"$OUT/$n.ncu$rep.out" 2>&1
         say "ncu $n (process $rep): exit $?"
     done
     [ -f "$OUT/$n.ncu2.csv" ] || cp "$OUT/$n.ncu1.csv" "$OUT/$n.ncu2.csv"
-    python3 scripts/profile_compare.py "$OUT/$n.json" "$OUT/$n.trace.json" "$OUT/$n.ncu1.csv" \
-        "$OUT/$n.ncu2.csv" "$OUT/$n.run.txt" "$OUT/$n.events.json" 2>&1 | tee -a "$summary"
+    python3 scripts/profile_compare.py compare "$OUT/$n.json" "$OUT/$n.trace.json" "$OUT/$n.ncu1.csv" \
+        --ncu2 "$OUT/$n.ncu2.csv" --run "$OUT/$n.run.txt" --events "$OUT/$n.events.json" 2>&1 | tee -a "$summary"
 done
 echo "==== summary"
 cat "$summary"

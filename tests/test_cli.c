@@ -8,6 +8,7 @@
  */
 #include "testlib.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,7 +84,8 @@ static void test_help(void **state)
     const char *run_opts[] = {"--backend", "--weights", "--input", "--seed", "--output",
                               "--save-inputs", "--no-fuse",
                               "--cuda-graph", "--no-cuda-graph", "--iters", "--profile",
-                              "--profile-json", "--trace", "--roofline", "--threads", "--tf32", "--quiet"};
+                              "--profile-json", "--trace", "--roofline", "--threads", "--tf32", "--quiet",
+                              "--verbose"};
     for (size_t i = 0; i < sizeof run_opts / sizeof *run_opts; i++)
         assert_contains(out, run_opts[i]);
     assert_int_equal(minic("check --help"), 0);
@@ -839,6 +841,11 @@ static void test_iters_and_profile(void **state)
     const mc_json *unit = mc_json_get(root, "displayTimeUnit");
     assert_non_null(unit);
     assert_true(!strcmp(unit->text, "ns") || !strcmp(unit->text, "ms"));
+    /* which clock the times come from, for the kernels and for the runs */
+    const mc_json *other = mc_json_get(root, "otherData");
+    assert_non_null(other);
+    assert_string_equal(mc_json_get(other, "clock")->text, "host clock in ordinary runs");
+    assert_string_equal(mc_json_get(other, "run_clock")->text, "host clock around each run");
     const mc_json *events = mc_json_get(root, "traceEvents");
     assert_non_null(events);
     assert_int_equal(events->kind, MC_JSON_ARRAY);
@@ -860,6 +867,12 @@ static void test_iters_and_profile(void **state)
         assert_non_null(args);
         assert_int_equal(args->kind, MC_JSON_OBJECT);
         if (!strcmp(ph->text, "M")) {
+            if (!strcmp(name->text, "thread_sort_index")) { /* lanes in order: runs, device */
+                int64_t sort_index;
+                assert_true(mc_json_int64(mc_json_get(args, "sort_index"), &sort_index));
+                assert_int_equal(sort_index, tid_v);
+                continue;
+            }
             assert_true(!strcmp(name->text, "process_name") || !strcmp(name->text, "thread_name"));
             assert_int_equal(mc_json_get(args, "name")->kind, MC_JSON_STRING);
             meta++;
@@ -886,7 +899,9 @@ static void test_iters_and_profile(void **state)
             run_end[r] = t0 + d;
             runs++;
         } else {
-            assert_int_equal(tid_v, 2);
+            assert_int_equal(tid_v, 2); /* one lane: the kernels of a run never overlap here */
+            int64_t lane;
+            assert_true(mc_json_int64(mc_json_get(args, "lane"), &lane) && lane == 0);
             assert_string_equal(cat->text, "gemm");
             assert_true(run_end[r] > 0 || r == 0); /* runs come before their kernels */
             assert_true(t0 >= run_ts[r] - 1e-3 && t0 + d <= run_end[r] + 1e-3);
@@ -948,6 +963,104 @@ static void test_profile_groups(void **state)
     assert_int_equal(n, 1);
     mc_arena_free(&arena);
     free(jt);
+}
+
+/* The sum of the "ms" of every phase after `from` in a line of "name X ms" pairs; -1 if none. */
+static double phases_sum(const char *from, int *count)
+{
+    double sum = 0;
+    *count = 0;
+    const char *end = strchr(from, '\n');
+    for (const char *s = from; (s = strstr(s, " ms")) && (!end || s < end); s += 3) {
+        const char *num = s;
+        while (num > from && (num[-1] == '.' || (num[-1] >= '0' && num[-1] <= '9')))
+            num--;
+        sum += strtod(num, NULL);
+        (*count)++;
+    }
+    return *count ? sum : -1;
+}
+
+/* Where the compile time goes (issue 21): `--verbose` names the time to the first result and
+ * each compile phase, the profile prints them under the totals and its JSON has
+ * totals.compile_phases, and the phases add up to the compile time. On the cpu backend the
+ * second compile of a graph comes from the kernel cache: no LLVM compile phase. */
+static void test_compile_phases(void **state)
+{
+    (void)state;
+    const char *g = mc_test_src("examples/mlp.graph");
+    assert_int_equal(minic("run %s --backend ref --verbose", g), 0);
+    assert_contains(err, "minic: time to the first result ");
+    assert_contains(err, "read the graph ");
+    assert_contains(err, "first run ");
+    const char *c = strstr(err, "minic: compile ");
+    assert_non_null(c);
+    double total = strtod(c + strlen("minic: compile "), NULL);
+    const char *colon = strchr(c + strlen("minic:"), ':'); /* after "compile X ms" */
+    assert_non_null(colon);
+    int n;
+    double sum = phases_sum(colon, &n);
+    assert_true(n >= 6); /* backend choice, graph passes, fusion, lowering, memory plan, ... */
+    if (fabs(sum - total) > 0.05 * total + 0.5)
+        fail_msg("the phases add up to %.2f ms, the compile took %.2f ms:\n%s", sum, total, err);
+    const char *names[] = {"backend choice ", "graph passes ", "fusion ", "lowering ", "memory plan "};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        assert_contains(c, names[i]);
+    assert_int_equal(minic("run %s --backend ref --quiet", g), 0);
+    assert_null(strstr(err, "time to the first result")); /* only when asked */
+
+    const char *json = tmp_path("phases.json");
+    assert_int_equal(minic("run %s --backend ref --iters 1 --profile --profile-json %s", g, json), 0);
+    assert_contains(out, "        compile: backend choice ");
+    size_t size;
+    char *text = slurp(json, &size);
+    mc_arena arena = {0};
+    mc_json *root;
+    if (mc_json_parse(text, size, json, &arena, &root) != MC_OK)
+        fail_msg("%s\n%s", mc_error_message(), text);
+    const mc_json *totals = mc_json_get(root, "totals");
+    const mc_json *phases = mc_json_get(totals, "compile_phases");
+    assert_non_null(phases);
+    assert_int_equal(phases->kind, MC_JSON_ARRAY);
+    assert_true(phases->count >= 6);
+    double jsum = 0;
+    for (const mc_json *ph = phases->first; ph; ph = ph->next) {
+        assert_int_equal(mc_json_get(ph, "name")->kind, MC_JSON_STRING);
+        jsum += strtod(mc_json_get(ph, "ms")->text, NULL);
+    }
+    double compile_ms = strtod(mc_json_get(totals, "compile_ms")->text, NULL);
+    assert_true(fabs(jsum - compile_ms) <= 0.05 * compile_ms + 0.5);
+    assert_string_equal(phases->first->first->text, "backend choice");
+    mc_arena_free(&arena);
+    free(text);
+#ifdef MINIC_HAVE_CPU_BACKEND
+    char dir[4300];
+    snprintf(dir, sizeof dir, "%s/phases_cache", mc_test_tmpdir());
+    char rm[4400]; /* empty, even where a directory of a reused pid was left behind */
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    if (system(rm) != 0)
+        fail_msg("cannot empty %s", dir);
+    const char *old = getenv("XDG_CACHE_HOME");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("XDG_CACHE_HOME", dir, 1);
+    int rc1 = minic("run %s --backend cpu --verbose", g);
+    char *first = strdup(err);
+    int rc2 = minic("run %s --backend cpu --verbose", g);
+    if (saved) {
+        setenv("XDG_CACHE_HOME", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("XDG_CACHE_HOME");
+    }
+    assert_int_equal(rc1, 0);
+    assert_int_equal(rc2, 0);
+    assert_contains(first, " LLVM IR ");
+    assert_contains(first, " LLVM compile "); /* an empty cache: compiled */
+    assert_contains(err, " kernel cache ");
+    assert_null(strstr(err, " LLVM compile ")); /* the second time: from the cache */
+    assert_contains(err, "2 kernels, 0 compiled");
+    free(first);
+#endif
 }
 
 /* On a machine that has never measured its peaks (an empty cache), --profile on the cpu
@@ -1170,6 +1283,7 @@ int main(void)
         cmocka_unit_test(test_seed_determinism),
         cmocka_unit_test(test_example_program_matches_cli),
         cmocka_unit_test(test_iters_and_profile),
+        cmocka_unit_test(test_compile_phases),
         cmocka_unit_test(test_profile_groups),
         cmocka_unit_test(test_profile_fresh_peaks),
         cmocka_unit_test(test_wrote_files),

@@ -252,6 +252,202 @@ static void test_rates_and_bounds(void **state)
     mc_graph_free(g);
 }
 
+/* An event of kernel k in run r from a to b (µs), no function name. */
+#define EV(k, r, a, b) {.kernel = (k), .run = (r), .start_us = (a), .end_us = (b)}
+
+/* The trace's lanes (mc_profile_lanes): kernels one after the other share lane 0 however large
+ * their gaps; a kernel that overlaps another (a second stream, NCCL beside a GEMM) gets a lane
+ * of its own; touching is not overlapping. */
+static void test_trace_lanes(void **state)
+{
+    (void)state;
+    int lane[8];
+    assert_int_equal(mc_profile_lanes(NULL, 0, lane), 0);
+    /* one stream with gaps (a launch gap of 50 us, then back to back) */
+    mc_profile_event seq[] = {EV(0, 0, 0, 10), EV(1, 0, 60, 70), EV(2, 0, 70, 75), EV(0, 1, 200, 210)};
+    assert_int_equal(mc_profile_lanes(seq, 4, lane), 1);
+    for (int e = 0; e < 4; e++)
+        assert_int_equal(lane[e], 0);
+    /* overlaps: b starts inside a; c inside both; d after a but inside b; e after all */
+    mc_profile_event ov[] = {EV(0, 0, 0, 100), EV(1, 0, 50, 150), EV(2, 0, 60, 70),
+                             EV(3, 0, 120, 130), EV(4, 0, 150, 160)};
+    assert_int_equal(mc_profile_lanes(ov, 5, lane), 3);
+    assert_int_equal(lane[0], 0);
+    assert_int_equal(lane[1], 1);
+    assert_int_equal(lane[2], 2);
+    assert_int_equal(lane[3], 0); /* a's lane is free again at 100 */
+    assert_int_equal(lane[4], 0); /* touches b's end: no overlap */
+    /* records out of order (as concurrent streams deliver them), a tie on start: the longer
+     * one keeps the lower lane; a zero-length event takes no room */
+    mc_profile_event un[] = {EV(0, 0, 30, 40), EV(1, 0, 0, 10), EV(2, 0, 0, 25), EV(3, 0, 35, 35)};
+    assert_int_equal(mc_profile_lanes(un, 4, lane), 2);
+    assert_int_equal(lane[2], 0);
+    assert_int_equal(lane[1], 1);
+    assert_int_equal(lane[0], 0);
+    assert_int_equal(lane[3], 1);
+}
+
+/* mc_profile_place_runs: the time line starts at the first run's launch; a run spans from its
+ * host launch to its synchronize where those hold its kernels, else its kernels' extent. */
+static void test_place_runs(void **state)
+{
+    (void)state;
+    /* device clock in ns-derived µs far from 0; host times on the same clock */
+    mc_profile_event ev[] = {EV(0, 0, 1005, 1010), EV(1, 0, 1030, 1040), EV(0, 1, 1105, 1110),
+                             EV(1, 1, 1112, 1120)};
+    double host[] = {1000, 1050, 1100, 1125}, span[4];
+    assert_true(mc_profile_place_runs(ev, 4, 2, host, span));
+    assert_float_equal(ev[0].start_us, 5, 1e-9); /* launch-to-start gap kept */
+    assert_float_equal(ev[1].start_us, 30, 1e-9);
+    assert_float_equal(ev[1].end_us, 40, 1e-9);
+    assert_float_equal(span[0], 0, 1e-9);
+    assert_float_equal(span[1], 50, 1e-9);
+    assert_float_equal(span[2], 100, 1e-9);
+    assert_float_equal(span[3], 125, 1e-9);
+    /* host times that do not hold the kernels (a clock conversion gone wrong): the kernels'
+     * extent, and the origin is the first kernel */
+    mc_profile_event ev2[] = {EV(0, 0, 1005, 1010), EV(1, 0, 1030, 1040), EV(0, 1, 1105, 1110),
+                              EV(1, 1, 1112, 1120)};
+    double bad[] = {2000, 2050, 2100, 2125};
+    assert_false(mc_profile_place_runs(ev2, 4, 2, bad, span));
+    assert_float_equal(ev2[0].start_us, 0, 1e-9);
+    assert_float_equal(span[0], 0, 1e-9);
+    assert_float_equal(span[1], 35, 1e-9);
+    assert_float_equal(span[2], 100, 1e-9);
+    assert_float_equal(span[3], 115, 1e-9);
+    /* no host times; a run without kernels sits where the one before ended */
+    mc_profile_event ev3[] = {EV(0, 0, 10, 20), EV(0, 2, 50, 60)};
+    double span3[6];
+    assert_false(mc_profile_place_runs(ev3, 2, 3, NULL, span3));
+    assert_float_equal(span3[1], 10, 1e-9);
+    assert_float_equal(span3[2], 10, 1e-9);
+    assert_float_equal(span3[3], 10, 1e-9);
+    assert_float_equal(span3[4], 40, 1e-9);
+}
+
+static char *read_all(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)n + 1);
+    assert_non_null(text);
+    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+    text[n] = '\0';
+    fclose(f);
+    *size = (size_t)n;
+    return text;
+}
+
+/* The trace from device timestamps as the cuda backend hands them over (here synthetic, on a
+ * ref-compiled program): every kernel at its time, a gap kept as a gap, an overlapping kernel
+ * in a lane of its own, and the clock named. */
+static void test_trace_real_timestamps(void **state)
+{
+    (void)state;
+    mc_graph *g;
+    assert_int_equal(mc_graph_parse_file(mc_test_src("examples/mlp.graph"), &g), MC_OK);
+    mc_options opt = mc_options_default();
+    opt.backend = MC_BACKEND_REF;
+    mc_program *p;
+    assert_int_equal(mc_program_compile(g, &opt, &p), MC_OK);
+    mc_profile prof;
+    assert_int_equal(mc_profile_init(&prof, p), MC_OK);
+    prof.iters = 2;
+    prof.time_us[0] = 10;
+    prof.time_us[1] = 20;
+    snprintf(prof.clock, sizeof prof.clock, "CUPTI device timestamps, in CUDA graph replays");
+    snprintf(prof.run_clock, sizeof prof.run_clock, "CUPTI's host timestamps");
+    /* run 0: kernel 0 at 5..15, a 25 us gap, kernel 1 at 40..60; run 1: kernel 1 starts
+     * before kernel 0 ends (another stream) */
+    static const mc_profile_event ev[] = {EV(0, 0, 1005, 1015), EV(1, 0, 1040, 1060),
+                                          EV(0, 1, 1105, 1115), EV(1, 1, 1110, 1130)};
+    prof.events = malloc(sizeof ev);
+    prof.run_span_us = malloc(4 * sizeof(double));
+    assert_non_null(prof.events);
+    assert_non_null(prof.run_span_us);
+    memcpy(prof.events, ev, sizeof ev);
+    snprintf(prof.events[1].function, sizeof prof.events[1].function, "sm90_xmma_gemm_bf16_kernel");
+    prof.nevents = 4;
+    double host[] = {1000, 1070, 1100, 1140};
+    assert_true(mc_profile_place_runs(prof.events, 4, 2, host, prof.run_span_us));
+    char path[4200];
+    snprintf(path, sizeof path, "%s/trace_lanes.json", mc_test_tmpdir());
+    assert_int_equal(mc_profile_write_trace(&prof, path), MC_OK);
+    size_t size;
+    char *text = read_all(path, &size);
+    mc_arena arena = {0};
+    mc_json *root;
+    if (mc_json_parse(text, size, path, &arena, &root) != MC_OK)
+        fail_msg("%s\n%s", mc_error_message(), text);
+    const mc_json *other = mc_json_get(root, "otherData");
+    assert_non_null(other);
+    assert_string_equal(mc_json_get(other, "clock")->text, prof.clock);
+    assert_string_equal(mc_json_get(other, "run_clock")->text, prof.run_clock);
+    assert_true(!strncmp(mc_json_get(other, "timestamps")->text, "real", 4));
+    int64_t lanes;
+    assert_true(mc_json_int64(mc_json_get(other, "device_lanes"), &lanes));
+    assert_int_equal(lanes, 2);
+    int kernels = 0, runs = 0, lane_named = 0;
+    for (const mc_json *e = mc_json_get(root, "traceEvents")->first; e; e = e->next) {
+        const mc_json *args = mc_json_get(e, "args");
+        int64_t tid;
+        assert_true(mc_json_int64(mc_json_get(e, "tid"), &tid));
+        if (!strcmp(mc_json_get(e, "ph")->text, "M")) {
+            if (!strcmp(mc_json_get(e, "name")->text, "thread_name") && tid == 3)
+                lane_named += !strcmp(mc_json_get(args, "name")->text, "device, overlapping 1");
+            continue;
+        }
+        double ts = strtod(mc_json_get(e, "ts")->text, NULL);
+        double dur = strtod(mc_json_get(e, "dur")->text, NULL);
+        int64_t run;
+        assert_true(mc_json_int64(mc_json_get(args, "run"), &run));
+        if (tid == 1) {
+            assert_float_equal(ts, run == 0 ? 0 : 100, 1e-6);
+            assert_float_equal(dur, run == 0 ? 70 : 40, 1e-6);
+            runs++;
+            continue;
+        }
+        int64_t k, lane;
+        assert_true(mc_json_int64(mc_json_get(args, "kernel"), &k));
+        assert_true(mc_json_int64(mc_json_get(args, "lane"), &lane));
+        assert_int_equal(tid, 2 + lane);
+        double off = strtod(mc_json_get(args, "offset_us")->text, NULL);
+        if (run == 0 && k == 0) {
+            assert_float_equal(ts, 5, 1e-6);
+            assert_float_equal(off, 5, 1e-6); /* launch to start */
+            assert_int_equal(lane, 0);
+        } else if (run == 0 && k == 1) {
+            assert_float_equal(ts, 40, 1e-6); /* the gap is kept */
+            assert_float_equal(dur, 20, 1e-6);
+            assert_float_equal(strtod(mc_json_get(args, "gap_us")->text, NULL), 25, 1e-6);
+            assert_int_equal(lane, 0);
+            /* the device function that ran (CUPTI's name; ncu's with --print-kernel-base mangled) */
+            assert_string_equal(mc_json_get(args, "function")->text, "sm90_xmma_gemm_bf16_kernel");
+        } else if (run == 1 && k == 0) {
+            assert_float_equal(ts, 105, 1e-6);
+            assert_null(mc_json_get(args, "function")); /* unknown: no field */
+            assert_int_equal(lane, 0);
+        } else {
+            assert_float_equal(ts, 110, 1e-6);
+            assert_float_equal(off, 10, 1e-6);
+            assert_int_equal(lane, 1); /* overlaps kernel 0: its own lane */
+            assert_true(strtod(mc_json_get(args, "gap_us")->text, NULL) < 0);
+        }
+        kernels++;
+    }
+    assert_int_equal(kernels, 4);
+    assert_int_equal(runs, 2);
+    assert_int_equal(lane_named, 1);
+    mc_arena_free(&arena);
+    free(text);
+    mc_profile_release(&prof);
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -262,6 +458,9 @@ int main(void)
         cmocka_unit_test(test_softmax),
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_rates_and_bounds),
+        cmocka_unit_test(test_trace_lanes),
+        cmocka_unit_test(test_place_runs),
+        cmocka_unit_test(test_trace_real_timestamps),
     };
     return mc_test_run(tests);
 }

@@ -22,6 +22,7 @@ typedef struct cli_args {
     const char *save_inputs;  /* --save-inputs FILE.safetensors, or NULL */
     int iters;                /* --iters N; 0 when not given */
     bool profile;             /* --profile */
+    bool verbose;             /* --verbose: where the time to the first result went */
     const char *profile_json; /* --profile-json FILE, or NULL */
     const char *trace;        /* --trace FILE.json, or NULL */
     const char *roofline;     /* --roofline FILE.svg, or NULL */

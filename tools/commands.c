@@ -266,22 +266,44 @@ static int run_profile(const cli_args *a, mc_program *p)
     return st == MC_OK ? CLI_OK : cli_library_error(st);
 }
 
+/* --verbose: where the time to the first result went, on stderr (phases as in the profile). */
+static void say_times(const mc_program *p, const double *ms)
+{
+    fprintf(stderr, "minic: time to the first result %.1f ms: read the graph %.1f ms, compile %.1f ms, "
+                    "bind inputs %.1f ms, first run %.1f ms\nminic: compile %.1f ms:",
+            ms[0] + ms[1] + ms[2] + ms[3], ms[0], ms[1], ms[2], ms[3], p->compile_ms);
+    for (int i = 0; i < p->ncompile_phases; i++)
+        fprintf(stderr, "%s %s %.1f ms", i ? "," : "", p->compile_phases[i].name, p->compile_phases[i].ms);
+    fprintf(stderr, " (%d kernels, %d compiled, the rest from the cache)\n", p->kp->nkernels,
+            p->kernels_compiled);
+}
+
 int cli_run(const cli_args *a)
 {
     mc_graph *g = NULL;
     mc_program *p = NULL;
+    double ms[4] = {0}, t = mc_now_ms(); /* read, compile, bind, first run */
     int rc = load_graph(a, &g);
     if (rc == CLI_OK && a->output && ends_with(a->output, ".npy") && g->noutputs != 1)
         rc = cli_error(CLI_USER, "--output %s: a .npy file holds one array but the graph has %d outputs (use .safetensors)",
                        a->output, g->noutputs);
+    ms[0] = mc_now_ms() - t;
+    t += ms[0];
     if (rc == CLI_OK)
         rc = compile(g, &a->opt, &p);
+    ms[1] = mc_now_ms() - t;
+    t += ms[1];
     if (rc == CLI_OK)
         rc = bind_inputs(a, p);
+    ms[2] = mc_now_ms() - t;
+    t += ms[2];
     if (rc == CLI_OK) {
         mc_status st = mc_program_run(p);
         if (st != MC_OK)
             rc = cli_library_error(st);
+        ms[3] = mc_now_ms() - t;
+        if (rc == CLI_OK && a->verbose)
+            say_times(p, ms);
     }
     if (rc == CLI_OK) {
         printf("%s: backend %s, %s, %d kernels, compiled in %.1f ms\n", a->graph_path,

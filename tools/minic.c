@@ -41,7 +41,7 @@ typedef enum {
     OPT_BACKEND, OPT_WEIGHTS, OPT_INPUT, OPT_SEED, OPT_OUTPUT, OPT_SAVE_INPUTS, OPT_NO_FUSE, OPT_NO_PLAN,
     OPT_CUDA_GRAPH, OPT_NO_CUDA_GRAPH, OPT_ITERS, OPT_THREADS, OPT_CPU_TARGET, OPT_TF32, OPT_PROFILE,
     OPT_PROFILE_JSON, OPT_TRACE, OPT_ROOFLINE, OPT_STAGE, OPT_QUIET, OPT_HELP, OPT_F64_AS_F32,
-    OPT_OUT_GRAPH, OPT_WEIGHTS_OUT, OPT_DIM,
+    OPT_OUT_GRAPH, OPT_WEIGHTS_OUT, OPT_DIM, OPT_VERBOSE,
 } option_id;
 
 typedef struct option {
@@ -100,7 +100,7 @@ static const option options[] = {
     {OPT_PROFILE_JSON, "--profile-json", "FILE", CMD_RUN,
      "write the same profile as one JSON object to FILE"},
     {OPT_TRACE, "--trace", "FILE.json", CMD_RUN,
-     "write a Chrome/Perfetto trace (host lane: each run; device lane: each kernel)"},
+     "write a Chrome/Perfetto trace (each run and each kernel at its real time)"},
     {OPT_ROOFLINE, "--roofline", "FILE.svg", CMD_RUN,
      "draw every timed kernel on the device's roofline (FLOP/s against FLOP/byte) as SVG"},
     {OPT_STAGE, "--stage", "STAGE", CMD_DUMP,
@@ -111,6 +111,10 @@ static const option options[] = {
     {OPT_QUIET, "--quiet", NULL, EXEC | CMD_DUMP | CMD_IMPORT,
      "no notes on stderr: which backend `auto` fell back to, compile progress, a program\n"
      "run without a CUDA graph, the files written (`minic: wrote FILE`)"},
+    {OPT_VERBOSE, "--verbose", NULL, CMD_RUN,
+     "say on stderr where the time to the first result went: reading the graph, each phase\n"
+     "of the compile (passes, code generation, kernel cache, cuBLASLt setup, ...), binding\n"
+     "the inputs and the first run"},
     {OPT_F64_AS_F32, "--f64-as-f32", NULL, EXEC | CMD_CHECK | CMD_DUMP | CMD_IMPORT,
      "ONNX models: read DOUBLE tensors as f32 (without it a DOUBLE tensor is an error)"},
     {OPT_DIM, "--dim", "NAME=SIZE", EXEC | CMD_CHECK | CMD_DUMP | CMD_IMPORT,
@@ -350,6 +354,7 @@ static int set_value(cli_args *a, const option *o, const char *v)
     case OPT_NO_CUDA_GRAPH: a->opt.cuda_graph = 0; return CLI_OK;
     case OPT_TF32: a->opt.tf32 = true; return CLI_OK;
     case OPT_PROFILE: a->profile = true; return CLI_OK;
+    case OPT_VERBOSE: a->verbose = true; return CLI_OK;
     case OPT_QUIET: a->opt.quiet = true; return CLI_OK;
     case OPT_F64_AS_F32: a->f64_as_f32 = true; return CLI_OK;
     case OPT_DIM: {

@@ -412,8 +412,11 @@ static mc_status cpu_prepare(mc_program *p)
     LLVMDisposeMessage(layout_text);
     LLVMDisposeTargetData(layout);
 
+    double tp = t0; /* the compile's phases (the profile, minic run --verbose) */
+    mc_program_phase(p, "LLVM target", &tp);
     if ((st = build_module(&c, kp, s->kernels)) != MC_OK)
         goto done;
+    mc_program_phase(p, "LLVM IR", &tp);
     ir = LLVMPrintModuleToString(c.mod);
     s->ir = ir_with_notes(ir, kp, s->kernels);
     key = cache_key(t, ir, kp, s->kernels, &p->opt);
@@ -421,9 +424,11 @@ static mc_status cpu_prepare(mc_program *p)
         st = mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
         goto done;
     }
+    mc_program_phase(p, "IR text and cache key", &tp);
     /* the threads first: a cold compile runs on them */
     if ((st = mc_threadpool_new(p->opt.threads, &s->pool)) != MC_OK)
         goto done;
+    mc_program_phase(p, "threads", &tp);
     s->nthreads = mc_threadpool_size(s->pool);
     p->kernels_compiled = 0;
         /* The cache hands out only verified entries (support/cache.c). One that is well formed there
@@ -431,6 +436,7 @@ static mc_status cpu_prepare(mc_program *p)
      * afresh: a cache entry never makes a compile fail. */
     mc_cache_result cached_result = mc_cache_load("cpu", key, &obj, &obj_size);
     bool from_cache = cached_result == MC_CACHE_HIT && llvm_blob_valid(obj, obj_size);
+    mc_program_phase(p, "kernel cache", &tp);
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!from_cache) {
             if (cached_result == MC_CACHE_HIT || attempt > 0)
@@ -441,8 +447,10 @@ static mc_status cpu_prepare(mc_program *p)
                 goto done;
             mc_cache_store("cpu", key, obj, obj_size);
             p->kernels_compiled = kp->nkernels;
+            mc_program_phase(p, "LLVM compile", &tp);
         }
         st = load_kernels(s, kp, obj, obj_size);
+        mc_program_phase(p, "JIT load", &tp);
         if (st == MC_OK || !from_cache)
             break;
         llvm_jit_dispose(&s->jit); /* the cached code did not link: compile it instead */
@@ -452,6 +460,7 @@ static mc_status cpu_prepare(mc_program *p)
         goto done;
 
     st = allocate(s, kp);
+    mc_program_phase(p, "memory", &tp);
 done:
     if (tm)
         LLVMDisposeTargetMachine(tm);

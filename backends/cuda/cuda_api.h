@@ -36,7 +36,8 @@
     X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) \
     X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute) \
     X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy) \
-    X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
+    X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul) \
+    X(cublasLtMatmulAlgoCheck)
 
 #define MC_DECLARE_FN(name) __typeof__(&name) name;
 typedef struct mc_cuda_api {

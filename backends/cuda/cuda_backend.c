@@ -92,7 +92,8 @@ static mc_status cuda_probe(void)
 static mc_lt_env lt_env(const cuda_state *s)
 {
     return (mc_lt_env){.cu = s->cu, .lt = s->lt, .handle = s->lt_handle, .stream = s->stream,
-                       .workspace = s->workspace, .scratch = s->scratch, .buf = s->buf};
+                       .workspace = s->workspace, .scratch = s->scratch, .buf = s->buf,
+                       .device = s->device_name, .sm = s->target.sm};
 }
 
 /* ---- prepare ------------------------------------------------------------------------------- */
@@ -235,10 +236,10 @@ static void trace(mc_program *p, const char *stage, double *t)
         on = getenv("MINIC_CUDA_TRACE") != NULL;
         atomic_store(&trace_on, on);
     }
-    double now = mc_now_ms();
+    double before = *t;
+    mc_program_phase(p, stage, t); /* the compile's phases (the profile, minic run --verbose) */
     if (on)
-        mc_program_note(p, "cuda prepare: %-24s %8.1f ms", stage, now - *t);
-    *t = now;
+        mc_program_note(p, "cuda prepare: %-24s %8.1f ms", stage, *t - before);
 }
 
 /* NVRTC's progress notes, into the program's (backends/cuda/cuda_nvrtc.c calls this). */
@@ -361,7 +362,7 @@ static mc_status cuda_prepare(mc_program *p)
     free(align);
     if (st != MC_OK)
         return st;
-    trace(p, "cuBLASLt heuristics", &t0);
+    trace(p, "cuBLASLt setup", &t0);
 
     /* compile every generated kernel (parallel, cached) and load the modules */
     const char **srcs = calloc((size_t)kp->nkernels + 1, sizeof(char *));
@@ -415,6 +416,7 @@ static mc_status cuda_prepare(mc_program *p)
                 st = mc_fail(MC_ERR_SYSTEM, "CUDA: loading kernel %s failed: %s", entries[j],
                              mc_cuda_errstr(r));
         }
+        trace(p, "module load", &t0);
         if (st == MC_OK || compiled == n || attempt > 0)
             break;
         for (int j = 0; j < n; j++) {
@@ -454,7 +456,7 @@ compiled:
         if (pl->has_code)
             st = add_kernel_step(s, i, &pl->code);
     }
-    trace(p, "modules and steps", &t0);
+    trace(p, "launch steps", &t0);
     return st;
 }
 
@@ -692,11 +694,15 @@ static mc_status profile_cupti(mc_program *p, int iters, mc_profile *prof, bool 
         return MC_OK;
     }
     int *run_end = calloc((size_t)iters + 1, sizeof *run_end);
-    mc_status st = run_end ? MC_OK : mc_fail(MC_ERR_SYSTEM, "out of memory");
+    uint64_t *host_ns = calloc(2 * (size_t)iters, sizeof *host_ns); /* around each run */
+    bool host_ok = true;
+    mc_status st = run_end && host_ns ? MC_OK : mc_fail(MC_ERR_SYSTEM, "out of memory");
     for (int it = 0; it < iters && st == MC_OK; it++) {
+        host_ok = host_ok && mc_cupti_now(&host_ns[2 * it]) == MC_OK;
         st = execute(p, s);
         if (st == MC_OK)
             st = sync_stream(s, "profiling the program");
+        host_ok = host_ok && mc_cupti_now(&host_ns[2 * it + 1]) == MC_OK;
         if (st == MC_OK && mc_cupti_flush(&run_end[it + 1]) != MC_OK)
             snprintf(why, why_size, "%s", mc_error_message());
     }
@@ -710,7 +716,8 @@ static mc_status profile_cupti(mc_program *p, int iters, mc_profile *prof, bool 
     int *step_of = calloc((size_t)(nrec > 0 ? nrec : 1), sizeof *step_of);
     mc_profile_event *ev = calloc((size_t)(nrec > 0 ? nrec : 1), sizeof *ev);
     double *span = calloc(2 * (size_t)iters, sizeof *span);
-    if (st == MC_OK && (!t || !launch || !step_of || !ev || !span))
+    double *host = calloc(2 * (size_t)iters, sizeof *host);
+    if (st == MC_OK && (!t || !launch || !step_of || !ev || !span || !host))
         st = mc_fail(MC_ERR_SYSTEM, "out of memory");
     bool ok = st == MC_OK && !why[0] && nrec > 0 && run_end[iters] == nrec;
     if (st == MC_OK && !why[0] && !ok)
@@ -724,20 +731,28 @@ static mc_status profile_cupti(mc_program *p, int iters, mc_profile *prof, bool 
                      "(first: %s)", it, b > a ? rec[a].name : "none");
             break;
         }
-        span[2 * it] = (double)(rec[a].start_ns - base) * 1e-3;
-        span[2 * it + 1] = span[2 * it];
         for (int r = a; r < b; r++) {
             int k = s->steps[step_of[r]].kernel;
-            double t0 = (double)(rec[r].start_ns - base) * 1e-3, t1 = (double)(rec[r].end_ns - base) * 1e-3;
+            /* signed: with concurrent streams a later record may start before the first */
+            double t0 = (double)(int64_t)(rec[r].start_ns - base) * 1e-3;
+            double t1 = (double)(int64_t)(rec[r].end_ns - base) * 1e-3;
             t[(size_t)k * (size_t)iters + (size_t)it] += t1 - t0;
             if (it == 0)
                 launch[k]++;
             ev[r] = (mc_profile_event){.kernel = k, .run = it, .start_us = t0, .end_us = t1};
-            span[2 * it] = span[2 * it] < t0 ? span[2 * it] : t0;
-            span[2 * it + 1] = span[2 * it + 1] > t1 ? span[2 * it + 1] : t1;
+            snprintf(ev[r].function, sizeof ev[r].function, "%s", rec[r].name);
         }
+        host[2 * it] = (double)(int64_t)(host_ns[2 * it] - base) * 1e-3;
+        host[2 * it + 1] = (double)(int64_t)(host_ns[2 * it + 1] - base) * 1e-3;
     }
     if (ok) {
+        /* The time line: the first run's launch at 0, each run from the host's launch to its
+         * synchronize (CUPTI's clock) where those hold its kernels, else its kernels' extent. */
+        bool hosted = mc_profile_place_runs(ev, nrec, iters, host_ok ? host : NULL, span);
+        snprintf(prof->run_clock, sizeof prof->run_clock, "%s",
+                 hosted ? "CUPTI's host timestamps, from the launch to the synchronize"
+                        : host_ok ? "the kernels' extent (CUPTI's host timestamps did not hold them)"
+                                  : "the kernels' extent");
         for (int k = 0; k < kp->nkernels; k++) {
             prof->time_us[k] = mc_median(&t[(size_t)k * (size_t)iters], iters);
             prof->launches[k] = launch[k];
@@ -754,6 +769,8 @@ static mc_status profile_cupti(mc_program *p, int iters, mc_profile *prof, bool 
         *done = true;
     }
     free(run_end);
+    free(host_ns);
+    free(host);
     free(rec);
     free(t);
     free(launch);
@@ -782,15 +799,21 @@ static mc_status cuda_profile(mc_program *p, int iters, mc_profile *prof)
     /* The fallback: CUDA events around every step of a run outside the graph. */
     snprintf(prof->clock, sizeof prof->clock, "cuda events, re-launched (CUPTI: %.180s)", why);
     int n = s->nsteps;
-    CUevent *ev = calloc((size_t)n + 1, sizeof(CUevent));
+    CUevent *ev = calloc((size_t)n + 2, sizeof(CUevent)); /* ev[n + 1]: the time line's origin */
     double *t = calloc((size_t)kp->nkernels * (size_t)iters + 1, sizeof(double));
-    if (!ev || !t) {
+    mc_profile_event *rec = calloc((size_t)n * (size_t)iters + 1, sizeof *rec);
+    double *span = calloc(2 * (size_t)iters, sizeof *span);
+    if (!ev || !t || !rec || !span) {
         free(ev);
         free(t);
+        free(rec);
+        free(span);
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     }
-    for (int i = 0; i <= n; i++)
+    for (int i = 0; i <= n + 1; i++)
         cu->cuEventCreate(&ev[i], CU_EVENT_DEFAULT);
+    cu->cuEventRecord(ev[n + 1], s->stream);
+    int nrec = 0;
     for (int it = 0; it < iters && st == MC_OK; it++) {
         cu->cuEventRecord(ev[0], s->stream);
         for (int i = 0; i < n && st == MC_OK; i++) {
@@ -799,12 +822,36 @@ static mc_status cuda_profile(mc_program *p, int iters, mc_profile *prof)
         }
         if (st == MC_OK)
             st = sync_stream(s, "profiling the program");
+        /* Each step from the event before it to the event after it, on the time line of the
+         * origin event (one stream: the steps cannot overlap; the gaps between runs show). */
+        float prev_ms = 0;
+        cu->cuEventElapsedTime(&prev_ms, ev[n + 1], ev[0]);
         for (int i = 0; i < n && st == MC_OK; i++) {
-            float ms = 0;
+            float ms = 0, at_ms = 0;
             cu->cuEventElapsedTime(&ms, ev[i], ev[i + 1]);
+            cu->cuEventElapsedTime(&at_ms, ev[n + 1], ev[i + 1]);
             t[(size_t)s->steps[i].kernel * (size_t)iters + (size_t)it] += (double)ms * 1000.0;
+            rec[nrec++] = (mc_profile_event){.kernel = s->steps[i].kernel, .run = it,
+                                             .start_us = (double)prev_ms * 1000.0,
+                                             .end_us = (double)at_ms * 1000.0};
+            if (!s->steps[i].is_gemm) /* cuBLASLt's own kernels are not named to us */
+                snprintf(rec[nrec - 1].function, sizeof rec[nrec - 1].function, "%s", s->steps[i].entry);
+            prev_ms = at_ms;
         }
     }
+    if (st == MC_OK) {
+        mc_profile_place_runs(rec, nrec, iters, NULL, span);
+        free(prof->events);
+        free(prof->run_span_us);
+        prof->events = rec;
+        prof->nevents = nrec;
+        prof->run_span_us = span;
+        rec = NULL;
+        span = NULL;
+        snprintf(prof->run_clock, sizeof prof->run_clock, "the events' extent");
+    }
+    free(rec);
+    free(span);
     for (int k = 0; k < kp->nkernels && st == MC_OK; k++) {
         prof->time_us[k] = mc_median(&t[(size_t)k * (size_t)iters], iters);
         int launches = 0;
@@ -813,7 +860,7 @@ static mc_status cuda_profile(mc_program *p, int iters, mc_profile *prof)
                 launches += s->steps[i].is_gemm ? (int)s->steps[i].plan->calls : 1;
         prof->launches[k] = launches;
     }
-    for (int i = 0; i <= n; i++)
+    for (int i = 0; i <= n + 1; i++)
         cu->cuEventDestroy(ev[i]);
     free(ev);
     free(t);

@@ -18,6 +18,11 @@ mc_status mc_cupti_flush(int *count)
     *count = 0;
     return mc_fail(MC_ERR_SYSTEM, "minic was built without CUPTI's headers");
 }
+mc_status mc_cupti_now(uint64_t *ns)
+{
+    *ns = 0;
+    return mc_fail(MC_ERR_SYSTEM, "minic was built without CUPTI's headers");
+}
 mc_status mc_cupti_end(mc_cupti_kernel **out, int *n)
 {
     *out = NULL;
@@ -40,7 +45,8 @@ mc_status mc_cupti_end(mc_cupti_kernel **out, int *n)
 
 #define CUPTI_FUNCS(X)                                                                          \
     X(cuptiGetVersion) X(cuptiGetResultString) X(cuptiActivityEnable) X(cuptiActivityDisable)  \
-    X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord)
+    X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord)    \
+    X(cuptiGetTimestamp)
 
 #define DECLARE_FN(name) __typeof__(&name) name;
 static struct {
@@ -193,6 +199,18 @@ mc_status mc_cupti_flush(int *count)
         return mc_fail(MC_ERR_SYSTEM, "CUPTI could not flush its records: %s", result_string(r));
     if (oom)
         return mc_fail(MC_ERR_SYSTEM, "out of memory collecting CUPTI records");
+    return MC_OK;
+}
+
+mc_status mc_cupti_now(uint64_t *ns)
+{
+    *ns = 0;
+    pthread_once(&once, load);
+    if (load_error[0] || !api.cuptiGetVersion)
+        return mc_fail(MC_ERR_SYSTEM, "%s", load_error[0] ? load_error : "CUPTI unusable");
+    CUptiResult r = api.cuptiGetTimestamp(ns);
+    if (r != CUPTI_SUCCESS)
+        return mc_fail(MC_ERR_SYSTEM, "CUPTI has no timestamp: %s", result_string(r));
     return MC_OK;
 }
 

@@ -28,6 +28,9 @@ mc_status mc_cupti_begin(void);
 /* Deliver every record so far (after the stream was synchronized) into the list that
  * mc_cupti_end returns; `*count` the number of records collected so far. */
 mc_status mc_cupti_flush(int *count);
+/* CUPTI's timestamp now (ns), on the clock its kernel records use: a host-side time that the
+ * device's start and end times can be compared with. MC_ERR_SYSTEM where CUPTI is unusable. */
+mc_status mc_cupti_now(uint64_t *ns);
 /* Stop recording; *out (malloc'ed, the caller frees) the records in the order CUPTI delivered
  * them, *n their number. */
 mc_status mc_cupti_end(mc_cupti_kernel **out, int *n);

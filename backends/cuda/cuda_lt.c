@@ -136,6 +136,58 @@ static void choose_algo(const mc_lt_env *s, const mc_cuda_gemm_plan *p, mc_lt_ge
     mc_cache_store("ltalgo", key, &g->algo, sizeof g->algo);
 }
 
+/* The cached plan's key: everything the descriptors, layouts and preference are made from,
+ * how the algorithm is chosen, cuBLASLt's version and the GPU. */
+static void plan_key(const mc_lt_env *s, const mc_cuda_gemm_plan *p, const int al[4], size_t ws,
+                     cublasComputeType_t ct, cublasLtEpilogue_t epi, int want, char *key, size_t size)
+{
+    const mc_lt_matrix *mats[4] = {&p->a, &p->b, &p->c, &p->d};
+    int64_t facts[11] = {(int64_t)ct, (int64_t)epi, p->bias_buffer >= 0, p->batch, (int64_t)ws,
+                         (int64_t)p->a.trans, (int64_t)p->b.trans,
+                         (int64_t)s->lt->cublasLtGetVersion(), s->sm, want, p->autotune};
+    uint64_t h = mc_hash64(facts, sizeof facts, 0x6c74706c616eULL);
+    for (int m = 0; m < 4; m++) {
+        int64_t f[6] = {(int64_t)mats[m]->dtype, mats[m]->rows, mats[m]->cols, mats[m]->ld,
+                        mats[m]->batch_stride, al[m]};
+        h = mc_hash64(f, sizeof f, h);
+    }
+    const char *dev = s->device ? s->device : "";
+    h = mc_hash64(dev, strlen(dev), h);
+    snprintf(key, size, "lp-%016llx", (unsigned long long)h);
+}
+
+/* The algorithm of an earlier process for this key, when cuBLASLt still accepts it for this
+ * problem within the workspace; false (and the entry evicted where it is stale) otherwise. */
+static bool cached_plan(const mc_lt_env *s, mc_lt_gemm *g, const char *key, size_t ws)
+{
+    void *data = NULL;
+    size_t size = 0;
+    if (mc_cache_load("ltplan", key, &data, &size) != MC_CACHE_HIT)
+        return false;
+    bool ok = size == sizeof g->algo;
+    cublasLtMatmulAlgo_t algo;
+    if (ok)
+        memcpy(&algo, data, sizeof algo);
+    free(data);
+    cublasLtMatmulHeuristicResult_t check;
+    memset(&check, 0, sizeof check);
+    ok = ok && s->lt->cublasLtMatmulAlgoCheck(s->handle, g->desc, g->la, g->lb, g->lc, g->ld, &algo,
+                                              &check) == CUBLAS_STATUS_SUCCESS &&
+         check.state == CUBLAS_STATUS_SUCCESS && check.workspaceSize <= ws;
+    if (!ok) {
+        mc_cache_evict("ltplan", key);
+        return false;
+    }
+    g->algo = algo;
+    return true;
+}
+
+static bool plan_cache_on(void)
+{
+    const char *e = getenv("MINIC_CUDA_LT_PLAN_CACHE");
+    return !(e && !strcmp(e, "0"));
+}
+
 mc_status mc_lt_gemm_setup(const mc_lt_env *s, const kir_kernel *k, const mc_cuda_gemm_plan *p,
                            mc_lt_gemm *g, const mc_lt_gemm *like, bool *ok)
 {
@@ -203,13 +255,25 @@ mc_status mc_lt_gemm_setup(const mc_lt_env *s, const kir_kernel *k, const mc_cud
         *ok = true;
         return MC_OK;
     }
-    cublasLtMatmulPreference_t pref;
-    if (lt->cublasLtMatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS)
-        return mc_fail(MC_ERR_SYSTEM, "cuBLASLt: creating a preference failed");
     size_t ws = MC_LT_WORKSPACE_BYTES;
     const char *e = getenv("MINIC_CUDA_LT_WORKSPACE"); /* experiments: cap the workspace */
     if (e && (size_t)atoll(e) < ws)
         ws = (size_t)atoll(e);
+    enum { CANDIDATES = 8 };
+    const char *tune = getenv("MINIC_CUDA_LT_AUTOTUNE");
+    int want = tune && strcmp(tune, "0") == 0 ? 1 : CANDIDATES;
+    char key[64];
+    bool plan_cache = plan_cache_on();
+    if (plan_cache) {
+        plan_key(s, p, al, ws, ct, epi, want, key, sizeof key);
+        if (cached_plan(s, g, key, ws)) {
+            *ok = true;
+            return MC_OK;
+        }
+    }
+    cublasLtMatmulPreference_t pref;
+    if (lt->cublasLtMatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS)
+        return mc_fail(MC_ERR_SYSTEM, "cuBLASLt: creating a preference failed");
     lt->cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
                                              sizeof ws);
     const cublasLtMatmulPreferenceAttributes_t attr[4] = {
@@ -219,11 +283,8 @@ mc_status mc_lt_gemm_setup(const mc_lt_env *s, const kir_kernel *k, const mc_cud
         uint32_t a = (uint32_t)al[m];
         lt->cublasLtMatmulPreferenceSetAttribute(pref, attr[m], &a, sizeof a);
     }
-    enum { CANDIDATES = 8 };
     cublasLtMatmulHeuristicResult_t res[CANDIDATES];
     int found = 0;
-    const char *tune = getenv("MINIC_CUDA_LT_AUTOTUNE");
-    int want = tune && strcmp(tune, "0") == 0 ? 1 : CANDIDATES;
     cublasStatus_t r = lt->cublasLtMatmulAlgoGetHeuristic(s->handle, g->desc, g->la, g->lb,
                                                           g->lc, g->ld, pref, want, res, &found);
     lt->cublasLtMatmulPreferenceDestroy(pref);
@@ -232,6 +293,8 @@ mc_status mc_lt_gemm_setup(const mc_lt_env *s, const kir_kernel *k, const mc_cud
     g->algo = res[0].algo;
     if (found > 1 && p->autotune) /* smaller ones keep the heuristic's first choice */
         choose_algo(s, p, g, res, found, al, ws, ct, epi);
+    if (plan_cache)
+        mc_cache_store("ltplan", key, &g->algo, sizeof g->algo);
     *ok = true;
     return MC_OK;
 }

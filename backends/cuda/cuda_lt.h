@@ -28,10 +28,16 @@ typedef struct mc_lt_env {
     CUdeviceptr workspace;  /* MC_LT_WORKSPACE_BYTES */
     CUdeviceptr scratch;    /* the matrices with buffer < 0 (mc_lt_matrix) */
     const CUdeviceptr *buf; /* per kp buffer: its device address */
+    const char *device;     /* the GPU's name and */
+    int sm;                 /* compute capability: part of the cached plans' key */
 } mc_lt_env;
 
 /* Descriptors, the pointers of every call, and the algorithm (timed among the heuristic's
- * candidates when p->autotune). `like`, when not NULL, is the setup of an earlier GEMM of the
+ * candidates when p->autotune). The algorithm chosen is kept in the kernel cache (kind
+ * `ltplan`, keyed by the problem, its alignments, the workspace, cuBLASLt's version and the GPU's
+ * name and compute capability); a later process takes it from there after one
+ * cublasLtMatmulAlgoCheck, with no heuristic query (the costliest part of a cached compile);
+ * MINIC_CUDA_LT_PLAN_CACHE=0 queries the heuristic every time, as before. `like`, when not NULL, is the setup of an earlier GEMM of the
  * same shapes, layouts and epilogue (another layer of a model): its algorithm is taken when the
  * pointers' alignments agree, with no heuristic query and no timing. *ok false, with MC_OK,
  * when cuBLASLt has no algorithm: the caller falls back to a generated kernel (and frees g). */
