@@ -502,7 +502,7 @@ static void finish_kernel(kbuild *b, kir_kernel *k)
         kb->count = k->ncode - kb->first;
     }
     for (int i = 0; i < k->ncode; i++)
-        if (k->code[i].kind == KI_OP)
+        if (k->code[i].kind == KI_OP || k->code[i].kind == KI_GATHER)
             for (int x = 0; x < 3; x++)
                 k->code[i].arg[x] = newinstr[k->code[i].arg[x]];
     memcpy(k->views, b->views, sizeof *k->views * (size_t)b->nviews);
