@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gather on every backend here, from the command line (docs/FORMAT.md §2, SPEC §2): an embedding
+# gather on every backend here, from the command line (docs/FORMAT.md §2): an embedding
 # plus a position embedding and their add are one kernel; indices in range (negative ones too)
 # give the reference backend's checksums, fused and unfused; an index outside [-n, n) fails the
 # run with exit 1 and FILE:LINE:COL naming the gather, and leaves no output file. The backends

@@ -529,6 +529,9 @@ static void emit_view_offsets(rctx *c, int b, int d0, int depth, bool row_base)
         for (int s = 0; s < k->nstores; s++)
             if (k->stores[s].block == b && k->stores[s].view == v)
                 stored = true;
+        for (int i = 0; i < k->ncode; i++) /* a gather addresses through o<v> too */
+            if (k->code[i].kind == KI_GATHER && k->code[i].view == v)
+                stored = true;
         if (c->cached[cv] && c->cache_filled[cv] && !stored)
             continue;
         char base[32];
