@@ -190,6 +190,13 @@ mc_value mc_cumsum(mc_graph *g, mc_value x, int axis)
     return build(g, MC_OP_CUMSUM, &x, 1, &at);
 }
 
+mc_value mc_gather(mc_graph *g, mc_value x, mc_value idx, int axis)
+{
+    mc_attrs at = {.axis = axis};
+    mc_value in[2] = {x, idx};
+    return build(g, MC_OP_GATHER, in, 2, &at);
+}
+
 /* Copy a spatial list (NULL: left to the default). */
 static bool set_spatial(mc_graph *g, const char *op, const char *what, int64_t *to, int *n, const int64_t *from,
                         int count)

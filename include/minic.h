@@ -131,6 +131,10 @@ mc_value mc_argmax(mc_graph *g, mc_value x, int axis, bool keepdim);
 mc_value mc_argmin(mc_graph *g, mc_value x, int axis, bool keepdim);
 /* The running sum along one axis. */
 mc_value mc_cumsum(mc_graph *g, mc_value x, int axis);
+/* ONNX Gather: x's slices along `axis` picked by the i32 indices idx (negative ones count from
+ * the end); shape x.shape[:axis] + idx.shape + x.shape[axis+1:]. An index outside [-n, n) fails
+ * mc_program_run with MC_ERR_INPUT (nothing is read there). */
+mc_value mc_gather(mc_graph *g, mc_value x, mc_value idx, int axis);
 /* Channels first ([N, C, L] or [N, C, H, W]); nspatial entries in each list that is not NULL
  * (NULL: the default: stride 1, a pool's stride its kernel, padding 0, dilation 1). */
 mc_value mc_conv(mc_graph *g, mc_value x, mc_value w, mc_value b /* MC_NONE */, const int64_t *stride,

@@ -435,7 +435,7 @@ static void eval_view(const op_ctx *c)
     case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:
     case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
     case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
-    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM:
+    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER:
     case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_RESHAPE: case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
@@ -560,6 +560,42 @@ static void eval_create(const op_ctx *c)
     }
 }
 
+/* gather: element (a.., j.., b..) of the result is x[a.., idx[j..] (+ n when negative), b..];
+ * an index outside [-n, n) is an input error naming the operator's place. */
+static mc_status eval_gather(const op_ctx *c)
+{
+    const mc_node *n = c->n, *x = c->in[0], *ix = c->in[1];
+    int axis = (int)n->attr.axis, ir = ix->rank;
+    int64_t size = x->shape[axis], xs[MC_MAX_RANK], is[MC_MAX_RANK], idx[MC_MAX_RANK];
+    contiguous_strides(x->shape, x->rank, xs);
+    contiguous_strides(ix->shape, ix->rank, is);
+    const double *xv = operand(c, 0), *iv = operand(c, 1);
+    memset(idx, 0, sizeof idx);
+    for (int64_t e = 0; e < c->numel; e++, next_index(idx, n->shape, n->rank)) {
+        int64_t io = 0, xo = 0;
+        for (int d = 0; d < ir; d++)
+            io += idx[axis + d] * is[d];
+        int64_t i = (int64_t)iv[io];
+        if (i < -size || i >= size) {
+            if (n->line > 0)
+                return mc_fail_at(MC_ERR_INPUT, c->g->file, c->g->text, n->line, n->col,
+                                  "gather: index %lld is outside [%lld, %lld)", (long long)i,
+                                  (long long)-size, (long long)size);
+            return mc_fail(MC_ERR_INPUT, "gather: index %lld is outside [%lld, %lld)", (long long)i,
+                           (long long)-size, (long long)size);
+        }
+        if (i < 0)
+            i += size;
+        for (int d = 0; d < axis; d++)
+            xo += idx[d] * xs[d];
+        xo += i * xs[axis];
+        for (int d = axis + 1; d < x->rank; d++)
+            xo += idx[d - 1 + ir] * xs[d];
+        c->out[e] = xv[xo];
+    }
+    return MC_OK;
+}
+
 static mc_status eval_leaf(const mc_graph *g, int i, const void *const *inputs, const op_ctx *c)
 {
     const mc_node *n = c->n;
@@ -626,6 +662,7 @@ static mc_status eval_node(const mc_graph *g, int i, const void *const *inputs, 
         else
             eval_window(&c);
         break;
+    case MC_KIND_GATHER: return eval_gather(&c);
     }
     return MC_OK;
 }

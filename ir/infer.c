@@ -238,7 +238,7 @@ static mc_status infer_elementwise(const infer *c)
         n->dtype = n->attr.dtype;
         return set_shape(c, a->shape, a->rank);
     case MC_KIND_LEAF: case MC_KIND_REDUCE: case MC_KIND_NORM: case MC_KIND_MATMUL:
-    case MC_KIND_SHAPE: case MC_KIND_CREATE: case MC_KIND_SPATIAL:
+    case MC_KIND_SHAPE: case MC_KIND_CREATE: case MC_KIND_SPATIAL: case MC_KIND_GATHER:
         break;
     }
     MC_UNREACHABLE("not an elementwise operator");
@@ -572,7 +572,7 @@ static mc_status infer_shape_op(const infer *c)
     case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:
     case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
     case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
-    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM:
+    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER:
     case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
@@ -698,6 +698,37 @@ static mc_status infer_spatial(const infer *c)
     return set_shape(c, shape, x->rank);
 }
 
+/* gather(x, idx, axis): x.shape[:axis] + idx.shape + x.shape[axis+1:], idx i32. */
+static mc_status infer_gather(const infer *c)
+{
+    mc_node *n = c->n;
+    const mc_node *x = operand(c, 0), *idx = operand(c, 1);
+    mc_status st;
+    if ((st = check_dtype(c, x->dtype)))
+        return st;
+    if (idx->dtype != MC_I32)
+        return fail(c, "idx must be i32, not %s (use cast)", mc_dtype_name(idx->dtype));
+    if ((st = norm_axis(c, &n->attr.axis, x->rank, "axis")))
+        return st;
+    if (x->shape[n->attr.axis] > INT32_MAX)
+        return fail(c, "axis %lld has %lld entries: more than i32 indices reach", (long long)n->attr.axis,
+                    (long long)x->shape[n->attr.axis]);
+    int rank = x->rank - 1 + idx->rank;
+    if (rank > MC_MAX_RANK)
+        return fail(c, "the result would have %d axes (x %s, idx %s); at most %d allowed", rank, SHAPE(x),
+                    SHAPE(idx), MC_MAX_RANK);
+    n->dtype = x->dtype;
+    int64_t shape[MC_MAX_RANK];
+    int r = 0, axis = (int)n->attr.axis;
+    for (int d = 0; d < axis; d++)
+        shape[r++] = x->shape[d];
+    for (int d = 0; d < idx->rank; d++)
+        shape[r++] = idx->shape[d];
+    for (int d = axis + 1; d < x->rank; d++)
+        shape[r++] = x->shape[d];
+    return set_shape(c, shape, r);
+}
+
 static mc_status infer_create(const infer *c)
 {
     mc_node *n = c->n;
@@ -752,6 +783,7 @@ mc_status mc_node_infer(const mc_graph *g, mc_node *n)
     case MC_KIND_SHAPE: return infer_shape_op(&c);
     case MC_KIND_CREATE: return infer_create(&c);
     case MC_KIND_SPATIAL: return infer_spatial(&c);
+    case MC_KIND_GATHER: return infer_gather(&c);
     }
     MC_UNREACHABLE("unknown operator kind");
 }

@@ -29,6 +29,7 @@ typedef enum {
     MC_KIND_SHAPE,
     MC_KIND_CREATE,
     MC_KIND_SPATIAL, /* composites over channels-first data and padding: conv, pools, pad, batchnorm */
+    MC_KIND_GATHER,  /* gather(x, idx, axis): a load whose place along one axis is data */
 } mc_op_kind;
 
 typedef enum {

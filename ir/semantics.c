@@ -86,7 +86,7 @@ double mc_op_apply(mc_op op, mc_dtype operand, mc_dtype result, double a, double
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST:
     case MC_OP_LEAKY_RELU: case MC_OP_CLIP: /* composites with attributes: ir/eval.c */
     case MC_OP_SUM: case MC_OP_MEAN: case MC_OP_MAX: case MC_OP_MIN:
-    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM:
+    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER:
     case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX: case MC_OP_LAYERNORM: case MC_OP_RMSNORM:
     case MC_OP_MATMUL: case MC_OP_LINEAR:

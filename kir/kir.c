@@ -154,6 +154,13 @@ void kir_count(const kir_program *kp, kir_kernel *k)
                 view_read[v] = true;
                 if (dims > view_dims[v])
                     view_dims[v] = dims;
+            } else if (k->code[i].kind == KI_GATHER) {
+                /* one element per point where it is evaluated (rows of a table, mostly distinct) */
+                int64_t points = 1;
+                for (int d = 0; d < dims; d++)
+                    points = sat_mul(points, k->shape[d]);
+                int s = view_slot[k->code[i].view];
+                read[s] = sat_add(read[s], points);
             }
     }
     for (int s = 0; s < k->nstores; s++) {
@@ -220,6 +227,18 @@ done:
     free(view_written);
 }
 
+mc_status kir_check_fail(const kir_program *kp, const mc_graph *g, int check, int64_t index)
+{
+    MC_ASSERT(check >= 0 && check < kp->nchecks);
+    const kir_check *ck = &kp->checks[check];
+    if (g && g->file && ck->line > 0)
+        return mc_fail_at(MC_ERR_INPUT, g->file, g->text, ck->line, ck->col,
+                          "gather: index %lld is outside [%lld, %lld)", (long long)index, (long long)-ck->size,
+                          (long long)ck->size);
+    return mc_fail(MC_ERR_INPUT, "gather: index %lld is outside [%lld, %lld)", (long long)index,
+                   (long long)-ck->size, (long long)ck->size);
+}
+
 /* ---- printing ------------------------------------------------------------------------------ */
 
 static const char *buffer_kind_name(kir_buffer_kind k)
@@ -265,6 +284,10 @@ static void print_instr(const kir_kernel *k, int i, FILE *out)
     case KI_INDEX: fprintf(out, "index d%d", in->view); break;
     case KI_ROWVAL: fprintf(out, "rowval r%d", in->view); break;
     case KI_ACC: fprintf(out, "acc"); break;
+    case KI_GATHER:
+        fprintf(out, "gather v%d [%%%d * %lld, n %lld, check %d]", in->view, in->arg[0], (long long)in->stride,
+                (long long)in->size, in->check);
+        break;
     case KI_OP: {
         int nin = in->op == MC_OP_CAST ? 1 : mc_op_table[in->op].min_in;
         fprintf(out, "%s", mc_op_table[in->op].name);

@@ -48,6 +48,14 @@
  * two more: q: stride[nb] along Tq, stride[nb+1] along D; k: along Tk, along D; v: along Tk,
  * along Dv; a mask: along Tq, along Tk (0 where it broadcasts).
  *
+ * A gather (KI_GATHER) is the one load whose place is data: with i = arg[0]'s value (i32) and
+ * n = size, it reads view `view` at the current point plus (i < 0 ? i + n : i) * stride elements;
+ * the view itself does not move along the gathered axis (that axis is not in the index space).
+ * An index outside [-n, n) is never read: the load reads index 0 instead, and the run records
+ * check `check` (kir_program.checks) with the index, and fails with an input error naming the
+ * gather's place once the kernels are done. The first failed check of a run is reported (with
+ * several threads or GPU blocks, any one of those that failed).
+ *
  * Arithmetic: every KI_OP computes in f32 for float dtypes (f16 and bf16 are converted when
  * loaded and rounded when stored), in i32 for i32, and bool for bool; `dtype` is the value's
  * dtype in the graph, so a backend knows what a store converts to.
@@ -88,6 +96,7 @@ typedef enum {
     KI_ROWVAL, /* view: which reduction's result */
     KI_ACC,    /* GEMM epilogue: the accumulator at this point */
     KI_OP,     /* op applied to arg[0..nin) */
+    KI_GATHER, /* view at the point + index(arg[0]) * stride, checked against size (above) */
 } kir_instr_kind;
 
 typedef struct kir_instr {
@@ -97,6 +106,9 @@ typedef struct kir_instr {
     int arg[3];    /* KI_OP operands: indices of earlier instructions */
     int view;      /* KI_LOAD: view index; KI_INDEX: dimension; KI_ROWVAL: reduction index */
     double value;  /* KI_CONST */
+    int64_t stride;/* KI_GATHER: elements between consecutive indices of the gathered axis */
+    int64_t size;  /* KI_GATHER: the gathered axis's length n */
+    int check;     /* KI_GATHER: its entry in kir_program.checks */
 } kir_instr;
 
 typedef struct kir_block {
@@ -159,6 +171,13 @@ typedef struct kir_attention {
     int64_t skip_lo, skip_hi;
 } kir_attention;
 
+/* A check a kernel makes while it runs: a gather's index range. Backends record the first that
+ * fails (check number + 1 and the index) and the run fails with kir_check_fail's message. */
+typedef struct kir_check {
+    int line, col;          /* the user's gather in the graph file; 0 when built through the API */
+    int64_t size;           /* indices must lie in [-size, size) */
+} kir_check;
+
 typedef struct kir_kernel {
     char name[64];          /* pw_fused_mul_add_gelu_3, red_fused_softmax_1, gemm_bias_gelu_0 */
     kir_category category;
@@ -196,6 +215,8 @@ typedef struct kir_program {
                                place), so a backend must not assume that a kernel's input and
                                output buffers never alias (no `restrict`/noalias on temps). */
     int64_t unplanned_bytes;/* what they would need with a buffer each */
+    kir_check *checks;      /* the run-time checks of every kernel (KI_GATHER.check) */
+    int nchecks;
     const char **notes;     /* why attention chains were not fused (kir_print shows them) */
     int nnotes;
     mc_arena arena;         /* everything above lives here */
@@ -222,6 +243,9 @@ bool kir_attention_band_keeps(const kir_attention *a, int64_t i, int64_t j);
 void kir_print(const kir_program *kp, const mc_graph *g, FILE *out);
 /* One kernel, as kir_print shows it. */
 void kir_print_kernel(const kir_program *kp, const kir_kernel *k, const mc_graph *g, FILE *out);
+/* The input error of a failed check: check number `check` (0-based) saw index `index`. Names
+ * the gather's place in g's file (g: the user's graph, or NULL). Returns MC_ERR_INPUT. */
+mc_status kir_check_fail(const kir_program *kp, const mc_graph *g, int check, int64_t index);
 /* "pointwise", "reduction", "gemm", "copy", "attention" (the profile's category names). */
 const char *kir_category_name(kir_category c);
 

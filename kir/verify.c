@@ -176,6 +176,21 @@ static mc_status check_kernel(const checker *c, int *block_of)
                 return broken(c, ": instruction %lld reads an accumulator outside a GEMM or attention", (long long)(i));
             break;
         case KI_CONST: break;
+        case KI_GATHER: {
+            if (in->view < 0 || in->view >= k->nviews || in->stride < 0 || in->size < 1 || in->check < 0 ||
+                in->check >= kp->nchecks || !readable(k, block_of, in->arg[0], i, b) || in->dtype != kp->buffers[k->views[in->view].buffer].dtype ||
+                k->code[in->arg[0]].dtype != MC_I32)
+                return broken(c, ": instruction %lld is a malformed gather", (long long)(i));
+            /* the last index stays inside the buffer where index 0 does (check_view_range) */
+            const kir_view *vw = &k->views[in->view];
+            int64_t hi = vw->offset + (in->size - 1) * in->stride;
+            for (int d = 0; d < k->rank; d++)
+                hi += vw->stride[d] > 0 ? vw->stride[d] * (k->shape[d] - 1) : 0;
+            if (hi >= kp->buffers[vw->buffer].numel)
+                return broken(c, ": gather %lld reaches element %lld of a buffer of %lld", (long long)(i), (long long)hi,
+                               (long long)kp->buffers[vw->buffer].numel);
+            break;
+        }
         case KI_OP: {
             int nin = mc_op_table[in->op].max_in;
             if (in->op != MC_OP_CAST && !mc_op_table[in->op].expr)
@@ -219,7 +234,8 @@ static mc_status check_kernel(const checker *c, int *block_of)
         } else {
             bool in_loop = false;
             for (int i = 0; i < k->ncode; i++)
-                if (k->code[i].kind == KI_LOAD && k->code[i].view == v && k->blocks[block_of[i]].loop)
+                if ((k->code[i].kind == KI_LOAD || k->code[i].kind == KI_GATHER) && k->code[i].view == v &&
+                    k->blocks[block_of[i]].loop)
                     in_loop = true;
             for (int s = 0; s < k->nstores; s++)
                 if (k->stores[s].view == v && k->blocks[k->stores[s].block].loop)

@@ -20,7 +20,10 @@
  * recomputed per loop); a matmul joins a group without a GEMM or reduction that reads it at the
  * group's own coordinates (the group is then its epilogue); a GEMM operand is never computed in
  * the GEMM's kernel: it must be a view of a buffer (require_view), so a transposed weight is
- * strides, and a value that is not is stored first. With fusion off, every compute node starts
+ * strides, and a value that is not is stored first. A gather joins like pointwise work (its
+ * indices are read at an affine map, so an embedding lookup, a position embedding and their
+ * add are one kernel); its table, like a GEMM operand, is a view of a buffer; it stays out of
+ * GEMM epilogues. With fusion off, every compute node starts
  * its own group and shape operators are still views where strides allow.
  */
 #include "passes/passes.h"
@@ -61,7 +64,7 @@ static bool is_pointwise(const mc_node *n)
     case MC_KIND_CAST:
     case MC_KIND_CREATE: return true;
     case MC_KIND_LEAF: case MC_KIND_REDUCE: case MC_KIND_NORM: case MC_KIND_MATMUL:
-    case MC_KIND_SHAPE: case MC_KIND_SPATIAL:
+    case MC_KIND_SHAPE: case MC_KIND_SPATIAL: case MC_KIND_GATHER:
         break;
     }
     return false;
@@ -317,7 +320,7 @@ static bool can_join(walk *w, int i, int group, bool stored, mc_cmap *maps, int 
                 return false;
         }
     } else if (kind == MC_KIND_MATMUL) {
-        if (G->kind != MC_FG_POINTWISE || G->gemm >= 0 || G->nred > 0 || count != 1 ||
+        if (G->kind != MC_FG_POINTWISE || G->gemm >= 0 || G->nred > 0 || G->gathers > 0 || count != 1 ||
             !same_shape(n->shape, n->rank, G->shape, G->rank))
             return false;
         mc_cmap id;
@@ -337,6 +340,11 @@ static bool can_join(walk *w, int i, int group, bool stored, mc_cmap *maps, int 
         for (int k = 0; k < count; k++)
             if (!mc_cmap_equal(&maps[k], &nat))
                 return false;
+    } else if (n->op == MC_OP_GATHER) {
+        /* a data-dependent load joins like pointwise work (its x is a view, require_view),
+         * but not a GEMM's epilogue, whose renderers know only loads through views */
+        if (G->gemm >= 0)
+            return false;
     } else if (!is_pointwise(n) && n->op != MC_OP_CONST) {
         return false;
     }
@@ -363,6 +371,8 @@ static void join(walk *w, int i, int group, bool stored, const mc_cmap *maps, in
     set_maps(w, i, maps, nmaps);
     if (n->op == MC_OP_MATMUL)
         G->gemm = i;
+    if (n->op == MC_OP_GATHER)
+        G->gathers++;
     if (mc_op_table[n->op].kind == MC_KIND_REDUCE) {
         reduced_axes(n, &w->g->nodes[n->in[0]], G->reduced);
         G->nred++;
@@ -408,6 +418,8 @@ static mc_status anchor(walk *w, int i)
         return mc_fail(MC_ERR_SYSTEM, "out of memory fusing the graph");
     if (n->op == MC_OP_MATMUL)
         G->gemm = i;
+    if (n->op == MC_OP_GATHER)
+        G->gathers++;
     if (mc_op_table[n->op].kind == MC_KIND_REDUCE) {
         reduced_axes(n, x, G->reduced);
         G->nred = 1;
@@ -497,6 +509,8 @@ static mc_status decide(walk *w, int i)
         require_view(w, n->in[0]);
         require_view(w, n->in[1]);
     }
+    if (n->op == MC_OP_GATHER)
+        require_view(w, n->in[0]); /* the table is read through strides, never computed here */
     if (n->op == MC_OP_CONCAT) {
         for (int k = 0; k < n->nin; k++)
             require_view(w, n->in[k]);

@@ -44,6 +44,9 @@ typedef struct {
     int *members;          /* node indices, ascending within each group */
     int *dep;              /* per node: reductions of its group it depends on */
     int *red_index;        /* per node: reduction number in its kernel, -1 (reset per group) */
+    int *check_of;         /* per node: a gather's entry in checks, or -1 */
+    kir_check *checks;     /* grown here, copied into the program's arena at the end */
+    int nchecks, capchecks;
 } lower_ctx;
 
 typedef struct {
@@ -179,6 +182,39 @@ static int emit_iota(kbuild *b, const mc_node *n, const mc_cmap *m, int block)
     return acc;
 }
 
+static int emit(kbuild *b, int i, const mc_cmap *m, int stage);
+
+/* gather node i at map m: its indices at their affine map, then one KI_GATHER through x's view
+ * with the gathered axis taken out (coordinate 0 there; the index supplies it). */
+static int emit_gather(kbuild *b, int i, const mc_cmap *m, int stage, int block)
+{
+    lower_ctx *L = b->L;
+    const mc_node *n = &L->g->nodes[i], *x = &L->g->nodes[n->in[0]], *ix = &L->g->nodes[n->in[1]];
+    const mc_fnode *fx = &L->f->nodes[n->in[0]];
+    int axis = (int)n->attr.axis;
+    mc_cmap im, xm;
+    bool ok = mc_cmap_operand(L->g, i, 1, m, &im);
+    MC_ASSERT(ok && fx->has_view);
+    int index = emit(b, n->in[1], &im, stage);
+    memset(&xm, 0, sizeof xm);
+    xm.rank = x->rank;
+    for (int d = 0; d < x->rank; d++) {
+        if (d == axis)
+            continue;
+        int from = d < axis ? d : d - 1 + ix->rank;
+        xm.off[d] = m->off[from];
+        memcpy(xm.coef[d], m->coef[from], sizeof xm.coef[d]);
+    }
+    if (L->check_of[i] < 0 && GROW(L, L->checks, L->nchecks, L->capchecks)) {
+        L->check_of[i] = L->nchecks;
+        L->checks[L->nchecks++] = (kir_check){.line = n->line, .col = n->col, .size = x->shape[axis]};
+    }
+    kir_instr in = {.kind = KI_GATHER, .dtype = n->dtype, .view = compose_view(b, &fx->view, &xm),
+                    .arg = {index, 0, 0}, .stride = fx->view.stride[axis], .size = x->shape[axis],
+                    .check = L->check_of[i] >= 0 ? L->check_of[i] : 0};
+    return add_instr(b, in, block);
+}
+
 /* The value of node i at map m, in stage `stage` (row values go to the row block of the stage,
  * element values to its loop block). */
 static int emit(kbuild *b, int i, const mc_cmap *m, int stage)
@@ -211,6 +247,8 @@ static int emit(kbuild *b, int i, const mc_cmap *m, int stage)
         MC_ASSERT(b->red_index[i] >= 0);
         kir_instr in = {.kind = KI_ROWVAL, .dtype = n->dtype, .view = b->red_index[i]};
         r = add_instr(b, in, block);
+    } else if (n->op == MC_OP_GATHER) {
+        r = emit_gather(b, i, m, stage, block);
     } else if (mc_op_table[n->op].kind == MC_KIND_SHAPE) {
         mc_cmap om;
         bool ok = mc_cmap_operand(L->g, i, 0, m, &om);
@@ -256,10 +294,12 @@ static bool index_groups(lower_ctx *L)
     L->members = malloc(sn * sizeof *L->members);
     L->dep = calloc(sn, sizeof *L->dep);
     L->red_index = malloc(sn * sizeof *L->red_index);
-    bool ok = L->member_start && L->members && L->dep && L->red_index;
+    L->check_of = malloc(sn * sizeof *L->check_of);
+    bool ok = L->member_start && L->members && L->dep && L->red_index && L->check_of;
     if (ok) {
         for (int i = 0; i < n; i++) {
             L->red_index[i] = -1;
+            L->check_of[i] = -1;
             if (f->nodes[i].kind == MC_FN_MEMBER)
                 L->member_start[f->nodes[i].group + 2]++;
         }
@@ -278,6 +318,8 @@ static void free_index(lower_ctx *L)
     free(L->members);
     free(L->dep);
     free(L->red_index);
+    free(L->check_of);
+    free(L->checks);
 }
 
 static int add_buffer(lower_ctx *L, kir_buffer_kind kind, int node, int user_node)
@@ -460,7 +502,7 @@ static void finish_kernel(kbuild *b, kir_kernel *k)
         kb->count = k->ncode - kb->first;
     }
     for (int i = 0; i < k->ncode; i++)
-        if (k->code[i].kind == KI_OP)
+        if (k->code[i].kind == KI_OP || k->code[i].kind == KI_GATHER)
             for (int x = 0; x < 3; x++)
                 k->code[i].arg[x] = newinstr[k->code[i].arg[x]];
     memcpy(k->views, b->views, sizeof *k->views * (size_t)b->nviews);
@@ -842,6 +884,14 @@ mc_status mc_lower(const mc_fusion *f, const mc_graph *user, const mc_compile_op
         kp->kernels = mc_arena_alloc(&kp->arena, sizeof *kp->kernels * (size_t)(L.nkernels > 0 ? L.nkernels : 1));
         kp->graph_buffer = mc_arena_alloc(&kp->arena, sizeof *kp->graph_buffer * (size_t)(user->nnodes > 0 ? user->nnodes : 1));
         L.failed = !kp->buffers || !kp->kernels || !kp->graph_buffer;
+        if (!L.failed && L.nchecks > 0) {
+            kp->checks = mc_arena_alloc(&kp->arena, sizeof *kp->checks * (size_t)L.nchecks);
+            L.failed = !kp->checks;
+            if (kp->checks) {
+                memcpy(kp->checks, L.checks, sizeof *kp->checks * (size_t)L.nchecks);
+                kp->nchecks = L.nchecks;
+            }
+        }
     }
     if (L.failed) {
         free(L.buffers);

@@ -137,6 +137,7 @@ typedef struct mc_fgroup {
     int64_t shape[MC_MAX_RANK];
     int gemm;                    /* the matmul computed as the GEMM, or -1 */
     int nred;                    /* reductions in the group */
+    int gathers;                 /* gathers in the group (never beside a GEMM) */
     bool reduced[MC_MAX_RANK];   /* the reduced dims of the space (when nred > 0) */
     int out_index;               /* MC_FG_OUTPUT: which graph output */
     int attention;               /* MC_FG_ATTENTION: which of mc_fusion's attention chains */

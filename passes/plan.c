@@ -103,6 +103,12 @@ static bool in_place(const kir_program *kp, int in, int out)
             first_store_block = k->stores[s].block;
     bool reads = false;
     for (int i = 0; i < k->ncode; i++) {
+        if (k->code[i].kind == KI_GATHER) {
+            int gb = k->views[k->code[i].view].buffer;
+            if (gb == in || gb == out)
+                return false; /* read at places the data chooses */
+            continue;
+        }
         if (k->code[i].kind != KI_LOAD)
             continue;
         if (k->views[k->code[i].view].buffer == in && i >= k->blocks[first_store_block].first + k->blocks[first_store_block].count)

@@ -377,6 +377,12 @@ static void test_more_operators(void **state)
         "c = conv(x, w, b, stride=[2, 1], padding=[1, 1], dilation=[1, 2], groups=2)\nr = relu(c)\n"
         "m = maxpool(x, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\na = avgpool(x, kernel=[2, 3], padding=[1, 1])\n"
         "p = pad(x, pads=[0, 0, 1, 0, 0, 1, 0, 2], value=0.5)\nn = batchnorm(x, s, s, s, s)\noutput r, m, a, p, n\n",
+        /* gather: an embedding plus a position embedding (one kernel, vector rows), a gather
+         * along a middle axis with strided indices, one in a reduction's loop and row block */
+        "graph a\ninput ids : i32[4, 16]\nparam wte : %s[50, 64]\nparam wpe : %s[16, 64]\n"
+        "pos = iota(shape=[4, 16], axis=1)\nt = gather(wte, ids)\np = gather(wpe, pos)\ne = add(t, p)\n"
+        "k = gather(wte, ids, axis=-2)\nj = transpose(ids)\nm = gather(wpe, j, axis=0)\n"
+        "s = sum(m, axis=-1)\nq = gather(wte, 3)\noutput e, k, m, s, q\n",
     };
     static const char *const dtypes[] = {"f32", "f16", "bf16"};
     int compiled = 0;

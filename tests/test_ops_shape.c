@@ -667,12 +667,116 @@ static void expect_view_chain(const op_case *c, double *const *in, double **out)
         out[1][e] = -in[0][e];
 }
 
+/* ---- gather ---------------------------------------------------------------------------------- */
+
+/* gather(x, idx, axis) cases: x's shape, idx's shape (rank 0: a scalar index), the axis, the
+ * indices (negative ones among them); family 1: an embedding plus a position embedding and their
+ * add (one kernel); family 2: a row sum of a gather (a gather in a reduction's loop). */
+typedef struct {
+    int family;
+    int64_t xs[3];
+    int xr;
+    int64_t is[2];
+    int ir;
+    int axis;
+    int idx[8];
+} gather_spec;
+
+static const gather_spec gather_specs[] = {
+    {0, {5, 4}, 2, {3}, 1, 0, {4, -1, 0}},
+    {0, {3, 6, 2}, 3, {2, 2}, 2, 1, {-6, 5, 0, -1}},
+    {0, {4, 7}, 2, {0}, 0, -1, {-2}},
+    {1, {10, 8}, 2, {2, 3}, 2, 0, {9, 0, -10, 3, 3, -1}},
+    {2, {6, 5}, 2, {2, 2}, 2, 0, {5, -6, 2, 2}},
+};
+
+static mc_status build_gather(const op_case *c, mc_graph *g)
+{
+    const gather_spec *s = &gather_specs[c->variant];
+    if (s->family == 1) {
+        mc_value ids = mc_input(g, "ids", MC_I32, s->is, s->ir);
+        mc_value wte = mc_param(g, "wte", c->dtype, s->xs, s->xr);
+        mc_value wpe = mc_param(g, "wpe", c->dtype, SHAPE(3, 8));
+        mc_value pos = mc_iota(g, s->is, s->ir, 1, MC_I32);
+        return OUTPUTS(g, mc_add(g, mc_gather(g, wte, ids, 0), mc_gather(g, wpe, pos, 0)));
+    }
+    mc_value x = mc_input(g, "x", c->dtype, s->xs, s->xr);
+    mc_value idx = mc_input(g, "idx", MC_I32, s->is, s->ir);
+    mc_value y = mc_gather(g, x, idx, s->axis);
+    return OUTPUTS(g, s->family == 2 ? mc_sum(g, y, AXES(-1), false) : y);
+}
+
+static void prepare_gather(const op_case *c, void *const *in)
+{
+    const gather_spec *s = &gather_specs[c->variant];
+    int64_t n = 1;
+    for (int d = 0; d < s->ir; d++)
+        n *= s->is[d];
+    for (int64_t i = 0; i < n; i++)
+        mc_store_element(in[s->family == 1 ? 0 : 1], MC_I32, i, s->idx[i]);
+}
+
+/* x[a.., idx[j..], b..] from the definition, one output element at a time. */
+static void gather_ref(const double *x, const int64_t *xs, int xr, const double *idx, const int64_t *is, int ir,
+                       int axis, double *out)
+{
+    int64_t outer = 1, inner = 1, ni = 1;
+    for (int d = 0; d < axis; d++)
+        outer *= xs[d];
+    for (int d = axis + 1; d < xr; d++)
+        inner *= xs[d];
+    for (int d = 0; d < ir; d++)
+        ni *= is[d];
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < ni; j++) {
+            int64_t i = (int64_t)idx[j];
+            if (i < 0)
+                i += xs[axis];
+            for (int64_t b = 0; b < inner; b++)
+                out[(o * ni + j) * inner + b] = x[(o * xs[axis] + i) * inner + b];
+        }
+}
+
+static void expect_gather(const op_case *c, double *const *in, double **out)
+{
+    const gather_spec *s = &gather_specs[c->variant];
+    int axis = s->axis < 0 ? s->axis + s->xr : s->axis;
+    if (s->family == 1) {
+        double t[6 * 8], p[6 * 8], pos[6];
+        for (int e = 0; e < 6; e++)
+            pos[e] = e % 3;
+        gather_ref(in[1], s->xs, s->xr, in[0], s->is, s->ir, 0, t);
+        gather_ref(in[2], (const int64_t[]){3, 8}, 2, pos, s->is, s->ir, 0, p);
+        for (int e = 0; e < 48; e++)
+            out[0][e] = t[e] + p[e];
+        return;
+    }
+    if (s->family == 2) {
+        double y[4 * 5];
+        gather_ref(in[0], s->xs, s->xr, in[1], s->is, s->ir, axis, y);
+        for (int r = 0; r < 4; r++) {
+            out[0][r] = 0;
+            for (int k = 0; k < 5; k++)
+                out[0][r] += y[r * 5 + k];
+        }
+        return;
+    }
+    gather_ref(in[0], s->xs, s->xr, in[1], s->is, s->ir, axis, out[0]);
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 #define CASE(name, family, dt, v) \
     {name, build_##family, expect_##family, NULL, MC_##dt, 0, NULL, NULL, NULL, NULL, v, false, 0, NULL}
 
+#define GATHER(name, dt, v) \
+    {name, build_gather, expect_gather, prepare_gather, MC_##dt, 0, NULL, NULL, NULL, NULL, v, false, 0, NULL}
+
 static const op_case cases[] = {
+    GATHER("gather_axis0", F32, 0), GATHER("gather_axis1_rank2_idx_negative", F32, 1),
+    GATHER("gather_scalar_index_last_axis", F32, 2), GATHER("gather_embedding_plus_position", F32, 3),
+    GATHER("gather_then_sum", F32, 4), GATHER("gather_i32", I32, 1), GATHER("gather_f16", F16, 0),
+    GATHER("gather_bf16_embedding", BF16, 3),
     CASE("matmul_2d", matmul, F32, 0), CASE("matmul_batched", matmul, F32, 1),
     CASE("matmul_batch_broadcast", matmul, F32, 2), CASE("matmul_rank2_by_rank3", matmul, F32, 3),
     CASE("matmul_f16", matmul, F16, 4), CASE("matmul_bf16_rank3_by_rank2", matmul, BF16, 5),

@@ -458,6 +458,12 @@ static void test_more_operator_errors(void **state)
     OP_ERROR("y = cumsum(x)", "4:5", "'cumsum' needs the attribute axis");
     OP_ERROR("y = cumsum(x, axis=2)", "4:5", "cumsum: axis=2 is out of range for rank 2 (expected -2..1)");
     OP_ERROR("y = cumsum(b, axis=0)", "4:5", "cumsum: bool is not supported");
+    OP_ERROR("y = gather(x, x)", "4:5", "gather: idx must be i32, not f32 (use cast)");
+    OP_ERROR("y = gather(x, i, axis=2)", "4:5", "gather: axis=2 is out of range for rank 2 (expected -2..1)");
+    OP_ERROR("y = gather(b, i)", "4:5", "gather: bool is not supported (gather takes f32, f16, bf16 or i32");
+    OP_ERROR("y = gather(x, 1.5)", "4:15", "number '1.5' is used with an i32 operand and must be an integer");
+    OP_ERROR("y = gather(x, i, keepdim=true)", "4:18", "unknown attribute 'keepdim' for 'gather' (it takes axis)");
+    OP_ERROR("y = gather(x)", "4:5", "gather");
 #undef OP_ERROR
     h = "input x : f32[2, 3]\ninput i : i32[2]\ninput q : f32[1, 4, 5, 5]\nparam w : f32[3, 4, 3]\n"
         "param w2 : f32[6, 2, 3, 3]\nparam s : f32[4]\n";

@@ -192,6 +192,13 @@ static mc_value reduction(gen *G, mc_value x)
     case 0: /* now and then a running sum (argmax and argmin jump: not generated) */
         if (pick(&G->r, 4) == 0)
             return mc_cumsum(G->g, x, axes[0]);
+        if (pick(&G->r, 4) == 0) { /* a gather of the last k entries of an axis, backwards,
+                                    * through negative indices made in the graph: -1, -2, .. */
+            int d = axes[0] < 0 ? axes[0] + n->rank : axes[0];
+            int64_t k = n->shape[d] < 3 ? n->shape[d] : 3;
+            mc_value idx = mc_sub(G->g, mc_scalar(G->g, -1.0, MC_I32), mc_iota(G->g, &k, 1, 0, MC_I32));
+            return mc_gather(G->g, x, idx, axes[0]);
+        }
         return mc_sum(G->g, x, all ? NULL : axes, na, keep);
     case 1: return mc_max(G->g, x, all ? NULL : axes, na, keep);
     case 2: return mc_min(G->g, x, all ? NULL : axes, na, keep);

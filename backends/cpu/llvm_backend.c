@@ -67,6 +67,8 @@ typedef struct cpu_state {
     int nthreads;
     void *scratch;            /* nthreads * scratch_stride bytes */
     size_t scratch_stride;
+    int32_t gather_error[2];  /* a failed gather's check + 1 (0: none) and its index; every
+                                 kernel's args[nlocal + 1] points here (llvm_block.c) */
 } cpu_state;
 
 /* ---- building the module ------------------------------------------------------------------ */
@@ -338,8 +340,9 @@ static mc_status allocate(cpu_state *s, const kir_program *kp)
     s->scratch = total ? aligned_zalloc((size_t)total) : NULL;
     for (int i = 0; i < kp->nkernels; i++) {
         cpu_kernel *k = &s->kernels[i];
-        if (!(k->args = calloc((size_t)k->nlocal + 1, sizeof *k->args)))
+        if (!(k->args = calloc((size_t)k->nlocal + 2, sizeof *k->args)))
             return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
+        k->args[k->nlocal + 1] = s->gather_error;
         if (k->info.packed_b.bytes <= 0)
             continue;
         if (!(k->packed = aligned_zalloc((size_t)k->info.packed_b.bytes)))
@@ -544,12 +547,15 @@ static mc_status cpu_run(mc_program *p)
         return st;
     bind_buffers(p, s);
     pack_params(p, s);
+    s->gather_error[0] = s->gather_error[1] = 0;
     for (int i = 0; i < s->nkernels; i++) {
         if (p->kernel_clock)
             p->kernel_clock[2 * i] = mc_now_ms();
         run_kernel(s, i);
         if (p->kernel_clock)
             p->kernel_clock[2 * i + 1] = mc_now_ms();
+        if (s->gather_error[0] != 0) /* the pool's threads are done: their stores are visible */
+            return kir_check_fail(p->kp, p->graph, s->gather_error[0] - 1, s->gather_error[1]);
     }
     for (int b = 0; b < p->kp->nbuffers; b++)
         if (p->dirty)
@@ -568,7 +574,10 @@ static mc_status cpu_run_kernel(mc_program *p, int kernel)
     if (st != MC_OK)
         return st;
     pack_params(p, s);
+    s->gather_error[0] = 0;
     run_kernel(s, kernel);
+    if (s->gather_error[0] != 0)
+        return kir_check_fail(p->kp, p->graph, s->gather_error[0] - 1, s->gather_error[1]);
     return MC_OK;
 }
 

@@ -8,7 +8,9 @@
  * or subtract of a product computed in the same block becomes one llvm.fmuladd (x * s + b): the
  * bandwidth-bound kernels are, on two cores, close to compute-bound too. A loop kernel's plan
  * (llvm_plan.c) may also ask a block to keep values in, or take them from, the row cache, and
- * to compute exp(x - max) in a row whose range is known (llvm_emit_block_planned).
+ * to compute exp(x - max) in a row whose range is known (llvm_emit_block_planned). A gather
+ * checks its index, records a failure in the error word the runtime reads after the kernel, and
+ * loads whole vectors where its index is the same in every lane (an embedding's row).
  */
 #include "backends/cpu/llvm.h"
 
@@ -272,6 +274,119 @@ static LLVMValueRef operand(llvm_ctx *c, const kir_kernel *k, int blk, int src, 
     return cur[src];
 }
 
+/* ---- gathers ------------------------------------------------------------------------------ */
+
+/* Whether instruction i of block blk has one value across the lanes of the point: it reads
+ * nothing that moves along the vector axis. An embedding's index is such a value (one token
+ * per row of the table), so its row is read as whole vectors. */
+static bool lane_uniform(const kir_kernel *k, int blk, int i, const llvm_point *pt, const LLVMValueRef *row,
+                         int depth)
+{
+    if (pt->width == 1 || (row && llvm_block_of(k, i) != blk))
+        return true;
+    if (depth > 16)
+        return false;
+    const kir_instr *in = &k->code[i];
+    switch (in->kind) {
+    case KI_CONST: case KI_ROWVAL: return true;
+    case KI_LOAD: return pt->stride[in->view][pt->lane_dim] == 0;
+    case KI_INDEX: return (pt->dim_of ? pt->dim_of[in->view] : in->view) != pt->lane_dim;
+    case KI_ACC: return false;
+    case KI_GATHER:
+        return pt->stride[in->view][pt->lane_dim] == 0 && lane_uniform(k, blk, in->arg[0], pt, row, depth + 1);
+    case KI_OP: {
+        int nin = in->op == MC_OP_CAST ? 1 : mc_op_table[in->op].min_in;
+        for (int a = 0; a < nin; a++)
+            if (!lane_uniform(k, blk, in->arg[a], pt, row, depth + 1))
+                return false;
+        return true;
+    }
+    }
+    return false;
+}
+
+/* Where any of the lanes' indices is out of range: record check `check` and the first such
+ * index in the error word (buffers[nbuffers + 1], llvm_backend.c), unless another check was
+ * recorded first; then go on (the lanes read index 0). */
+static void gather_record_failure(llvm_ctx *c, LLVMValueRef any_bad, LLVMValueRef bad, LLVMValueRef idx, int w,
+                                  int check)
+{
+    LLVMBasicBlockRef fail = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "gather_out_of_range");
+    LLVMBasicBlockRef record = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "gather_record");
+    LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "gather_ok");
+    LLVMBuildCondBr(B, any_bad, fail, cont);
+    LLVMPositionBuilderAtEnd(B, fail);
+    LLVMValueRef at = llvm_const_i64(c, c->kp->nbuffers + 1);
+    LLVMValueRef slot = LLVMBuildGEP2(B, c->t_ptr_i8, LLVMGetParam(c->fn, 0), &at, 1, "");
+    LLVMValueRef word = LLVMBuildBitCast(B, LLVMBuildLoad2(B, c->t_ptr_i8, slot, ""),
+                                         LLVMPointerType(c->t_i32, 0), "gather_error");
+    LLVMValueRef first = idx;
+    if (w > 1) {
+        first = llvm_const_i32(c, 0, 1);
+        for (int l = w - 1; l >= 0; l--) {
+            LLVMValueRef lane = llvm_const_i32(c, l, 1);
+            first = LLVMBuildSelect(B, LLVMBuildExtractElement(B, bad, lane, ""),
+                                    LLVMBuildExtractElement(B, idx, lane, ""), first, "");
+        }
+    }
+    LLVMValueRef cx = LLVMBuildAtomicCmpXchg(B, word, llvm_const_i32(c, 0, 1), llvm_const_i32(c, check + 1, 1),
+                                             LLVMAtomicOrderingMonotonic, LLVMAtomicOrderingMonotonic, 0);
+    LLVMBuildCondBr(B, LLVMBuildExtractValue(B, cx, 1, ""), record, cont);
+    LLVMPositionBuilderAtEnd(B, record);
+    LLVMValueRef one = llvm_const_i64(c, 1);
+    LLVMSetAlignment(LLVMBuildStore(B, first, LLVMBuildInBoundsGEP2(B, c->t_i32, word, &one, 1, "")), 4);
+    LLVMBuildBr(B, cont);
+    LLVMPositionBuilderAtEnd(B, cont);
+}
+
+/* A gather (kir.h): the index checked and wrapped, then the view's element that far along the
+ * gathered axis: whole vectors where the index is the same in every lane, else lane by lane. */
+static LLVMValueRef emit_gather(llvm_ctx *c, const kir_kernel *k, int blk, const kir_instr *in, LLVMValueRef base,
+                                const llvm_point *pt, LLVMValueRef *cur, LLVMValueRef *row)
+{
+    int w = pt->width, v = in->view;
+    LLVMValueRef idx = operand(c, k, blk, in->arg[0], cur, row, w);
+    bool uniform = lane_uniform(k, blk, in->arg[0], pt, row, 0);
+    int lanes = uniform ? 1 : w;
+    LLVMValueRef i = uniform && w > 1 ? LLVMBuildExtractElement(B, idx, llvm_const_i32(c, 0, 1), "") : idx;
+    LLVMTypeRef t64 = lanes > 1 ? LLVMVectorType(c->t_i64, (unsigned)lanes) : c->t_i64;
+    LLVMValueRef wide = LLVMBuildSExt(B, i, t64, "");
+    LLVMValueRef n = llvm_splat(c, llvm_const_i64(c, in->size), lanes), zero = LLVMConstNull(t64);
+    LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, wide, zero, "");
+    LLVMValueRef wrapped = LLVMBuildAdd(B, wide, LLVMBuildSelect(B, neg, n, zero, ""), "");
+    LLVMValueRef bad = LLVMBuildICmp(B, LLVMIntUGE, wrapped, n, "gather_bad");
+    LLVMValueRef safe = LLVMBuildSelect(B, bad, zero, wrapped, "");
+    LLVMValueRef any = bad;
+    if (lanes > 1) {
+        LLVMTypeRef bt = LLVMTypeOf(bad);
+        any = llvm_call_intrinsic(c, "llvm.vector.reduce.or", &bt, 1, &bad, 1);
+    }
+    gather_record_failure(c, any, bad, i, lanes, in->check);
+    LLVMValueRef stride = llvm_splat(c, llvm_const_i64(c, in->stride), lanes);
+    LLVMValueRef step = LLVMBuildMul(B, safe, stride, "");
+    if (uniform) {
+        /* the view's offset moved by the index for this one load, then put back */
+        LLVMValueRef at = pt->view_offset[v];
+        pt->view_offset[v] = LLVMBuildAdd(B, at, step, "");
+        LLVMValueRef r = llvm_load_view(c, k, v, base, pt);
+        pt->view_offset[v] = at;
+        return r;
+    }
+    mc_dtype d = c->kp->buffers[k->views[v].buffer].dtype;
+    LLVMTypeRef elem = storage_type(c, d);
+    int64_t s = pt->stride[v][pt->lane_dim];
+    LLVMValueRef raw = LLVMGetUndef(LLVMVectorType(elem, (unsigned)w));
+    for (int l = 0; l < w; l++) {
+        LLVMValueRef lane = llvm_const_i32(c, l, 1);
+        LLVMValueRef o = LLVMBuildAdd(B, pt->view_offset[v], llvm_const_i64(c, s * l), "");
+        o = LLVMBuildAdd(B, o, LLVMBuildExtractElement(B, step, lane, ""), "");
+        LLVMValueRef e = LLVMBuildLoad2(B, elem, element_ptr(c, elem, base, o), "");
+        LLVMSetAlignment(e, (unsigned)mc_dtype_size(d));
+        raw = LLVMBuildInsertElement(B, raw, e, lane, "");
+    }
+    return from_storage(c, d, raw, w);
+}
+
 /* x * y - m where m is a row's max or min (softmax's x * scale - max) must be exactly 0 at the
  * extremal element, as it is when the product is rounded before the subtraction; a multiply-add
  * gives instead the product's rounding error, which is not small in absolute terms (about 1e30
@@ -371,6 +486,11 @@ void llvm_emit_block_planned(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValu
         case KI_LOAD: {
             LLVMValueRef base = llvm_buffer_base(c, buffers, bases, k->views[in->view].buffer);
             v = llvm_load_view(c, k, in->view, base, pt);
+            break;
+        }
+        case KI_GATHER: {
+            LLVMValueRef base = llvm_buffer_base(c, buffers, bases, k->views[in->view].buffer);
+            v = emit_gather(c, k, blk, in, base, pt, cur, row);
             break;
         }
         case KI_CONST: v = llvm_const_value(c, in->dtype, in->value, w); break;

@@ -56,7 +56,7 @@ static void views_in_loops(const kir_kernel *k, bool pointwise, bool *in_loop)
     for (int v = 0; v < k->nviews; v++)
         in_loop[v] = pointwise;
     for (int i = 0; i < k->ncode; i++)
-        if (k->code[i].kind == KI_LOAD && k->blocks[llvm_block_of(k, i)].loop)
+        if ((k->code[i].kind == KI_LOAD || k->code[i].kind == KI_GATHER) && k->blocks[llvm_block_of(k, i)].loop)
             in_loop[k->code[i].view] = true;
     for (int s = 0; s < k->nstores; s++)
         if (k->blocks[k->stores[s].block].loop)
@@ -83,7 +83,8 @@ static bool buffers_alias(const kir_program *kp, int a, int b)
 static bool kernel_reads(const kir_program *kp, const kir_kernel *k, int buf)
 {
     for (int i = 0; i < k->ncode; i++)
-        if (k->code[i].kind == KI_LOAD && buffers_alias(kp, k->views[k->code[i].view].buffer, buf))
+        if ((k->code[i].kind == KI_LOAD || k->code[i].kind == KI_GATHER) &&
+            buffers_alias(kp, k->views[k->code[i].view].buffer, buf))
             return true;
     return false;
 }
@@ -246,7 +247,7 @@ static bool same_value(const kir_kernel *k, const bool *stored, int i, int j)
     }
     case KI_CONST: return a->value == b->value;
     case KI_INDEX: case KI_ROWVAL: return a->view == b->view;
-    case KI_ACC: return false;
+    case KI_ACC: case KI_GATHER: return false;
     case KI_OP: {
         if (a->op != b->op)
             return false;
@@ -290,7 +291,7 @@ static bool propagates_nan(const kir_kernel *k, const kir_instr *in)
     case MC_OP_EQ: case MC_OP_NE: case MC_OP_LT: case MC_OP_LE: case MC_OP_GT: case MC_OP_GE:
     case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
     case MC_OP_WHERE: case MC_OP_SUM: case MC_OP_MEAN: case MC_OP_MAX: case MC_OP_MIN:
-    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM:
+    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER:
     case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX: case MC_OP_LAYERNORM: case MC_OP_RMSNORM:
     case MC_OP_MATMUL: case MC_OP_LINEAR: case MC_OP_TRANSPOSE: case MC_OP_RESHAPE:

@@ -23,8 +23,9 @@ typedef struct mc_cuda_target {
 
 /* A rendered kernel: source, entry point, launch shape and the parameters it takes. Parameter
  * i is the device address of kp buffer param[i], or of the GEMM scratch buffer where param[i]
- * is MC_CUDA_PARAM_SCRATCH. */
+ * is MC_CUDA_PARAM_SCRATCH, or of the error word where it is MC_CUDA_PARAM_ERROR. */
 #define MC_CUDA_PARAM_SCRATCH (-1)
+#define MC_CUDA_PARAM_ERROR (-2) /* the gathers' error word (int[2]: check + 1, index) */
 typedef struct mc_cuda_code {
     mc_strbuf src;     /* the whole translation unit: prelude, then the kernel */
     size_t body;       /* offset of the kernel after the prelude (for dumps) */

@@ -208,7 +208,7 @@ static bool emit_store(actx *c)
             if (!mc_c_op_expr(sb, k, in, operand_name, c))
                 return false;
             break;
-        case KI_LOAD: case KI_INDEX: case KI_ROWVAL:
+        case KI_LOAD: case KI_INDEX: case KI_ROWVAL: case KI_GATHER:
             return false; /* lowering makes none: the row block is the accumulator's store */
         }
         mc_sb_puts(sb, ";\n");

@@ -55,6 +55,9 @@ typedef struct cuda_state {
     size_t *buf_bytes;
     const mc_cuda_gemm_plan **pitched; /* per kp buffer: the GEMM plan that pads its rows, or NULL */
     CUdeviceptr scratch, workspace;
+    CUdeviceptr gather_error; /* int[2]: a failed gather's check + 1 (0: none) and its index;
+                                 0 when the program has no gathers */
+    int32_t gather_seen[2];   /* its copy on the host after a run */
     mc_cuda_target target;
     char device_name[128];
     mc_cuda_kernel_plan *plans;
@@ -144,6 +147,9 @@ static mc_status layout_memory(mc_program *p, cuda_state *s, size_t *scratch_byt
     size_t ws_at = total;
     if (need_workspace)
         total += MC_LT_WORKSPACE_BYTES;
+    size_t err_at = total;
+    if (kp->nchecks > 0)
+        total += 256;
     /* padded GEMMs read a little past their weights (cuda_gemm.c): keep it inside */
     size_t slack = 0;
     for (int b = 0; b < kp->nbuffers; b++)
@@ -171,6 +177,10 @@ static mc_status layout_memory(mc_program *p, cuda_state *s, size_t *scratch_byt
     s->scratch = s->mem + scratch_at;
     s->workspace = need_workspace ? s->mem + ws_at : 0;
     free(off);
+    if (kp->nchecks > 0) {
+        s->gather_error = s->mem + err_at;
+        CU_CHECK(s->cu->cuMemsetD8Async(s->gather_error, 0, 8, s->stream), "clearing the gathers' error word");
+    }
     return MC_OK;
 }
 
@@ -196,7 +206,7 @@ static mc_status add_kernel_step(cuda_state *s, int ki, const mc_cuda_code *code
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     for (int i = 0; i < code->nparams; i++) {
         int b = code->param[i];
-        st->argv[i] = b == MC_CUDA_PARAM_SCRATCH ? s->scratch : s->buf[b];
+        st->argv[i] = b == MC_CUDA_PARAM_SCRATCH ? s->scratch : b == MC_CUDA_PARAM_ERROR ? s->gather_error : s->buf[b];
         st->args[i] = &st->argv[i];
     }
     return MC_OK;
@@ -601,7 +611,17 @@ static mc_status cuda_run(mc_program *p)
         CU_CHECK(s->cu->cuMemcpyDtoHAsync(p->host[b], s->buf[b], s->buf_bytes[b], s->stream),
                  "copying an output from the GPU");
     }
-    return sync_stream(s, "running the program");
+    if (!s->gather_error)
+        return sync_stream(s, "running the program");
+    CU_CHECK(s->cu->cuMemcpyDtoHAsync(s->gather_seen, s->gather_error, sizeof s->gather_seen, s->stream),
+             "reading the gathers' error word");
+    if ((st = sync_stream(s, "running the program")) != MC_OK || s->gather_seen[0] == 0)
+        return st;
+    /* an index out of range: clear the word for the next run, then say which */
+    CU_CHECK(s->cu->cuMemsetD8Async(s->gather_error, 0, 8, s->stream), "clearing the gathers' error word");
+    if ((st = sync_stream(s, "running the program")) != MC_OK)
+        return st;
+    return kir_check_fail(kp, p->graph, s->gather_seen[0] - 1, s->gather_seen[1]);
 }
 
 static mc_status cuda_time(mc_program *p, int iters, double *median_us)

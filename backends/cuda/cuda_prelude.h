@@ -30,6 +30,16 @@ static const char mc_cuda_prelude[] =
     "MC_D __nv_bfloat16 mc_cvt_bf16(float x) { return __float2bfloat16_rn(x); }\n"
     "MC_D int mc_cvt_i32(int x) { return x; }\n"
     "MC_D bool mc_cvt_bool(bool x) { return x; }\n"
+    /* a gather's index (kir.h): wrapped when negative; one outside [-n, n) records check + 1
+     * and itself in err[0..1] (the first to get there) and reads index 0 */
+    "MC_D long long mc_gather_index(int i, long long n, int *err, int check) {\n"
+    "  long long w = i < 0 ? (long long)i + n : (long long)i;\n"
+    "  if (w < 0 || w >= n) {\n"
+    "    if (atomicCAS(err, 0, check) == 0) err[1] = i;\n"
+    "    w = 0;\n"
+    "  }\n"
+    "  return w;\n"
+    "}\n"
     /* casts */
     "MC_D float mc_round_f16(float x) { return __half2float(__float2half_rn(x)); }\n"
     "MC_D float mc_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }\n"

@@ -50,6 +50,7 @@ typedef struct rctx {
     int u;             /* pointwise: which of the thread's unrolled chunks (vector loads are
                           arrays L<v>[u]); -1 elsewhere */
     int phase;         /* emit_chunk: 0 everything, 1 vector loads only, 2 all but those */
+    bool *gather_vec;  /* per instruction: a gather read as one vector per chunk (G<i>) */
 } rctx;
 
 /* Measured on an H200 (docs/PERFORMANCE.md): a grid of one chunk group per thread, scheduled
@@ -282,6 +283,26 @@ static bool emit_value_unsaturated(rctx *c, int i, int k_iter)
     case KI_ROWVAL:
         mc_sb_printf(sb, "rv%d", ins->view);
         return true;
+    case KI_GATHER: {
+        int v = ins->view;
+        if (c->j >= 0 && c->gather_vec && c->gather_vec[i]) {
+            mc_sb_printf(sb, "mc_ld(G%d.x[%d])", i, c->j);
+            return true;
+        }
+        if (c->j >= 0) {
+            int64_t s = k->views[v].stride[k->rank - 1];
+            mc_sb_printf(sb, "mc_ld(p%d[o%d", c->view_param[v], v);
+            if (c->j > 0 && s != 0)
+                mc_sb_printf(sb, " + (%s)%lld", c->I, (long long)(s * c->j));
+        } else {
+            mc_sb_printf(sb, "mc_ld(p%d[rb%d", c->view_param[v], v);
+        }
+        mc_sb_printf(sb, " + (%s)mc_gather_index(", c->I);
+        operand_name(sb, ins->arg[0], c);
+        mc_sb_printf(sb, ", %lldLL, mc_err, %d) * (%s)%lld])", (long long)ins->size, ins->check + 1, c->I,
+                     (long long)ins->stride);
+        return true;
+    }
     case KI_ACC:
         if (c->acc_scratch && c->V > 1 && c->u >= 0)
             mc_sb_printf(sb, "mc_ld(LA[%d].x[%d])", c->u, c->j);
@@ -375,6 +396,15 @@ static bool emit_chunk(rctx *c, int b, int k_iter, int depth)
         c->j = j;
         for (int i = blk->first; i < blk->first + blk->count; i++) {
             const kir_instr *ins = &k->code[i];
+            if (j == 0 && c->gather_vec && c->gather_vec[i]) {
+                /* the chunk's index is one value: its V elements are one vector load */
+                const char *st = storage_type(view_buffer(c, ins->view)->dtype);
+                mc_sb_printf(sb, "%sconst mc_vec<%s, %d> G%d = *(const mc_vec<%s, %d> *)(p%d + o%d + (%s)mc_gather_index(",
+                             in, st, c->V, i, st, c->V, c->view_param[ins->view], ins->view, c->I);
+                operand_name(sb, ins->arg[0], c);
+                mc_sb_printf(sb, ", %lldLL, mc_err, %d) * (%s)%lld);\n", (long long)ins->size, ins->check + 1, c->I,
+                             (long long)ins->stride);
+            }
             mc_sb_printf(sb, "%sconst %s v%d_%d = ", in, mc_c_arith_type(ins->dtype), i, j);
             if (!emit_value(c, i, k_iter))
                 return false;
@@ -439,6 +469,31 @@ static bool emit_chunk(rctx *c, int b, int k_iter, int depth)
     return true;
 }
 
+/* Does instruction i have one value across a chunk (nothing it reads moves along the
+ * innermost dimension)? */
+static bool chunk_uniform(const kir_kernel *k, int i, int depth)
+{
+    const kir_instr *in = &k->code[i];
+    if (depth > 16)
+        return false;
+    switch (in->kind) {
+    case KI_CONST: case KI_ROWVAL: return true;
+    case KI_LOAD: return k->views[in->view].stride[k->rank - 1] == 0;
+    case KI_INDEX: return in->view != k->rank - 1;
+    case KI_ACC: return false;
+    case KI_GATHER:
+        return k->views[in->view].stride[k->rank - 1] == 0 && chunk_uniform(k, in->arg[0], depth + 1);
+    case KI_OP: {
+        int nin = in->op == MC_OP_CAST ? 1 : mc_op_table[in->op].min_in;
+        for (int a = 0; a < nin; a++)
+            if (!chunk_uniform(k, in->arg[a], depth + 1))
+                return false;
+        return true;
+    }
+    }
+    return false;
+}
+
 /* Which views does block b (or, with b < 0, the whole kernel) use? */
 static void mark_used(const kir_kernel *k, int b, bool *used)
 {
@@ -447,7 +502,7 @@ static void mark_used(const kir_kernel *k, int b, bool *used)
         for (int bb = 0; bb < k->nblocks && !in; bb++)
             if (bb == b && i >= k->blocks[bb].first && i < k->blocks[bb].first + k->blocks[bb].count)
                 in = true;
-        if (in && k->code[i].kind == KI_LOAD)
+        if (in && (k->code[i].kind == KI_LOAD || k->code[i].kind == KI_GATHER))
             used[k->code[i].view] = true;
     }
     for (int s = 0; s < k->nstores; s++)
@@ -473,6 +528,9 @@ static void emit_view_offsets(rctx *c, int b, int d0, int depth, bool row_base)
         bool stored = false;
         for (int s = 0; s < k->nstores; s++)
             if (k->stores[s].block == b && k->stores[s].view == v)
+                stored = true;
+        for (int i = 0; i < k->ncode; i++) /* a gather addresses through o<v> too */
+            if (k->code[i].kind == KI_GATHER && k->code[i].view == v)
                 stored = true;
         if (c->cached[cv] && c->cache_filled[cv] && !stored)
             continue;
@@ -515,6 +573,10 @@ static void emit_signature(rctx *c, mc_cuda_code *out, int block_threads)
         if (b == MC_CUDA_PARAM_SCRATCH) {
             mc_sb_printf(sb, "const %s *%sacc_p", storage_type(c->acc_dtype),
                          restrict_ok ? "__restrict__ " : "");
+            continue;
+        }
+        if (b == MC_CUDA_PARAM_ERROR) {
+            mc_sb_puts(sb, "int *mc_err");
             continue;
         }
         bool written = false;
@@ -922,6 +984,19 @@ void mc_cuda_code_free(mc_cuda_code *c)
     memset(c, 0, sizeof *c);
 }
 
+/* The gathers of a pointwise kernel whose chunk reads V consecutive elements at one index (an
+ * embedding's row): one vector load each. choose_vec already made the view's offset and
+ * strides multiples of V; the gathered axis's stride must be one too. */
+static void plan_gather_vectors(rctx *c)
+{
+    const kir_kernel *k = c->k;
+    for (int i = 0; i < k->ncode; i++) {
+        const kir_instr *in = &k->code[i];
+        c->gather_vec[i] = in->kind == KI_GATHER && view_vectorized(c, in->view) && in->stride % c->V == 0 &&
+                           chunk_uniform(k, in->arg[0], 0);
+    }
+}
+
 mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
                          const mc_cuda_gemm_plan *gemm, mc_cuda_code *out)
 {
@@ -939,7 +1014,7 @@ mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t,
     c.cached = calloc((size_t)nv, 1);
     c.cache_filled = calloc((size_t)nv, 1);
     c.instr_block = calloc((size_t)k->ncode + 1, sizeof(int));
-    out->param = calloc((size_t)nv + 1, sizeof(int));
+    out->param = calloc((size_t)nv + 2, sizeof(int));
     bool *used = calloc((size_t)nv, 1);
     mc_status st = MC_OK;
     if (!c.view_param || !c.canon || !c.cached || !c.cache_filled || !c.instr_block ||
@@ -985,6 +1060,11 @@ mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t,
         c.acc_param = out->nparams;
         out->param[out->nparams++] = MC_CUDA_PARAM_SCRATCH;
     }
+    bool gathers = false;
+    for (int i = 0; i < k->ncode; i++)
+        gathers |= k->code[i].kind == KI_GATHER;
+    if (gathers)
+        out->param[out->nparams++] = MC_CUDA_PARAM_ERROR;
     /* 32-bit indices unless an offset can pass 2^31 */
     int64_t maxoff = shape_prod(k, 0, k->rank);
     for (int v = 0; v < k->nviews; v++) {
@@ -1015,6 +1095,14 @@ mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t,
         free(vused);
     }
     out->vec = c.V;
+    if (gathers && c.V > 1 && k->category == KIR_POINTWISE) {
+        c.gather_vec = calloc((size_t)k->ncode, sizeof *c.gather_vec);
+        if (!c.gather_vec) {
+            st = mc_fail(MC_ERR_SYSTEM, "out of memory rendering CUDA kernel %s", k->name);
+            goto done;
+        }
+        plan_gather_vectors(&c);
+    }
     sanitize_name(k->name, out->entry, sizeof out->entry);
     mc_strbuf *sb = &out->src;
     mc_sb_puts(sb, mc_cuda_prelude);
@@ -1041,6 +1129,7 @@ mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t,
         st = mc_fail(MC_ERR_SYSTEM, "internal error: kernel %s has IR the CUDA renderer cannot "
                                     "express", k->name);
 done:
+    free(c.gather_vec);
     free(c.view_param);
     free(c.canon);
     free(c.cached);

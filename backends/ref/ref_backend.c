@@ -9,7 +9,8 @@
  * (mc_saturate_to_dtype), and every store to the buffer's dtype, so the only difference from
  * the generated code is the order of floating-point sums. Inputs, params and outputs are the
  * program's host arrays; intermediates live in one arena laid out by the memory plan, so a
- * planning bug shows up here as wrong numbers. Every access is bounds-checked. An attention
+ * planning bug shows up here as wrong numbers. Every access is bounds-checked. A gather's
+ * index outside its range fails the run when its kernel is done (the index read is 0). An attention
  * kernel is computed in float64 the straightforward way, a whole row of scores at a time:
  * scores, their steps, softmax (max, exp, sum: a row whose scores are all -inf gives NaN, as the
  * unfused graph does), then each output element's sum over the keys; nothing is skipped.
@@ -63,6 +64,8 @@ typedef struct {
     int64_t idx[MC_MAX_RANK];
     double *val, *rowval, *acc;
     double attn_acc;  /* attention: the output at the current point */
+    int failed_check; /* the first gather check that failed, or -1 */
+    int64_t failed_index;
 } kctx;
 
 static int64_t element(const kctx *c, const kir_view *v, int ndims)
@@ -78,6 +81,23 @@ static double load(const kctx *c, int view)
 {
     const kir_view *v = &c->k->views[view];
     return mc_load_element(c->data[v->buffer], c->kp->buffers[v->buffer].dtype, element(c, v, c->k->rank));
+}
+
+/* A gather (kir.h): an index outside [-n, n) records the check and reads index 0. */
+static double gather(kctx *c, const kir_instr *in)
+{
+    int64_t i = (int64_t)c->val[in->arg[0]], w = i < 0 ? i + in->size : i;
+    if (w < 0 || w >= in->size) {
+        if (c->failed_check < 0) {
+            c->failed_check = in->check;
+            c->failed_index = i;
+        }
+        w = 0;
+    }
+    const kir_view *v = &c->k->views[in->view];
+    int64_t off = element(c, v, c->k->rank) + w * in->stride;
+    MC_ASSERT(off >= 0 && off < c->kp->buffers[v->buffer].numel);
+    return mc_load_element(c->data[v->buffer], c->kp->buffers[v->buffer].dtype, off);
 }
 
 static double gemm_acc(const kctx *c)
@@ -111,6 +131,7 @@ static void run_block(kctx *c, const kir_block *bl)
         double r = 0;
         switch (in->kind) {
         case KI_LOAD: r = load(c, in->view); break;
+        case KI_GATHER: r = gather(c, in); break;
         case KI_CONST: r = mc_round_to_dtype(in->value, in->dtype); break;
         case KI_INDEX: r = (double)c->idx[in->view]; break;
         case KI_ROWVAL: r = mc_saturate_to_dtype(c->rowval[in->view], in->dtype); break;
@@ -222,9 +243,9 @@ static mc_status run_attention(kctx *c)
     return MC_OK;
 }
 
-static mc_status run_kernel(const kir_program *kp, const kir_kernel *k, void **data)
+static mc_status run_kernel(const kir_program *kp, const kir_kernel *k, void **data, const mc_graph *g)
 {
-    kctx c = {.kp = kp, .k = k, .data = data};
+    kctx c = {.kp = kp, .k = k, .data = data, .failed_check = -1};
     c.val = calloc((size_t)(k->ncode > 0 ? k->ncode : 1), sizeof *c.val);
     c.rowval = calloc((size_t)(k->nreds > 0 ? k->nreds : 1), sizeof *c.rowval);
     if (!c.val || !c.rowval) {
@@ -271,7 +292,7 @@ static mc_status run_kernel(const kir_program *kp, const kir_kernel *k, void **d
     }
     free(c.val);
     free(c.rowval);
-    return MC_OK;
+    return c.failed_check >= 0 ? kir_check_fail(kp, g, c.failed_check, c.failed_index) : MC_OK;
 }
 
 static mc_status ref_run(mc_program *p)
@@ -280,7 +301,7 @@ static mc_status ref_run(mc_program *p)
     for (int k = 0; k < p->kp->nkernels; k++) {
         if (p->kernel_clock)
             p->kernel_clock[2 * k] = mc_now_ms();
-        mc_status st = run_kernel(p->kp, &p->kp->kernels[k], s->data);
+        mc_status st = run_kernel(p->kp, &p->kp->kernels[k], s->data, p->graph);
         if (p->kernel_clock)
             p->kernel_clock[2 * k + 1] = mc_now_ms();
         if (st != MC_OK)
@@ -296,7 +317,7 @@ static mc_status ref_run(mc_program *p)
 static mc_status ref_run_kernel(mc_program *p, int kernel)
 {
     ref_state *s = p->state;
-    return run_kernel(p->kp, &p->kp->kernels[kernel], s->data);
+    return run_kernel(p->kp, &p->kp->kernels[kernel], s->data, p->graph);
 }
 
 const mc_backend mc_backend_ref = {
