@@ -120,15 +120,26 @@ static void test_gemms(void **state)
     for (int i = 0; i < 3; i++) {
         kir_program *kp = fx_gemms(3, 40, 24, 32, dts[i]);
         mc_cuda_kernel_plan *pl = compile_all(kp);
-        /* 0: bias + gelu_tanh, all in cuBLASLt; w^T is a transposed operand */
-        assert_true(pl[0].gemm.use_lt && pl[0].gemm.full);
-        assert_int_equal(pl[0].gemm.epi, MC_LT_EPI_GELU_BIAS);
+        /* 0: bias + gelu_tanh, all in cuBLASLt for f16/bf16; in f32 cuBLASLt's approximate GELU
+         * would cost accuracy, so the generated epilogue kernel computes it; w^T is a
+         * transposed operand */
+        assert_true(pl[0].gemm.use_lt);
+        if (dts[i] == MC_F32) {
+            assert_false(pl[0].gemm.full);
+            assert_int_equal(pl[0].gemm.epi, MC_LT_EPI_DEFAULT);
+            assert_true(pl[0].has_code);
+            assert_non_null(strstr(pl[0].code.src.data, "mc_gelu_tanh("));
+            assert_non_null(strstr(pl[0].gemm.why_not_full, "gelu_tanh in f32"));
+        } else {
+            assert_true(pl[0].gemm.full);
+            assert_int_equal(pl[0].gemm.epi, MC_LT_EPI_GELU_BIAS);
+            assert_false(pl[0].has_code);
+        }
         assert_true(pl[0].gemm.a.trans);
         assert_false(pl[0].gemm.b.trans);
         /* shared weights over a contiguous batch: one GEMM with the batch folded into M */
         assert_int_equal(pl[0].gemm.batch, 1);
         assert_int_equal(pl[0].gemm.n, 3 * 40);
-        assert_false(pl[0].has_code);
         /* 1: bias then a residual: BIAS with C, beta 1 */
         assert_true(pl[1].gemm.use_lt && pl[1].gemm.full);
         assert_int_equal(pl[1].gemm.epi, MC_LT_EPI_BIAS);
@@ -446,29 +457,44 @@ static void test_attention_kernels(void **state)
                 mc_graph *g;
                 if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
                     fail_msg("%s\n%s", mc_error_message(), text);
-                mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true};
-                kir_program *kp;
-                if (mc_compile_kernels(g, &co, &kp) != MC_OK)
-                    fail_msg("%s", mc_error_message());
-                mc_cuda_kernel_plan *pl = compile_all(kp);
-                int found = 0;
-                for (int k = 0; k < kp->nkernels; k++)
-                    if (kp->kernels[k].category == KIR_ATTENTION) {
-                        found++;
-                        assert_string_equal(pl[k].code.scheme, t == 0 ? "attention-fma" : "attention-mma");
-                        if (t > 0 && d == 128)
-                            assert_true(pl[k].code.smem > 48 * 1024);
+                /* f32 twice: the default kernel (register-blocked up to d = 80) and the previous
+                 * one, which MINIC_CUDA_ATTN_F32=old keeps reachable */
+                for (int old = 0; old <= (t == 0); old++) {
+                    if (old)
+                        setenv("MINIC_CUDA_ATTN_F32", "old", 1);
+                    mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true};
+                    kir_program *kp;
+                    if (mc_compile_kernels(g, &co, &kp) != MC_OK)
+                        fail_msg("%s", mc_error_message());
+                    mc_cuda_kernel_plan *pl = compile_all(kp);
+                    unsetenv("MINIC_CUDA_ATTN_F32");
+                    int found = 0;
+                    for (int k = 0; k < kp->nkernels; k++)
+                        if (kp->kernels[k].category == KIR_ATTENTION) {
+                            found++;
+                            int dv = mask == 0 ? d : d == 128 ? 120 : d + 8;
+                            const char *want = t > 0                          ? "attention-mma"
+                                               : !old && d <= 80 && dv <= 80 ? "attention-fma-split"
+                                                                              : "attention-fma";
+                            assert_string_equal(pl[k].code.scheme, want);
+                            if (t > 0 && d == 128)
+                                assert_true(pl[k].code.smem > 48 * 1024);
+                            /* the split kernel copies 16-byte rows of the QKV projection with
+                             * cp.async, and loads kt (columns of keys) element by element */
+                            if (strcmp(want, "attention-fma-split") == 0)
+                                assert_non_null(strstr(pl[k].code.src.data, mask == 0 ? "mc_cp16(dst" : "x = mc_ld("));
+                        }
+                    if (found != 1) {
+                        kir_print(kp, g, stderr);
+                        fail_msg("%d attention kernels in\n%s", found, text);
                     }
-                if (found != 1) {
-                    kir_print(kp, g, stderr);
-                    fail_msg("%d attention kernels in\n%s", found, text);
+                    kernels += found;
+                    mc_cuda_plans_free(pl, kp->nkernels);
+                    kir_program_free(kp);
                 }
-                kernels += found;
-                mc_cuda_plans_free(pl, kp->nkernels);
-                kir_program_free(kp);
                 mc_graph_free(g);
             }
-    assert_int_equal(kernels, 27);
+    assert_int_equal(kernels, 36);
 }
 #endif
 
@@ -502,6 +528,21 @@ static void test_dump_code(void **state)
     assert_non_null(strstr(buf, "__global__ void __launch_bounds__(256) gemm_gelu_mul_2"));
     assert_non_null(strstr(buf, "gemm_bcast_3"));
     assert_non_null(strstr(buf, "mc_gelu(")); /* the erf form stays exact in the epilogue */
+    free(buf);
+    fx_free(kp);
+    /* f32: no GELU epilogue in cuBLASLt (its approximation costs f32 accuracy); the bias and
+     * gelu_tanh run in the generated epilogue kernel, which says why */
+    kp = fx_gemms(3, 40, 24, 32, MC_F32);
+    p.kp = kp;
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(mc_backend_cuda.dump_code(&p, f), MC_OK);
+    fclose(f);
+    assert_null(strstr(buf, "epilogue=GELU"));
+    assert_non_null(strstr(buf, "epilogue=DEFAULT alpha=1 beta=0; f32 scratch then the epilogue kernel "
+                                "(gelu_tanh in f32"));
+    assert_non_null(strstr(buf, "gemm_bias_gelu_tanh_0"));
+    assert_non_null(strstr(buf, "mc_gelu_tanh("));
     free(buf);
     fx_free(kp);
 }

@@ -16,11 +16,18 @@
  * row with no key left has l = 0 and gives NaN, as the unfused softmax does.
  *
  * f32 (and any dtype where the tensor-core kernel does not apply): the same algorithm on the
- * FMA units, f32 throughout, so the result keeps the f32 tolerance without TF32. G threads
- * share a query row (G = 1, 2 or 4 by head size), each holding a slice of q and of the output
- * row in registers; K and V tiles of 32 keys in shared memory are read as float4 broadcasts,
- * each G-slice padded so the G lanes of a row hit different banks; a score is the slices'
- * partial dot products summed by shuffles.
+ * FMA units, f32 throughout, so the result keeps the f32 tolerance without TF32. Two kernels:
+ *   - register-blocked (the default for head sizes up to 80, render_fma_split): 4 lanes share
+ *     4 query rows, each lane holding a quarter of the head dimension of all 4 rows, so that
+ *     each K or V value read from shared memory feeds 4 FMAs; each lane owns one row's scores
+ *     (mask, softmax, exp once per score); K/V tiles double-buffered; warps skip the key tiles
+ *     their own rows rule out. The shared-memory instructions per FMA are about a third of the
+ *     old kernel's, which was bound by them.
+ *   - one row per G lanes (larger heads, or MINIC_CUDA_ATTN_F32=old, render_fma): G threads
+ *     share a query row (G = 1, 2 or 4 by head size), each holding a slice of q and of the
+ *     output row in registers; K and V tiles of 32 keys in shared memory are read as float4
+ *     broadcasts, each G-slice padded so the G lanes of a row hit different banks; a score is
+ *     the slices' partial dot products summed by shuffles.
  */
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_prelude.h"
@@ -40,6 +47,7 @@ typedef struct actx {
     int *view_param;   /* per view: its parameter */
     const char *I;     /* offset type */
     int minb;          /* min CTAs per SM in __launch_bounds__ (0: none given) */
+    int threads;       /* threads per CTA (__launch_bounds__) */
 } actx;
 
 static const char *storage_type(mc_dtype d)
@@ -143,13 +151,13 @@ static void emit_steps(actx *c)
 }
 
 /* `auto mc_full = [&](int j0, int jend) -> bool {...};` and MC_SCALE: a key tile [j0, jend) is
- * full when it holds MC_BN keys and every band keeps every (query, key) pair of it for the CTA's
- * `rows` rows from i0 (rows past Tq included: computed, never stored). On a full tile the score
+ * full when it holds MC_BN keys and every band keeps every (query, key) pair of it for the
+ * `rows` rows from `base` (rows past Tq included: computed, never stored). On a full tile the score
  * steps reduce to one positive scale, MC_SCALE, which the kernel folds into the exponent's
  * multiplier (max(s) * c = max(s * c) for c > 0): no per-score mask or scale instructions.
  * Chains with a mask loaded from memory, or a scale that is not a positive finite number, never
  * take it (mc_full is false). */
-static void emit_full(actx *c, const char *rows)
+static void emit_full(actx *c, const char *base, const char *rows)
 {
     const kir_attention *a = &c->k->attn;
     mc_strbuf *sb = c->sb;
@@ -177,11 +185,11 @@ static void emit_full(actx *c, const char *rows)
         const kir_attn_step *st = &a->steps[t];
         if (st->kind != KIR_STEP_BAND)
             continue;
-        /* j - i over the tile: from j0 - (i0 + rows - 1) to j0 + MC_BN - 1 - i0 */
+        /* j - i over the tile: from j0 - (base + rows - 1) to j0 + MC_BN - 1 - base */
         if (st->lo > -KIR_BAND_OPEN)
-            mc_sb_printf(sb, " && (long long)j0 - (i0 + %s - 1) >= %lldLL", rows, (long long)st->lo);
+            mc_sb_printf(sb, " && (long long)j0 - (%s + %s - 1) >= %lldLL", base, rows, (long long)st->lo);
         if (st->hi < KIR_BAND_OPEN)
-            mc_sb_printf(sb, " && (long long)j0 + MC_BN - 1 - i0 <= %lldLL", (long long)st->hi);
+            mc_sb_printf(sb, " && (long long)j0 + MC_BN - 1 - %s <= %lldLL", base, (long long)st->hi);
     }
     mc_sb_puts(sb, ";\n  };\n");
 }
@@ -227,9 +235,10 @@ static void emit_signature(actx *c)
     const kir_kernel *k = c->k;
     mc_cuda_code *out = c->out;
     if (c->minb > 0)
-        mc_sb_printf(c->sb, "extern \"C\" __global__ void __launch_bounds__(128, %d) %s(", c->minb, out->entry);
+        mc_sb_printf(c->sb, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(", c->threads, c->minb,
+                     out->entry);
     else
-        mc_sb_printf(c->sb, "extern \"C\" __global__ void __launch_bounds__(128) %s(", out->entry);
+        mc_sb_printf(c->sb, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", c->threads, out->entry);
     for (int p = 0; p < out->nparams; p++) {
         int b = out->param[p];
         bool written = false;
@@ -252,19 +261,23 @@ static void emit_key_range(actx *c)
     }
 }
 
-/* Can operand view v be copied into shared memory in 16-byte chunks (8 elements of a 16-bit
- * type), rows of `cols` elements? */
-static bool chunked(const actx *c, int v, int64_t cols)
+/* Can operand view v be copied into shared memory in 16-byte chunks (`per` elements: 8 of a
+ * 16-bit type, 4 of f32), rows of `cols` elements? */
+static bool chunked_by(const actx *c, int v, int64_t cols, int per)
 {
     const kir_view *w = &c->k->views[v];
-    if (w->stride[c->nb + 1] != 1 || cols % 8 != 0 || w->stride[c->nb] % 8 != 0 || w->offset % 8 != 0 ||
+    if ((int64_t)mc_dtype_size(view_dtype(c, v)) * per != 16)
+        return false;
+    if (w->stride[c->nb + 1] != 1 || cols % per != 0 || w->stride[c->nb] % per != 0 || w->offset % per != 0 ||
         c->align[w->buffer] < 16)
         return false;
     for (int d = 0; d < c->nb; d++)
-        if (w->stride[d] % 8 != 0)
+        if (w->stride[d] % per != 0)
             return false;
     return true;
 }
+
+static bool chunked(const actx *c, int v, int64_t cols) { return chunked_by(c, v, cols, 8); }
 
 /* A lambda loading a tile of `rows` rows of operand view v (rows r0 + 0.., valid below rlim,
  * columns below `cols`, zeros elsewhere) into shared memory of row stride `ld` halves. */
@@ -313,7 +326,10 @@ static const char tc_helpers[] =
     "  const unsigned s = (unsigned)__cvta_generic_to_shared(p);\n"
     "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
     "               : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(s));\n"
-    "}\n"
+    "}\n";
+
+/* cp.async (sm_80 and later): 16 bytes from global to shared memory, zeros where bytes is 0 */
+static const char cp_helpers[] =
     "MC_D void mc_cp16(void *dst, const void *src, int bytes) {\n"
     "  const unsigned s = (unsigned)__cvta_generic_to_shared(dst);\n"
     "  asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\" :: \"r\"(s), \"l\"(src), \"r\"(bytes));\n"
@@ -357,6 +373,7 @@ static bool render_tc(actx *c)
                  bf ? "__nv_bfloat16" : "__half", bf ? "__nv_bfloat162" : "__half2",
                  bf ? "__floats2bfloat162_rn" : "__floats2half2_rn", bf ? "bf16" : "f16");
     mc_sb_puts(sb, tc_helpers);
+    mc_sb_puts(sb, cp_helpers);
     mc_sb_printf(sb, "#define MC_WM %d\n#define MC_BM (64 * MC_WM)\n#define MC_BN 64\n#define MC_DP %lld\n"
                      "#define MC_DVP %lld\n", wm, (long long)dp, (long long)dvp);
     mc_sb_puts(sb, "#define MC_QS ((MC_DP > MC_DVP ? MC_DP : MC_DVP) + 8)\n#define MC_KS (MC_DP + 8)\n"
@@ -376,7 +393,7 @@ static bool render_tc(actx *c)
     emit_batch_offsets(c, "bid_");
     emit_key_range(c);
     emit_steps(c);
-    emit_full(c, "MC_BM");
+    emit_full(c, "i0", "MC_BM");
     if (!staged && !emit_store(c))
         return false;
     emit_tile_loader(c, "load_q", a->q, a->d, "MC_DP", "MC_QS", "MC_BM", false);
@@ -454,8 +471,8 @@ static bool render_tc(actx *c)
                "#pragma unroll\n"
                "          for (int e = 0; e < 4; ++e) {\n"
                "            const int j = j0 + n * 8 + t4 * 2 + (e & 1);\n"
-               "            float v = mc_steps(s[mt][n][e], rw + 16 * mt + 8 * (e >> 1), j);\n"
-               "            if (j >= jend) v = -MC_INF;\n"
+               "            /* keys past the tile's end load no mask (it would read past the row) */\n"
+               "            const float v = j < jend ? mc_steps(s[mt][n][e], rw + 16 * mt + 8 * (e >> 1), j) : -MC_INF;\n"
                "            s[mt][n][e] = v;\n"
                "            mx[e >> 1] = fmaxf(mx[e >> 1], v);\n"
                "          }\n"
@@ -585,7 +602,7 @@ static bool render_fma(actx *c)
     emit_batch_offsets(c, "bid_");
     emit_key_range(c);
     emit_steps(c);
-    emit_full(c, "MC_RM");
+    emit_full(c, "i0", "MC_RM");
     if (!emit_store(c))
         return false;
     mc_sb_puts(sb, "  float q[MC_DPG], o[MC_DVG];\n"
@@ -644,9 +661,7 @@ static bool render_fma(actx *c)
                    "#pragma unroll\n"
                    "      for (int jj = 0; jj < MC_BN; ++jj) {\n"
                    "        const int j = j0 + jj;\n"
-                   "        float v = mc_steps(s[jj], i, j);\n"
-                   "        if (j >= jend) v = -MC_INF;\n"
-                   "        s[jj] = v;\n"
+                   "        s[jj] = j < jend ? mc_steps(s[jj], i, j) : -MC_INF;\n"
                    "      }\n"
                    "    }\n"
                    "#pragma unroll\n"
@@ -691,12 +706,224 @@ static bool render_fma(actx *c)
     return true;
 }
 
+/* A lambda loading MC_BN rows of f32 operand view v (rows r0 + 0.., valid below rlim, columns
+ * below `cols`, zeros elsewhere up to `colsp`) into shared memory of row stride `ld` floats:
+ * cp.async in 16-byte chunks where the rows allow, plain loads otherwise. */
+static void emit_fma_loader(actx *c, const char *name, int v, int64_t cols, int64_t colsp, bool async)
+{
+    mc_strbuf *sb = c->sb;
+    const kir_view *w = &c->k->views[v];
+    int p = c->view_param[v];
+    mc_sb_printf(sb, "  auto %s = [&](float *dst, int r0, int rlim) {\n", name);
+    if (async) {
+        mc_sb_printf(sb, "    for (int e = tid; e < MC_BN * %lld; e += MC_NT) {\n", (long long)(colsp / 4));
+        mc_sb_printf(sb, "      const int r = e / %lld, d = (e - r * %lld) * 4, row = r0 + r;\n", (long long)(colsp / 4),
+                     (long long)(colsp / 4));
+        mc_sb_printf(sb, "      const bool ok = row < rlim && d < %lld;\n", (long long)cols);
+        mc_sb_printf(sb, "      const float *src = ok ? p%d + ob%d + (%s)row * (%s)%lld + d : p%d;\n", p, v, c->I, c->I,
+                     (long long)w->stride[c->nb], p);
+        mc_sb_printf(sb, "      mc_cp16(dst + r * %lld + d, src, ok ? 16 : 0);\n    }\n  };\n", (long long)colsp);
+        return;
+    }
+    mc_sb_printf(sb, "    for (int e = tid; e < MC_BN * %lld; e += MC_NT) {\n", (long long)colsp);
+    mc_sb_printf(sb, "      const int r = e / %lld, d = e - r * %lld, row = r0 + r;\n", (long long)colsp, (long long)colsp);
+    mc_sb_printf(sb, "      float x = 0.0f;\n      if (row < rlim && d < %lld) x = mc_ld(", (long long)cols);
+    view_at(c, v, "row", "d");
+    mc_sb_printf(sb, ");\n      dst[r * %lld + d] = x;\n    }\n  };\n", (long long)colsp);
+}
+
+/* Where the register-blocked FMA kernel applies: head sizes up to 80 (its q and output slices
+ * take 2 * 4 * ceil(d / 16) * 4 registers a thread: 160 at d = 80; larger ones spill). */
+static bool fma_split_applies(const kir_attention *a)
+{
+    return a->d <= 80 && a->dv <= 80;
+}
+
+/* The register-blocked FMA kernel (f32; see the top): a group of 4 lanes owns 4 query rows.
+ * Lane h of a group holds, for each of the 4 rows, the head-dimension chunks 4h, 4h + 16,
+ * 4h + 32, ... (4 floats each) of q and of the output: every K or V value a lane reads from
+ * shared memory (float4, the group's 4 lanes reading 64 consecutive bytes of one key row, every
+ * group the same row: one broadcast wavefront) feeds 4 FMAs, one per row. Register k of lane h
+ * holds row k ^ h of the group, so that
+ *   - a score is reduced and scattered in 3 shuffles with no selects: after
+ *     a0 += a2 (from lane h ^ 2) and a1 += a3 (from h ^ 2), s = a0 + a1 (from h ^ 1) is the
+ *     whole score of row h, the lane's own row: the mask, the online softmax and its exp run
+ *     once per (row, key), not once per lane;
+ *   - the probability and the rescaling factor of register k's row come from lane h ^ k
+ *     (__shfl_xor_sync by k).
+ * K and V tiles of 32 keys are double-buffered (cp.async where rows are 16-byte chunks); a warp
+ * (32 rows) skips the tiles its own rows rule out (causal: above its diagonal), and the
+ * full-tile test is made per warp. MINIC_CUDA_ATTN_F32=old picks the previous kernel. */
+static bool render_fma_split(actx *c)
+{
+    const kir_attention *a = &c->k->attn;
+    mc_strbuf *sb = c->sb;
+    int64_t dp = (a->d + 15) / 16 * 16, dvp = (a->dv + 15) / 16 * 16;
+    int nt = 128;
+    /* experiments: MINIC_CUDA_ATTN_F32_ROWS=64 takes 64 rows (threads) per CTA; MINIC_CUDA_ATTN_MINB=N
+     * asks for N CTAs per SM (236 registers a thread at d = 64 give 2; N = 3 caps them at 168
+     * and spills, per ptxas for sm_90) */
+    const char *er = getenv("MINIC_CUDA_ATTN_F32_ROWS"), *eb = getenv("MINIC_CUDA_ATTN_MINB");
+    if (er && atoi(er) == 64)
+        nt = 64;
+    if (eb && atoi(eb) > 0 && atoi(eb) <= 8)
+        c->minb = atoi(eb);
+    bool async = c->t->sm >= 80;
+    c->threads = nt;
+    bool kasync = async && chunked_by(c, a->k, a->d, 4), vasync = async && chunked_by(c, a->v, a->dv, 4);
+    if (kasync || vasync)
+        mc_sb_puts(sb, cp_helpers);
+    else
+        mc_sb_puts(sb, "MC_D void mc_cp_commit() {}\nMC_D void mc_cp_wait1() {}\n");
+    mc_sb_printf(sb, "#define MC_NT %d\n#define MC_BN 32\n#define MC_DP %lld\n#define MC_DVP %lld\n", nt, (long long)dp,
+                 (long long)dvp);
+    emit_signature(c);
+    int64_t nqt = (a->tq + nt - 1) / nt, batch = c->out->grid[1];
+    mc_sb_puts(sb, "  __shared__ __align__(16) float sK[2 * MC_BN * MC_DP];\n"
+                   "  __shared__ __align__(16) float sV[2 * MC_BN * MC_DVP];\n"
+                   "  const int tid = (int)threadIdx.x, h = tid & 3;\n");
+    mc_sb_printf(sb, "  const int qt_ = %lld - (int)blockIdx.x / %lld, bid_ = (int)blockIdx.x %% %lld;\n",
+                 (long long)(nqt - 1), (long long)batch, (long long)batch);
+    mc_sb_puts(sb, "  /* the CTA's rows from i0; the group's from ig; the lane's own row i; the warp's from w0 */\n"
+                   "  const int i0 = qt_ * MC_NT, ig = i0 + (tid & ~3), i = ig + h, w0 = i0 + (tid & ~31);\n");
+    mc_sb_printf(sb, "  const int nrows = min(MC_NT, %lld - i0);\n", (long long)a->tq);
+    emit_batch_offsets(c, "bid_");
+    emit_key_range(c);
+    emit_steps(c);
+    emit_full(c, "w0", "32");
+    if (!emit_store(c))
+        return false;
+    emit_fma_loader(c, "load_k", a->k, a->d, dp, kasync);
+    emit_fma_loader(c, "load_v", a->v, a->dv, dvp, vasync);
+    mc_sb_puts(sb, "  float q[4][MC_DP / 4], o[4][MC_DVP / 4];\n"
+                   "#pragma unroll\n"
+                   "  for (int k = 0; k < 4; ++k) {\n");
+    mc_sb_printf(sb, "    const int r = min(ig + (k ^ h), %lld); /* rows past Tq: computed, never stored */\n",
+                 (long long)(a->tq - 1));
+    mc_sb_puts(sb, "#pragma unroll\n"
+                   "    for (int x = 0; x < MC_DP / 4; ++x) {\n"
+                   "      const int d = (x >> 2) * 16 + h * 4 + (x & 3);\n"
+                   "      q[k][x] = 0.0f;\n");
+    mc_sb_printf(sb, "      if (d < %lld) q[k][x] = mc_ld(", (long long)a->d);
+    view_at(c, a->q, "r", "d");
+    mc_sb_puts(sb, ");\n    }\n"
+                   "#pragma unroll\n"
+                   "    for (int x = 0; x < MC_DVP / 4; ++x) o[k][x] = 0.0f;\n"
+                   "  }\n"
+                   "  float m = -MC_INF, l = 0.0f;\n"
+                   "  const int ntiles = jhi > jlo ? (jhi - jlo + MC_BN - 1) / MC_BN : 0;\n"
+                   "  if (ntiles > 0) { load_k(sK, jlo, jhi); load_v(sV, jlo, jhi); }\n"
+                   "  mc_cp_commit();\n"
+                   "  for (int it = 0; it < ntiles; ++it) {\n"
+                   "    const int j0 = jlo + it * MC_BN, jend = min(j0 + MC_BN, jhi);\n"
+                   "    if (it + 1 < ntiles) {\n"
+                   "      load_k(sK + ((it + 1) & 1) * MC_BN * MC_DP, j0 + MC_BN, jhi);\n"
+                   "      load_v(sV + ((it + 1) & 1) * MC_BN * MC_DVP, j0 + MC_BN, jhi);\n"
+                   "    }\n"
+                   "    mc_cp_commit();\n"
+                   "    mc_cp_wait1();\n"
+                   "    __syncthreads();\n"
+                   "    const float *cK = sK + (it & 1) * MC_BN * MC_DP, *cV = sV + (it & 1) * MC_BN * MC_DVP;\n");
+    if (a->skip) {
+        /* the warp's rows [w0, w0 + 32) keep keys in [w0 + skip_lo, w0 + 31 + skip_hi] only */
+        mc_sb_printf(sb, "    const bool live = (long long)j0 <= (long long)w0 + 31 + (%lldLL) &&\n"
+                         "                      (long long)j0 + MC_BN - 1 >= (long long)w0 + (%lldLL);\n",
+                     (long long)a->skip_hi, (long long)a->skip_lo);
+    } else {
+        mc_sb_puts(sb, "    const bool live = true;\n");
+    }
+    mc_sb_puts(sb, "    if (live) { /* the same for the whole warp: its shuffles see every lane */\n"
+                   "      float s[MC_BN];\n"
+                   "#pragma unroll\n"
+                   "      for (int jj = 0; jj < MC_BN; ++jj) {\n"
+                   "        const float4 *kr = reinterpret_cast<const float4 *>(cK + jj * MC_DP) + h;\n"
+                   "        float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;\n"
+                   "#pragma unroll\n"
+                   "        for (int x = 0; x < MC_DP / 16; ++x) {\n"
+                   "          const float4 kv = kr[4 * x];\n"
+                   "#define MC_DOT(A, K) A = fmaf(q[K][4 * x], kv.x, A); A = fmaf(q[K][4 * x + 1], kv.y, A); \\\n"
+                   "                  A = fmaf(q[K][4 * x + 2], kv.z, A); A = fmaf(q[K][4 * x + 3], kv.w, A);\n"
+                   "          MC_DOT(a0, 0) MC_DOT(a1, 1) MC_DOT(a2, 2) MC_DOT(a3, 3)\n"
+                   "#undef MC_DOT\n"
+                   "        }\n"
+                   "        a0 += __shfl_xor_sync(0xffffffffu, a2, 2);\n"
+                   "        a1 += __shfl_xor_sync(0xffffffffu, a3, 2);\n"
+                   "        s[jj] = a0 + __shfl_xor_sync(0xffffffffu, a1, 1);\n"
+                   "      }\n"
+                   "      /* a full tile keeps its raw scores: the scale goes into the exponent (cs) */\n"
+                   "      const bool full = mc_full(j0, jend);\n"
+                   "      const float cs = full ? MC_SCALE : 1.0f;\n"
+                   "      if (!full) {\n"
+                   "#pragma unroll\n"
+                   "        for (int jj = 0; jj < MC_BN; ++jj) {\n"
+                   "          const int j = j0 + jj;\n"
+                   "          s[jj] = j < jend ? mc_steps(s[jj], i, j) : -MC_INF;\n"
+                   "        }\n"
+                   "      }\n"
+                   "      float mx = -MC_INF;\n"
+                   "#pragma unroll\n"
+                   "      for (int jj = 0; jj < MC_BN; ++jj) mx = fmaxf(mx, s[jj]);\n"
+                   "      const float mn = fmaxf(m, mx * cs);\n"
+                   "      const float alpha = m == mn ? 1.0f : expf(m - mn), u = mn == -MC_INF ? 0.0f : mn;\n"
+                   "      m = mn;\n"
+                   "      float ls = 0.0f;\n"
+                   "#pragma unroll\n"
+                   "      for (int jj = 0; jj < MC_BN; ++jj) {\n"
+                   "        s[jj] = expf(fmaf(s[jj], cs, -u));\n"
+                   "        ls += s[jj];\n"
+                   "      }\n"
+                   "      l = l * alpha + ls;\n"
+                   "#pragma unroll\n"
+                   "      for (int k = 0; k < 4; ++k) {\n"
+                   "        const float ak = k ? __shfl_xor_sync(0xffffffffu, alpha, k) : alpha;\n"
+                   "#pragma unroll\n"
+                   "        for (int x = 0; x < MC_DVP / 4; ++x) o[k][x] *= ak;\n"
+                   "      }\n"
+                   "#pragma unroll\n"
+                   "      for (int jj = 0; jj < MC_BN; ++jj) {\n"
+                   "        const float4 *vr = reinterpret_cast<const float4 *>(cV + jj * MC_DVP) + h;\n"
+                   "        const float p[4] = {s[jj], __shfl_xor_sync(0xffffffffu, s[jj], 1),\n"
+                   "                            __shfl_xor_sync(0xffffffffu, s[jj], 2), __shfl_xor_sync(0xffffffffu, s[jj], 3)};\n"
+                   "#pragma unroll\n"
+                   "        for (int x = 0; x < MC_DVP / 16; ++x) {\n"
+                   "          const float4 vv = vr[4 * x];\n"
+                   "#pragma unroll\n"
+                   "          for (int k = 0; k < 4; ++k) {\n"
+                   "            o[k][4 * x] = fmaf(p[k], vv.x, o[k][4 * x]);\n"
+                   "            o[k][4 * x + 1] = fmaf(p[k], vv.y, o[k][4 * x + 1]);\n"
+                   "            o[k][4 * x + 2] = fmaf(p[k], vv.z, o[k][4 * x + 2]);\n"
+                   "            o[k][4 * x + 3] = fmaf(p[k], vv.w, o[k][4 * x + 3]);\n"
+                   "          }\n"
+                   "        }\n"
+                   "      }\n"
+                   "    }\n"
+                   "    __syncthreads();\n"
+                   "  }\n"
+                   "  const float inv = 1.0f / l; /* no key left: 0 / 0, NaN as the unfused softmax */\n"
+                   "#pragma unroll\n"
+                   "  for (int k = 0; k < 4; ++k) {\n"
+                   "    const float ik = k ? __shfl_xor_sync(0xffffffffu, inv, k) : inv;\n"
+                   "    const int r = ig + (k ^ h);\n"
+                   "#pragma unroll\n"
+                   "    for (int x = 0; x < MC_DVP / 4; ++x) {\n"
+                   "      const int col = (x >> 2) * 16 + h * 4 + (x & 3);\n");
+    mc_sb_printf(sb, "      if (r < %lld && col < %lld) mc_store(r, col, o[k][x] * ik);\n    }\n  }\n  (void)nrows;\n}\n",
+                 (long long)a->tq, (long long)a->dv);
+    c->out->block = nt;
+    c->out->grid[0] = nqt * batch;
+    c->out->grid[1] = 1;
+    c->out->smem = 0;
+    c->out->scheme = "attention-fma-split";
+    return true;
+}
+
 mc_status mc_cuda_render_attention(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
                                    mc_cuda_code *out)
 {
     const kir_kernel *k = &kp->kernels[ki];
     const kir_attention *a = &k->attn;
-    actx c = {.kp = kp, .k = k, .t = t, .align = align, .sb = &out->src, .out = out, .nb = k->rank - 2};
+    actx c = {.kp = kp, .k = k, .t = t, .align = align, .sb = &out->src, .out = out, .nb = k->rank - 2,
+              .threads = 128};
     c.view_param = malloc(sizeof *c.view_param * (size_t)(k->nviews + 1));
     out->param = calloc((size_t)k->nviews + 1, sizeof *out->param);
     if (!c.view_param || !out->param) {
@@ -736,7 +963,11 @@ mc_status mc_cuda_render_attention(const kir_program *kp, int ki, const mc_cuda_
                  out->entry, tc ? "tensor cores" : "FMA", (long long)batch, (long long)a->tq, (long long)a->tk,
                  (long long)a->d, (long long)a->dv);
     out->grid[1] = batch; /* the renderers read it, then make the grid one-dimensional */
-    bool ok = tc ? render_tc(&c) : render_fma(&c);
+    /* f32: the register-blocked kernel where it applies; MINIC_CUDA_ATTN_F32=old keeps the
+     * one-row-per-lane-group kernel (the default until 2026-11-27) reachable */
+    const char *ef = getenv("MINIC_CUDA_ATTN_F32");
+    bool split = !tc && fma_split_applies(a) && !(ef && strcmp(ef, "old") == 0);
+    bool ok = tc ? render_tc(&c) : split ? render_fma_split(&c) : render_fma(&c);
     out->grid[2] = 1;
     out->vec = 1;
     free(c.view_param);
