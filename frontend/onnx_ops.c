@@ -351,8 +351,10 @@ static bool op_identity(ctx *c, const node_t *n)
     if (!s)
         return onnx_why(c, "input 0 is missing");
     if (!strcmp(n->op_type, "Dropout")) {
-        htensor *tm = onnx_in_const(c, n, 2);
-        if (onnx_has_in(n, 2) && (!tm || (tm->n > 0 && onnx_hi(tm, 0))))
+        /* training with a ratio of 0 keeps every element: inference */
+        htensor *tm = onnx_in_const(c, n, 2), *ratio = onnx_in_const(c, n, 1);
+        bool keep_all = ratio && ratio->n == 1 && onnx_hf(ratio, 0) == 0;
+        if (onnx_has_in(n, 2) && (!tm || (tm->n > 0 && onnx_hi(tm, 0))) && !keep_all)
             return onnx_why(c, "training_mode (only inference is supported)");
         if (onnx_out_present(n, 1)) {
             int elem, rank;
