@@ -92,6 +92,13 @@ mc_status mc_graph_set_outputs(mc_graph *g, const mc_value *values, int n);
 mc_status mc_graph_print(const mc_graph *g, FILE *out); /* the typed graph, in .graph syntax */
 mc_status mc_value_set_name(mc_graph *g, mc_value v, const char *name);
 
+/* A symbolic dimension (docs/FORMAT.md §1): a size bound when the program runs, from the inputs
+ * or mc_program_set_dim. Returns a dim to put into the shapes of mc_input, mc_param, mc_reshape,
+ * mc_expand, mc_iota and mc_full, like a size; the same name gives the same dim. max > 0 declares
+ * the largest size it may be bound to (0: none; a different second maximum is an error). 0 (not
+ * a dim) on an error, with the message set and the graph failed. */
+int64_t mc_dim_sym(mc_graph *g, const char *name, int64_t max);
+
 /* Declarations. shape has rank entries; rank 0 is a scalar. */
 mc_value mc_input(mc_graph *g, const char *name, mc_dtype dtype, const int64_t *shape, int rank);
 mc_value mc_param(mc_graph *g, const char *name, mc_dtype dtype, const int64_t *shape, int rank);
