@@ -62,10 +62,13 @@ typedef struct mc_compile_phase {
     double ms;
 } mc_compile_phase;
 enum { MC_MAX_COMPILE_PHASES = 24 };
+typedef struct mc_symbolic mc_symbolic;
 
 struct mc_program {
     mc_graph *graph;          /* the user's graph, cloned (names, types, lines) */
-    kir_program *kp;          /* the kernel list */
+    kir_program *kp;          /* the kernel list; NULL for a symbolic program */
+    mc_symbolic *sym;         /* a graph with symbolic dimensions: its bindings and the programs
+                                 compiled per binding (runtime/symbolic.c); NULL otherwise */
     mc_options opt;
     const mc_backend *backend;
     void *state;              /* the backend's */

@@ -59,6 +59,11 @@ static bool any_error(mc_graph *g, const mc_value *in, int n)
     return false;
 }
 
+int64_t mc_dim_sym(mc_graph *g, const char *name, int64_t max)
+{
+    return mc_dim_declare(g, name, name ? strlen(name) : 0, max, 0, 0);
+}
+
 mc_value mc_input(mc_graph *g, const char *name, mc_dtype dtype, const int64_t *shape, int rank)
 {
     return mc_graph_declare(g, MC_OP_INPUT, name, dtype, shape, rank, 0, 0);

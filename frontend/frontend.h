@@ -26,6 +26,7 @@ typedef enum {
     MC_TOK_RPAREN,
     MC_TOK_LBRACKET,
     MC_TOK_RBRACKET,
+    MC_TOK_LE,       /* '<=': a symbolic dimension's maximum, T<=1024 */
     MC_TOK_ERROR,    /* the lexer's message is in mc_lexer.error */
 } mc_token_kind;
 

@@ -238,6 +238,10 @@ mc_token mc_lexer_next(mc_lexer *lx)
         case ')': return make(lx, MC_TOK_RPAREN, p, 1);
         case '[': return make(lx, MC_TOK_LBRACKET, p, 1);
         case ']': return make(lx, MC_TOK_RBRACKET, p, 1);
+        case '<':
+            if (next == '=')
+                return make(lx, MC_TOK_LE, p, 2);
+            break;
         default: break;
         }
         if (c >= 0x80) {

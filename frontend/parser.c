@@ -364,6 +364,8 @@ static mc_status resolve(parser *p, const mc_token *t, const mc_token *defining,
 /* A name about to be defined: not reserved, not defined before. */
 static mc_status check_new_name(parser *p, const mc_token *t)
 {
+    if (mc_dim_find_sym(p->g, t->start, t->len) >= 0)
+        return error_at(p, t, NAME_FMT " is a symbolic dimension; a value cannot have its name", NAME_ARGS(t));
     mc_value v;
     if (lookup(p, t, &v)) {
         const mc_node *n = &p->g->nodes[v];
@@ -392,16 +394,58 @@ static mc_status parse_dtype(parser *p, mc_dtype *out)
     return expected(p, "a dtype (f32, f16, bf16, i32 or bool)");
 }
 
-/* '[' [ INT (',' INT)* ] ']' into list; `dims`: every entry a positive dimension whose product
- * fits in 64 bits. `first` gets the '[' token (for errors about the list as a whole). */
-static mc_status parse_int_list_max(parser *p, bool dims, int64_t *list, int *n, mc_token *first, int max);
-static mc_status parse_int_list(parser *p, bool dims, int64_t *list, int *n, mc_token *first)
+/* What a bracketed integer list holds (docs/FORMAT.md §1 DIM): plain integers (axes, perm,
+ * pads), dimensions of a declaration (INT, or a symbol NAME, optionally NAME<=INT, which
+ * declares it), or dimensions of an attribute (INT or an already declared symbol; `shape` of
+ * reshape and expand also -1, checked by the caller). */
+typedef enum { LIST_INTS, LIST_DECLARED_DIMS, LIST_ATTR_DIMS, LIST_ATTR_SHAPE } list_kind;
+
+/* '[' [ ENTRY (',' ENTRY)* ] ']' into list; dimensions (every kind but LIST_INTS except
+ * LIST_ATTR_SHAPE) are positive and their product fits in 64 bits. `first` gets the '[' token
+ * (for errors about the list as a whole). */
+static mc_status parse_int_list_max(parser *p, list_kind kind, int64_t *list, int *n, mc_token *first, int max);
+static mc_status parse_int_list(parser *p, list_kind kind, int64_t *list, int *n, mc_token *first)
 {
-    return parse_int_list_max(p, dims, list, n, first, MC_MAX_RANK);
+    return parse_int_list_max(p, kind, list, n, first, MC_MAX_RANK);
+}
+
+/* A symbolic dimension at the current token (a NAME): declared (with its `<=` maximum) in a
+ * declaration's type, looked up in an attribute list. */
+static mc_status parse_symbol(parser *p, list_kind kind, int64_t *out)
+{
+    mc_token name = p->tok;
+    mc_status st = expect_name(p, "a dimension");
+    if (st)
+        return st;
+    mc_value v;
+    if (lookup(p, &name, &v))
+        return error_at(p, &name, NAME_FMT " is a value (defined at line %d), not a dimension", NAME_ARGS(&name),
+                        p->g->nodes[v].line);
+    advance(p);
+    if (kind != LIST_DECLARED_DIMS) {
+        int k = mc_dim_find_sym(p->g, name.start, name.len);
+        if (k < 0)
+            return error_at(p, &name, NAME_FMT " is not a dimension declared in an input or param type", NAME_ARGS(&name));
+        *out = mc_dim_declare(p->g, name.start, name.len, 0, name.line, name.col);
+        return *out ? MC_OK : mc_error_status();
+    }
+    int64_t max = 0;
+    if (p->tok.kind == MC_TOK_LE) {
+        advance(p);
+        mc_token bound = p->tok;
+        if ((st = token_int(p, &bound, "the dimension's maximum (a positive integer)", &max)))
+            return st;
+        if (max < 1)
+            return error_at(p, &bound, "the maximum of " NAME_FMT " must be positive, not %lld", NAME_ARGS(&name),
+                            (long long)max);
+        advance(p);
+    }
+    *out = mc_dim_declare(p->g, name.start, name.len, max, name.line, name.col);
+    return *out ? MC_OK : mc_error_status();
 }
 
 /* At most `max` entries. */
-static mc_status parse_int_list_max(parser *p, bool dims, int64_t *list, int *n, mc_token *first, int max)
+static mc_status parse_int_list_max(parser *p, list_kind kind, int64_t *list, int *n, mc_token *first, int max)
 {
     *first = p->tok;
     mc_status st = expect(p, MC_TOK_LBRACKET, "'['");
@@ -409,6 +453,7 @@ static mc_status parse_int_list_max(parser *p, bool dims, int64_t *list, int *n,
         return st;
     *n = 0;
     int64_t numel = 1;
+    bool dims = kind == LIST_DECLARED_DIMS || kind == LIST_ATTR_DIMS;
     if (p->tok.kind == MC_TOK_RBRACKET) {
         advance(p);
         return MC_OK;
@@ -417,17 +462,23 @@ static mc_status parse_int_list_max(parser *p, bool dims, int64_t *list, int *n,
         if (*n == max)
             return error_at(p, &p->tok, "too many entries in the list (the most is %d)", max);
         int64_t v;
-        if ((st = token_int(p, &p->tok, dims ? "a dimension (a positive integer)" : "an integer", &v)))
-            return st;
-        if (dims) {
-            if (v <= 0)
-                return error_at(p, &p->tok, "dimension %lld must be positive", (long long)v);
-            if (mc_mul_overflows(numel, v, &numel))
-                return error_at(p, &p->tok,
-                                "the shape has too many elements (their count overflows 64 bits)");
+        if (kind != LIST_INTS && p->tok.kind == MC_TOK_NAME) {
+            if ((st = parse_symbol(p, kind, &v)))
+                return st;
+            list[(*n)++] = v;
+        } else {
+            if ((st = token_int(p, &p->tok, dims ? "a dimension (a positive integer or a name)" : "an integer", &v)))
+                return st;
+            if (dims) {
+                if (v <= 0)
+                    return error_at(p, &p->tok, "dimension %lld must be positive", (long long)v);
+                if (mc_mul_overflows(numel, v, &numel))
+                    return error_at(p, &p->tok,
+                                    "the shape has too many elements (their count overflows 64 bits)");
+            }
+            list[(*n)++] = v;
+            advance(p);
         }
-        list[(*n)++] = v;
-        advance(p);
         if (p->tok.kind == MC_TOK_RBRACKET) {
             advance(p);
             return MC_OK;
@@ -471,8 +522,11 @@ static mc_status parse_declaration(parser *p)
     int64_t shape[MC_MAX_RANK];
     int rank;
     mc_token bracket;
-    if ((st = parse_int_list(p, true, shape, &rank, &bracket)))
+    if ((st = parse_int_list(p, LIST_DECLARED_DIMS, shape, &rank, &bracket)))
         return st;
+    if (mc_dim_find_sym(p->g, name.start, name.len) >= 0)
+        return error_at(p, &name, NAME_FMT " is a symbolic dimension; a value cannot have its name",
+                        NAME_ARGS(&name));
     const char *copy = copy_name(p, &name);
     if (!copy)
         return out_of_memory(p);
@@ -588,7 +642,7 @@ static mc_status parse_attribute(parser *p, mc_op op, unsigned *seen, mc_attrs *
     case MC_ATTR_AXIS:
         if (mc_op_table[op].kind == MC_KIND_REDUCE && p->tok.kind == MC_TOK_LBRACKET) {
             int n;
-            if ((st = parse_int_list(p, false, attrs->list, &n, &first)))
+            if ((st = parse_int_list(p, LIST_INTS, attrs->list, &n, &first)))
                 return st;
             if (n == 0)
                 return error_at(p, &first, "'axis' is an empty list: leave 'axis' out to reduce "
@@ -626,11 +680,12 @@ static mc_status parse_attribute(parser *p, mc_op op, unsigned *seen, mc_attrs *
     case MC_ATTR_SHAPE: {
         int n;
         bool dims = k == MC_ATTR_SHAPE && (op == MC_OP_IOTA || op == MC_OP_FULL);
-        if ((st = parse_int_list(p, dims, attrs->list, &n, &first)))
+        list_kind kind = k != MC_ATTR_SHAPE ? LIST_INTS : dims ? LIST_ATTR_DIMS : LIST_ATTR_SHAPE;
+        if ((st = parse_int_list(p, kind, attrs->list, &n, &first)))
             return st;
         if (k == MC_ATTR_SHAPE && !dims) /* reshape and expand: -1 is allowed, 0 never */
             for (int i = 0; i < n; i++)
-                if (attrs->list[i] == 0 || attrs->list[i] < -1)
+                if (!mc_dim_is_sym(attrs->list[i]) && (attrs->list[i] == 0 || attrs->list[i] < -1))
                     return error_at(p, &first, "dimension %lld in 'shape' must be positive (or -1)",
                                     (long long)attrs->list[i]);
         attrs->nlist = n;
@@ -658,7 +713,7 @@ static mc_status parse_attribute(parser *p, mc_op op, unsigned *seen, mc_attrs *
         int n, max = k == MC_ATTR_PADS ? 2 * MC_MAX_RANK : 2;
         int64_t *to = k == MC_ATTR_PADS ? attrs->pads : k == MC_ATTR_KERNEL ? attrs->kernel
                     : k == MC_ATTR_STRIDE ? attrs->stride : k == MC_ATTR_PADDING ? attrs->padding : attrs->dilation;
-        if ((st = parse_int_list_max(p, false, to, &n, &first, max)))
+        if ((st = parse_int_list_max(p, LIST_INTS, to, &n, &first, max)))
             return st;
         bool zero_ok = k == MC_ATTR_PADS || k == MC_ATTR_PADDING;
         for (int i = 0; i < n; i++)

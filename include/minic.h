@@ -92,6 +92,13 @@ mc_status mc_graph_set_outputs(mc_graph *g, const mc_value *values, int n);
 mc_status mc_graph_print(const mc_graph *g, FILE *out); /* the typed graph, in .graph syntax */
 mc_status mc_value_set_name(mc_graph *g, mc_value v, const char *name);
 
+/* A symbolic dimension (docs/FORMAT.md §1): a size bound when the program runs, from the inputs
+ * or mc_program_set_dim. Returns a dim to put into the shapes of mc_input, mc_param, mc_reshape,
+ * mc_expand, mc_iota and mc_full, like a size; the same name gives the same dim. max > 0 declares
+ * the largest size it may be bound to (0: none; a different second maximum is an error). 0 (not
+ * a dim) on an error, with the message set and the graph failed. */
+int64_t mc_dim_sym(mc_graph *g, const char *name, int64_t max);
+
 /* Declarations. shape has rank entries; rank 0 is a scalar. */
 mc_value mc_input(mc_graph *g, const char *name, mc_dtype dtype, const int64_t *shape, int rank);
 mc_value mc_param(mc_graph *g, const char *name, mc_dtype dtype, const int64_t *shape, int rank);
@@ -219,6 +226,19 @@ mc_status mc_program_load_npy(mc_program *p, const char *name, const char *path)
  * read as .npy (mc_program_load_npy). */
 mc_status mc_program_load_file(mc_program *p, const char *name, const char *path);
 mc_status mc_program_load_weights(mc_program *p, const char *safetensors_path);
+/* Bind symbolic dimension `name` (docs/FORMAT.md §1, `minic run --dim NAME=SIZE`) to size: for
+ * inputs that are generated, or set with mc_program_set whose size alone cannot tell their
+ * shape. Inputs bind the symbols of their types too (a file's shape, or mc_program_set's byte
+ * count where one symbol is unknown). Until a run, a binding that contradicts another one
+ * (two inputs disagree on T) or exceeds the declared maximum is MC_ERR_INPUT naming the input
+ * and the dimension; after a run every binding may change, and a value given before whose type
+ * uses a changed symbol is dropped (bind it again, or let the generator fill it). A graph
+ * without that symbol: MC_ERR_INPUT. */
+mc_status mc_program_set_dim(mc_program *p, const char *name, int64_t size);
+/* How many times p compiled code: 1 for a graph without symbolic dimensions; for one with them,
+ * the number of bindings compiled so far (one program per binding is kept, the 8 most recently
+ * run, so running again with a binding seen before compiles nothing). */
+int mc_program_compilations(const mc_program *p);
 /* Fill every input and param not bound yet from the seeded generator (docs/FORMAT.md §3 --seed). */
 mc_status mc_program_fill_random(mc_program *p, uint64_t seed);
 /* Write every input and param, under its name, with the value it has now (bound or generated)

@@ -677,6 +677,8 @@ mc_status mc_graph_eval(const mc_graph *g, const void *const *inputs, bool exact
         outputs[p] = NULL;
     if (g->failed || g->noutputs == 0)
         return mc_fail(MC_ERR_INPUT, "mc_graph_eval: the graph has no outputs");
+    if (mc_graph_num_syms(g) > 0)
+        return mc_fail(MC_ERR_INPUT, "mc_graph_eval: the graph has symbolic dimensions (mc_graph_specialize it)");
 
     int nn = g->nnodes;
     double **vals = calloc((size_t)nn + 1, sizeof *vals);

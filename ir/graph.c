@@ -194,8 +194,10 @@ const char *mc_node_name(const mc_graph *g, int index, char *buf, size_t size)
 int64_t mc_node_numel(const mc_node *n)
 {
     int64_t numel = 1;
-    for (int i = 0; i < n->rank; i++)
+    for (int i = 0; i < n->rank; i++) {
+        MC_ASSERT(!mc_dim_is_sym(n->shape[i])); /* a symbolic graph is specialised first */
         numel *= n->shape[i];
+    }
     return numel;
 }
 
@@ -220,6 +222,7 @@ void mc_graph_free(mc_graph *g)
     free(g->nodes);
     mc_name_map_free(&g->names);
     mc_arena_free(&g->arena);
+    mc_dims_free(g->dims);
     free(g);
 }
 
@@ -407,6 +410,8 @@ mc_graph *mc_graph_clone(const mc_graph *g)
     if (!c)
         return NULL;
     c->failed = g->failed;
+    if (g->dims && !(c->dims = mc_dims_clone(g->dims)))
+        goto oom;
     if (!copy_str(&c->arena, &c->name, g->name) || !copy_str(&c->arena, &c->file, g->file) ||
         !copy_str(&c->arena, &c->text, g->text))
         goto oom;

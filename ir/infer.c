@@ -40,19 +40,23 @@ static mc_status fail(const infer *c, const char *fmt, ...)
 
 static const mc_node *operand(const infer *c, int i) { return &c->g->nodes[c->n->in[i]]; }
 
-/* "[4, 8]" into buf. */
-static const char *shape_str(char *buf, size_t size, const int64_t *shape, int rank)
+/* "[4, 8]", "[B, T*2]" into buf. */
+static const char *shape_str(const mc_graph *g, char *buf, size_t size, const int64_t *shape, int rank)
 {
     size_t used = (size_t)snprintf(buf, size, "[");
-    for (int i = 0; i < rank && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
-                                 (long long)shape[i]);
+    for (int i = 0; i < rank && used < size; i++) {
+        char dim[96];
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
+                                 mc_dim_str(g, shape[i], dim, sizeof dim));
+    }
     if (used < size)
         snprintf(buf + used, size - used, "]");
     return buf;
 }
 
-#define SHAPE(node) shape_str((char[200]){0}, 200, (node)->shape, (node)->rank)
+#define SHAPE(node) shape_str(c->g, (char[200]){0}, 200, (node)->shape, (node)->rank)
+/* One dimension for a message: "12", "T", "B*T". */
+#define DIM(d) mc_dim_str(c->g, (d), (char[96]){0}, 96)
 
 static bool dtype_valid(mc_dtype d) { return (unsigned)d < MC_NUM_DTYPES; }
 
@@ -118,17 +122,22 @@ static mc_status set_shape(const infer *c, const int64_t *shape, int rank)
         return fail(c, "rank %d is above the maximum of %d", rank, MC_MAX_RANK);
     int64_t numel = 1;
     for (int i = 0; i < rank; i++) {
+        if (mc_dim_is_sym(shape[i])) { /* checked when it is bound (ir/dims.c) */
+            if (!mc_dim_valid(c->g, shape[i]))
+                return fail(c, "dimension %d is not a dimension of this graph (%lld)", i, (long long)shape[i]);
+            continue;
+        }
         if (shape[i] <= 0)
             return fail(c, "dimension %d is %lld: dimensions must be positive", i,
                         (long long)shape[i]);
         if (mc_mul_overflows(numel, shape[i], &numel))
             return fail(c, "shape %s has too many elements (overflows int64)",
-                        shape_str((char[200]){0}, 200, shape, rank));
+                        shape_str(c->g, (char[200]){0}, 200, shape, rank));
     }
     int64_t bytes;
     if (mc_mul_overflows(numel, 8, &bytes))
         return fail(c, "shape %s has too many elements (overflows int64)",
-                    shape_str((char[200]){0}, 200, shape, rank));
+                    shape_str(c->g, (char[200]){0}, 200, shape, rank));
     if (shape != c->n->shape)
         memmove(c->n->shape, shape, sizeof(int64_t) * (size_t)rank);
     c->n->rank = rank;
@@ -145,10 +154,9 @@ static mc_status broadcast(const infer *c, const int64_t *a, int ra, const int64
         int64_t da = i < r - ra ? 1 : a[i - (r - ra)];
         int64_t db = i < r - rb ? 1 : b[i - (r - rb)];
         if (da != db && da != 1 && db != 1)
-            return fail(c, "shapes %s and %s do not broadcast (axis %d: %lld vs %lld)",
-                        shape_str((char[200]){0}, 200, a, ra),
-                        shape_str((char[200]){0}, 200, b, rb), i - r, (long long)da,
-                        (long long)db);
+            return fail(c, "shapes %s and %s do not broadcast (axis %d: %s vs %s)",
+                        shape_str(c->g, (char[200]){0}, 200, a, ra),
+                        shape_str(c->g, (char[200]){0}, 200, b, rb), i - r, DIM(da), DIM(db));
         res[i] = da == 1 ? db : da;
     }
     memcpy(out, res, sizeof(int64_t) * (size_t)r);
@@ -314,8 +322,8 @@ static mc_status check_norm_weight(const infer *c, const mc_node *x, int index, 
         return st;
     int64_t last = x->shape[x->rank - 1];
     if (w->rank != 1 || w->shape[0] != last)
-        return fail(c, "%s must have shape [%lld] (the size of the last axis of %s), not %s",
-                    what, (long long)last, SHAPE(x), SHAPE(w));
+        return fail(c, "%s must have shape [%s] (the size of the last axis of %s), not %s",
+                    what, DIM(last), SHAPE(x), SHAPE(w));
     return MC_OK;
 }
 
@@ -362,15 +370,15 @@ static mc_status infer_matmul(const infer *c)
             return fail(c, "w must be [out, in] (rank 2), not %s", SHAPE(b));
         int64_t in = a->shape[a->rank - 1];
         if (b->shape[1] != in)
-            return fail(c, "w is %s but x has %lld input features (expected [out, %lld])",
-                        SHAPE(b), (long long)in, (long long)in);
+            return fail(c, "w is %s but x has %s input features (expected [out, %s])",
+                        SHAPE(b), DIM(in), DIM(in));
         if (n->nin == 3) {
             const mc_node *bias = operand(c, 2);
             if ((st = check_same_dtype(c, a, bias)))
                 return st;
             if (bias->rank != 1 || bias->shape[0] != b->shape[0])
-                return fail(c, "b must have shape [%lld] (w's out features), not %s",
-                            (long long)b->shape[0], SHAPE(bias));
+                return fail(c, "b must have shape [%s] (w's out features), not %s",
+                            DIM(b->shape[0]), SHAPE(bias));
         }
         memcpy(shape, a->shape, sizeof(int64_t) * (size_t)a->rank);
         shape[a->rank - 1] = b->shape[0];
@@ -431,32 +439,34 @@ static mc_status infer_reshape(const infer *c, const mc_node *x)
     if ((st = check_list(c, "shape")))
         return st;
     int unknown = -1;
-    int64_t known = 1, total = mc_node_numel(x);
+    int64_t known = 1, total = 1;
+    for (int i = 0; i < x->rank; i++)
+        if (!mc_dim_mul(c->g, total, x->shape[i], &total))
+            return fail(c, "x has too many elements (overflows int64)");
     for (int i = 0; i < at->nlist; i++) {
         if (at->list[i] == -1) {
             if (unknown >= 0)
                 return fail(c, "shape has more than one -1");
             unknown = i;
-        } else if (at->list[i] <= 0) {
+        } else if (mc_dim_is_sym(at->list[i]) && !mc_dim_valid(c->g, at->list[i])) {
+            return fail(c, "shape entry %lld is not a dimension of this graph", (long long)at->list[i]);
+        } else if (!mc_dim_is_sym(at->list[i]) && at->list[i] <= 0) {
             return fail(c, "shape entry %lld is not positive (only one -1 is allowed)",
                         (long long)at->list[i]);
-        } else if (mc_mul_overflows(known, at->list[i], &known)) {
+        } else if (!mc_dim_mul(c->g, known, at->list[i], &known)) {
             return fail(c, "shape has too many elements (overflows int64)");
         }
     }
     if (unknown >= 0) {
-        if (total % known != 0)
-            return fail(c, "cannot reshape %s (%lld elements) to %s: %lld is not a multiple of "
-                           "%lld", SHAPE(x), (long long)total,
-                        shape_str((char[200]){0}, 200, at->list, at->nlist), (long long)total,
-                        (long long)known);
-        at->list[unknown] = total / known;
+        if (!mc_dim_div_exact(c->g, total, known, &at->list[unknown]))
+            return fail(c, "cannot reshape %s (%s elements) to %s: %s is not a multiple of "
+                           "%s", SHAPE(x), DIM(total),
+                        shape_str(c->g, (char[200]){0}, 200, at->list, at->nlist), DIM(total), DIM(known));
         known = total;
     }
     if (known != total)
-        return fail(c, "cannot reshape %s (%lld elements) to %s (%lld elements)", SHAPE(x),
-                    (long long)total, shape_str((char[200]){0}, 200, at->list, at->nlist),
-                    (long long)known);
+        return fail(c, "cannot reshape %s (%s elements) to %s (%s elements)", SHAPE(x), DIM(total),
+                    shape_str(c->g, (char[200]){0}, 200, at->list, at->nlist), DIM(known));
     return set_shape(c, at->list, at->nlist);
 }
 
@@ -468,16 +478,51 @@ static mc_status infer_expand(const infer *c, const mc_node *x)
         return st;
     if (at->nlist < x->rank)
         return fail(c, "cannot expand %s to %s: the target has fewer axes", SHAPE(x),
-                    shape_str((char[200]){0}, 200, at->list, at->nlist));
+                    shape_str(c->g, (char[200]){0}, 200, at->list, at->nlist));
     int lead = at->nlist - x->rank;
     for (int i = 0; i < x->rank; i++) {
         int64_t d = x->shape[i], t = at->list[lead + i];
         if (d != t && d != 1)
-            return fail(c, "cannot expand %s to %s (axis %d is %lld, not 1 or %lld)", SHAPE(x),
-                        shape_str((char[200]){0}, 200, at->list, at->nlist), i, (long long)d,
-                        (long long)t);
+            return fail(c, "cannot expand %s to %s (axis %d is %s, not 1 or %s)", SHAPE(x),
+                        shape_str(c->g, (char[200]){0}, 200, at->list, at->nlist), i, DIM(d), DIM(t));
     }
     return set_shape(c, at->list, at->nlist);
+}
+
+/* A slice of a symbolic axis of size n keeps its attributes as written (a specialised graph
+ * normalizes them for the bound size) and has the size end - start, where a negative or
+ * missing bound counts from n: `start=1` gives n - 1, `end=-2` n - 2, `start=0, end=8` 8. That
+ * assumes the bounds lie inside the axis (no clamping): ir/dims.c checks it for each binding. */
+static mc_status slice_symbolic(const infer *c, const mc_node *x)
+{
+    const mc_attrs *at = &c->n->attr;
+    int64_t n = x->shape[at->axis];
+    if (at->step != 1)
+        return fail(c, "step=%lld over axis %lld of symbolic size %s: only step 1 is supported there",
+                    (long long)at->step, (long long)at->axis, DIM(n));
+    int64_t size;
+    bool start_from_end = at->start != MC_END && at->start < 0;
+    bool end_from_end = at->end == MC_END || at->end < 0;
+    int64_t start = at->start == MC_END ? 0 : at->start, end = at->end == MC_END ? 0 : at->end;
+    bool ok;
+    if (end_from_end && !start_from_end)       /* n + end - start */
+        ok = mc_dim_add_const(c->g, n, end - start, &size);
+    else if (end_from_end && start_from_end)   /* (n + end) - (n + start) */
+        ok = (size = end - start) >= 1;
+    else if (start_from_end)                   /* end - (n + start): n varies, so no fixed size */
+        ok = false;
+    else
+        ok = (size = end - start) >= 1;
+    if (!ok)
+        return fail(c, "start=%lld, end=%lld on axis %lld of symbolic size %s: the slice's size must be "
+                       "positive and follow from the bounds (write both from the start, both from the end, "
+                       "or a start from the start and the end from the end)",
+                    (long long)(at->start == MC_END ? 0 : at->start), (long long)(at->end == MC_END ? 0 : at->end),
+                    (long long)at->axis, DIM(n));
+    int64_t shape[MC_MAX_RANK];
+    memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->rank);
+    shape[at->axis] = size;
+    return set_shape(c, shape, x->rank);
 }
 
 static mc_status infer_slice(const infer *c, const mc_node *x)
@@ -489,6 +534,8 @@ static mc_status infer_slice(const infer *c, const mc_node *x)
     int64_t size = x->shape[at->axis], step = at->step;
     if (step == 0)
         return fail(c, "'step' must not be 0");
+    if (mc_dim_is_sym(size))
+        return slice_symbolic(c, x);
     /* Python's slice.indices: negative positions count from the end; a forward slice clamps
      * them to [0, size], a backward one to [-1, size - 1] (-1: before the first element). */
     int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? size : size - 1;
@@ -541,7 +588,7 @@ static mc_status infer_concat(const infer *c, const mc_node *x)
             if (d != axis && y->shape[d] != x->shape[d])
                 return fail(c, "shapes %s and %s differ on axis %d (only axis %d may differ)",
                             SHAPE(x), SHAPE(y), d, axis);
-        if (mc_add_overflows(shape[axis], y->shape[axis], &shape[axis]))
+        if (!mc_dim_add(c->g, shape[axis], y->shape[axis], &shape[axis]))
             return fail(c, "the result has too many elements (overflows int64)");
     }
     return set_shape(c, shape, x->rank);
@@ -620,7 +667,8 @@ static mc_status infer_spatial(const infer *c)
                 return fail(c, "pads must be >= 0 (constant padding only adds)");
             if (at->pads[d] > INT32_MAX || at->pads[x->rank + d] > INT32_MAX)
                 return fail(c, "pads of axis %d are too large", d);
-            shape[d] += at->pads[d] + at->pads[x->rank + d];
+            if (!mc_dim_add_const(c->g, shape[d], at->pads[d] + at->pads[x->rank + d], &shape[d]))
+                return fail(c, "axis %d is too large with its padding", d);
         }
         return set_shape(c, shape, x->rank);
     }
@@ -633,8 +681,8 @@ static mc_status infer_spatial(const infer *c)
             if ((st = check_same_dtype(c, x, p)))
                 return st;
             if (p->rank != 1 || p->shape[0] != x->shape[1])
-                return fail(c, "%s must have shape [%lld] (x's channels), not %s", names[i - 1],
-                            (long long)x->shape[1], SHAPE(p));
+                return fail(c, "%s must have shape [%s] (x's channels), not %s", names[i - 1],
+                            DIM(x->shape[1]), SHAPE(p));
         }
         if (!(at->value >= 0) || isinf(at->value))
             return fail(c, "eps must be a finite number >= 0, not %g", at->value);
@@ -643,6 +691,11 @@ static mc_status infer_spatial(const infer *c)
     /* conv, maxpool, avgpool: [N, C, L] or [N, C, H, W] */
     if (x->rank != 3 && x->rank != 4)
         return fail(c, "x must be [N, C, L] or [N, C, H, W] (channels first), not %s", SHAPE(x));
+    for (int i = 0; i < n->nin; i++) /* only the batch axis may be symbolic, for now */
+        for (int d = i == 0 ? 1 : 0; n->in[i] >= 0 && d < operand(c, i)->rank; d++)
+            if (mc_dim_is_sym(operand(c, i)->shape[d]))
+                return fail(c, "operand %d has the symbolic dimension %s on axis %d: only the batch "
+                               "axis of x may be symbolic", i + 1, DIM(operand(c, i)->shape[d]), d);
     int sr = x->rank - 2;
     int64_t window[2];
     if (n->op == MC_OP_CONV) {

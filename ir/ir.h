@@ -157,6 +157,12 @@ typedef struct mc_node {
                          so lowering names buffers after the user's values without a search */
 } mc_node;
 
+/* Symbolic dimensions (ir/dims.c): a dim <= MC_DIM_SYM_BASE is expression k of the graph's
+ * table, encoded MC_DIM_SYM_BASE - k; every other dim is a size >= 1 as before. */
+#define MC_MAX_SYMS 16
+#define MC_DIM_SYM_BASE (INT64_MIN / 2)
+typedef struct mc_dims mc_dims;
+
 struct mc_graph {
     const char *name;  /* the `graph NAME` statement, or NULL */
     const char *file;  /* the graph file's path, or NULL for the C API */
@@ -168,6 +174,7 @@ struct mc_graph {
     bool failed;       /* a builder failed: outputs can't be set */
     mc_arena arena;
     mc_name_map names; /* user names -> node index, kept by declare/set_name (may go stale) */
+    mc_dims *dims;     /* symbols and dimension expressions; NULL while the graph has none */
 };
 
 /* Append a node: checks operand count, dtypes and shapes for op, infers the result type and
@@ -194,6 +201,35 @@ mc_graph *mc_graph_clone(const mc_graph *g); /* a deep copy (passes work on one)
 /* Check every invariant: operands before users, types as inference gives, outputs valid.
  * Returns MC_OK or an internal-error message naming the pass (for the pass manager). */
 mc_status mc_graph_verify(const mc_graph *g, const char *after_pass);
+
+/* ---- symbolic dimensions (ir/dims.c) ------------------------------------------------------ */
+
+bool mc_dim_is_sym(int64_t d);               /* an expression of the table, not a size */
+bool mc_dim_valid(const mc_graph *g, int64_t d); /* a size >= 1 or an expression g has */
+/* Declare symbol `name` (or find it) with maximum max (0: none; a second, different maximum is
+ * an error at line:col); returns its dim, or 0 with the error set (and g->failed). */
+int64_t mc_dim_declare(mc_graph *g, const char *name, size_t len, int64_t max, int line, int col);
+int mc_dim_find_sym(const mc_graph *g, const char *name, size_t len); /* its index, or -1 */
+int mc_graph_num_syms(const mc_graph *g);        /* 0: a static graph */
+const char *mc_dim_sym_name(const mc_graph *g, int k);
+int64_t mc_dim_sym_max(const mc_graph *g, int k); /* 0: none declared */
+int mc_dim_as_sym(const mc_graph *g, int64_t d);  /* the symbol d is exactly, or -1 */
+/* Arithmetic on dims (sizes or expressions); false when the result is not a positive size or
+ * an expression (overflow, a polynomial too large, a quotient that is not exact). */
+bool mc_dim_add(const mc_graph *g, int64_t a, int64_t b, int64_t *out);
+bool mc_dim_add_const(const mc_graph *g, int64_t a, int64_t c, int64_t *out);
+bool mc_dim_mul(const mc_graph *g, int64_t a, int64_t b, int64_t *out);
+bool mc_dim_div_exact(const mc_graph *g, int64_t a, int64_t b, int64_t *out);
+/* d's size when symbol k has values[k]; false on overflow. */
+bool mc_dim_eval(const mc_graph *g, int64_t d, const int64_t *values, int64_t *out);
+const char *mc_dim_str(const mc_graph *g, int64_t d, char *buf, size_t size); /* "B*T*12", "7" */
+void mc_dims_free(mc_dims *t);
+mc_dims *mc_dims_clone(const mc_dims *t); /* NULL for NULL or on OOM */
+/* A static copy of symbolic graph g with symbol k bound to values[k] (each >= 1): every type
+ * and shape list evaluated and inferred again. A binding that breaks what the symbolic types
+ * assumed (a slice inside a symbolic axis that is now too short) is MC_ERR_INPUT naming the
+ * node's place and the binding. */
+mc_status mc_graph_specialize(const mc_graph *g, const int64_t *values, mc_graph **out);
 
 /* The scalar meaning of every primitive (ir/semantics.c), the one definition every evaluator
  * uses: op applied to a, b, c where the operands have dtype `operand` (compare and where: of

@@ -25,6 +25,7 @@ typedef struct printer {
     FILE *out;
     mc_name_map users; /* the user's names, so that t<index> never collides with one */
     bool *statement;   /* per node: printed as a statement (false only for inlined constants) */
+    bool *max_printed; /* per symbol: its `<=MAX` was written (at its first declaration) */
 } printer;
 
 static const char *value_name(const printer *p, int i, char *buf, size_t size)
@@ -67,10 +68,33 @@ static void print_list(FILE *out, const int64_t *list, int n)
     fputc(']', out);
 }
 
-static void print_type(FILE *out, const mc_node *n)
+/* A list of dims: sizes, symbols, expressions. `declare`: a declaration's type, where a
+ * symbol's maximum is written once (`T<=1024`, at its first use); `minus_one`: reshape's shape,
+ * where an expression can only have come from a -1 and is written back as one. */
+static void print_dims(const printer *p, const int64_t *list, int n, bool declare, bool minus_one)
 {
-    fputs(mc_dtype_name(n->dtype), out);
-    print_list(out, n->shape, n->rank);
+    FILE *out = p->out;
+    fputc('[', out);
+    for (int i = 0; i < n; i++) {
+        int k = mc_dim_as_sym(p->g, list[i]);
+        char buf[256];
+        fputs(i ? ", " : "", out);
+        if (minus_one && mc_dim_is_sym(list[i]) && k < 0)
+            fputs("-1", out);
+        else
+            fputs(mc_dim_str(p->g, list[i], buf, sizeof buf), out);
+        if (declare && k >= 0 && mc_dim_sym_max(p->g, k) && !p->max_printed[k]) {
+            fprintf(out, "<=%lld", (long long)mc_dim_sym_max(p->g, k));
+            p->max_printed[k] = true;
+        }
+    }
+    fputc(']', out);
+}
+
+static void print_type(const printer *p, const mc_node *n, bool declare)
+{
+    fputs(mc_dtype_name(n->dtype), p->out);
+    print_dims(p, n->shape, n->rank, declare, false);
 }
 
 /* Would the parser give a number at operand j of n the dtype it has? It gives where's
@@ -136,7 +160,7 @@ static void print_attrs(const printer *p, const mc_node *n)
         case MC_OP_RESHAPE:
         case MC_OP_EXPAND:
             fprintf(out, "%sshape=", sep);
-            print_list(out, at->list, at->nlist);
+            print_dims(p, at->list, at->nlist, false, n->op == MC_OP_RESHAPE);
             break;
         case MC_OP_SLICE:
             fprintf(out, "%saxis=%lld, start=%lld", sep, (long long)at->axis, (long long)at->start);
@@ -196,7 +220,7 @@ static void print_attrs(const printer *p, const mc_node *n)
         break;
     case MC_KIND_CREATE:
         fputs("shape=", out);
-        print_list(out, at->list, at->nlist);
+        print_dims(p, at->list, at->nlist, false, false);
         if (n->op == MC_OP_IOTA) {
             fprintf(out, ", axis=%lld", (long long)at->axis);
         } else {
@@ -233,7 +257,7 @@ static void print_node(const printer *p, int i)
     const char *name = value_name(p, i, buf, sizeof buf);
     if (n->op == MC_OP_INPUT || n->op == MC_OP_PARAM) {
         fprintf(out, "%s %s : ", mc_op_table[n->op].name, name);
-        print_type(out, n);
+        print_type(p, n, true);
         fputc('\n', out);
         return;
     }
@@ -243,7 +267,7 @@ static void print_node(const printer *p, int i)
         fprintf(out, "%s = full(shape=[], value=", name);
         print_number(out, n->attr.value);
         fprintf(out, ", dtype=%s)  # ", mc_dtype_name(n->dtype));
-        print_type(out, n);
+        print_type(p, n, false);
         fputc('\n', out);
         return;
     }
@@ -255,7 +279,7 @@ static void print_node(const printer *p, int i)
     }
     print_attrs(p, n);
     fputs(")  # ", out);
-    print_type(out, n);
+    print_type(p, n, false);
     fputc('\n', out);
 }
 
@@ -263,7 +287,8 @@ mc_status mc_graph_print(const mc_graph *g, FILE *out)
 {
     if (!g || !out)
         return mc_fail(MC_ERR_INPUT, "mc_graph_print: no graph or no file");
-    printer p = {.g = g, .out = out};
+    bool max_printed[MC_MAX_SYMS] = {0};
+    printer p = {.g = g, .out = out, .max_printed = max_printed};
     p.statement = malloc(sizeof(bool) * (size_t)(g->nnodes > 0 ? g->nnodes : 1));
     if (!p.statement)
         return mc_fail(MC_ERR_SYSTEM, "out of memory printing the graph");

@@ -51,6 +51,10 @@ mc_status mc_run_passes(const mc_graph *g, const mc_compile_options *opt, const 
             len += (size_t)snprintf(names + len, sizeof names - len, ", %s", mc_graph_passes[i]->name);
         return mc_fail(MC_ERR_INPUT, "unknown stage '%s' (stages: %s, fused, code)", stop_after, names);
     }
+    if (mc_graph_num_syms(g) > 0 && !(stop_after && strcmp(stop_after, "ir") == 0))
+        return mc_fail(MC_ERR_INPUT, "the graph has symbolic dimensions (%s%s): the passes need them bound "
+                                     "(a program binds them when it runs: minic run --dim NAME=INT or inputs)",
+                       mc_dim_sym_name(g, 0), mc_graph_num_syms(g) > 1 ? ", ..." : "");
     mc_graph *c = mc_graph_clone(g);
     if (!c)
         return mc_fail(MC_ERR_SYSTEM, "out of memory copying the graph");

@@ -363,6 +363,14 @@ mc_status mc_program_compile(const mc_graph *g, const mc_options *opt, mc_progra
         mc_program_free(p);
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     }
+    if (mc_graph_num_syms(g) > 0) { /* compiled per binding when it runs (runtime/symbolic.c) */
+        if ((st = mc_symbolic_new(p)) != MC_OK) {
+            mc_program_free(p);
+            return st;
+        }
+        *out = p;
+        return MC_OK;
+    }
     mc_compile_options co = mc_compile_options_for(&o);
     co.no_attention = !p->backend->attention;
     mc_pipeline_times pt = {0};
@@ -416,6 +424,9 @@ mc_status mc_program_compile_unprepared(const mc_graph *g, const mc_options *opt
         return mc_fail(MC_ERR_INPUT, "mc_program_compile_unprepared: needs a graph and a backend");
     if (g->noutputs <= 0)
         return mc_fail(MC_ERR_INPUT, "graph '%s' has no outputs", g->name ? g->name : "");
+    if (mc_graph_num_syms(g) > 0)
+        return mc_fail(MC_ERR_INPUT, "graph '%s' has symbolic dimensions: bind them first (--dim NAME=INT)",
+                       g->name ? g->name : "");
     mc_program *p = new_program();
     if (!p)
         return MC_ERR_SYSTEM;
@@ -448,6 +459,7 @@ void mc_program_free(mc_program *p)
 {
     if (!p)
         return;
+    mc_symbolic_free(p);
     if (p->backend && p->backend->release && p->kp)
         p->backend->release(p);
     if (p->host_alloc && p->kp)
@@ -567,6 +579,8 @@ static mc_status bind(mc_program *p, int node, const void *data, size_t bytes)
 
 static mc_status program_set(mc_program *p, const char *name, const void *data, size_t bytes)
 {
+    if (p->sym)
+        return mc_symbolic_set(p, name, data, bytes);
     int node;
     if (declaration_or_fail(p, name, NULL, &node) != MC_OK)
         return MC_ERR_INPUT;
@@ -641,6 +655,8 @@ static mc_status safetensors_get_declared(const mc_program *p, const mc_safetens
 
 static mc_status program_load_npy(mc_program *p, const char *name, const char *path)
 {
+    if (p->sym)
+        return mc_symbolic_load_file(p, name, path);
     int node;
     if (declaration_or_fail(p, name, path, &node) != MC_OK)
         return MC_ERR_INPUT;
@@ -677,6 +693,8 @@ static bool ends_with(const char *s, const char *suffix)
 
 static mc_status program_load_file(mc_program *p, const char *name, const char *path)
 {
+    if (p->sym)
+        return mc_symbolic_load_file(p, name, path);
     if (!ends_with(path, ".safetensors"))
         return program_load_npy(p, name, path);
     int node;
@@ -706,6 +724,8 @@ mc_status mc_program_load_file(mc_program *p, const char *name, const char *path
 
 static mc_status program_load_weights(mc_program *p, const char *path)
 {
+    if (p->sym)
+        return mc_symbolic_load_weights(p, path);
     mc_safetensors *st = NULL;
     mc_status s = mc_safetensors_open(path, &st);
     if (s != MC_OK)
@@ -737,6 +757,8 @@ mc_status mc_program_load_weights(mc_program *p, const char *path)
 
 static mc_status program_fill_random(mc_program *p, uint64_t seed)
 {
+    if (p->sym)
+        return mc_symbolic_fill_random(p, seed);
     for (int i = 0; i < p->graph->nnodes; i++) {
         const mc_node *n = &p->graph->nodes[i];
         if (!is_declaration(n))
@@ -763,6 +785,8 @@ mc_status mc_program_fill_random(mc_program *p, uint64_t seed)
 
 static mc_status program_run(mc_program *p)
 {
+    if (p->sym)
+        return mc_symbolic_run(p);
     for (int b = 0; b < p->kp->nbuffers; b++) {
         const kir_buffer *buf = &p->kp->buffers[b];
         if ((buf->kind == KBUF_INPUT || buf->kind == KBUF_PARAM) && !p->has_value[b]) {
@@ -796,6 +820,8 @@ int mc_program_num_outputs(const mc_program *p)
 
 static mc_status program_output(mc_program *p, int index, mc_tensor *out)
 {
+    if (p->sym && mc_symbolic_current(p))
+        return program_output(mc_symbolic_current(p), index, out);
     if (index < 0 || index >= p->graph->noutputs)
         return mc_fail(MC_ERR_INPUT, "mc_program_output: index %d out of range (the graph has %d outputs)",
                        index, p->graph->noutputs);
@@ -854,6 +880,8 @@ static mc_status program_save_outputs(mc_program *p, const char *path)
                        path, n);
     if (p->runs == 0)
         return mc_fail(MC_ERR_INPUT, "%s: the program has not run yet, there are no outputs", path);
+    if (p->sym)
+        return program_save_outputs(mc_symbolic_current(p), path);
     mc_array *arrays = calloc((size_t)n, sizeof *arrays);
     const char **names = calloc((size_t)n, sizeof *names);
     char(*unnamed)[64] = calloc((size_t)n, sizeof *unnamed);
@@ -916,6 +944,8 @@ static mc_status declaration_value(mc_program *p, int node, const char *path, co
 
 static mc_status program_save_inputs(mc_program *p, const char *path)
 {
+    if (p->sym)
+        return mc_symbolic_save_inputs(p, path);
     if (!ends_with(path, ".safetensors"))
         return mc_fail(MC_ERR_INPUT, "%s: inputs are saved as .safetensors (every input and param "
                        "under its name)", path);
@@ -958,4 +988,44 @@ mc_status mc_program_save_inputs(mc_program *p, const char *path)
     if (!p || !path)
         return mc_fail(MC_ERR_INPUT, "mc_program_save_inputs: no %s", p ? "path" : "program");
     LOCKED(p, program_save_inputs(p, path));
+}
+
+/* ---- symbolic dimensions ------------------------------------------------------------------- */
+
+mc_status mc_program_set_dim(mc_program *p, const char *name, int64_t size)
+{
+    if (!p || !name)
+        return mc_fail(MC_ERR_INPUT, "mc_program_set_dim: no %s", p ? "name" : "program");
+    if (!p->sym)
+        return mc_fail(MC_ERR_INPUT, "--dim %s=%lld: the graph has no symbolic dimensions", name, (long long)size);
+    LOCKED(p, mc_symbolic_set_dim(p, name, size));
+}
+
+int mc_program_compilations(const mc_program *p)
+{
+    if (!p) {
+        mc_fail(MC_ERR_INPUT, "mc_program_compilations: no program");
+        return 0;
+    }
+    return p->sym ? mc_symbolic_compilations(p) : 1;
+}
+
+mc_program *mc_program_ran(mc_program *p)
+{
+    return p->sym ? mc_symbolic_current(p) : p;
+}
+
+void mc_program_unbind(mc_program *p)
+{
+    for (int b = 0; b < p->kp->nbuffers; b++) {
+        kir_buffer_kind k = p->kp->buffers[b].kind;
+        if (k == KBUF_INPUT || k == KBUF_PARAM)
+            p->bound[b] = p->has_value[b] = false;
+    }
+    if (p->unread)
+        for (int i = 0; i < p->graph->nnodes; i++) {
+            free(p->unread[i]);
+            p->unread[i] = NULL;
+        }
+    p->seeded = false;
 }

@@ -19,6 +19,27 @@ int64_t mc_program_numel(const mc_program *p, int b);
 mc_status mc_program_compile_unprepared(const mc_graph *g, const mc_options *opt,
                                         mc_program **out);
 
+/* ---- symbolic programs (runtime/symbolic.c) ----------------------------------------------- */
+
+/* A program of a graph with symbolic dimensions: runtime/program.c's public functions hand
+ * every call on it (under its mutex) to these. */
+mc_status mc_symbolic_new(mc_program *p);
+void mc_symbolic_free(mc_program *p);
+mc_status mc_symbolic_set_dim(mc_program *p, const char *name, int64_t size);
+mc_status mc_symbolic_set(mc_program *p, const char *name, const void *data, size_t bytes);
+mc_status mc_symbolic_load_file(mc_program *p, const char *name, const char *path);
+mc_status mc_symbolic_load_weights(mc_program *p, const char *path);
+mc_status mc_symbolic_fill_random(mc_program *p, uint64_t seed);
+mc_status mc_symbolic_run(mc_program *p);
+mc_status mc_symbolic_save_inputs(mc_program *p, const char *path);
+mc_program *mc_symbolic_current(const mc_program *p); /* the last run's program, or NULL */
+int mc_symbolic_compilations(const mc_program *p);
+/* The program that ran last: p itself, or for a symbolic p the one compiled for the binding
+ * of its last run (NULL before a run). What `minic run` profiles and times. */
+mc_program *mc_program_ran(mc_program *p);
+/* Forget every value bound to p's inputs and params (and the generator's seed). */
+void mc_program_unbind(mc_program *p);
+
 /* ---- files (runtime/npy.c, runtime/safetensors.c) ----------------------------------------- */
 
 typedef struct mc_array {

@@ -106,6 +106,12 @@ static void test_declarations(void **state)
     EXPECT_VALUE_ERROR(mc_input(g, NULL, MC_F32, shape, 2));
     EXPECT_VALUE_ERROR(mc_param(g, NULL, MC_F32, shape, 2));
     EXPECT_VALUE_ERROR(mc_input(g, "y", MC_F32, NULL, 2));
+    reset();
+    assert_int_equal(mc_dim_sym(NULL, "T", 0), 0);
+    expect_input_error("mc_dim_sym(NULL, ...)");
+    reset();
+    assert_int_equal(mc_dim_sym(g, NULL, 0), 0);
+    expect_input_error("mc_dim_sym(g, NULL, 0)");
     mc_graph_free(g);
 }
 
@@ -173,6 +179,10 @@ static void test_programs(void **state)
     EXPECT_STATUS(mc_program_load_weights(NULL, "w.safetensors"));
     EXPECT_STATUS(mc_program_fill_random(NULL, 0));
     EXPECT_STATUS(mc_program_run(NULL));
+    EXPECT_STATUS(mc_program_set_dim(NULL, "T", 1));
+    reset();
+    assert_int_equal(mc_program_compilations(NULL), 0);
+    expect_input_error("mc_program_compilations(NULL)");
     reset();
     assert_int_equal(mc_program_num_outputs(NULL), 0);
     expect_input_error("mc_program_num_outputs(NULL)");
@@ -195,6 +205,7 @@ static void test_programs(void **state)
     EXPECT_STATUS(mc_program_load_npy(p, NULL, "x.npy"));
     EXPECT_STATUS(mc_program_load_npy(p, "x", NULL));
     EXPECT_STATUS(mc_program_load_weights(p, NULL));
+    EXPECT_STATUS(mc_program_set_dim(p, NULL, 1));
     assert_int_equal(mc_program_set(p, "x", (float[4]){1, 2, 3, 4}, 4 * sizeof(float)), MC_OK);
     assert_int_equal(mc_program_run(p), MC_OK);
     EXPECT_STATUS(mc_program_output(p, 0, NULL));

@@ -67,11 +67,49 @@ static int load_graph(const cli_args *a, mc_graph **g)
         *g = (mc_graph *)mc_onnx_graph(onnx_model);
         return CLI_OK;
     }
-    if (a->ndims)
-        return cli_error(CLI_USER, "--dim: %s is not an ONNX model (only ONNX models' dim_params take sizes in this version)",
-                         a->graph_path);
     mc_status st = mc_graph_parse_file(a->graph_path, g);
     return st == MC_OK ? CLI_OK : cli_library_error(st);
+}
+
+/* check, dump and bench of a .graph file with symbolic dimensions: with --dim for each, the
+ * graph specialised to those sizes (docs/FORMAT.md §1); `need`: without them it is an error. */
+static int load_bound_graph(const cli_args *a, mc_graph **g, bool need)
+{
+    int rc = load_graph(a, g);
+    if (rc != CLI_OK || onnx_model || (!a->ndims && !need))
+        return rc;
+    int nsyms = mc_graph_num_syms(*g);
+    int64_t values[MC_MAX_SYMS] = {0};
+    for (int i = 0; i < a->ndims && rc == CLI_OK; i++) {
+        int k = mc_dim_find_sym(*g, a->dims[i].name, strlen(a->dims[i].name));
+        if (k < 0)
+            rc = cli_error(CLI_USER, "--dim %s=%lld: %s has no symbolic dimension '%s'", a->dims[i].name,
+                           (long long)a->dims[i].size, a->graph_path, a->dims[i].name);
+        else if (mc_dim_sym_max(*g, k) && a->dims[i].size > mc_dim_sym_max(*g, k))
+            rc = cli_error(CLI_USER, "--dim %s=%lld: above the maximum %s<=%lld that %s declares", a->dims[i].name,
+                           (long long)a->dims[i].size, a->dims[i].name, (long long)mc_dim_sym_max(*g, k), a->graph_path);
+        else
+            values[k] = a->dims[i].size;
+    }
+    for (int k = 0; k < nsyms && rc == CLI_OK; k++)
+        if (!values[k])
+            rc = cli_error(CLI_USER, "%s: dimension '%s' is unbound: give its size with --dim %s=SIZE", a->graph_path,
+                           mc_dim_sym_name(*g, k), mc_dim_sym_name(*g, k));
+    mc_graph *s = NULL;
+    if (rc == CLI_OK && nsyms > 0) {
+        mc_status st = mc_graph_specialize(*g, values, &s);
+        if (st != MC_OK)
+            rc = cli_library_error(st);
+    }
+    if (s) {
+        mc_graph_free(*g);
+        *g = s;
+    }
+    if (rc != CLI_OK) {
+        mc_graph_free(*g);
+        *g = NULL;
+    }
+    return rc;
 }
 
 static void free_graph(mc_graph *g)
@@ -145,16 +183,19 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* --weights, then every --input, then the generator for the rest; then --save-inputs, before
- * anything runs, so that a run that fails can be repeated from the file too. */
+/* --dim (a .graph file's symbolic dimensions), --weights, then every --input, then the
+ * generator for the rest; then --save-inputs, before anything runs, so that a run that fails
+ * can be repeated from the file too. */
 static int bind_inputs(const cli_args *a, mc_program *p)
 {
     mc_status st = MC_OK;
-    if (onnx_model) {
+    for (int i = 0; i < a->ndims && p->sym && st == MC_OK; i++) /* else specialised already */
+        st = mc_program_set_dim(p, a->dims[i].name, a->dims[i].size);
+    if (st == MC_OK && onnx_model) {
         st = mc_onnx_bind(onnx_model, p);
         if (st == MC_OK && a->weights)
             st = override_weights(p, a->weights);
-    } else if (a->weights)
+    } else if (st == MC_OK && a->weights)
         st = mc_program_load_weights(p, a->weights);
     for (int i = 0; i < a->ninputs && st == MC_OK; i++)
         st = mc_program_load_file(p, input_name(a->inputs[i].name), a->inputs[i].path);
@@ -305,10 +346,11 @@ int cli_run(const cli_args *a)
         if (rc == CLI_OK && a->verbose)
             say_times(p, ms);
     }
+    mc_program *ran = rc == CLI_OK ? mc_program_ran(p) : NULL; /* symbolic: the binding's program */
     if (rc == CLI_OK) {
         printf("%s: backend %s, %s, %d kernels, compiled in %.1f ms\n", a->graph_path,
-               mc_program_backend(p), a->opt.fuse ? "fused" : "unfused", p->kp->nkernels,
-               p->compile_ms);
+               mc_program_backend(p), a->opt.fuse ? "fused" : "unfused", ran->kp->nkernels,
+               ran->compile_ms);
         for (int i = 0; i < mc_program_num_outputs(p); i++) {
             mc_tensor t;
             if (mc_program_output(p, i, &t) == MC_OK)
@@ -326,7 +368,7 @@ int cli_run(const cli_args *a)
     if (rc == CLI_OK && a->iters) {
         double us;
         const char *clock;
-        mc_status st = time_program(p, a->iters, &us, &clock);
+        mc_status st = time_program(ran, a->iters, &us, &clock);
         if (st != MC_OK)
             rc = cli_library_error(st);
         else
@@ -334,7 +376,7 @@ int cli_run(const cli_args *a)
                    clock);
     }
     if (rc == CLI_OK && (a->profile || a->profile_json || a->trace || a->roofline))
-        rc = run_profile(a, p);
+        rc = run_profile(a, ran);
     mc_program_free(p);
     free_graph(g);
     return rc;
@@ -462,7 +504,7 @@ int cli_bench(const cli_args *a)
     const void **inputs = NULL;
     void **owned = NULL;
     int iters = a->iters ? a->iters : 10;
-    int rc = load_graph(a, &g);
+    int rc = load_bound_graph(a, &g, true);
     mc_options fo = a->opt, uo = a->opt;
     fo.fuse = true;
     uo.fuse = false;
@@ -532,7 +574,7 @@ int cli_bench(const cli_args *a)
 int cli_check(const cli_args *a)
 {
     mc_graph *g = NULL;
-    int rc = load_graph(a, &g);
+    int rc = load_bound_graph(a, &g, false);
     if (rc == CLI_OK) {
         mc_status st = mc_graph_print(g, stdout);
         if (st != MC_OK)
@@ -614,7 +656,7 @@ static int dump_stage(const cli_args *a, const mc_graph *g)
 int cli_dump(const cli_args *a)
 {
     mc_graph *g = NULL;
-    int rc = load_graph(a, &g);
+    int rc = load_bound_graph(a, &g, false);
     if (rc != CLI_OK)
         return rc;
     if (!strcmp(a->stage, "fused"))

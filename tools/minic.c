@@ -118,8 +118,10 @@ static const option options[] = {
     {OPT_F64_AS_F32, "--f64-as-f32", NULL, EXEC | CMD_CHECK | CMD_DUMP | CMD_IMPORT,
      "ONNX models: read DOUBLE tensors as f32 (without it a DOUBLE tensor is an error)"},
     {OPT_DIM, "--dim", "NAME=SIZE", EXEC | CMD_CHECK | CMD_DUMP | CMD_IMPORT,
-     "ONNX models: the size of the symbolic dimension NAME (a dim_param of an input, as a model\n"
-     "exported with dynamic axes has); repeatable"},
+     "bind the symbolic dimension NAME (docs/FORMAT.md §1: `input x : f32[B, T]`) to SIZE;\n"
+     "repeatable. run: for generated inputs (inputs given as files bind the sizes they have);\n"
+     "check, dump, bench: the graph specialised to these sizes (every one needs a --dim).\n"
+     "ONNX models: the size of an input's dim_param (a model exported with dynamic axes)"},
     {OPT_OUT_GRAPH, "-o", "OUT.graph", CMD_IMPORT,
      "import: the .graph file to write (the model as minic's text format)"},
     {OPT_WEIGHTS_OUT, "--weights-out", "W.safetensors", CMD_IMPORT,

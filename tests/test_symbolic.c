@@ -1,0 +1,594 @@
+/* Symbolic dimensions (docs/FORMAT.md §1, issue 23): the `.graph` syntax DIM := INT | NAME |
+ * NAME<=INT in types and shape lists, the C API's mc_dim_sym, symbolic shape inference (sums,
+ * products and exact quotients of dims), printing that parses back, errors at file:line:col,
+ * and specialisation of a symbolic graph to one binding. */
+#include "testlib.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/ir.h"
+#include "passes/passes.h"
+#include "runtime/runtime.h"
+
+#define SHAPE(...) (int64_t[]){__VA_ARGS__}, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
+
+static mc_graph *parse(const char *text)
+{
+    mc_graph *g = NULL;
+    if (mc_graph_parse_string("sym.graph", text, &g) != MC_OK)
+        fail_msg("parse failed: %s", mc_error_message());
+    return g;
+}
+
+static void parse_fails(const char *text, const char *message)
+{
+    mc_graph *g = NULL;
+    assert_int_equal(mc_graph_parse_string("sym.graph", text, &g), MC_ERR_INPUT);
+    assert_null(g);
+    if (!strstr(mc_error_message(), message))
+        fail_msg("message \"%s\" lacks \"%s\"", mc_error_message(), message);
+}
+
+/* The type of the value called name, as "[B, T*2]". */
+static const char *type_of(const mc_graph *g, const char *name)
+{
+    static char buf[256];
+    int32_t v = mc_name_map_get(&g->names, name);
+    if (v < 0)
+        fail_msg("no value %s", name);
+    const mc_node *n = &g->nodes[v];
+    size_t used = (size_t)snprintf(buf, sizeof buf, "[");
+    for (int d = 0; d < n->rank; d++) {
+        char dim[96];
+        used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", d ? ", " : "",
+                                 mc_dim_str(g, n->shape[d], dim, sizeof dim));
+    }
+    snprintf(buf + used, sizeof buf - used, "]");
+    return buf;
+}
+
+static char *print_graph(const mc_graph *g)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    assert_int_equal(mc_graph_print(g, f), MC_OK);
+    fclose(f);
+    return text;
+}
+
+static const char *attention_like =
+    "graph sym\n"
+    "input x : f32[B, T<=64, 32]\n"
+    "input mask : f32[T, T]\n"
+    "param w : f32[32, 32]\n"
+    "h = linear(x, w)\n"
+    "heads = reshape(h, shape=[B, T, 4, 8])\n"
+    "flat = reshape(h, shape=[-1, 32])\n"
+    "back = reshape(flat, shape=[B, -1, 32])\n"
+    "tail = slice(x, axis=1, start=1)\n"
+    "last = slice(x, axis=1, start=-1)\n"
+    "head = slice(x, axis=1, start=0, end=2)\n"
+    "twice = concat(x, x, tail, axis=1)\n"
+    "m = expand(mask, shape=[B, T, T])\n"
+    "pos = iota(shape=[T, T], axis=0)\n"
+    "ones = full(shape=[B, 4], value=1)\n"
+    "s = add(m, mask)\n"
+    "r = sum(h, axis=1)\n"
+    "p = pad(x, pads=[0, 1, 0, 0, 2, 0])\n"
+    "output heads, flat, back, tail, last, head, twice, s, pos, ones, r, p\n";
+
+static void test_parse_and_infer(void **state)
+{
+    (void)state;
+    mc_graph *g = parse(attention_like);
+    assert_int_equal(mc_graph_num_syms(g), 2);
+    assert_string_equal(mc_dim_sym_name(g, 0), "B");
+    assert_int_equal(mc_dim_sym_max(g, 0), 0);
+    assert_int_equal(mc_dim_sym_max(g, 1), 64);
+    assert_string_equal(type_of(g, "h"), "[B, T, 32]");
+    assert_string_equal(type_of(g, "heads"), "[B, T, 4, 8]");
+    assert_string_equal(type_of(g, "flat"), "[B*T, 32]");
+    assert_string_equal(type_of(g, "back"), "[B, T, 32]");
+    assert_string_equal(type_of(g, "tail"), "[B, T - 1, 32]");
+    assert_string_equal(type_of(g, "last"), "[B, 1, 32]");
+    assert_string_equal(type_of(g, "head"), "[B, 2, 32]");
+    assert_string_equal(type_of(g, "twice"), "[B, T*3 - 1, 32]");
+    assert_string_equal(type_of(g, "s"), "[B, T, T]");
+    assert_string_equal(type_of(g, "pos"), "[T, T]");
+    assert_string_equal(type_of(g, "ones"), "[B, 4]");
+    assert_string_equal(type_of(g, "r"), "[B, 32]");
+    assert_string_equal(type_of(g, "p"), "[B, T + 3, 32]");
+    /* the same expression is the same dim: equality of shapes stays == */
+    int32_t back = mc_name_map_get(&g->names, "back"), h = mc_name_map_get(&g->names, "h");
+    assert_memory_equal(g->nodes[back].shape, g->nodes[h].shape, 3 * sizeof(int64_t));
+    assert_int_equal(mc_graph_verify(g, "test"), MC_OK);
+    mc_graph_free(g);
+}
+
+/* What mc_graph_print writes parses back to a graph that prints the same; the maximum is written
+ * once, where the symbol is first used; a -1 that became an expression is written as -1. */
+static void test_print_roundtrip(void **state)
+{
+    (void)state;
+    mc_graph *g = parse(attention_like);
+    char *once = print_graph(g);
+    assert_non_null(strstr(once, "input x : f32[B, T<=64, 32]\n"));
+    assert_non_null(strstr(once, "input mask : f32[T, T]\n"));
+    assert_non_null(strstr(once, "flat = reshape(h, shape=[-1, 32])  # f32[B*T, 32]\n"));
+    assert_non_null(strstr(once, "# f32[B, T - 1, 32]"));
+    mc_graph *again = parse(once);
+    char *twice = print_graph(again);
+    assert_string_equal(once, twice);
+    free(once);
+    free(twice);
+    mc_graph_free(again);
+    mc_graph_free(g);
+    /* a maximum given at a later declaration is printed at the first one */
+    g = parse("input a : f32[N]\ninput b : f32[N<=9, 2]\noutput a, b\n");
+    once = print_graph(g);
+    assert_non_null(strstr(once, "input a : f32[N<=9]\ninput b : f32[N, 2]\n"));
+    free(once);
+    mc_graph_free(g);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    parse_fails("input x : f32[B, 4]\ninput y : f32[T, 4]\nz = add(x, y)\noutput z\n",
+                "sym.graph:3:5: error: add: shapes [B, 4] and [T, 4] do not broadcast (axis -2: B vs T)");
+    parse_fails("input x : f32[B, T]\ninput y : f32[B, 4]\nz = matmul(x, y)\noutput z\n",
+                "sym.graph:3:5: error: matmul: inner dimensions differ: [B, T] @ [B, 4]");
+    parse_fails("input x : f32[B<=4, 4]\ninput y : f32[B<=5, 4]\noutput x\n",
+                "sym.graph:2:15: error: dimension 'B' was declared with maximum 4 at line 1; it cannot also be <= 5");
+    parse_fails("input x : f32[B, 4]\nz = reshape(x, shape=[Q, 4])\noutput z\n",
+                "sym.graph:2:23: error: 'Q' is not a dimension declared in an input or param type");
+    parse_fails("input x : f32[B, 4]\nB = neg(x)\noutput B\n",
+                "sym.graph:2:1: error: 'B' is a symbolic dimension; a value cannot have its name");
+    parse_fails("input x : f32[x, 4]\noutput x\n", "sym.graph:1:7: error: 'x' is a symbolic dimension");
+    parse_fails("input x : f32[4]\ninput y : f32[x]\noutput y\n", "sym.graph:2:15: error: 'x' is a value");
+    parse_fails("input x : f32[B, 4]\nz = reshape(x, shape=[-1, 3])\noutput z\n",
+                "sym.graph:2:5: error: reshape: cannot reshape [B, 4] (B*4 elements) to [-1, 3]: B*4 is not a "
+                "multiple of 3");
+    parse_fails("input x : f32[B, 4]\nz = reshape(x, shape=[B, 2])\noutput z\n",
+                "(B*4 elements) to [B, 2] (B*2 elements)");
+    parse_fails("input x : f32[T]\nz = slice(x, axis=0, start=0, end=8, step=2)\noutput z\n",
+                "sym.graph:2:5: error: slice: step=2 over axis 0 of symbolic size T");
+    parse_fails("input x : f32[T]\nz = slice(x, axis=0, start=-2, end=8)\noutput z\n", "the slice's size");
+    parse_fails("input x : f32[T<=0]\noutput x\n", "must be positive");
+    parse_fails("input x : f32[T<=]\noutput x\n", "expected the dimension's maximum");
+    parse_fails("input x : f32[f32]\noutput x\n", "reserved word");
+    parse_fails("input x : f32[1, C, 8]\nparam w : f32[2, 1, 3]\ny = conv(x, w)\noutput y\n",
+                "sym.graph:3:5: error: conv: operand 1 has the symbolic dimension C on axis 1");
+}
+
+static void test_c_api(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("api");
+    int64_t B = mc_dim_sym(g, "B", 0), T = mc_dim_sym(g, "T", 128);
+    assert_true(mc_dim_is_sym(B) && mc_dim_is_sym(T) && B != T);
+    assert_int_equal(mc_dim_sym(g, "T", 0), T); /* the same name, the same dim */
+    assert_int_equal(mc_dim_sym(g, "T", 128), T);
+    mc_value x = mc_input(g, "x", MC_F32, SHAPE(B, T, 16));
+    mc_value flat = mc_reshape(g, x, SHAPE(-1, 16));
+    mc_value pos = mc_iota(g, SHAPE(T), 0, MC_I32);
+    mc_value both = mc_concat(g, (mc_value[]){x, x}, 2, 1);
+    assert_true(x >= 0 && flat >= 0 && pos >= 0 && both >= 0);
+    assert_string_equal(type_of(g, "x"), "[B, T, 16]");
+    char buf[64];
+    assert_string_equal(mc_dim_str(g, g->nodes[flat].shape[0], buf, sizeof buf), "B*T");
+    assert_string_equal(mc_dim_str(g, g->nodes[both].shape[1], buf, sizeof buf), "T*2");
+    mc_value w = mc_param(g, "w", MC_F32, SHAPE(8, 16));
+    assert_true(w >= 0);
+    assert_int_equal(mc_matmul(g, x, w), MC_ERROR); /* [B, T, 16] @ [8, 16] */
+    assert_non_null(strstr(mc_error_message(), "inner dimensions differ: [B, T, 16] @ [8, 16]"));
+    mc_graph_free(g);
+
+    g = mc_graph_new("bad");
+    assert_int_equal(mc_dim_sym(g, "T", 4), mc_dim_sym(g, "T", 0));
+    assert_int_equal(mc_dim_sym(g, "T", 5), 0);
+    assert_non_null(strstr(mc_error_message(), "declared with maximum 4"));
+    assert_int_equal(mc_dim_sym(g, "1x", 0), 0);
+    assert_non_null(strstr(mc_error_message(), "not a valid dimension name"));
+    assert_int_equal(mc_dim_sym(g, NULL, 0), 0);
+    assert_int_equal(mc_dim_sym(g, "N", -3), 0);
+    assert_int_equal(mc_dim_sym(NULL, "N", 0), 0);
+    /* a dim of no graph's table is refused */
+    assert_int_equal(mc_input(g, "x", MC_F32, SHAPE(MC_DIM_SYM_BASE - 99)), MC_ERROR);
+    assert_non_null(strstr(mc_error_message(), "not a dimension of this graph"));
+    mc_graph_free(g);
+}
+
+/* A symbolic graph cloned and specialised to one binding: static shapes, attributes evaluated,
+ * the slice's assumption (its start inside the axis) checked. */
+static void test_specialize(void **state)
+{
+    (void)state;
+    mc_graph *g = parse(attention_like);
+    mc_graph *c = mc_graph_clone(g); /* the clone has its own table */
+    mc_graph_free(g);
+    g = c;
+    mc_graph *s = NULL;
+    assert_int_equal(mc_graph_specialize(g, (int64_t[]){3, 5}, &s), MC_OK);
+    assert_int_equal(mc_graph_num_syms(s), 0);
+    assert_string_equal(type_of(s, "flat"), "[15, 32]");
+    assert_string_equal(type_of(s, "twice"), "[3, 14, 32]");
+    assert_string_equal(type_of(s, "tail"), "[3, 4, 32]");
+    assert_string_equal(type_of(s, "pos"), "[5, 5]");
+    assert_string_equal(type_of(s, "p"), "[3, 8, 32]");
+    int32_t heads = mc_name_map_get(&s->names, "heads");
+    assert_int_equal(s->nodes[heads].attr.list[1], 5);
+    assert_int_equal(mc_graph_verify(s, "specialize"), MC_OK);
+    mc_graph_free(s);
+    /* T=1: `tail` selects nothing */
+    assert_int_equal(mc_graph_specialize(g, (int64_t[]){3, 1}, &s), MC_ERR_INPUT);
+    assert_null(s);
+    assert_non_null(strstr(mc_error_message(), "sym.graph:9:"));
+    assert_non_null(strstr(mc_error_message(), "B=3, T=1"));
+    mc_graph_free(g);
+    /* `head` takes the first two: T=1 has only one, which its type does not allow */
+    g = parse("input x : f32[T]\nh = slice(x, axis=0, start=0, end=2)\noutput h\n");
+    assert_int_equal(mc_graph_specialize(g, (int64_t[]){1}, &s), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "sym.graph:2:5: error: h: axis 0 has size 1 with T=1, but its type says 2"));
+    mc_graph_free(g);
+}
+
+/* Nothing compiles a graph with unbound symbols: the passes and the float64 oracle refuse it. */
+static void test_unbound_refused(void **state)
+{
+    (void)state;
+    mc_graph *g = parse("input x : f32[N]\ny = exp(x)\noutput y\n");
+    double *out[1];
+    assert_int_equal(mc_graph_eval(g, (const void *[]){NULL, NULL}, true, out), MC_ERR_INPUT);
+    kir_program *kp = NULL;
+    assert_int_equal(mc_compile_kernels(g, NULL, &kp), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "symbolic dimensions (N)"));
+    mc_graph_free(g);
+}
+
+/* ---- running (step 2: one program compiled per binding) ------------------------------------ */
+
+static const char *model =
+    "graph model\n"                                  /* 1 */
+    "input x : f32[B, T<=16, 4]\n"                    /* 2 */
+    "input m : f32[T, T]\n"                           /* 3 */
+    "param w : f32[4, 4]\n"                           /* 4 */
+    "h = linear(x, w)\n"                              /* 5 */
+    "ht = transpose(h, perm=[0, 2, 1])\n"             /* 6 */
+    "scores = matmul(h, ht)\n"                        /* 7 */
+    "tail = slice(x, axis=1, start=1)\n"              /* 8 */
+    "masked = add(scores, m)\n"                       /* 9 */
+    "s = softmax(masked, axis=-1)\n"                  /* 10 */
+    "flat = reshape(h, shape=[-1, 4])\n"              /* 11 */
+    "c = concat(x, tail, axis=1)\n"                   /* 12 */
+    "pos = iota(shape=[T, T], axis=1, dtype=f32)\n"   /* 13 */
+    "sp = add(s, pos)\n"                              /* 14 */
+    "r = mean(sp, axis=2)\n"                          /* 15 */
+    "output s, flat, c, r\n";
+
+static mc_backend_kind backends[] = {MC_BACKEND_REF,
+#ifdef MINIC_HAVE_CPU_BACKEND
+                                     MC_BACKEND_CPU,
+#endif
+};
+
+static mc_program *compile_for(const mc_graph *g, mc_backend_kind kind)
+{
+    mc_options o = mc_test_options();
+    o.backend = kind;
+    o.quiet = true;
+    mc_program *p = NULL;
+    if (mc_program_compile(g, &o, &p) != MC_OK)
+        fail_msg("compile: %s", mc_error_message());
+    return p;
+}
+
+static float *ramp(int64_t n, float scale)
+{
+    float *v = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        v[i] = scale * (float)((i * 7) % 11 - 5);
+    return v;
+}
+
+/* Bind B and T, run, and check every output (its shape and values) against the float64
+ * evaluation of the graph specialised to the same sizes. */
+static void run_and_check(mc_program *p, const mc_graph *g, int64_t B, int64_t T)
+{
+    float *x = ramp(B * T * 4, 0.1f), *m = ramp(T * T, 0.2f), *w = ramp(16, 0.05f);
+    assert_int_equal(mc_program_set_dim(p, "B", B), MC_OK);
+    /* x's size binds T (the one symbol left) */
+    if (mc_program_set(p, "x", x, sizeof(float) * (size_t)(B * T * 4)) != MC_OK)
+        fail_msg("set x: %s", mc_error_message());
+    assert_int_equal(mc_program_set(p, "m", m, sizeof(float) * (size_t)(T * T)), MC_OK);
+    assert_int_equal(mc_program_set(p, "w", w, sizeof(float) * 16), MC_OK);
+    if (mc_program_run(p) != MC_OK)
+        fail_msg("run: %s", mc_error_message());
+    mc_graph *s = NULL;
+    assert_int_equal(mc_graph_specialize(g, (int64_t[]){B, T}, &s), MC_OK);
+    double *want[4];
+    const void *inputs[64] = {0};
+    inputs[mc_name_map_get(&s->names, "x")] = x;
+    inputs[mc_name_map_get(&s->names, "m")] = m;
+    inputs[mc_name_map_get(&s->names, "w")] = w;
+    assert_int_equal(mc_graph_eval(s, inputs, true, want), MC_OK);
+    for (int i = 0; i < 4; i++) {
+        mc_tensor t;
+        assert_int_equal(mc_program_output(p, i, &t), MC_OK);
+        const mc_node *n = &s->nodes[s->outputs[i]];
+        assert_int_equal(t.rank, n->rank);
+        assert_memory_equal(t.shape, n->shape, sizeof(int64_t) * (size_t)n->rank);
+        int64_t count = (int64_t)(t.bytes / sizeof(float));
+        assert_int_equal(count, mc_node_numel(n));
+        double *got = malloc(sizeof(double) * (size_t)count);
+        for (int64_t k = 0; k < count; k++)
+            got[k] = ((const float *)t.data)[k];
+        double err = mc_test_rel_error(got, want[i], count);
+        if (!(err <= 1e-4)) /* docs/FORMAT.md §6: f32 with a matmul */
+            fail_msg("output %s with B=%lld, T=%lld: error %g", t.name, (long long)B, (long long)T, err);
+        free(got);
+        free(want[i]);
+    }
+    mc_graph_free(s);
+    free(x);
+    free(m);
+    free(w);
+}
+
+static void test_run_bindings(void **state)
+{
+    (void)state;
+    mc_graph *g = parse(model);
+    size_t nbackends = sizeof backends / sizeof backends[0];
+    for (size_t b = 0; b <= nbackends; b++) {
+        if (b == nbackends && !mc_test_have_gpu()) {
+            printf("cuda: skipped (no usable GPU)\n");
+            break;
+        }
+        mc_program *p = compile_for(g, b == nbackends ? MC_BACKEND_CUDA : backends[b]);
+        assert_int_equal(mc_program_compilations(p), 0); /* nothing until a binding runs */
+        run_and_check(p, g, 2, 3);
+        assert_int_equal(mc_program_compilations(p), 1);
+        run_and_check(p, g, 2, 3); /* the same binding: compiles nothing */
+        assert_int_equal(mc_program_compilations(p), 1);
+        run_and_check(p, g, 1, 7);
+        assert_int_equal(mc_program_compilations(p), 2);
+        run_and_check(p, g, 2, 3); /* seen before */
+        run_and_check(p, g, 1, 7);
+        assert_int_equal(mc_program_compilations(p), 2);
+        run_and_check(p, g, 3, 16); /* at the maximum */
+        assert_int_equal(mc_program_compilations(p), 3);
+        mc_program_free(p);
+    }
+    mc_graph_free(g);
+}
+
+/* At most 8 bindings keep their program: the least recently run goes first. */
+static void test_cache_bound(void **state)
+{
+    (void)state;
+    mc_graph *g = parse("input x : f32[N]\ny = exp(x)\noutput y\n");
+    mc_program *p = compile_for(g, MC_BACKEND_REF);
+    float x[12] = {0};
+    for (int n = 1; n <= 9; n++) {
+        assert_int_equal(mc_program_set(p, "x", x, sizeof(float) * (size_t)n), MC_OK);
+        assert_int_equal(mc_program_run(p), MC_OK);
+        mc_tensor t;
+        assert_int_equal(mc_program_output(p, 0, &t), MC_OK);
+        assert_int_equal(t.shape[0], n);
+        assert_true(((const float *)t.data)[n - 1] == 1.0f);
+    }
+    assert_int_equal(mc_program_compilations(p), 9);
+    for (int n = 9; n >= 2; n--) { /* the 8 kept */
+        assert_int_equal(mc_program_set(p, "x", x, sizeof(float) * (size_t)n), MC_OK);
+        assert_int_equal(mc_program_run(p), MC_OK);
+    }
+    assert_int_equal(mc_program_compilations(p), 9);
+    assert_int_equal(mc_program_set(p, "x", x, sizeof(float)), MC_OK); /* N=1 was dropped */
+    assert_int_equal(mc_program_run(p), MC_OK);
+    assert_int_equal(mc_program_compilations(p), 10);
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+
+static void expect_error(mc_status st, const char *phrase)
+{
+    assert_int_equal(st, MC_ERR_INPUT);
+    if (!strstr(mc_error_message(), phrase))
+        fail_msg("message \"%s\" lacks \"%s\"", mc_error_message(), phrase);
+}
+
+static void test_bad_bindings(void **state)
+{
+    (void)state;
+    mc_graph *g = parse(model);
+    mc_program *p = compile_for(g, MC_BACKEND_REF);
+    float buf[16 * 16 * 4] = {0};
+    expect_error(mc_program_set(p, "x", buf, sizeof(float) * 24),
+                 "input 'x' (f32[B, T, 4]): 96 bytes do not tell its shape");
+    expect_error(mc_program_set_dim(p, "Q", 3), "the graph has no symbolic dimension 'Q' (it has B, T)");
+    expect_error(mc_program_set_dim(p, "T", 17), "--dim (mc_program_set_dim) has T=17, above the maximum T<=16");
+    expect_error(mc_program_set_dim(p, "T", 0), "T=0: dimensions must be positive");
+    expect_error(mc_program_run(p), "dimension 'B' is unbound: give an input whose type uses it, or --dim B=INT");
+    assert_int_equal(mc_program_set_dim(p, "B", 2), MC_OK);
+    assert_int_equal(mc_program_set(p, "x", buf, sizeof(float) * 2 * 3 * 4), MC_OK); /* T=3 */
+    expect_error(mc_program_set(p, "m", buf, sizeof(float) * 16), "input 'm' is f32[T, T] = f32[3, 3] (36 bytes) but 64 bytes were given");
+    expect_error(mc_program_set(p, "x", buf, sizeof(float) * 2 * 3 * 5), "(96 bytes) but 120 bytes were given");
+    expect_error(mc_program_set_dim(p, "T", 5), "--dim (mc_program_set_dim) has T=5 but input 'x' bound T=3");
+    expect_error(mc_program_set(p, "nope", buf, 4), "no input or param named 'nope'");
+    expect_error(mc_program_run(p), "input 'm' has no value");
+    /* a failed call changed nothing: m at T=3 completes the binding */
+    assert_int_equal(mc_program_set(p, "m", buf, sizeof(float) * 9), MC_OK);
+    assert_int_equal(mc_program_fill_random(p, 1), MC_OK); /* w */
+    assert_int_equal(mc_program_run(p), MC_OK);
+    /* after a run the sizes may change: x with T=5 drops m (T=3), which the generator fills */
+    assert_int_equal(mc_program_set(p, "x", buf, sizeof(float) * 2 * 5 * 4), MC_OK);
+    assert_int_equal(mc_program_run(p), MC_OK);
+    mc_tensor t;
+    assert_int_equal(mc_program_output(p, 0, &t), MC_OK);
+    assert_int_equal(t.shape[1], 5);
+    assert_int_equal(mc_program_compilations(p), 2);
+    mc_program_free(p);
+
+    /* a slice that the binding empties: an input error naming the line and the binding */
+    p = compile_for(g, MC_BACKEND_REF);
+    assert_int_equal(mc_program_set_dim(p, "B", 1), MC_OK);
+    assert_int_equal(mc_program_set_dim(p, "T", 1), MC_OK);
+    assert_int_equal(mc_program_fill_random(p, 0), MC_OK);
+    expect_error(mc_program_run(p), "sym.graph:8:");
+    assert_non_null(strstr(mc_error_message(), "B=1, T=1"));
+    mc_program_free(p);
+    mc_graph_free(g);
+
+    /* a graph without symbols has none to bind */
+    g = parse("input x : f32[2]\noutput x\n");
+    p = compile_for(g, MC_BACKEND_REF);
+    expect_error(mc_program_set_dim(p, "T", 2), "the graph has no symbolic dimensions");
+    assert_int_equal(mc_program_compilations(p), 1);
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+
+/* Files bind by their shapes; a file that disagrees names the file, the input and the size. */
+static void test_files(void **state)
+{
+    (void)state;
+    mc_graph *g = parse(model);
+    mc_program *p = compile_for(g, MC_BACKEND_REF);
+    float data[2 * 6 * 4] = {0};
+    char x_path[512], m_path[512], bad_path[512];
+    snprintf(x_path, sizeof x_path, "%s/x.npy", mc_test_tmpdir());
+    snprintf(m_path, sizeof m_path, "%s/m.npy", mc_test_tmpdir());
+    snprintf(bad_path, sizeof bad_path, "%s/bad.npy", mc_test_tmpdir());
+    mc_array x = {MC_F32, 3, {2, 6, 4}, data, sizeof(float) * 48};
+    mc_array m = {MC_F32, 2, {5, 5}, data, sizeof(float) * 25};
+    mc_array bad = {MC_F32, 3, {2, 6, 3}, data, sizeof(float) * 36};
+    assert_int_equal(mc_npy_write(x_path, &x), MC_OK);
+    assert_int_equal(mc_npy_write(m_path, &m), MC_OK);
+    assert_int_equal(mc_npy_write(bad_path, &bad), MC_OK);
+    expect_error(mc_program_load_file(p, "x", bad_path), "input 'x' is declared f32[B, T, 4] but the file holds f32[2, 6, 3]");
+    assert_int_equal(mc_program_load_file(p, "x", x_path), MC_OK); /* B=2, T=6 */
+    expect_error(mc_program_load_file(p, "m", m_path), "m.npy: input 'm' has T=5 (axis 0) but input 'x' bound T=6");
+    assert_int_equal(mc_program_fill_random(p, 3), MC_OK);
+    assert_int_equal(mc_program_run(p), MC_OK);
+    mc_tensor t;
+    assert_int_equal(mc_program_output(p, 2, &t), MC_OK);
+    assert_int_equal(t.rank, 3);
+    assert_int_equal(t.shape[0], 2);
+    assert_int_equal(t.shape[1], 11);
+    char saved[512];
+    snprintf(saved, sizeof saved, "%s/inputs.safetensors", mc_test_tmpdir());
+    assert_int_equal(mc_program_save_inputs(p, saved), MC_OK);
+    mc_program_free(p);
+    /* the saved file repeats the run: its x binds B and T, its w is the generated one */
+    p = compile_for(g, MC_BACKEND_REF);
+    assert_int_equal(mc_program_load_weights(p, saved), MC_OK);
+    assert_int_equal(mc_program_load_file(p, "x", saved), MC_OK);
+    assert_int_equal(mc_program_load_file(p, "m", saved), MC_OK);
+    assert_int_equal(mc_program_run(p), MC_OK);
+    mc_tensor u;
+    assert_int_equal(mc_program_output(p, 2, &u), MC_OK);
+    assert_int_equal(u.shape[1], 11);
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+
+/* `minic run --dim`, and what check, dump and bench do with --dim. */
+static void test_cli(void **state)
+{
+    (void)state;
+    const char *path = mc_test_write_file("model.graph", model, strlen(model));
+    char args[1024], *out = NULL, *err = NULL;
+    snprintf(args, sizeof args, "run %s --backend ref --dim B=2 --dim T=5", path);
+    assert_int_equal(mc_test_minic(args, &out, &err), 0);
+    assert_non_null(strstr(out, "s: f32[2, 5, 5]"));
+    assert_non_null(strstr(out, "c: f32[2, 9, 4]"));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "run %s --backend ref --dim B=2 --dim T=17", path);
+    assert_int_equal(mc_test_minic(args, &out, &err), 1);
+    assert_non_null(strstr(err, "T=17, above the maximum T<=16"));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "run %s --backend ref --dim B=2", path);
+    assert_int_equal(mc_test_minic(args, &out, &err), 1);
+    assert_non_null(strstr(err, "dimension 'T' is unbound"));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "run %s --backend ref --dim B=2 --dim S=2", path);
+    assert_int_equal(mc_test_minic(args, &out, &err), 1);
+    assert_non_null(strstr(err, "no symbolic dimension 'S' (it has B, T)"));
+    free(out);
+    free(err);
+    /* an input file binds T; a --dim that disagrees is named with the input */
+    char npy[512];
+    snprintf(npy, sizeof npy, "%s/cli_x.npy", mc_test_tmpdir());
+    float data[1 * 3 * 4] = {0};
+    mc_array x = {MC_F32, 3, {1, 3, 4}, data, sizeof data};
+    assert_int_equal(mc_npy_write(npy, &x), MC_OK);
+    snprintf(args, sizeof args, "run %s --backend ref --input x=%s", path, npy);
+    assert_int_equal(mc_test_minic(args, &out, &err), 0);
+    assert_non_null(strstr(out, "r: f32[1, 3]"));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "run %s --backend ref --dim T=4 --input x=%s", path, npy);
+    assert_int_equal(mc_test_minic(args, &out, &err), 1);
+    assert_non_null(strstr(err, "input 'x' has T=3 (axis 1) but --dim (mc_program_set_dim) bound T=4"));
+    free(out);
+    free(err);
+    /* check: symbolic types; with --dim, the specialised graph */
+    snprintf(args, sizeof args, "check %s", path);
+    assert_int_equal(mc_test_minic(args, &out, &err), 0);
+    assert_non_null(strstr(out, "input x : f32[B, T<=16, 4]"));
+    assert_non_null(strstr(out, "# f32[B*T, 4]"));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "check %s --dim B=3 --dim T=2", path);
+    assert_int_equal(mc_test_minic(args, &out, &err), 0);
+    assert_non_null(strstr(out, "input x : f32[3, 2, 4]"));
+    assert_non_null(strstr(out, "# f32[6, 4]"));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "dump %s --stage fused", path);
+    assert_int_equal(mc_test_minic(args, &out, &err), 1);
+    assert_non_null(strstr(err, "symbolic dimensions"));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "dump %s --stage fused --dim B=1 --dim T=4", path);
+    assert_int_equal(mc_test_minic(args, &out, &err), 0);
+    assert_non_null(strstr(out, "kernels:"));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "bench %s --backend ref --iters 1", path);
+    assert_int_equal(mc_test_minic(args, &out, &err), 1);
+    assert_non_null(strstr(err, "dimension 'B' is unbound: give its size with --dim B=SIZE"));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "bench %s --backend ref --iters 1 --dim B=1 --dim T=4", path);
+    assert_int_equal(mc_test_minic(args, &out, &err), 0);
+    assert_non_null(strstr(out, "agree"));
+    free(out);
+    free(err);
+    assert_int_equal(mc_test_minic("run --help", &out, &err), 0);
+    assert_non_null(strstr(out, "--dim"));
+    assert_non_null(strstr(out, "bind the symbolic dimension NAME"));
+    free(out);
+    free(err);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_and_infer), cmocka_unit_test(test_print_roundtrip),
+        cmocka_unit_test(test_errors),          cmocka_unit_test(test_c_api),
+        cmocka_unit_test(test_specialize),      cmocka_unit_test(test_unbound_refused),
+        cmocka_unit_test(test_run_bindings),    cmocka_unit_test(test_cache_bound),
+        cmocka_unit_test(test_bad_bindings),    cmocka_unit_test(test_files),
+        cmocka_unit_test(test_cli),
+    };
+    return mc_test_run(tests);
+}
