@@ -166,12 +166,25 @@ def timed(fn, iters, sync=None):
 
 
 def run_child(cmd, log_path, timeout):
-    """Run cmd in its own process; (rc, wall s, peak RSS bytes, stdout+stderr)."""
+    """Run cmd in its own process; (rc, wall s, peak RSS bytes, stdout+stderr).
+
+    The peak is the child's own VmHWM (/proc/PID/status), read while it runs: wait4's ru_maxrss
+    is not usable here, because Linux carries the parent's high-water mark across fork and exec,
+    so a child of this Python process (torch and the model loaded: 1.4-3.3 GB) reported that
+    instead of its own (2026-11-27: 'peak/file 6.57' for GPT-2, which was Python's RSS)."""
     t0 = time.perf_counter()
+    hwm = 0
     with open(log_path, "w") as lf:
         p = subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT)
         deadline = t0 + timeout
         while True:
+            try:
+                with open(f"/proc/{p.pid}/status") as st:
+                    for line in st:
+                        if line.startswith("VmHWM:"):
+                            hwm = max(hwm, int(line.split()[1]) * 1024)
+            except (OSError, ValueError):
+                pass
             pid, status, ru = os.wait4(p.pid, os.WNOHANG)
             if pid:
                 break
@@ -184,7 +197,7 @@ def run_child(cmd, log_path, timeout):
     p.returncode = os.waitstatus_to_exitcode(status)
     with open(log_path) as lf:
         text = lf.read()
-    return p.returncode, wall, ru.ru_maxrss * 1024, text
+    return p.returncode, wall, hwm or ru.ru_maxrss * 1024, text
 
 
 def minic_time(text):
