@@ -294,7 +294,7 @@ static bool shape_from_bytes(const mc_program *p, const mc_node *n, size_t bytes
         }
         complete &= shape[d] >= 1;
     }
-    size_t want;
+    size_t want = 0; /* array_bytes may fail before setting it; the message then says 0 */
     if (complete && array_bytes(n->dtype, shape, n->rank, &want) && want == bytes)
         return true;
     int found = -1;
@@ -343,7 +343,7 @@ mc_status mc_symbolic_set(mc_program *p, const char *name, const void *data, siz
                        "(mc_program_set_dim), or give the value from a file, whose shape binds them",
                        kind_word(n), name, declared_type(g, n, type, sizeof type), bytes);
     }
-    size_t want;
+    size_t want = 0; /* array_bytes may fail before setting it; the message then says 0 */
     sym_binding nb = *b;
     mc_status st = unify(p, &nb, node, n->dtype, shape, n->rank, NULL);
     if (st != MC_OK)
