@@ -4,7 +4,8 @@
  * operand is a constant known at import time (shape chains: Shape -> Gather -> Concat ->
  * Reshape), the shape operators compute their result on the host instead (onnx_fold_*, fold_slice)
  * and the node stays a constant. Operators minic has no native form of are built from the ones
- * it has (Mod, BitShift, GatherElements, ScatterElements, OneHot as comparisons and selections).
+ * it has (Mod, BitShift, ScatterElements, OneHot as comparisons and selections; GatherElements
+ * as a gather on the flattened data).
  */
 #include "frontend/onnx_internal.h"
 
@@ -638,64 +639,25 @@ static bool op_tile(ctx *c, const node_t *n)
     return onnx_set_out(c, n, 0, x);
 }
 
-/* Gather with indices known only at run time, until minic has a gather: the rows picked by a
- * one-hot matrix product, y = x (moved so the gathered axis is last) @ onehot(idx)^T. Exact for
- * finite data (each sum is one product by 1 plus zeros); an infinity or NaN elsewhere in the
- * gathered axis poisons the sum (0 * inf). An index outside [-n, n) gives zeros. */
-static bool gather_onehot(ctx *c, const node_t *n, int ax)
+/* Gather through minic's gather: indices known only at run time, or too many constant ones to
+ * become slices. INT64 indices are i32 already (narrowed with the importer's range check); an
+ * index outside [-n, n) fails the run with gather's input error. Bools travel as i32. */
+static bool gather_values(ctx *c, const node_t *n, int ax)
 {
     mc_graph *g = c->g;
     VAL(x, 0);
     VAL(idx, 1);
     const mc_node *xn = onnx_vnode(c, x), *in = onnx_vnode(c, idx);
-    int rank = xn->rank, ki = in->rank;
-    if (rank - 1 + ki > MC_MAX_RANK || rank + ki > MC_MAX_RANK)
-        return onnx_why(c, "a result of rank %d", rank - 1 + ki);
-    int64_t dim = xn->shape[ax], K = onnx_numel(ki, in->shape), R = onnx_numel(rank, xn->shape) / dim;
-    if (dim > 65536 * 16 || K > 65536 || K * dim > ((int64_t)1 << 28))
-        return onnx_why(c, "a run-time gather of %lld indices from %lld (minic has no gather yet)", (long long)K, (long long)dim);
-    mc_dtype d = xn->dtype;
-    if (d == MC_BOOL)
-        return onnx_why(c, "a run-time gather of bools (minic has no gather yet)");
-    int perm[MC_MAX_RANK], np = 0;
-    for (int k = 0; k < rank; k++)
-        if (k != ax)
-            perm[np++] = k;
-    perm[np++] = ax;
-    mc_value xt = ax == rank - 1 ? x : mc_transpose(g, x, perm, rank);
-    int64_t s2[2] = {R, dim}, kk[2] = {K, dim}, k1[2] = {K, 1};
-    xt = mc_reshape(g, xt, s2, 2);
-    if (d == MC_I32)
-        xt = mc_cast(g, xt, MC_F32);
-    if (in->dtype != MC_I32)
+    int r = xn->rank - 1 + in->rank;
+    mc_dtype d = xn->dtype, id = in->dtype;
+    if (r > MC_MAX_RANK)
+        return onnx_why(c, "a result of rank %d", r);
+    if (id != MC_I32)
         idx = mc_cast(g, idx, MC_I32);
-    mc_value dv = mc_scalar(g, (double)dim, MC_I32);
-    idx = mc_where(c->g, mc_lt(g, idx, mc_scalar(g, 0, MC_I32)), mc_add(g, idx, dv), idx);
-    mc_dtype fd = d == MC_I32 ? MC_F32 : d;
-    mc_value hot = mc_cast(g, mc_eq(g, mc_iota(g, kk, 2, 1, MC_I32), mc_reshape(g, idx, k1, 2)), fd);
-    mc_value y = mc_matmul(g, xt, mc_transpose(g, hot, NULL, 0)); /* [R, K] */
-    if (d == MC_I32)
-        y = mc_cast(g, y, MC_I32);
-    /* [rest.., idx..] then the idx axes moved to where the gathered axis was */
-    int64_t s3[MC_MAX_RANK];
-    int r3 = 0;
-    for (int k = 0; k < rank; k++)
-        if (k != ax)
-            s3[r3++] = xn->shape[k];
-    for (int k = 0; k < ki; k++)
-        s3[r3++] = in->shape[k];
-    y = mc_reshape(g, y, s3, r3);
-    int p3[MC_MAX_RANK], q = 0;
-    for (int k = 0; k < ax; k++)
-        p3[q++] = k;
-    for (int k = 0; k < ki; k++)
-        p3[q++] = rank - 1 + k;
-    for (int k = ax; k < rank - 1; k++)
-        p3[q++] = k;
-    bool identity = true;
-    for (int k = 0; k < r3; k++)
-        identity &= p3[k] == k;
-    return onnx_set_out(c, n, 0, identity || r3 == 0 ? y : mc_transpose(g, y, p3, r3));
+    if (d == MC_BOOL)
+        x = mc_cast(g, x, MC_I32);
+    mc_value y = mc_gather(g, x, idx, ax);
+    return onnx_set_out(c, n, 0, d == MC_BOOL && y >= 0 ? mc_cast(g, y, MC_BOOL) : y);
 }
 
 static bool op_gather(ctx *c, const node_t *n)
@@ -711,7 +673,7 @@ static bool op_gather(ctx *c, const node_t *n)
     if (!onnx_norm_axis(c, onnx_attr_i(n, "axis", 0), rank, &ax))
         return false;
     if (!idx)
-        return gather_onehot(c, n, ax);
+        return gather_values(c, n, ax);
     int r = rank - 1 + idx->rank;
     if (r > MC_MAX_RANK)
         return onnx_why(c, "a result of rank %d", r);
@@ -750,7 +712,7 @@ static bool op_gather(ctx *c, const node_t *n)
         return onnx_set_const(c, n, 0, z);
     }
     if (idx->n > 256)
-        return onnx_why(c, "%lld constant indices (minic has no gather yet; up to 256 become slices)", (long long)idx->n);
+        return gather_values(c, n, ax);
     VAL(x, 0);
     mc_value parts[256];
     for (int64_t k = 0; k < idx->n; k++) {
@@ -1254,7 +1216,44 @@ static bool op_cumsum(ctx *c, const node_t *n)
     return onnx_set_out(c, n, 0, rev ? flip(c, y, ax) : y);
 }
 
-/* GatherElements with indices known at run time: a one-hot mask along the axis, summed. */
+/* GatherElements through minic's gather on the data flattened: each result element's flat
+ * position is its own coordinates (iotas) with the index in place of the axis coordinate. An
+ * index outside [-len, len) becomes the flat size, so the run fails with gather's input error
+ * rather than reading a neighbour. Bools travel as i32. */
+static bool gather_elements_flat(ctx *c, const node_t *n, mc_value x, mc_value idx, int ax)
+{
+    mc_graph *g = c->g;
+    const mc_node *xn = onnx_vnode(c, x), *in = onnx_vnode(c, idx);
+    int rank = xn->rank;
+    int64_t xs[MC_MAX_RANK], is[MC_MAX_RANK], stride[MC_MAX_RANK], total = 1;
+    memcpy(xs, xn->shape, sizeof xs);
+    memcpy(is, in->shape, sizeof is);
+    mc_dtype d = xn->dtype, id = in->dtype;
+    for (int k = rank - 1; k >= 0; k--) {
+        stride[k] = total;
+        total *= xs[k];
+    }
+    if (id != MC_I32)
+        idx = mc_cast(g, idx, MC_I32);
+    mc_value len = mc_scalar(g, (double)xs[ax], MC_I32), zero = mc_scalar(g, 0, MC_I32);
+    idx = mc_where(g, mc_lt(g, idx, zero), mc_add(g, idx, len), idx);
+    mc_value bad = mc_or(g, mc_lt(g, idx, zero), mc_ge(g, idx, len));
+    mc_value pos = stride[ax] == 1 ? idx : mc_mul(g, idx, mc_scalar(g, (double)stride[ax], MC_I32));
+    for (int k = 0; k < rank; k++) {
+        if (k == ax || is[k] == 1)
+            continue;
+        mc_value at = mc_iota(g, is, rank, k, MC_I32);
+        pos = mc_add(g, pos, stride[k] == 1 ? at : mc_mul(g, at, mc_scalar(g, (double)stride[k], MC_I32)));
+    }
+    pos = mc_where(g, bad, mc_scalar(g, (double)total, MC_I32), pos);
+    int64_t flat[1] = {total};
+    mc_value xf = mc_reshape(g, d == MC_BOOL ? mc_cast(g, x, MC_I32) : x, flat, 1);
+    mc_value y = mc_gather(g, xf, pos, 0);
+    return onnx_set_out(c, n, 0, d == MC_BOOL && y >= 0 ? mc_cast(g, y, MC_BOOL) : y);
+}
+
+/* GatherElements: minic's gather on the flattened data (gather_elements_flat); with symbolic
+ * dimensions, a one-hot mask along the axis, summed. */
 static bool op_gather_elements(ctx *c, const node_t *n)
 {
     mc_graph *g = c->g;
@@ -1266,10 +1265,22 @@ static bool op_gather_elements(ctx *c, const node_t *n)
         return onnx_why(c, "indices of rank %d for data of rank %d", in->rank, rank);
     if (!onnx_norm_axis(c, onnx_attr_i(n, "axis", 0), rank, &ax))
         return false;
+    bool sym = false;
+    int64_t total = 1;
+    for (int k = 0; k < rank; k++) {
+        sym |= mc_dim_is_sym(xn->shape[k]) || mc_dim_is_sym(in->shape[k]);
+        if (!sym && in->shape[k] > xn->shape[k] && k != ax)
+            return onnx_why(c, "indices larger than the data at axis %d", k);
+        if (!sym)
+            total *= xn->shape[k];
+    }
+    if (!sym && total < INT32_MAX)
+        return gather_elements_flat(c, n, x, idx, ax);
     int64_t len = xn->shape[ax];
     mc_dtype d = xn->dtype;
     if (d == MC_BOOL || len > 4096)
-        return onnx_why(c, "a gather of %s over %lld elements (minic has no gather yet)", mc_dtype_name(d), (long long)len);
+        return onnx_why(c, "a one-hot gather of %s over %lld elements (symbolic or more than 2^31 elements)",
+                        mc_dtype_name(d), (long long)len);
     int64_t ishape[MC_MAX_RANK];
     memcpy(ishape, in->shape, sizeof ishape);
     for (int k = 0; k < rank; k++) {

@@ -503,6 +503,82 @@ static void test_rounding_edges(void **state)
     }
 }
 
+/* Compile a two-input model (x, i) on ref and set both; NULL with the status on failure */
+static mc_program *two_inputs(const buf *m, mc_onnx **o, const void *x, size_t xb, const void *i, size_t ib)
+{
+    if (mc_onnx_load_memory(m->b, m->n, "g.onnx", 0, NULL, NULL, o) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    mc_options opt = mc_test_options();
+    opt.backend = MC_BACKEND_REF;
+    mc_program *p;
+    assert_int_equal(mc_program_compile(mc_onnx_graph(*o), &opt, &p), MC_OK);
+    assert_int_equal(mc_program_set(p, "x", x, xb), MC_OK);
+    assert_int_equal(mc_program_set(p, "i", i, ib), MC_OK);
+    return p;
+}
+
+static void gather_model(buf *m, const char *op, int xtype, const int64_t *xd, int xr, const int64_t *id, int ir,
+                         const int64_t *yd, int yr)
+{
+    buf g = {0}, nd = {0}, in = {0}, out = {0};
+    node(&nd, op, "x", "i", "y");
+    field_msg(&g, 1, &nd);
+    value_info(&in, "x", xtype, xd, xr);
+    field_msg(&g, 11, &in);
+    in.n = 0;
+    value_info(&in, "i", 7, id, ir); /* INT64 indices, narrowed to i32 */
+    field_msg(&g, 11, &in);
+    value_info(&out, "y", xtype, yd, yr);
+    field_msg(&g, 12, &out);
+    model(m, &g);
+}
+
+/* Gather and GatherElements with run-time indices are minic's gather: bools, negative indices,
+ * indices smaller than the data; an index out of range fails the run with an input error (it
+ * neither reads a neighbour nor gives zeros) */
+static void test_gather_runtime(void **state)
+{
+    (void)state;
+    buf m;
+    mc_onnx *o;
+    mc_tensor t;
+    /* Gather: bool x[4], INT64 indices [2, 2] */
+    int64_t x4[1] = {4}, i22[2] = {2, 2};
+    gather_model(&m, "Gather", 9, x4, 1, i22, 2, i22, 2);
+    const bool xb[4] = {true, false, false, true};
+    int32_t iv[4] = {3, -3, 0, -4};
+    mc_program *p = two_inputs(&m, &o, xb, sizeof xb, iv, sizeof iv);
+    assert_int_equal(mc_program_run(p), MC_OK);
+    assert_int_equal(mc_program_output(p, 0, &t), MC_OK);
+    assert_int_equal(t.dtype, MC_BOOL);
+    const bool want[4] = {true, false, true, true};
+    for (int k = 0; k < 4; k++)
+        assert_true(((const bool *)t.data)[k] == want[k]);
+    iv[2] = 4;
+    assert_int_equal(mc_program_set(p, "i", iv, sizeof iv), MC_OK);
+    assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "outside [-4, 4)"));
+    mc_program_free(p);
+    mc_onnx_free(o);
+    /* GatherElements, axis 0: x[2, 3], indices [2, 2] (smaller than x on axis 1) */
+    int64_t x23[2] = {2, 3};
+    gather_model(&m, "GatherElements", 1, x23, 2, i22, 2, i22, 2);
+    const float xf[6] = {1, 2, 3, 4, 5, 6};
+    int32_t ie[4] = {1, 0, -2, -1};
+    p = two_inputs(&m, &o, xf, sizeof xf, ie, sizeof ie);
+    assert_int_equal(mc_program_run(p), MC_OK);
+    assert_int_equal(mc_program_output(p, 0, &t), MC_OK);
+    const float wantf[4] = {4, 2, 1, 5};
+    for (int k = 0; k < 4; k++)
+        assert_true(((const float *)t.data)[k] == wantf[k]);
+    ie[1] = -3; /* flat position -2 would be a valid gather index (the 5): out of range of the axis */
+    assert_int_equal(mc_program_set(p, "i", ie, sizeof ie), MC_OK);
+    assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "gather"));
+    mc_program_free(p);
+    mc_onnx_free(o);
+}
+
 /* a dim_param needs a size: an error naming it without one, the size given with one */
 static void test_symbolic_dims(void **state)
 {
@@ -656,6 +732,7 @@ int main(void)
         cmocka_unit_test(test_every_unsupported_node_listed),
         cmocka_unit_test(test_int64_and_double),
         cmocka_unit_test(test_rounding_edges),
+        cmocka_unit_test(test_gather_runtime),
         cmocka_unit_test(test_symbolic_dims),
         cmocka_unit_test(test_cli),
     };

@@ -87,11 +87,12 @@ if args.update:
         f.write("\nUnknown operators, by the number of failing tests that stop at them: " +
                 ", ".join(f"{k} {v}" for k, v in sorted(unknown.items(), key=lambda kv: (-kv[1], kv[0]))) + ".\n")
         f.write("\nSome ONNX operators are imported as compositions of minic's operators until minic has "
-                "them (docs/FORMAT.md §7): Gather with run-time indices, GatherElements, ScatterElements, "
-                "OneHot and the loss operators through one-hot masks, Resize as per-axis weight matrices, "
-                "RNN/GRU/LSTM unrolled. ArgMax, ArgMin, Hardmax, CumSum, Floor, Ceil and Round are "
-                "minic's argmax, argmin, cumsum, floor, ceil and round (select_last_index, exclusive "
-                "and reverse through a reversing slice and a shift).\n")
+                "them (docs/FORMAT.md §7): ScatterElements, OneHot and the loss operators through one-hot "
+                "masks, Resize as per-axis weight matrices, RNN/GRU/LSTM unrolled. ArgMax, ArgMin, Hardmax, "
+                "CumSum, Floor, Ceil and Round are minic's argmax, argmin, cumsum, floor, ceil and round "
+                "(select_last_index, exclusive and reverse through a reversing slice and a shift); Gather "
+                "and GatherElements are minic's gather (GatherElements on the data flattened, each "
+                "element's flat position computed from iotas).\n")
         f.write("\n## Failing tests and why\n\n| test | reason |\n| --- | --- |\n")
         for t in sorted(failing):
             why = failing[t].replace("|", "\\|")
