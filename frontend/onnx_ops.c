@@ -1238,6 +1238,7 @@ static bool gather_elements_flat(ctx *c, const node_t *n, mc_value x, mc_value i
     mc_value len = mc_scalar(g, (double)xs[ax], MC_I32), zero = mc_scalar(g, 0, MC_I32);
     idx = mc_where(g, mc_lt(g, idx, zero), mc_add(g, idx, len), idx);
     mc_value bad = mc_or(g, mc_lt(g, idx, zero), mc_ge(g, idx, len));
+    idx = mc_where(g, bad, zero, idx); /* no i32 overflow in the products below */
     mc_value pos = stride[ax] == 1 ? idx : mc_mul(g, idx, mc_scalar(g, (double)stride[ax], MC_I32));
     for (int k = 0; k < rank; k++) {
         if (k == ax || is[k] == 1)

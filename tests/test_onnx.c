@@ -575,6 +575,9 @@ static void test_gather_runtime(void **state)
     assert_int_equal(mc_program_set(p, "i", ie, sizeof ie), MC_OK);
     assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
     assert_non_null(strstr(mc_error_message(), "gather"));
+    ie[1] = INT32_MAX; /* far out of range: no overflow in the flat position */
+    assert_int_equal(mc_program_set(p, "i", ie, sizeof ie), MC_OK);
+    assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
     mc_program_free(p);
     mc_onnx_free(o);
 }
