@@ -763,6 +763,18 @@ static char *slurp(const char *path, size_t *size)
     return text;
 }
 
+/* Read PATH and parse it as JSON into ARENA; the text stays in *TEXT (the caller frees it and
+ * the arena). A parse error fails the test with the message and the text. */
+static mc_json *load_json(const char *path, mc_arena *arena, char **text)
+{
+    size_t size;
+    *text = slurp(path, &size);
+    mc_json *root;
+    if (mc_json_parse(*text, size, path, arena, &root) != MC_OK)
+        fail_msg("%s\n%s", mc_error_message(), *text);
+    return root;
+}
+
 static void test_iters_and_profile(void **state)
 {
     (void)state;
@@ -779,12 +791,9 @@ static void test_iters_and_profile(void **state)
     assert_contains(out, "peak memory");
 
     /* docs/FORMAT.md §5's JSON object: valid JSON, every required field, integers as required */
-    size_t size;
-    char *text = slurp(json, &size);
     mc_arena arena = {0};
-    mc_json *root;
-    if (mc_json_parse(text, size, json, &arena, &root) != MC_OK)
-        fail_msg("%s\n%s", mc_error_message(), text);
+    char *text;
+    mc_json *root = load_json(json, &arena, &text);
     assert_string_equal(mc_json_get(root, "backend")->text, "ref");
     assert_non_null(mc_json_get(root, "device"));
     assert_true(mc_json_get(root, "fused")->boolean);
@@ -829,9 +838,7 @@ static void test_iters_and_profile(void **state)
     free(text);
 
     /* The trace: Chrome's format, every event with its required fields. */
-    text = slurp(trace, &size);
-    if (mc_json_parse(text, size, trace, &arena, &root) != MC_OK)
-        fail_msg("%s\n%s", mc_error_message(), text);
+    root = load_json(trace, &arena, &text);
     /* Chrome's trace event format, field by field (what Perfetto's importer reads): a JSON
      * object with traceEvents; displayTimeUnit "ms" or "ns"; metadata events (ph M) naming the
      * process and threads; complete events (ph X) with a string name and cat, integer pid and
@@ -947,12 +954,9 @@ static void test_profile_groups(void **state)
         fail_msg("%s", err);
     assert_contains(out, "grouped (the same code on the same shapes; 2 groups of 4 kernels)");
     assert_contains(out, "x3");
-    size_t size;
-    char *jt = slurp(json, &size);
     mc_arena arena = {0};
-    mc_json *root;
-    if (mc_json_parse(jt, size, json, &arena, &root) != MC_OK)
-        fail_msg("%s\n%s", mc_error_message(), jt);
+    char *jt;
+    mc_json *root = load_json(json, &arena, &jt);
     const mc_json *groups = mc_json_get(root, "groups");
     assert_int_equal(groups->count, 2);
     int64_t n;
@@ -1012,12 +1016,9 @@ static void test_compile_phases(void **state)
     const char *json = tmp_path("phases.json");
     assert_int_equal(minic("run %s --backend ref --iters 1 --profile --profile-json %s", g, json), 0);
     assert_contains(out, "        compile: backend choice ");
-    size_t size;
-    char *text = slurp(json, &size);
     mc_arena arena = {0};
-    mc_json *root;
-    if (mc_json_parse(text, size, json, &arena, &root) != MC_OK)
-        fail_msg("%s\n%s", mc_error_message(), text);
+    char *text;
+    mc_json *root = load_json(json, &arena, &text);
     const mc_json *totals = mc_json_get(root, "totals");
     const mc_json *phases = mc_json_get(totals, "compile_phases");
     assert_non_null(phases);
