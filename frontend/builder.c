@@ -195,6 +195,8 @@ mc_value mc_cumsum(mc_graph *g, mc_value x, int axis)
     return build(g, MC_OP_CUMSUM, &x, 1, &at);
 }
 
+mc_value mc_allreduce(mc_graph *g, mc_value x) { return build(g, MC_OP_ALLREDUCE, &x, 1, NULL); }
+
 mc_value mc_gather(mc_graph *g, mc_value x, mc_value idx, int axis)
 {
     mc_attrs at = {.axis = axis};

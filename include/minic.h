@@ -142,6 +142,9 @@ mc_value mc_cumsum(mc_graph *g, mc_value x, int axis);
  * the end); shape x.shape[:axis] + idx.shape + x.shape[axis+1:]. An index outside [-n, n) fails
  * mc_program_run with MC_ERR_INPUT (nothing is read there). */
 mc_value mc_gather(mc_graph *g, mc_value x, mc_value idx, int axis);
+/* The sum of x over the ranks of a tensor-parallel program, the same on every rank (float
+ * dtypes; shape and dtype of x). In a graph run as one program: x itself. */
+mc_value mc_allreduce(mc_graph *g, mc_value x);
 /* Channels first ([N, C, L] or [N, C, H, W]); nspatial entries in each list that is not NULL
  * (NULL: the default: stride 1, a pool's stride its kernel, padding 0, dilation 1). */
 mc_value mc_conv(mc_graph *g, mc_value x, mc_value w, mc_value b /* MC_NONE */, const int64_t *stride,

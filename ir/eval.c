@@ -438,7 +438,8 @@ static void eval_view(const op_ctx *c)
     case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER:
     case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
-    case MC_OP_RESHAPE: case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
+    case MC_OP_RESHAPE: case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_OP_ALLREDUCE:
+    case MC_NUM_OPS:
         MC_UNREACHABLE("not a view operator");
     }
     const double *xv = operand(c, 0);
@@ -663,11 +664,162 @@ static mc_status eval_node(const mc_graph *g, int i, const void *const *inputs, 
             eval_window(&c);
         break;
     case MC_KIND_GATHER: return eval_gather(&c);
+    case MC_KIND_COLLECTIVE: MC_UNREACHABLE("allreduce is evaluated across the ranks");
     }
     return MC_OK;
 }
 
 /* ---- the walk ----------------------------------------------------------------------------- */
+
+/* allreduce: the sum over the ranks of operand x, in rank order (the same doubles on every
+ * rank); one rank: x itself. vals[r] is rank r's value array. */
+static void eval_allreduce(double *const *const *vals, int nranks, int x, double *out, int64_t numel)
+{
+    memcpy(out, vals[0][x], (size_t)numel * sizeof(double));
+    for (int r = 1; r < nranks; r++)
+        for (int64_t e = 0; e < numel; e++)
+            out[e] += vals[r][x][e];
+}
+
+/* Do the rank graphs have the one node structure the lockstep walk needs? */
+static mc_status check_ranks(const mc_graph *const *g, int nranks)
+{
+    for (int r = 0; r < nranks; r++) {
+        if (!g[r] || g[r]->failed || g[r]->noutputs == 0)
+            return mc_fail(MC_ERR_INPUT, "mc_graph_eval: rank %d's graph is missing or has no outputs", r);
+        if (mc_graph_num_syms(g[r]) > 0)
+            return mc_fail(MC_ERR_INPUT,
+                           "mc_graph_eval: the graph has symbolic dimensions (mc_graph_specialize it)");
+        if (r == 0)
+            continue;
+        bool same = g[r]->nnodes == g[0]->nnodes && g[r]->noutputs == g[0]->noutputs &&
+                    memcmp(g[r]->outputs, g[0]->outputs, sizeof(int32_t) * (size_t)g[0]->noutputs) == 0;
+        for (int i = 0; same && i < g[0]->nnodes; i++) {
+            const mc_node *a = &g[0]->nodes[i], *b = &g[r]->nodes[i];
+            same = a->op == b->op && a->nin == b->nin &&
+                   (a->nin == 0 || memcmp(a->in, b->in, sizeof(int32_t) * (size_t)a->nin) == 0);
+        }
+        if (!same)
+            return mc_fail(MC_ERR_INPUT, "mc_graph_eval_ranks: rank %d's graph differs from rank 0's in its "
+                           "nodes, operands or outputs", r);
+    }
+    return MC_OK;
+}
+
+mc_status mc_graph_eval_ranks(const mc_graph *const *g, int nranks, const void *const *const *inputs,
+                              bool exact, double **outputs)
+{
+    if (!g || nranks < 1 || !outputs)
+        return mc_fail(MC_ERR_INPUT, "mc_graph_eval: no graph or no output array");
+    for (int r = 0; r < nranks; r++)
+        for (int p = 0; g[r] && p < g[r]->noutputs; p++)
+            outputs[r * g[0]->noutputs + p] = NULL;
+    mc_status st = check_ranks(g, nranks);
+    if (st != MC_OK)
+        return st;
+    int nn = g[0]->nnodes, no = g[0]->noutputs;
+    double ***vals = calloc((size_t)nranks, sizeof *vals);
+    int *last_use = malloc(((size_t)nn + 1) * sizeof *last_use); /* -1: dead */
+    bool ok = vals && last_use;
+    for (int r = 0; ok && r < nranks; r++)
+        ok = (vals[r] = calloc((size_t)nn + 1, sizeof *vals[r])) != NULL;
+    if (!ok) {
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory evaluating the graph");
+        goto done;
+    }
+    /* Liveness, backwards from the outputs: last_use[j] is the last node that reads j. */
+    for (int i = 0; i < nn; i++)
+        last_use[i] = -1;
+    for (int p = 0; p < no; p++) {
+        MC_ASSERT(g[0]->outputs[p] >= 0 && g[0]->outputs[p] < nn);
+        last_use[g[0]->outputs[p]] = g[0]->outputs[p];
+    }
+    for (int i = nn - 1; i >= 0; i--) {
+        if (last_use[i] < 0)
+            continue;
+        const mc_node *n = &g[0]->nodes[i];
+        for (int k = 0; k < n->nin; k++)
+            if (n->in[k] >= 0 && last_use[n->in[k]] < i)
+                last_use[n->in[k]] = i;
+    }
+    for (int i = 0; i < nn; i++) {
+        if (last_use[i] < 0)
+            continue;
+        for (int r = 0; r < nranks; r++) {
+            const mc_node *n = &g[r]->nodes[i];
+            int64_t numel;
+            if (!checked_numel(n->shape, n->rank, &numel)) {
+                st = mc_fail(MC_ERR_INPUT, "mc_graph_eval: value %d is too large to evaluate", i);
+                goto done;
+            }
+            vals[r][i] = alloc_doubles(numel);
+            if (!vals[r][i]) {
+                st = mc_fail(MC_ERR_SYSTEM, "out of memory evaluating the graph (%lld elements)",
+                             (long long)numel);
+                goto done;
+            }
+            if (n->op == MC_OP_ALLREDUCE)
+                continue; /* when every rank has its operand */
+            st = eval_node(g[r], i, inputs ? inputs[r] : NULL, (const double *const *)vals[r], vals[r][i], numel);
+            if (st != MC_OK)
+                goto done;
+        }
+        for (int r = 0; r < nranks; r++) {
+            const mc_node *n = &g[r]->nodes[i];
+            int64_t numel = mc_node_numel(n);
+            if (n->op == MC_OP_ALLREDUCE)
+                eval_allreduce((double *const *const *)vals, nranks, n->in[0], vals[r][i], numel);
+            double *v = vals[r][i];
+            bool round_it = !exact || !mc_dtype_is_float(n->dtype);
+            if (round_it && n->op != MC_OP_INPUT && n->op != MC_OP_PARAM)
+                for (int64_t e = 0; e < numel; e++)
+                    v[e] = mc_round_to_dtype(v[e], n->dtype);
+            else if (n->dtype == MC_F16 || n->dtype == MC_BF16) /* exact, but within the type's range */
+                for (int64_t e = 0; e < numel; e++)
+                    v[e] = mc_saturate_to_dtype(v[e], n->dtype);
+            for (int p = 0; p < no; p++) {
+                if (g[r]->outputs[p] != i)
+                    continue;
+                double **o = &outputs[r * no + p];
+                *o = alloc_doubles(numel);
+                if (!*o) {
+                    st = mc_fail(MC_ERR_SYSTEM, "out of memory evaluating the graph");
+                    goto done;
+                }
+                memcpy(*o, v, (size_t)numel * sizeof(double));
+            }
+        }
+        /* Free what this node was the last reader of (and itself, if nothing reads it). */
+        const mc_node *n = &g[0]->nodes[i];
+        for (int r = 0; r < nranks; r++) {
+            for (int k = 0; k < n->nin; k++) {
+                int j = n->in[k];
+                if (j >= 0 && last_use[j] == i) {
+                    free(vals[r][j]);
+                    vals[r][j] = NULL;
+                }
+            }
+            if (last_use[i] == i) {
+                free(vals[r][i]);
+                vals[r][i] = NULL;
+            }
+        }
+    }
+done:
+    for (int r = 0; vals && r < nranks; r++) {
+        for (int i = 0; vals[r] && i < nn; i++)
+            free(vals[r][i]);
+        free(vals[r]);
+    }
+    if (st != MC_OK)
+        for (int p = 0; p < nranks * no; p++) {
+            free(outputs[p]);
+            outputs[p] = NULL;
+        }
+    free(vals);
+    free(last_use);
+    return st;
+}
 
 mc_status mc_graph_eval(const mc_graph *g, const void *const *inputs, bool exact, double **outputs)
 {
@@ -677,90 +829,5 @@ mc_status mc_graph_eval(const mc_graph *g, const void *const *inputs, bool exact
         outputs[p] = NULL;
     if (g->failed || g->noutputs == 0)
         return mc_fail(MC_ERR_INPUT, "mc_graph_eval: the graph has no outputs");
-    if (mc_graph_num_syms(g) > 0)
-        return mc_fail(MC_ERR_INPUT, "mc_graph_eval: the graph has symbolic dimensions (mc_graph_specialize it)");
-
-    int nn = g->nnodes;
-    double **vals = calloc((size_t)nn + 1, sizeof *vals);
-    int *last_use = malloc(((size_t)nn + 1) * sizeof *last_use); /* -1: dead */
-    mc_status st = MC_OK;
-    if (!vals || !last_use) {
-        st = mc_fail(MC_ERR_SYSTEM, "out of memory evaluating the graph");
-        goto done;
-    }
-    /* Liveness, backwards from the outputs: last_use[j] is the last node that reads j. */
-    for (int i = 0; i < nn; i++)
-        last_use[i] = -1;
-    for (int p = 0; p < g->noutputs; p++) {
-        MC_ASSERT(g->outputs[p] >= 0 && g->outputs[p] < nn);
-        last_use[g->outputs[p]] = g->outputs[p];
-    }
-    for (int i = nn - 1; i >= 0; i--) {
-        if (last_use[i] < 0)
-            continue;
-        const mc_node *n = &g->nodes[i];
-        for (int k = 0; k < n->nin; k++)
-            if (n->in[k] >= 0 && last_use[n->in[k]] < i)
-                last_use[n->in[k]] = i;
-    }
-    for (int i = 0; i < nn; i++) {
-        if (last_use[i] < 0)
-            continue;
-        const mc_node *n = &g->nodes[i];
-        int64_t numel;
-        if (!checked_numel(n->shape, n->rank, &numel)) {
-            st = mc_fail(MC_ERR_INPUT, "mc_graph_eval: value %d is too large to evaluate", i);
-            goto done;
-        }
-        vals[i] = alloc_doubles(numel);
-        if (!vals[i]) {
-            st = mc_fail(MC_ERR_SYSTEM, "out of memory evaluating the graph (%lld elements)",
-                         (long long)numel);
-            goto done;
-        }
-        st = eval_node(g, i, inputs, (const double *const *)vals, vals[i], numel);
-        if (st != MC_OK)
-            goto done;
-        bool round_it = !exact || !mc_dtype_is_float(n->dtype);
-        if (round_it && n->op != MC_OP_INPUT && n->op != MC_OP_PARAM)
-            for (int64_t e = 0; e < numel; e++)
-                vals[i][e] = mc_round_to_dtype(vals[i][e], n->dtype);
-        else if (n->dtype == MC_F16 || n->dtype == MC_BF16) /* exact, but within the type's range */
-            for (int64_t e = 0; e < numel; e++)
-                vals[i][e] = mc_saturate_to_dtype(vals[i][e], n->dtype);
-        for (int p = 0; p < g->noutputs; p++) {
-            if (g->outputs[p] != i)
-                continue;
-            outputs[p] = alloc_doubles(numel);
-            if (!outputs[p]) {
-                st = mc_fail(MC_ERR_SYSTEM, "out of memory evaluating the graph");
-                goto done;
-            }
-            memcpy(outputs[p], vals[i], (size_t)numel * sizeof(double));
-        }
-        /* Free what this node was the last reader of (and itself, if nothing reads it). */
-        for (int k = 0; k < n->nin; k++) {
-            int j = n->in[k];
-            if (j >= 0 && last_use[j] == i) {
-                free(vals[j]);
-                vals[j] = NULL;
-            }
-        }
-        if (last_use[i] == i) {
-            free(vals[i]);
-            vals[i] = NULL;
-        }
-    }
-done:
-    if (vals)
-        for (int i = 0; i < nn; i++)
-            free(vals[i]);
-    if (st != MC_OK)
-        for (int p = 0; p < g->noutputs; p++) {
-            free(outputs[p]);
-            outputs[p] = NULL;
-        }
-    free(vals);
-    free(last_use);
-    return st;
+    return mc_graph_eval_ranks(&g, 1, &inputs, exact, outputs);
 }

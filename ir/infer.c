@@ -247,6 +247,7 @@ static mc_status infer_elementwise(const infer *c)
         return set_shape(c, a->shape, a->rank);
     case MC_KIND_LEAF: case MC_KIND_REDUCE: case MC_KIND_NORM: case MC_KIND_MATMUL:
     case MC_KIND_SHAPE: case MC_KIND_CREATE: case MC_KIND_SPATIAL: case MC_KIND_GATHER:
+    case MC_KIND_COLLECTIVE:
         break;
     }
     MC_UNREACHABLE("not an elementwise operator");
@@ -622,7 +623,7 @@ static mc_status infer_shape_op(const infer *c)
     case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER:
     case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
-    case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
+    case MC_OP_IOTA: case MC_OP_FULL: case MC_OP_ALLREDUCE: case MC_NUM_OPS:
         break;
     }
     MC_UNREACHABLE("not a shape operator");
@@ -782,6 +783,18 @@ static mc_status infer_gather(const infer *c)
     return set_shape(c, shape, r);
 }
 
+/* allreduce(x): x's dtype (a float) and shape; the sum over ranks changes neither. */
+static mc_status infer_collective(const infer *c)
+{
+    mc_node *n = c->n;
+    const mc_node *x = operand(c, 0);
+    mc_status st;
+    if ((st = check_dtype(c, x->dtype)))
+        return st;
+    n->dtype = x->dtype;
+    return set_shape(c, x->shape, x->rank);
+}
+
 static mc_status infer_create(const infer *c)
 {
     mc_node *n = c->n;
@@ -837,6 +850,7 @@ mc_status mc_node_infer(const mc_graph *g, mc_node *n)
     case MC_KIND_CREATE: return infer_create(&c);
     case MC_KIND_SPATIAL: return infer_spatial(&c);
     case MC_KIND_GATHER: return infer_gather(&c);
+    case MC_KIND_COLLECTIVE: return infer_collective(&c);
     }
     MC_UNREACHABLE("unknown operator kind");
 }

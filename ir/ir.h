@@ -30,6 +30,7 @@ typedef enum {
     MC_KIND_CREATE,
     MC_KIND_SPATIAL, /* composites over channels-first data and padding: conv, pools, pad, batchnorm */
     MC_KIND_GATHER,  /* gather(x, idx, axis): a load whose place along one axis is data */
+    MC_KIND_COLLECTIVE, /* allreduce(x): the sum over the ranks of a tensor-parallel program */
 } mc_op_kind;
 
 typedef enum {
@@ -250,5 +251,11 @@ double mc_wrap_i32(int64_t v);
  * i32 arithmetic wraps and x / 0 is 0 (as kir/kir.h defines for every backend). */
 mc_status mc_graph_eval(const mc_graph *g, const void *const *inputs, bool exact,
                         double **outputs);
+/* The same over the n rank graphs of a tensor-parallel program (passes/shard.c: one node
+ * structure, shapes that may differ), evaluated in lockstep: allreduce is the sum over the ranks
+ * of its operand, in rank order, the same on every rank (mc_graph_eval: one rank, x itself).
+ * inputs[r] is rank r's array as above; outputs[r * noutputs + p] is rank r's output p. */
+mc_status mc_graph_eval_ranks(const mc_graph *const *g, int nranks, const void *const *const *inputs,
+                              bool exact, double **outputs);
 
 #endif

@@ -186,7 +186,7 @@ static void print_attrs(const printer *p, const mc_node *n)
         case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER:
         case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
         case MC_OP_LOG_SOFTMAX: case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL:
-        case MC_OP_LINEAR: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
+        case MC_OP_LINEAR: case MC_OP_IOTA: case MC_OP_FULL: case MC_OP_ALLREDUCE: case MC_NUM_OPS:
             break;
         }
         break;
@@ -244,7 +244,7 @@ static void print_attrs(const printer *p, const mc_node *n)
         }
         break;
     case MC_KIND_LEAF: case MC_KIND_BINARY: case MC_KIND_COMPARE: case MC_KIND_SELECT:
-    case MC_KIND_MATMUL:
+    case MC_KIND_MATMUL: case MC_KIND_COLLECTIVE:
         break;
     }
 }

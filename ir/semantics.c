@@ -92,6 +92,7 @@ double mc_op_apply(mc_op op, mc_dtype operand, mc_dtype result, double a, double
     case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_TRANSPOSE: case MC_OP_RESHAPE: case MC_OP_EXPAND: case MC_OP_SLICE: case MC_OP_CONCAT:
     case MC_OP_IOTA: case MC_OP_FULL:
+    case MC_OP_ALLREDUCE: /* a sum over ranks: ir/eval.c */
     case MC_NUM_OPS:
         break;
     }

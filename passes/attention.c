@@ -189,7 +189,7 @@ static bool affine_of(const finder *F, int i, const mc_cmap *m, affine *out, int
     case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER:
     case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
-    case MC_OP_CONCAT: case MC_NUM_OPS:
+    case MC_OP_CONCAT: case MC_OP_ALLREDUCE: case MC_NUM_OPS:
         break;
     }
     return false;

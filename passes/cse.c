@@ -2,7 +2,8 @@
  *
  * Requires: a graph. Changes: a node equal to an earlier one (same operator, dtype, shape,
  * operands after renaming, attributes; constants by value and dtype) is replaced by it. Graph
- * outputs are never replaced, so two outputs stay two values. Nodes are hashed into an
+ * outputs are never replaced, so two outputs stay two values, and neither is an allreduce: each
+ * is a collective operation of its own (docs/FORMAT.md §2), the same on every rank. Nodes are hashed into an
  * open-addressing table (so a graph of a million nodes is not quadratic); equal hashes are
  * compared field by field, and the earliest equal node wins.
  */
@@ -82,7 +83,7 @@ mc_status mc_pass_cse(mc_graph *g)
         const mc_node *n = &rw.dst->nodes[v];
         hash[v] = node_hash(n);
         rw.map[i] = v;
-        bool keep = is_output[i] || n->op == MC_OP_INPUT || n->op == MC_OP_PARAM;
+        bool keep = is_output[i] || n->op == MC_OP_INPUT || n->op == MC_OP_PARAM || n->op == MC_OP_ALLREDUCE;
         size_t s = (size_t)hash[v] & (cap - 1);
         for (; table[s] >= 0; s = (s + 1) & (cap - 1)) {
             int j = table[s];

@@ -582,7 +582,7 @@ mc_status mc_pass_decompose(mc_graph *g)
             case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
             case MC_OP_SUM: case MC_OP_MAX: case MC_OP_MIN: case MC_OP_MATMUL:
             case MC_OP_TRANSPOSE: case MC_OP_RESHAPE: case MC_OP_EXPAND: case MC_OP_SLICE:
-            case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_OP_GATHER: case MC_NUM_OPS:
+            case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_OP_GATHER: case MC_OP_ALLREDUCE: case MC_NUM_OPS:
                 MC_UNREACHABLE("not a composite");
             }
             if (v >= 0 && n->name)

@@ -23,8 +23,10 @@
  * strides, and a value that is not is stored first. A gather joins like pointwise work (its
  * indices are read at an affine map, so an embedding lookup, a position embedding and their
  * add are one kernel); its table, like a GEMM operand, is a view of a buffer; it stays out of
- * GEMM epilogues. With fusion off, every compute node starts
- * its own group and shape operators are still views where strides allow.
+ * GEMM epilogues. An allreduce is a barrier: a group of its own (MC_FG_COLLECTIVE) that
+ * nothing joins and that joins nothing, reading its operand from a buffer stored contiguously
+ * (a collective library sends whole buffers) and writing one of its own. With fusion off, every
+ * compute node starts its own group and shape operators are still views where strides allow.
  */
 #include "passes/passes.h"
 
@@ -64,7 +66,7 @@ static bool is_pointwise(const mc_node *n)
     case MC_KIND_CAST:
     case MC_KIND_CREATE: return true;
     case MC_KIND_LEAF: case MC_KIND_REDUCE: case MC_KIND_NORM: case MC_KIND_MATMUL:
-    case MC_KIND_SHAPE: case MC_KIND_SPATIAL: case MC_KIND_GATHER:
+    case MC_KIND_SHAPE: case MC_KIND_SPATIAL: case MC_KIND_GATHER: case MC_KIND_COLLECTIVE:
         break;
     }
     return false;
@@ -216,6 +218,22 @@ static void require_view(walk *w, int j)
             return;
         }
     }
+    fn->forced = true;
+    fn->has_view = true;
+    memset(&fn->view, 0, sizeof fn->view);
+    fn->view.base = j;
+    mc_contiguous_strides(n->shape, n->rank, fn->view.stride);
+}
+
+/* Make node j a buffer of its own, contiguous over its shape (an allreduce's operand): as
+ * require_view, but a shape operator is stored rather than read through strides. A node that
+ * another reader already made a view keeps it (the view is then checked where it is lowered). */
+static void require_buffer(walk *w, int j)
+{
+    mc_fnode *fn = &w->f->nodes[j];
+    if (fn->has_view)
+        return;
+    const mc_node *n = &w->g->nodes[j];
     fn->forced = true;
     fn->has_view = true;
     memset(&fn->view, 0, sizeof fn->view);
@@ -386,7 +404,9 @@ static mc_status anchor(walk *w, int i)
     mc_fgroup_kind kind = MC_FG_POINTWISE;
     mc_cmap id;
     mc_cmap_identity(&id, n->rank);
-    if (n->op == MC_OP_CONCAT) {
+    if (n->op == MC_OP_ALLREDUCE) {
+        kind = MC_FG_COLLECTIVE;
+    } else if (n->op == MC_OP_CONCAT) {
         kind = MC_FG_CONCAT;
     } else if (is_shape(n)) {
         mc_cmap om;
@@ -514,6 +534,10 @@ static mc_status decide(walk *w, int i)
     if (n->op == MC_OP_CONCAT) {
         for (int k = 0; k < n->nin; k++)
             require_view(w, n->in[k]);
+        return anchor(w, i);
+    }
+    if (n->op == MC_OP_ALLREDUCE) {
+        require_buffer(w, n->in[0]);
         return anchor(w, i);
     }
     if (!fn->forced && w->fuse) {

@@ -736,7 +736,9 @@ static void lower_group(lower_ctx *L, int gi)
         int view = add_view(&b, &kv);
         if (GROW(L, b.stores, b.nstores, b.capstores))
             b.stores[b.nstores++] = (kir_store){.block = 0, .view = view, .value = v};
-    } else if (G->kind == MC_FG_RESHAPE) {
+    } else if (G->kind == MC_FG_RESHAPE || G->kind == MC_FG_COLLECTIVE) {
+        /* an allreduce for now: a copy of its operand (the sum over one rank); helper tp's
+         * KIR_COLLECTIVE kernel replaces this (docs/design, tp-design.md §3) */
         mc_cmap id;
         mc_cmap_identity(&id, G->rank);
         int v = emit(&b, g->nodes[G->anchor].in[0], &id, 0);

@@ -128,6 +128,9 @@ typedef enum {
     MC_FG_OUTPUT,    /* a graph output that is a leaf, constant or view: a copy */
     MC_FG_ELIDED,    /* a copy made unnecessary: its source is stored straight into its buffer */
     MC_FG_ATTENTION, /* a recognised attention chain (passes/attention.c), anchored at matmul(p, v) */
+    MC_FG_COLLECTIVE, /* one allreduce, alone: its operand is a buffer of its own (contiguous over
+                         the operand's shape unless another reader made that operand a strided
+                         view first: check fnode.view), its result a buffer of its own */
 } mc_fgroup_kind;
 
 typedef struct mc_fgroup {

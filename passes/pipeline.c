@@ -140,7 +140,8 @@ static mc_status print_fusion(const mc_graph *g, const mc_fusion *f, FILE *out)
     static const char *const kind_names[] = {
         [MC_FG_POINTWISE] = "pointwise", [MC_FG_RESHAPE] = "reshape copy",
         [MC_FG_CONCAT] = "concat copy", [MC_FG_OUTPUT] = "output copy",
-        [MC_FG_ELIDED] = "elided copy", [MC_FG_ATTENTION] = "attention"};
+        [MC_FG_ELIDED] = "elided copy", [MC_FG_ATTENTION] = "attention",
+        [MC_FG_COLLECTIVE] = "collective"};
     fprintf(out, "# fusion: %d groups, in execution order\n", f->ngroups);
     for (int q = 0; q < f->ngroups; q++) {
         int gi = f->order[q];

@@ -8,7 +8,8 @@
  *   - transpose(transpose(x)) becomes one transpose (or x), reshape(reshape(x)) one reshape;
  *     a transpose, reshape, expand or slice that changes nothing becomes x.
  * Graph outputs are left as they are (an output stays its own value). What becomes unused is
- * removed by dce.
+ * removed by dce. An allreduce is never folded, not even of a constant: over n ranks it is n
+ * times its operand.
  */
 #include "passes/passes.h"
 
@@ -135,7 +136,7 @@ static mc_value simpler(mc_rewrite *rw, const mc_node *n, const mc_value *in)
     case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER:
     case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
-    case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
+    case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_OP_ALLREDUCE: case MC_NUM_OPS:
         break;
     }
     return MC_NONE;

@@ -127,7 +127,7 @@ bool mc_cmap_operand(const mc_graph *g, int ni, int slot, const mc_cmap *m, mc_c
     case MC_KIND_CAST: broadcast_map(x, n, m, out); return true;
     case MC_KIND_SHAPE: break;
     case MC_KIND_LEAF: case MC_KIND_REDUCE: case MC_KIND_NORM: case MC_KIND_MATMUL:
-    case MC_KIND_CREATE: case MC_KIND_SPATIAL:
+    case MC_KIND_CREATE: case MC_KIND_SPATIAL: case MC_KIND_COLLECTIVE:
         return false;
     case MC_KIND_GATHER:
         if (slot != 1)
@@ -176,7 +176,7 @@ bool mc_cmap_operand(const mc_graph *g, int ni, int slot, const mc_cmap *m, mc_c
     case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER:
     case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
-    case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
+    case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_OP_ALLREDUCE: case MC_NUM_OPS:
         break;
     }
     return false;
@@ -243,7 +243,7 @@ bool mc_tview_compose(const mc_graph *g, int ni, const mc_tview *in, mc_tview *o
     case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER:
     case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
-    case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_NUM_OPS:
+    case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_OP_ALLREDUCE: case MC_NUM_OPS:
         break;
     }
     return false;

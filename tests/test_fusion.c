@@ -352,6 +352,56 @@ static void test_simplify_identities(void **state)
     mc_graph_free(g);
 }
 
+/* allreduce is a barrier: two of one value stay two (cse), one of a constant is not folded
+ * (simplify), the GEMM before it keeps no epilogue and the add after it is a kernel of its
+ * own, and its operand is a contiguous buffer even where it is a transpose (a copy first). */
+static void test_allreduce_is_a_barrier(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("t");
+    int64_t xs[] = {6, 8}, ws[] = {8, 5}, bs[] = {5};
+    mc_value x = mc_input(g, "x", MC_F32, xs, 2);
+    mc_value w = mc_param(g, "w", MC_F32, ws, 2), b = mc_param(g, "b", MC_F32, bs, 1);
+    mc_value mm = mc_matmul(g, x, w);
+    mc_value s1 = mc_allreduce(g, mm), s2 = mc_allreduce(g, mm);
+    mc_value c = mc_allreduce(g, mc_scalar(g, 2.0, MC_F32));
+    mc_value y = mc_mul(g, mc_add(g, mc_add(g, s1, s2), b), c);
+    mc_value t = mc_allreduce(g, mc_transpose(g, y, NULL, 0));
+    mc_graph_set_outputs(g, &t, 1);
+    mc_graph *s = passes(g, NULL);
+    assert_int_equal(count_op(s, MC_OP_ALLREDUCE), 4);
+    mc_graph_free(s);
+    kir_program *kp = compile(g, true);
+    /* gemm; 2 collectives; the scalar and its collective; add-add-mul-transpose; collective */
+    int gemms = 0, copies = 0;
+    for (int k = 0; k < kp->nkernels; k++) {
+        const kir_kernel *kk = &kp->kernels[k];
+        gemms += kk->category == KIR_GEMM;
+        copies += kk->category == KIR_COPY;
+        if (kk->category == KIR_GEMM)
+            assert_int_equal(kk->nops, 1); /* the matmul alone: nothing fused across the sum */
+        if (has_op(kk, MC_OP_ALLREDUCE)) {
+            assert_int_equal(kk->nops, 1);
+            assert_int_equal(kk->category, KIR_COPY); /* one rank: a copy, until KIR_COLLECTIVE */
+            const kir_view *ld = NULL;
+            for (int v = 0; v < kk->nviews; v++)
+                if (v != kk->stores[0].view)
+                    ld = &kk->views[v];
+            /* the operand read in place, contiguously (a constant operand is also stored, for a
+             * collective to send, but this copy writes the number itself) */
+            if (ld)
+                assert_int_equal(ld->offset, 0);
+            else
+                assert_int_equal(kk->nviews, 1);
+        }
+    }
+    assert_int_equal(gemms, 1);
+    assert_int_equal(copies, 4); /* the transpose is stored by the add-add-mul kernel, contiguously */
+    kir_program_free(kp);
+    assert_matches_oracle(g);
+    mc_graph_free(g);
+}
+
 static void test_stages(void **state)
 {
     (void)state;
@@ -427,6 +477,7 @@ int main(void)
         cmocka_unit_test(test_outputs_that_are_inputs_or_views),
         cmocka_unit_test(test_concat_and_creation),
         cmocka_unit_test(test_simplify_identities),
+        cmocka_unit_test(test_allreduce_is_a_barrier),
         cmocka_unit_test(test_stages),
         cmocka_unit_test(test_unplanned_gives_every_temp_its_own_range),
     };

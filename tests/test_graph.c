@@ -41,6 +41,60 @@ static void check_error(mc_value v, const char *phrase)
         fail_msg("message \"%s\" lacks \"%s\"", mc_error_message(), phrase);
 }
 
+/* allreduce: the type of x (floats only); evaluated alone it is x, and over the ranks of a
+ * sharded program (mc_graph_eval_ranks) the sum of every rank's operand, on every rank. */
+static void test_allreduce(void **state)
+{
+    (void)state;
+    mc_graph *g[2];
+    float xs[2][6] = {{1, 2, 3, 4, 5, 6}, {0.5f, -2, 10, 0, 0.25f, 1}};
+    for (int r = 0; r < 2; r++) {
+        g[r] = mc_graph_new("t");
+        mc_value x = in(g[r], "x", MC_F32, SHAPE(2, 3));
+        mc_value h = in(g[r], "h", MC_BF16, SHAPE(4));
+        mc_value y = mc_allreduce(g[r], mc_mul(g[r], x, mc_scalar(g[r], 2, MC_F32)));
+        check_type(g[r], y, MC_F32, SHAPE(2, 3));
+        check_type(g[r], mc_allreduce(g[r], h), MC_BF16, SHAPE(4));
+        mc_value z = mc_add(g[r], y, x); /* read after the sum: x is rank r's own */
+        assert_int_equal(mc_graph_set_outputs(g[r], (mc_value[]){z, y}, 2), MC_OK);
+    }
+    mc_graph *bad = mc_graph_new("bad");
+    check_error(mc_allreduce(bad, in(bad, "i", MC_I32, SHAPE(2))),
+                "allreduce: i32 is not supported (allreduce takes f32, f16 or bf16");
+    check_error(mc_allreduce(bad, in(bad, "b", MC_BOOL, SHAPE(2))), "allreduce: bool is not supported");
+    mc_graph_free(bad);
+    const void *in0[3] = {xs[0], NULL, NULL}, *in1[3] = {xs[1], NULL, NULL};
+    double *one[2];
+    assert_int_equal(mc_graph_eval(g[0], in0, true, one), MC_OK);
+    for (int e = 0; e < 6; e++) {
+        assert_true(one[1][e] == 2.0 * xs[0][e]);
+        assert_true(one[0][e] == 3.0 * xs[0][e]);
+    }
+    free(one[0]);
+    free(one[1]);
+    const void *const *ins[2] = {in0, in1};
+    double *out[4];
+    assert_int_equal(mc_graph_eval_ranks((const mc_graph *const *)g, 2, ins, false, out), MC_OK);
+    for (int r = 0; r < 2; r++)
+        for (int e = 0; e < 6; e++) {
+            double sum = 2.0 * xs[0][e] + 2.0 * xs[1][e];
+            assert_true(out[r * 2 + 1][e] == sum);
+            assert_true(out[r * 2][e] == (double)(float)(sum + xs[r][e]));
+        }
+    for (int k = 0; k < 4; k++)
+        free(out[k]);
+    mc_graph_free(g[1]);
+    /* ranks whose graphs differ in structure are refused, naming the rank */
+    g[1] = mc_graph_new("t");
+    mc_value x = in(g[1], "x", MC_F32, SHAPE(2, 3));
+    assert_int_equal(mc_graph_set_outputs(g[1], &x, 1), MC_OK);
+    assert_int_equal(mc_graph_eval_ranks((const mc_graph *const *)g, 2, ins, true, out), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "rank 1's graph differs from rank 0's"));
+    assert_null(out[0]);
+    mc_graph_free(g[0]);
+    mc_graph_free(g[1]);
+}
+
 static void test_unary(void **state)
 {
     (void)state;
@@ -740,6 +794,7 @@ int main(void)
         cmocka_unit_test(test_error_location),
         cmocka_unit_test(test_attrs_through_graph_add),
         cmocka_unit_test(test_verify),
+        cmocka_unit_test(test_allreduce),
         cmocka_unit_test(test_clone),
         cmocka_unit_test(test_print),
         cmocka_unit_test(test_large_graph),

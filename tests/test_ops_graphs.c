@@ -168,6 +168,41 @@ static void expect_linear_odd(const op_case *c, double *const *in, double **out)
             out[0][i * 90 + j] = gelu_ref(out[0][i * 90 + j] + in[2][j]);
 }
 
+/* ---- allreduce: in one program (one rank) the sum over ranks is its operand ------------------ */
+
+static mc_status build_allreduce(const op_case *c, mc_graph *g)
+{
+    mc_dtype d = c->dtype;
+    if (c->variant == 0) { /* a row-parallel linear's shape: allreduce(x @ w) + b, and of a leaf */
+        mc_value x = mc_input(g, "x", d, SHAPE(24, 40));
+        mc_value w = mc_param(g, "w", d, SHAPE(40, 36));
+        mc_value b = mc_param(g, "b", d, SHAPE(36));
+        mc_value y = mc_add(g, mc_allreduce(g, mc_matmul(g, x, w)), b);
+        return OUTPUTS(g, y, mc_allreduce(g, x));
+    }
+    /* of a transposed view (stored before it is reduced), read by a transpose and an exp */
+    mc_value x = mc_input(g, "x", d, SHAPE(33, 17));
+    mc_value s = mc_allreduce(g, mc_transpose(g, x, NULL, 0));
+    return OUTPUTS(g, mc_exp(g, mc_transpose(g, s, NULL, 0)), s);
+}
+
+static void expect_allreduce(const op_case *c, double *const *in, double **out)
+{
+    if (c->variant == 0) {
+        gemm_ref(in[0], 40, 1, in[1], 36, 1, out[0], 24, 36, 40);
+        for (int i = 0; i < 24; i++)
+            for (int j = 0; j < 36; j++)
+                out[0][i * 36 + j] += in[2][j];
+        memcpy(out[1], in[0], sizeof(double) * 24 * 40);
+        return;
+    }
+    for (int i = 0; i < 33; i++)
+        for (int j = 0; j < 17; j++) {
+            out[0][i * 17 + j] = exp(in[0][i * 17 + j]);
+            out[1][j * 33 + i] = in[0][i * 17 + j];
+        }
+}
+
 /* ---- reductions: long columns and rows, middle axes, over views ----------------------------- */
 
 static mc_status build_long_reduce(const op_case *c, mc_graph *g)
@@ -323,6 +358,8 @@ static const op_case cases[] = {
     CASE("concat_of_computed", movement, F32, 0), CASE("transpose_65x33", movement, F32, 1),
     CASE("output_is_input_and_operand", movement, F32, 2), CASE("reshape_of_intermediate", movement, F32, 3),
     CASE("concat_of_computed_bf16", movement, BF16, 0), CASE("transpose_65x33_i32", movement, I32, 1),
+    CASE("allreduce_row_parallel_24x40x36", allreduce, F32, 0), CASE("allreduce_of_transpose", allreduce, F32, 1),
+    CASE("allreduce_row_parallel_f16", allreduce, F16, 0), CASE("allreduce_of_transpose_bf16", allreduce, BF16, 1),
 
     /* The example workloads on every backend against the oracle (part b only). */
 #define EXAMPLE(name) {"example_" name, NULL, NULL, NULL, 0, 0, NULL, NULL, NULL, NULL, 0, false, 0, "examples/" name ".graph"}

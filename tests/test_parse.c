@@ -464,6 +464,11 @@ static void test_more_operator_errors(void **state)
     OP_ERROR("y = gather(x, 1.5)", "4:15", "number '1.5' is used with an i32 operand and must be an integer");
     OP_ERROR("y = gather(x, i, keepdim=true)", "4:18", "unknown attribute 'keepdim' for 'gather' (it takes axis)");
     OP_ERROR("y = gather(x)", "4:5", "gather");
+    OP_ERROR("y = allreduce(i)", "4:5", "allreduce: i32 is not supported (allreduce takes f32, f16 or bf16; use cast)");
+    OP_ERROR("y = allreduce(b)", "4:5", "allreduce: bool is not supported");
+    OP_ERROR("y = allreduce(x, axis=0)", "4:18", "'allreduce' takes no attributes");
+    OP_ERROR("y = allreduce(x, x)", "4:18", "'allreduce' takes 1 operand, got 2");
+    OP_ERROR("y = allreduce()", "4:5", "allreduce");
 #undef OP_ERROR
     h = "input x : f32[2, 3]\ninput i : i32[2]\ninput q : f32[1, 4, 5, 5]\nparam w : f32[3, 4, 3]\n"
         "param w2 : f32[6, 2, 3, 3]\nparam s : f32[4]\n";

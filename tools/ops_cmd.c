@@ -31,6 +31,7 @@ static const char *kind_name(mc_op op)
     case MC_KIND_CREATE: return "create";
     case MC_KIND_SPATIAL: return "spatial";
     case MC_KIND_GATHER: return "index";
+    case MC_KIND_COLLECTIVE: return "collective";
     }
     return "?";
 }
@@ -47,6 +48,7 @@ static const char *result_name(mc_op op)
     case MC_KIND_SELECT: return "a's";
     case MC_KIND_LEAF: case MC_KIND_UNARY: case MC_KIND_BINARY: case MC_KIND_REDUCE:
     case MC_KIND_NORM: case MC_KIND_MATMUL: case MC_KIND_SHAPE: case MC_KIND_SPATIAL:
+    case MC_KIND_COLLECTIVE:
         return "same";
     case MC_KIND_GATHER: return "x's";
     }

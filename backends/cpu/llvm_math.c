@@ -1003,7 +1003,7 @@ LLVMValueRef llvm_emit_op(llvm_ctx *c, mc_op op, mc_dtype in, mc_dtype out, LLVM
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_TRANSPOSE: case MC_OP_RESHAPE: case MC_OP_EXPAND: case MC_OP_SLICE:
     case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_OP_LEAKY_RELU: case MC_OP_CLIP:
-    case MC_NUM_OPS:
+    case MC_OP_ALLREDUCE: case MC_NUM_OPS:
         break;
     }
     MC_UNREACHABLE("operator without a CPU lowering");

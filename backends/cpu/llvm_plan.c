@@ -296,7 +296,7 @@ static bool propagates_nan(const kir_kernel *k, const kir_instr *in)
     case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX: case MC_OP_LAYERNORM: case MC_OP_RMSNORM:
     case MC_OP_MATMUL: case MC_OP_LINEAR: case MC_OP_TRANSPOSE: case MC_OP_RESHAPE:
     case MC_OP_EXPAND: case MC_OP_SLICE: case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL:
-    case MC_NUM_OPS:
+    case MC_OP_ALLREDUCE: case MC_NUM_OPS:
         break;
     }
     return false;
