@@ -193,27 +193,21 @@ static bool region_broadcast(region *R, int v, int operand, int dim, int64_t out
 static int64_t perm_at(const mc_node *t, int d) { return t->attr.has_list ? t->attr.list[d] : t->rank - 1 - d; }
 
 /* reshape: the dimension of x that carries v's split dimension d: the one at the same offset
- * (the product of the dimensions before it), of size > 1. The rank parts of v and x are then
- * the same elements in the same order. -1 when there is none. */
+ * (the product of the dimensions before it, symbolic ones too: equal products are equal dims),
+ * of size > 1. The rank parts of v and x are then the same elements in the same order. -1 when
+ * there is none. */
 static int reshape_source(const mc_graph *g, const mc_node *v, const mc_node *x, int d)
 {
-    int64_t before = 1;
+    int64_t before = 1, p = 1;
     for (int j = 0; j < d; j++)
-        if (!mc_dim_is_sym(v->shape[j]))
-            before *= v->shape[j];
-        else
+        if (!mc_dim_mul(g, before, v->shape[j], &before))
             return -1;
-    int64_t p = 1;
     for (int e = 0; e < x->rank; e++) {
-        if (mc_dim_is_sym(x->shape[e]))
-            return -1;
-        if (p == before && x->shape[e] > 1)
+        if (p == before && x->shape[e] != 1)
             return e;
-        p *= x->shape[e];
-        if (p > before)
+        if (!mc_dim_mul(g, p, x->shape[e], &p))
             return -1;
     }
-    (void)g;
     return -1;
 }
 

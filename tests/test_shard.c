@@ -17,7 +17,7 @@
 
 /* ---- graphs ---------------------------------------------------------------------------------- */
 
-static char text[65536];
+static char text[1 << 17];
 static size_t text_len;
 
 static void line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -190,8 +190,9 @@ static mc_graph *mlp(int variant, int M, int C, int F)
 static double tolerance(mc_dtype d) { return d == MC_F32 ? 1e-4 : 1e-2; } /* FORMAT.md §6, with matmul */
 
 /* Plan g for n ranks, build the rank graphs, give every rank its slices of the same random
- * inputs and params, and compare every rank's outputs with g's. */
-static mc_shard_plan *check_sharded(const mc_graph *g, int n, int allreduces)
+ * inputs and params, and compare every rank's outputs with g's. A symbolic g is planned and
+ * sharded as it is, then g and the rank graphs are evaluated at `binding`. */
+static mc_shard_plan *check_sharded_at(const mc_graph *g, int n, int allreduces, const int64_t *binding)
 {
     mc_shard_plan *plan = NULL;
     if (mc_shard_plan_make(g, n, &plan) != MC_OK)
@@ -210,12 +211,25 @@ static mc_shard_plan *check_sharded(const mc_graph *g, int n, int allreduces)
         for (int i = 0; i < rg[r]->nnodes; i++)
             count += rg[r]->nodes[i].op == MC_OP_ALLREDUCE;
         assert_int_equal(count, allreduces);
+        if (binding) {
+            mc_graph *s = NULL;
+            if (mc_graph_specialize(rg[r], binding, &s) != MC_OK)
+                fail_msg("rank %d: %s", r, mc_error_message());
+            mc_graph_free(rg[r]);
+            rg[r] = s;
+        }
+    }
+    const mc_graph *whole = g;
+    mc_graph *specialized = NULL;
+    if (binding) {
+        assert_int_equal(mc_graph_specialize(g, binding, &specialized), MC_OK);
+        whole = specialized;
     }
     /* the full values, then each rank's parts by name */
     void **full = calloc((size_t)g->nnodes, sizeof *full);
     const void **ins[8];
     for (int i = 0; i < g->nnodes; i++) {
-        const mc_node *nd = &g->nodes[i];
+        const mc_node *nd = &whole->nodes[i];
         if (nd->op != MC_OP_INPUT && nd->op != MC_OP_PARAM)
             continue;
         full[i] = malloc((size_t)mc_node_numel(nd) * mc_dtype_size(nd->dtype));
@@ -230,22 +244,26 @@ static mc_shard_plan *check_sharded(const mc_graph *g, int n, int allreduces)
             while (j < rg[r]->nnodes && !(rg[r]->nodes[j].name && strcmp(rg[r]->nodes[j].name, g->nodes[i].name) == 0))
                 j++;
             assert_true(j < rg[r]->nnodes);
-            size_t bytes = mc_shard_param_bytes(plan, g, i, r);
-            assert_int_equal(bytes, (size_t)mc_node_numel(&rg[r]->nodes[j]) * mc_dtype_size(g->nodes[i].dtype));
+            size_t bytes = (size_t)mc_node_numel(&rg[r]->nodes[j]) * mc_dtype_size(g->nodes[i].dtype);
+            if (g->nodes[i].op == MC_OP_PARAM)
+                assert_int_equal(mc_shard_param_bytes(plan, g, i, r), bytes);
             void *part = malloc(bytes);
-            mc_shard_param_slice(plan, g, i, r, full[i], part);
+            if (g->nodes[i].op == MC_OP_PARAM)
+                mc_shard_param_slice(plan, g, i, r, full[i], part);
+            else
+                memcpy(part, full[i], bytes); /* an input: whole on every rank */
             ins[r][j] = part;
         }
     }
     int no = g->noutputs;
     for (int exact = 0; exact < 2; exact++) {
         double **ref = calloc((size_t)no, sizeof *ref), **out = calloc((size_t)(n * no), sizeof *out);
-        if (mc_graph_eval(g, (const void *const *)full, exact, ref) != MC_OK)
+        if (mc_graph_eval(whole, (const void *const *)full, exact, ref) != MC_OK)
             fail_msg("eval: %s", mc_error_message());
         if (mc_graph_eval_ranks((const mc_graph *const *)rg, n, (const void *const *const *)ins, exact, out) != MC_OK)
             fail_msg("eval_ranks: %s", mc_error_message());
         for (int p = 0; p < no; p++) {
-            const mc_node *o = &g->nodes[g->outputs[p]];
+            const mc_node *o = &whole->nodes[whole->outputs[p]];
             int64_t numel = mc_node_numel(o);
             for (int r = 0; r < n; r++) {
                 double err = mc_test_rel_error(out[r * no + p], ref[p], numel);
@@ -273,7 +291,13 @@ static mc_shard_plan *check_sharded(const mc_graph *g, int n, int allreduces)
     for (int i = 0; i < g->nnodes; i++)
         free(full[i]);
     free(full);
+    mc_graph_free(specialized);
     return plan;
+}
+
+static mc_shard_plan *check_sharded(const mc_graph *g, int n, int allreduces)
+{
+    return check_sharded_at(g, n, allreduces, NULL);
 }
 
 static int node_named(const mc_graph *g, const char *name)
@@ -332,6 +356,28 @@ static void test_gpt2_block_fused_qkv(void **state)
     mc_graph_free(g);
 }
 
+/* Batch and sequence symbolic (input x : f32[B, T, C]): split all the same. */
+static void test_symbolic_block(void **state)
+{
+    (void)state;
+    begin("block");
+    line("input x : f32[B, T, 32]");
+    block_params("b", "f32", 32, true);
+    line("row = iota(shape=[T, T], axis=0)");
+    line("col = iota(shape=[T, T], axis=1)");
+    line("keep = ge(row, col)");
+    size_t mark = text_len;
+    block_body("b", "x", 1, 1, 32, 4, true); /* reshapes written [1, 1, ..]: made symbolic below */
+    for (char *s = strstr(text + mark, "shape=[1, 1, "); s; s = strstr(s, "shape=[1, 1, "))
+        memcpy(s, "shape=[B, T, ", 13);
+    line("output b_x2");
+    mc_graph *g = parse();
+    const int64_t binding[] = {2, 5}; /* B, T in the order they are declared */
+    for (int n = 1; n <= 4; n *= 2)
+        mc_shard_plan_free(check_sharded_at(g, n, 2, binding));
+    mc_graph_free(g);
+}
+
 static void test_gpt2_block_separate_qkv_bf16(void **state)
 {
     (void)state;
@@ -386,6 +432,29 @@ static void test_gpt2_model_tied_head(void **state)
         assert_notes(plan, "wte stays replicated: its input is normalized over the split dimension (layernorm 'hf'");
         assert_notes(plan, "sharded h1.fc.w (columns) / h1.out.w (rows)");
         assert_int_equal(mc_shard_plan_split_dim(plan, node_named(g, "wte")), -1);
+        mc_shard_plan_free(plan);
+    }
+    mc_graph_free(g);
+}
+
+/* GPT-2 small at full size (12 layers, d 768, 12 heads, the 50257-token tied head): planned
+ * and rank 1's graph built, not evaluated. */
+static void test_gpt2_small_plan(void **state)
+{
+    (void)state;
+    mc_graph *g = gpt2_model(12, 1, 64, 768, 12, 50257);
+    for (int n = 2; n <= 4; n++) {
+        mc_shard_plan *plan = NULL;
+        assert_int_equal(mc_shard_plan_make(g, n, &plan), MC_OK);
+        assert_int_equal(mc_shard_plan_allreduces(plan), 24);
+        assert_notes(plan, "48 of 49 linear layers split (24 row-parallel), 24 allreduces per rank");
+        assert_notes(plan, "wte stays replicated");
+        mc_graph *r = NULL;
+        assert_int_equal(mc_shard_graph(g, plan, 1, &r), MC_OK);
+        assert_int_equal(r->nodes[node_named(r, "h11.attn.w")].shape[0], 3 * 768 / n);
+        assert_int_equal(r->nodes[node_named(r, "wte")].shape[0], 50257);
+        assert_int_equal(r->nodes[node_named(r, "logits")].shape[2], 50257);
+        mc_graph_free(r);
         mc_shard_plan_free(plan);
     }
     mc_graph_free(g);
@@ -599,8 +668,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gpt2_block_fused_qkv),
         cmocka_unit_test(test_gpt2_block_separate_qkv_bf16),
+        cmocka_unit_test(test_symbolic_block),
         cmocka_unit_test(test_bench_block_files),
         cmocka_unit_test(test_gpt2_model_tied_head),
+        cmocka_unit_test(test_gpt2_small_plan),
         cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_region_boundaries),
         cmocka_unit_test(test_nothing_to_split),
