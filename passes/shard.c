@@ -141,6 +141,9 @@ static bool region_demand(region *R, int v, int dim, int64_t outer)
     }
     if (R->dim[v] == -1)
         return refuse(R, "'%s' would be split but is also read whole", nm(g, v, b, sizeof b));
+    if (R->claimed[v] && R->plan->split[v].dim < 0)
+        return refuse(R, "the split reaches '%s', a row-parallel linear's sum, which every rank holds whole",
+                      nm(g, v, b, sizeof b));
     if (R->claimed[v])
         return refuse(R, "'%s' is already split for another linear", nm(g, v, b, sizeof b));
     if (R->is_output[v])

@@ -498,6 +498,30 @@ static void test_region_boundaries(void **state)
     mc_graph_free(g);
 }
 
+/* Three linears in a row: the first two pair up; the third would need the pair's sum split. */
+static void test_three_linears(void **state)
+{
+    (void)state;
+    begin("chain");
+    line("input x : f32[4, 16]");
+    line("param w1 : f32[32, 16]");
+    line("param w2 : f32[16, 32]");
+    line("param w3 : f32[8, 16]");
+    line("h1 = linear(x, w1)");
+    line("g1 = relu(h1)");
+    line("h2 = linear(g1, w2)");
+    line("g2 = relu(h2)");
+    line("h3 = linear(g2, w3)");
+    line("output h3");
+    mc_graph *g = parse();
+    mc_shard_plan *plan = check_sharded(g, 2, 1);
+    assert_notes(plan, "sharded w1 (columns) / w2 (rows)");
+    assert_notes(plan, "w3 stays replicated: the split reaches 'h2', a row-parallel linear's sum, which every rank "
+                       "holds whole");
+    mc_shard_plan_free(plan);
+    mc_graph_free(g);
+}
+
 static void test_nothing_to_split(void **state)
 {
     (void)state;
@@ -674,6 +698,7 @@ int main(void)
         cmocka_unit_test(test_gpt2_small_plan),
         cmocka_unit_test(test_mlp),
         cmocka_unit_test(test_region_boundaries),
+        cmocka_unit_test(test_three_linears),
         cmocka_unit_test(test_nothing_to_split),
         cmocka_unit_test(test_heads_not_divisible),
         cmocka_unit_test(test_param_slices),
