@@ -84,6 +84,42 @@ mc_value mc_rewrite_const(mc_rewrite *rw, const mc_node *like, double value, mc_
 mc_status mc_rewrite_finish(mc_rewrite *rw, mc_graph *g);
 void mc_rewrite_abort(mc_rewrite *rw);
 
+/* ---- tensor parallelism (passes/shard.c; issue 24) ------------------------------------------- */
+
+/* Which linear layers of a graph split over n ranks, column-parallel then row-parallel (the
+ * attention block between the QKV and output projections, the MLP between fc and its
+ * projection), and what every other value is on each rank: split along one dimension, or whole. */
+typedef struct mc_shard_plan mc_shard_plan;
+/* Plan g (a valid user graph, before the passes) for n >= 1 ranks. Succeeds on any valid graph:
+ * what cannot be split stays replicated, and the notes say why. MC_ERR_INPUT for a bad
+ * argument, MC_ERR_SYSTEM when out of memory. */
+mc_status mc_shard_plan_make(const mc_graph *g, int n, mc_shard_plan **out);
+void mc_shard_plan_free(mc_shard_plan *plan); /* NULL-safe */
+/* Rank r's graph (a new graph, the caller frees it): split params keep their names with their
+ * local shapes, split values their local shapes (reshape/expand/iota/full shapes and slice
+ * bounds follow), and each row-parallel linear(x, w, b) becomes linear(x, w) -> allreduce ->
+ * add(b), the bias added once after the sum (matmul(x, w): matmul -> allreduce). Every other
+ * node keeps its name, place and operator; dead nodes are left out. Inputs and outputs are the
+ * whole values, in g's order, so the rank graphs take g's inputs and give g's outputs (every
+ * rank the same). Today the graph is the same for every rank: only params differ by rank. */
+mc_status mc_shard_graph(const mc_graph *g, const mc_shard_plan *plan, int rank, mc_graph **out);
+/* For a param (or input) of g, by node index of g (the graph the plan was made for): the bytes
+ * of rank r's part, and that part copied out of the full value (row-major, mc_dtype_size
+ * elements). A replicated value's part is all of it. 0 / nothing for other nodes. */
+size_t mc_shard_param_bytes(const mc_shard_plan *plan, const mc_graph *g, int node, int rank);
+void mc_shard_param_slice(const mc_shard_plan *plan, const mc_graph *g, int node, int rank,
+                          const void *full, void *part);
+/* One line per decision ("sharded attn.w (columns, 3 sections) / proj.w (rows): 2 ranks, ...",
+ * "fc.w stays replicated: its input is normalized over the split dimension (...)"), then a
+ * summary line; "" for NULL. */
+const char *mc_shard_plan_notes(const mc_shard_plan *plan);
+int mc_shard_plan_allreduces(const mc_shard_plan *plan); /* allreduce nodes in each rank graph */
+int mc_shard_plan_ranks(const mc_shard_plan *plan);      /* n */
+int mc_shard_plan_split_dim(const mc_shard_plan *plan, int node); /* -1: whole on every rank */
+/* `minic dump --stage shard --devices N`: the plan's notes as `#` comments, then rank `rank`'s
+ * graph in .graph syntax. */
+mc_status mc_shard_print(const mc_graph *g, int n, int rank, FILE *out);
+
 /* ---- fusion and lowering (passes/fuse.c, passes/lower.c, passes/plan.c) --------------------- */
 
 /* A coordinate map: node coordinate d = off[d] + sum_j coef[d][j] * p_j, where p is a point of
