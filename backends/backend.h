@@ -12,6 +12,7 @@
 #ifndef MINIC_BACKEND_H
 #define MINIC_BACKEND_H
 
+#include "backends/comm.h"
 #include "kir/kir.h"
 
 #include <pthread.h>
@@ -50,6 +51,15 @@ typedef struct mc_backend {
      * (after a full run, so its inputs are in place). Without a `profile` slot, the profiler
      * (runtime/profile.c) times each kernel through this with the host's monotonic clock. */
     mc_status (*run_kernel)(mc_program *p, int kernel);
+    /* Optional, for tensor parallelism (mc_options.devices, runtime/parallel.c). comm_init is
+     * called once by the runtime, on the thread that compiles, after every rank's program was
+     * prepared (each with its rank, nranks and comm set before its prepare) and before the
+     * first run: ranks[r] is rank r's program, n of them, all of this backend (the cuda
+     * backend creates its NCCL communicators here). comm_release is called once before the
+     * ranks are released (their `release` slots), also when comm_init failed. A backend
+     * without them runs KIR_COLLECTIVE kernels with the host communicator p->comm (ref, cpu). */
+    mc_status (*comm_init)(mc_program **ranks, int n);
+    void (*comm_release)(mc_program **ranks, int n);
 } mc_backend;
 
 extern const mc_backend mc_backend_ref;  /* backends/ref/: interprets the kernel IR */
@@ -63,12 +73,22 @@ typedef struct mc_compile_phase {
 } mc_compile_phase;
 enum { MC_MAX_COMPILE_PHASES = 24 };
 typedef struct mc_symbolic mc_symbolic;
+typedef struct mc_parallel mc_parallel;
 
 struct mc_program {
     mc_graph *graph;          /* the user's graph, cloned (names, types, lines) */
     kir_program *kp;          /* the kernel list; NULL for a symbolic program */
     mc_symbolic *sym;         /* a graph with symbolic dimensions: its bindings and the programs
                                  compiled per binding (runtime/symbolic.c); NULL otherwise */
+    mc_parallel *par;         /* tensor parallel (mc_options.devices >= 1): the plan and the
+                                 rank programs (runtime/parallel.c); NULL otherwise. Like a
+                                 symbolic program, a parallel one has no kp of its own */
+    /* A rank of a parallel program (set before the backend's prepare): its rank in 0..nranks-1,
+     * the number of ranks, the host communicator shared by the ranks, and the parallel program
+     * it belongs to. nranks 0 (rank 0, comm and parent NULL): not a rank, an ordinary program. */
+    int rank, nranks;
+    mc_comm *comm;
+    mc_program *parent;
     mc_options opt;
     const mc_backend *backend;
     void *state;              /* the backend's */

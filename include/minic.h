@@ -61,6 +61,7 @@ extern "C" {
 
 #define MC_MAX_RANK 8       /* the most dimensions a tensor may have */
 #define MC_MAX_THREADS 1024 /* the most CPU threads mc_options.threads may ask for */
+#define MC_MAX_DEVICES 64   /* the most ranks mc_options.devices may ask for */
 
 typedef enum {
     MC_OK = 0,
@@ -197,6 +198,15 @@ typedef struct mc_options {
      * compile (MC_ERR_INPUT). Code for a CPU with features this machine lacks compiles and can be
      * dumped, but running it fails (MC_ERR_SYSTEM). Read by mc_program_compile only. */
     const char *cpu_target;
+    /* Tensor parallelism (docs/PARALLEL.md): 0 (the default): off, one ordinary program. N >= 1:
+     * the graph's linear layers are split over N ranks (column- then row-parallel pairs, an
+     * all-reduce after each row-parallel one) and one program per rank is compiled; a run runs
+     * every rank at once, one thread each, and the outputs are rank 0's, equal to the unsharded
+     * program's within docs/FORMAT.md §6. On cuda rank r runs on GPU r (N at most the number of
+     * GPUs); on ref and cpu the ranks are threads of this process (any N). 1 runs the same path
+     * with one rank. Not for graphs with symbolic dimensions. */
+    int devices;
+    int device;              /* cuda: the GPU ordinal of an ordinary program (default 0) */
     bool quiet;              /* keep no notes: `note` is not called, mc_program_notes is "" */
     mc_note_fn note;         /* optional: called with each note as it arises (NULL: none) */
     void *note_ctx;          /* handed to note */

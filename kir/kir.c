@@ -30,6 +30,7 @@ const char *kir_category_name(kir_category c)
     case KIR_GEMM: return "gemm";
     case KIR_COPY: return "copy";
     case KIR_ATTENTION: return "attention";
+    case KIR_COLLECTIVE: return "collective";
     }
     return "?";
 }
@@ -358,6 +359,9 @@ void kir_print_kernel(const kir_program *kp, const kir_kernel *k, const mc_graph
                 k->gemm.tf32 ? "  tf32" : "");
     if (k->category == KIR_ATTENTION)
         print_attention(k, out);
+    if (k->category == KIR_COLLECTIVE)
+        fprintf(out, "  all-reduce: v%d -> v%d, %lld elements, sum over the ranks\n", k->coll.in,
+                k->coll.out, (long long)k->coll.count);
     fprintf(out, "  views:\n");
     for (int v = 0; v < k->nviews; v++)
         print_view(kp, k, v, g, out);

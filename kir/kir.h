@@ -56,6 +56,16 @@
  * gather's place once the kernels are done. The first failed check of a run is reported (with
  * several threads or GPU blocks, any one of those that failed).
  *
+ * A collective kernel (KIR_COLLECTIVE, the graph's allreduce) sums a value over the ranks of a
+ * tensor-parallel program (mc_program.nranks): out = the sum over every rank of its in, the
+ * same on every rank. `coll` names two views, in and out, over the 1-D index space [count]
+ * with stride 1: each is `count` contiguous elements of its buffer from the view's offset, both
+ * of one float dtype. They are either disjoint or the very same elements (the memory plan may
+ * put them in place; a communicator must accept in == out, as NCCL does). The kernel also
+ * carries the code of the copy out = in (one row block: load in, store out), which is what it
+ * computes with one rank or none (nranks <= 1), so the verifier, the counters and the memory
+ * plan read it like any kernel, and a backend may run that copy when nranks <= 1.
+ *
  * Arithmetic: every KI_OP computes in f32 for float dtypes (f16 and bf16 are converted when
  * loaded and rounded when stored), in i32 for i32, and bool for bool; `dtype` is the value's
  * dtype in the graph, so a backend knows what a store converts to.
@@ -65,7 +75,7 @@
 
 #include "ir/ir.h"
 
-typedef enum { KIR_POINTWISE, KIR_REDUCTION, KIR_GEMM, KIR_COPY, KIR_ATTENTION } kir_category;
+typedef enum { KIR_POINTWISE, KIR_REDUCTION, KIR_GEMM, KIR_COPY, KIR_ATTENTION, KIR_COLLECTIVE } kir_category;
 
 typedef enum {
     KBUF_INPUT,  /* a graph input: bound by the user */
@@ -171,6 +181,12 @@ typedef struct kir_attention {
     int64_t skip_lo, skip_hi;
 } kir_attention;
 
+/* A collective kernel's operands (see above): views of the kernel, count elements each. */
+typedef struct kir_collective {
+    int in, out;
+    int64_t count;
+} kir_collective;
+
 /* A check a kernel makes while it runs: a gather's index range. Backends record the first that
  * fails (check number + 1 and the index) and the run fails with kir_check_fail's message. */
 typedef struct kir_check {
@@ -196,6 +212,7 @@ typedef struct kir_kernel {
     int nstores;
     kir_gemm gemm;          /* category KIR_GEMM only */
     kir_attention attn;     /* category KIR_ATTENTION only */
+    kir_collective coll;    /* category KIR_COLLECTIVE only */
     mc_op *ops;             /* the user's operators it computes (node origins), each once */
     int nops;
     int *lines;             /* their graph-file lines, ascending, each once (none for the API) */
@@ -246,7 +263,8 @@ void kir_print_kernel(const kir_program *kp, const kir_kernel *k, const mc_graph
 /* The input error of a failed check: check number `check` (0-based) saw index `index`. Names
  * the gather's place in g's file (g: the user's graph, or NULL). Returns MC_ERR_INPUT. */
 mc_status kir_check_fail(const kir_program *kp, const mc_graph *g, int check, int64_t index);
-/* "pointwise", "reduction", "gemm", "copy", "attention" (the profile's category names). */
+/* "pointwise", "reduction", "gemm", "copy", "attention", "collective" (the profile's category
+ * names). */
 const char *kir_category_name(kir_category c);
 
 #endif

@@ -8,7 +8,8 @@
  * the same block or of an earlier row block (a loop block never reads another loop block);
  * loads, indices, row values and the accumulator name things that exist; reductions accumulate
  * in loop blocks; every element a view can touch over the kernel's index space lies inside its
- * buffer (GEMM operands over their own [batch.., rows, cols] spaces).
+ * buffer (GEMM operands over their own [batch.., rows, cols] spaces); a collective's two views
+ * contiguous, of one float dtype, disjoint or the same elements.
  */
 #include "kir/kir.h"
 
@@ -21,6 +22,7 @@ typedef struct {
     const char *stage;
     const kir_program *kp;
     const kir_kernel *k;
+    bool planned;
 } checker;
 
 static mc_status broken(const checker *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -127,6 +129,37 @@ static mc_status check_attention(const checker *c)
     return MC_OK;
 }
 
+/* A collective kernel (kir.h): two views of one float dtype, each `count` contiguous elements
+ * over the 1-D index space [count], disjoint or the very same elements. */
+static mc_status check_collective(const checker *c)
+{
+    const kir_kernel *k = c->k;
+    const kir_collective *co = &k->coll;
+    if (co->in < 0 || co->in >= k->nviews || co->out < 0 || co->out >= k->nviews || co->in == co->out)
+        return broken(c, ": collective views %d and %d", co->in, co->out);
+    if (k->rank != 1 || k->nrow != 1 || k->shape[0] != co->count)
+        return broken(c, ": collective space is not [%lld]", (long long)co->count);
+    const kir_view *in = &k->views[co->in], *out = &k->views[co->out];
+    if (in->stride[0] != 1 || out->stride[0] != 1)
+        return broken(c, ": collective views are not contiguous");
+    const kir_buffer *bi = &c->kp->buffers[in->buffer], *bo = &c->kp->buffers[out->buffer];
+    if (bi->dtype != bo->dtype || !mc_dtype_is_float(bi->dtype))
+        return broken(c, ": collective over %s and %s", mc_dtype_name(bi->dtype), mc_dtype_name(bo->dtype));
+    if (bo->kind == KBUF_INPUT || bo->kind == KBUF_PARAM)
+        return broken(c, ": collective writes an input or param");
+    bool same_buffer = in->buffer == out->buffer ||
+                       (bi->kind == KBUF_TEMP && bo->kind == KBUF_TEMP && c->planned);
+    if (same_buffer) { /* the same elements, or none in common (offsets in bytes) */
+        int64_t size = (int64_t)mc_dtype_size(bi->dtype);
+        int64_t a = in->offset * size + (in->buffer == out->buffer ? 0 : bi->offset);
+        int64_t b = out->offset * size + (in->buffer == out->buffer ? 0 : bo->offset);
+        int64_t len = co->count * size;
+        if (a != b && a < b + len && b < a + len)
+            return broken(c, ": collective input and output partly overlap");
+    }
+    return MC_OK;
+}
+
 static mc_status check_kernel(const checker *c, int *block_of)
 {
     const kir_kernel *k = c->k;
@@ -152,6 +185,11 @@ static mc_status check_kernel(const checker *c, int *block_of)
     bool gemm = k->category == KIR_GEMM, attention = k->category == KIR_ATTENTION;
     if (attention) {
         mc_status st = check_attention(c);
+        if (st != MC_OK)
+            return st;
+    }
+    if (k->category == KIR_COLLECTIVE) {
+        mc_status st = check_collective(c);
         if (st != MC_OK)
             return st;
     }
@@ -253,7 +291,7 @@ static mc_status check_kernel(const checker *c, int *block_of)
 
 mc_status kir_verify(const kir_program *kp, const char *stage, bool planned)
 {
-    checker c = {.stage = stage, .kp = kp};
+    checker c = {.stage = stage, .kp = kp, .planned = planned};
     for (int b = 0; b < kp->nbuffers; b++) {
         const kir_buffer *buf = &kp->buffers[b];
         if ((int)buf->dtype < 0 || buf->dtype >= MC_NUM_DTYPES || buf->numel < 1)

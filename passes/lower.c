@@ -407,6 +407,7 @@ static void describe(lower_ctx *L, kir_kernel *k, const int *members, int nmembe
     case KIR_POINTWISE: prefix = nreal > 1 ? "pw_fused" : "pw"; break;
     case KIR_COPY: prefix = "copy"; break;
     case KIR_ATTENTION: prefix = "attn"; break;
+    case KIR_COLLECTIVE: prefix = "coll"; break;
     }
     snprintf(k->name, sizeof k->name, "%s%s_%d", prefix, words, L->nkernels);
     for (int a = 1; a < nlines; a++) /* ascending */

@@ -263,6 +263,7 @@ static const char *category_name(kir_category c)
     case KIR_GEMM: return "gemm";
     case KIR_COPY: return "copy";
     case KIR_ATTENTION: return "attention";
+    case KIR_COLLECTIVE: return "collective";
     }
     return "?";
 }
@@ -573,7 +574,7 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
     free(group);
     free(sums);
     /* By category: where the time (or, unmeasured, the traffic) goes. */
-    for (int c = KIR_POINTWISE; c <= KIR_ATTENTION; c++) {
+    for (int c = KIR_POINTWISE; c <= KIR_COLLECTIVE; c++) {
         int count = 0;
         double us = 0;
         int64_t cb = 0, cf = 0;

@@ -40,6 +40,8 @@ mc_options mc_options_default(void)
         .cuda_graph = -1,
         .tf32 = false,
         .threads = 0,
+        .devices = 0,
+        .device = 0,
         .quiet = false,
         .note = NULL,
         .note_ctx = NULL,
@@ -346,6 +348,11 @@ mc_status mc_program_compile(const mc_graph *g, const mc_options *opt, mc_progra
     if (o.threads < 0 || o.threads > MC_MAX_THREADS)
         return mc_fail(MC_ERR_INPUT, "mc_program_compile: threads must be from 0 to %d (got %d)",
                        MC_MAX_THREADS, o.threads);
+    if (o.devices < 0 || o.devices > MC_MAX_DEVICES)
+        return mc_fail(MC_ERR_INPUT, "mc_program_compile: devices must be from 0 (off) to %d (got %d)",
+                       MC_MAX_DEVICES, o.devices);
+    if (o.device < 0)
+        return mc_fail(MC_ERR_INPUT, "mc_program_compile: device must be 0 or more (got %d)", o.device);
 
     double t0 = mc_now_ms(), t = t0;
     mc_program *p = new_program();

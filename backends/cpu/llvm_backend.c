@@ -23,7 +23,9 @@
  * thread when the kernel is small, otherwise split across the program's persistent thread pool.
  * GEMMs whose B operand is a param read it from a buffer packed once (llvm_gemm.c): run()
  * packs it first, on the first run and whenever the param was bound again (the program's
- * dirty flags), so weights are not repacked on every call.
+ * dirty flags), so weights are not repacked on every call. A collective kernel of a rank of a
+ * tensor-parallel program (nranks > 1) is summed by the host communicator (backends/comm.h) on
+ * the rank's thread; with one rank or none its compiled code, a copy, runs.
  *
  * User names never reach the IR: functions are named after kir kernels (generated names), and
  * buffers are numbers.
@@ -539,6 +541,22 @@ static void run_kernel(cpu_state *s, int i)
         mc_threadpool_run(s->pool, k->info.units, k->info.grain, run_range, &l);
 }
 
+/* A collective kernel of a rank (nranks > 1): the host communicator sums the ranks' values
+ * (backends/comm.h), on this rank's thread. Otherwise its compiled code, the copy. */
+static mc_status run_collective(mc_program *p, cpu_state *s, int i)
+{
+    const kir_kernel *k = &p->kp->kernels[i];
+    if (p->nranks <= 1 || !p->comm) {
+        run_kernel(s, i);
+        return MC_OK;
+    }
+    const kir_view *in = &k->views[k->coll.in], *out = &k->views[k->coll.out];
+    mc_dtype d = p->kp->buffers[in->buffer].dtype;
+    int64_t size = (int64_t)mc_dtype_size(d);
+    return mc_comm_allreduce(p->comm, p->rank, (const char *)s->buffers[in->buffer] + in->offset * size,
+                             (char *)s->buffers[out->buffer] + out->offset * size, k->coll.count, d);
+}
+
 static mc_status cpu_run(mc_program *p)
 {
     cpu_state *s = p->state;
@@ -551,7 +569,12 @@ static mc_status cpu_run(mc_program *p)
     for (int i = 0; i < s->nkernels; i++) {
         if (p->kernel_clock)
             p->kernel_clock[2 * i] = mc_now_ms();
-        run_kernel(s, i);
+        if (p->kp->kernels[i].category == KIR_COLLECTIVE) {
+            if ((st = run_collective(p, s, i)) != MC_OK)
+                return st;
+        } else {
+            run_kernel(s, i);
+        }
         if (p->kernel_clock)
             p->kernel_clock[2 * i + 1] = mc_now_ms();
         if (s->gather_error[0] != 0) /* the pool's threads are done: their stores are visible */
@@ -570,6 +593,9 @@ static mc_status cpu_run_kernel(mc_program *p, int kernel)
     cpu_state *s = p->state;
     if (kernel < 0 || kernel >= s->nkernels)
         return mc_fail(MC_ERR_INPUT, "CPU backend: no kernel %d", kernel);
+    if (p->kp->kernels[kernel].category == KIR_COLLECTIVE && p->nranks > 1)
+        return mc_fail(MC_ERR_INPUT, "kernel %s is a collective: it runs only with every rank",
+                       p->kp->kernels[kernel].name);
     mc_status st = llvm_target_check_runnable(s->target);
     if (st != MC_OK)
         return st;

@@ -13,7 +13,9 @@
  * index outside its range fails the run when its kernel is done (the index read is 0). An attention
  * kernel is computed in float64 the straightforward way, a whole row of scores at a time:
  * scores, their steps, softmax (max, exp, sum: a row whose scores are all -inf gives NaN, as the
- * unfused graph does), then each output element's sum over the keys; nothing is skipped.
+ * unfused graph does), then each output element's sum over the keys; nothing is skipped. A
+ * collective kernel of a rank of a tensor-parallel program sums over the ranks through the
+ * host communicator (backends/comm.h); with one rank or none it is the copy its code says.
  */
 #include "backends/backend.h"
 
@@ -295,13 +297,28 @@ static mc_status run_kernel(const kir_program *kp, const kir_kernel *k, void **d
     return c.failed_check >= 0 ? kir_check_fail(kp, g, c.failed_check, c.failed_index) : MC_OK;
 }
 
+/* A collective kernel of a rank (nranks > 1): the host communicator sums the ranks' values.
+ * Otherwise it is the copy its code says. */
+static mc_status run_collective(mc_program *p, const kir_kernel *k, void **data)
+{
+    if (p->nranks <= 1 || !p->comm)
+        return run_kernel(p->kp, k, data, p->graph);
+    const kir_view *in = &k->views[k->coll.in], *out = &k->views[k->coll.out];
+    mc_dtype d = p->kp->buffers[in->buffer].dtype;
+    size_t size = mc_dtype_size(d);
+    return mc_comm_allreduce(p->comm, p->rank, (const char *)data[in->buffer] + in->offset * (int64_t)size,
+                             (char *)data[out->buffer] + out->offset * (int64_t)size, k->coll.count, d);
+}
+
 static mc_status ref_run(mc_program *p)
 {
     ref_state *s = p->state;
     for (int k = 0; k < p->kp->nkernels; k++) {
         if (p->kernel_clock)
             p->kernel_clock[2 * k] = mc_now_ms();
-        mc_status st = run_kernel(p->kp, &p->kp->kernels[k], s->data, p->graph);
+        const kir_kernel *kern = &p->kp->kernels[k];
+        mc_status st = kern->category == KIR_COLLECTIVE ? run_collective(p, kern, s->data)
+                                                        : run_kernel(p->kp, kern, s->data, p->graph);
         if (p->kernel_clock)
             p->kernel_clock[2 * k + 1] = mc_now_ms();
         if (st != MC_OK)
@@ -317,6 +334,9 @@ static mc_status ref_run(mc_program *p)
 static mc_status ref_run_kernel(mc_program *p, int kernel)
 {
     ref_state *s = p->state;
+    if (p->kp->kernels[kernel].category == KIR_COLLECTIVE && p->nranks > 1)
+        return mc_fail(MC_ERR_INPUT, "kernel %s is a collective: it runs only with every rank",
+                       p->kp->kernels[kernel].name);
     return run_kernel(p->kp, &p->kp->kernels[kernel], s->data, p->graph);
 }
 
