@@ -653,6 +653,114 @@ static void lower_attention(lower_ctx *L, int gi, const int *members, int nm)
     kbuild_free(&b);
 }
 
+/* ---- allreduce ------------------------------------------------------------------------------ */
+
+/* Is tensor view tv row-major contiguous over node n's dims, from its offset? */
+static bool view_contiguous(const mc_tview *tv, const mc_node *n)
+{
+    int64_t want = 1;
+    for (int d = n->rank - 1; d >= 0; d--) {
+        if (n->shape[d] != 1 && tv->stride[d] != want)
+            return false;
+        want *= n->shape[d];
+    }
+    return true;
+}
+
+/* A copy kernel over node `shape_of`'s dims, described as node `origin`'s: from node src (its
+ * value, read the way any kernel reads it) or, src < 0, from temp buffer src_temp (contiguous);
+ * into tensor view dst or, dst NULL, into temp buffer dst_temp (contiguous). */
+static void copy_kernel(lower_ctx *L, int shape_of, int src, int src_temp, const mc_tview *dst, int dst_temp,
+                        int origin)
+{
+    const mc_node *n = &L->g->nodes[shape_of];
+    kbuild b;
+    kbuild_init(&b, L, -1, n->shape, n->rank);
+    mc_cmap id;
+    mc_cmap_identity(&id, n->rank);
+    kir_view contiguous;
+    memset(&contiguous, 0, sizeof contiguous);
+    mc_contiguous_strides(n->shape, n->rank, contiguous.stride);
+    int v;
+    if (src >= 0) {
+        v = emit(&b, src, &id, 0);
+    } else {
+        contiguous.buffer = src_temp;
+        kir_instr in = {.kind = KI_LOAD, .dtype = n->dtype, .view = add_view(&b, &contiguous)};
+        v = add_instr(&b, in, 0);
+    }
+    int view;
+    if (dst) {
+        view = compose_view(&b, dst, &id);
+    } else {
+        contiguous.buffer = dst_temp;
+        view = add_view(&b, &contiguous);
+    }
+    if (GROW(L, b.stores, b.nstores, b.capstores))
+        b.stores[b.nstores++] = (kir_store){.block = 0, .view = view, .value = v};
+    kir_kernel *k = new_kernel(L);
+    if (k) {
+        k->category = KIR_COPY;
+        finish_kernel(&b, k);
+        describe(L, k, &origin, 1, NULL);
+        L->nkernels++;
+    }
+    kbuild_free(&b);
+}
+
+/* allreduce node a, alone in its group and stored: one KIR_COLLECTIVE kernel over two
+ * contiguous runs of elements (kir.h). Its operand is read where it lies when its view is
+ * contiguous, else copied into a temp first; its result goes straight to its place when that
+ * is contiguous (a value stored into a transposing copy's buffer is not), else to a temp and
+ * then copied there. */
+static void lower_allreduce(lower_ctx *L, int a)
+{
+    const mc_graph *g = L->g;
+    const mc_node *n = &g->nodes[a];
+    const mc_fnode *fa = &L->f->nodes[a], *fx = &L->f->nodes[n->in[0]];
+    MC_ASSERT(fa->kind == MC_FN_MEMBER && fa->stored && fa->has_view);
+    int64_t count = mc_node_numel(n), space[MC_MAX_RANK] = {count};
+    kir_view in, out;
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    in.stride[0] = out.stride[0] = 1;
+    if (fx->has_view && fx->kind != MC_FN_CONST && view_contiguous(&fx->view, &g->nodes[n->in[0]])) {
+        in.buffer = L->buffer_of[fx->view.base];
+        in.offset = fx->view.offset;
+    } else {
+        in.buffer = add_buffer(L, KBUF_TEMP, a, -1);
+        if (in.buffer < 0)
+            return;
+        copy_kernel(L, a, n->in[0], -1, NULL, in.buffer, a);
+    }
+    bool direct = view_contiguous(&fa->view, n);
+    if (direct) {
+        out.buffer = L->buffer_of[fa->view.base];
+        out.offset = fa->view.offset;
+    } else if ((out.buffer = add_buffer(L, KBUF_TEMP, a, -1)) < 0) {
+        return;
+    }
+    MC_ASSERT(in.buffer >= 0 && out.buffer >= 0);
+    kbuild b;
+    kbuild_init(&b, L, -1, space, 1);
+    int vin = add_view(&b, &in), vout = add_view(&b, &out);
+    kir_instr load = {.kind = KI_LOAD, .dtype = n->dtype, .view = vin};
+    int v = add_instr(&b, load, 0);
+    if (GROW(L, b.stores, b.nstores, b.capstores))
+        b.stores[b.nstores++] = (kir_store){.block = 0, .view = vout, .value = v};
+    kir_kernel *k = new_kernel(L);
+    if (k) {
+        k->category = KIR_COLLECTIVE;
+        finish_kernel(&b, k);
+        k->coll = (kir_collective){.in = vin, .out = vout, .count = count};
+        describe(L, k, &a, 1, NULL);
+        L->nkernels++;
+    }
+    kbuild_free(&b);
+    if (!direct)
+        copy_kernel(L, a, -1, out.buffer, &fa->view, -1, a);
+}
+
 static void lower_group(lower_ctx *L, int gi)
 {
     const mc_fusion *f = L->f;
@@ -666,6 +774,11 @@ static void lower_group(lower_ctx *L, int gi)
         goto done;
     if (G->kind == MC_FG_ATTENTION) {
         lower_attention(L, gi, members, nm);
+        goto done;
+    }
+    if (G->kind == MC_FG_COLLECTIVE) {
+        MC_ASSERT(nm == 1 && g->nodes[members[0]].op == MC_OP_ALLREDUCE); /* alone (passes/fuse.c) */
+        lower_allreduce(L, members[0]);
         goto done;
     }
     if (G->kind == MC_FG_CONCAT) {
@@ -737,9 +850,7 @@ static void lower_group(lower_ctx *L, int gi)
         int view = add_view(&b, &kv);
         if (GROW(L, b.stores, b.nstores, b.capstores))
             b.stores[b.nstores++] = (kir_store){.block = 0, .view = view, .value = v};
-    } else if (G->kind == MC_FG_RESHAPE || G->kind == MC_FG_COLLECTIVE) {
-        /* an allreduce for now: a copy of its operand (the sum over one rank); helper tp's
-         * KIR_COLLECTIVE kernel replaces this (docs/design, tp-design.md §3) */
+    } else if (G->kind == MC_FG_RESHAPE) {
         mc_cmap id;
         mc_cmap_identity(&id, G->rank);
         int v = emit(&b, g->nodes[G->anchor].in[0], &id, 0);

@@ -191,12 +191,15 @@ mc_status mc_profile_collect(mc_program *p, int iters, mc_profile *prof)
     prof->iters = iters;
     bool recorded = false;
     mc_status st = MC_OK;
+    /* A rank of a tensor-parallel program runs only with the others: its mc_program_run runs
+     * them all (runtime/parallel.c), the backend's own timers of one program would not. */
+    bool rank = p->parent && p->nranks > 1;
     if (p->backend->runs_on_host && !p->backend->profile)
         st = collect_host_runs(p, iters, prof, &recorded);
     if (st == MC_OK && !recorded) {
         /* The wall time as `minic run --iters` measures it: the backend's own timer of whole
          * runs where it has one (CUDA events around each replay), else the host clock. */
-        if (p->backend->time) {
+        if (p->backend->time && !rank) {
             st = p->backend->time(p, iters, &prof->wall_us);
             snprintf(prof->wall_clock, sizeof prof->wall_clock, "backend timer, as minic run");
         } else {
@@ -204,7 +207,10 @@ mc_status mc_profile_collect(mc_program *p, int iters, mc_profile *prof)
             snprintf(prof->wall_clock, sizeof prof->wall_clock, "host clock");
         }
     }
-    if (st == MC_OK && !recorded && p->backend->profile)
+    if (st == MC_OK && !recorded && rank)
+        snprintf(prof->clock, sizeof prof->clock, "not measured: the %s backend times one rank of a "
+                 "tensor-parallel program only with the host clock around whole runs", p->backend->name);
+    else if (st == MC_OK && !recorded && p->backend->profile)
         st = p->backend->profile(p, iters, prof);
     else if (st == MC_OK && !recorded && p->backend->run_kernel)
         st = time_kernels_on_host(p, iters, prof);
@@ -220,6 +226,19 @@ mc_kernel_rates mc_profile_kernel_rates(const mc_profile *prof, int k)
     if (kern->bytes > 0)
         r.intensity = (double)kern->flops / (double)kern->bytes;
     double t = prof->time_us[k];
+    if (kern->category == KIR_COLLECTIVE) {
+        const kir_view *in = &kern->views[kern->coll.in];
+        int n = prof->program->nranks > 1 ? prof->program->nranks : 1;
+        r.coll_bytes = kern->coll.count * (int64_t)mc_dtype_size(prof->program->kp->buffers[in->buffer].dtype);
+        r.ranks = n;
+        r.bound = "link";
+        if (t > 0) {
+            r.algbw = (double)r.coll_bytes / (t * 1e-6);
+            r.busbw = r.algbw * 2.0 * (n - 1) / n;
+            r.bytes_per_s = (double)kern->bytes / (t * 1e-6);
+        }
+        return r; /* no FLOP or memory roof: its roof is the link between the ranks */
+    }
     if (!(t > 0))
         return r;
     r.flops_per_s = (double)kern->flops / (t * 1e-6);
@@ -502,9 +521,11 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
     }
     if (timed && isfinite(prof->kernel_sum_us))
         kernel_us = prof->kernel_sum_us; /* the same runs as the wall time */
-    fprintf(out, "profile: backend %s%s%s, %s, %d kernels, median of %d runs after a warm-up\n",
-            p->backend->name, prof->device[0] ? " on " : "", prof->device,
-            p->opt.fuse ? "fused" : "unfused", n, prof->iters);
+    fprintf(out, "profile: backend %s%s%s, %s, %d kernels, ", p->backend->name,
+            prof->device[0] ? " on " : "", prof->device, p->opt.fuse ? "fused" : "unfused", n);
+    if (p->nranks > 0) /* a rank of a tensor-parallel program, timed while every rank runs */
+        fprintf(out, "rank %d of %d (tensor parallel), ", p->rank, p->nranks);
+    fprintf(out, "median of %d runs after a warm-up\n", prof->iters);
     fprintf(out, "peaks: %s", prof->peaks_source ? prof->peaks_source : "none");
     if (prof->peaks_note[0])
         fprintf(out, " (%s)", prof->peaks_note);
@@ -541,9 +562,16 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
         print_number(out, 9, t > 0 ? r.bytes_per_s * 1e-9 : -1, 2);
         print_number(out, 6, r.pct_peak_flops > 0 ? r.pct_peak_flops : -1, 1);
         print_number(out, 6, r.pct_peak_bw > 0 ? r.pct_peak_bw : -1, 1);
-        fprintf(out, " %8.2f %-7s %-6s %s%s\n", r.intensity, r.bound,
+        fprintf(out, " %8.2f %-7s %-6s %s%s", r.intensity, r.bound,
                 lines_string(kern, lines, sizeof lines), ops_string(kern, ops, sizeof ops),
                 suspect(prof, k, &r, why, sizeof why));
+        if (kern->category == KIR_COLLECTIVE) {
+            fprintf(out, "  (%lld bytes over %d ranks", (long long)r.coll_bytes, r.ranks);
+            if (t > 0)
+                fprintf(out, ": algbw %.2f GB/s, busbw %.2f GB/s", r.algbw * 1e-9, r.busbw * 1e-9);
+            fprintf(out, ")");
+        }
+        fputc('\n', out);
     }
     free(order);
     /* The grouped view: a repeated layer's kernels as one row, xN. */
@@ -591,7 +619,22 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
         fprintf(out, "%-10s %3d kernels", category_name((kir_category)c), count);
         if (timed)
             fprintf(out, ", %10.2f us (%5.1f%%)", us, kernel_us > 0 ? 100.0 * us / kernel_us : 0.0);
-        fprintf(out, ", %lld FLOPs, %lld bytes\n", (long long)cf, (long long)cb);
+        fprintf(out, ", %lld FLOPs, %lld bytes", (long long)cf, (long long)cb);
+        if (c == KIR_COLLECTIVE) { /* what the all-reduces moved, and at what rate overall */
+            int64_t reduced = 0;
+            int ranks = 1;
+            for (int k = 0; k < n; k++)
+                if (kp->kernels[k].category == KIR_COLLECTIVE) {
+                    mc_kernel_rates r = mc_profile_kernel_rates(prof, k);
+                    reduced += r.coll_bytes;
+                    ranks = r.ranks;
+                }
+            fprintf(out, "; all-reduce of %lld bytes over %d ranks", (long long)reduced, ranks);
+            if (timed && us > 0)
+                fprintf(out, ", algbw %.2f GB/s, busbw %.2f GB/s", reduced / (us * 1e-6) * 1e-9,
+                        reduced / (us * 1e-6) * 1e-9 * 2.0 * (ranks - 1) / ranks);
+        }
+        fputc('\n', out);
     }
     fprintf(out, "totals: %d kernels, %d launches per run, %lld FLOPs, %lld bytes moved\n", n,
             launches, (long long)flops, (long long)bytes);
@@ -652,8 +695,8 @@ static mc_status write_json(FILE *f, void *ctx)
     json_string(f, p->backend->name);
     fprintf(f, ", \"device\": ");
     json_string(f, prof->device[0] ? prof->device : "host");
-    fprintf(f, ", \"fused\": %s, \"iters\": %d, \"peaks_source\": ", p->opt.fuse ? "true" : "false",
-            prof->iters);
+    fprintf(f, ", \"fused\": %s, \"iters\": %d, \"ranks\": %d, \"rank\": %d, \"peaks_source\": ",
+            p->opt.fuse ? "true" : "false", prof->iters, p->nranks > 0 ? p->nranks : 1, p->rank);
     json_string(f, prof->peaks_source ? prof->peaks_source : "none");
     if (prof->clocks_known)
         fprintf(f, ", \"clocks\": { \"sm_mhz\": %.0f, \"sm_max_mhz\": %.0f, \"mem_mhz\": %.0f, "
@@ -700,6 +743,14 @@ static mc_status write_json(FILE *f, void *ctx)
         json_number(f, r.intensity);
         fprintf(f, ", \"bound\": ");
         json_string(f, r.bound);
+        if (kern->category == KIR_COLLECTIVE) {
+            fprintf(f, ", \"collective\": { \"op\": \"allreduce\", \"ranks\": %d, \"bytes\": %lld, "
+                       "\"algbw_gb_per_s\": ", r.ranks, (long long)r.coll_bytes);
+            json_number(f, t > 0 ? r.algbw * 1e-9 : -1);
+            fprintf(f, ", \"busbw_gb_per_s\": ");
+            json_number(f, t > 0 ? r.busbw * 1e-9 : -1);
+            fprintf(f, " }");
+        }
         char why[256];
         if (suspect(prof, k, &r, why, sizeof why)[0]) {
             fprintf(f, ", \"suspect\": %s, \"note\": ", strstr(why, "suspect") ? "true" : "false");

@@ -21,7 +21,14 @@ typedef struct mc_kernel_rates {
     double flops_per_s, bytes_per_s;
     double pct_peak_flops, pct_peak_bw;
     double intensity;          /* FLOPs per byte moved */
-    const char *bound;         /* "memory", "compute", "latency", or "unknown" */
+    const char *bound;         /* "memory", "compute", "latency", "link" (a collective), or
+                                  "unknown" */
+    /* A collective (KIR_COLLECTIVE) kernel, as NCCL's tests define them: the bytes of the buffer
+     * reduced (count x element size), algbw = those bytes / time, busbw = algbw x 2(n-1)/n for
+     * n ranks (the traffic of a ring all-reduce on each link; 0 for one rank). 0 elsewhere. */
+    int64_t coll_bytes;
+    int ranks;
+    double algbw, busbw;       /* bytes/s */
 } mc_kernel_rates;
 
 /* Allocate the per-kernel arrays for p's kernels, counts filled (kir_count), times unknown. */

@@ -328,7 +328,11 @@ static mc_program *new_program(void)
     return p;
 }
 
-mc_status mc_program_compile(const mc_graph *g, const mc_options *opt, mc_program **out)
+/* mc_program_compile; for a rank of a parallel program (runtime/parallel.c) with its rank, the
+ * number of ranks, the communicator and the parallel program set before the backend prepares
+ * it (parent NULL: an ordinary program). */
+static mc_status compile_program(const mc_graph *g, const mc_options *opt, mc_program *parent, int rank,
+                                 int nranks, mc_comm *comm, mc_program **out)
 {
     if (!out)
         return mc_fail(MC_ERR_INPUT, "mc_program_compile: no place for the result");
@@ -359,6 +363,10 @@ mc_status mc_program_compile(const mc_graph *g, const mc_options *opt, mc_progra
     if (!p)
         return MC_ERR_SYSTEM;
     p->opt = o;
+    p->rank = rank;
+    p->nranks = nranks;
+    p->comm = comm;
+    p->parent = parent;
     mc_status st = choose_backend(p);
     mc_program_phase(p, "backend choice", &t);
     if (st != MC_OK) {
@@ -421,6 +429,17 @@ mc_status mc_program_compile(const mc_graph *g, const mc_options *opt, mc_progra
     p->compile_ms = mc_now_ms() - t0;
     *out = p;
     return MC_OK;
+}
+
+mc_status mc_program_compile(const mc_graph *g, const mc_options *opt, mc_program **out)
+{
+    return compile_program(g, opt, NULL, 0, 0, NULL, out);
+}
+
+mc_status mc_program_compile_rank(const mc_graph *g, const mc_options *opt, mc_program *parent, int rank,
+                                  int nranks, mc_comm *comm, mc_program **out)
+{
+    return compile_program(g, opt, parent, rank, nranks, comm, out);
 }
 
 mc_status mc_program_compile_unprepared(const mc_graph *g, const mc_options *opt,
@@ -815,7 +834,14 @@ mc_status mc_program_run(mc_program *p)
 {
     if (!p)
         return mc_fail(MC_ERR_INPUT, "mc_program_run: no program");
+    if (p->parent) /* a rank runs only with the others: the parallel program runs them all */
+        return mc_program_run(p->parent);
     LOCKED(p, program_run(p));
+}
+
+mc_status mc_program_run_rank(mc_program *p)
+{
+    return program_run(p);
 }
 
 int mc_program_num_outputs(const mc_program *p)

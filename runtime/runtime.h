@@ -34,6 +34,16 @@ mc_status mc_symbolic_run(mc_program *p);
 mc_status mc_symbolic_save_inputs(mc_program *p, const char *path);
 mc_program *mc_symbolic_current(const mc_program *p); /* the last run's program, or NULL */
 int mc_symbolic_compilations(const mc_program *p);
+/* ---- ranks of tensor-parallel programs ------------------------------------------------------ */
+
+/* mc_program_compile of one rank: rank, nranks, comm and parent (the parallel program, or
+ * NULL) set before the backend's prepare (runtime/program.c). */
+mc_status mc_program_compile_rank(const mc_graph *g, const mc_options *opt, mc_program *parent, int rank,
+                                  int nranks, mc_comm *comm, mc_program **out);
+/* Run rank p alone, on the calling thread, without its mutex: every rank's thread of a
+ * parallel run calls it, all at once (their collectives meet in the communicator). */
+mc_status mc_program_run_rank(mc_program *p);
+
 /* The program that ran last: p itself, or for a symbolic p the one compiled for the binding
  * of its last run (NULL before a run). What `minic run` profiles and times. */
 mc_program *mc_program_ran(mc_program *p);

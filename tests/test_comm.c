@@ -1,13 +1,17 @@
 /* The host communicator (backends/comm.h) with N threads as ranks: the all-reduce's result is
  * the sum in rank order (f32 accumulation for f16 and bf16), bit for bit the same on every
  * rank, in place and out of place, for counts that do not divide by N (and 0); a rank that
- * aborts wakes the others with an error, and a reset communicator works again. A hang fails
- * through alarm() rather than the CTest timeout.
+ * aborts wakes the others with an error, and a reset communicator works again. Then the ref
+ * and cpu backends' KIR_COLLECTIVE kernels (passes/lower.c's allreduce): a copy in an ordinary
+ * program, the sum over the ranks when 1, 2 or 3 rank programs share a communicator and run on
+ * a thread each. A hang fails through alarm() rather than the CTest timeout.
  */
 #include "testlib.h"
 
 #include "backends/comm.h"
+#include "runtime/runtime.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,6 +238,136 @@ static void test_ranks_must_agree(void **state)
     alarm(0);
 }
 
+/* ---- the backends' collective kernels ------------------------------------------------------ */
+
+/* A graph with two allreduces: one of a GEMM's result read through a transpose (its output
+ * copied to a contiguous place... or not, as fusion decides), one of an input whose result
+ * is read transposed. */
+static const char collective_graph[] = "graph coll\n"
+                                       "input x : f32[4, 8]\n"
+                                       "param w : f32[8, 8]\n"
+                                       "h = linear(x, w)\n"
+                                       "t = transpose(h, perm=[1, 0])\n"
+                                       "s = allreduce(t)\n"
+                                       "y = add(s, 1.0)\n"
+                                       "a = allreduce(x)\n"
+                                       "z = transpose(a, perm=[1, 0])\n"
+                                       "output y, z\n";
+
+typedef struct rank_job {
+    mc_program *p;
+    mc_status st;
+} rank_job;
+
+static void *rank_run(void *arg)
+{
+    rank_job *j = arg;
+    j->st = mc_program_run_rank(j->p);
+    if (j->st != MC_OK)
+        mc_comm_abort(j->p->comm);
+    return NULL;
+}
+
+/* The program's outputs for one rank's x (rank r: x * (r + 1)) and w. */
+static void expected(const float *x, const float *w, int n, float *y, float *z)
+{
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 8; j++) {
+            double h = 0, a = 0;
+            for (int r = 0; r < n; r++) {
+                double hr = 0;
+                for (int k = 0; k < 8; k++)
+                    hr += (double)x[i * 8 + k] * (r + 1) * w[j * 8 + k];
+                h += hr;
+                a += (double)x[i * 8 + j] * (r + 1);
+            }
+            y[j * 4 + i] = (float)(h + 1.0);
+            z[j * 4 + i] = (float)a;
+        }
+}
+
+/* ref and cpu: without ranks an allreduce kernel is a copy; as the ranks of one program (the
+ * runtime's rank compile, one thread each) it sums their values. */
+static void collective_kernels(mc_backend_kind kind)
+{
+    alarm(300);
+    mc_graph *g = NULL;
+    assert_int_equal(mc_graph_parse_string("coll.graph", collective_graph, &g), MC_OK);
+    mc_options o = mc_test_options();
+    o.backend = kind;
+    float x[32], w[64], xs[4][32], y[32], z[32];
+    for (int i = 0; i < 32; i++)
+        x[i] = (float)(i % 7) * 0.25f - 0.5f;
+    for (int i = 0; i < 64; i++)
+        w[i] = (float)(i % 5) * 0.125f - 0.25f;
+    for (int n = 0; n <= 3; n++) {
+        int ranks = n > 0 ? n : 1;
+        mc_comm *comm = NULL;
+        mc_program *p[3] = {NULL};
+        if (n > 0)
+            assert_int_equal(mc_comm_new(n, &comm), MC_OK);
+        for (int r = 0; r < ranks; r++) {
+            mc_status st = n > 0 ? mc_program_compile_rank(g, &o, NULL, r, n, comm, &p[r])
+                                 : mc_program_compile(g, &o, &p[r]);
+            if (st != MC_OK)
+                fail_msg("%s", mc_error_message());
+            int collectives = 0;
+            for (int k = 0; k < p[r]->kp->nkernels; k++)
+                collectives += p[r]->kp->kernels[k].category == KIR_COLLECTIVE;
+            assert_int_equal(collectives, 2);
+            for (int i = 0; i < 32; i++)
+                xs[r][i] = x[i] * (float)(r + 1);
+            assert_int_equal(mc_program_set(p[r], "x", xs[r], sizeof xs[r]), MC_OK);
+            assert_int_equal(mc_program_set(p[r], "w", w, sizeof w), MC_OK);
+        }
+        rank_job jobs[3];
+        pthread_t th[3];
+        for (int r = 0; r < ranks; r++) {
+            jobs[r] = (rank_job){.p = p[r]};
+            assert_int_equal(pthread_create(&th[r], NULL, rank_run, &jobs[r]), 0);
+        }
+        for (int r = 0; r < ranks; r++)
+            pthread_join(th[r], NULL);
+        expected(x, w, ranks, y, z);
+        for (int r = 0; r < ranks; r++) {
+            assert_int_equal(jobs[r].st, MC_OK);
+            mc_tensor ty, tz;
+            assert_int_equal(mc_program_output(p[r], 0, &ty), MC_OK);
+            assert_int_equal(mc_program_output(p[r], 1, &tz), MC_OK);
+            for (int i = 0; i < 32; i++) {
+                float gy = ((const float *)ty.data)[i], gz = ((const float *)tz.data)[i];
+                if (fabsf(gy - y[i]) > 1e-5f * (1 + fabsf(y[i])) || fabsf(gz - z[i]) > 1e-6f * (1 + fabsf(z[i])))
+                    fail_msg("%s, %d ranks, rank %d, element %d: y %g (want %g), z %g (want %g)",
+                             mc_backend_name(kind), n, r, i, gy, y[i], gz, z[i]);
+            }
+            mc_tensor t0;
+            assert_int_equal(mc_program_output(p[0], 0, &t0), MC_OK);
+            assert_memory_equal(ty.data, t0.data, sizeof y); /* the same bits on every rank */
+        }
+        for (int r = 0; r < ranks; r++)
+            mc_program_free(p[r]);
+        mc_comm_free(comm);
+    }
+    mc_graph_free(g);
+    alarm(0);
+}
+
+static void test_collective_kernels_ref(void **state)
+{
+    (void)state;
+    collective_kernels(MC_BACKEND_REF);
+}
+
+static void test_collective_kernels_cpu(void **state)
+{
+    (void)state;
+#ifdef MINIC_HAVE_CPU_BACKEND
+    collective_kernels(MC_BACKEND_CPU);
+#else
+    print_message("no CPU backend in this build: nothing to check\n");
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -241,6 +375,8 @@ int main(void)
         cmocka_unit_test(test_f16_accumulates_in_f32),
         cmocka_unit_test(test_abort_wakes_the_others),
         cmocka_unit_test(test_ranks_must_agree),
+        cmocka_unit_test(test_collective_kernels_ref),
+        cmocka_unit_test(test_collective_kernels_cpu),
     };
     return mc_test_run(tests);
 }

@@ -373,30 +373,29 @@ static void test_allreduce_is_a_barrier(void **state)
     mc_graph_free(s);
     kir_program *kp = compile(g, true);
     /* gemm; 2 collectives; the scalar and its collective; add-add-mul-transpose; collective */
-    int gemms = 0, copies = 0;
+    int gemms = 0, copies = 0, collectives = 0;
     for (int k = 0; k < kp->nkernels; k++) {
         const kir_kernel *kk = &kp->kernels[k];
         gemms += kk->category == KIR_GEMM;
         copies += kk->category == KIR_COPY;
+        collectives += kk->category == KIR_COLLECTIVE;
         if (kk->category == KIR_GEMM)
             assert_int_equal(kk->nops, 1); /* the matmul alone: nothing fused across the sum */
         if (has_op(kk, MC_OP_ALLREDUCE)) {
             assert_int_equal(kk->nops, 1);
-            assert_int_equal(kk->category, KIR_COPY); /* one rank: a copy, until KIR_COLLECTIVE */
-            const kir_view *ld = NULL;
-            for (int v = 0; v < kk->nviews; v++)
-                if (v != kk->stores[0].view)
-                    ld = &kk->views[v];
-            /* the operand read in place, contiguously (a constant operand is also stored, for a
-             * collective to send, but this copy writes the number itself) */
-            if (ld)
-                assert_int_equal(ld->offset, 0);
-            else
-                assert_int_equal(kk->nviews, 1);
+            assert_int_equal(kk->category, KIR_COLLECTIVE);
+            /* two contiguous runs of the operand's size: the operand read in place */
+            const kir_view *in = &kk->views[kk->coll.in], *out = &kk->views[kk->coll.out];
+            assert_int_equal(in->stride[0], 1);
+            assert_int_equal(out->stride[0], 1);
+            assert_int_equal(in->offset, 0);
+            assert_int_equal(kk->coll.count, kk->shape[0]);
+            assert_int_equal(kk->rank, 1);
         }
     }
     assert_int_equal(gemms, 1);
-    assert_int_equal(copies, 4); /* the transpose is stored by the add-add-mul kernel, contiguously */
+    assert_int_equal(collectives, 4);
+    assert_int_equal(copies, 0); /* the transpose is stored by the add-add-mul kernel, contiguously */
     kir_program_free(kp);
     assert_matches_oracle(g);
     mc_graph_free(g);
