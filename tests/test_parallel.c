@@ -4,7 +4,7 @@
  * for n = 1, 2 and 4 ranks gives the unsharded program's outputs within docs/FORMAT.md §6 (f32
  * with matmuls: 1e-4), with the generator's values (filled whole, then split) and with params
  * the caller sets; every rank beyond one has its all-reduce kernels; a second run after a new
- * input agrees too. The profile of a 2-rank run has `collective` rows, timed, with the bytes
+ * input agrees too; the inputs it saves are the whole values. The profile of a 2-rank run has `collective` rows, timed, with the bytes
  * reduced and busbw = algbw (2(n-1)/n = 1 for two ranks). Bad uses fail clearly: a negative
  * number of devices, a graph with symbolic dimensions, a run with a param left unbound (every
  * rank fails before its collective: nothing hangs). And the command: `--devices 2` prints the
@@ -193,6 +193,50 @@ static void test_params_set_by_the_caller(void **state)
     alarm(0);
 }
 
+/* mc_program_save_inputs of a parallel program writes the whole values (one given, the rest
+ * generated): an unsharded program loading that file computes the same output. */
+static void test_save_inputs_whole(void **state)
+{
+    (void)state;
+    alarm(300);
+    mc_graph *g = gpt2_block();
+    mc_options o = options_for(MC_BACKEND_REF, 2);
+    o.quiet = true;
+    mc_program *p = NULL, *u = NULL;
+    assert_int_equal(mc_program_compile(g, &o, &p), MC_OK);
+    float w[64 * 64];
+    for (int i = 0; i < 64 * 64; i++)
+        w[i] = (float)(0.01 * ((i * 37) % 101) - 0.5);
+    assert_int_equal(mc_program_set(p, "proj.w", w, sizeof w), MC_OK);
+    assert_int_equal(mc_program_fill_random(p, 9), MC_OK);
+    const char *path = mc_test_write_file("inputs.safetensors", "", 0);
+    assert_int_equal(mc_program_save_inputs(p, path), MC_OK);
+    assert_int_equal(mc_program_run(p), MC_OK);
+    o.devices = 0;
+    assert_int_equal(mc_program_compile(g, &o, &u), MC_OK);
+    assert_int_equal(mc_program_load_weights(u, path), MC_OK);
+    assert_int_equal(mc_program_load_file(u, "x", path), MC_OK);
+    assert_int_equal(mc_program_run(u), MC_OK);
+    mc_tensor a, b;
+    assert_int_equal(mc_program_output(p, 0, &a), MC_OK);
+    assert_int_equal(mc_program_output(u, 0, &b), MC_OK);
+    int64_t n = (int64_t)(a.bytes / sizeof(float));
+    double *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
+    for (int64_t i = 0; i < n; i++) {
+        x[i] = ((const float *)a.data)[i];
+        y[i] = ((const float *)b.data)[i];
+    }
+    double e = mc_test_rel_error(x, y, n);
+    if (!(e <= 1e-4))
+        fail_msg("unsharded from the saved inputs: relative error %g", e);
+    free(x);
+    free(y);
+    mc_program_free(u);
+    mc_program_free(p);
+    mc_graph_free(g);
+    alarm(0);
+}
+
 static void test_profile_has_collective_rows(void **state)
 {
     (void)state;
@@ -359,6 +403,7 @@ int main(void)
         cmocka_unit_test(test_sharded_equals_unsharded_ref),
         cmocka_unit_test(test_sharded_equals_unsharded_cpu),
         cmocka_unit_test(test_params_set_by_the_caller),
+        cmocka_unit_test(test_save_inputs_whole),
         cmocka_unit_test(test_profile_has_collective_rows),
         cmocka_unit_test(test_bad_uses),
         cmocka_unit_test(test_command),
