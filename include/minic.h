@@ -198,7 +198,7 @@ typedef struct mc_options {
      * compile (MC_ERR_INPUT). Code for a CPU with features this machine lacks compiles and can be
      * dumped, but running it fails (MC_ERR_SYSTEM). Read by mc_program_compile only. */
     const char *cpu_target;
-    /* Tensor parallelism: 0 (the default): off, one ordinary program. N >= 1:
+    /* Tensor parallelism (docs/PARALLEL.md): 0 (the default): off, one ordinary program. N >= 1:
      * the graph's linear layers are split over N ranks (column- then row-parallel pairs, an
      * all-reduce after each row-parallel one) and one program per rank is compiled; a run runs
      * every rank at once, one thread each, and the outputs are rank 0's, equal to the unsharded

@@ -149,6 +149,8 @@ static int find_declaration(const mc_program *p, const char *name)
 static int buffer_of(const mc_program *p, int node, bool declarations)
 {
     const kir_program *kp = p->kp;
+    if (!kp) /* a parallel program: its ranks hold the buffers */
+        return -1;
     for (int b = 0; b < kp->nbuffers; b++) {
         kir_buffer_kind k = kp->buffers[b].kind;
         bool decl = k == KBUF_INPUT || k == KBUF_PARAM;
@@ -378,6 +380,15 @@ static mc_status compile_program(const mc_graph *g, const mc_options *opt, mc_pr
         mc_program_free(p);
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     }
+    if (o.devices >= 1) { /* one program per rank (runtime/parallel.c) */
+        if ((st = mc_parallel_new(p)) != MC_OK) {
+            mc_program_free(p);
+            return st;
+        }
+        p->compile_ms = mc_now_ms() - t0;
+        *out = p;
+        return MC_OK;
+    }
     if (mc_graph_num_syms(g) > 0) { /* compiled per binding when it runs (runtime/symbolic.c) */
         if ((st = mc_symbolic_new(p)) != MC_OK) {
             mc_program_free(p);
@@ -486,6 +497,7 @@ void mc_program_free(mc_program *p)
     if (!p)
         return;
     mc_symbolic_free(p);
+    mc_parallel_free(p);
     if (p->backend && p->backend->release && p->kp)
         p->backend->release(p);
     if (p->host_alloc && p->kp)
@@ -582,9 +594,15 @@ static mc_status declaration_or_fail(const mc_program *p, const char *name, cons
 
 /* Copy a checked value into node's buffer and mark it bound. A declaration no kernel reads has
  * no buffer: its value is kept aside instead, only so that mc_program_save_inputs can write it
- * (a saved file must hold every param, or --weights refuses it). */
+ * (a saved file must hold every param, or --weights refuses it). A parallel program has no
+ * buffers: the value goes to its ranks, and is kept aside the same way. */
 static mc_status bind(mc_program *p, int node, const void *data, size_t bytes)
 {
+    if (p->par) { /* split for the ranks; the whole value is kept below, for save_inputs */
+        mc_status st = mc_parallel_bind(p, node, data, bytes);
+        if (st != MC_OK)
+            return st;
+    }
     int b = buffer_of(p, node, true);
     if (b >= 0) {
         memcpy(p->host[b], data, bytes);
@@ -785,6 +803,8 @@ static mc_status program_fill_random(mc_program *p, uint64_t seed)
 {
     if (p->sym)
         return mc_symbolic_fill_random(p, seed);
+    if (p->par)
+        return mc_parallel_fill_random(p, seed);
     for (int i = 0; i < p->graph->nnodes; i++) {
         const mc_node *n = &p->graph->nodes[i];
         if (!is_declaration(n))
@@ -813,6 +833,8 @@ static mc_status program_run(mc_program *p)
 {
     if (p->sym)
         return mc_symbolic_run(p);
+    if (p->par)
+        return mc_parallel_run(p);
     for (int b = 0; b < p->kp->nbuffers; b++) {
         const kir_buffer *buf = &p->kp->buffers[b];
         if ((buf->kind == KBUF_INPUT || buf->kind == KBUF_PARAM) && !p->has_value[b]) {
@@ -855,6 +877,8 @@ static mc_status program_output(mc_program *p, int index, mc_tensor *out)
 {
     if (p->sym && mc_symbolic_current(p))
         return program_output(mc_symbolic_current(p), index, out);
+    if (p->par && p->runs > 0)
+        return program_output(mc_parallel_rank(p, 0), index, out);
     if (index < 0 || index >= p->graph->noutputs)
         return mc_fail(MC_ERR_INPUT, "mc_program_output: index %d out of range (the graph has %d outputs)",
                        index, p->graph->noutputs);
@@ -915,6 +939,8 @@ static mc_status program_save_outputs(mc_program *p, const char *path)
         return mc_fail(MC_ERR_INPUT, "%s: the program has not run yet, there are no outputs", path);
     if (p->sym)
         return program_save_outputs(mc_symbolic_current(p), path);
+    if (p->par)
+        return program_save_outputs(mc_parallel_rank(p, 0), path);
     mc_array *arrays = calloc((size_t)n, sizeof *arrays);
     const char **names = calloc((size_t)n, sizeof *names);
     char(*unnamed)[64] = calloc((size_t)n, sizeof *unnamed);
@@ -1045,6 +1071,8 @@ int mc_program_compilations(const mc_program *p)
 
 mc_program *mc_program_ran(mc_program *p)
 {
+    if (p->par)
+        return p->runs > 0 ? mc_parallel_rank(p, 0) : NULL;
     return p->sym ? mc_symbolic_current(p) : p;
 }
 

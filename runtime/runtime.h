@@ -34,6 +34,18 @@ mc_status mc_symbolic_run(mc_program *p);
 mc_status mc_symbolic_save_inputs(mc_program *p, const char *path);
 mc_program *mc_symbolic_current(const mc_program *p); /* the last run's program, or NULL */
 int mc_symbolic_compilations(const mc_program *p);
+/* ---- tensor-parallel programs (runtime/parallel.c) ---------------------------------------- */
+
+/* A program compiled with mc_options.devices >= 1: the plan and one program per rank.
+ * runtime/program.c's public functions hand calls on it (under its mutex) to these. */
+mc_status mc_parallel_new(mc_program *p);
+void mc_parallel_free(mc_program *p);
+/* Split a checked value of declaration `node` (of p->graph) into every rank. */
+mc_status mc_parallel_bind(mc_program *p, int node, const void *data, size_t bytes);
+mc_status mc_parallel_fill_random(mc_program *p, uint64_t seed);
+mc_status mc_parallel_run(mc_program *p);
+mc_program *mc_parallel_rank(const mc_program *p, int rank); /* NULL when there is none */
+
 /* ---- ranks of tensor-parallel programs ------------------------------------------------------ */
 
 /* mc_program_compile of one rank: rank, nranks, comm and parent (the parallel program, or
@@ -45,7 +57,8 @@ mc_status mc_program_compile_rank(const mc_graph *g, const mc_options *opt, mc_p
 mc_status mc_program_run_rank(mc_program *p);
 
 /* The program that ran last: p itself, or for a symbolic p the one compiled for the binding
- * of its last run (NULL before a run). What `minic run` profiles and times. */
+ * of its last run (NULL before a run), for a parallel one its rank 0 (whose mc_program_run
+ * runs every rank). What `minic run` profiles and times. */
 mc_program *mc_program_ran(mc_program *p);
 /* Forget every value bound to p's inputs and params (and the generator's seed). */
 void mc_program_unbind(mc_program *p);

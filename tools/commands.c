@@ -228,10 +228,12 @@ static int compile(const mc_graph *g, const mc_options *opt, mc_program **p)
 
 static mc_status run_program(void *p) { return mc_program_run(p); }
 
-/* Median time of one run in µs: the backend's timer where it has one, else the host clock. */
+/* Median time of one run in µs: the backend's timer where it has one, else the host clock (a
+ * tensor-parallel program, or a rank of one: every rank's run, from the first start to the
+ * last end, which one device's timer does not see). */
 static mc_status time_program(mc_program *p, int iters, double *median_us, const char **clock)
 {
-    if (p->backend->time) {
+    if (p->backend->time && !p->par && !p->parent) {
         *clock = "backend timer";
         return p->backend->time(p, iters, median_us);
     }
@@ -308,15 +310,15 @@ static int run_profile(const cli_args *a, mc_program *p)
 }
 
 /* --verbose: where the time to the first result went, on stderr (phases as in the profile). */
-static void say_times(const mc_program *p, const double *ms)
+static void say_times(const mc_program *p, const mc_program *ran, const double *ms)
 {
     fprintf(stderr, "minic: time to the first result %.1f ms: read the graph %.1f ms, compile %.1f ms, "
                     "bind inputs %.1f ms, first run %.1f ms\nminic: compile %.1f ms:",
             ms[0] + ms[1] + ms[2] + ms[3], ms[0], ms[1], ms[2], ms[3], p->compile_ms);
     for (int i = 0; i < p->ncompile_phases; i++)
         fprintf(stderr, "%s %s %.1f ms", i ? "," : "", p->compile_phases[i].name, p->compile_phases[i].ms);
-    fprintf(stderr, " (%d kernels, %d compiled, the rest from the cache)\n", p->kp->nkernels,
-            p->kernels_compiled);
+    fprintf(stderr, " (%d kernels%s, %d compiled, the rest from the cache)\n", ran ? ran->kp->nkernels : 0,
+            p->par ? " per rank" : "", p->kernels_compiled);
 }
 
 int cli_run(const cli_args *a)
@@ -344,13 +346,18 @@ int cli_run(const cli_args *a)
             rc = cli_library_error(st);
         ms[3] = mc_now_ms() - t;
         if (rc == CLI_OK && a->verbose)
-            say_times(p, ms);
+            say_times(p, mc_program_ran(p), ms);
     }
     mc_program *ran = rc == CLI_OK ? mc_program_ran(p) : NULL; /* symbolic: the binding's program */
     if (rc == CLI_OK) {
-        printf("%s: backend %s, %s, %d kernels, compiled in %.1f ms\n", a->graph_path,
-               mc_program_backend(p), a->opt.fuse ? "fused" : "unfused", ran->kp->nkernels,
-               ran->compile_ms);
+        if (p->par)
+            printf("%s: backend %s, %s, tensor parallel over %d ranks, %d kernels per rank, compiled in %.1f ms\n",
+                   a->graph_path, mc_program_backend(p), a->opt.fuse ? "fused" : "unfused", a->opt.devices,
+                   ran->kp->nkernels, p->compile_ms);
+        else
+            printf("%s: backend %s, %s, %d kernels, compiled in %.1f ms\n", a->graph_path,
+                   mc_program_backend(p), a->opt.fuse ? "fused" : "unfused", ran->kp->nkernels,
+                   ran->compile_ms);
         for (int i = 0; i < mc_program_num_outputs(p); i++) {
             mc_tensor t;
             if (mc_program_output(p, i, &t) == MC_OK)
@@ -441,6 +448,10 @@ static int gather_inputs(const cli_args *a, const mc_graph *g, mc_program *fused
         int b = mc_program_find(fused, n->name);
         if (b >= 0) {
             inputs[i] = fused->host[b];
+            continue;
+        }
+        if (fused->par && fused->unread && fused->unread[i]) { /* tensor parallel: the value given */
+            inputs[i] = fused->unread[i];
             continue;
         }
         int64_t numel = mc_node_numel(n), bytes;
@@ -550,10 +561,13 @@ int cli_bench(const cli_args *a)
                mc_program_backend(fused), iters, clock);
         printf("  %-8s %8s %14s %14s %12s\n", "", "kernels", "time_us/run", "bytes moved",
                "compile_ms");
-        printf("  %-8s %8d %14.2f %14lld %12.1f\n", "fused", fused->kp->nkernels, tf,
-               (long long)bytes_moved(fused), fused->compile_ms);
-        printf("  %-8s %8d %14.2f %14lld %12.1f\n", "unfused", unfused->kp->nkernels, tu,
-               (long long)bytes_moved(unfused), unfused->compile_ms);
+        if (fused->par)
+            printf("  tensor parallel over %d ranks: kernels and bytes are rank 0's\n", a->opt.devices);
+        mc_program *fr = mc_program_ran(fused), *ur = mc_program_ran(unfused);
+        printf("  %-8s %8d %14.2f %14lld %12.1f\n", "fused", fr->kp->nkernels, tf,
+               (long long)bytes_moved(fr), fused->compile_ms);
+        printf("  %-8s %8d %14.2f %14lld %12.1f\n", "unfused", ur->kp->nkernels, tu,
+               (long long)bytes_moved(ur), unfused->compile_ms);
         printf("  speedup: %.2fx\n", tf > 0 ? tu / tf : 0.0);
         fflush(stdout);
         rc = bench_compare(a, g, fused, unfused, inputs);

@@ -41,7 +41,7 @@ typedef enum {
     OPT_BACKEND, OPT_WEIGHTS, OPT_INPUT, OPT_SEED, OPT_OUTPUT, OPT_SAVE_INPUTS, OPT_NO_FUSE, OPT_NO_PLAN,
     OPT_CUDA_GRAPH, OPT_NO_CUDA_GRAPH, OPT_ITERS, OPT_THREADS, OPT_CPU_TARGET, OPT_TF32, OPT_PROFILE,
     OPT_PROFILE_JSON, OPT_TRACE, OPT_ROOFLINE, OPT_STAGE, OPT_QUIET, OPT_HELP, OPT_F64_AS_F32,
-    OPT_OUT_GRAPH, OPT_WEIGHTS_OUT, OPT_DIM, OPT_VERBOSE,
+    OPT_OUT_GRAPH, OPT_WEIGHTS_OUT, OPT_DIM, OPT_VERBOSE, OPT_DEVICES,
 } option_id;
 
 typedef struct option {
@@ -88,6 +88,11 @@ static const option options[] = {
      "runs that --profile measures, default 10; bench: default 10)"},
     {OPT_THREADS, "--threads", "N", EXEC,
      "cpu backend: worker threads (default 0: one per core)"},
+    {OPT_DEVICES, "--devices", "N", EXEC,
+     "tensor parallel over N ranks (docs/PARALLEL.md): linear layers split by columns then\n"
+     "rows, an all-reduce after each row-parallel one, one program per rank, all run at once;\n"
+     "cuda: rank r on GPU r (N at most the GPUs present); cpu, ref: N threads, any N. The\n"
+     "outputs equal the run without it within docs/FORMAT.md §6; --profile shows rank 0"},
     {OPT_CPU_TARGET, "--cpu-target", "NAME", EXEC | CMD_DUMP,
      "cpu backend: generate code for CPU NAME as LLVM names it (x86-64-v3, x86-64-v4,\n"
      "haswell, skylake-avx512, znver3, ...) instead of for this machine (host, the default);\n"
@@ -324,6 +329,11 @@ static int set_value(cli_args *a, const option *o, const char *v)
     case OPT_THREADS:
         if (!parse_int(v, 0, MC_MAX_THREADS, &a->opt.threads))
             return cli_error(CLI_USER, "--threads: expected an integer from 0 to %d, got '%s'", MC_MAX_THREADS, v);
+        return CLI_OK;
+    case OPT_DEVICES:
+        if (!parse_int(v, 1, MC_MAX_DEVICES, &a->opt.devices))
+            return cli_error(CLI_USER, "--devices: expected a number of ranks from 1 to %d, got '%s'",
+                             MC_MAX_DEVICES, v);
         return CLI_OK;
     case OPT_CPU_TARGET:
         if (!*v)
