@@ -25,6 +25,7 @@
 #include "backends/cuda/cuda_api.h"
 #include "backends/cuda/cuda_cupti.h"
 #include "backends/cuda/cuda_lt.h"
+#include "backends/cuda/cuda_nccl.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@
 typedef struct step {
     int kernel;
     bool is_gemm;     /* a cuBLASLt GEMM (then an optional kernel follows as its own step) */
+    bool is_coll;     /* a KIR_COLLECTIVE kernel: NCCL's all-reduce (a copy with no communicator) */
     mc_lt_gemm *gemm;
     const mc_cuda_gemm_plan *plan;
     CUfunction fn;
@@ -46,7 +48,9 @@ typedef struct cuda_state {
     const mc_cuda_api *cu;
     const mc_lt_api *lt;
     CUdevice dev;
+    int ordinal;              /* the device's number (mc_options.device) */
     CUcontext ctx;
+    mc_nccl_comm *comm;       /* a tensor-parallel rank's communicator (comm_init); else NULL */
     bool ctx_retained;
     CUstream stream;
     CUdeviceptr mem;
@@ -270,7 +274,13 @@ static mc_status cuda_prepare(mc_program *p)
     if (!s->cu)
         return MC_ERR_SYSTEM;
     const mc_cuda_api *cu = s->cu;
-    CU_CHECK(cu->cuDeviceGet(&s->dev, 0), "getting device 0");
+    int ndev = 0;
+    CU_CHECK(cu->cuDeviceGetCount(&ndev), "counting the GPUs");
+    s->ordinal = p->opt.device;
+    if (s->ordinal < 0 || s->ordinal >= ndev)
+        return mc_fail(MC_ERR_INPUT, "CUDA: there is no GPU %d: this machine has %d%s",
+                       s->ordinal, ndev, p->nranks > 0 ? " (one per rank of --devices)" : "");
+    CU_CHECK(cu->cuDeviceGet(&s->dev, s->ordinal), "getting the device");
     CU_CHECK(cu->cuDevicePrimaryCtxRetain(&s->ctx, s->dev), "creating a context");
     s->ctx_retained = true;
     CU_CHECK(cu->cuCtxSetCurrent(s->ctx), "making the context current");
@@ -456,6 +466,13 @@ compiled:
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     for (int i = 0; i < kp->nkernels && st == MC_OK; i++) {
         mc_cuda_kernel_plan *pl = &s->plans[i];
+        if (kp->kernels[i].category == KIR_COLLECTIVE) {
+            step *c = &s->steps[s->nsteps++];
+            c->kernel = i;
+            c->is_coll = true;
+            snprintf(c->entry, sizeof c->entry, "ncclAllReduce");
+            continue;
+        }
         if (pl->is_gemm && pl->gemm.use_lt) {
             step *g = &s->steps[s->nsteps++];
             g->kernel = i;
@@ -472,8 +489,31 @@ compiled:
 
 /* ---- execution ----------------------------------------------------------------------------- */
 
+/* A collective: NCCL's all-reduce over the ranks, or a copy where the program has no
+ * communicator (a graph with allreduce compiled on its own: the sum over one shard). */
+static mc_status run_collective(cuda_state *s, const kir_kernel *k, const kir_program *kp)
+{
+    const kir_view *vi = &k->views[k->coll.in], *vo = &k->views[k->coll.out];
+    mc_dtype dt = kp->buffers[vi->buffer].dtype;
+    size_t es = mc_dtype_size(dt);
+    if (s->pitched[vi->buffer] || s->pitched[vo->buffer])
+        return mc_fail(MC_ERR_SYSTEM, "CUDA: kernel %s: an allreduce of a GEMM's padded rows "
+                       "is not supported", k->name);
+    CUdeviceptr in = s->buf[vi->buffer] + (CUdeviceptr)vi->offset * es;
+    CUdeviceptr out = s->buf[vo->buffer] + (CUdeviceptr)vo->offset * es;
+    if (s->comm)
+        return mc_nccl_allreduce(s->comm, in, out, k->coll.count, dt, s->stream);
+    if (in == out)
+        return MC_OK;
+    CU_CHECK(s->cu->cuMemcpyDtoDAsync(out, in, (size_t)k->coll.count * es, s->stream),
+             "copying an allreduce's value");
+    return MC_OK;
+}
+
 static mc_status run_step(cuda_state *s, const step *st, const kir_program *kp)
 {
+    if (st->is_coll)
+        return run_collective(s, &kp->kernels[st->kernel], kp);
     if (st->is_gemm) {
         mc_lt_env env = lt_env(s);
         return mc_lt_gemm_launch(&env, st->plan, st->gemm, kp->kernels[st->kernel].name);
@@ -669,6 +709,19 @@ static mc_status cuda_time(mc_program *p, int iters, double *median_us)
  * order; the records between two generated kernels (cuBLASLt's, one or more per call) to the
  * GEMM steps there, `calls` records each, the last taking the rest. -1 per record where the
  * records do not follow the program (then the caller falls back to events). */
+/* Does a record of function `name` belong to step a or, past collectives that leave no record
+ * (NCCL with one rank copies, it launches nothing), to the generated kernel after them? */
+static bool starts_at(const cuda_state *s, int a, const char *name)
+{
+    for (; a < s->nsteps; a++) {
+        if (!s->steps[a].is_coll)
+            return !s->steps[a].is_gemm && !strcmp(name, s->steps[a].entry);
+        if (strstr(name, "nccl"))
+            return true;
+    }
+    return false;
+}
+
 static bool match_run(const cuda_state *s, const mc_cupti_kernel *rec, int n, int *step_of)
 {
     int c = 0, got = 0; /* the step expected, records it has had */
@@ -677,7 +730,7 @@ static bool match_run(const cuda_state *s, const mc_cupti_kernel *rec, int n, in
             int a = c;
             while (a < s->nsteps && s->steps[a].is_gemm)
                 a++;
-            bool next_named = a < s->nsteps && !strcmp(rec[r].name, s->steps[a].entry);
+            bool next_named = starts_at(s, a, rec[r].name);
             if (got > 0 && next_named) { /* the GEMMs are done: on to the generated kernel */
                 c = a;
                 got = 0;
@@ -691,6 +744,15 @@ static bool match_run(const cuda_state *s, const mc_cupti_kernel *rec, int n, in
             }
             goto next;
         }
+        /* a collective: one NCCL kernel, or none (one rank) */
+        while (c < s->nsteps && s->steps[c].is_coll) {
+            c++;
+            got = 0;
+            if (strstr(rec[r].name, "nccl")) {
+                step_of[r] = c - 1;
+                goto next;
+            }
+        }
         if (c >= s->nsteps || strcmp(rec[r].name, s->steps[c].entry) != 0)
             return false;
         step_of[r] = c++;
@@ -698,6 +760,19 @@ static bool match_run(const cuda_state *s, const mc_cupti_kernel *rec, int n, in
     next:;
     }
     return true;
+}
+
+/* A tensor-parallel rank's share of a profile it does not record: the same executions as the
+ * recording rank, so that every collective has all its ranks. */
+static mc_status mirror_runs(mc_program *p, cuda_state *s, int iters)
+{
+    mc_status st = MC_OK;
+    for (int it = 0; it < iters && st == MC_OK; it++) {
+        st = execute(p, s);
+        if (st == MC_OK)
+            st = sync_stream(s, "profiling the program");
+    }
+    return st;
 }
 
 /* Kernel times from CUPTI's device timestamps over `iters` ordinary executions (the CUDA graph
@@ -709,9 +784,9 @@ static mc_status profile_cupti(mc_program *p, int iters, mc_profile *prof, bool 
     cuda_state *s = p->state;
     const kir_program *kp = p->kp;
     *done = false;
-    if (mc_cupti_begin() != MC_OK) {
+    if (mc_cupti_begin(s->ordinal) != MC_OK) {
         snprintf(why, why_size, "%s", mc_error_message());
-        return MC_OK;
+        return p->nranks > 1 ? mirror_runs(p, s, iters) : MC_OK;
     }
     int *run_end = calloc((size_t)iters + 1, sizeof *run_end);
     uint64_t *host_ns = calloc(2 * (size_t)iters, sizeof *host_ns); /* around each run */
@@ -813,9 +888,18 @@ static mc_status cuda_profile(mc_program *p, int iters, mc_profile *prof)
     snprintf(prof->device, sizeof prof->device, "%s", s->device_name);
     char why[256] = "";
     bool done = false;
+    if (p->nranks > 1 && p->rank > 0) { /* rank 0 records the profile */
+        snprintf(prof->clock, sizeof prof->clock, "not recorded (rank %d of %d)", p->rank, p->nranks);
+        return mirror_runs(p, s, iters);
+    }
     st = profile_cupti(p, iters, prof, &done, why, sizeof why);
     if (st != MC_OK || done)
         return st;
+    if (p->nranks > 1) { /* the fallback re-launches kernels alone: a rank cannot, collectives wait */
+        snprintf(prof->clock, sizeof prof->clock,
+                 "not measured: CUPTI is needed with --devices (%.180s)", why);
+        return MC_OK;
+    }
     /* The fallback: CUDA events around every step of a run outside the graph. */
     snprintf(prof->clock, sizeof prof->clock, "cuda events, re-launched (CUPTI: %.180s)", why);
     int n = s->nsteps;
@@ -910,6 +994,9 @@ static mc_status cuda_dump_code(mc_program *p, FILE *out)
     for (int i = 0; i < kp->nkernels; i++) {
         const mc_cuda_kernel_plan *pl = &plans[i];
         fprintf(out, "// ---- kernel %d: %s\n", i, kp->kernels[i].name);
+        if (kp->kernels[i].category == KIR_COLLECTIVE)
+            fprintf(out, "// ncclAllReduce (sum) of %lld elements, on the program's stream\n",
+                    (long long)kp->kernels[i].coll.count);
         if (pl->is_gemm) {
             mc_strbuf sb = {0};
             mc_cuda_gemm_plan_describe(&pl->gemm, &sb);
@@ -977,6 +1064,53 @@ static void cuda_release(mc_program *p)
     p->state = NULL;
 }
 
+/* ---- tensor parallel ------------------------------------------------------------------------ */
+
+/* One NCCL communicator per rank, on the ranks' GPUs (each rank prepared on its own). */
+static mc_status cuda_comm_init(mc_program **ranks, int n)
+{
+    int *dev = calloc((size_t)n, sizeof *dev);
+    mc_nccl_comm **comms = calloc((size_t)n, sizeof *comms);
+    mc_status st = dev && comms ? MC_OK : mc_fail(MC_ERR_SYSTEM, "out of memory");
+    for (int r = 0; r < n && st == MC_OK; r++)
+        dev[r] = ((cuda_state *)ranks[r]->state)->ordinal;
+    if (st == MC_OK)
+        st = mc_nccl_comms(n, dev, comms);
+    for (int r = 0; r < n && st == MC_OK; r++) {
+        ((cuda_state *)ranks[r]->state)->comm = comms[r];
+        if (r == 0)
+            mc_program_note(ranks[0], "tensor parallel over %d GPUs through %s", n,
+                            mc_nccl_describe());
+    }
+    free(dev);
+    free(comms);
+    return st;
+}
+
+/* The graphs go first: a captured all-reduce holds on to its communicator, and destroying a
+ * communicator that a live graph still uses waits for ever (seen on 2 H200s, NCCL 2.28). */
+static void cuda_comm_release(mc_program **ranks, int n)
+{
+    for (int r = 0; r < n; r++) {
+        cuda_state *s = ranks[r] ? ranks[r]->state : NULL;
+        if (!s || !s->comm)
+            continue;
+        s->cu->cuCtxSetCurrent(s->ctx);
+        s->cu->cuStreamSynchronize(s->stream);
+        if (s->gexec)
+            s->cu->cuGraphExecDestroy(s->gexec);
+        s->gexec = NULL;
+    }
+    for (int r = 0; r < n; r++) {
+        cuda_state *s = ranks[r] ? ranks[r]->state : NULL;
+        if (!s || !s->comm)
+            continue;
+        s->cu->cuCtxSetCurrent(s->ctx);
+        mc_nccl_comm_free(s->comm);
+        s->comm = NULL;
+    }
+}
+
 const mc_backend mc_backend_cuda = {
     .name = "cuda",
     .is_gpu = true,
@@ -988,4 +1122,6 @@ const mc_backend mc_backend_cuda = {
     .time = cuda_time,
     .dump_code = cuda_dump_code,
     .release = cuda_release,
+    .comm_init = cuda_comm_init,
+    .comm_release = cuda_comm_release,
 };

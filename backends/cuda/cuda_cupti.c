@@ -9,7 +9,7 @@
 
 #ifndef MINIC_HAVE_CUPTI
 /* Built without CUPTI's headers: every profile falls back to CUDA events. */
-mc_status mc_cupti_begin(void)
+mc_status mc_cupti_begin(int device)
 {
     return mc_fail(MC_ERR_SYSTEM, "minic was built without CUPTI's headers");
 }
@@ -62,6 +62,7 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char load_error[512];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static bool recording, registered;
+static int only_device = -1; /* the device whose kernels are kept; -1: all */
 static mc_cupti_kernel *records;
 static int nrecords, cap;
 static bool out_of_memory;
@@ -132,6 +133,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         /* start, end, correlationId and name sit at the same place in every kernel record
          * version since CUDA 11; the headers' newest is used for their offsets. */
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
+        if (only_device >= 0 && k->deviceId != (uint32_t)only_device)
+            continue;
         if (nrecords == cap) {
             int ncap = cap ? 2 * cap : 1024;
             mc_cupti_kernel *r = realloc(records, (size_t)ncap * sizeof *r);
@@ -146,13 +149,14 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         o->start_ns = k->start;
         o->end_ns = k->end;
         o->correlation = k->correlationId;
+        o->device = k->deviceId;
         snprintf(o->name, sizeof o->name, "%s", k->name ? k->name : "");
     }
     pthread_mutex_unlock(&lock);
     free(buffer);
 }
 
-mc_status mc_cupti_begin(void)
+mc_status mc_cupti_begin(int device)
 {
     const char *env = getenv("MINIC_CUPTI");
     if (env && !strcmp(env, "0"))
@@ -169,6 +173,7 @@ mc_status mc_cupti_begin(void)
         return mc_fail(MC_ERR_SYSTEM, "CUPTI is already recording another profile");
     }
     recording = true;
+    only_device = device;
     nrecords = 0;
     out_of_memory = false;
     pthread_mutex_unlock(&lock);

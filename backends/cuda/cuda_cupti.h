@@ -20,11 +20,15 @@
 typedef struct mc_cupti_kernel {
     uint64_t start_ns, end_ns; /* the device's timestamps (CUPTI's clock, ns) */
     uint32_t correlation;      /* the launch's (or the graph launch's) correlation id */
+    uint32_t device;           /* the device it ran on (an ordinal) */
     char name[96];             /* the function's name (an extern "C" entry is unmangled) */
 } mc_cupti_kernel;
 
-/* Start recording kernel activity. MC_ERR_SYSTEM with the reason when CUPTI cannot be used. */
-mc_status mc_cupti_begin(void);
+/* Start recording kernel activity: the kernels of device `device` (an ordinal; -1: every
+ * device's). CUPTI is one per process: a tensor-parallel program's other ranks run their own
+ * kernels meanwhile, and only the profiled rank's are kept. MC_ERR_SYSTEM with the reason when
+ * CUPTI cannot be used. */
+mc_status mc_cupti_begin(int device);
 /* Deliver every record so far (after the stream was synchronized) into the list that
  * mc_cupti_end returns; `*count` the number of records collected so far. */
 mc_status mc_cupti_flush(int *count);

@@ -505,6 +505,8 @@ mc_status mc_cuda_plan_program(const kir_program *kp, const mc_cuda_target *t, c
         return mc_fail(MC_ERR_SYSTEM, "out of memory planning CUDA kernels");
     for (int i = 0; i < kp->nkernels; i++) {
         mc_cuda_kernel_plan *pl = &plans[i];
+        if (kp->kernels[i].category == KIR_COLLECTIVE)
+            continue; /* NCCL's, no code of ours (cuda_backend.c) */
         if (kp->kernels[i].category == KIR_GEMM) {
             pl->is_gemm = true;
             mc_cuda_gemm_plan_make(kp, i, &pl->gemm);
