@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "passes/passes.h"
+#include "runtime/profile.h"
 
 struct mc_parallel {
     mc_shard_plan *plan;
@@ -300,5 +301,87 @@ mc_status mc_parallel_run(mc_program *p)
     free(started);
     if (st == MC_OK)
         p->runs++;
+    return st;
+}
+
+/* ---- timing and profiling every rank at once ----------------------------------------------- */
+
+/* A backend's own timers (`time`, `profile`: CUDA events, CUPTI) time the program they are given,
+ * but a collective completes only when every rank takes part: they are called on every rank at
+ * once, each rank executing the same runs. */
+typedef struct rank_timer {
+    mc_program *program;
+    mc_comm *comm;
+    int iters;
+    mc_profile *prof;   /* profile into it; NULL: time */
+    double median_us;
+    mc_status status;
+    char message[1024];
+} rank_timer;
+
+static void *time_rank(void *arg)
+{
+    rank_timer *r = arg;
+    mc_program *p = r->program;
+    r->status = r->prof ? p->backend->profile(p, r->iters, r->prof)
+                        : p->backend->time(p, r->iters, &r->median_us);
+    if (r->status != MC_OK) {
+        snprintf(r->message, sizeof r->message, "%s", mc_error_message());
+        mc_comm_abort(r->comm);
+    }
+    return NULL;
+}
+
+mc_status mc_parallel_time(mc_program *p, int iters, mc_profile *prof, double *median_us)
+{
+    mc_parallel *par = p->par;
+    int n = par->n;
+    rank_timer *t = calloc((size_t)n, sizeof *t);
+    pthread_t *threads = calloc((size_t)n, sizeof *threads);
+    mc_profile *own = calloc((size_t)n, sizeof *own); /* the profiles of ranks 1.., dropped */
+    bool *started = calloc((size_t)n, sizeof *started);
+    mc_status st = t && threads && own && started ? MC_OK : mc_fail(MC_ERR_SYSTEM, "out of memory");
+    for (int r = 0; r < n && st == MC_OK; r++) {
+        t[r] = (rank_timer){.program = par->ranks[r], .comm = par->comm, .iters = iters};
+        if (prof && r == 0)
+            t[r].prof = prof;
+        else if (prof && (st = mc_profile_init(&own[r], par->ranks[r])) == MC_OK)
+            t[r].prof = &own[r];
+    }
+    for (int r = 1; r < n && st == MC_OK; r++) {
+        if (pthread_create(&threads[r], NULL, time_rank, &t[r]) != 0) {
+            st = mc_fail(MC_ERR_SYSTEM, "cannot start the thread of rank %d", r);
+            mc_comm_abort(par->comm);
+            break;
+        }
+        started[r] = true;
+    }
+    if (st == MC_OK)
+        time_rank(&t[0]);
+    for (int r = 1; r < n; r++)
+        if (started[r])
+            pthread_join(threads[r], NULL);
+    int failed = -1;
+    for (int r = 0; r < n && st == MC_OK && t; r++)
+        if (t[r].status != MC_OK && failed < 0)
+            failed = r;
+    if (failed >= 0) {
+        st = mc_fail(t[failed].status, "rank %d of %d: %s", failed, n, t[failed].message);
+        mc_comm_reset(par->comm);
+    }
+    /* the slowest rank's median: a run ends when its last rank does */
+    if (st == MC_OK && median_us) {
+        *median_us = 0;
+        for (int r = 0; r < n; r++)
+            if (t[r].median_us > *median_us)
+                *median_us = t[r].median_us;
+    }
+    for (int r = 1; r < n && own; r++)
+        if (t && t[r].prof == &own[r])
+            mc_profile_release(&own[r]);
+    free(t);
+    free(threads);
+    free(own);
+    free(started);
     return st;
 }

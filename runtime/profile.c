@@ -202,12 +202,18 @@ mc_status mc_profile_collect(mc_program *p, int iters, mc_profile *prof)
         if (p->backend->time && !rank) {
             st = p->backend->time(p, iters, &prof->wall_us);
             snprintf(prof->wall_clock, sizeof prof->wall_clock, "backend timer, as minic run");
+        } else if (p->backend->time && p->parent->par) {
+            st = mc_parallel_time(p->parent, iters, NULL, &prof->wall_us);
+            snprintf(prof->wall_clock, sizeof prof->wall_clock,
+                     "backend timer on every rank at once, the slowest rank's, as minic run");
         } else {
             st = mc_time_median(run_program, p, iters, &prof->wall_us);
             snprintf(prof->wall_clock, sizeof prof->wall_clock, "host clock");
         }
     }
-    if (st == MC_OK && !recorded && rank)
+    if (st == MC_OK && !recorded && rank && p->backend->profile && p->parent->par)
+        st = mc_parallel_time(p->parent, iters, prof, NULL);
+    else if (st == MC_OK && !recorded && rank)
         snprintf(prof->clock, sizeof prof->clock, "not measured: the %s backend times one rank of a "
                  "tensor-parallel program only with the host clock around whole runs", p->backend->name);
     else if (st == MC_OK && !recorded && p->backend->profile)

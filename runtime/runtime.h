@@ -44,6 +44,11 @@ void mc_parallel_free(mc_program *p);
 mc_status mc_parallel_bind(mc_program *p, int node, const void *data, size_t bytes);
 mc_status mc_parallel_fill_random(mc_program *p, uint64_t seed);
 mc_status mc_parallel_run(mc_program *p);
+/* The backend's own timer on every rank at once (a collective needs them all): with prof, every
+ * rank's `profile` slot, rank 0's into prof (a profile of rank 0's program); else every rank's
+ * `time` slot, *median_us the slowest rank's median. p is the parallel program; its backend
+ * has the slot. */
+mc_status mc_parallel_time(mc_program *p, int iters, mc_profile *prof, double *median_us);
 mc_program *mc_parallel_rank(const mc_program *p, int rank); /* NULL when there is none */
 
 /* ---- ranks of tensor-parallel programs ------------------------------------------------------ */
