@@ -110,6 +110,8 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--write-only", action="store_true")
+    ap.add_argument("--modes", default="fused,unfused",
+                    help="minic runs to time: fused, unfused, and tpN (tensor parallel, --devices N)")
     ap.add_argument("--torch-dtypes", default=None,
                     help="time HF eager and torch.compile only in these dtypes (default: --dtypes); "
                          "HF's own error is computed in every dtype")
@@ -176,7 +178,9 @@ def main():
         st = os.path.join(a.out, f"gpt2_{dt}.safetensors")
         xp = os.path.join(a.out, f"x_{dt}.npy")
         r = {}
-        for mode, flag in [("fused", []), ("unfused", ["--no-fuse"])]:
+        flags = {"fused": [], "unfused": ["--no-fuse"]}
+        for mode in a.modes.split(","):
+            flag = ["--devices", mode[2:]] if mode.startswith("tp") else flags[mode]
             out = os.path.join(a.out, f"logits_{dt}_{mode}.npy")
             cmd = [a.minic, "run", g, "--backend", a.backend, "--weights", st, "--input", f"x={xp}",
                    "--iters", str(a.iters), "--output", out, "--quiet"] + flag
@@ -224,6 +228,12 @@ def main():
         u = v["minic"].get("unfused", (float("nan"), float("nan")))
         lines.append(f"| {dt} | {f[0] / 1e3:.2f} | {u[0] / 1e3:.2f} | {v['eager'] / 1e3:.2f} | {v['compile'] / 1e3:.2f} | "
                      f"{f[0] / v['compile']:.2f}x | {f[1]:.3g} (unfused {u[1]:.3g}) | {v['hf_err']:.3g} |")
+    for dt, v in results.items():
+        f = v["minic"].get("fused", (float("nan"), float("nan")))
+        for mode, (us, err) in v["minic"].items():
+            if mode.startswith("tp"):
+                lines.append(f"| {dt} tensor parallel, {mode[2:]} GPUs | {us / 1e3:.2f} | | | | "
+                             f"{us / f[0]:.2f}x of 1 GPU | {err:.3g} | |")
     table = "\n".join(lines)
     print(table)
     open(os.path.join(a.out, "gpt2_table.txt"), "w").write(table + "\n")
