@@ -237,9 +237,10 @@ static mc_status time_program(mc_program *p, int iters, double *median_us, const
         *clock = "backend timer";
         return p->backend->time(p, iters, median_us);
     }
-    if (p->backend->time && p->par) {
+    mc_program *par = p->par ? p : p->parent && p->parent->par ? p->parent : NULL;
+    if (p->backend->time && par) { /* a tensor-parallel program, or its rank 0 (what ran) */
         *clock = "backend timer on every rank at once, the slowest rank's";
-        return mc_parallel_time(p, iters, NULL, median_us);
+        return mc_parallel_time(par, iters, NULL, median_us);
     }
     *clock = "host clock";
     return mc_time_median(run_program, p, iters, median_us);

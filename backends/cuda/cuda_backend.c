@@ -26,6 +26,7 @@
 #include "backends/cuda/cuda_cupti.h"
 #include "backends/cuda/cuda_lt.h"
 #include "backends/cuda/cuda_nccl.h"
+#include "backends/comm.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -762,6 +763,15 @@ static bool match_run(const cuda_state *s, const mc_cupti_kernel *rec, int n, in
     return true;
 }
 
+/* Under a tensor-parallel profile, every rank waits here for the others (the host
+ * communicator's barrier). CUPTI is one per process: while the recording rank starts it or
+ * flushes its records, no rank may have a collective in flight, which would wait for the
+ * recording rank's half and never end (a 2-GPU profile hung so on 4 H100s). */
+static mc_status rank_barrier(mc_program *p)
+{
+    return p->nranks > 1 && p->comm ? mc_comm_barrier(p->comm, p->rank) : MC_OK;
+}
+
 /* A tensor-parallel rank's share of a profile it does not record: the same executions as the
  * recording rank, so that every collective has all its ranks. */
 static mc_status mirror_runs(mc_program *p, cuda_state *s, int iters)
@@ -771,6 +781,8 @@ static mc_status mirror_runs(mc_program *p, cuda_state *s, int iters)
         st = execute(p, s);
         if (st == MC_OK)
             st = sync_stream(s, "profiling the program");
+        if (st == MC_OK)
+            st = rank_barrier(p);
     }
     return st;
 }
@@ -786,12 +798,15 @@ static mc_status profile_cupti(mc_program *p, int iters, mc_profile *prof, bool 
     *done = false;
     if (mc_cupti_begin(s->ordinal) != MC_OK) {
         snprintf(why, why_size, "%s", mc_error_message());
-        return p->nranks > 1 ? mirror_runs(p, s, iters) : MC_OK;
+        mc_status st = rank_barrier(p);
+        return p->nranks > 1 && st == MC_OK ? mirror_runs(p, s, iters) : st;
     }
     int *run_end = calloc((size_t)iters + 1, sizeof *run_end);
     uint64_t *host_ns = calloc(2 * (size_t)iters, sizeof *host_ns); /* around each run */
     bool host_ok = true;
-    mc_status st = run_end && host_ns ? MC_OK : mc_fail(MC_ERR_SYSTEM, "out of memory");
+    mc_status st = rank_barrier(p); /* recording: the other ranks may start */
+    if (st == MC_OK && (!run_end || !host_ns))
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory");
     for (int it = 0; it < iters && st == MC_OK; it++) {
         host_ok = host_ok && mc_cupti_now(&host_ns[2 * it]) == MC_OK;
         st = execute(p, s);
@@ -800,6 +815,8 @@ static mc_status profile_cupti(mc_program *p, int iters, mc_profile *prof, bool 
         host_ok = host_ok && mc_cupti_now(&host_ns[2 * it + 1]) == MC_OK;
         if (st == MC_OK && mc_cupti_flush(&run_end[it + 1]) != MC_OK)
             snprintf(why, why_size, "%s", mc_error_message());
+        if (st == MC_OK)
+            st = rank_barrier(p);
     }
     mc_cupti_kernel *rec = NULL;
     int nrec = 0;
@@ -890,7 +907,8 @@ static mc_status cuda_profile(mc_program *p, int iters, mc_profile *prof)
     bool done = false;
     if (p->nranks > 1 && p->rank > 0) { /* rank 0 records the profile */
         snprintf(prof->clock, sizeof prof->clock, "not recorded (rank %d of %d)", p->rank, p->nranks);
-        return mirror_runs(p, s, iters);
+        st = rank_barrier(p); /* until rank 0 records */
+        return st == MC_OK ? mirror_runs(p, s, iters) : st;
     }
     st = profile_cupti(p, iters, prof, &done, why, sizeof why);
     if (st != MC_OK || done)
