@@ -313,6 +313,79 @@ static void emit_output(llvm_ctx *c, const kir_kernel *k, const attn_plan *g, LL
     llvm_emit_block(c, k, 0, bases, &pt, cur, NULL, NULL);
 }
 
+/* Whether the output is stored with the columns along the vector lanes: where every stored
+ * view's columns are contiguous. Ot holds the queries along the lanes; stored as they are, one
+ * vector goes to BQ rows of the output, a scalar store each, and rows a multiple of 4 KiB
+ * apart (a [B, T, H * D] layout such as the GPT-2 block's, 3 KiB a row) fall into a few L1
+ * sets, so that each column's stores evict the lines the previous column wrote. */
+static bool cols_along_lanes(const kir_kernel *k, const attn_plan *g)
+{
+    int ns = 0;
+    for (int s = 0; s < k->nstores; s++) {
+        const kir_view *v = &k->views[k->stores[s].view];
+        if (v->stride[g->nb + 1] != 1)
+            return false;
+        ns++;
+    }
+    return ns > 0;
+}
+
+/* v[0 .. L) (row t: lanes along the other axis) transposed in place: L log2(L) shuffles, each
+ * stage swapping the off-diagonal h x h blocks of every 2h x 2h block. */
+static void transpose_vecs(llvm_ctx *c, LLVMValueRef *v, int L)
+{
+    LLVMValueRef lo[64], hi[64];
+    for (int h = L / 2; h >= 1; h /= 2) {
+        for (int l = 0; l < L; l++) {
+            lo[l] = llvm_const_i32(c, (l & h) ? L + l - h : l, 1);
+            hi[l] = llvm_const_i32(c, (l & h) ? L + l : l + h, 1);
+        }
+        LLVMValueRef mlo = LLVMConstVector(lo, (unsigned)L), mhi = LLVMConstVector(hi, (unsigned)L);
+        for (int i = 0; i < L; i++) {
+            if (i & h)
+                continue;
+            LLVMValueRef a = v[i], b = v[i + h];
+            v[i] = LLVMBuildShuffleVector(B, a, b, mlo, "");
+            v[i + h] = LLVMBuildShuffleVector(B, a, b, mhi, "");
+        }
+    }
+}
+
+/* out[b, i0 + r, c] = Ot[c][r] / l[r] for the columns [0, cols) (a multiple of L) of a full
+ * query block: L x L tiles of Ot (columns x queries) scaled, transposed in registers, and
+ * stored one query row at a time with the columns along the lanes. */
+static void emit_output_transposed(llvm_ctx *c, const kir_kernel *k, const attn_plan *g, LLVMValueRef *bases,
+                                   LLVMValueRef *batch_idx, LLVMValueRef *batch_off, LLVMValueRef scratch,
+                                   LLVMValueRef i0, int64_t cols, LLVMValueRef *cur, LLVMValueRef *offs,
+                                   const int64_t (*strides)[MC_MAX_RANK])
+{
+    int L = g->L, nb = g->nb;
+    LLVMValueRef one = llvm_const_f32(c, 1, L);
+    llvm_loop N, C;
+    llvm_loop_begin(c, &N, i64c(c, 0), i64c(c, g->bq), i64c(c, L), "otn");
+    LLVMValueRef inv = LLVMBuildFDiv(B, one, load_vec(c, scratch, add64(c, i64c(c, g->l_off), N.index), L), "");
+    llvm_loop_begin(c, &C, i64c(c, 0), i64c(c, cols), i64c(c, L), "otc");
+    LLVMValueRef v[64];
+    LLVMValueRef base = add64(c, add64(c, i64c(c, g->ot_off), N.index), mul64(c, C.index, g->bq));
+    for (int t = 0; t < L; t++)
+        v[t] = LLVMBuildFMul(B, load_vec(c, scratch, add64(c, base, i64c(c, (int64_t)t * g->bq)), L), inv, "");
+    transpose_vecs(c, v, L);
+    for (int t = 0; t < L; t++) {
+        LLVMValueRef i = add64(c, i0, add64(c, N.index, i64c(c, t)));
+        llvm_point pt = {.width = L, .lane_dim = nb + 1, .stride = strides, .view_offset = offs};
+        for (int d = 0; d < nb; d++)
+            pt.idx[d] = batch_idx[d];
+        pt.idx[nb] = i;
+        pt.idx[nb + 1] = C.index;
+        for (int w = 0; w < k->nviews; w++)
+            offs[w] = add64(c, batch_off[w], add64(c, mul64(c, i, strides[w][nb]), mul64(c, C.index, strides[w][nb + 1])));
+        pt.acc = v[t];
+        llvm_emit_block(c, k, 0, bases, &pt, cur, NULL, NULL);
+    }
+    llvm_loop_end(c, &C);
+    llvm_loop_end(c, &N);
+}
+
 mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info)
 {
     attn_plan g;
@@ -478,8 +551,13 @@ mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kern
         LLVMValueRef inv[NQ];
         for (int n = 0; n < NQ; n++)
             inv[n] = LLVMBuildFDiv(B, one, load_vec(c, scratch, i64c(c, g.l_off + n * L), L), "");
+        /* the columns in whole vectors: transposed in registers, stored along the columns */
+        int64_t tcols = cols_along_lanes(k, &g) ? a->dv / L * L : 0;
+        if (tcols > 0)
+            emit_output_transposed(c, k, &g, bases, batch_idx, batch_off, scratch, i0, tcols, cur, offs,
+                                   (const int64_t(*)[MC_MAX_RANK])strides);
         llvm_loop C;
-        llvm_loop_begin(c, &C, i64c(c, 0), i64c(c, a->dv), i64c(c, 1), "oc");
+        llvm_loop_begin(c, &C, i64c(c, tcols), i64c(c, a->dv), i64c(c, 1), "oc");
         for (int n = 0; n < NQ; n++) {
             LLVMValueRef o = load_vec(c, scratch, add64(c, i64c(c, g.ot_off + n * L), mul64(c, C.index, g.bq)), L);
             emit_output(c, k, &g, bases, batch_idx, batch_off, add64(c, i0, i64c(c, n * L)), C.index,
