@@ -362,6 +362,10 @@ static const attn_case cases[] = {
      * query blocks and a partial last one; dv 40 leaves columns past the last whole vector */
     {"gpt2_layout_qkv", MC_F32, 2, 3, 100, 100, 64, 64, MASK_CAUSAL, 0.125, false, false, true, true},
     {"gpt2_layout_dv40", MC_F32, 1, 3, 70, 70, 32, 40, MASK_CAUSAL, 0.17677669529663687, false, false, false, true},
+    /* key blocks cut into segments by the first query vector that keeps their keys, with the
+     * diagonal off the blocks' corners (Tq < Tk: j - i <= 30) and a band with two sides */
+    {"causal_tq_lt_tk", MC_F32, 1, 2, 100, 130, 64, 64, MASK_CAUSAL, 0.125, false, false, false, false},
+    {"window_long", MC_F32, 1, 2, 150, 150, 32, 32, MASK_WINDOW, 0.17677669529663687, false, false, false, false},
     {"gpt2_layout_bf16_d80", MC_BF16, 1, 2, 64, 64, 80, 80, MASK_NONE, 0.11180339887498948, false, false, true, true},
 };
 
