@@ -18,7 +18,13 @@
  *     out[b, i0 + r, c] = Ot[c][r] / l[r]               the kernel's row block (its store)
  *
  * k and v are read in place through their strides (a slice of a QKV projection costs nothing)
- * and converted from f16/bf16 as they are broadcast; only q is packed. A query whose scores
+ * and converted from f16/bf16 as they are broadcast; only q is packed (a leading scale step
+ * folded in). The next tile's k rows and the block's v rows are prefetched: a row is a few
+ * cache lines, too short for the hardware's stream prefetchers. Under a band, the vectors of
+ * queries that keep none of a tile's keys skip its products, and the exp and PV loops run in
+ * segments of keys by the first vector that keeps them, so a diagonal block costs about half.
+ * The output is stored with the columns along the lanes where its columns are contiguous
+ * (L x L tiles of Ot transposed in registers). A query whose scores
  * are all -inf keeps m = -inf and l = 0, so its output is 0/0 = NaN, as the unfused softmax
  * gives; a NaN or +inf score makes its p, hence l, NaN. Rows past Tq in the last block are
  * computed from the last query (clamped) and never stored; keys past the block's end are
@@ -32,13 +38,14 @@
 
 #define B (c->b)
 
-enum { NQ = 4 };            /* query vectors per unit: BQ = NQ * lanes queries */
-#define TARGET_BK 60        /* keys per block: scores of one block, BK x BQ floats, stay in L1 */
+enum { NQMAX = 4, MKMAX = 16, ACCMAX = 32 }; /* bounds of the plan's nq, mk and mc, and of mk nq and mc nq */
+#define TARGET_BK 64        /* keys per block: scores of one block, BK x BQ floats, stay in L1 */
 
 typedef struct attn_plan {
     int nb;                  /* batch rank */
     int64_t nbatch, nqb;     /* batch entries; query blocks per entry */
-    int L, bq, mk, mc, bk;   /* lanes; queries per unit; keys per QK tile; columns per PV tile; keys per block */
+    int L, nq, bq, mk, mc, bk; /* lanes; query vectors per unit, and queries (nq L); keys per QK tile;
+                                columns per PV tile; keys per block */
     int first_step;          /* 1 where the first score step, a multiplication, is folded into q's packing */
     const kir_attention *a;
     mc_dtype qt, kt, vt;     /* operand dtypes */
@@ -134,10 +141,11 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, attn_plan *g)
     for (int d = 0; d < g->nb; d++)
         g->nbatch *= k->shape[d];
     g->L = c->native_lanes;
-    g->bq = NQ * g->L;
     bool wide = c->target->vector_bits >= 512; /* 32 vector registers */
+    g->nq = 4;
     g->mk = wide ? 6 : 3;
     g->mc = wide ? 6 : 3;
+    g->bq = g->nq * g->L;
     g->bk = (TARGET_BK + g->mk - 1) / g->mk * g->mk;
     g->nqb = (a->tq + g->bq - 1) / g->bq;
     const kir_view *q = &k->views[a->q], *kv = &k->views[a->k], *v = &k->views[a->v];
@@ -227,12 +235,29 @@ static LLVMValueRef apply_steps(llvm_ctx *c, const kir_kernel *k, const attn_pla
     return s;
 }
 
+/* Prefetch the row of `len` elements of dtype dt at element offset off of base into the
+ * caches, a line at a time (a prefetch never faults; the offsets stay inside the view anyway). */
+static void prefetch_row(llvm_ctx *c, LLVMValueRef base, mc_dtype dt, LLVMValueRef off, int64_t len, int64_t stride)
+{
+    int64_t es = mc_dtype_size(dt), per_line = stride == 1 ? 64 / es : 1;
+    LLVMTypeRef t = dt == MC_F32 ? c->t_f32 : dt == MC_BOOL ? c->t_i8 : c->t_i16;
+    for (int64_t e = 0; e < len; e += per_line) {
+        LLVMValueRef o = add64(c, off, i64c(c, e * stride));
+        LLVMValueRef ptr = LLVMBuildGEP2(B, t, base, &o, 1, "");
+        LLVMValueRef args[4] = {LLVMBuildBitCast(B, ptr, c->t_ptr_i8, ""), llvm_const_i32(c, 0, 1),
+                                llvm_const_i32(c, 3, 1), llvm_const_i32(c, 1, 1)};
+        LLVMTypeRef pt8 = c->t_ptr_i8;
+        llvm_call_intrinsic(c, "llvm.prefetch", &pt8, 1, args, 4);
+    }
+}
+
 /* Under a band (a->skip: j - i <= skip_hi for every kept pair), the first vector of the unit's
  * queries that keeps key j: vector n holds the queries i0 + nL .. i0 + nL + L - 1, so it keeps
  * nothing of j when j - skip_hi - i0 > nL + L - 1; that is n < floor((j - skip_hi - i0) / L).
  * Clamped to [0, NQ - 1] (the unit's keys stop where its last vector's do). */
 static LLVMValueRef first_vector(llvm_ctx *c, const attn_plan *g, LLVMValueRef j, LLVMValueRef i0)
 {
+    const int NQ = g->nq;
     LLVMValueRef t = LLVMBuildSub(B, j, add64(c, i0, i64c(c, g->a->skip_hi)), "");
     LLVMValueRef n = LLVMBuildSDiv(B, max64(c, t, i64c(c, 0)), i64c(c, g->L), "");
     return min64(c, n, i64c(c, NQ - 1));
@@ -243,13 +268,13 @@ static LLVMValueRef first_vector(llvm_ctx *c, const attn_plan *g, LLVMValueRef j
 static void emit_qk_tile(llvm_ctx *c, const kir_kernel *k, const attn_plan *g, LLVMValueRef *bases,
                          LLVMValueRef *batch_off, LLVMValueRef scratch, LLVMValueRef j0, LLVMValueRef kt,
                          LLVMValueRef jend, LLVMValueRef *ibase, LLVMValueRef *iclamp, LLVMValueRef *accv,
-                         LLVMValueRef *bmax, int nfirst)
+                         LLVMValueRef *bmax, LLVMValueRef n0)
 {
-    int L = g->L, MK = g->mk;
+    const int L = g->L, MK = g->mk, NQ = g->nq;
     LLVMTypeRef vt = vtype(c, L);
     const kir_attention *a = g->a;
     LLVMValueRef kbase = llvm_buffer_base(c, LLVMGetParam(c->fn, 0), bases, k->views[a->k].buffer);
-    LLVMValueRef j[8], krow[8];
+    LLVMValueRef j[MKMAX], krow[MKMAX];
     for (int m = 0; m < MK; m++) {
         j[m] = add64(c, j0, add64(c, kt, i64c(c, m)));
         LLVMValueRef jl = min64(c, j[m], LLVMBuildSub(B, jend, i64c(c, 1), "")); /* loads stay inside */
@@ -257,27 +282,49 @@ static void emit_qk_tile(llvm_ctx *c, const kir_kernel *k, const attn_plan *g, L
     }
     for (int i = 0; i < MK * NQ; i++)
         LLVMBuildStore(B, LLVMConstNull(vt), accv[i]);
-    llvm_loop D;
-    llvm_loop_begin(c, &D, i64c(c, 0), i64c(c, a->d), i64c(c, 1), "d");
-    LLVMValueRef qv[NQ];
-    for (int n = nfirst; n < NQ; n++)
-        qv[n] = load_vec(c, scratch, add64(c, i64c(c, g->qt_off + n * L), mul64(c, D.index, g->bq)), L);
-    LLVMValueRef doff = mul64(c, D.index, g->ks_d);
+    /* the next tile's rows of k (a row is a few lines, too short for the hardware's stream
+     * prefetchers, and the first touch of each comes from L3 after a large GEMM) */
     for (int m = 0; m < MK; m++) {
-        LLVMValueRef kvl = llvm_splat(c, load_elem(c, kbase, g->kt, add64(c, krow[m], doff)), L);
-        for (int n = nfirst; n < NQ; n++) {
-            LLVMValueRef acc = LLVMBuildLoad2(B, vt, accv[m * NQ + n], "");
-            LLVMBuildStore(B, fmuladd(c, kvl, qv[n], acc), accv[m * NQ + n]);
-        }
+        LLVMValueRef jn = min64(c, add64(c, j[m], i64c(c, MK)), i64c(c, a->tk - 1));
+        prefetch_row(c, kbase, g->kt, add64(c, batch_off[a->k], mul64(c, jn, g->ks_j)), a->d, g->ks_d);
     }
-    llvm_loop_end(c, &D);
+    /* the products, for the vectors from n0 on (one loop per n0): those below keep none of the
+     * tile's keys, and the band steps below make their scores -inf whatever the products */
+    LLVMBasicBlockRef merge = NULL, cases[NQMAX];
+    if (n0) {
+        merge = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "kt_done");
+        for (int n = 0; n < NQ; n++)
+            cases[n] = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "kt_from");
+        LLVMValueRef sw = LLVMBuildSwitch(B, n0, cases[0], NQ - 1);
+        for (int n = 1; n < NQ; n++)
+            LLVMAddCase(sw, i64c(c, n), cases[n]);
+    }
+    for (int nfirst = 0; nfirst < (n0 ? NQ : 1); nfirst++) {
+        if (n0)
+            LLVMPositionBuilderAtEnd(B, cases[nfirst]);
+        llvm_loop D;
+        llvm_loop_begin(c, &D, i64c(c, 0), i64c(c, a->d), i64c(c, 1), "d");
+        LLVMValueRef qv[NQMAX];
+        for (int n = nfirst; n < NQ; n++)
+            qv[n] = load_vec(c, scratch, add64(c, i64c(c, g->qt_off + n * L), mul64(c, D.index, g->bq)), L);
+        LLVMValueRef doff = mul64(c, D.index, g->ks_d);
+        for (int m = 0; m < MK; m++) {
+            LLVMValueRef kvl = llvm_splat(c, load_elem(c, kbase, g->kt, add64(c, krow[m], doff)), L);
+            for (int n = nfirst; n < NQ; n++) {
+                LLVMValueRef acc = LLVMBuildLoad2(B, vt, accv[m * NQ + n], "");
+                LLVMBuildStore(B, fmuladd(c, kvl, qv[n], acc), accv[m * NQ + n]);
+            }
+        }
+        llvm_loop_end(c, &D);
+        if (n0)
+            LLVMBuildBr(B, merge);
+    }
+    if (n0)
+        LLVMPositionBuilderAtEnd(B, merge);
     LLVMValueRef neg_inf = llvm_const_f32(c, -INFINITY, L);
     for (int m = 0; m < MK; m++) {
         LLVMValueRef inside = llvm_splat(c, LLVMBuildICmp(B, LLVMIntSLT, j[m], jend, ""), L);
-        /* the vectors below nfirst keep none of the tile's keys: -inf, no products */
-        for (int n = 0; n < nfirst; n++)
-            store_vec(c, scratch, add64(c, i64c(c, g->st_off + n * L), mul64(c, add64(c, kt, i64c(c, m)), g->bq)), neg_inf, L);
-        for (int n = nfirst; n < NQ; n++) {
+        for (int n = 0; n < NQ; n++) {
             LLVMValueRef s = LLVMBuildLoad2(B, vt, accv[m * NQ + n], "");
             s = apply_steps(c, k, g, s, ibase[n], iclamp[n], j[m], bases, batch_off);
             s = LLVMBuildSelect(B, inside, s, neg_inf, "");
@@ -292,7 +339,7 @@ static void emit_pv_tile(llvm_ctx *c, const kir_kernel *k, const attn_plan *g, L
                          LLVMValueRef *batch_off, LLVMValueRef scratch, LLVMValueRef j0, const LLVMValueRef *seg,
                          int nseg, LLVMValueRef c0, int cols, LLVMValueRef *alpha, LLVMValueRef *accv)
 {
-    int L = g->L;
+    const int L = g->L, NQ = g->nq;
     LLVMTypeRef vt = vtype(c, L);
     const kir_attention *a = g->a;
     LLVMValueRef vbase = llvm_buffer_base(c, LLVMGetParam(c->fn, 0), bases, k->views[a->v].buffer);
@@ -307,7 +354,7 @@ static void emit_pv_tile(llvm_ctx *c, const kir_kernel *k, const attn_plan *g, L
     for (int sg = 0; sg < nseg; sg++) {
         llvm_loop J;
         llvm_loop_begin(c, &J, seg[sg], seg[sg + 1], i64c(c, 1), "jj");
-        LLVMValueRef pv[NQ];
+        LLVMValueRef pv[NQMAX] = {NULL};
         for (int n = sg; n < NQ; n++)
             pv[n] = load_vec(c, scratch, add64(c, i64c(c, g->st_off + n * L), mul64(c, J.index, g->bq)), L);
         LLVMValueRef vrow = add64(c, add64(c, batch_off[a->v], mul64(c, add64(c, j0, J.index), g->vs_j)), mul64(c, c0, g->vs_c));
@@ -424,7 +471,7 @@ mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kern
     if (st != MC_OK)
         return st;
     const kir_attention *a = g.a;
-    int L = g.L, nb = g.nb, MK = g.mk, MCOL = g.mc;
+    const int L = g.L, nb = g.nb, MK = g.mk, MCOL = g.mc, NQ = g.nq;
     LLVMTypeRef vt = vtype(c, L);
     llvm_begin_function(c, k->name);
     LLVMValueRef buffers = LLVMGetParam(c->fn, 0), begin = LLVMGetParam(c->fn, 1), end = LLVMGetParam(c->fn, 2);
@@ -441,8 +488,8 @@ mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kern
     for (int v = 0; v < k->nviews; v++)
         memcpy(strides[v], k->views[v].stride, sizeof strides[v]);
     LLVMValueRef qbase = llvm_buffer_base(c, buffers, bases, k->views[a->q].buffer);
-    LLVMValueRef accv[8 * NQ], bmax[NQ], alpha_v[NQ], muse_v[NQ], lsum_v[NQ];
-    for (int i = 0; i < 8 * NQ; i++)
+    LLVMValueRef accv[ACCMAX], bmax[NQMAX], alpha_v[NQMAX], muse_v[NQMAX], lsum_v[NQMAX];
+    for (int i = 0; i < ACCMAX; i++)
         accv[i] = llvm_entry_alloca(c, vt, "acc");
     for (int n = 0; n < NQ; n++) {
         bmax[n] = llvm_entry_alloca(c, vt, "bmax");
@@ -471,7 +518,7 @@ mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kern
     LLVMValueRef i0 = mul64(c, qb, g.bq);
     LLVMValueRef nrows = min64(c, i64c(c, g.bq), LLVMBuildSub(B, i64c(c, a->tq), i0, ""));
     /* query indices along the lanes, and clamped to the last query for loads */
-    LLVMValueRef ibase[NQ], iclamp[NQ];
+    LLVMValueRef ibase[NQMAX], iclamp[NQMAX];
     for (int n = 0; n < NQ; n++) {
         LLVMValueRef lanes[64];
         for (int l = 0; l < L; l++)
@@ -544,26 +591,19 @@ mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kern
     LLVMValueRef jend = add64(c, j0, nvalid);
     for (int n = 0; n < NQ; n++)
         LLVMBuildStore(B, llvm_const_f32(c, -INFINITY, L), bmax[n]);
+    { /* the block's rows of v, read by the PV tiles after the scores */
+        LLVMValueRef vbase = llvm_buffer_base(c, buffers, bases, k->views[a->v].buffer);
+        llvm_loop V;
+        llvm_loop_begin(c, &V, i64c(c, 0), nvalid, i64c(c, 1), "pfv");
+        prefetch_row(c, vbase, g.vt, add64(c, batch_off[a->v], mul64(c, add64(c, j0, V.index), g.vs_j)), a->dv, g.vs_c);
+        llvm_loop_end(c, &V);
+    }
     {
         llvm_loop T;
         llvm_loop_begin(c, &T, i64c(c, 0), nvalid, i64c(c, MK), "kt");
-        if (a->skip) { /* the tile's products for the vectors that keep one of its keys */
-            LLVMValueRef n0 = first_vector(c, &g, add64(c, j0, T.index), i0);
-            LLVMBasicBlockRef merge = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "kt_done"), cases[NQ];
-            for (int n = 0; n < NQ; n++)
-                cases[n] = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "kt_from");
-            LLVMValueRef sw = LLVMBuildSwitch(B, n0, cases[0], NQ - 1);
-            for (int n = 1; n < NQ; n++)
-                LLVMAddCase(sw, i64c(c, n), cases[n]);
-            for (int n = 0; n < NQ; n++) {
-                LLVMPositionBuilderAtEnd(B, cases[n]);
-                emit_qk_tile(c, k, &g, bases, batch_off, scratch, j0, T.index, jend, ibase, iclamp, accv, bmax, n);
-                LLVMBuildBr(B, merge);
-            }
-            LLVMPositionBuilderAtEnd(B, merge);
-        } else {
-            emit_qk_tile(c, k, &g, bases, batch_off, scratch, j0, T.index, jend, ibase, iclamp, accv, bmax, 0);
-        }
+        /* under a band, the tile's products only for the vectors that keep one of its keys */
+        LLVMValueRef n0 = a->skip ? first_vector(c, &g, add64(c, j0, T.index), i0) : NULL;
+        emit_qk_tile(c, k, &g, bases, batch_off, scratch, j0, T.index, jend, ibase, iclamp, accv, bmax, n0);
         llvm_loop_end(c, &T);
     }
     /* the new max, the rescaling of what came before, the max each exp subtracts */
@@ -582,7 +622,7 @@ mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kern
     /* The block's keys in segments by the first vector that keeps them (under a band): segment
      * s, keys [seg[s], seg[s + 1]), is nothing to the vectors below s, whose p are 0 there and
      * are neither computed nor summed nor multiplied */
-    LLVMValueRef seg[NQ + 1];
+    LLVMValueRef seg[NQMAX + 1];
     int nseg = a->skip ? NQ : 1;
     seg[0] = i64c(c, 0);
     seg[nseg] = nvalid;
@@ -601,7 +641,7 @@ mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kern
         }
         llvm_loop_end(c, &P);
     }
-    LLVMValueRef alpha[NQ];
+    LLVMValueRef alpha[NQMAX];
     for (int n = 0; n < NQ; n++) {
         alpha[n] = LLVMBuildLoad2(B, vt, alpha_v[n], "");
         LLVMValueRef l = load_vec(c, scratch, i64c(c, g.l_off + n * L), L);
@@ -628,7 +668,7 @@ mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kern
     LLVMBuildCondBr(B, full, bfull, bedge);
     LLVMPositionBuilderAtEnd(B, bfull);
     {
-        LLVMValueRef inv[NQ];
+        LLVMValueRef inv[NQMAX];
         for (int n = 0; n < NQ; n++)
             inv[n] = LLVMBuildFDiv(B, one, load_vec(c, scratch, i64c(c, g.l_off + n * L), L), "");
         /* the columns in whole vectors: transposed in registers, stored along the columns */
