@@ -329,6 +329,61 @@ static void test_trig_huge_arguments(void **state)
     mc_graph_free(g);
 }
 
+/* A causal softmax (rows that hold -inf take exp_softmax): exp(x - max) at the edge of f32's
+ * range, through the public API on cpu and ref. Below -87 the result is subnormal, rounded once
+ * (2^-149 at -103.9); below -150 ln2 = -103.97 it is 0, which exp_softmax multiplies as 0 (a
+ * multiply that underflows costs a microcode assist on x86), and -inf gives 0. */
+static void test_softmax_exp_underflow(void **state)
+{
+    (void)state;
+    enum { T = 16 };
+    float x[T * T];
+    const float edge[] = {0, -103.9f, -104.1f, -150, -90, -87.5f, -86.9f, -1e30f};
+    for (int i = 0; i < T * T; i++)
+        x[i] = -(float)(i % 7) * 0.25f;
+    for (int j = 0; j < T; j++) /* row 15 keeps every column, row 9 the first ten; sums of 1 */
+        x[15 * T + j] = x[9 * T + j] = j < 8 ? edge[j] : -200;
+    mc_graph *g = NULL;
+    if (mc_graph_parse_string("sm.graph", "graph sm\ninput x : f32[16, 16]\nrow = iota(shape=[16, 16], axis=0)\n"
+                              "col = iota(shape=[16, 16], axis=1)\nkeep = ge(row, col)\n"
+                              "xm = where(keep, x, -inf)\np = softmax(xm, axis=-1)\noutput p\n", &g) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    mc_backend_kind kinds[2] = {MC_BACKEND_CPU, MC_BACKEND_REF};
+    for (int b = 0; b < 2; b++) {
+        mc_options opt = mc_test_options();
+        opt.backend = kinds[b];
+        opt.quiet = true;
+        mc_program *p = NULL;
+        if (mc_program_compile(g, &opt, &p) != MC_OK)
+            fail_msg("%s", mc_error_message());
+        assert_int_equal(mc_program_set(p, "x", x, sizeof x), MC_OK);
+        assert_int_equal(mc_program_run(p), MC_OK);
+        float y[T * T];
+        assert_int_equal(mc_program_read_output(p, 0, y, sizeof y), MC_OK);
+        for (int r = 0; r < T; r++) {
+            double sum = 0, mx = -INFINITY;
+            for (int j = 0; j <= r; j++)
+                mx = x[r * T + j] > mx ? x[r * T + j] : mx;
+            for (int j = 0; j <= r; j++)
+                sum += exp((double)x[r * T + j] - mx);
+            for (int j = 0; j < T; j++) {
+                float want = j <= r ? (float)(exp((double)x[r * T + j] - mx) / sum) : 0.0f;
+                if (!(fabsf(y[r * T + j] - want) <= 1e-6f * want + 0x1p-149f))
+                    fail_msg("%s: p[%d][%d] of x %.9g is %.9g, want %.9g", mc_backend_name(kinds[b]), r, j,
+                             x[r * T + j], y[r * T + j], want);
+            }
+        }
+        for (int r = 9; r <= 15; r += 6) {
+            assert_true(y[r * T + 1] > 0);    /* exp(-103.9): the smallest subnormal */
+            assert_true(y[r * T + 2] == 0);   /* exp(-104.1) rounds to 0 */
+            assert_true(y[r * T + 3] == 0);
+            assert_true(y[r * T + 7] == 0);
+        }
+        mc_program_free(p);
+    }
+    mc_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_trig_huge_arguments),
         cmocka_unit_test(test_pow),
         cmocka_unit_test(test_exp_below_max),
+        cmocka_unit_test(test_softmax_exp_underflow),
     };
     return mc_test_run(tests);
 }
