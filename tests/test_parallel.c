@@ -397,6 +397,31 @@ static void test_command(void **state)
     alarm(0);
 }
 
+/* minic dump --stage shard: the plan's notes, then rank 0's graph with its local shapes and
+ * allreduce nodes; without --devices a user error (exit 1). */
+static void test_dump_shard(void **state)
+{
+    (void)state;
+    char args[4096];
+    snprintf(args, sizeof args, "dump %s --stage shard --devices 2", mc_test_src("examples/gpt2_block.graph"));
+    int rc = mc_test_minic(args, &out, &err);
+    if (rc != 0)
+        fail_msg("minic %s: exit %d\n%s", args, rc, err);
+    assert_non_null(strstr(out, "# sharded"));
+    assert_non_null(strstr(out, "allreduce("));
+    int allreduces = 0;
+    for (const char *c = strstr(out, "allreduce("); c; c = strstr(c + 1, "allreduce("))
+        allreduces++;
+    assert_int_equal(allreduces, 2);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "dump %s --stage shard", mc_test_src("examples/gpt2_block.graph"));
+    assert_int_equal(mc_test_minic(args, &out, &err), 1);
+    assert_non_null(strstr(err, "--devices"));
+    free(out);
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -407,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_profile_has_collective_rows),
         cmocka_unit_test(test_bad_uses),
         cmocka_unit_test(test_command),
+        cmocka_unit_test(test_dump_shard),
     };
     return mc_test_run(tests);
 }

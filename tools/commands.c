@@ -661,6 +661,15 @@ static int dump_fused(const cli_args *a, const mc_graph *g)
     return CLI_OK;
 }
 
+/* shard: the tensor-parallel plan for --devices N ranks and rank 0's graph. */
+static int dump_shard(const cli_args *a, const mc_graph *g)
+{
+    if (a->opt.devices < 1)
+        return cli_error(CLI_USER, "--stage shard: give the number of ranks with --devices N");
+    mc_status st = mc_shard_print(g, a->opt.devices, 0, stdout);
+    return st == MC_OK ? CLI_OK : cli_library_error(st);
+}
+
 /* ir, a graph pass, fuse, lower or plan: the pass manager prints what that stage made. */
 static int dump_stage(const cli_args *a, const mc_graph *g)
 {
@@ -682,6 +691,8 @@ int cli_dump(const cli_args *a)
         rc = dump_fused(a, g);
     else if (!strcmp(a->stage, "code"))
         rc = dump_code(a, g);
+    else if (!strcmp(a->stage, "shard"))
+        rc = dump_shard(a, g);
     else
         rc = dump_stage(a, g);
     free_graph(g);

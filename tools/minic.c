@@ -88,11 +88,12 @@ static const option options[] = {
      "runs that --profile measures, default 10; bench: default 10)"},
     {OPT_THREADS, "--threads", "N", EXEC,
      "cpu backend: worker threads (default 0: one per core)"},
-    {OPT_DEVICES, "--devices", "N", EXEC,
+    {OPT_DEVICES, "--devices", "N", EXEC | CMD_DUMP,
      "tensor parallel over N ranks (docs/PARALLEL.md): linear layers split by columns then\n"
      "rows, an all-reduce after each row-parallel one, one program per rank, all run at once;\n"
      "cuda: rank r on GPU r (N at most the GPUs present); cpu, ref: N threads, any N. The\n"
-     "outputs equal the run without it within docs/FORMAT.md §6; --profile shows rank 0"},
+     "outputs equal the run without it within docs/FORMAT.md §6; --profile shows rank 0;\n"
+     "dump --stage shard: the sharding plan's notes, then rank 0's graph"},
     {OPT_CPU_TARGET, "--cpu-target", "NAME", EXEC | CMD_DUMP,
      "cpu backend: generate code for CPU NAME as LLVM names it (x86-64-v3, x86-64-v4,\n"
      "haswell, skylake-avx512, znver3, ...) instead of for this machine (host, the default);\n"
@@ -112,7 +113,8 @@ static const option options[] = {
      "what to print: ir (the parsed graph, default); after a graph pass (decompose, simplify,\n"
      "cse, dce) the graph; after fuse the graph and its fusion groups; after lower or plan\n"
      "the kernel IR (plan: temporaries placed in one arena); fused: as plan, with the planned\n"
-     "peak memory; code: the generated source (cpu: LLVM IR, cuda: CUDA C)"},
+     "peak memory; code: the generated source (cpu: LLVM IR, cuda: CUDA C); shard (with\n"
+     "--devices N): the sharding plan's notes as comments, then rank 0's graph"},
     {OPT_QUIET, "--quiet", NULL, EXEC | CMD_DUMP | CMD_IMPORT,
      "no notes on stderr: which backend `auto` fell back to, compile progress, a program\n"
      "run without a CUDA graph, the files written (`minic: wrote FILE`)"},

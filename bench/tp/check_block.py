@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The GPT-2 block of bench/gpu/gpt2_block*.graph in float64 (PyTorch, on the GPU when there is
 one), from the inputs and params a minic run used (`minic run --save-inputs FILE`), against
-minic's outputs (`--output`): relative norm ||out - ref|| / ||ref|| per output file, SPEC §6's
+minic's outputs (`--output`): relative norm ||out - ref|| / ||ref|| per output file, docs/FORMAT.md §6's
 measure. For the tensor-parallel runs of issue 24: the one-GPU run and each --devices N run
 against the same oracle.
 
