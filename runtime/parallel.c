@@ -45,16 +45,6 @@ struct mc_parallel {
     bool *given;          /* per node of p->graph: a declaration the caller bound */
 };
 
-static mc_backend_kind backend_kind(const mc_program *p)
-{
-    if (!strcmp(p->backend->name, "cuda"))
-        return MC_BACKEND_CUDA;
-    if (!strcmp(p->backend->name, "cpu"))
-        return MC_BACKEND_CPU;
-    return MC_BACKEND_REF;
-}
-
-static void forward_note(void *ctx, const char *note) { mc_program_note(ctx, "%s", note); }
 
 /* The plan's notes, one program note per line. */
 static void plan_notes(mc_program *p, const mc_shard_plan *plan)
@@ -107,11 +97,11 @@ mc_status mc_parallel_new(mc_program *p)
         if (st != MC_OK)
             break;
         mc_options o = p->opt;
-        o.backend = backend_kind(p);
+        o.backend = mc_program_backend_kind(p);
         o.devices = 0;
         o.device = r;
         o.threads = threads;
-        o.note = forward_note; /* rank 0's notes are the program's; the others' repeat them */
+        o.note = mc_program_forward_note; /* rank 0's notes are the program's; the others' repeat them */
         o.note_ctx = p;
         o.quiet = p->opt.quiet || r > 0;
         st = mc_program_compile_rank(rg, &o, p, r, n, par->comm, &par->ranks[r]);

@@ -63,6 +63,17 @@ const char *mc_backend_name(mc_backend_kind kind)
 
 /* The backends this library was built with. MINIC_HAVE_CUDA_BACKEND / MINIC_HAVE_CPU_BACKEND
  * are defined by CMake when the backend's sources are part of the build. */
+mc_backend_kind mc_program_backend_kind(const mc_program *p)
+{
+    if (!strcmp(p->backend->name, "cuda"))
+        return MC_BACKEND_CUDA;
+    if (!strcmp(p->backend->name, "cpu"))
+        return MC_BACKEND_CPU;
+    return MC_BACKEND_REF;
+}
+
+void mc_program_forward_note(void *ctx, const char *note) { mc_program_note(ctx, "%s", note); }
+
 static const mc_backend *built_backend(mc_backend_kind kind)
 {
     switch (kind) {

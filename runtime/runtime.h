@@ -51,6 +51,12 @@ mc_status mc_parallel_run(mc_program *p);
 mc_status mc_parallel_time(mc_program *p, int iters, mc_profile *prof, double *median_us);
 mc_program *mc_parallel_rank(const mc_program *p, int rank); /* NULL when there is none */
 
+/* For the programs that symbolic and parallel programs compile inside them: the backend kind
+ * a program already chose (so that they compile for it, not for `auto`), and a note callback
+ * (ctx: the outer program) that hands their notes to the outer program. */
+mc_backend_kind mc_program_backend_kind(const mc_program *p);
+void mc_program_forward_note(void *ctx, const char *note);
+
 /* ---- ranks of tensor-parallel programs ------------------------------------------------------ */
 
 /* mc_program_compile of one rank: rank, nranks, comm and parent (the parallel program, or

@@ -448,16 +448,6 @@ mc_status mc_symbolic_fill_random(mc_program *p, uint64_t seed)
     return MC_OK;
 }
 
-static mc_backend_kind backend_kind(const mc_program *p)
-{
-    if (!strcmp(p->backend->name, "cuda"))
-        return MC_BACKEND_CUDA;
-    if (!strcmp(p->backend->name, "cpu"))
-        return MC_BACKEND_CPU;
-    return MC_BACKEND_REF;
-}
-
-static void forward_note(void *ctx, const char *note) { mc_program_note(ctx, "%s", note); }
 
 /* The compiled program for the current binding, from the cache or compiled now, with every
  * value handed to it: what run and save_inputs work on. */
@@ -480,8 +470,8 @@ static mc_status specialised(mc_program *p, sym_entry **out)
         if (st != MC_OK)
             return st;
         mc_options o = p->opt;
-        o.backend = backend_kind(p);
-        o.note = forward_note;
+        o.backend = mc_program_backend_kind(p);
+        o.note = mc_program_forward_note;
         o.note_ctx = p;
         mc_program *inner = NULL;
         st = mc_program_compile(sg, &o, &inner);
