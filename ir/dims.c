@@ -360,7 +360,11 @@ int64_t mc_dim_declare(mc_graph *g, const char *name, size_t len, int64_t max, i
     char copy[256];
     if (!name || len == 0 || len >= sizeof copy) {
         g->failed = true;
-        mc_fail(MC_ERR_INPUT, "mc_dim_sym: a symbolic dimension needs a name (1 to 255 characters)");
+        if (line > 0) /* from a graph file: say where (the fuzzer found a 300-character name) */
+            mc_fail_at(MC_ERR_INPUT, g->file, g->text, line, col,
+                       "a dimension name has 1 to 255 characters; this one has %zu", len);
+        else
+            mc_fail(MC_ERR_INPUT, "mc_dim_sym: a symbolic dimension needs a name (1 to 255 characters)");
         return 0;
     }
     memcpy(copy, name, len);

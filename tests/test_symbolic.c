@@ -161,6 +161,12 @@ static void test_errors(void **state)
     parse_fails("input x : f32[T<=0]\noutput x\n", "must be positive");
     parse_fails("input x : f32[T<=]\noutput x\n", "expected the dimension's maximum");
     parse_fails("input x : f32[f32]\noutput x\n", "reserved word");
+    { /* a 300-character name (found by fuzz_parse): a located error, not the C API's message */
+        char text[400];
+        snprintf(text, sizeof text, "input x : f32[%0300d, 4]\noutput x\n", 0);
+        memset(text + 14, 'N', 300);
+        parse_fails(text, "sym.graph:1:15: error: a dimension name has 1 to 255 characters; this one has 300");
+    }
     parse_fails("input x : f32[1, C, 8]\nparam w : f32[2, 1, 3]\ny = conv(x, w)\noutput y\n",
                 "sym.graph:3:5: error: conv: operand 1 has the symbolic dimension C on axis 1");
 }
