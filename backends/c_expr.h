@@ -15,18 +15,6 @@
 
 #include <stdarg.h>
 
-/* A growable string; `oom` records an allocation failure (appends then do nothing). */
-typedef struct mc_strbuf {
-    char *data;
-    size_t len, cap;
-    bool oom;
-} mc_strbuf;
-
-void mc_sb_printf(mc_strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void mc_sb_vprintf(mc_strbuf *sb, const char *fmt, va_list ap);
-void mc_sb_puts(mc_strbuf *sb, const char *s);
-void mc_sb_free(mc_strbuf *sb);
-
 /* The arithmetic type a value of dtype d is computed in: "float", "int" or "bool". */
 const char *mc_c_arith_type(mc_dtype d);
 /* A literal of `value` as dtype d (MC_INF / MC_NAN for non-finite floats). */

@@ -54,9 +54,7 @@ struct mc_shard_plan {
     shard_split *split; /* per node */
     bool *row;          /* per node: a row-parallel linear or matmul */
     int nrow;
-    char *notes;        /* one line per decision */
-    size_t notes_len, notes_cap;
-    bool oom;
+    mc_strbuf notes;    /* one line per decision; notes.oom if an append failed */
 };
 
 /* ---- notes ---------------------------------------------------------------------------------- */
@@ -64,31 +62,11 @@ struct mc_shard_plan {
 static void note(mc_shard_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(mc_shard_plan *p, const char *fmt, ...)
 {
-    char line[1024];
     va_list ap;
     va_start(ap, fmt);
-    int len = vsnprintf(line, sizeof line - 1, fmt, ap);
+    mc_sb_vprintf(&p->notes, fmt, ap);
     va_end(ap);
-    if (len < 0)
-        return;
-    if ((size_t)len > sizeof line - 2)
-        len = (int)sizeof line - 2;
-    line[len++] = '\n';
-    line[len] = '\0';
-    if (p->notes_len + (size_t)len + 1 > p->notes_cap) {
-        size_t cap = p->notes_cap ? p->notes_cap * 2 : 1024;
-        while (cap < p->notes_len + (size_t)len + 1)
-            cap *= 2;
-        char *s = realloc(p->notes, cap);
-        if (!s) {
-            p->oom = true;
-            return;
-        }
-        p->notes = s;
-        p->notes_cap = cap;
-    }
-    memcpy(p->notes + p->notes_len, line, (size_t)len + 1);
-    p->notes_len += (size_t)len;
+    mc_sb_puts(&p->notes, "\n");
 }
 
 /* ---- the region of one candidate ----------------------------------------------------------- */
@@ -410,7 +388,7 @@ void mc_shard_plan_free(mc_shard_plan *plan)
         return;
     free(plan->split);
     free(plan->row);
-    free(plan->notes);
+    mc_sb_free(&plan->notes);
     free(plan);
 }
 
@@ -568,7 +546,7 @@ mc_status mc_shard_plan_make(const mc_graph *g, int n, mc_shard_plan **out)
     else
         note(p, "%d ranks: %d of %d linear layers split (%d row-parallel), %d allreduce%s per rank", n, nsplit_lin,
              ncand, p->nrow, p->nrow, p->nrow == 1 ? "" : "s");
-    if (p->oom)
+    if (p->notes.oom)
         st = mc_fail(MC_ERR_SYSTEM, "out of memory planning the sharding");
 done:
     free(live);
@@ -590,7 +568,10 @@ done:
     return MC_OK;
 }
 
-const char *mc_shard_plan_notes(const mc_shard_plan *plan) { return plan && plan->notes ? plan->notes : ""; }
+const char *mc_shard_plan_notes(const mc_shard_plan *plan)
+{
+    return plan && plan->notes.data ? plan->notes.data : "";
+}
 int mc_shard_plan_allreduces(const mc_shard_plan *plan) { return plan ? plan->nrow : 0; }
 int mc_shard_plan_ranks(const mc_shard_plan *plan) { return plan ? plan->n : 0; }
 

@@ -215,4 +215,18 @@ double mc_median(double *t, int n); /* the median of t[0..n) (sorts t in place);
  * with the monotonic clock; *median_us is the median in µs. Stops at the first failure. */
 mc_status mc_time_median(mc_status (*run)(void *ctx), void *ctx, int iters, double *median_us);
 
+/* ---- growable strings (support/strbuf.c) ------------------------------------------------ */
+
+/* A growable string; `oom` records an allocation failure (appends then do nothing). */
+typedef struct mc_strbuf {
+    char *data;
+    size_t len, cap;
+    bool oom;
+} mc_strbuf;
+
+void mc_sb_printf(mc_strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void mc_sb_vprintf(mc_strbuf *sb, const char *fmt, va_list ap);
+void mc_sb_puts(mc_strbuf *sb, const char *s);
+void mc_sb_free(mc_strbuf *sb);
+
 #endif
