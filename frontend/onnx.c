@@ -599,7 +599,8 @@ static const char *minic_name(ctx *c, const char *onnx)
     snprintf(name, sizeof name, "%s", base);
     for (int k = 1; k < 1000000; k++) {
         bool temp_like = name[0] == 't' && name[1] && strspn(name + 1, "0123456789") == strlen(name + 1);
-        if (mc_name_is_valid(name) && !temp_like && mc_name_map_get(&c->g->names, name) < 0)
+        if (mc_name_is_valid(name) && !temp_like && mc_name_map_get(&c->g->names, name) < 0 &&
+            mc_dim_find_sym(c->g, name, strlen(name)) < 0) /* a value may not share a dimension's name */
             return mc_arena_strdup(&c->m->arena, name);
         snprintf(name, sizeof name, "%s_%d", base, k);
     }
@@ -702,6 +703,8 @@ static mc_value declare_param(ctx *c, slot *s)
     return v;
 }
 
+static const char *sym_values_str(ctx *c, const htensor *t, char *buf, size_t size);
+
 mc_value onnx_as_value(ctx *c, slot *s)
 {
     if (!s) {
@@ -713,6 +716,14 @@ mc_value onnx_as_value(ctx *c, slot *s)
     if (s->v != MC_NONE)
         return s->v;
     htensor *t = s->c;
+    if (t->sym) {
+        char buf[160], vals[300];
+        onnx_why(c, "'%s' holds %s, computed from symbolic dimensions at import time; minic uses such values "
+                    "only as shapes, sizes and bounds (Reshape, Expand, ConstantOfShape, Range, Slice), not as a "
+                    "tensor at run time (give the dim_params' sizes at load: --dim NAME=SIZE)",
+                 shown(s->name, buf, sizeof buf), sym_values_str(c, t, vals, sizeof vals));
+        return MC_ERROR;
+    }
     if (!s->initializer && t->n == 1) {
         mc_dtype d;
         if (!onnx_map_dtype(c, t->elem, &d))
@@ -771,8 +782,46 @@ bool onnx_has_in(const node_t *n, size_t k)
 
 htensor *onnx_in_const(ctx *c, const node_t *n, size_t k)
 {
+    htensor *t = onnx_in_sconst(c, n, k);
+    return t && !t->sym ? t : NULL;
+}
+
+htensor *onnx_in_sconst(ctx *c, const node_t *n, size_t k)
+{
     slot *s = onnx_in_slot(c, n, k);
     return s && s->state == S_CONST ? s->c : NULL;
+}
+
+bool onnx_any_sym(int rank, const int64_t *dims)
+{
+    for (int d = 0; d < rank; d++)
+        if (mc_dim_is_sym(dims[d]))
+            return true;
+    return false;
+}
+
+const char *onnx_dims_str(ctx *c, int rank, const int64_t *dims, char *buf, size_t size)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    o += (size_t)snprintf(buf, size, "[");
+    for (int d = 0; d < rank && o < size; d++) {
+        char one[96];
+        o += (size_t)snprintf(buf + o, size - o, "%s%s", d ? ", " : "", mc_dim_str(c->g, dims[d], one, sizeof one));
+    }
+    if (o < size)
+        snprintf(buf + o, size - o, "]");
+    return buf;
+}
+
+/* The symbolic values of a host tensor, for messages: "[B, T*12]" (at most 8 shown). */
+static const char *sym_values_str(ctx *c, const htensor *t, char *buf, size_t size)
+{
+    int64_t v[8];
+    int n = t->n < 8 ? (int)t->n : 8;
+    for (int k = 0; k < n; k++)
+        v[k] = t->i[k];
+    return onnx_dims_str(c, n, v, buf, size);
 }
 
 mc_value onnx_in_value(ctx *c, const node_t *n, size_t k)
@@ -842,7 +891,13 @@ bool onnx_ints_of(ctx *c, const node_t *n, size_t input, const char *attr_name, 
     *given = false;
     *count = 0;
     if (onnx_has_in(n, input)) {
-        htensor *t = onnx_in_const(c, n, input);
+        htensor *t = onnx_in_sconst(c, n, input);
+        if (t && t->sym) {
+            char vals[300];
+            return onnx_why(c, "input %zu (%s) is %s, which depends on symbolic dimensions; this operator needs "
+                               "it fixed at import time (give the dim_params' sizes at load: --dim NAME=SIZE)",
+                            input, attr_name, sym_values_str(c, t, vals, sizeof vals));
+        }
         if (!t)
             return onnx_why(c, "input %zu (%s) must be a constant known at import time", input, attr_name);
         if (t->n > max)
@@ -862,6 +917,21 @@ bool onnx_ints_of(ctx *c, const node_t *n, size_t input, const char *attr_name, 
         *count = (int)a->n_ints;
         *given = true;
     }
+    return true;
+}
+
+bool onnx_dims_of(ctx *c, const node_t *n, size_t input, const char *attr_name, int64_t *out,
+                  int *count, int max, bool *given)
+{
+    htensor *t = onnx_has_in(n, input) ? onnx_in_sconst(c, n, input) : NULL;
+    if (!t || !t->sym)
+        return onnx_ints_of(c, n, input, attr_name, out, count, max, given);
+    if (t->n > max)
+        return onnx_why(c, "%s has %lld entries (at most %d)", attr_name, (long long)t->n, max);
+    for (int64_t k = 0; k < t->n; k++)
+        out[k] = t->i[k];
+    *count = (int)t->n;
+    *given = true;
     return true;
 }
 
@@ -885,8 +955,11 @@ bool onnx_broadcast(ctx *c, int ra, const int64_t *a, int rb, const int64_t *b, 
     for (int d = 0; d < *r; d++) {
         int64_t x = d - (*r - ra) >= 0 ? a[d - (*r - ra)] : 1;
         int64_t y = d - (*r - rb) >= 0 ? b[d - (*r - rb)] : 1;
+        char xs[96], ys[96];
         if (x != y && x != 1 && y != 1)
-            return onnx_why(c, "shapes do not onnx_broadcast (%lld vs %lld at axis %d)", (long long)x, (long long)y, d);
+            return onnx_why(c, "shapes do not broadcast (%s vs %s at axis %d%s)", mc_dim_str(c->g, x, xs, sizeof xs),
+                            mc_dim_str(c->g, y, ys, sizeof ys), d,
+                            mc_dim_is_sym(x) || mc_dim_is_sym(y) ? ": symbolic dimensions must be equal or meet 1" : "");
         out[d] = x == 1 ? y : x;
     }
     return true;
@@ -1126,6 +1199,103 @@ static htensor *read_tensor_file(ctx *c, const char *path)
     return t;
 }
 
+/* An input's dim_param: the size given for it at load (mc_onnx_load_with_dims), else a symbolic
+ * dimension of the graph under its name, bound when the program runs (SPEC §1, §7). A name that
+ * is not a valid dimension name has its invalid characters made '_' (as values' names). */
+static mc_status dim_param(ctx *c, const char *param, const char *input, size_t axis, int64_t *out)
+{
+    char pbuf[80];
+    for (int k = 0; k < c->ndims; k++)
+        if (c->dims[k].name && param && !strcmp(c->dims[k].name, param)) {
+            int64_t size = c->dims[k].size;
+            if (size < 1 || size > ((int64_t)1 << 40))
+                return mc_fail(MC_ERR_INPUT, "%s: --dim %s=%lld: a size must be positive", c->file,
+                               shown(param, pbuf, sizeof pbuf), (long long)size);
+            *out = size;
+            return MC_OK;
+        }
+    char name[200];
+    size_t o = 0;
+    if (!param || !*param)
+        param = "d";
+    if (!((param[0] >= 'A' && param[0] <= 'Z') || (param[0] >= 'a' && param[0] <= 'z') || param[0] == '_'))
+        name[o++] = '_';
+    for (const char *p = param; *p && o < 120; p++) {
+        char ch = *p;
+        bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '.';
+        name[o++] = ok ? ch : '_';
+    }
+    name[o] = 0;
+    if (!mc_name_is_valid(name)) /* a reserved word */
+        snprintf(name + o, sizeof name - o, "_");
+    int64_t d = mc_dim_declare(c->g, name, strlen(name), 0, 0, 0);
+    if (!d)
+        return mc_fail(mc_error_status() == MC_ERR_SYSTEM ? MC_ERR_SYSTEM : MC_ERR_INPUT,
+                       "%s: input '%s': dimension %zu ('%s'): %s", c->file, input, axis,
+                       shown(param, pbuf, sizeof pbuf), mc_error_message());
+    *out = d;
+    return MC_OK;
+}
+
+/* Does an operator's mapping read its operands' shapes only in ways that hold for symbolic
+ * dimensions (copied into shape lists, compared with ==, computed with mc_dim_*), or not at all?
+ * Others are refused for operands with symbolic dimensions, before they compute a size from one. */
+static bool sym_aware(const char *op, bool *batch_only)
+{
+    static const char *const ops_[] = {
+        "Neg", "Abs", "Exp", "Log", "Sqrt", "Reciprocal", "Tanh", "Sigmoid", "Relu", "Erf", "Sin",
+        "Cos", "Add", "Sub", "Mul", "Div", "Equal", "Less", "Greater", "LessOrEqual",
+        "GreaterOrEqual", "Pow", "Max", "Min", "Sum", "Mean", "And", "Or", "Xor", "Not", "Where",
+        "LeakyRelu", "PRelu", "Elu", "Selu", "Celu", "ThresholdedRelu", "HardSigmoid", "HardSwish",
+        "Softsign", "Softplus", "Mish", "Shrink", "IsNaN", "IsInf", "Tan", "Sinh", "Cosh", "Asinh",
+        "Acosh", "Atanh", "Sign", "Floor", "Ceil", "Round", "Clip", "Reshape", "Flatten", "Squeeze",
+        "Unsqueeze", "Identity", "Dropout", "Transpose", "Concat", "Split", "Slice", "Expand",
+        "Gather", "Shape", "Size", "Constant", "ConstantOfShape", "Range", "Cast", "ReduceSum",
+        "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL1", "ReduceL2",
+        "ReduceLogSum", "ReduceLogSumExp", "GlobalAveragePool", "GlobalMaxPool", "MatMul", "Gemm",
+        "Softmax", "LogSoftmax", "LayerNormalization"};
+    static const char *const batch[] = {"Conv", "MaxPool", "AveragePool", "BatchNormalization"};
+    *batch_only = false;
+    for (size_t i = 0; i < sizeof ops_ / sizeof *ops_; i++)
+        if (!strcmp(op, ops_[i]))
+            return true;
+    for (size_t i = 0; i < sizeof batch / sizeof *batch; i++)
+        if (!strcmp(op, batch[i]))
+            return *batch_only = true;
+    return false;
+}
+
+/* false (the reason set) when node n's operator cannot take the symbolic dimensions that reach
+ * it: a mapping that computes sizes from shapes would compute them from the encoding. */
+static bool sym_check(ctx *c, const node_t *n)
+{
+    if (!mc_graph_num_syms(c->g))
+        return true;
+    bool batch_only, aware = sym_aware(n->op_type, &batch_only);
+    if (aware && !batch_only)
+        return true;
+    for (size_t k = 0; k < n->n_input; k++) {
+        slot *s = onnx_has_in(n, k) ? onnx_find_slot(c, n->input[k]) : NULL;
+        if (!s || s->state == S_POISON)
+            continue;
+        char buf[300];
+        if (s->state == S_CONST && s->c->sym)
+            return onnx_why(c, "operand %zu is %s, computed from symbolic dimensions; this operator does not take "
+                               "symbolic values (give the dim_params' sizes at load: --dim NAME=SIZE)",
+                            k, sym_values_str(c, s->c, buf, sizeof buf));
+        if (s->state != S_RUNTIME)
+            continue;
+        const mc_node *nd = &c->g->nodes[s->v];
+        for (int d = batch_only && k == 0 ? 1 : 0; d < nd->rank; d++)
+            if (mc_dim_is_sym(nd->shape[d]))
+                return onnx_why(c, "operand %zu has the shape %s: this operator does not take a symbolic dimension%s "
+                                   "(give the dim_params' sizes at load: --dim NAME=SIZE)",
+                                k, onnx_dims_str(c, nd->rank, nd->shape, buf, sizeof buf),
+                                batch_only ? " except on the batch axis of its input" : "");
+    }
+    return true;
+}
+
 static mc_status import_graph(ctx *c, Onnx__ModelProto *mp)
 {
     Onnx__GraphProto *gp = mp->graph;
@@ -1161,6 +1331,26 @@ static mc_status import_graph(ctx *c, Onnx__ModelProto *mp)
         s->state = S_CONST;
         s->c = t;
         s->initializer = true;
+    }
+    /* the inputs' dim_params first, so that no value takes a dimension's name */
+    for (size_t k = 0, position = 0; k < gp->n_input; k++) {
+        Onnx__ValueInfoProto *vi = gp->input[k];
+        if (!vi || !vi->name || !*vi->name || onnx_find_slot(c, vi->name))
+            continue;
+        bool frozen = (int)position < c->nfrozen && c->frozen[position] && decides_shape(gp, vi->name, 0);
+        position++;
+        Onnx__TypeProto *tp = vi->type;
+        if (frozen || !tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
+            !tp->tensor_type->shape || tp->tensor_type->shape->n_dim > MC_MAX_RANK)
+            continue;
+        for (size_t dd = 0; dd < tp->tensor_type->shape->n_dim; dd++) {
+            Onnx__TensorShapeProto__Dimension *dim = tp->tensor_type->shape->dim[dd];
+            int64_t size;
+            mc_status st;
+            if (dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                (st = dim_param(c, dim->dim_param, shown(vi->name, buf, sizeof buf), dd, &size)) != MC_OK)
+                return st;
+        }
     }
     /* inputs (those that are not initializers) */
     int position = -1;
@@ -1201,18 +1391,9 @@ static mc_status import_graph(ctx *c, Onnx__ModelProto *mp)
         for (size_t dd = 0; dd < tt->shape->n_dim; dd++) {
             Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[dd];
             if (dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
-                int64_t size = -1;
-                for (int k = 0; k < c->ndims; k++)
-                    if (c->dims[k].name && dim->dim_param && !strcmp(c->dims[k].name, dim->dim_param))
-                        size = c->dims[k].size;
-                char pbuf[80];
-                if (size < 0)
-                    return mc_fail(MC_ERR_INPUT, "%s: input '%s': dimension %zu is symbolic ('%s'): give its size (--dim %s=SIZE)",
-                                   c->file, buf, dd, shown(dim->dim_param, pbuf, sizeof pbuf), pbuf);
-                if (size < 1 || size > ((int64_t)1 << 40))
-                    return mc_fail(MC_ERR_INPUT, "%s: --dim %s=%lld: a size must be positive", c->file,
-                                   shown(dim->dim_param, pbuf, sizeof pbuf), (long long)size);
-                dims[dd] = size;
+                mc_status st = dim_param(c, dim->dim_param, buf, dd, &dims[dd]);
+                if (st != MC_OK)
+                    return st;
                 continue;
             }
             if (!dim || dim->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
@@ -1266,7 +1447,7 @@ static mc_status import_graph(ctx *c, Onnx__ModelProto *mp)
         else if (!(fn = find_op(n->op_type)))
             onnx_why(c, "unknown operator (minic has no equivalent yet)");
         else if (!missing && !poisoned)
-            ok = fn(c, n);
+            ok = sym_check(c, n) && fn(c, n);
         if (!ok) {
             if (!poisoned || !fn)
                 report(c, n, (int)k, c->why[0] ? c->why : mc_error_message());

@@ -39,6 +39,9 @@ typedef struct htensor {
     double *f;
     float *f32;
     bool f32_given; /* f32 belongs to a param now (a second param of it copies) */
+    bool sym;       /* integers only: some of i[] are symbolic dimensions of the graph (the
+                       shape of an input with dim_params, and what shape arithmetic made of it);
+                       onnx_in_const hides such a tensor, onnx_in_sconst gives it */
 } htensor;
 
 /* ---- the importer's state ------------------------------------------------------------------- */
@@ -123,7 +126,8 @@ int64_t onnx_attr_i(const node_t *n, const char *name, int64_t def);
 double onnx_attr_f(const node_t *n, const char *name, double def);
 slot *onnx_in_slot(ctx *c, const node_t *n, size_t k);
 bool onnx_has_in(const node_t *n, size_t k);
-htensor *onnx_in_const(ctx *c, const node_t *n, size_t k);
+htensor *onnx_in_const(ctx *c, const node_t *n, size_t k);  /* NULL for a symbolic one */
+htensor *onnx_in_sconst(ctx *c, const node_t *n, size_t k); /* symbolic ones too */
 mc_value onnx_in_value(ctx *c, const node_t *n, size_t k);
 void onnx_slot_type(ctx *c, const slot *s, int *elem, int *rank, int64_t *dims);
 bool onnx_out_present(const node_t *n, size_t k);
@@ -132,7 +136,14 @@ bool onnx_set_out(ctx *c, const node_t *n, size_t k, mc_value v);
 bool onnx_set_const(ctx *c, const node_t *n, size_t k, htensor *t);
 bool onnx_ints_of(ctx *c, const node_t *n, size_t input, const char *attr_name, int64_t *out,
                   int *count, int max, bool *given);
+/* onnx_ints_of where entries may be symbolic dimensions (a shape computed from an input's) */
+bool onnx_dims_of(ctx *c, const node_t *n, size_t input, const char *attr_name, int64_t *out,
+                  int *count, int max, bool *given);
 bool onnx_norm_axis(ctx *c, int64_t axis, int rank, int *out);
+
+/* symbolic dimensions (dim_params): does a shape have one; "[B, T, 768]" for messages */
+bool onnx_any_sym(int rank, const int64_t *dims);
+const char *onnx_dims_str(ctx *c, int rank, const int64_t *dims, char *buf, size_t size);
 
 /* host evaluation: NumPy broadcasting, element-wise folds, copies to a new shape */
 bool onnx_broadcast(ctx *c, int ra, const int64_t *a, int rb, const int64_t *b, int *r, int64_t *out);

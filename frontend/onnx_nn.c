@@ -82,6 +82,8 @@ static bool op_softmax(ctx *c, const node_t *n)
     if (c->opset >= 13)
         return onnx_set_out(c, n, 0, log ? mc_log_softmax(g, x, ax) : mc_softmax(g, x, ax));
     /* before opset 13: the input is seen as 2-D, [prod(:axis), prod(axis:)] */
+    if (onnx_any_sym(rank, xn->shape))
+        return onnx_why(c, "%s before opset 13 over a symbolic dimension", n->op_type);
     int64_t s2[2] = {onnx_numel(ax, xn->shape), onnx_numel(rank - ax, xn->shape + ax)};
     int64_t back[MC_MAX_RANK];
     memcpy(back, xn->shape, sizeof back);

@@ -53,10 +53,96 @@ static bool op_unary(ctx *c, const node_t *n)
     return onnx_why(c, "internal: no unary operator");
 }
 
+/* A value of a host tensor is a symbolic dimension (only a tensor marked sym holds them). */
+static bool is_symv(const htensor *t, int64_t k) { return t->sym && mc_dim_is_sym(t->i[k]); }
+
+/* x op y where x or y is a symbolic dimension: arithmetic with mc_dim_* (a result that is no
+ * dimension of the graph, or could be below 0 for some binding, is refused); comparisons only
+ * where every binding gives the same answer. false with the reason set otherwise. */
+static bool sym_binop(ctx *c, binop op, int64_t x, int64_t y, int64_t *z)
+{
+    mc_graph *g = c->g;
+    char xs[96], ys[96];
+    mc_dim_str(g, x, xs, sizeof xs);
+    mc_dim_str(g, y, ys, sizeof ys);
+    int64_t r = 0, lo;
+    bool ok = false;
+    switch (op) {
+    case B_ADD: ok = mc_dim_add(g, x, y, &r); break;
+    case B_SUB:
+        if (!mc_dim_is_sym(y))
+            ok = y != INT64_MIN && mc_dim_add_const(g, x, -y, &r);
+        else {
+            int64_t ny;
+            ok = mc_dim_mul(g, y, -1, &ny) && mc_dim_add(g, x, ny, &r);
+        }
+        break;
+    case B_MUL: ok = (mc_dim_is_sym(x) || x >= 1) && (mc_dim_is_sym(y) || y >= 1) && mc_dim_mul(g, x, y, &r); break;
+    case B_DIV: ok = (mc_dim_is_sym(y) || y >= 1) && mc_dim_div_exact(g, x, y, &r); break;
+    case B_EQ: case B_LT: case B_GT: case B_LE: case B_GE: {
+        /* x - y's sign: equal dims, or a symbolic side whose least value is above the other */
+        int sign = 2; /* unknown */
+        if (x == y)
+            sign = 0;
+        else if (mc_dim_is_sym(x) && !mc_dim_is_sym(y) && mc_dim_lower_bound(g, x, &lo) && lo > y)
+            sign = 1;
+        else if (mc_dim_is_sym(y) && !mc_dim_is_sym(x) && mc_dim_lower_bound(g, y, &lo) && lo > x)
+            sign = -1;
+        if (sign == 2)
+            return onnx_why(c, "comparing %s with %s: the answer depends on the binding of the symbolic dimensions", xs, ys);
+        *z = op == B_EQ ? sign == 0 : op == B_LT ? sign < 0 : op == B_GT ? sign > 0 : op == B_LE ? sign <= 0 : sign >= 0;
+        return true;
+    }
+    default:
+        return onnx_why(c, "this operator on the symbolic dimension %s", mc_dim_is_sym(x) ? xs : ys);
+    }
+    if (!ok || (mc_dim_is_sym(r) && (!mc_dim_lower_bound(g, r, &lo) || lo < 0)))
+        return onnx_why(c, "%s %s %s is not a size minic can compute for every binding of the symbolic dimensions", xs,
+                        op == B_ADD ? "+" : op == B_SUB ? "-" : op == B_MUL ? "*" : "/", ys);
+    *z = r;
+    return true;
+}
+
+/* onnx_fold_binary for integer constants where some values are symbolic dimensions */
+static htensor *fold_sym_binary(ctx *c, binop op, const htensor *a, const htensor *b)
+{
+    int r;
+    int64_t shape[MC_MAX_RANK];
+    if (!onnx_broadcast(c, a->rank, a->dims, b->rank, b->dims, &r, shape))
+        return NULL;
+    bool cmp = op >= B_EQ && op <= B_GE;
+    htensor *t = onnx_new_fold(c, cmp ? T_BOOL : a->elem, r, shape);
+    if (!t)
+        return NULL;
+    for (int64_t k = 0; k < t->n; k++) {
+        int64_t ia = onnx_bidx(a, r, shape, k), ib = onnx_bidx(b, r, shape, k);
+        if (!is_symv(a, ia) && !is_symv(b, ib)) {
+            htensor one_a = *a, one_b = *b; /* one element through the plain fold */
+            int64_t va = a->i[ia], vb = b->i[ib];
+            one_a.rank = one_b.rank = 0;
+            one_a.n = one_b.n = 1;
+            one_a.i = &va;
+            one_b.i = &vb;
+            one_a.sym = one_b.sym = false;
+            htensor *z = onnx_fold_binary(c, op, &one_a, &one_b);
+            if (!z)
+                return NULL;
+            t->i[k] = z->i[0];
+        } else if (!sym_binop(c, op, a->i[ia], b->i[ib], &t->i[k])) {
+            return NULL;
+        }
+        t->sym |= !cmp && mc_dim_is_sym(t->i[k]);
+    }
+    return t;
+}
+
 static bool op_binary(ctx *c, const node_t *n)
 {
     for (size_t k = 0; k < sizeof binary_ops / sizeof *binary_ops; k++)
         if (!strcmp(n->op_type, binary_ops[k].name)) {
+            htensor *sa = onnx_in_sconst(c, n, 0), *sb = onnx_in_sconst(c, n, 1);
+            if (sa && sb && (sa->sym || sb->sym) && sa->i && sb->i && sa->n <= 4096 && sb->n <= 4096)
+                return onnx_set_const(c, n, 0, fold_sym_binary(c, binary_ops[k].fold, sa, sb));
             htensor *a = onnx_in_const(c, n, 0), *b = onnx_in_const(c, n, 1);
             if (a && b && a->n <= MAX_FOLD_ELEMS && b->n <= MAX_FOLD_ELEMS &&
                 onnx_elem_is_int(a->elem) == onnx_elem_is_int(b->elem))
@@ -114,6 +200,25 @@ static bool op_logic(ctx *c, const node_t *n)
 
 static bool op_where(ctx *c, const node_t *n)
 {
+    /* shape arithmetic (exporters write Where(Equal(shape, -1), 1, shape) for Expand), symbolic
+     * dimensions too: a selection of integers on the host */
+    htensor *tc = onnx_in_const(c, n, 0), *ta = onnx_in_sconst(c, n, 1), *tb = onnx_in_sconst(c, n, 2);
+    if (tc && ta && tb && ta->i && tb->i && ta->elem == tb->elem && tc->n <= 4096 && ta->n <= 4096 && tb->n <= 4096) {
+        int r1, r;
+        int64_t s1[MC_MAX_RANK], shape[MC_MAX_RANK];
+        if (!onnx_broadcast(c, tc->rank, tc->dims, ta->rank, ta->dims, &r1, s1) ||
+            !onnx_broadcast(c, r1, s1, tb->rank, tb->dims, &r, shape))
+            return false;
+        htensor *z = onnx_new_fold(c, ta->elem, r, shape);
+        if (!z)
+            return false;
+        for (int64_t k = 0; k < z->n; k++) {
+            const htensor *from = onnx_hi(tc, onnx_bidx(tc, r, shape, k)) ? ta : tb;
+            z->i[k] = from->i[onnx_bidx(from, r, shape, k)];
+            z->sym |= is_symv(from, onnx_bidx(from, r, shape, k));
+        }
+        return onnx_set_const(c, n, 0, z);
+    }
     VAL(cond, 0);
     VAL(a, 1);
     VAL(b, 2);
@@ -204,9 +309,13 @@ static bool op_activation(ctx *c, const node_t *n)
 /* Output 0 is input 0 with a new shape: a constant stays one. */
 static bool reshape_to(ctx *c, const node_t *n, int rank, const int64_t *dims)
 {
-    htensor *a = onnx_in_const(c, n, 0);
-    if (a && a->n <= MAX_FOLD_ELEMS)
-        return onnx_set_const(c, n, 0, onnx_fold_copy(c, a, a->elem, rank, dims));
+    htensor *a = onnx_in_sconst(c, n, 0);
+    if (a && a->n <= MAX_FOLD_ELEMS && !onnx_any_sym(rank, dims)) {
+        htensor *z = onnx_fold_copy(c, a, a->elem, rank, dims);
+        if (z)
+            z->sym = a->sym;
+        return onnx_set_const(c, n, 0, z);
+    }
     VAL(x, 0);
     for (int d = 0; d < rank; d++)
         if (dims[d] == 0)
@@ -227,6 +336,16 @@ static bool in_type(ctx *c, const node_t *n, size_t k, int *elem, int *rank, int
     return true;
 }
 
+/* the product of dims that may be symbolic; false (the reason set) where it is no dimension */
+static bool sym_numel(ctx *c, int rank, const int64_t *dims, int64_t *out)
+{
+    *out = 1;
+    for (int d = 0; d < rank; d++)
+        if (!mc_dim_mul(c->g, *out, dims[d], out))
+            return onnx_why(c, "the size of a shape with symbolic dimensions overflows");
+    return true;
+}
+
 int64_t onnx_numel(int rank, const int64_t *dims)
 {
     int64_t p = 1;
@@ -243,11 +362,24 @@ static bool op_reshape(ctx *c, const node_t *n)
         return false;
     int ns;
     bool given;
-    if (!onnx_ints_of(c, n, 1, "shape", spec, &ns, MC_MAX_RANK, &given))
+    if (!onnx_dims_of(c, n, 1, "shape", spec, &ns, MC_MAX_RANK, &given))
         return false;
     if (!given)
         return onnx_why(c, "no shape");
     bool allowzero = onnx_attr_i(n, "allowzero", 0) != 0;
+    if (onnx_any_sym(rank, dims) || onnx_any_sym(ns, spec)) {
+        /* 0 copies the input's dimension, -1 is left to minic's reshape (an exact quotient of
+         * the sizes as polynomials), the rest are sizes or symbolic dimensions */
+        for (int k = 0; k < ns; k++) {
+            if (spec[k] == 0 && !allowzero && k >= rank)
+                return onnx_why(c, "shape entry %d is 0 (copy), but the input has rank %d", k, rank);
+            if (!mc_dim_is_sym(spec[k]) && spec[k] < (allowzero ? 1 : 0) && spec[k] != -1)
+                return onnx_why(c, "shape entry %lld", (long long)spec[k]);
+            out[k] = spec[k] == 0 ? dims[k] : spec[k];
+        }
+        VAL(x, 0);
+        return onnx_set_out(c, n, 0, mc_reshape(c->g, x, out, ns));
+    }
     int infer = -1;
     int64_t known = 1, total = onnx_numel(rank, dims);
     for (int k = 0; k < ns; k++) {
@@ -289,7 +421,9 @@ static bool op_flatten(ctx *c, const node_t *n)
         return onnx_why(c, "axis %lld out of range for rank %d", (long long)axis, rank);
     if (axis < 0)
         axis += rank;
-    int64_t out[2] = {onnx_numel((int)axis, dims), onnx_numel(rank - (int)axis, dims + axis)};
+    int64_t out[2];
+    if (!sym_numel(c, (int)axis, dims, &out[0]) || !sym_numel(c, rank - (int)axis, dims + axis, &out[1]))
+        return false;
     return reshape_to(c, n, 2, out);
 }
 
@@ -308,10 +442,13 @@ static bool op_squeeze(ctx *c, const node_t *n)
         int a;
         if (!onnx_norm_axis(c, axes[k], rank, &a))
             return false;
+        char ds[96];
         if (dims[a] != 1)
-            return onnx_why(c, "cannot squeeze axis %d of size %lld", a, (long long)dims[a]);
+            return onnx_why(c, "cannot squeeze axis %d of size %s", a, mc_dim_str(c->g, dims[a], ds, sizeof ds));
         drop[a] = true;
     }
+    if (!given && onnx_any_sym(rank, dims))
+        return onnx_why(c, "Squeeze without axes over a symbolic dimension (whether it is 1 depends on the binding)");
     int r = 0;
     for (int d = 0; d < rank; d++)
         if (!(given ? drop[d] : dims[d] == 1))
@@ -392,8 +529,11 @@ static bool op_concat(ctx *c, const node_t *n)
     if (n->n_input < 1 || n->n_input > 4096)
         return onnx_why(c, "%zu operands", n->n_input);
     int64_t axis = onnx_attr_i(n, "axis", 0);
-    if (onnx_all_const(c, n)) {
-        htensor *first = onnx_in_const(c, n, 0);
+    bool all = true;
+    for (size_t k = 0; k < n->n_input; k++)
+        all = all && (!onnx_has_in(n, k) || onnx_in_sconst(c, n, k));
+    if (all) {
+        htensor *first = onnx_in_sconst(c, n, 0);
         if (!first)
             return onnx_why(c, "input 0 is missing");
         int r = first->rank, ax;
@@ -405,9 +545,11 @@ static bool op_concat(ctx *c, const node_t *n)
         memcpy(dims, first->dims, sizeof dims);
         dims[ax] = 0;
         for (size_t k = 0; k < n->n_input; k++) {
-            htensor *t = onnx_in_const(c, n, k);
+            htensor *t = onnx_in_sconst(c, n, k);
             if (!t)
                 continue;
+            if (t->sym && !t->i)
+                return onnx_why(c, "internal: a symbolic constant without integers");
             if (t->rank != r)
                 return onnx_why(c, "operands of ranks %d and %d", r, t->rank);
             for (int d = 0; d < r; d++)
@@ -422,9 +564,12 @@ static bool op_concat(ctx *c, const node_t *n)
         int64_t outer = onnx_numel(ax, dims), pos = 0;
         for (int64_t o = 0; o < outer; o++)
             for (size_t k = 0; k < n->n_input; k++) {
-                htensor *t = onnx_in_const(c, n, k);
+                htensor *t = onnx_in_sconst(c, n, k);
                 if (!t)
                     continue;
+                if (t->sym && !z->i)
+                    return onnx_why(c, "symbolic dimensions joined with floating-point values");
+                z->sym |= t->sym;
                 int64_t inner = onnx_numel(r - ax, t->dims + ax);
                 for (int64_t e = 0; e < inner; e++, pos++) {
                     if (z->i)
@@ -481,6 +626,10 @@ static bool op_split(ctx *c, const node_t *n)
         return false;
     int64_t dim = xn->shape[ax];
     int nout = (int)n->n_output;
+    if (mc_dim_is_sym(dim)) {
+        char ds[96];
+        return onnx_why(c, "a split of axis %d, whose size %s is symbolic", ax, mc_dim_str(c->g, dim, ds, sizeof ds));
+    }
     if (!given) {
         if (nout < 1)
             return onnx_why(c, "no outputs");
@@ -510,6 +659,7 @@ static htensor *fold_slice(ctx *c, const htensor *a, const int64_t *start, const
     htensor *z = onnx_new_fold(c, a->elem, a->rank, count);
     if (!z)
         return NULL;
+    z->sym = a->sym;
     for (int64_t k = 0; k < z->n; k++) {
         int64_t rem = k, src = 0, stride = 1;
         for (int d = a->rank - 1; d >= 0; d--) {
@@ -526,6 +676,63 @@ static htensor *fold_slice(ctx *c, const htensor *a, const int64_t *start, const
     return z;
 }
 
+/* Slice where an axis or a bound is symbolic: minic's slice of a symbolic axis takes its bounds
+ * from the start (>= 0) or from the end (< 0), step 1, and checks for each binding that they lie
+ * inside the axis (no clamping). A symbolic bound is taken where it is the axis's own size (an
+ * end at the axis's end: x[:T] of an axis of size T). */
+static bool slice_symbolic(ctx *c, const node_t *n, int rank, const int64_t *dims, int ns, const int64_t *starts,
+                           const int64_t *ends, const int64_t *axes, const int64_t *steps)
+{
+    const int64_t far = (int64_t)1 << 40; /* beyond any axis: INT64_MAX, INT_MAX, ... clamp to an end */
+    htensor *a = onnx_in_sconst(c, n, 0);
+    if (a && !onnx_any_sym(rank, dims))
+        return onnx_why(c, "a slice of a constant with bounds that depend on symbolic dimensions");
+    VAL(x, 0);
+    bool seen[MC_MAX_RANK] = {0};
+    for (int k = 0; k < ns; k++) {
+        int ax;
+        if (!onnx_norm_axis(c, axes ? axes[k] : k, rank, &ax))
+            return false;
+        if (seen[ax])
+            return onnx_why(c, "axis %d sliced twice", ax);
+        seen[ax] = true;
+        int64_t dim = dims[ax], s = starts[k], e = ends[k];
+        char ds[96], bs[96];
+        mc_dim_str(c->g, dim, ds, sizeof ds);
+        if (steps && steps[k] != 1)
+            return onnx_why(c, "a step of %lld over axis %d of size %s (with symbolic sizes or bounds only step 1)",
+                            (long long)steps[k], ax, ds);
+        if (mc_dim_is_sym(s))
+            return onnx_why(c, "start %s on axis %d of size %s: a symbolic start (minic's slice bounds are fixed)",
+                            mc_dim_str(c->g, s, bs, sizeof bs), ax, ds);
+        if (mc_dim_is_sym(e)) {
+            if (e != dim)
+                return onnx_why(c, "end %s on axis %d of size %s: a symbolic end other than the axis's size (minic's "
+                                   "slice bounds are fixed)", mc_dim_str(c->g, e, bs, sizeof bs), ax, ds);
+            e = far;
+        }
+        if (!mc_dim_is_sym(dim)) { /* a static axis with static bounds (a symbolic end was its size) */
+            clamp_range(dim, &s, &e);
+            if (e <= s)
+                return onnx_why(c, "an empty slice (minic has no zero-size dimensions)");
+            if (s > 0 || e < dim)
+                x = mc_slice(c->g, x, ax, s, e);
+            continue;
+        }
+        if (s <= -far)
+            s = 0;
+        if (e <= -far || e == 0)
+            return onnx_why(c, "an empty slice of axis %d of size %s", ax, ds);
+        if (e >= far)
+            e = MC_END;
+        if (s >= far)
+            return onnx_why(c, "a start of %lld on axis %d of size %s", (long long)s, ax, ds);
+        if (s != 0 || e != MC_END)
+            x = mc_slice(c->g, x, ax, s, e);
+    }
+    return onnx_set_out(c, n, 0, x);
+}
+
 static bool op_slice(ctx *c, const node_t *n)
 {
     int elem, rank;
@@ -535,13 +742,15 @@ static bool op_slice(ctx *c, const node_t *n)
     int64_t starts[MC_MAX_RANK], ends[MC_MAX_RANK], axes[MC_MAX_RANK], steps[MC_MAX_RANK];
     int ns, ne, na, nst;
     bool gs, ge, ga, gst;
-    if (!onnx_ints_of(c, n, 1, "starts", starts, &ns, MC_MAX_RANK, &gs) ||
-        !onnx_ints_of(c, n, 2, "ends", ends, &ne, MC_MAX_RANK, &ge) ||
+    if (!onnx_dims_of(c, n, 1, "starts", starts, &ns, MC_MAX_RANK, &gs) ||
+        !onnx_dims_of(c, n, 2, "ends", ends, &ne, MC_MAX_RANK, &ge) ||
         !onnx_ints_of(c, n, 3, "axes", axes, &na, MC_MAX_RANK, &ga) ||
         !onnx_ints_of(c, n, 4, "steps", steps, &nst, MC_MAX_RANK, &gst))
         return false;
     if (!gs || !ge || ns != ne || (ga && na != ns) || (gst && nst != ns))
         return onnx_why(c, "starts, ends, axes and steps disagree");
+    if (onnx_any_sym(rank, dims) || onnx_any_sym(ns, starts) || onnx_any_sym(ne, ends))
+        return slice_symbolic(c, n, rank, dims, ns, starts, ends, ga ? axes : NULL, gst ? steps : NULL);
     int64_t st[MC_MAX_RANK], sp[MC_MAX_RANK], cnt[MC_MAX_RANK];
     bool seen[MC_MAX_RANK] = {0};
     for (int d = 0; d < rank; d++)
@@ -568,7 +777,7 @@ static bool op_slice(ctx *c, const node_t *n)
         st[ax] = s;
         sp[ax] = step;
     }
-    htensor *a = onnx_in_const(c, n, 0);
+    htensor *a = onnx_in_sconst(c, n, 0);
     if (a && a->n <= MAX_FOLD_ELEMS)
         return onnx_set_const(c, n, 0, fold_slice(c, a, st, sp, cnt));
     VAL(x, 0);
@@ -592,13 +801,13 @@ static bool op_expand(ctx *c, const node_t *n)
         return false;
     int ns;
     bool given;
-    if (!onnx_ints_of(c, n, 1, "shape", spec, &ns, MC_MAX_RANK, &given))
+    if (!onnx_dims_of(c, n, 1, "shape", spec, &ns, MC_MAX_RANK, &given))
         return false;
     int r;
     if (!onnx_broadcast(c, rank, dims, ns, spec, &r, out))
         return false;
     htensor *a = onnx_in_const(c, n, 0);
-    if (a && onnx_numel(r, out) <= 4096) {
+    if (a && !onnx_any_sym(r, out) && onnx_numel(r, out) <= 4096) {
         htensor *z = onnx_new_fold(c, a->elem, r, out);
         if (!z)
             return false;
@@ -685,16 +894,18 @@ static bool op_gather(ctx *c, const node_t *n)
         out[o++] = idx->dims[d];
     for (int d = ax + 1; d < rank; d++)
         out[o++] = dims[d];
-    for (int64_t k = 0; k < idx->n; k++) {
+    bool sym_axis = mc_dim_is_sym(dims[ax]); /* indices checked for each binding, by the slices */
+    for (int64_t k = 0; k < idx->n && !sym_axis; k++) {
         int64_t i = onnx_hi(idx, k);
         if (i < -dims[ax] || i >= dims[ax])
             return onnx_why(c, "index %lld out of range for axis %d of size %lld", (long long)i, ax, (long long)dims[ax]);
     }
-    htensor *a = onnx_in_const(c, n, 0);
+    htensor *a = onnx_in_sconst(c, n, 0);
     if (a && onnx_numel(r, out) <= MAX_FOLD_ELEMS) {
         htensor *z = onnx_new_fold(c, a->elem, r, out);
         if (!z)
             return false;
+        z->sym = a->sym;
         int64_t outer = onnx_numel(ax, dims), inner = onnx_numel(rank - ax - 1, dims + ax + 1), pos = 0;
         for (int64_t p = 0; p < outer; p++)
             for (int64_t k = 0; k < idx->n; k++) {
@@ -717,9 +928,10 @@ static bool op_gather(ctx *c, const node_t *n)
     mc_value parts[256];
     for (int64_t k = 0; k < idx->n; k++) {
         int64_t i = onnx_hi(idx, k);
-        if (i < 0)
-            i += dims[ax];
-        parts[k] = mc_slice(c->g, x, ax, i, i + 1);
+        if (sym_axis) /* from the start, or from the end (-1: the last) */
+            parts[k] = mc_slice(c->g, x, ax, i, i == -1 ? MC_END : i + 1);
+        else
+            parts[k] = mc_slice(c->g, x, ax, i < 0 ? i + dims[ax] : i, (i < 0 ? i + dims[ax] : i) + 1);
     }
     mc_value y = idx->n == 1 ? parts[0] : mc_concat(c->g, parts, (int)idx->n, ax);
     if (y < 0)
@@ -745,13 +957,20 @@ static bool op_shape(ctx *c, const node_t *n)
     int64_t dims[MC_MAX_RANK];
     if (!in_type(c, n, 0, &elem, &rank, dims))
         return false;
+    htensor *t;
     if (!strcmp(n->op_type, "Size")) {
-        int64_t total = onnx_numel(rank, dims);
-        return onnx_set_const(c, n, 0, ints_tensor(c, &total, 1, true));
+        int64_t total;
+        if (!sym_numel(c, rank, dims, &total))
+            return false;
+        t = ints_tensor(c, &total, 1, true);
+    } else {
+        int64_t s = onnx_attr_i(n, "start", 0), e = onnx_attr_i(n, "end", rank);
+        clamp_range(rank, &s, &e);
+        t = ints_tensor(c, dims + s, e > s ? e - s : 0, false);
     }
-    int64_t s = onnx_attr_i(n, "start", 0), e = onnx_attr_i(n, "end", rank);
-    clamp_range(rank, &s, &e);
-    return onnx_set_const(c, n, 0, ints_tensor(c, dims + s, e > s ? e - s : 0, false));
+    if (t) /* an input's dim_params: the shape's values are symbolic dimensions */
+        t->sym = onnx_any_sym((int)t->n, t->i);
+    return onnx_set_const(c, n, 0, t);
 }
 
 static bool op_constant(ctx *c, const node_t *n)
@@ -785,8 +1004,9 @@ static bool op_constant_of_shape(ctx *c, const node_t *n)
     int64_t dims[MC_MAX_RANK];
     int r;
     bool given;
-    if (!onnx_ints_of(c, n, 0, "shape", dims, &r, MC_MAX_RANK, &given))
+    if (!onnx_dims_of(c, n, 0, "shape", dims, &r, MC_MAX_RANK, &given))
         return false;
+    bool sym = onnx_any_sym(r, dims); /* a symbolic shape: minic's full, sized when it runs */
     const attr_t *a = onnx_attr(n, "value");
     htensor *v = a && a->t ? onnx_load_tensor(c, a->t, false) : NULL;
     if (a && !v)
@@ -796,9 +1016,9 @@ static bool op_constant_of_shape(ctx *c, const node_t *n)
     int elem = v ? v->elem : T_FLOAT;
     double x = v ? onnx_hf(v, 0) : 0;
     for (int d = 0; d < r; d++)
-        if (dims[d] < 0)
+        if (dims[d] < 0 && !mc_dim_is_sym(dims[d]))
             return onnx_why(c, "shape entry %lld", (long long)dims[d]);
-    if (onnx_numel(r, dims) <= 4096) {
+    if (!sym && onnx_numel(r, dims) <= 4096) {
         htensor *t = onnx_new_fold(c, elem, r, dims);
         if (!t)
             return false;
@@ -816,8 +1036,39 @@ static bool op_constant_of_shape(ctx *c, const node_t *n)
     return onnx_set_out(c, n, 0, mc_full(c->g, dims, r, x, d));
 }
 
+/* Range(start, limit, 1) where limit is a symbolic dimension (torch.arange(T)): an iota of
+ * limit - start elements, computed when the program runs. */
+static bool range_symbolic(ctx *c, const node_t *n, const htensor *s, const htensor *l, const htensor *d)
+{
+    char ls[96];
+    if (!l->sym || !mc_dim_is_sym(l->i[0]) || is_symv(s, 0) || is_symv(d, 0) || onnx_hi(d, 0) != 1)
+        return onnx_why(c, "a range whose start or delta is symbolic, or whose delta is not 1, over a symbolic limit");
+    int64_t start = onnx_hi(s, 0), count;
+    if (start == INT64_MIN || !mc_dim_add_const(c->g, l->i[0], -start, &count))
+        return onnx_why(c, "a range from %lld to %s: its length is no dimension", (long long)start,
+                        mc_dim_str(c->g, l->i[0], ls, sizeof ls));
+    int64_t lo;
+    if (mc_dim_is_sym(count) && (!mc_dim_lower_bound(c->g, count, &lo) || lo < 1))
+        return onnx_why(c, "a range from %lld to %s may be empty for some binding", (long long)start,
+                        mc_dim_str(c->g, l->i[0], ls, sizeof ls));
+    mc_dtype dt;
+    if (!onnx_map_dtype(c, s->elem, &dt))
+        return false;
+    if (dt != MC_I32)
+        return onnx_why(c, "a range of %s over a symbolic limit (integers only)", onnx_elem_name(s->elem));
+    if (start < INT32_MIN || start > INT32_MAX)
+        return onnx_why(c, "a range start %lld outside i32", (long long)start);
+    mc_value y = mc_iota(c->g, &count, 1, 0, MC_I32);
+    if (start != 0 && y >= 0)
+        y = mc_add(c->g, y, mc_scalar(c->g, (double)start, MC_I32));
+    return onnx_set_out(c, n, 0, y);
+}
+
 static bool op_range(ctx *c, const node_t *n)
 {
+    htensor *ss = onnx_in_sconst(c, n, 0), *sl = onnx_in_sconst(c, n, 1), *sd = onnx_in_sconst(c, n, 2);
+    if (ss && sl && sd && ss->n == 1 && sl->n == 1 && sd->n == 1 && (ss->sym || sl->sym || sd->sym))
+        return range_symbolic(c, n, ss, sl, sd);
     htensor *s = onnx_in_const(c, n, 0), *l = onnx_in_const(c, n, 1), *d = onnx_in_const(c, n, 2);
     if (!s || !l || !d || s->n != 1 || l->n != 1 || d->n != 1)
         return onnx_why(c, "start, limit and delta must be scalar constants");
@@ -845,6 +1096,15 @@ static bool op_range(ctx *c, const node_t *n)
 static bool op_cast(ctx *c, const node_t *n)
 {
     int to = (int)onnx_attr_i(n, "to", 0);
+    htensor *sa = onnx_in_sconst(c, n, 0);
+    if (sa && sa->sym) { /* symbolic dimensions stay integers */
+        if (!onnx_elem_is_int(to) || to == T_BOOL || to == T_UINT8 || to == T_INT8 || to == T_UINT16 || to == T_INT16)
+            return onnx_why(c, "a cast of symbolic dimensions to %s", onnx_elem_name(to));
+        htensor *z = onnx_fold_copy(c, sa, to, sa->rank, sa->dims);
+        if (z)
+            z->sym = true;
+        return onnx_set_const(c, n, 0, z);
+    }
     htensor *a = onnx_in_const(c, n, 0);
     if (a && a->n <= MAX_FOLD_ELEMS && (onnx_elem_is_int(to) || onnx_elem_is_float(to))) {
         htensor *z = onnx_new_fold(c, to, a->rank, a->dims);

@@ -289,9 +289,13 @@ mc_status mc_onnx_load(const char *path, unsigned flags, mc_note_fn note, void *
  * model's folder). name is for messages. */
 mc_status mc_onnx_load_memory(const void *data, size_t size, const char *name, unsigned flags,
                               mc_note_fn note, void *note_ctx, mc_onnx **out);
-/* mc_onnx_load where inputs have symbolic dimensions (ONNX dim_params, a model exported with
- * dynamic axes): each named one gets the size given here (`minic --dim NAME=SIZE`); a
- * dim_param without a size is an error naming it. */
+/* An input's dim_param (a model exported with dynamic axes) is a symbolic dimension of the graph
+ * under its name (invalid characters as '_'), bound when the program runs, as a .graph file's
+ * (SPEC §1); the shape computations over it (Shape, Gather, Concat, arithmetic, ... feeding
+ * Reshape, Expand, ConstantOfShape, Range, Slice) are evaluated symbolically at import time. A
+ * node whose shape computation cannot be (a symbolic slice bound, Tile, ...) is reported as
+ * unsupported. mc_onnx_load_with_dims instead fixes the dim_params named here to the sizes given
+ * (`minic --dim NAME=SIZE` falls back to it for such models); the others stay symbolic. */
 typedef struct mc_onnx_dim {
     const char *name;
     int64_t size;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "frontend/onnx.h"
+#include "runtime/runtime.h"
 
 /* ---- a protobuf writer ---------------------------------------------------------------------- */
 
@@ -582,7 +583,7 @@ static void test_gather_runtime(void **state)
     mc_onnx_free(o);
 }
 
-/* a dim_param needs a size: an error naming it without one, the size given with one */
+/* a dim_param is a symbolic dimension (SPEC §1, §7); mc_onnx_load_with_dims fixes it instead */
 static void test_symbolic_dims(void **state)
 {
     (void)state;
@@ -604,12 +605,17 @@ static void test_symbolic_dims(void **state)
     snprintf(path, sizeof path, "%s/dyn.onnx", mc_test_tmpdir());
     write_model(path, &m);
     mc_onnx *o;
-    assert_int_equal(mc_onnx_load(path, 0, NULL, NULL, &o), MC_ERR_INPUT);
-    assert_non_null(strstr(mc_error_message(), "dimension 0 is symbolic ('N'): give its size (--dim N=SIZE)"));
+    assert_int_equal(mc_onnx_load(path, 0, NULL, NULL, &o), MC_OK);
+    const mc_graph *gr = mc_onnx_graph(o);
+    assert_int_equal(mc_graph_num_syms(gr), 1);
+    assert_string_equal(mc_dim_sym_name(gr, 0), "N");
+    assert_int_equal(mc_dim_as_sym(gr, o->inputs[0].shape[0]), 0);
+    mc_onnx_free(o);
     mc_onnx_dim dims[1] = {{"N", 7}};
     assert_int_equal(mc_onnx_load_with_dims(path, 0, dims, 1, NULL, NULL, &o), MC_OK);
     assert_int_equal(o->inputs[0].rank, 1);
     assert_int_equal(o->inputs[0].shape[0], 7);
+    assert_int_equal(mc_graph_num_syms(mc_onnx_graph(o)), 0);
     mc_onnx_free(o);
     dims[0].size = 0;
     assert_int_equal(mc_onnx_load_with_dims(path, 0, dims, 1, NULL, NULL, &o), MC_ERR_INPUT);
@@ -619,6 +625,294 @@ static void test_symbolic_dims(void **state)
     assert_non_null(strstr(sout, "y: f32[5]"));
     free(sout);
     free(serr);
+    snprintf(args, sizeof args, "check %s", path);
+    assert_int_equal(mc_test_minic(args, &sout, &serr), 0);
+    if (!strstr(sout, "input x : f32[N]"))
+        fail_msg("check printed: %s", sout);
+    free(sout);
+    free(serr);
+}
+
+/* ---- dynamic axes: a model as PyTorch exports one (dim_params and shape chains) ------------- */
+
+/* NodeProto with nin inputs and the attributes given as encoded AttributeProtos */
+static void nodev(buf *nd, const char *op, const char *const *ins, int nin, const char *out,
+                  const buf *attrs, int nattrs)
+{
+    nd->n = 0;
+    for (int k = 0; k < nin; k++)
+        field_str(nd, 1, ins[k]);
+    field_str(nd, 2, out);
+    field_str(nd, 3, out);
+    field_str(nd, 4, op);
+    for (int k = 0; k < nattrs; k++)
+        field_msg(nd, 5, &attrs[k]);
+}
+
+/* AttributeProto { name 1, i 3, ints 8, type 20 (INT 2, INTS 7) } */
+static void attr_int(buf *a, const char *name, int64_t v)
+{
+    a->n = 0;
+    field_str(a, 1, name);
+    field_varint(a, 3, (uint64_t)v);
+    field_varint(a, 20, 2);
+}
+
+static void attr_ints(buf *a, const char *name, const int64_t *v, int n)
+{
+    a->n = 0;
+    field_str(a, 1, name);
+    for (int k = 0; k < n; k++)
+        field_varint(a, 8, (uint64_t)v[k]);
+    field_varint(a, 20, 7);
+}
+
+/* an input whose dims are sizes (> 0) or dim_params (names[d] where dims[d] is 0) */
+static void dyn_input(buf *v, const char *name, const int64_t *dims, const char *const *names, int rank)
+{
+    buf shape = {0}, tt = {0}, tp = {0};
+    for (int d = 0; d < rank; d++) {
+        buf dm = {0};
+        if (dims[d])
+            field_varint(&dm, 1, (uint64_t)dims[d]);
+        else
+            field_str(&dm, 2, names[d]);
+        field_msg(&shape, 1, &dm);
+    }
+    field_varint(&tt, 1, 1);
+    field_msg(&tt, 2, &shape);
+    field_msg(&tp, 1, &tt);
+    v->n = 0;
+    field_str(v, 1, name);
+    field_msg(v, 2, &tp);
+}
+
+static void int64_init(buf *g, const char *name, const int64_t *v, int n, bool scalar)
+{
+    buf t = {0};
+    int64_t d[1] = {n};
+    tensor(&t, name, 7, d, scalar ? 0 : 1, v, sizeof *v * (size_t)n);
+    field_msg(g, 5, &t);
+}
+
+/* x: f32[B, T, 8], m: f32[T];
+ *   z    = Transpose(Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), Unsqueeze(Gather(.., 1)), [2, 4])))
+ *   flat = Reshape(x, Concat(Unsqueeze(B * T), [-1]))                       [B*T, 8]
+ *   pos  = Cast(Range(0, T, 1), FLOAT) + m                                   [T]
+ *   ones = Expand(1, Where(Equal(Shape(x)[0:2], -1), 1, Shape(x)[0:2]))      [B, T] (torch's expand)
+ * `bad` adds a node whose shape chain cannot be computed over symbols (Tile). */
+static void dynamic_model(buf *m, bool bad)
+{
+    buf g = {0}, nd = {0}, v = {0}, a[2] = {{{0}, 0}, {{0}, 0}};
+    const char *BT[3] = {"B", "T", NULL};
+    int64_t zero = 0, one = 1, ax0 = 0, tail[2] = {2, 4}, minus1 = -1, two = 2;
+    int64_t perm[4] = {0, 2, 1, 3};
+#define N(op, out, na, ...)                                                        \
+    do {                                                                           \
+        const char *ins_[] = {__VA_ARGS__};                                        \
+        nodev(&nd, op, ins_, (int)(sizeof ins_ / sizeof *ins_), out, a, na);       \
+        field_msg(&g, 1, &nd);                                                     \
+    } while (0)
+    N("Shape", "s", 0, "x");
+    N("Gather", "b", 0, "s", "zero");
+    N("Gather", "t", 0, "s", "one");
+    N("Unsqueeze", "bu", 0, "b", "ax0");
+    N("Unsqueeze", "tu", 0, "t", "ax0");
+    attr_int(&a[0], "axis", 0);
+    N("Concat", "shp", 1, "bu", "tu", "tail");
+    N("Reshape", "y", 0, "x", "shp");
+    attr_ints(&a[0], "perm", perm, 4);
+    N("Transpose", "z", 1, "y");
+    N("Mul", "bt", 0, "b", "t");
+    N("Unsqueeze", "btu", 0, "bt", "ax0");
+    attr_int(&a[0], "axis", 0);
+    N("Concat", "shp2", 1, "btu", "minus1");
+    N("Reshape", "flat", 0, "x", "shp2");
+    N("Range", "r", 0, "zero", "t", "one");
+    attr_int(&a[0], "to", 1);
+    N("Cast", "rf", 1, "r");
+    N("Add", "pos", 0, "rf", "m");
+    N("Slice", "s2", 0, "s", "zero1", "two1");
+    N("Equal", "eq", 0, "s2", "minus1");
+    N("Where", "s3", 0, "eq", "one", "s2");
+    N("Expand", "ones", 0, "onef", "s3");
+    if (bad) {
+        N("Tile", "tiled", 0, "x", "reps");
+        int64_init(&g, "reps", (int64_t[]){1, 1, 2}, 3, false);
+    }
+#undef N
+    int64_init(&g, "zero", &zero, 1, true);
+    int64_init(&g, "one", &one, 1, true);
+    int64_init(&g, "ax0", &ax0, 1, false);
+    int64_init(&g, "tail", tail, 2, false);
+    int64_init(&g, "minus1", &minus1, 1, false);
+    int64_init(&g, "zero1", &zero, 1, false);
+    int64_init(&g, "two1", &two, 1, false);
+    {
+        buf t = {0};
+        const float onev = 1;
+        tensor(&t, "onef", 1, NULL, 0, &onev, sizeof onev);
+        field_msg(&g, 5, &t);
+    }
+    dyn_input(&v, "x", (int64_t[]){0, 0, 8}, BT, 3);
+    field_msg(&g, 11, &v);
+    dyn_input(&v, "m", (int64_t[]){0}, BT + 1, 1);
+    field_msg(&g, 11, &v);
+    const char *outs[] = {"z", "flat", "pos", "ones", "tiled"};
+    for (int k = 0; k < (bad ? 5 : 4); k++) {
+        v.n = 0;
+        field_str(&v, 1, outs[k]);
+        field_msg(&g, 12, &v);
+    }
+    model(m, &g);
+}
+
+/* run the dynamic model on backend `be` with B and T; compare with values computed here */
+static void run_dynamic(mc_onnx *o, mc_program *p, int B, int T)
+{
+    float x[4 * 6 * 8], mv[6];
+    for (int k = 0; k < B * T * 8; k++)
+        x[k] = (float)(k * 7 % 23) - 11.0f + 0.25f * (float)B;
+    for (int t = 0; t < T; t++)
+        mv[t] = 0.5f * (float)t - (float)B;
+    assert_int_equal(mc_program_set_dim(p, "B", B), MC_OK);
+    assert_int_equal(mc_program_set(p, "x", x, sizeof(float) * (size_t)(B * T * 8)), MC_OK); /* T from the size */
+    assert_int_equal(mc_program_set(p, "m", mv, sizeof(float) * (size_t)T), MC_OK);
+    assert_int_equal(mc_onnx_bind(o, p), MC_OK);
+    if (mc_program_run(p) != MC_OK)
+        fail_msg("B=%d T=%d: %s", B, T, mc_error_message());
+    mc_tensor z, flat, pos, ones;
+    assert_int_equal(mc_program_output(p, 0, &z), MC_OK);
+    assert_int_equal(mc_program_output(p, 1, &flat), MC_OK);
+    assert_int_equal(mc_program_output(p, 2, &pos), MC_OK);
+    assert_int_equal(mc_program_output(p, 3, &ones), MC_OK);
+    assert_int_equal(z.rank, 4);
+    assert_true(z.shape[0] == B && z.shape[1] == 2 && z.shape[2] == T && z.shape[3] == 4);
+    assert_true(flat.rank == 2 && flat.shape[0] == B * T && flat.shape[1] == 8);
+    assert_true(pos.rank == 1 && pos.shape[0] == T);
+    assert_true(ones.rank == 2 && ones.shape[0] == B && ones.shape[1] == T);
+    const float *zf = z.data, *ff = flat.data, *pf = pos.data, *of = ones.data;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < 2; i++)
+            for (int t = 0; t < T; t++)
+                for (int j = 0; j < 4; j++)
+                    assert_true(zf[((b * 2 + i) * T + t) * 4 + j] == x[(b * T + t) * 8 + i * 4 + j]);
+    for (int k = 0; k < B * T * 8; k++)
+        assert_true(ff[k] == x[k]);
+    for (int t = 0; t < T; t++)
+        assert_true(pf[t] == (float)t + mv[t]);
+    for (int k = 0; k < B * T; k++)
+        assert_true(of[k] == 1.0f);
+}
+
+static void test_dynamic_axes(void **state)
+{
+    (void)state;
+    buf m;
+    dynamic_model(&m, false);
+    mc_onnx *o;
+    if (mc_onnx_load_memory(m.b, m.n, "dyn.onnx", 0, NULL, NULL, &o) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    const mc_graph *g = mc_onnx_graph(o);
+    assert_int_equal(mc_graph_num_syms(g), 2);
+    /* the printed types are symbolic */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    assert_int_equal(mc_graph_print(g, f), MC_OK);
+    fclose(f);
+    const char *want[] = {"input x : f32[B, T, 8]", "input m : f32[T]", "f32[B, 2, T, 4]", "f32[B*T, 8]",
+                          "iota(shape=[T]", "f32[B, T]"};
+    for (size_t k = 0; k < sizeof want / sizeof *want; k++)
+        if (!strstr(text, want[k]))
+            fail_msg("the graph lacks '%s':\n%s", want[k], text);
+    free(text);
+    const mc_backend_kind kinds[2] = {MC_BACKEND_REF, MC_BACKEND_CPU};
+    for (int b = 0; b < 2; b++) {
+        mc_options opt = mc_test_options();
+        opt.backend = kinds[b];
+        mc_program *p;
+        if (mc_program_compile(g, &opt, &p) != MC_OK)
+            fail_msg("%s", mc_error_message());
+        run_dynamic(o, p, 2, 3);
+        run_dynamic(o, p, 1, 5);
+        run_dynamic(o, p, 4, 6);
+        run_dynamic(o, p, 2, 3); /* a binding seen before: nothing compiled */
+        assert_int_equal(mc_program_compilations(p), 3);
+        /* a bad binding: an input error naming the input and the dimension */
+        float buf8[64] = {0};
+        assert_int_equal(mc_program_set_dim(p, "B", 2), MC_OK);
+        assert_int_equal(mc_program_set(p, "x", buf8, sizeof(float) * 2 * 3 * 8), MC_OK);
+        assert_int_equal(mc_program_set(p, "m", buf8, sizeof(float) * 4), MC_ERR_INPUT);
+        if (!strstr(mc_error_message(), "input 'm'") || !strstr(mc_error_message(), "f32[T] = f32[3]"))
+            fail_msg("%s", mc_error_message());
+        mc_program_free(p);
+    }
+    mc_onnx_free(o);
+}
+
+/* the command line: check prints symbolic types; run binds from --input files or --dim; a
+ * disagreeing binding names the input and the dimension; a chain the importer cannot compute
+ * over symbols names the node, and runs with --dim (the sizes fixed at import) */
+static void test_dynamic_axes_cli(void **state)
+{
+    (void)state;
+    buf m;
+    dynamic_model(&m, false);
+    char path[4200], args[16384], xnpy[4200], mnpy[4200];
+    snprintf(path, sizeof path, "%s/dynamic.onnx", mc_test_tmpdir());
+    write_model(path, &m);
+    char *out, *err;
+    snprintf(args, sizeof args, "check %s", path);
+    assert_int_equal(mc_test_minic(args, &out, &err), 0);
+    assert_non_null(strstr(out, "input x : f32[B, T, 8]"));
+    assert_non_null(strstr(out, "f32[B, 2, T, 4]"));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "check %s --dim B=2 --dim T=3", path);
+    assert_int_equal(mc_test_minic(args, &out, &err), 0);
+    assert_non_null(strstr(out, "input x : f32[2, 3, 8]"));
+    free(out);
+    free(err);
+    float xv[2 * 3 * 8] = {0}, mv[4] = {0};
+    mc_array xa = {MC_F32, 3, {2, 3, 8}, xv, sizeof xv}, ma = {MC_F32, 1, {4}, mv, sizeof mv};
+    snprintf(xnpy, sizeof xnpy, "%s/dyn_x.npy", mc_test_tmpdir());
+    snprintf(mnpy, sizeof mnpy, "%s/dyn_m.npy", mc_test_tmpdir());
+    assert_int_equal(mc_npy_write(xnpy, &xa), MC_OK);
+    assert_int_equal(mc_npy_write(mnpy, &ma), MC_OK);
+    snprintf(args, sizeof args, "run %s --backend cpu --quiet --input x=%s", path, xnpy);
+    assert_int_equal(mc_test_minic(args, &out, &err), 0);
+    if (!strstr(out, "z: f32[2, 2, 3, 4]") || !strstr(out, "flat: f32[6, 8]") || !strstr(out, "pos: f32[3]"))
+        fail_msg("%s", out);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "run %s --backend ref --quiet --dim B=3 --dim T=5", path);
+    assert_int_equal(mc_test_minic(args, &out, &err), 0);
+    assert_non_null(strstr(out, "z: f32[3, 2, 5, 4]"));
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "run %s --backend ref --quiet --input x=%s --input m=%s", path, xnpy, mnpy);
+    assert_int_equal(mc_test_minic(args, &out, &err), 1);
+    if (!strstr(err, "input 'm' has T=4") || !strstr(err, "input 'x' bound T=3"))
+        fail_msg("%s", err);
+    free(out);
+    free(err);
+    /* a chain that is not computed over symbols: the node named; with --dim, fixed sizes */
+    dynamic_model(&m, true);
+    write_model(path, &m);
+    snprintf(args, sizeof args, "run %s --backend ref", path);
+    assert_int_equal(mc_test_minic(args, &out, &err), 1);
+    if (!strstr(err, "minic: unsupported: node tiled (Tile, opset 17): operand 0 has the shape [B, T, 8]"))
+        fail_msg("%s", err);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "run %s --backend ref --dim B=2 --dim T=3", path);
+    if (mc_test_minic(args, &out, &err) != 0 || !strstr(out, "tiled: f32[2, 3, 16]"))
+        fail_msg("%s%s", out, err);
+    assert_non_null(strstr(err, "imported with the --dim sizes fixed"));
+    free(out);
+    free(err);
 }
 
 static void test_cli(void **state)
@@ -737,6 +1031,8 @@ int main(void)
         cmocka_unit_test(test_rounding_edges),
         cmocka_unit_test(test_gather_runtime),
         cmocka_unit_test(test_symbolic_dims),
+        cmocka_unit_test(test_dynamic_axes),
+        cmocka_unit_test(test_dynamic_axes_cli),
         cmocka_unit_test(test_cli),
     };
     return mc_test_run(tests);

@@ -57,26 +57,73 @@ static void print_unsupported(void *ctx, const char *line)
     fprintf(stderr, "minic: unsupported: %s\n", line);
 }
 
+/* The unsupported-node lines of a first import, held back until it is known whether they are
+ * the answer (a second import with fixed sizes may follow). */
+typedef struct held_lines {
+    char *text;
+    size_t len;
+} held_lines;
+
+static void hold_unsupported(void *ctx, const char *line)
+{
+    held_lines *h = ctx;
+    size_t n = strlen(line);
+    char *t = realloc(h->text, h->len + n + 2);
+    if (!t)
+        return;
+    memcpy(t + h->len, line, n);
+    t[h->len + n] = '\n';
+    t[h->len + n + 1] = '\0';
+    h->text = t;
+    h->len += n + 1;
+}
+
+/* An ONNX model: its dim_params become symbolic dimensions, bound when it runs (from --input
+ * files or --dim, as a .graph file's). Where the importer cannot compute a shape over a symbolic
+ * dimension and --dim gives sizes, the model is imported again with those sizes fixed. */
+static int load_onnx(const cli_args *a, mc_graph **g)
+{
+    unsigned flags = a->f64_as_f32 ? MC_ONNX_F64_AS_F32 : 0;
+    held_lines held = {0};
+    mc_status st = mc_onnx_load(a->graph_path, flags, hold_unsupported, &held, &onnx_model);
+    if (st != MC_OK && a->ndims > 0) {
+        free(held.text);
+        st = mc_onnx_load_with_dims(a->graph_path, flags, a->dims, a->ndims, print_unsupported, NULL, &onnx_model);
+        if (st == MC_OK && !a->opt.quiet)
+            fprintf(stderr, "minic: %s: imported with the --dim sizes fixed (a shape computation over its symbolic "
+                            "dimensions is not supported)\n", a->graph_path);
+    } else {
+        for (char *line = held.text, *end; line && *line; line = end + 1) {
+            end = strchr(line, '\n');
+            *end = '\0';
+            print_unsupported(NULL, line);
+        }
+        free(held.text);
+    }
+    if (st != MC_OK)
+        return cli_library_error(st);
+    *g = (mc_graph *)mc_onnx_graph(onnx_model);
+    return CLI_OK;
+}
+
 static int load_graph(const cli_args *a, mc_graph **g)
 {
-    if (is_onnx(a->graph_path)) {
-        mc_status st = mc_onnx_load_with_dims(a->graph_path, a->f64_as_f32 ? MC_ONNX_F64_AS_F32 : 0,
-                                              a->dims, a->ndims, print_unsupported, NULL, &onnx_model);
-        if (st != MC_OK)
-            return cli_library_error(st);
-        *g = (mc_graph *)mc_onnx_graph(onnx_model);
-        return CLI_OK;
-    }
+    if (is_onnx(a->graph_path))
+        return load_onnx(a, g);
     mc_status st = mc_graph_parse_file(a->graph_path, g);
     return st == MC_OK ? CLI_OK : cli_library_error(st);
 }
 
-/* check, dump and bench of a .graph file with symbolic dimensions: with --dim for each, the
- * graph specialised to those sizes (docs/FORMAT.md §1); `need`: without them it is an error. */
+static void free_graph(mc_graph *g);
+
+/* check, dump and bench of a graph with symbolic dimensions (a .graph file's, an ONNX model's
+ * dim_params): with --dim for each, the graph specialised to those sizes (docs/FORMAT.md §1);
+ * `need`: without them it is an error. An ONNX model imported with the --dim sizes fixed has
+ * none left. */
 static int load_bound_graph(const cli_args *a, mc_graph **g, bool need)
 {
     int rc = load_graph(a, g);
-    if (rc != CLI_OK || onnx_model || (!a->ndims && !need))
+    if (rc != CLI_OK || (!a->ndims && !need) || (onnx_model && !mc_graph_num_syms(*g)))
         return rc;
     int nsyms = mc_graph_num_syms(*g);
     int64_t values[MC_MAX_SYMS] = {0};
@@ -102,19 +149,23 @@ static int load_bound_graph(const cli_args *a, mc_graph **g, bool need)
             rc = cli_library_error(st);
     }
     if (s) {
-        mc_graph_free(*g);
+        if (!onnx_model) /* an ONNX model's graph goes with the model (free_graph) */
+            mc_graph_free(*g);
         *g = s;
     }
     if (rc != CLI_OK) {
-        mc_graph_free(*g);
+        free_graph(*g);
         *g = NULL;
     }
     return rc;
 }
 
+/* g, and the ONNX model it came from (whose own graph g is, or was specialised from) */
 static void free_graph(mc_graph *g)
 {
-    if (onnx_model && g == mc_onnx_graph(onnx_model)) {
+    if (onnx_model) {
+        if (g != mc_onnx_graph(onnx_model))
+            mc_graph_free(g);
         mc_onnx_free(onnx_model);
         onnx_model = NULL;
         return;
