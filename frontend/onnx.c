@@ -881,6 +881,11 @@ bool onnx_set_out(ctx *c, const node_t *n, size_t k, mc_value v)
 
 bool onnx_set_const(ctx *c, const node_t *n, size_t k, htensor *t)
 {
+    if (t && t->sym) { /* exactly those that hold one (Gather(Shape(x), 1) may be a plain size) */
+        t->sym = false;
+        for (int64_t e = 0; e < t->n && !t->sym; e++)
+            t->sym = mc_dim_is_sym(t->i[e]);
+    }
     return t ? onnx_set_slot(c, n, k, S_CONST, MC_NONE, t) : false;
 }
 

@@ -685,8 +685,8 @@ static bool slice_symbolic(ctx *c, const node_t *n, int rank, const int64_t *dim
 {
     const int64_t far = (int64_t)1 << 40; /* beyond any axis: INT64_MAX, INT_MAX, ... clamp to an end */
     htensor *a = onnx_in_sconst(c, n, 0);
-    if (a && !onnx_any_sym(rank, dims))
-        return onnx_why(c, "a slice of a constant with bounds that depend on symbolic dimensions");
+    if (a && a->sym)
+        return onnx_why(c, "a slice of symbolic dimensions with bounds that depend on symbolic dimensions");
     VAL(x, 0);
     bool seen[MC_MAX_RANK] = {0};
     for (int k = 0; k < ns; k++) {
@@ -705,6 +705,25 @@ static bool slice_symbolic(ctx *c, const node_t *n, int rank, const int64_t *dim
         if (mc_dim_is_sym(s))
             return onnx_why(c, "start %s on axis %d of size %s: a symbolic start (minic's slice bounds are fixed)",
                             mc_dim_str(c->g, s, bs, sizeof bs), ax, ds);
+        if (mc_dim_is_sym(e) && e != dim && !mc_dim_is_sym(dim)) {
+            /* x[s:T] of a static axis (a causal mask cut to the sequence): the rows s .. T - 1 as a
+             * gather of an iota, whose indices are checked against the axis when it runs */
+            int64_t count, lo;
+            if (s < 0 || s >= dim || !mc_dim_add_const(c->g, e, -s, &count) ||
+                !mc_dim_lower_bound(c->g, count, &lo) || lo < 1)
+                return onnx_why(c, "start %lld, end %s on axis %d of size %s: minic takes a symbolic end over a "
+                                   "fixed axis only after a start from 0 to the axis's size, and before it",
+                                (long long)s, mc_dim_str(c->g, e, bs, sizeof bs), ax, ds);
+            mc_value idx = mc_iota(c->g, &count, 1, 0, MC_I32);
+            if (s > 0 && idx >= 0)
+                idx = mc_add(c->g, idx, mc_scalar(c->g, (double)s, MC_I32));
+            mc_dtype dt = onnx_vnode(c, x)->dtype;
+            mc_value y = mc_gather(c->g, dt == MC_BOOL ? mc_cast(c->g, x, MC_I32) : x, idx, ax);
+            x = dt == MC_BOOL && y >= 0 ? mc_cast(c->g, y, MC_BOOL) : y;
+            if (x < 0)
+                return onnx_set_out(c, n, 0, x);
+            continue;
+        }
         if (mc_dim_is_sym(e)) {
             if (e != dim)
                 return onnx_why(c, "end %s on axis %d of size %s: a symbolic end other than the axis's size (minic's "

@@ -700,6 +700,7 @@ static void int64_init(buf *g, const char *name, const int64_t *v, int n, bool s
  *   flat = Reshape(x, Concat(Unsqueeze(B * T), [-1]))                       [B*T, 8]
  *   pos  = Cast(Range(0, T, 1), FLOAT) + m                                   [T]
  *   ones = Expand(1, Where(Equal(Shape(x)[0:2], -1), 1, Shape(x)[0:2]))      [B, T] (torch's expand)
+ *   cut  = Slice(tri, [0, 0], Concat(T, T))          [T, T] of a constant [8, 8] (a causal mask's cut)
  * `bad` adds a node whose shape chain cannot be computed over symbols (Tile). */
 static void dynamic_model(buf *m, bool bad)
 {
@@ -736,6 +737,9 @@ static void dynamic_model(buf *m, bool bad)
     N("Equal", "eq", 0, "s2", "minus1");
     N("Where", "s3", 0, "eq", "one", "s2");
     N("Expand", "ones", 0, "onef", "s3");
+    attr_int(&a[0], "axis", 0);
+    N("Concat", "tt", 1, "tu", "tu");
+    N("Slice", "cut", 0, "tri", "zero2", "tt");
     if (bad) {
         N("Tile", "tiled", 0, "x", "reps");
         int64_init(&g, "reps", (int64_t[]){1, 1, 2}, 3, false);
@@ -748,18 +752,24 @@ static void dynamic_model(buf *m, bool bad)
     int64_init(&g, "minus1", &minus1, 1, false);
     int64_init(&g, "zero1", &zero, 1, false);
     int64_init(&g, "two1", &two, 1, false);
+    int64_init(&g, "zero2", (int64_t[]){0, 0}, 2, false);
     {
         buf t = {0};
         const float onev = 1;
         tensor(&t, "onef", 1, NULL, 0, &onev, sizeof onev);
+        field_msg(&g, 5, &t);
+        float tri[64];
+        for (int k = 0; k < 64; k++)
+            tri[k] = (float)k;
+        tensor(&t, "tri", 1, (int64_t[]){8, 8}, 2, tri, sizeof tri);
         field_msg(&g, 5, &t);
     }
     dyn_input(&v, "x", (int64_t[]){0, 0, 8}, BT, 3);
     field_msg(&g, 11, &v);
     dyn_input(&v, "m", (int64_t[]){0}, BT + 1, 1);
     field_msg(&g, 11, &v);
-    const char *outs[] = {"z", "flat", "pos", "ones", "tiled"};
-    for (int k = 0; k < (bad ? 5 : 4); k++) {
+    const char *outs[] = {"z", "flat", "pos", "ones", "cut", "tiled"};
+    for (int k = 0; k < (bad ? 6 : 5); k++) {
         v.n = 0;
         field_str(&v, 1, outs[k]);
         field_msg(&g, 12, &v);
@@ -781,11 +791,16 @@ static void run_dynamic(mc_onnx *o, mc_program *p, int B, int T)
     assert_int_equal(mc_onnx_bind(o, p), MC_OK);
     if (mc_program_run(p) != MC_OK)
         fail_msg("B=%d T=%d: %s", B, T, mc_error_message());
-    mc_tensor z, flat, pos, ones;
+    mc_tensor z, flat, pos, ones, cut;
     assert_int_equal(mc_program_output(p, 0, &z), MC_OK);
     assert_int_equal(mc_program_output(p, 1, &flat), MC_OK);
     assert_int_equal(mc_program_output(p, 2, &pos), MC_OK);
     assert_int_equal(mc_program_output(p, 3, &ones), MC_OK);
+    assert_int_equal(mc_program_output(p, 4, &cut), MC_OK);
+    assert_true(cut.rank == 2 && cut.shape[0] == T && cut.shape[1] == T);
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++)
+            assert_true(((const float *)cut.data)[i * T + j] == (float)(i * 8 + j));
     assert_int_equal(z.rank, 4);
     assert_true(z.shape[0] == B && z.shape[1] == 2 && z.shape[2] == T && z.shape[3] == 4);
     assert_true(flat.rank == 2 && flat.shape[0] == B * T && flat.shape[1] == 8);
@@ -840,11 +855,20 @@ static void test_dynamic_axes(void **state)
         run_dynamic(o, p, 4, 6);
         run_dynamic(o, p, 2, 3); /* a binding seen before: nothing compiled */
         assert_int_equal(mc_program_compilations(p), 3);
-        /* a bad binding: an input error naming the input and the dimension */
-        float buf8[64] = {0};
+        /* T beyond the constant that cut slices: an input error when it runs, not a clamped cut */
+        float big[2 * 9 * 8] = {0};
         assert_int_equal(mc_program_set_dim(p, "B", 2), MC_OK);
-        assert_int_equal(mc_program_set(p, "x", buf8, sizeof(float) * 2 * 3 * 8), MC_OK);
-        assert_int_equal(mc_program_set(p, "m", buf8, sizeof(float) * 4), MC_ERR_INPUT);
+        assert_int_equal(mc_program_set(p, "x", big, sizeof big), MC_OK);
+        assert_int_equal(mc_program_set(p, "m", big, sizeof(float) * 9), MC_OK);
+        assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
+        assert_non_null(strstr(mc_error_message(), "gather"));
+        mc_program_free(p);
+        /* a bad binding: an input error naming the input and the dimension */
+        if (mc_program_compile(g, &opt, &p) != MC_OK)
+            fail_msg("%s", mc_error_message());
+        assert_int_equal(mc_program_set_dim(p, "B", 2), MC_OK);
+        assert_int_equal(mc_program_set(p, "x", big, sizeof(float) * 2 * 3 * 8), MC_OK);
+        assert_int_equal(mc_program_set(p, "m", big, sizeof(float) * 4), MC_ERR_INPUT);
         if (!strstr(mc_error_message(), "input 'm'") || !strstr(mc_error_message(), "f32[T] = f32[3]"))
             fail_msg("%s", mc_error_message());
         mc_program_free(p);

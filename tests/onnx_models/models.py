@@ -7,8 +7,10 @@ PyTorch's output beside each, for tests/onnx_models/run.sh:
 gpt: a GPT-2-style decoder (token + position embeddings, 2 pre-LN blocks of causal
 self-attention and a GELU MLP, final LayerNorm, tied LM head), vocabulary 96, context 16.
 cnn: conv-batchnorm-relu-maxpool twice, global average pool, linear. Random weights, fixed
-seed, eval mode; opsets 13 and 17, and the decoder once more with a dynamic batch axis (a
-dim_param, given with --dim; dims.txt). Exit 77 when torch or onnx is missing.
+seed, eval mode; opsets 13 and 17, and at opset 17 with dynamic axes (dim_params: the
+decoder's batch, its batch and sequence, the CNN's batch), each with more inputs of other sizes
+(input_2.npy, expected_2.npy, ...) that the same import must run. Exit 77 when torch or onnx is
+missing.
 """
 import os
 import sys
@@ -76,7 +78,7 @@ class CNN(nn.Module):
         return self.fc(x.mean(dim=(2, 3)))
 
 
-def export(name, model, x, opset, out, dynamic=None):
+def export(name, model, x, opset, out, dynamic=None, more=None):
     d = os.path.join(out, f"{name}_opset{opset}")
     os.makedirs(d, exist_ok=True)
     model.eval()
@@ -85,11 +87,12 @@ def export(name, model, x, opset, out, dynamic=None):
         axes = {"input": dynamic, "output": dynamic} if dynamic else None
         torch.onnx.export(model, (x,), os.path.join(d, "model.onnx"), opset_version=opset,
                           input_names=["input"], output_names=["output"], dynamic_axes=axes)
-    if dynamic:  # the sizes minic is given for the dim_params (--dim NAME=SIZE)
-        with open(os.path.join(d, "dims.txt"), "w") as f:
-            f.write(" ".join(f"--dim {n}={x.shape[k]}" for k, n in dynamic.items()))
     np.save(os.path.join(d, "input.npy"), x.numpy())
     np.save(os.path.join(d, "expected.npy"), y.numpy().astype(np.float32))
+    for k, x2 in enumerate(more or [], 2):  # other sizes of the dynamic axes: the same model
+        with torch.no_grad():
+            np.save(os.path.join(d, f"expected_{k}.npy"), model(x2).numpy().astype(np.float32))
+        np.save(os.path.join(d, f"input_{k}.npy"), x2.numpy())
 
 
 def main():
@@ -107,7 +110,12 @@ def main():
     for opset in (13, 17):
         export("gpt", gpt, ids, opset, sys.argv[1])
         export("cnn", cnn, img, opset, sys.argv[1])
-    export("gpt_dynamic_batch", gpt, ids, 17, sys.argv[1], dynamic={0: "batch"})
+    export("gpt_dynamic_batch", gpt, ids, 17, sys.argv[1], dynamic={0: "batch"},
+           more=[torch.randint(0, 96, (3, 16))])
+    export("gpt_dynamic", gpt, ids, 17, sys.argv[1], dynamic={0: "batch", 1: "seq"},
+           more=[torch.randint(0, 96, (1, 5)), torch.randint(0, 96, (3, 11))])
+    export("cnn_dynamic_batch", cnn, img, 17, sys.argv[1], dynamic={0: "batch"},
+           more=[torch.randn(1, 3, 16, 16)])
 
 
 main()
