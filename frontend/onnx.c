@@ -1205,8 +1205,8 @@ static htensor *read_tensor_file(ctx *c, const char *path)
 }
 
 /* An input's dim_param: the size given for it at load (mc_onnx_load_with_dims), else a symbolic
- * dimension of the graph under its name, bound when the program runs (SPEC §1, §7). A name that
- * is not a valid dimension name has its invalid characters made '_' (as values' names). */
+ * dimension of the graph under its name, bound when the program runs (docs/FORMAT.md §1, §7).
+ * A name that is not a valid dimension name has its invalid characters made '_' (as values'). */
 static mc_status dim_param(ctx *c, const char *param, const char *input, size_t axis, int64_t *out)
 {
     char pbuf[80];

@@ -291,7 +291,7 @@ mc_status mc_onnx_load_memory(const void *data, size_t size, const char *name, u
                               mc_note_fn note, void *note_ctx, mc_onnx **out);
 /* An input's dim_param (a model exported with dynamic axes) is a symbolic dimension of the graph
  * under its name (invalid characters as '_'), bound when the program runs, as a .graph file's
- * (SPEC §1); the shape computations over it (Shape, Gather, Concat, arithmetic, ... feeding
+ * (docs/FORMAT.md §1); the shape computations over it (Shape, Gather, Concat, arithmetic, ... feeding
  * Reshape, Expand, ConstantOfShape, Range, Slice) are evaluated symbolically at import time. A
  * node whose shape computation cannot be (a symbolic slice bound, Tile, ...) is reported as
  * unsupported. mc_onnx_load_with_dims instead fixes the dim_params named here to the sizes given

@@ -583,7 +583,7 @@ static void test_gather_runtime(void **state)
     mc_onnx_free(o);
 }
 
-/* a dim_param is a symbolic dimension (SPEC §1, §7); mc_onnx_load_with_dims fixes it instead */
+/* a dim_param is a symbolic dimension (docs/FORMAT.md §1, §7); mc_onnx_load_with_dims fixes it */
 static void test_symbolic_dims(void **state)
 {
     (void)state;
@@ -922,6 +922,33 @@ static void test_dynamic_axes_cli(void **state)
         fail_msg("%s", err);
     free(out);
     free(err);
+    /* import keeps the symbols: the text graph, run on the same inputs, gives the same outputs */
+    snprintf(args, sizeof args, "import %s -o %s/dynamic.graph --weights-out %s/dynamic.safetensors --quiet", path,
+             mc_test_tmpdir(), mc_test_tmpdir());
+    assert_int_equal(mc_test_minic(args, &out, &err), 0);
+    free(out);
+    free(err);
+    char gpath[4300], *out2;
+    snprintf(gpath, sizeof gpath, "%s/dynamic.graph", mc_test_tmpdir());
+    FILE *gf = fopen(gpath, "r");
+    assert_non_null(gf);
+    char text[8192] = "";
+    size_t got = fread(text, 1, sizeof text - 1, gf);
+    text[got] = 0;
+    fclose(gf);
+    assert_non_null(strstr(text, "input x : f32[B, T, 8]"));
+    snprintf(args, sizeof args, "run %s --weights %s/dynamic.safetensors --backend ref --quiet --seed 3 --input x=%s",
+             gpath, mc_test_tmpdir(), xnpy);
+    assert_int_equal(mc_test_minic(args, &out2, &err), 0);
+    free(err);
+    snprintf(args, sizeof args, "run %s --backend ref --quiet --seed 3 --input x=%s", path, xnpy);
+    assert_int_equal(mc_test_minic(args, &out, &err), 0);
+    free(err);
+    /* after the first line (the file's name, the compile time) */
+    if (!strchr(out, '\n') || !strchr(out2, '\n') || strcmp(strchr(out, '\n'), strchr(out2, '\n')))
+        fail_msg("the model:\n%s\nits import:\n%s", out, out2);
+    free(out);
+    free(out2);
     /* a chain that is not computed over symbols: the node named; with --dim, fixed sizes */
     dynamic_model(&m, true);
     write_model(path, &m);

@@ -759,7 +759,8 @@ int cli_import(const cli_args *a)
     if (!a->out_graph)
         return cli_error(CLI_USER, "import: no output file (-o OUT.graph)");
     mc_graph *g = NULL;
-    int rc = load_graph(a, &g);
+    /* the dim_params stay symbolic in the text graph; with --dim, the sizes given */
+    int rc = load_bound_graph(a, &g, false);
     if (rc == CLI_OK && !onnx_model) {
         free_graph(g);
         return cli_error(CLI_USER, "import: %s is not an ONNX model", a->graph_path);

@@ -127,8 +127,9 @@ static const option options[] = {
     {OPT_DIM, "--dim", "NAME=SIZE", EXEC | CMD_CHECK | CMD_DUMP | CMD_IMPORT,
      "bind the symbolic dimension NAME (docs/FORMAT.md §1: `input x : f32[B, T]`) to SIZE;\n"
      "repeatable. run: for generated inputs (inputs given as files bind the sizes they have);\n"
-     "check, dump, bench: the graph specialised to these sizes (every one needs a --dim).\n"
-     "ONNX models: the size of an input's dim_param (a model exported with dynamic axes)"},
+     "check, dump, bench, import: the graph specialised to these sizes (every one needs a\n"
+     "--dim). ONNX models: an input's dim_param is such a dimension; where the importer cannot\n"
+     "compute a shape over it, the --dim sizes are fixed when the model is read"},
     {OPT_OUT_GRAPH, "-o", "OUT.graph", CMD_IMPORT,
      "import: the .graph file to write (the model as minic's text format)"},
     {OPT_WEIGHTS_OUT, "--weights-out", "W.safetensors", CMD_IMPORT,
