@@ -699,9 +699,10 @@ static bool slice_symbolic(ctx *c, const node_t *n, int rank, const int64_t *dim
         int64_t dim = dims[ax], s = starts[k], e = ends[k];
         char ds[96], bs[96];
         mc_dim_str(c->g, dim, ds, sizeof ds);
-        if (steps && steps[k] != 1)
-            return onnx_why(c, "a step of %lld over axis %d of size %s (with symbolic sizes or bounds only step 1)",
-                            (long long)steps[k], ax, ds);
+        int64_t step = steps ? steps[k] : 1;
+        if (step != 1 && (mc_dim_is_sym(dim) || mc_dim_is_sym(e)))
+            return onnx_why(c, "a step of %lld over axis %d of size %s with a symbolic size or end (only step 1 there)",
+                            (long long)step, ax, ds);
         if (mc_dim_is_sym(s))
             return onnx_why(c, "start %s on axis %d of size %s: a symbolic start (minic's slice bounds are fixed)",
                             mc_dim_str(c->g, s, bs, sizeof bs), ax, ds);
@@ -731,11 +732,25 @@ static bool slice_symbolic(ctx *c, const node_t *n, int rank, const int64_t *dim
             e = far;
         }
         if (!mc_dim_is_sym(dim)) { /* a static axis with static bounds (a symbolic end was its size) */
-            clamp_range(dim, &s, &e);
-            if (e <= s)
+            if (step == 0)
+                return onnx_why(c, "a step of 0");
+            int64_t cnt;
+            if (step > 0) {
+                clamp_range(dim, &s, &e);
+                cnt = e > s ? (e - s + step - 1) / step : 0;
+            } else { /* Python: negative steps clamp to [-1, dim - 1] */
+                s = s < 0 ? (s < -dim ? -1 : s + dim) : (s > dim - 1 ? dim - 1 : s);
+                e = e < 0 ? (e < -dim ? -1 : e + dim) : (e > dim - 1 ? dim - 1 : e);
+                cnt = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+            }
+            if (cnt == 0)
                 return onnx_why(c, "an empty slice (minic has no zero-size dimensions)");
-            if (s > 0 || e < dim)
-                x = mc_slice(c->g, x, ax, s, e);
+            if (step != 1) { /* the end one step past the last element kept (before index 0: MC_END) */
+                int64_t end = s + cnt * step;
+                x = mc_slice_step(c->g, x, ax, s, end < 0 ? MC_END : end > dim ? dim : end, step);
+            } else if (cnt != dim) {
+                x = mc_slice(c->g, x, ax, s, s + cnt);
+            }
             continue;
         }
         if (s <= -far)

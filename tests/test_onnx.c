@@ -701,6 +701,7 @@ static void int64_init(buf *g, const char *name, const int64_t *v, int n, bool s
  *   pos  = Cast(Range(0, T, 1), FLOAT) + m                                   [T]
  *   ones = Expand(1, Where(Equal(Shape(x)[0:2], -1), 1, Shape(x)[0:2]))      [B, T] (torch's expand)
  *   cut  = Slice(tri, [0, 0], Concat(T, T))          [T, T] of a constant [8, 8] (a causal mask's cut)
+ *   ev   = x[:, :, ::2]   last = x[:, -1]   rest = x[:, 1:]   (a fixed axis; the symbolic axis T)
  * `bad` adds a node whose shape chain cannot be computed over symbols (Tile). */
 static void dynamic_model(buf *m, bool bad)
 {
@@ -740,6 +741,10 @@ static void dynamic_model(buf *m, bool bad)
     attr_int(&a[0], "axis", 0);
     N("Concat", "tt", 1, "tu", "tu");
     N("Slice", "cut", 0, "tri", "zero2", "tt");
+    N("Slice", "ev", 0, "x", "zero1", "big1", "two1", "two1");
+    attr_int(&a[0], "axis", 1);
+    N("Gather", "last", 1, "x", "minus1s");
+    N("Slice", "rest", 0, "x", "one1", "big1", "one1");
     if (bad) {
         N("Tile", "tiled", 0, "x", "reps");
         int64_init(&g, "reps", (int64_t[]){1, 1, 2}, 3, false);
@@ -753,6 +758,9 @@ static void dynamic_model(buf *m, bool bad)
     int64_init(&g, "zero1", &zero, 1, false);
     int64_init(&g, "two1", &two, 1, false);
     int64_init(&g, "zero2", (int64_t[]){0, 0}, 2, false);
+    int64_init(&g, "big1", (int64_t[]){INT64_MAX}, 1, false);
+    int64_init(&g, "one1", &one, 1, false);
+    int64_init(&g, "minus1s", &minus1, 1, true);
     {
         buf t = {0};
         const float onev = 1;
@@ -768,8 +776,8 @@ static void dynamic_model(buf *m, bool bad)
     field_msg(&g, 11, &v);
     dyn_input(&v, "m", (int64_t[]){0}, BT + 1, 1);
     field_msg(&g, 11, &v);
-    const char *outs[] = {"z", "flat", "pos", "ones", "cut", "tiled"};
-    for (int k = 0; k < (bad ? 6 : 5); k++) {
+    const char *outs[] = {"z", "flat", "pos", "ones", "cut", "ev", "last", "rest", "tiled"};
+    for (int k = 0; k < (bad ? 9 : 8); k++) {
         v.n = 0;
         field_str(&v, 1, outs[k]);
         field_msg(&g, 12, &v);
@@ -791,12 +799,29 @@ static void run_dynamic(mc_onnx *o, mc_program *p, int B, int T)
     assert_int_equal(mc_onnx_bind(o, p), MC_OK);
     if (mc_program_run(p) != MC_OK)
         fail_msg("B=%d T=%d: %s", B, T, mc_error_message());
-    mc_tensor z, flat, pos, ones, cut;
+    mc_tensor z, flat, pos, ones, cut, ev, last, rest;
     assert_int_equal(mc_program_output(p, 0, &z), MC_OK);
     assert_int_equal(mc_program_output(p, 1, &flat), MC_OK);
     assert_int_equal(mc_program_output(p, 2, &pos), MC_OK);
     assert_int_equal(mc_program_output(p, 3, &ones), MC_OK);
     assert_int_equal(mc_program_output(p, 4, &cut), MC_OK);
+    assert_int_equal(mc_program_output(p, 5, &ev), MC_OK);
+    assert_int_equal(mc_program_output(p, 6, &last), MC_OK);
+    assert_int_equal(mc_program_output(p, 7, &rest), MC_OK);
+    assert_true(ev.rank == 3 && ev.shape[0] == B && ev.shape[1] == T && ev.shape[2] == 4);
+    assert_true(last.rank == 2 && last.shape[0] == B && last.shape[1] == 8);
+    assert_true(rest.rank == 3 && rest.shape[0] == B && rest.shape[1] == T - 1 && rest.shape[2] == 8);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < 8; j++) {
+                float v = x[(b * T + t) * 8 + j];
+                if (j % 2 == 0)
+                    assert_true(((const float *)ev.data)[(b * T + t) * 4 + j / 2] == v);
+                if (t == T - 1)
+                    assert_true(((const float *)last.data)[b * 8 + j] == v);
+                if (t > 0)
+                    assert_true(((const float *)rest.data)[(b * (T - 1) + t - 1) * 8 + j] == v);
+            }
     assert_true(cut.rank == 2 && cut.shape[0] == T && cut.shape[1] == T);
     for (int i = 0; i < T; i++)
         for (int j = 0; j < T; j++)
