@@ -47,8 +47,8 @@ for dir in "$out"/*/; do
         echo "onnx_models: FAIL: $run: exit $st"; cat "$dir/stderr_$b.txt"; fail=1; continue
       fi
       err=$("$py" -c "import numpy as np, sys
-  a = np.load(sys.argv[1]).astype(np.float64); b = np.load(sys.argv[2]).astype(np.float64)
-  print(np.linalg.norm(a - b) / np.linalg.norm(b) if a.shape == b.shape and np.isfinite(a).all() else 'inf')" \
+a = np.load(sys.argv[1]).astype(np.float64); b = np.load(sys.argv[2]).astype(np.float64)
+print(np.linalg.norm(a - b) / np.linalg.norm(b) if a.shape == b.shape and np.isfinite(a).all() else 'inf')" \
         "$dir/out_$b$suffix.npy" "$dir/expected$suffix.npy")
       if [ "$err" != inf ] && [ "$("$py" -c "print(int($err <= 1e-4))")" = 1 ]; then
         echo "onnx_models: $run: matches PyTorch (relative error $err)"
