@@ -70,6 +70,10 @@ static bool sym_binop(ctx *c, binop op, int64_t x, int64_t y, int64_t *z)
     switch (op) {
     case B_ADD: ok = mc_dim_add(g, x, y, &r); break;
     case B_SUB:
+        if (x == y) { /* key_length - query_length of the same T: the number 0, not a size */
+            *z = 0;
+            return true;
+        }
         if (!mc_dim_is_sym(y))
             ok = y != INT64_MIN && mc_dim_add_const(g, x, -y, &r);
         else {

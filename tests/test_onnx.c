@@ -700,7 +700,7 @@ static void int64_init(buf *g, const char *name, const int64_t *v, int n, bool s
  *   flat = Reshape(x, Concat(Unsqueeze(B * T), [-1]))                       [B*T, 8]
  *   pos  = Cast(Range(0, T, 1), FLOAT) + m                                   [T]
  *   ones = Expand(1, Where(Equal(Shape(x)[0:2], -1), 1, Shape(x)[0:2]))      [B, T] (torch's expand)
- *   cut  = Slice(tri, [0, 0], Concat(T, T))          [T, T] of a constant [8, 8] (a causal mask's cut)
+ *   cut  = Slice(tri, [T - T, T - T], [T, T])        [T, T] of a constant [8, 8] (a causal mask's cut)
  *   ev   = x[:, :, ::2]   last = x[:, -1]   rest = x[:, 1:]   (a fixed axis; the symbolic axis T)
  * `bad` adds a node whose shape chain cannot be computed over symbols (Tile). */
 static void dynamic_model(buf *m, bool bad)
@@ -740,7 +740,11 @@ static void dynamic_model(buf *m, bool bad)
     N("Expand", "ones", 0, "onef", "s3");
     attr_int(&a[0], "axis", 0);
     N("Concat", "tt", 1, "tu", "tu");
-    N("Slice", "cut", 0, "tri", "zero2", "tt");
+    N("Sub", "d0", 0, "t", "t"); /* Hugging Face's key_length - query_length: starts 0 */
+    N("Unsqueeze", "d0u", 0, "d0", "ax0");
+    attr_int(&a[0], "axis", 0);
+    N("Concat", "st2", 1, "d0u", "d0u");
+    N("Slice", "cut", 0, "tri", "st2", "tt");
     N("Slice", "ev", 0, "x", "zero1", "big1", "two1", "two1");
     attr_int(&a[0], "axis", 1);
     N("Gather", "last", 1, "x", "minus1s");
@@ -757,7 +761,6 @@ static void dynamic_model(buf *m, bool bad)
     int64_init(&g, "minus1", &minus1, 1, false);
     int64_init(&g, "zero1", &zero, 1, false);
     int64_init(&g, "two1", &two, 1, false);
-    int64_init(&g, "zero2", (int64_t[]){0, 0}, 2, false);
     int64_init(&g, "big1", (int64_t[]){INT64_MAX}, 1, false);
     int64_init(&g, "one1", &one, 1, false);
     int64_init(&g, "minus1s", &minus1, 1, true);
