@@ -1464,6 +1464,8 @@ static bool op_argmax(ctx *c, const node_t *n)
         return false;
     bool last = onnx_attr_i(n, "select_last_index", 0) != 0;
     bool keep = hard || onnx_attr_i(n, "keepdims", 1) != 0;
+    if (last && mc_dim_is_sym(xn->shape[ax]))
+        return onnx_why(c, "select_last_index over axis %d, whose size is symbolic", ax);
     mc_value src = last ? flip(c, x, ax) : x;
     mc_value idx = argmin ? mc_argmin(g, src, ax, keep) : mc_argmax(g, src, ax, keep);
     if (last)

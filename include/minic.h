@@ -293,7 +293,7 @@ mc_status mc_onnx_load_memory(const void *data, size_t size, const char *name, u
  * under its name (invalid characters as '_'), bound when the program runs, as a .graph file's
  * (docs/FORMAT.md §1); the shape computations over it (Shape, Gather, Concat, arithmetic, ... feeding
  * Reshape, Expand, ConstantOfShape, Range, Slice) are evaluated symbolically at import time. A
- * node whose shape computation cannot be (a symbolic slice bound, Tile, ...) is reported as
+ * node whose shape computation cannot be (a symbolic slice start, Trilu, ...) is reported as
  * unsupported. mc_onnx_load_with_dims instead fixes the dim_params named here to the sizes given
  * (`minic --dim NAME=SIZE` falls back to it for such models); the others stay symbolic. */
 typedef struct mc_onnx_dim {

@@ -702,7 +702,8 @@ static void int64_init(buf *g, const char *name, const int64_t *v, int n, bool s
  *   ones = Expand(1, Where(Equal(Shape(x)[0:2], -1), 1, Shape(x)[0:2]))      [B, T] (torch's expand)
  *   cut  = Slice(tri, [T - T, T - T], [T, T])        [T, T] of a constant [8, 8] (a causal mask's cut)
  *   ev   = x[:, :, ::2]   last = x[:, -1]   rest = x[:, 1:]   (a fixed axis; the symbolic axis T)
- * `bad` adds a node whose shape chain cannot be computed over symbols (Tile). */
+ *   tl   = Tile(x, [1, 2, 1])  [B, 2*T, 8]         am = ArgMax(x, axis 2)  [B, T]
+ * `bad` adds a node whose mapping does not take symbolic dimensions (Trilu). */
 static void dynamic_model(buf *m, bool bad)
 {
     buf g = {0}, nd = {0}, v = {0}, a[2] = {{{0}, 0}, {{0}, 0}};
@@ -749,9 +750,12 @@ static void dynamic_model(buf *m, bool bad)
     attr_int(&a[0], "axis", 1);
     N("Gather", "last", 1, "x", "minus1s");
     N("Slice", "rest", 0, "x", "one1", "big1", "one1");
+    N("Tile", "tl", 0, "x", "reps");
+    attr_int(&a[0], "axis", 2);
+    attr_int(&a[1], "keepdims", 0);
+    N("ArgMax", "am", 2, "x");
     if (bad) {
-        N("Tile", "tiled", 0, "x", "reps");
-        int64_init(&g, "reps", (int64_t[]){1, 1, 2}, 3, false);
+        N("Trilu", "tril", 0, "x"); /* its mapping computes with the last two sizes */
     }
 #undef N
     int64_init(&g, "zero", &zero, 1, true);
@@ -762,6 +766,7 @@ static void dynamic_model(buf *m, bool bad)
     int64_init(&g, "zero1", &zero, 1, false);
     int64_init(&g, "two1", &two, 1, false);
     int64_init(&g, "big1", (int64_t[]){INT64_MAX}, 1, false);
+    int64_init(&g, "reps", (int64_t[]){1, 2, 1}, 3, false);
     int64_init(&g, "one1", &one, 1, false);
     int64_init(&g, "minus1s", &minus1, 1, true);
     {
@@ -779,8 +784,8 @@ static void dynamic_model(buf *m, bool bad)
     field_msg(&g, 11, &v);
     dyn_input(&v, "m", (int64_t[]){0}, BT + 1, 1);
     field_msg(&g, 11, &v);
-    const char *outs[] = {"z", "flat", "pos", "ones", "cut", "ev", "last", "rest", "tiled"};
-    for (int k = 0; k < (bad ? 9 : 8); k++) {
+    const char *outs[] = {"z", "flat", "pos", "ones", "cut", "ev", "last", "rest", "tl", "am", "tril"};
+    for (int k = 0; k < (bad ? 11 : 10); k++) {
         v.n = 0;
         field_str(&v, 1, outs[k]);
         field_msg(&g, 12, &v);
@@ -802,7 +807,7 @@ static void run_dynamic(mc_onnx *o, mc_program *p, int B, int T)
     assert_int_equal(mc_onnx_bind(o, p), MC_OK);
     if (mc_program_run(p) != MC_OK)
         fail_msg("B=%d T=%d: %s", B, T, mc_error_message());
-    mc_tensor z, flat, pos, ones, cut, ev, last, rest;
+    mc_tensor z, flat, pos, ones, cut, ev, last, rest, tl, am;
     assert_int_equal(mc_program_output(p, 0, &z), MC_OK);
     assert_int_equal(mc_program_output(p, 1, &flat), MC_OK);
     assert_int_equal(mc_program_output(p, 2, &pos), MC_OK);
@@ -811,6 +816,21 @@ static void run_dynamic(mc_onnx *o, mc_program *p, int B, int T)
     assert_int_equal(mc_program_output(p, 5, &ev), MC_OK);
     assert_int_equal(mc_program_output(p, 6, &last), MC_OK);
     assert_int_equal(mc_program_output(p, 7, &rest), MC_OK);
+    assert_int_equal(mc_program_output(p, 8, &tl), MC_OK);
+    assert_int_equal(mc_program_output(p, 9, &am), MC_OK);
+    assert_true(tl.rank == 3 && tl.shape[0] == B && tl.shape[1] == 2 * T && tl.shape[2] == 8);
+    assert_true(am.rank == 2 && am.shape[0] == B && am.shape[1] == T && am.dtype == MC_I32);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            int best = 0;
+            for (int j = 0; j < 8; j++) {
+                float v = x[(b * T + t) * 8 + j];
+                best = v > x[(b * T + t) * 8 + best] ? j : best;
+                for (int r = 0; r < 2; r++)
+                    assert_true(((const float *)tl.data)[(b * 2 * T + r * T + t) * 8 + j] == v);
+            }
+            assert_int_equal(((const int32_t *)am.data)[b * T + t], best);
+        }
     assert_true(ev.rank == 3 && ev.shape[0] == B && ev.shape[1] == T && ev.shape[2] == 4);
     assert_true(last.rank == 2 && last.shape[0] == B && last.shape[1] == 8);
     assert_true(rest.rank == 3 && rest.shape[0] == B && rest.shape[1] == T - 1 && rest.shape[2] == 8);
@@ -982,12 +1002,12 @@ static void test_dynamic_axes_cli(void **state)
     write_model(path, &m);
     snprintf(args, sizeof args, "run %s --backend ref", path);
     assert_int_equal(mc_test_minic(args, &out, &err), 1);
-    if (!strstr(err, "minic: unsupported: node tiled (Tile, opset 17): operand 0 has the shape [B, T, 8]"))
+    if (!strstr(err, "minic: unsupported: node tril (Trilu, opset 17): operand 0 has the shape [B, T, 8]"))
         fail_msg("%s", err);
     free(out);
     free(err);
     snprintf(args, sizeof args, "run %s --backend ref --dim B=2 --dim T=3", path);
-    if (mc_test_minic(args, &out, &err) != 0 || !strstr(out, "tiled: f32[2, 3, 16]"))
+    if (mc_test_minic(args, &out, &err) != 0 || !strstr(out, "tril: f32[2, 3, 8]"))
         fail_msg("%s%s", out, err);
     assert_non_null(strstr(err, "imported with the --dim sizes fixed"));
     free(out);
