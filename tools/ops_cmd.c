@@ -41,6 +41,8 @@ static const char *result_name(mc_op op)
 {
     if (op == MC_OP_ARGMAX || op == MC_OP_ARGMIN)
         return "i32";
+    if (op == MC_OP_UPDATE)
+        return "cache's";
     switch (mc_op_table[op].kind) {
     case MC_KIND_COMPARE: return "bool";
     case MC_KIND_CAST: return "to";
