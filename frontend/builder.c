@@ -204,6 +204,13 @@ mc_value mc_gather(mc_graph *g, mc_value x, mc_value idx, int axis)
     return build(g, MC_OP_GATHER, in, 2, &at);
 }
 
+mc_value mc_update(mc_graph *g, mc_value cache, mc_value new_, mc_value pos, int axis)
+{
+    mc_attrs at = {.axis = axis};
+    mc_value in[3] = {cache, new_, pos};
+    return build(g, MC_OP_UPDATE, in, 3, &at);
+}
+
 /* Copy a spatial list (NULL: left to the default). */
 static bool set_spatial(mc_graph *g, const char *op, const char *what, int64_t *to, int *n, const int64_t *from,
                         int count)

@@ -786,7 +786,7 @@ static mc_status make_constants(parser *p, mc_op op, size_t n)
         operand *o = &p->operands[i];
         if (!o->is_number)
             continue;
-        mc_dtype dtype = select && i == 0 ? MC_BOOL : op == MC_OP_GATHER && i == 1 ? MC_I32 : other;
+        mc_dtype dtype = select && i == 0 ? MC_BOOL : (op == MC_OP_GATHER && i == 1) || (op == MC_OP_UPDATE && i == 2) ? MC_I32 : other;
         double x = o->number;
         if (dtype == MC_I32 && !(x == trunc(x) && x >= INT32_MIN && x <= INT32_MAX))
             return error_at(p, &o->tok,

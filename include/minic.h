@@ -143,6 +143,12 @@ mc_value mc_cumsum(mc_graph *g, mc_value x, int axis);
  * the end); shape x.shape[:axis] + idx.shape + x.shape[axis+1:]. An index outside [-n, n) fails
  * mc_program_run with MC_ERR_INPUT (nothing is read there). */
 mc_value mc_gather(mc_graph *g, mc_value x, mc_value idx, int axis);
+/* A KV cache's write: cache with the entries [pos, pos + new.shape[axis]) along `axis` replaced
+ * by new (new: cache's dtype and sizes except along axis, where it has at most as many); pos an
+ * i32 scalar (i32[]), usually an input, so that one program serves every step. A pos outside
+ * [0, cache.shape[axis] - new.shape[axis]] fails mc_program_run with MC_ERR_INPUT (nothing is
+ * written). The result is a new value: the cache operand is not changed in place. */
+mc_value mc_update(mc_graph *g, mc_value cache, mc_value new_, mc_value pos, int axis);
 /* The sum of x over the ranks of a tensor-parallel program, the same on every rank (float
  * dtypes; shape and dtype of x). In a graph run as one program: x itself. */
 mc_value mc_allreduce(mc_graph *g, mc_value x);

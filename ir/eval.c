@@ -435,7 +435,7 @@ static void eval_view(const op_ctx *c)
     case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:
     case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
     case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
-    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER:
+    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER: case MC_OP_UPDATE:
     case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_RESHAPE: case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_OP_ALLREDUCE:
@@ -597,6 +597,34 @@ static mc_status eval_gather(const op_ctx *c)
     return MC_OK;
 }
 
+/* update: cache, with new at [pos, pos + len) along axis; a pos outside [0, n - len] is an
+ * input error naming the operator's place (the message every backend gives). */
+static mc_status eval_update(const op_ctx *c)
+{
+    const mc_node *n = c->n, *cache = c->in[0], *nw = c->in[1];
+    int axis = (int)n->attr.axis, r = cache->rank;
+    int64_t size = cache->shape[axis], len = nw->shape[axis], idx[MC_MAX_RANK], ns[MC_MAX_RANK];
+    double p = operand(c, 2)[0];
+    if (p < 0 || p > (double)(size - len))
+        return mc_update_pos_fail(c->g, n->line, n->col, (int64_t)p, 0, len, size, axis);
+    int64_t pos = (int64_t)p;
+    contiguous_strides(nw->shape, r, ns);
+    const double *cv = operand(c, 0), *nv = operand(c, 1);
+    memset(idx, 0, sizeof idx);
+    for (int64_t e = 0; e < c->numel; e++, next_index(idx, n->shape, n->rank)) {
+        int64_t j = idx[axis] - pos;
+        if (j < 0 || j >= len) {
+            c->out[e] = cv[e];
+            continue;
+        }
+        int64_t o = 0;
+        for (int d = 0; d < r; d++)
+            o += (d == axis ? j : idx[d]) * ns[d];
+        c->out[e] = nv[o];
+    }
+    return MC_OK;
+}
+
 static mc_status eval_leaf(const mc_graph *g, int i, const void *const *inputs, const op_ctx *c)
 {
     const mc_node *n = c->n;
@@ -663,7 +691,7 @@ static mc_status eval_node(const mc_graph *g, int i, const void *const *inputs, 
         else
             eval_window(&c);
         break;
-    case MC_KIND_GATHER: return eval_gather(&c);
+    case MC_KIND_GATHER: return n->op == MC_OP_UPDATE ? eval_update(&c) : eval_gather(&c);
     case MC_KIND_COLLECTIVE: MC_UNREACHABLE("allreduce is evaluated across the ranks");
     }
     return MC_OK;

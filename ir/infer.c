@@ -620,7 +620,7 @@ static mc_status infer_shape_op(const infer *c)
     case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:
     case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
     case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX:
-    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER:
+    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER: case MC_OP_UPDATE:
     case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL: case MC_OP_LINEAR:
     case MC_OP_IOTA: case MC_OP_FULL: case MC_OP_ALLREDUCE: case MC_NUM_OPS:
@@ -752,10 +752,14 @@ static mc_status infer_spatial(const infer *c)
     return set_shape(c, shape, x->rank);
 }
 
+static mc_status infer_update(const infer *c);
+
 /* gather(x, idx, axis): x.shape[:axis] + idx.shape + x.shape[axis+1:], idx i32. */
 static mc_status infer_gather(const infer *c)
 {
     mc_node *n = c->n;
+    if (n->op == MC_OP_UPDATE)
+        return infer_update(c);
     const mc_node *x = operand(c, 0), *idx = operand(c, 1);
     mc_status st;
     if ((st = check_dtype(c, x->dtype)))
@@ -781,6 +785,49 @@ static mc_status infer_gather(const infer *c)
     for (int d = axis + 1; d < x->rank; d++)
         shape[r++] = x->shape[d];
     return set_shape(c, shape, r);
+}
+
+/* update(cache, new, pos, axis): cache's type; new has cache's dtype and rank, cache's sizes
+ * except along axis, where it has at most as many; pos is an i32 scalar. A pos known here (a
+ * number) is checked here; one given at run time is checked by the run (docs/FORMAT.md §2). */
+static mc_status infer_update(const infer *c)
+{
+    mc_node *n = c->n;
+    const mc_node *cache = operand(c, 0), *nw = operand(c, 1), *pos = operand(c, 2);
+    mc_status st;
+    if ((st = check_dtype(c, cache->dtype)))
+        return st;
+    if (nw->dtype != cache->dtype)
+        return fail(c, "new is %s but cache is %s (use cast)", mc_dtype_name(nw->dtype), mc_dtype_name(cache->dtype));
+    if (pos->dtype != MC_I32 || pos->rank != 0)
+        return fail(c, "pos must be an i32 scalar (i32[]), not %s%s", mc_dtype_name(pos->dtype), SHAPE(pos));
+    if ((st = norm_axis(c, &n->attr.axis, cache->rank, "axis")))
+        return st;
+    int axis = (int)n->attr.axis;
+    if (nw->rank != cache->rank)
+        return fail(c, "new %s has rank %d but cache %s has rank %d", SHAPE(nw), nw->rank, SHAPE(cache), cache->rank);
+    for (int d = 0; d < cache->rank; d++)
+        if (d != axis && nw->shape[d] != cache->shape[d])
+            return fail(c, "new %s and cache %s differ on axis %d (only axis %d may differ)", SHAPE(nw),
+                        SHAPE(cache), d, axis);
+    int64_t len = nw->shape[axis], size = cache->shape[axis];
+    if (mc_dim_is_sym(len) || mc_dim_is_sym(size)) {
+        /* checked for each binding, when the graph specialised to it is inferred again */
+    } else if (len > size) {
+        return fail(c, "new %s has %lld entries along axis %d, more than cache %s holds (%lld)", SHAPE(nw),
+                    (long long)len, axis, SHAPE(cache), (long long)size);
+    } else if (size > INT32_MAX) {
+        return fail(c, "axis %d has %lld entries: more than an i32 pos reaches", axis, (long long)size);
+    }
+    if (pos->op == MC_OP_CONST && !mc_dim_is_sym(len) && !mc_dim_is_sym(size)) {
+        double p = pos->attr.value;
+        if (p < 0 || p > (double)(size - len))
+            return fail(c, "pos %lld is outside [0, %lld]: %lld entr%s from pos would not fit axis %d of %lld",
+                        (long long)p, (long long)(size - len), (long long)len, len == 1 ? "y" : "ies", axis,
+                        (long long)size);
+    }
+    n->dtype = cache->dtype;
+    return set_shape(c, cache->shape, cache->rank);
 }
 
 /* allreduce(x): x's dtype (a float) and shape; the sum over ranks changes neither. */

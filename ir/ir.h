@@ -246,6 +246,11 @@ double mc_reduce_identity(mc_op op);
 double mc_reduce_step(mc_op op, mc_dtype dtype, double acc, double x);
 /* Reduce an integer modulo 2^32 into the i32 range (two's complement). */
 double mc_wrap_i32(int64_t v);
+/* update's run-time error (MC_ERR_INPUT at the operator's place in g's file, or unlocated):
+ * pos outside [0, size - len] along axis. bound 0: pos is exact; 1: pos or more; -1: pos or
+ * less (a kernel sees pos through an i32 index that saturates: passes/decompose.c). */
+mc_status mc_update_pos_fail(const mc_graph *g, int line, int col, int64_t pos, int bound, int64_t len,
+                             int64_t size, int axis);
 
 /* The float64 evaluation of a graph (ir/eval.c): the oracle of docs/FORMAT.md §6. Inputs and
  * params are given as host arrays in their own dtype (inputs[i] for node i, NULL for others);

@@ -115,7 +115,7 @@ mc_attrs mc_op_default_attrs(mc_op op)
     case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST: case MC_OP_SUM: case MC_OP_MEAN:
     case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
     case MC_OP_MAX: case MC_OP_MIN: case MC_OP_MATMUL: case MC_OP_LINEAR: case MC_OP_TRANSPOSE:
-    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER:
+    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER: case MC_OP_UPDATE:
     case MC_OP_RESHAPE: case MC_OP_EXPAND: case MC_OP_CONCAT: case MC_OP_ALLREDUCE: case MC_NUM_OPS:
         break;
     }

@@ -183,7 +183,7 @@ static void print_attrs(const printer *p, const mc_node *n)
         case MC_OP_LE: case MC_OP_GT: case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST:
         case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
         case MC_OP_SUM: case MC_OP_MEAN: case MC_OP_MAX: case MC_OP_MIN: case MC_OP_SOFTMAX:
-        case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER:
+        case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER: case MC_OP_UPDATE:
         case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
         case MC_OP_LOG_SOFTMAX: case MC_OP_LAYERNORM: case MC_OP_RMSNORM: case MC_OP_MATMUL:
         case MC_OP_LINEAR: case MC_OP_IOTA: case MC_OP_FULL: case MC_OP_ALLREDUCE: case MC_NUM_OPS:

@@ -15,6 +15,7 @@
 #include "ir/ir.h"
 
 #include <math.h>
+#include <stdio.h>
 
 double mc_wrap_i32(int64_t v)
 {
@@ -86,7 +87,7 @@ double mc_op_apply(mc_op op, mc_dtype operand, mc_dtype result, double a, double
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST:
     case MC_OP_LEAKY_RELU: case MC_OP_CLIP: /* composites with attributes: ir/eval.c */
     case MC_OP_SUM: case MC_OP_MEAN: case MC_OP_MAX: case MC_OP_MIN:
-    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER:
+    case MC_OP_ARGMAX: case MC_OP_ARGMIN: case MC_OP_CUMSUM: case MC_OP_GATHER: case MC_OP_UPDATE:
     case MC_OP_CONV: case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: case MC_OP_PAD: case MC_OP_BATCHNORM:
     case MC_OP_SOFTMAX: case MC_OP_LOG_SOFTMAX: case MC_OP_LAYERNORM: case MC_OP_RMSNORM:
     case MC_OP_MATMUL: case MC_OP_LINEAR:
@@ -110,4 +111,17 @@ double mc_reduce_step(mc_op op, mc_dtype dtype, double acc, double x)
         return dtype == MC_I32 ? mc_wrap_i32((int64_t)acc + (int64_t)x) : acc + x;
     MC_ASSERT(op == MC_OP_MAX || op == MC_OP_MIN);
     return op == MC_OP_MAX ? nan_max(acc, x) : nan_min(acc, x);
+}
+
+mc_status mc_update_pos_fail(const mc_graph *g, int line, int col, int64_t pos, int bound, int64_t len,
+                             int64_t size, int axis)
+{
+    char msg[300];
+    snprintf(msg, sizeof msg,
+             "update: pos %lld%s is outside [0, %lld]: %lld entr%s from pos would not fit axis %d of %lld",
+             (long long)pos, bound > 0 ? " or more" : bound < 0 ? " or less" : "", (long long)(size - len),
+             (long long)len, len == 1 ? "y" : "ies", axis, (long long)size);
+    if (g && g->file && line > 0)
+        return mc_fail_at(MC_ERR_INPUT, g->file, g->text, line, col, "%s", msg);
+    return mc_fail(MC_ERR_INPUT, "%s", msg);
 }

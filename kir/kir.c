@@ -232,6 +232,14 @@ mc_status kir_check_fail(const kir_program *kp, const mc_graph *g, int check, in
 {
     MC_ASSERT(check >= 0 && check < kp->nchecks);
     const kir_check *ck = &kp->checks[check];
+    if (ck->origin == MC_OP_UPDATE && (index >= ck->size || index < -ck->size)) {
+        /* the index is pos + len (pos past the end) or pos - len (pos negative), saturated at
+         * i32's limits (passes/decompose.c, update) */
+        bool high = index >= ck->size;
+        int64_t pos = high ? index - ck->size : index + ck->size;
+        int bound = high ? (index >= INT32_MAX ? 1 : 0) : (index <= INT32_MIN ? -1 : 0);
+        return mc_update_pos_fail(g, ck->line, ck->col, pos, bound, ck->size, ck->extent, ck->axis);
+    }
     if (g && g->file && ck->line > 0)
         return mc_fail_at(MC_ERR_INPUT, g->file, g->text, ck->line, ck->col,
                           "gather: index %lld is outside [%lld, %lld)", (long long)index, (long long)-ck->size,

@@ -192,6 +192,10 @@ typedef struct kir_collective {
 typedef struct kir_check {
     int line, col;          /* the user's gather in the graph file; 0 when built through the API */
     int64_t size;           /* indices must lie in [-size, size) */
+    mc_op origin;           /* MC_OP_GATHER, or MC_OP_UPDATE: an update's gather, whose bad index
+                               encodes its pos (passes/decompose.c) */
+    int axis;               /* MC_OP_UPDATE: the cache's axis and its length */
+    int64_t extent;
 } kir_check;
 
 typedef struct kir_kernel {

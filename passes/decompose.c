@@ -10,6 +10,9 @@
  *                   overflows                                                   (last axis)
  *   linear(x, w, b) matmul(x, transpose(w)) + b
  *   mean(x)         sum(x) * (1/n)
+ *   update(c, n, p) where(p <= i < p + len, gather(n, clip(i - p, 0, len - 1)), c) along the axis
+ *
+ * (and the other composites of ops.def: argmax, cumsum, pad, the pools, conv, batchnorm, below)
  *
  * The norms scale, as robust norms do (LAPACK's nrm2 scales by the largest element), so that a
  * row of 1e30 (or of +-3e38), whose squares overflow f32, gives O(1) results as in float64 and
@@ -362,6 +365,48 @@ static mc_value cumsum(ctx *c, mc_value x)
     return narrow(c, s);
 }
 
+/* update(cache, new, pos, axis): with n the cache's axis length and len new's, over i in [0, n)
+ *
+ *   r      = i - pos                                   (iota along the axis, [n])
+ *   idx    = where(ok, minimum(maximum(r, 0), len - 1), bad)
+ *   result = where(0 <= r < len, gather(new, idx, axis), cache)
+ *
+ * ok = (0 <= pos <= n - len) is a scalar; bad, the index of every position when pos is out of
+ * range, is pos + len (>= len) past the end or pos - len (< -len) before the start, saturated at
+ * i32's limits: always outside gather's [-len, len), so the run fails with the gather's check,
+ * whose kir_check names update as its origin and decodes pos from that index (kir/kir.c). One
+ * fused kernel: the gather of new and the select of the cache, no backend code of its own. */
+static mc_value update(ctx *c, const mc_value *in)
+{
+    const mc_node *cn = &c->rw->src->nodes[c->n->in[0]], *nn = &c->rw->src->nodes[c->n->in[1]];
+    int r = cn->rank, axis = (int)c->n->attr.axis;
+    int64_t n = cn->shape[axis], len = nn->shape[axis];
+    mc_value pos = in[2];
+    mc_value i = iota(c, &n, 1, 0);
+    mc_value rel = op2(c, MC_OP_SUB, i, pos);
+    mc_value zero = constant(c, 0.0, MC_I32);
+    mc_value ok = op2(c, MC_OP_AND, op2(c, MC_OP_GE, pos, zero), op2(c, MC_OP_LE, pos, constant(c, (double)(n - len), MC_I32)));
+    mc_value past = op2(c, MC_OP_ADD, op2(c, MC_OP_MINIMUM, pos, constant(c, (double)(INT32_MAX - len), MC_I32)),
+                        constant(c, (double)len, MC_I32));
+    mc_value before = op2(c, MC_OP_SUB, op2(c, MC_OP_MAXIMUM, pos, constant(c, (double)(INT32_MIN + len), MC_I32)),
+                          constant(c, (double)len, MC_I32));
+    mc_value bad = where(c, op2(c, MC_OP_LT, pos, zero), before, past);
+    mc_value clamped = op2(c, MC_OP_MINIMUM, op2(c, MC_OP_MAXIMUM, rel, zero), constant(c, (double)(len - 1), MC_I32));
+    mc_value idx = where(c, ok, clamped, bad);
+    mc_attrs ga;
+    memset(&ga, 0, sizeof ga);
+    ga.axis = axis;
+    mc_value gin[2] = {in[1], idx};
+    mc_value g = mc_rewrite_node(c->rw, c->n, MC_OP_GATHER, gin, 2, &ga);
+    mc_value inside = op2(c, MC_OP_AND, op2(c, MC_OP_GE, rel, zero), op2(c, MC_OP_LT, rel, constant(c, (double)len, MC_I32)));
+    int64_t shape[MC_MAX_RANK];
+    for (int d = 0; d < r; d++)
+        shape[d] = d == axis ? n : 1;
+    if (r > 1)
+        inside = shape_op(c, MC_OP_RESHAPE, inside, shape, r);
+    return where(c, inside, g, in[0]);
+}
+
 /* x padded by before[d] and after[d] elements of `value` along each axis: a concat with `full`
  * blocks per padded axis (copies: a first version). The result is a new node even without
  * padding (a same-shape reshape, which simplify removes), so that the composite's name never
@@ -567,6 +612,7 @@ mc_status mc_pass_decompose(mc_graph *g)
             case MC_OP_CLIP: v = clip(&c, in[0]); break;
             case MC_OP_ARGMAX: case MC_OP_ARGMIN: v = argextreme(&c, in[0]); break;
             case MC_OP_CUMSUM: v = cumsum(&c, in[0]); break;
+            case MC_OP_UPDATE: v = update(&c, in); break;
             case MC_OP_PAD: v = pad(&c, in[0]); break;
             case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: v = pool(&c, in[0]); break;
             case MC_OP_CONV: v = conv(&c, in); break;
@@ -582,7 +628,8 @@ mc_status mc_pass_decompose(mc_graph *g)
             case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
             case MC_OP_SUM: case MC_OP_MAX: case MC_OP_MIN: case MC_OP_MATMUL:
             case MC_OP_TRANSPOSE: case MC_OP_RESHAPE: case MC_OP_EXPAND: case MC_OP_SLICE:
-            case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_OP_GATHER: case MC_OP_ALLREDUCE: case MC_NUM_OPS:
+            case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_OP_GATHER:
+            case MC_OP_ALLREDUCE: case MC_NUM_OPS:
                 MC_UNREACHABLE("not a composite");
             }
             if (v >= 0 && n->name)

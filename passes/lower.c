@@ -207,7 +207,9 @@ static int emit_gather(kbuild *b, int i, const mc_cmap *m, int stage, int block)
     }
     if (L->check_of[i] < 0 && GROW(L, L->checks, L->nchecks, L->capchecks)) {
         L->check_of[i] = L->nchecks;
-        L->checks[L->nchecks++] = (kir_check){.line = n->line, .col = n->col, .size = x->shape[axis]};
+        L->checks[L->nchecks++] = (kir_check){.line = n->line, .col = n->col, .size = x->shape[axis],
+                                              .origin = n->origin == MC_OP_UPDATE ? MC_OP_UPDATE : MC_OP_GATHER,
+                                              .axis = axis, .extent = n->shape[axis]};
     }
     kir_instr in = {.kind = KI_GATHER, .dtype = n->dtype, .view = compose_view(b, &fx->view, &xm),
                     .arg = {index, 0, 0}, .stride = fx->view.stride[axis], .size = x->shape[axis],

@@ -231,6 +231,9 @@ static void test_every_operator(void **state)
     outs[n++] = mc_argmax(g, x, 1, true);
     outs[n++] = mc_argmin(g, i, -1, false);
     outs[n++] = mc_cumsum(g, x, 2);
+    mc_value pos = mc_input(g, "pos", MC_I32, NULL, 0);
+    outs[n++] = mc_update(g, x, mc_slice(g, x, 1, 0, 1), pos, 1);
+    outs[n++] = mc_update(g, i, mc_slice(g, i, 0, 1, 3), mc_scalar(g, 1, MC_I32), -2);
     assert_true(n <= 96);
     mc_value_set_name(g, outs[3], "ex.p");
     assert_int_equal(mc_graph_set_outputs(g, outs, n), MC_OK);

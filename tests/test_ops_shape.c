@@ -764,6 +764,118 @@ static void expect_gather(const op_case *c, double *const *in, double **out)
     gather_ref(in[0], s->xs, s->xr, in[1], s->is, s->ir, axis, out[0]);
 }
 
+/* ---- update ---------------------------------------------------------------------------------- */
+
+/* update(cache, new, pos, axis) cases: the cache's shape, the length of new along the axis, the
+ * axis (as written: negative ones too) and pos (at the start, in the middle, at the end). Family
+ * 1 is a decode step of attention: the K and V caches updated at pos with one token's k and v,
+ * the scores masked to the first pos + 1 keys (le(iota, pos)) before the softmax; its outputs
+ * are the attention's result and both caches. */
+typedef struct {
+    int family;
+    int64_t cs[4];
+    int cr;
+    int64_t len;
+    int axis;
+    int pos;
+} update_spec;
+
+static const update_spec update_specs[] = {
+    {0, {2, 6, 3}, 3, 2, 1, 0},  {0, {2, 6, 3}, 3, 2, 1, 2},  {0, {2, 6, 3}, 3, 2, -2, 4},
+    {0, {4, 5}, 2, 1, 0, 3},     {0, {1, 2, 8, 4}, 4, 1, 2, 7}, {0, {3, 4}, 2, 4, 1, 0},
+    {0, {7}, 1, 3, 0, 2},        {1, {1, 2, 8, 4}, 4, 1, 2, 0}, {1, {1, 2, 8, 4}, 4, 1, 2, 5},
+    {1, {1, 2, 8, 4}, 4, 1, 2, 7},
+};
+
+static int update_axis(const update_spec *s) { return s->axis < 0 ? s->axis + s->cr : s->axis; }
+
+static void update_new_shape(const update_spec *s, int64_t *ns)
+{
+    memcpy(ns, s->cs, sizeof s->cs);
+    ns[update_axis(s)] = s->len;
+}
+
+static mc_status build_update(const op_case *c, mc_graph *g)
+{
+    const update_spec *s = &update_specs[c->variant];
+    int64_t ns[4];
+    update_new_shape(s, ns);
+    if (s->family == 1) { /* q, the caches and the new token's k and v, pos */
+        mc_value q = mc_input(g, "q", c->dtype, ns, 4);
+        mc_value kc = mc_input(g, "k_cache", c->dtype, s->cs, 4);
+        mc_value vc = mc_input(g, "v_cache", c->dtype, s->cs, 4);
+        mc_value kn = mc_input(g, "k_new", c->dtype, ns, 4);
+        mc_value vn = mc_input(g, "v_new", c->dtype, ns, 4);
+        mc_value pos = mc_input(g, "pos", MC_I32, NULL, 0);
+        mc_value k = mc_update(g, kc, kn, pos, 2), v = mc_update(g, vc, vn, pos, 2);
+        mc_value sc = mc_mul(g, mc_matmul(g, q, mc_transpose(g, k, (const int[]){0, 1, 3, 2}, 4)),
+                             mc_scalar(g, 0.5, c->dtype));
+        mc_value keep = mc_le(g, mc_iota(g, SHAPE(1, s->cs[2]), 1, MC_I32), pos);
+        mc_value p = mc_softmax(g, mc_where(g, keep, sc, mc_scalar(g, -INFINITY, c->dtype)), -1);
+        return OUTPUTS(g, mc_matmul(g, p, v), k, v);
+    }
+    mc_value cache = mc_input(g, "cache", c->dtype, s->cs, s->cr);
+    mc_value nw = mc_input(g, "new", c->dtype, ns, s->cr);
+    mc_value pos = mc_input(g, "pos", MC_I32, NULL, 0);
+    return OUTPUTS(g, mc_update(g, cache, nw, pos, s->axis));
+}
+
+static void prepare_update(const op_case *c, void *const *in)
+{
+    const update_spec *s = &update_specs[c->variant];
+    mc_store_element(in[s->family == 1 ? 5 : 2], MC_I32, 0, s->pos);
+}
+
+/* The cache, then new's entries written over it one by one at pos along the axis. */
+static void update_ref(const update_spec *s, const double *cache, const double *nw, double *out)
+{
+    int axis = update_axis(s);
+    int64_t outer = 1, inner = 1, n = s->cs[axis], numel = 1;
+    for (int d = 0; d < s->cr; d++) {
+        numel *= s->cs[d];
+        if (d < axis)
+            outer *= s->cs[d];
+        if (d > axis)
+            inner *= s->cs[d];
+    }
+    memcpy(out, cache, sizeof(double) * (size_t)numel);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < s->len; j++)
+            for (int64_t b = 0; b < inner; b++)
+                out[(o * n + s->pos + j) * inner + b] = nw[(o * s->len + j) * inner + b];
+}
+
+static void expect_update(const op_case *c, double *const *in, double **out)
+{
+    const update_spec *s = &update_specs[c->variant];
+    if (s->family == 0) {
+        update_ref(s, in[0], in[1], out[0]);
+        return;
+    }
+    /* attention over keys 0..pos of the updated caches, per head: softmax(q.k / 2) v */
+    update_ref(s, in[1], in[3], out[1]);
+    update_ref(s, in[2], in[4], out[2]);
+    int64_t H = s->cs[1], T = s->cs[2], D = s->cs[3];
+    for (int64_t h = 0; h < H; h++) {
+        double w[8], m = -INFINITY, sum = 0;
+        for (int64_t t = 0; t <= s->pos; t++) {
+            w[t] = 0;
+            for (int64_t d = 0; d < D; d++)
+                w[t] += in[0][h * D + d] * out[1][(h * T + t) * D + d];
+            w[t] *= 0.5;
+            m = w[t] > m ? w[t] : m;
+        }
+        for (int64_t t = 0; t <= s->pos; t++)
+            sum += (w[t] = exp(w[t] - m));
+        for (int64_t d = 0; d < D; d++) {
+            double y = 0;
+            for (int64_t t = 0; t <= s->pos; t++)
+                y += w[t] / sum * out[2][(h * T + t) * D + d];
+            out[0][h * D + d] = y;
+        }
+    }
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 #define CASE(name, family, dt, v) \
@@ -772,7 +884,15 @@ static void expect_gather(const op_case *c, double *const *in, double **out)
 #define GATHER(name, dt, v) \
     {name, build_gather, expect_gather, prepare_gather, MC_##dt, 0, NULL, NULL, NULL, NULL, v, false, 0, NULL}
 
+#define UPDATE(name, dt, v) \
+    {name, build_update, expect_update, prepare_update, MC_##dt, 0, NULL, NULL, NULL, NULL, v, false, 0, NULL}
+
 static const op_case cases[] = {
+    UPDATE("update_pos_start", F32, 0), UPDATE("update_pos_middle", F32, 1),
+    UPDATE("update_pos_end_axis_neg", F32, 2), UPDATE("update_axis0_i32", I32, 3),
+    UPDATE("update_kv_cache_last_f16", F16, 4), UPDATE("update_whole_axis_bf16", BF16, 5),
+    UPDATE("update_rank1", F32, 6), UPDATE("update_decode_attention_pos0", F32, 7),
+    UPDATE("update_decode_attention_pos5", F32, 8), UPDATE("update_decode_attention_last_bf16", BF16, 9),
     GATHER("gather_axis0", F32, 0), GATHER("gather_axis1_rank2_idx_negative", F32, 1),
     GATHER("gather_scalar_index_last_axis", F32, 2), GATHER("gather_embedding_plus_position", F32, 3),
     GATHER("gather_then_sum", F32, 4), GATHER("gather_i32", I32, 1), GATHER("gather_f16", F16, 0),

@@ -417,6 +417,40 @@ static void test_attribute_errors(void **state)
 }
 
 /* The operators of docs/FORMAT.md §2's newer rows (issue 20): attributes and type rules. */
+/* update (docs/FORMAT.md §2): operand types and shapes, the axis, a pos known when read. */
+static void test_update_errors(void **state)
+{
+    (void)state;
+    const char *h = "input c : f32[2, 6, 3]\ninput n : f32[2, 2, 3]\ninput p : i32[]\ninput q : i32[1]\n"
+                    "input h : f16[2, 2, 3]\ninput b : bool[2, 6, 3]\ninput f : f32[]\n";
+    char text[512];
+#define OP_ERROR(stmt, loc, phrase)                                        \
+    do {                                                                   \
+        snprintf(text, sizeof text, "%s%s\noutput y\n", h, stmt);          \
+        expect_error(text, loc, phrase);                                   \
+    } while (0)
+    OP_ERROR("y = update(c, n, p)", "8:5", "'update' needs the attribute axis");
+    OP_ERROR("y = update(c, n, p, axis=3)", "8:5", "update: axis=3 is out of range for rank 3 (expected -3..2)");
+    OP_ERROR("y = update(c, h, p, axis=1)", "8:5", "update: new is f16 but cache is f32 (use cast)");
+    OP_ERROR("y = update(c, n, q, axis=1)", "8:5", "update: pos must be an i32 scalar (i32[]), not i32[1]");
+    OP_ERROR("y = update(c, n, f, axis=1)", "8:5", "update: pos must be an i32 scalar (i32[]), not f32[]");
+    OP_ERROR("y = update(c, n, 1.5, axis=1)", "8:18", "number '1.5' is used with an i32 operand and must be an integer");
+    OP_ERROR("y = update(c, n, p, axis=0)", "8:5", "update: new [2, 2, 3] and cache [2, 6, 3] differ on axis 1 (only axis 0 may differ)");
+    OP_ERROR("y = update(n, c, p, axis=1)", "8:5", "update: new [2, 6, 3] has 6 entries along axis 1, more than cache [2, 2, 3] holds (2)");
+    OP_ERROR("y = update(c, q, p, axis=0)", "8:5", "update: new is i32 but cache is f32");
+    OP_ERROR("y = update(b, b, p, axis=1)", "8:5", "update: bool is not supported (update takes f32, f16, bf16 or i32");
+    OP_ERROR("y = update(c, p, p, axis=0)", "8:5", "update: new is i32 but cache is f32");
+    OP_ERROR("y = update(c, f, p, axis=0)", "8:5", "update: new [] has rank 0 but cache [2, 6, 3] has rank 3");
+    OP_ERROR("y = update(c, n, 5, axis=1)", "8:5", "update: pos 5 is outside [0, 4]: 2 entries from pos would not fit axis 1 of 6");
+    OP_ERROR("y = update(c, n, -1, axis=-2)", "8:5", "update: pos -1 is outside [0, 4]");
+    OP_ERROR("y = update(c, n, axis=1)", "8:5", "'update' takes 3 operands, got 2");
+    OP_ERROR("y = update(c, n, p, keepdim=true)", "8:21", "unknown attribute 'keepdim' for 'update' (it takes axis)");
+#undef OP_ERROR
+    /* fine: pos a number inside the range, the whole axis at pos 0 */
+    snprintf(text, sizeof text, "%sy = update(c, n, 4, axis=1)\nz = update(n, n, 0, axis=-2)\noutput y, z\n", h);
+    mc_graph_free(parse_ok(text));
+}
+
 static void test_more_operator_errors(void **state)
 {
     (void)state;
@@ -770,6 +804,7 @@ int main(void)
         cmocka_unit_test(test_unknown_operator),
         cmocka_unit_test(test_attribute_errors),
         cmocka_unit_test(test_more_operator_errors),
+        cmocka_unit_test(test_update_errors),
         cmocka_unit_test(test_name_errors),
         cmocka_unit_test(test_output_errors),
         cmocka_unit_test(test_graph_statement_errors),

@@ -342,7 +342,14 @@ static mc_value shape_op(gen *G, mc_value x)
         }
         return mc_slice(g, x, axis, start, pick(&G->r, 4) == 0 ? MC_END : end);
     }
-    case 4: { /* concat with a transformed copy of itself */
+    case 4: { /* concat with a transformed copy of itself; now and then an update of x with a
+               * transformed slice of itself at a position (a KV cache's write) */
+        if (pick(&G->r, 3) == 0) {
+            int axis = pick(&G->r, rank);
+            int64_t size = n->shape[axis], len = 1 + pick(&G->r, (int)size), pos = pick(&G->r, (int)(size - len + 1));
+            mc_value part = tame_unary(G, mc_slice(g, x, axis, 0, len));
+            return mc_update(g, x, part, mc_scalar(g, (double)pos, MC_I32), pick(&G->r, 2) ? axis : axis - rank);
+        }
         mc_value xs[2] = {x, tame_unary(G, x)};
         return mc_concat(g, xs, 2, pick(&G->r, rank));
     }

@@ -41,6 +41,8 @@ static const char *result_name(mc_op op)
 {
     if (op == MC_OP_ARGMAX || op == MC_OP_ARGMIN)
         return "i32";
+    if (op == MC_OP_UPDATE)
+        return "cache's";
     switch (mc_op_table[op].kind) {
     case MC_KIND_COMPARE: return "bool";
     case MC_KIND_CAST: return "to";
@@ -177,7 +179,7 @@ static void print_row(mc_op op)
     for (int d = 0; d < MC_NUM_DTYPES; d++)
         if (mc_op_accepts_dtype(op, (mc_dtype)d))
             append(dtypes, sizeof dtypes, "%s%s", dtypes[0] ? " " : "", mc_dtype_name((mc_dtype)d));
-    printf("%-46s  %-21s  %-6s  %s%s\n", sig, dtypes, result_name(op), kind_name(op),
+    printf("%-46s  %-21s  %-7s  %s%s\n", sig, dtypes, result_name(op), kind_name(op),
            mc_op_is_composite(op) ? ", composite" : "");
 }
 
@@ -219,7 +221,7 @@ int cli_ops(int argc, char **argv)
                              argv[i]);
         }
     }
-    printf("%-46s  %-21s  %-6s  %s\n", "signature", "dtypes", "result", "kind");
+    printf("%-46s  %-21s  %-7s  %s\n", "signature", "dtypes", "result", "kind");
     for (int k = 0; k < MC_NUM_OPS; k++) {
         mc_op op = (mc_op)k;
         if (mc_op_table[op].kind == MC_KIND_LEAF)

@@ -8,7 +8,8 @@ Builds GPT-2 small from GPT2Config (random init, seed 0: nothing is downloaded),
   DIR/gpt2_{f32,bf16}.graph      the model as a minic graph: token embeddings in, logits out
   DIR/gpt2_{f32,bf16}.safetensors its weights under the graph's names (Conv1D weights, stored
                                  [in, out] by HF, transposed to PyTorch Linear's [out, in]; the
-                                 LM head is the token embedding, tied: one param)
+                                 LM head is the token embedding, tied: one param), and wpe
+                                 [n_positions, 768], which examples/gpt2_generate.c reads
   DIR/x_{f32,bf16}.npy           the input: wte[ids] + wpe[pos] for fixed random ids (HF is
                                  given wte[ids] as inputs_embeds: it adds wpe itself)
 then times minic (fused and unfused, `minic run --iters`), HF eager and torch.compile in the
@@ -89,6 +90,9 @@ def weights(model, L):
         w[p + "out.w"], w[p + "out.b"] = sd[h + "mlp.c_proj.weight"].t(), sd[h + "mlp.c_proj.bias"]
     w["ln_f.w"], w["ln_f.b"] = sd["transformer.ln_f.weight"], sd["transformer.ln_f.bias"]
     w["wte"] = sd["transformer.wte.weight"]
+    # the position embedding: the graph here takes wte[ids] + wpe[pos] as its input and has no
+    # wpe param (minic ignores extra tensors), examples/gpt2_generate.c takes ids and reads it
+    w["wpe"] = sd["transformer.wpe.weight"]
     return {k: v.contiguous() for k, v in w.items()}
 
 

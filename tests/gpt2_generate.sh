@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# examples/gpt2_generate.c on a tiny GPT-2 (2 layers, d_model 64, 4 heads, vocab 97, 64
+# positions), its random weights written here as .safetensors (python3 without numpy): greedy
+# decoding with the KV cache (a prefill program, then a decode program per token with update at
+# pos) must give the same ids as running the whole sequence again at every step without a cache
+# (--no-cache), on ref and cpu (and cuda where `--backend cuda` runs here; MINIC_TEST_BACKEND=cuda
+# makes it required), fused and unfused. The weights are chosen so that the ids vary (more than
+# a third of them distinct): a model whose next token follows from the last alone would pass
+# without a working cache. Wrong options, prompts and weights are exit 1 with a message.
+set -euo pipefail
+build=${MINIC_BUILD:-build}
+gen=$build/gpt2_generate
+[ -x "$gen" ] || { echo "skipped: $gen is not built"; exit 77; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+python3 - "$work/w.safetensors" <<'P'
+import json, random, struct, sys
+L, d, V, P = 2, 64, 97, 64
+r = random.Random(23)
+def u(n, a, c=0.0):
+    return [c + r.uniform(-a, a) for _ in range(n)]
+t = {}
+for i in range(L):
+    h = "h%d." % i
+    t[h + "ln_1.w"], t[h + "ln_1.b"] = ([d], u(d, 0.1, 1.0)), ([d], u(d, 0.1))
+    t[h + "attn.w"], t[h + "attn.b"] = ([3 * d, d], u(3 * d * d, 1.0)), ([3 * d], u(3 * d, 0.1))
+    t[h + "proj.w"], t[h + "proj.b"] = ([d, d], u(d * d, 1.0)), ([d], u(d, 0.1))
+    t[h + "ln_2.w"], t[h + "ln_2.b"] = ([d], u(d, 0.1, 1.0)), ([d], u(d, 0.1))
+    t[h + "fc.w"], t[h + "fc.b"] = ([4 * d, d], u(4 * d * d, 0.2)), ([4 * d], u(4 * d, 0.1))
+    t[h + "out.w"], t[h + "out.b"] = ([d, 4 * d], u(4 * d * d, 0.1)), ([d], u(d, 0.1))
+t["ln_f.w"], t["ln_f.b"] = ([d], u(d, 0.1, 1.0)), ([d], u(d, 0.1))
+t["wte"], t["wpe"] = ([V, d], u(V * d, 1.0)), ([P, d], u(P * d, 1.0))
+header, data, off = {}, b"", 0
+for name, (shape, vals) in t.items():
+    b = struct.pack("<%df" % len(vals), *vals)
+    header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [off, off + len(b)]}
+    data += b
+    off += len(b)
+h = json.dumps(header).encode()
+h += b" " * (-len(h) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(h)) + h + data)
+P
+
+tiny=(--weights "$work/w.safetensors" --layers 2 --heads 4 --dmodel 64 --vocab 97 --positions 64 --max-seq 24)
+prompt=(--prompt 5,1,70,2,9,33)
+ids() { grep '^ids: ' "$1" | cut -d' ' -f2; }
+
+backends="ref"
+if "$gen" "${tiny[@]}" "${prompt[@]}" --new 2 --backend cpu --quiet >/dev/null 2>"$work/cpu_err"; then
+  backends="$backends cpu"
+elif grep -q "built without it" "$work/cpu_err"; then
+  echo "gpt2_generate: cpu skipped: $(head -1 "$work/cpu_err")"
+else
+  fail "cpu: $(head -3 "$work/cpu_err")"
+fi
+if [ "${MINIC_TEST_BACKEND:-}" = cuda ] || "$gen" "${tiny[@]}" "${prompt[@]}" --new 2 --backend cuda --quiet >/dev/null 2>&1; then
+  backends="$backends cuda"
+fi
+first=""
+for b in $backends; do
+  for fuse in "" --no-fuse; do
+    # cpu and cuda compile a program per length without the cache: fewer steps there
+    new=12
+    [ "$b" = ref ] || new=6
+    "$gen" "${tiny[@]}" "${prompt[@]}" --new $new --backend "$b" $fuse >"$work/cached" 2>"$work/err" ||
+      fail "$b $fuse: $(cat "$work/err")"
+    "$gen" "${tiny[@]}" "${prompt[@]}" --new $new --backend "$b" $fuse --no-cache --quiet >"$work/full" 2>"$work/err" ||
+      fail "$b $fuse --no-cache: $(cat "$work/err")"
+    got=$(ids "$work/cached") want=$(ids "$work/full")
+    [ "$(tr ',' '\n' <<<"$got" | wc -l)" -eq $new ] || fail "$b $fuse: expected $new ids, got '$got'"
+    [ "$got" = "$want" ] || fail "$b $fuse: with the cache $got, without $want"
+    # a model whose next token follows from the last one alone would not need the cache
+    [ "$(tr ',' '\n' <<<"$got" | sort -u | wc -l)" -gt $((new / 3)) ] ||
+      fail "$b $fuse: too few distinct ids ($got): the model proves little"
+    grep -q '^decode: .* tokens/s' "$work/cached" || fail "$b $fuse: no decode tokens/s: $(cat "$work/cached")"
+    # the first ids agree across backends too (the 6 cpu makes)
+    [ -z "$first" ] || [ "${got:0:${#first}}" = "$first" ] || fail "$b $fuse: $got, ref began $first"
+    [ -n "$first" ] || first=$(cut -d, -f1-6 <<<"$got")
+    echo "gpt2_generate: $b $fuse ok: $got; $(grep -E '^(prefill|decode):' "$work/cached" | tr '\n' ' ')"
+  done
+done
+
+# batch 2: each row decodes the same prompt, as batch 1 did
+"$gen" "${tiny[@]}" "${prompt[@]}" --new 12 --backend ref --batch 2 >"$work/b2" 2>"$work/err" || fail "batch 2: $(cat "$work/err")"
+! grep -q differs "$work/b2" || fail "batch 2: $(cat "$work/b2")"
+[ "$(ids "$work/b2")" = "$(ids "$work/cached")" ] 2>/dev/null || [ "$(ids "$work/b2" | cut -d, -f1-6)" = "$first" ] ||
+  fail "batch 2: $(ids "$work/b2"), batch 1 began $first"
+
+# wrong uses: exit 1 and a message naming what is wrong
+bad() {
+  local want=$1; shift
+  set +e
+  "$gen" "$@" >"$work/out" 2>"$work/err"
+  local rc=$?
+  set -e
+  [ "$rc" -eq 1 ] || fail "$*: exit $rc, expected 1: $(cat "$work/err")"
+  grep -qF -- "$want" "$work/err" || fail "$*: expected '$want', got: $(cat "$work/err")"
+}
+bad "token id 97 is outside [0, 97)" "${tiny[@]}" --prompt 1,97 --backend ref
+bad "the prompt's 6 tokens and 19 new ones do not fit --max-seq 24" "${tiny[@]}" "${prompt[@]}" --new 19 --backend ref
+bad "--max-seq 65 is more than the 64 positions" "${tiny[@]}" "${prompt[@]}" --max-seq 65 --backend ref
+bad "--prompt: expected comma-separated token ids" "${tiny[@]}" --prompt 1,,2 --backend ref
+bad "--prompt is required" "${tiny[@]}" --backend ref
+bad "unknown option '--temperature'" "${tiny[@]}" "${prompt[@]}" --temperature 1
+bad "--heads: expected an integer" "${tiny[@]}" "${prompt[@]}" --heads x
+bad "--dmodel must be a multiple of --heads" "${tiny[@]}" "${prompt[@]}" --heads 5
+bad "$work/w.safetensors" "${tiny[@]}" "${prompt[@]}" --dmodel 32 --backend ref
+bad "nope.safetensors" "${tiny[@]}" "${prompt[@]}" --weights "$work/nope.safetensors" --backend ref
+"$gen" --help | grep -q -- '--no-cache' || fail "--help does not list --no-cache"
+echo "gpt2_generate: ok ($backends)"
