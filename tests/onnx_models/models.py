@@ -118,4 +118,5 @@ def main():
            more=[torch.randn(1, 3, 16, 16)])
 
 
-main()
+if __name__ == "__main__":
+    main()
