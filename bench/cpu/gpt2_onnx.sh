@@ -4,7 +4,7 @@
 # from PyTorch 1.13 (B=1, T=128, 649 MB), then, ROUNDS times over, `minic run model.onnx
 # --backend cpu` (its import, compile and the median run) and ONNX Runtime's CPU provider
 # (onnxruntime-node, all optimizations), each with THREADS threads, and both outputs against
-# PyTorch's logits. Prints one line per measurement and a summary; speed is written down in
+# PyTorch's logits. Prints two lines per round (minic's, then ORT's JSON); speed is written down in
 # docs/PERFORMANCE.md, not asserted.
 #
 #   ORT=<dir>/node_modules/onnxruntime-node bash bench/cpu/gpt2_onnx.sh MINIC [THREADS=2] [ROUNDS=3]
