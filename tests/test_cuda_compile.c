@@ -394,6 +394,10 @@ static void test_more_operators(void **state)
         "pos = iota(shape=[4, 16], axis=1)\nt = gather(wte, ids)\np = gather(wpe, pos)\ne = add(t, p)\n"
         "k = gather(wte, ids, axis=-2)\nj = transpose(ids)\nm = gather(wpe, j, axis=0)\n"
         "s = sum(m, axis=-1)\nq = gather(wte, 3)\noutput e, k, m, s, q\n",
+        /* update (a composite: a gather of new and a where over the cache), at a run-time pos
+         * and at a number, along a middle and the last axis */
+        "graph a\ninput c : %s[2, 8, 16]\ninput n : %s[2, 1, 16]\ninput m : %s[2, 8, 3]\ninput p : i32[]\n"
+        "y = update(c, n, p, axis=1)\nz = update(c, m, 13, axis=-1)\noutput y, z\n",
     };
     static const char *const dtypes[] = {"f32", "f16", "bf16"};
     int compiled = 0;
