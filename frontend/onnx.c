@@ -883,8 +883,11 @@ bool onnx_set_const(ctx *c, const node_t *n, size_t k, htensor *t)
 {
     if (t && t->sym) { /* exactly those that hold one (Gather(Shape(x), 1) may be a plain size) */
         t->sym = false;
-        for (int64_t e = 0; e < t->n && !t->sym; e++)
-            t->sym = mc_dim_is_sym(t->i[e]);
+        for (int64_t e = 0; e < t->n; e++) {
+            if (mc_dim_is_sym(t->i[e]) && !mc_dim_valid(c->g, t->i[e]))
+                return onnx_why(c, "internal: %lld among symbolic dimensions", (long long)t->i[e]);
+            t->sym |= mc_dim_is_sym(t->i[e]);
+        }
     }
     return t ? onnx_set_slot(c, n, k, S_CONST, MC_NONE, t) : false;
 }
@@ -929,8 +932,15 @@ bool onnx_dims_of(ctx *c, const node_t *n, size_t input, const char *attr_name, 
                   int *count, int max, bool *given)
 {
     htensor *t = onnx_has_in(n, input) ? onnx_in_sconst(c, n, input) : NULL;
-    if (!t || !t->sym)
-        return onnx_ints_of(c, n, input, attr_name, out, count, max, given);
+    if (!t || !t->sym) {
+        if (!onnx_ints_of(c, n, input, attr_name, out, count, max, given))
+            return false;
+        for (int k = 0; k < *count; k++) /* a number that low (INT64_MIN: "from before the start")
+                                             must not read as a symbolic dimension */
+            if (mc_dim_is_sym(out[k]))
+                out[k] = MC_DIM_SYM_BASE + 1;
+        return true;
+    }
     if (t->n > max)
         return onnx_why(c, "%s has %lld entries (at most %d)", attr_name, (long long)t->n, max);
     for (int64_t k = 0; k < t->n; k++)
@@ -1080,6 +1090,8 @@ bool onnx_all_const(ctx *c, const node_t *n)
 
 mc_value onnx_fscalar(ctx *c, mc_value like, double x)
 {
+    if (like < 0) /* a builder failed before: its error stands */
+        return like;
     return mc_scalar(c->g, x, onnx_vnode(c, like)->dtype);
 }
 

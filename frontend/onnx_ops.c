@@ -56,6 +56,17 @@ static bool op_unary(ctx *c, const node_t *n)
 /* A value of a host tensor is a symbolic dimension (only a tensor marked sym holds them). */
 static bool is_symv(const htensor *t, int64_t k) { return t->sym && mc_dim_is_sym(t->i[k]); }
 
+/* A plain integer constant joined with symbolic dimensions must not hold a number in their
+ * encoding's range (below -2^62): it would read as one. */
+static bool plain_joins(ctx *c, const htensor *t)
+{
+    for (int64_t k = 0; t->i && !t->sym && k < t->n; k++)
+        if (mc_dim_is_sym(t->i[k]))
+            return onnx_why(c, "the constant %lld joined with symbolic dimensions (too negative for a size)",
+                            (long long)t->i[k]);
+    return true;
+}
+
 /* x op y where x or y is a symbolic dimension: arithmetic with mc_dim_* (a result that is no
  * dimension of the graph, or could be below 0 for some binding, is refused); comparisons only
  * where every binding gives the same answer. false with the reason set otherwise. */
@@ -120,6 +131,11 @@ static htensor *fold_sym_binary(ctx *c, binop op, const htensor *a, const htenso
         return NULL;
     for (int64_t k = 0; k < t->n; k++) {
         int64_t ia = onnx_bidx(a, r, shape, k), ib = onnx_bidx(b, r, shape, k);
+        if ((!is_symv(a, ia) && mc_dim_is_sym(a->i[ia])) || (!is_symv(b, ib) && mc_dim_is_sym(b->i[ib]))) {
+            onnx_why(c, "the constant %lld met symbolic dimensions (too negative for a size)",
+                     (long long)(is_symv(a, ia) ? b->i[ib] : a->i[ia]));
+            return NULL;
+        }
         if (!is_symv(a, ia) && !is_symv(b, ib)) {
             htensor one_a = *a, one_b = *b; /* one element through the plain fold */
             int64_t va = a->i[ia], vb = b->i[ib];
@@ -182,7 +198,7 @@ static bool op_variadic(ctx *c, const node_t *n)
         VAL(x, k);
         acc = fn(c->g, acc, x);
     }
-    if (!strcmp(n->op_type, "Mean") && n->n_input > 1)
+    if (!strcmp(n->op_type, "Mean") && n->n_input > 1 && acc >= 0) /* else the error stands */
         acc = mc_div(c->g, acc, onnx_fscalar(c, acc, (double)n->n_input));
     return onnx_set_out(c, n, 0, acc);
 }
@@ -212,6 +228,8 @@ static bool op_where(ctx *c, const node_t *n)
         int64_t s1[MC_MAX_RANK], shape[MC_MAX_RANK];
         if (!onnx_broadcast(c, tc->rank, tc->dims, ta->rank, ta->dims, &r1, s1) ||
             !onnx_broadcast(c, r1, s1, tb->rank, tb->dims, &r, shape))
+            return false;
+        if ((ta->sym || tb->sym) && (!plain_joins(c, ta) || !plain_joins(c, tb)))
             return false;
         htensor *z = onnx_new_fold(c, ta->elem, r, shape);
         if (!z)
@@ -554,6 +572,9 @@ static bool op_concat(ctx *c, const node_t *n)
                 continue;
             if (t->sym && !t->i)
                 return onnx_why(c, "internal: a symbolic constant without integers");
+            for (size_t j = 0; t->sym && j < n->n_input; j++) /* the others join symbols */
+                if (onnx_in_sconst(c, n, j) && !plain_joins(c, onnx_in_sconst(c, n, j)))
+                    return false;
             if (t->rank != r)
                 return onnx_why(c, "operands of ranks %d and %d", r, t->rank);
             for (int d = 0; d < r; d++)

@@ -703,6 +703,7 @@ static void int64_init(buf *g, const char *name, const int64_t *v, int n, bool s
  *   cut  = Slice(tri, [T - T, T - T], [T, T])        [T, T] of a constant [8, 8] (a causal mask's cut)
  *   ev   = x[:, :, ::2]   last = x[:, -1]   rest = x[:, 1:]   (a fixed axis; the symbolic axis T)
  *   tl   = Tile(x, [1, 2, 1])  [B, 2*T, 8]         am = ArgMax(x, axis 2)  [B, T]
+ *   rev  = x[:, :, ::-1] (ends INT64_MIN: a number, never read as a symbolic dimension)
  * `bad` adds a node whose mapping does not take symbolic dimensions (Trilu). */
 static void dynamic_model(buf *m, bool bad)
 {
@@ -751,6 +752,7 @@ static void dynamic_model(buf *m, bool bad)
     N("Gather", "last", 1, "x", "minus1s");
     N("Slice", "rest", 0, "x", "one1", "big1", "one1");
     N("Tile", "tl", 0, "x", "reps");
+    N("Slice", "rev", 0, "x", "minus1", "lowest", "two1", "minus1"); /* x[:, :, ::-1] */
     attr_int(&a[0], "axis", 2);
     attr_int(&a[1], "keepdims", 0);
     N("ArgMax", "am", 2, "x");
@@ -767,6 +769,7 @@ static void dynamic_model(buf *m, bool bad)
     int64_init(&g, "two1", &two, 1, false);
     int64_init(&g, "big1", (int64_t[]){INT64_MAX}, 1, false);
     int64_init(&g, "reps", (int64_t[]){1, 2, 1}, 3, false);
+    int64_init(&g, "lowest", (int64_t[]){INT64_MIN}, 1, false); /* below the symbols' encoding */
     int64_init(&g, "one1", &one, 1, false);
     int64_init(&g, "minus1s", &minus1, 1, true);
     {
@@ -784,8 +787,8 @@ static void dynamic_model(buf *m, bool bad)
     field_msg(&g, 11, &v);
     dyn_input(&v, "m", (int64_t[]){0}, BT + 1, 1);
     field_msg(&g, 11, &v);
-    const char *outs[] = {"z", "flat", "pos", "ones", "cut", "ev", "last", "rest", "tl", "am", "tril"};
-    for (int k = 0; k < (bad ? 11 : 10); k++) {
+    const char *outs[] = {"z", "flat", "pos", "ones", "cut", "ev", "last", "rest", "tl", "am", "rev", "tril"};
+    for (int k = 0; k < (bad ? 12 : 11); k++) {
         v.n = 0;
         field_str(&v, 1, outs[k]);
         field_msg(&g, 12, &v);
@@ -807,7 +810,7 @@ static void run_dynamic(mc_onnx *o, mc_program *p, int B, int T)
     assert_int_equal(mc_onnx_bind(o, p), MC_OK);
     if (mc_program_run(p) != MC_OK)
         fail_msg("B=%d T=%d: %s", B, T, mc_error_message());
-    mc_tensor z, flat, pos, ones, cut, ev, last, rest, tl, am;
+    mc_tensor z, flat, pos, ones, cut, ev, last, rest, tl, am, rev;
     assert_int_equal(mc_program_output(p, 0, &z), MC_OK);
     assert_int_equal(mc_program_output(p, 1, &flat), MC_OK);
     assert_int_equal(mc_program_output(p, 2, &pos), MC_OK);
@@ -818,6 +821,9 @@ static void run_dynamic(mc_onnx *o, mc_program *p, int B, int T)
     assert_int_equal(mc_program_output(p, 7, &rest), MC_OK);
     assert_int_equal(mc_program_output(p, 8, &tl), MC_OK);
     assert_int_equal(mc_program_output(p, 9, &am), MC_OK);
+    assert_int_equal(mc_program_output(p, 10, &rev), MC_OK);
+    for (int k = 0; k < B * T * 8; k++)
+        assert_true(((const float *)rev.data)[k] == x[k - k % 8 + 7 - k % 8]);
     assert_true(tl.rank == 3 && tl.shape[0] == B && tl.shape[1] == 2 * T && tl.shape[2] == 8);
     assert_true(am.rank == 2 && am.shape[0] == B && am.shape[1] == T && am.dtype == MC_I32);
     for (int b = 0; b < B; b++)
@@ -922,6 +928,30 @@ static void test_dynamic_axes(void **state)
         mc_program_free(p);
     }
     mc_onnx_free(o);
+}
+
+/* a constant below -2^62 joined with symbolic dimensions is refused, not read as one */
+static void test_dynamic_axes_low_constant(void **state)
+{
+    (void)state;
+    buf g = {0}, nd = {0}, v = {0}, m, a[1] = {{{0}, 0}};
+    const char *BT[2] = {"B", "T"};
+    const char *i1[] = {"x"}, *i2[] = {"s", "lowest"}, *i3[] = {"x", "shp"};
+    nodev(&nd, "Shape", i1, 1, "s", NULL, 0);
+    field_msg(&g, 1, &nd);
+    attr_int(&a[0], "axis", 0);
+    nodev(&nd, "Concat", i2, 2, "shp", a, 1);
+    field_msg(&g, 1, &nd);
+    nodev(&nd, "Reshape", i3, 2, "y", NULL, 0);
+    field_msg(&g, 1, &nd);
+    int64_init(&g, "lowest", (int64_t[]){MC_DIM_SYM_BASE - 1}, 1, false);
+    dyn_input(&v, "x", (int64_t[]){0, 0}, BT, 2);
+    field_msg(&g, 11, &v);
+    v.n = 0;
+    field_str(&v, 1, "y");
+    field_msg(&g, 12, &v);
+    model(&m, &g);
+    expect_error(&m, "joined with symbolic dimensions (too negative for a size)");
 }
 
 /* the command line: check prints symbolic types; run binds from --input files or --dim; a
@@ -1132,6 +1162,7 @@ int main(void)
         cmocka_unit_test(test_symbolic_dims),
         cmocka_unit_test(test_dynamic_axes),
         cmocka_unit_test(test_dynamic_axes_cli),
+        cmocka_unit_test(test_dynamic_axes_low_constant),
         cmocka_unit_test(test_cli),
     };
     return mc_test_run(tests);
