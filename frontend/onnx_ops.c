@@ -551,9 +551,12 @@ static bool op_concat(ctx *c, const node_t *n)
     if (n->n_input < 1 || n->n_input > 4096)
         return onnx_why(c, "%zu operands", n->n_input);
     int64_t axis = onnx_attr_i(n, "axis", 0);
-    bool all = true;
-    for (size_t k = 0; k < n->n_input; k++)
-        all = all && (!onnx_has_in(n, k) || onnx_in_sconst(c, n, k));
+    bool all = true, any_sym = false;
+    for (size_t k = 0; k < n->n_input && all; k++) {
+        htensor *t = onnx_has_in(n, k) ? onnx_in_sconst(c, n, k) : NULL;
+        all = !onnx_has_in(n, k) || t;
+        any_sym |= t && t->sym;
+    }
     if (all) {
         htensor *first = onnx_in_sconst(c, n, 0);
         if (!first)
@@ -572,9 +575,8 @@ static bool op_concat(ctx *c, const node_t *n)
                 continue;
             if (t->sym && !t->i)
                 return onnx_why(c, "internal: a symbolic constant without integers");
-            for (size_t j = 0; t->sym && j < n->n_input; j++) /* the others join symbols */
-                if (onnx_in_sconst(c, n, j) && !plain_joins(c, onnx_in_sconst(c, n, j)))
-                    return false;
+            if (any_sym && !plain_joins(c, t)) /* the plain operands join symbols */
+                return false;
             if (t->rank != r)
                 return onnx_why(c, "operands of ranks %d and %d", r, t->rank);
             for (int d = 0; d < r; d++)
