@@ -295,23 +295,17 @@ bool mc_dim_eval(const mc_graph *g, int64_t d, const int64_t *values, int64_t *o
 bool mc_dim_lower_bound(const mc_graph *g, int64_t d, int64_t *lo)
 {
     static const uint8_t zero[MC_MAX_SYMS];
-    if (!mc_dim_is_sym(d)) {
-        *lo = d;
-        return true;
-    }
-    if (!mc_dim_valid(g, d))
-        return false;
-    const dim_poly *p = poly_of(g, d);
-    int64_t sum = 0;
-    for (int i = 0; i < p->nterms; i++) {
+    if (mc_dim_is_sym(d) && mc_dim_valid(g, d)) {
+        const dim_poly *p = poly_of(g, d);
         /* a symbol's term with a negative coefficient falls without bound as the symbol grows */
-        if (p->t[i].coef < 0 && memcmp(p->t[i].pow, zero, MC_MAX_SYMS))
-            return false;
-        if (mc_add_overflows(sum, p->t[i].coef, &sum)) /* every symbol at 1 */
-            return false;
+        for (int i = 0; i < p->nterms; i++)
+            if (p->t[i].coef < 0 && memcmp(p->t[i].pow, zero, MC_MAX_SYMS))
+                return false;
     }
-    *lo = sum;
-    return true;
+    int64_t ones[MC_MAX_SYMS]; /* otherwise the least value is at every symbol 1 */
+    for (int s = 0; s < MC_MAX_SYMS; s++)
+        ones[s] = 1;
+    return mc_dim_eval(g, d, ones, lo);
 }
 
 int mc_dim_as_sym(const mc_graph *g, int64_t d)
