@@ -705,6 +705,46 @@ static mc_value declare_param(ctx *c, slot *s)
 
 static const char *sym_values_str(ctx *c, const htensor *t, char *buf, size_t size);
 
+/* A tensor of integers computed from symbolic dimensions at import (a sequence length, `seq *
+ * 4`), used as a tensor at run time (HF's GPT-2 multiplies an index tensor by it): each
+ * element that is an expression e becomes the i32 scalar sum(full([e + shift], 1)) - shift,
+ * with shift making the smallest value e takes over every binding at least 1 (a size), so
+ * the run computes the value from the bound sizes; constants stay constants. MC_ERROR, with
+ * no error set, when an element cannot be shown to have a least value (`4 - T`): the caller
+ * reports the value as unsupported then. */
+static mc_value sym_as_value(ctx *c, const htensor *t)
+{
+    mc_dtype d;
+    if (t->n < 1 || t->n > 64 || !onnx_map_dtype(c, t->elem, &d) || d != MC_I32)
+        return MC_ERROR;
+    mc_value parts[64];
+    for (int64_t k = 0; k < t->n; k++) {
+        int64_t e = t->i[k], lo;
+        if (!mc_dim_is_sym(e)) {
+            if (e < INT32_MIN || e > INT32_MAX)
+                return MC_ERROR;
+            parts[k] = mc_scalar(c->g, (double)e, MC_I32);
+        } else {
+            if (!mc_dim_lower_bound(c->g, e, &lo))
+                return MC_ERROR;
+            int64_t shift = lo < 1 ? 1 - lo : 0, size = e;
+            if (shift && !mc_dim_add_const(c->g, e, shift, &size))
+                return MC_ERROR;
+            mc_value ones = mc_full(c->g, &size, 1, 1.0, MC_I32);
+            int axis = 0;
+            parts[k] = mc_sum(c->g, ones, &axis, 1, false);
+            if (shift)
+                parts[k] = mc_sub(c->g, parts[k], mc_scalar(c->g, (double)shift, MC_I32));
+        }
+        if (parts[k] < 0)
+            return MC_ERROR;
+        int64_t one = 1;
+        parts[k] = mc_reshape(c->g, parts[k], &one, 1);
+    }
+    mc_value v = t->n == 1 ? parts[0] : mc_concat(c->g, parts, (int)t->n, 0);
+    return v < 0 ? MC_ERROR : mc_reshape(c->g, v, t->dims, t->rank);
+}
+
 mc_value onnx_as_value(ctx *c, slot *s)
 {
     if (!s) {
@@ -717,6 +757,9 @@ mc_value onnx_as_value(ctx *c, slot *s)
         return s->v;
     htensor *t = s->c;
     if (t->sym) {
+        mc_value v = sym_as_value(c, t);
+        if (v >= 0)
+            return s->v = v;
         char buf[160], vals[300];
         onnx_why(c, "'%s' holds %s, computed from symbolic dimensions at import time; minic uses such values "
                     "only as shapes, sizes and bounds (Reshape, Expand, ConstantOfShape, Range, Slice), not as a "

@@ -1165,9 +1165,10 @@ static bool op_cast(ctx *c, const node_t *n)
 {
     int to = (int)onnx_attr_i(n, "to", 0);
     htensor *sa = onnx_in_sconst(c, n, 0);
-    if (sa && sa->sym) { /* symbolic dimensions stay integers */
-        if (!onnx_elem_is_int(to) || to == T_BOOL || to == T_UINT8 || to == T_INT8 || to == T_UINT16 || to == T_INT16)
-            return onnx_why(c, "a cast of symbolic dimensions to %s", onnx_elem_name(to));
+    /* symbolic dimensions stay integers; cast to another type, they become a tensor that the
+     * run computes from the bound sizes (onnx_as_value), cast like any other */
+    if (sa && sa->sym && onnx_elem_is_int(to) && to != T_BOOL && to != T_UINT8 && to != T_INT8 &&
+        to != T_UINT16 && to != T_INT16) {
         htensor *z = onnx_fold_copy(c, sa, to, sa->rank, sa->dims);
         if (z)
             z->sym = true;

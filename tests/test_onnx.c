@@ -897,8 +897,15 @@ static void test_dynamic_axes(void **state)
         if (!strstr(text, want[k]))
             fail_msg("the graph lacks '%s':\n%s", want[k], text);
     free(text);
-    const mc_backend_kind kinds[2] = {MC_BACKEND_REF, MC_BACKEND_CPU};
-    for (int b = 0; b < 2; b++) {
+    /* ref always; cpu where this build has it; cuda where a GPU is usable */
+    mc_backend_kind kinds[3] = {MC_BACKEND_REF};
+    int nkinds = 1;
+#ifdef MINIC_HAVE_CPU_BACKEND
+    kinds[nkinds++] = MC_BACKEND_CPU;
+#endif
+    if (mc_test_have_gpu())
+        kinds[nkinds++] = MC_BACKEND_CUDA;
+    for (int b = 0; b < nkinds; b++) {
         mc_options opt = mc_test_options();
         opt.backend = kinds[b];
         mc_program *p;
@@ -954,6 +961,94 @@ static void test_dynamic_axes_low_constant(void **state)
     expect_error(&m, "joined with symbolic dimensions (too negative for a size)");
 }
 
+/* a size computed from dim_params used as a tensor at run time (Hugging Face's GPT-2 multiplies
+ * an index tensor by the sequence length): y = x * float(T - 1) + float(B * T), at several
+ * bindings, on every backend here; 4 - T has no least value over the bindings: refused */
+static void dyn_size_model(buf *m, bool negative)
+{
+    buf g = {0}, nd = {0}, v = {0}, a[1] = {{{0}, 0}};
+    const char *BT[2] = {"B", "T"};
+    const char *i1[] = {"x"}, *i2[] = {"s", "i1"}, *i3[] = {"s", "i0"}, *i4[] = {"t", "one"},
+               *i4n[] = {"four", "t"}, *i5[] = {"b", "t"}, *i6[] = {"tm1"}, *i7[] = {"bt"},
+               *i8[] = {"x", "f1"}, *i9[] = {"xm", "f2"};
+    nodev(&nd, "Shape", i1, 1, "s", NULL, 0);
+    field_msg(&g, 1, &nd);
+    nodev(&nd, "Gather", i2, 2, "t", NULL, 0);
+    field_msg(&g, 1, &nd);
+    nodev(&nd, "Gather", i3, 2, "b", NULL, 0);
+    field_msg(&g, 1, &nd);
+    nodev(&nd, "Sub", negative ? i4n : i4, 2, "tm1", NULL, 0);
+    field_msg(&g, 1, &nd);
+    nodev(&nd, "Mul", i5, 2, "bt", NULL, 0);
+    field_msg(&g, 1, &nd);
+    attr_int(&a[0], "to", 1);
+    nodev(&nd, "Cast", i6, 1, "f1", a, 1);
+    field_msg(&g, 1, &nd);
+    nodev(&nd, "Cast", i7, 1, "f2", a, 1);
+    field_msg(&g, 1, &nd);
+    nodev(&nd, "Mul", i8, 2, "xm", NULL, 0);
+    field_msg(&g, 1, &nd);
+    nodev(&nd, "Add", i9, 2, "y", NULL, 0);
+    field_msg(&g, 1, &nd);
+    int64_init(&g, "i0", (int64_t[]){0}, 1, true);
+    int64_init(&g, "i1", (int64_t[]){1}, 1, true);
+    int64_init(&g, "one", (int64_t[]){1}, 1, true);
+    int64_init(&g, "four", (int64_t[]){4}, 1, true);
+    dyn_input(&v, "x", (int64_t[]){0, 0}, BT, 2);
+    field_msg(&g, 11, &v);
+    v.n = 0;
+    field_str(&v, 1, "y");
+    field_msg(&g, 12, &v);
+    model(m, &g);
+}
+
+static void test_dynamic_axes_size_as_tensor(void **state)
+{
+    (void)state;
+    buf m;
+    dyn_size_model(&m, true);
+    expect_error(&m, "4 - T is not a size");
+    dyn_size_model(&m, false);
+    mc_onnx *o;
+    if (mc_onnx_load_memory(m.b, m.n, "size.onnx", 0, NULL, NULL, &o) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    mc_backend_kind kinds[3] = {MC_BACKEND_REF};
+    int nkinds = 1;
+#ifdef MINIC_HAVE_CPU_BACKEND
+    kinds[nkinds++] = MC_BACKEND_CPU;
+#endif
+    if (mc_test_have_gpu())
+        kinds[nkinds++] = MC_BACKEND_CUDA;
+    for (int b = 0; b < nkinds; b++) {
+        mc_options opt = mc_test_options();
+        opt.backend = kinds[b];
+        mc_program *p;
+        if (mc_program_compile(mc_onnx_graph(o), &opt, &p) != MC_OK)
+            fail_msg("%s", mc_error_message());
+        const int sizes[4][2] = {{1, 1}, {2, 3}, {3, 7}, {1, 1}};
+        for (int k = 0; k < 4; k++) {
+            int B = sizes[k][0], T = sizes[k][1];
+            float x[21];
+            for (int e = 0; e < B * T; e++)
+                x[e] = 0.5f * (float)e - 2.0f;
+            assert_int_equal(mc_program_set_dim(p, "B", B), MC_OK);
+            assert_int_equal(mc_program_set(p, "x", x, sizeof(float) * (size_t)(B * T)), MC_OK);
+            assert_int_equal(mc_onnx_bind(o, p), MC_OK);
+            if (mc_program_run(p) != MC_OK)
+                fail_msg("%s B=%d T=%d: %s", mc_backend_name(kinds[b]), B, T, mc_error_message());
+            mc_tensor y;
+            assert_int_equal(mc_program_output(p, 0, &y), MC_OK);
+            assert_true(y.rank == 2 && y.shape[0] == B && y.shape[1] == T);
+            for (int e = 0; e < B * T; e++)
+                if (((const float *)y.data)[e] != x[e] * (float)(T - 1) + (float)(B * T))
+                    fail_msg("%s B=%d T=%d: y[%d] = %g", mc_backend_name(kinds[b]), B, T, e,
+                             (double)((const float *)y.data)[e]);
+        }
+        mc_program_free(p);
+    }
+    mc_onnx_free(o);
+}
+
 /* the command line: check prints symbolic types; run binds from --input files or --dim; a
  * disagreeing binding names the input and the dimension; a chain the importer cannot compute
  * over symbols names the node, and runs with --dim (the sizes fixed at import) */
@@ -983,7 +1078,14 @@ static void test_dynamic_axes_cli(void **state)
     snprintf(mnpy, sizeof mnpy, "%s/dyn_m.npy", mc_test_tmpdir());
     assert_int_equal(mc_npy_write(xnpy, &xa), MC_OK);
     assert_int_equal(mc_npy_write(mnpy, &ma), MC_OK);
-    snprintf(args, sizeof args, "run %s --backend cpu --quiet --input x=%s", path, xnpy);
+#ifdef MINIC_HAVE_CPU_BACKEND
+    const char *backend = "cpu";
+#else
+    const char *backend = "ref";
+#endif
+    if (mc_test_have_gpu())
+        backend = "cuda";
+    snprintf(args, sizeof args, "run %s --backend %s --quiet --input x=%s", path, backend, xnpy);
     assert_int_equal(mc_test_minic(args, &out, &err), 0);
     if (!strstr(out, "z: f32[2, 2, 3, 4]") || !strstr(out, "flat: f32[6, 8]") || !strstr(out, "pos: f32[3]"))
         fail_msg("%s", out);
@@ -1163,6 +1265,7 @@ int main(void)
         cmocka_unit_test(test_dynamic_axes),
         cmocka_unit_test(test_dynamic_axes_cli),
         cmocka_unit_test(test_dynamic_axes_low_constant),
+        cmocka_unit_test(test_dynamic_axes_size_as_tensor),
         cmocka_unit_test(test_cli),
     };
     return mc_test_run(tests);
