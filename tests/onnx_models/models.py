@@ -6,11 +6,15 @@ PyTorch's output beside each, for tests/onnx_models/run.sh:
 
 gpt: a GPT-2-style decoder (token + position embeddings, 2 pre-LN blocks of causal
 self-attention and a GELU MLP, final LayerNorm, tied LM head), vocabulary 96, context 16.
-cnn: conv-batchnorm-relu-maxpool twice, global average pool, linear. Random weights, fixed
-seed, eval mode; opsets 13 and 17, and at opset 17 with dynamic axes (dim_params: the
-decoder's batch, its batch and sequence, the CNN's batch), each with more inputs of other sizes
-(input_2.npy, expected_2.npy, ...) that the same import must run. Exit 77 when torch or onnx is
-missing.
+cnn: conv-batchnorm-relu-maxpool twice, global average pool, linear.
+resnet18: torchvision's ResNet-18 (weights=None: random init; batch-norm statistics randomised),
+on 32x32 images (the network's every layer, at 1/49 of the work of 224x224); only under
+MINIC_FULL_TESTS=1 (about a minute in a sanitizer build) and where python3-torchvision is
+installed (a line says why it was skipped otherwise).
+Random weights, fixed seed, eval mode; opsets 13 and 17, and at opset 17 with dynamic axes
+(dim_params: the decoder's batch, its batch and sequence, the CNN's and ResNet's batch), each
+with more inputs of other sizes (input_2.npy, expected_2.npy, ...) that the same import must run.
+Exit 77 when torch or onnx is missing.
 """
 import os
 import sys
@@ -95,6 +99,26 @@ def export(name, model, x, opset, out, dynamic=None, more=None):
         np.save(os.path.join(d, f"input_{k}.npy"), x2.numpy())
 
 
+def resnet18():
+    """torchvision's ResNet-18, random init with non-trivial batch-norm statistics; None (and a
+    line saying so) where torchvision is missing: it is optional (not in scripts/deps.sh)."""
+    if os.environ.get("MINIC_FULL_TESTS") != "1":
+        print("onnx_models: resnet18: skipped (it runs under MINIC_FULL_TESTS=1)")
+        return None
+    try:
+        import torchvision
+    except Exception as e:  # ImportError, or a torchvision built for another torch
+        print(f"onnx_models: resnet18: skipped: python3-torchvision is not usable ({type(e).__name__}: {e})")
+        return None
+    torch.manual_seed(0)
+    m = torchvision.models.resnet18(weights=None)
+    for mod in m.modules():
+        if isinstance(mod, nn.BatchNorm2d):
+            mod.running_mean.uniform_(-0.1, 0.1)
+            mod.running_var.uniform_(0.5, 1.5)
+    return m
+
+
 def main():
     if len(sys.argv) != 2:
         print("usage: models.py OUT_DIR", file=sys.stderr)
@@ -116,6 +140,12 @@ def main():
            more=[torch.randint(0, 96, (1, 5)), torch.randint(0, 96, (3, 11))])
     export("cnn_dynamic_batch", cnn, img, 17, sys.argv[1], dynamic={0: "batch"},
            more=[torch.randn(1, 3, 16, 16)])
+    rn = resnet18()
+    if rn is not None:
+        torch.manual_seed(1)
+        export("resnet18", rn, torch.randn(1, 3, 32, 32), 13, sys.argv[1])
+        export("resnet18_dynamic_batch", rn, torch.randn(2, 3, 32, 32), 17, sys.argv[1], dynamic={0: "batch"},
+               more=[torch.randn(1, 3, 32, 32)])
 
 
 if __name__ == "__main__":

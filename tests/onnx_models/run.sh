@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Real models through minic (CTest: onnx_models): a GPT-2-style decoder and a small CNN exported
-# from PyTorch 1.13 at opsets 13 and 17 (tests/onnx_models/models.py), and with dynamic axes
+# from PyTorch 1.13 at opsets 13 and 17 (tests/onnx_models/models.py; torchvision's ResNet-18 too
+# under MINIC_FULL_TESTS=1 where python3-torchvision is installed), and with dynamic axes
 # (dim_params: symbolic dimensions, bound from each input file's shape), run on ref and cpu, each
 # output compared with PyTorch's within docs/FORMAT.md §6 (relative norm 1e-4: with matmul).
 # Also the models in tests/onnx_models/fixtures and MINIC_ONNX_EXTRA (see below).

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""torchvision's ResNet-18 through minic on the host backends (ref, cpu), beside PyTorch.
+
+    python3 bench/onnx/resnet18.py [--minic build-rel/minic] [--backends ref,cpu]
+                                   [--iters 5] [--work /tmp/onnx_resnet18] [--out FILE.md]
+
+The model is bench/onnx/models.py's (torchvision's resnet18(weights=None), seed 0, random
+batch-norm statistics, eval mode; the network built by hand where torchvision is missing, said
+in the table), input [1, 3, 224, 224]. It is exported by the TorchScript exporter at opset 13,
+at opset 17, and at opset 17 with a dynamic batch axis (dim_param "batch": imported as a
+symbolic dimension, run at batch 1 and 2 by the same import). Each is run by `minic run
+--backend B --iters N` (the median per run after a warm-up, and the compile time) and its output
+compared with PyTorch's in float64 (the reference of docs/FORMAT.md §6: relative norm, target
+<= 1e-4 with matmuls) and in float32 (max abs error). PyTorch eager's f32 time on the CPU (its
+default threads) is beside. Writes the table to stdout and to --out when given.
+Needs python3-torch; torchvision (Debian's python3-torchvision) is optional.
+"""
+import argparse, os, sys, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import models as gm  # noqa: E402  (bench/onnx/models.py: the model, errors, timing helpers)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--minic", default=os.environ.get("MINIC_BIN", "build-rel/minic"))
+    ap.add_argument("--backends", default="ref,cpu")
+    ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--work", default="/tmp/onnx_resnet18")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    a.minic = os.path.abspath(a.minic)
+    import numpy as np
+    import torch
+    os.makedirs(a.work, exist_ok=True)
+    module, inputs, _, origin = gm.make_model("resnet18", torch, 0)
+    x1 = inputs["input"]
+    x2 = torch.randn(2, 3, 224, 224, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        ref64 = {1: module.double()(x1.double()).numpy(), 2: module(x2.double()).numpy()}
+        module.float()
+        ref32 = {1: module(x1).numpy(), 2: module(x2).numpy()}
+        eager_ms = gm.timed(lambda: module(x1), a.iters)
+    files = {}
+    for b, x in ((1, x1), (2, x2)):
+        files[b] = os.path.join(a.work, f"input_b{b}.npy")
+        np.save(files[b], x.numpy())
+    variants = [("opset13", 13, None), ("opset17", 17, None), ("opset17_dynamic_batch", 17, {0: "batch"})]
+    rows = []
+    for name, opset, dyn in variants:
+        path = os.path.join(a.work, f"resnet18_{name}.onnx")
+        axes = {"input": dyn, "output": dyn} if dyn else None
+        with torch.no_grad():
+            torch.onnx.export(module, (x1,), path, opset_version=opset, input_names=["input"],
+                              output_names=["output"], dynamic_axes=axes)
+        gm.log(f"{name}: exported")
+        for backend in a.backends.split(","):
+            for b in ((1, 2) if dyn else (1,)):
+                out = os.path.join(a.work, f"out_{name}_{backend}_b{b}.npy")
+                cmd = [a.minic, "run", path, "--backend", backend, "--input", f"input={files[b]}",
+                       "--output", out, "--iters", str(a.iters)]
+                rc, wall, rss, text = gm.run_child(cmd, os.path.join(a.work, f"{name}_{backend}_b{b}.log"), 3600)
+                r = {"variant": name, "backend": backend, "batch": b, "rc": rc}
+                if rc == 0:
+                    o = np.load(out)
+                    r["ms"] = gm.minic_time(text)
+                    r["compile_ms"] = gm.minic_compile_ms(text)
+                    r["vs64"] = gm.errors(o, ref64[b])
+                    r["vs32"] = gm.errors(o, ref32[b])
+                else:
+                    r["error"] = text.strip().splitlines()[-1:] if text.strip() else ["(no output)"]
+                gm.log(f"{name} {backend} B={b}: {r}")
+                rows.append(r)
+    L = [f"# ResNet-18 ({origin}) through minic on the host, [B, 3, 224, 224] f32", "",
+         f"minic `{a.minic}`; medians of {a.iters} runs after a warm-up (`minic run --iters`); "
+         f"PyTorch {torch.__version__} eager f32 on the CPU ({torch.get_num_threads()} threads), B=1: "
+         f"{eager_ms:.1f} ms. Errors against PyTorch's float64 run (relative norm, docs/FORMAT.md §6: "
+         "<= 1e-4) and its float32 run (max abs).", "",
+         "| model | backend | B | minic ms | compile ms | rel. norm vs f64 | max abs vs f64 | max abs vs torch f32 |",
+         "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        if r["rc"] != 0:
+            L.append(f"| {r['variant']} | {r['backend']} | {r['batch']} | exit {r['rc']}: "
+                     f"{' '.join(r['error'])[:100].replace('|', '/')} | | | | |")
+            continue
+        e64, e32 = r["vs64"], r["vs32"]
+        L.append(f"| {r['variant']} | {r['backend']} | {r['batch']} | {gm.fmt(r['ms'], '.1f')} "
+                 f"| {gm.fmt(r['compile_ms'], '.0f')} | {e64.get('rel_norm', e64.get('error'))!s:.9} "
+                 f"| {e64.get('max_abs', '-')!s:.9} | {e32.get('max_abs', '-')!s:.9} |")
+    text = "\n".join(L) + "\n"
+    print(text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+    bad = [r for r in rows if r["rc"] != 0 or "rel_norm" not in r["vs64"] or r["vs64"]["rel_norm"] > 1e-4]
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
