@@ -1,5 +1,6 @@
-// Times ONNX Runtime (CPU, all graph optimizations) on bench/cpu/gpt2_onnx.py's model: loads
-// DIR/model.onnx and DIR/input.npy (int64 ids [1, T]), runs 3 warm-ups then ITERS timed runs,
+// Times ONNX Runtime (CPU, all graph optimizations) on bench/cpu/gpt2_onnx.py's model (or any
+// model with one input named `input`): loads DIR/model.onnx and DIR/input.npy (int64 ids [1, T],
+// or f32), runs 3 warm-ups then ITERS timed runs,
 // prints JSON: the median and minimum in ms, and the logits' relative error against
 // DIR/expected.npy (PyTorch's). Writes nothing.
 //
@@ -25,7 +26,7 @@ function loadNpy(path) {
   const ids = loadNpy(`${dir}/input.npy`), want = loadNpy(`${dir}/expected.npy`);
   const s = await ort.InferenceSession.create(`${dir}/model.onnx`,
     {intraOpNumThreads: Number(threads), graphOptimizationLevel: 'all'});
-  const feeds = {input: new ort.Tensor('int64', ids.data, ids.shape)};
+  const feeds = {input: new ort.Tensor(ids.data instanceof BigInt64Array ? 'int64' : 'float32', ids.data, ids.shape)};
   let out;
   for (let i = 0; i < 3; i++) out = await s.run(feeds);
   const ts = [];

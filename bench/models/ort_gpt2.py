@@ -3,7 +3,8 @@
 PyTorch at B=1, T=128 (token embeddings in, logits out) and timed in ONNX Runtime on the CPU
 (all graph optimizations, N intra-op threads), medians of wall time. Also writes the graph,
 weights and input for minic (gpt2.py --write-only) so `minic run --backend cpu` runs the same
-model. Prints JSON lines.
+model, and x.npy (the input) and ref.npy (PyTorch's logits) beside the .onnx file, so `minic
+run FILE.onnx --input x=x.npy` runs the very file ORT ran. Prints JSON lines.
 
     python3 bench/models/ort_gpt2.py OUTDIR [--threads 2,16] [--iters 20]
 """
@@ -47,6 +48,9 @@ def main():
     with torch.no_grad():
         ref = model(inputs_embeds=emb).logits.numpy()
     x = emb.numpy()
+    # the input and PyTorch's logits beside the model, so `minic run` can run the same file
+    np.save(os.path.join(a.out, "x.npy"), x)
+    np.save(os.path.join(a.out, "ref.npy"), ref)
     for th in [int(t) for t in a.threads.split(",")]:
         so = ort.SessionOptions()
         so.intra_op_num_threads = th
