@@ -1645,6 +1645,73 @@ static bool op_gather_elements(ctx *c, const node_t *n)
     return onnx_set_out(c, n, 0, y);
 }
 
+/* GatherND through minic's gather on the data with its batch axes and its k indexed axes made
+ * one, [B * P, rest..]: each index tuple's position there is its batch's number (iotas over the
+ * indices' batch axes) times P, plus its coordinates (negative ones counted from the end) times
+ * their strides. A coordinate outside [-n, n) makes the position B * P, so the run fails with
+ * gather's input error rather than reading a neighbour. Bools travel as i32. */
+static bool op_gather_nd(ctx *c, const node_t *n)
+{
+    mc_graph *g = c->g;
+    VAL(x, 0);
+    VAL(idx, 1);
+    const mc_node *xn = onnx_vnode(c, x), *in = onnx_vnode(c, idx);
+    int r = xn->rank, q = in->rank;
+    int64_t xs[MC_MAX_RANK], is[MC_MAX_RANK];
+    memcpy(xs, xn->shape, sizeof xs);
+    memcpy(is, in->shape, sizeof is);
+    mc_dtype d = xn->dtype;
+    if (r < 1 || q < 1)
+        return onnx_why(c, "data of rank %d and indices of rank %d (each at least 1)", r, q);
+    if (in->dtype != MC_I32)
+        return onnx_why(c, "indices of dtype %s", mc_dtype_name(in->dtype));
+    int64_t bd = onnx_attr_i(n, "batch_dims", 0), k = is[q - 1];
+    if (bd < 0 || bd >= r || bd >= q)
+        return onnx_why(c, "batch_dims %lld for data of rank %d and indices of rank %d", (long long)bd, r, q);
+    int b = (int)bd;
+    if (k < 1 || k > r - b)
+        return onnx_why(c, "index tuples of %lld coordinates into data of rank %d with batch_dims %d", (long long)k,
+                        r, b);
+    int64_t total = 1, batch_stride[MC_MAX_RANK], stride[MC_MAX_RANK];
+    for (int a = b + (int)k - 1; a >= 0; a--) {
+        if (a < b && is[a] != xs[a])
+            return onnx_why(c, "batch axis %d has %lld entries in the indices but %lld in the data", a,
+                            (long long)is[a], (long long)xs[a]);
+        (a < b ? batch_stride : stride)[a] = total;
+        if (mc_mul_overflows(total, xs[a], &total) || total >= INT32_MAX)
+            return onnx_why(c, "gathering from more than 2^31 positions");
+    }
+    int64_t flat[MC_MAX_RANK], pshape[MC_MAX_RANK];
+    int fr = 0;
+    flat[fr++] = total;
+    for (int a = b + (int)k; a < r; a++)
+        flat[fr++] = xs[a];
+    for (int a = 0; a < q - 1; a++)
+        pshape[a] = is[a];
+    mc_value zero = mc_scalar(g, 0, MC_I32), pos = MC_NONE, bad = MC_NONE;
+    for (int j = 0; j < k; j++) {
+        mc_value col = mc_reshape(g, mc_slice(g, idx, q - 1, j, j + 1), pshape, q - 1);
+        mc_value len = mc_scalar(g, (double)xs[b + j], MC_I32);
+        col = mc_where(g, mc_lt(g, col, zero), mc_add(g, col, len), col);
+        mc_value out = mc_or(g, mc_lt(g, col, zero), mc_ge(g, col, len));
+        bad = bad == MC_NONE ? out : mc_or(g, bad, out);
+        col = mc_where(g, out, zero, col); /* no i32 overflow in the products below */
+        if (stride[b + j] != 1)
+            col = mc_mul(g, col, mc_scalar(g, (double)stride[b + j], MC_I32));
+        pos = pos == MC_NONE ? col : mc_add(g, pos, col);
+    }
+    for (int a = 0; a < b; a++) {
+        if (is[a] == 1)
+            continue;
+        mc_value at = mc_iota(g, pshape, q - 1, a, MC_I32);
+        pos = mc_add(g, pos, mc_mul(g, at, mc_scalar(g, (double)batch_stride[a], MC_I32)));
+    }
+    pos = mc_where(g, bad, mc_scalar(g, (double)total, MC_I32), pos);
+    mc_value xf = mc_reshape(g, d == MC_BOOL ? mc_cast(g, x, MC_I32) : x, flat, fr);
+    mc_value y = mc_gather(g, xf, pos, 0);
+    return onnx_set_out(c, n, 0, d == MC_BOOL && y >= 0 ? mc_cast(g, y, MC_BOOL) : y);
+}
+
 /* BitShift on unsigned values held in i32 (no wrap-around past the type's width) */
 static bool op_bitshift(ctx *c, const node_t *n)
 {
@@ -1914,7 +1981,7 @@ const onnx_op onnx_tensor_ops[] = {
     {"ScatterElements", op_scatter_elements}, {"Scatter", op_scatter_elements},
     {"HannWindow", op_window}, {"HammingWindow", op_window}, {"BlackmanWindow", op_window},
     {"Floor", op_rounding}, {"Ceil", op_rounding}, {"Round", op_rounding}, {"Pad", op_pad},
-    {"Compress", op_compress},
+    {"Compress", op_compress}, {"GatherND", op_gather_nd},
     {NULL, NULL},
 };
 

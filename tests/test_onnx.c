@@ -1146,6 +1146,122 @@ static void test_dynamic_axes_cli(void **state)
     free(err);
 }
 
+/* GatherND(x, i, batch_dims=bd) with x of ONNX type xtype and INT64 indices */
+static void gather_nd_model(buf *m, int xtype, const int64_t *xd, int xr, const int64_t *id, int ir,
+                            const int64_t *yd, int yr, int64_t bd)
+{
+    buf g = {0}, nd = {0}, in = {0}, out = {0}, a = {0};
+    attr_int(&a, "batch_dims", bd);
+    nodev(&nd, "GatherND", (const char *[]){"x", "i"}, 2, "y", &a, 1);
+    field_msg(&g, 1, &nd);
+    value_info(&in, "x", xtype, xd, xr);
+    field_msg(&g, 11, &in);
+    in.n = 0;
+    value_info(&in, "i", 7, id, ir);
+    field_msg(&g, 11, &in);
+    value_info(&out, "y", xtype, yd, yr);
+    field_msg(&g, 12, &out);
+    model(m, &g);
+}
+
+/* run a GatherND model on backend kind with x (f32 or bool) and indices iv; check y's shape and
+ * values (want: floats; for bool data, 0/1), then iv[bad_at], a coordinate on an axis of len
+ * entries, out of range: the run's input error */
+static void gather_nd_check(const buf *m, mc_backend_kind kind, const void *x, size_t xb, int32_t *iv, size_t ib,
+                            const int64_t *yd, int yr, const float *want, int bad_at, int len)
+{
+    mc_onnx *o;
+    if (mc_onnx_load_memory(m->b, m->n, "gnd.onnx", 0, NULL, NULL, &o) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    mc_options opt = mc_test_options();
+    opt.backend = kind;
+    mc_program *p;
+    if (mc_program_compile(mc_onnx_graph(o), &opt, &p) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    assert_int_equal(mc_program_set(p, "x", x, xb), MC_OK);
+    assert_int_equal(mc_program_set(p, "i", iv, ib), MC_OK);
+    if (mc_program_run(p) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    mc_tensor t;
+    assert_int_equal(mc_program_output(p, 0, &t), MC_OK);
+    assert_int_equal(t.rank, yr);
+    int64_t n = 1;
+    for (int d = 0; d < yr; d++) {
+        assert_int_equal(t.shape[d], yd[d]);
+        n *= yd[d];
+    }
+    for (int64_t k = 0; k < n; k++) {
+        float v = t.dtype == MC_BOOL ? (float)((const bool *)t.data)[k] : ((const float *)t.data)[k];
+        if (v != want[k])
+            fail_msg("backend %d: y[%lld] = %g, expected %g", (int)kind, (long long)k, v, want[k]);
+    }
+    int32_t keep = iv[bad_at];
+    for (int r = 0; r < 3; r++) { /* past the end, before the start, far out (no i32 overflow) */
+        iv[bad_at] = r == 0 ? len : r == 1 ? -len - 1 : INT32_MIN + 1;
+        assert_int_equal(mc_program_set(p, "i", iv, ib), MC_OK);
+        assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
+        assert_non_null(strstr(mc_error_message(), "gather"));
+    }
+    iv[bad_at] = keep;
+    mc_program_free(p);
+    mc_onnx_free(o);
+}
+
+/* GatherND (a gather over the indexed axes made one): batch_dims 0, 1 and 2, tuples that pick
+ * rows or elements, negative coordinates, bool data, indices of rank 1 (a scalar result); an
+ * index out of range fails the run with gather's input error, on ref and cpu */
+static void test_gather_nd(void **state)
+{
+    (void)state;
+    float x[24];
+    for (int k = 0; k < 24; k++)
+        x[k] = (float)k; /* x[a][b][c] = 12a + 4b + c, shape [2, 3, 4]; axes 0..1 hold 3 entries at most */
+    const mc_backend_kind kinds[2] = {MC_BACKEND_REF, MC_BACKEND_CPU};
+    for (int b = 0; b < 2; b++) {
+        buf m;
+        /* batch_dims 0, pairs: rows x[i0, i1, :] -> [2, 4] */
+        gather_nd_model(&m, 1, (int64_t[]){2, 3, 4}, 3, (int64_t[]){2, 2}, 2, (int64_t[]){2, 4}, 2, 0);
+        int32_t i0[4] = {1, 2, -1, -3}; /* (1, 2), (1, 0) */
+        float w0[8];
+        for (int c = 0; c < 4; c++)
+            w0[c] = (float)(12 + 8 + c), w0[4 + c] = (float)(12 + c);
+        gather_nd_check(&m, kinds[b], x, sizeof x, i0, sizeof i0, (int64_t[]){2, 4}, 2, w0, 1, 3);
+        /* batch_dims 1, full tuples: y[b, j] = x[b, i0, i1] -> [2, 2] */
+        gather_nd_model(&m, 1, (int64_t[]){2, 3, 4}, 3, (int64_t[]){2, 2, 2}, 3, (int64_t[]){2, 2}, 2, 1);
+        int32_t i1[8] = {0, 3, 2, -1, 1, 1, -3, 0};
+        const float w1[4] = {3, 11, 12 + 5, 12};
+        gather_nd_check(&m, kinds[b], x, sizeof x, i1, sizeof i1, (int64_t[]){2, 2}, 2, w1, 2, 3);
+        /* batch_dims 2, single coordinates: y[a, b] = x[a, b, i] -> [2, 3] */
+        gather_nd_model(&m, 1, (int64_t[]){2, 3, 4}, 3, (int64_t[]){2, 3, 1}, 3, (int64_t[]){2, 3}, 2, 2);
+        int32_t i2[6] = {0, 1, 2, 3, -1, -4};
+        const float w2[6] = {0, 5, 10, 15, 19, 20};
+        gather_nd_check(&m, kinds[b], x, sizeof x, i2, sizeof i2, (int64_t[]){2, 3}, 2, w2, 4, 4);
+        /* indices of rank 1: one element, a scalar */
+        gather_nd_model(&m, 1, (int64_t[]){2, 3, 4}, 3, (int64_t[]){3}, 1, NULL, 0, 0);
+        int32_t i3[3] = {1, -1, 2};
+        const float w3[1] = {12 + 8 + 2};
+        gather_nd_check(&m, kinds[b], x, sizeof x, i3, sizeof i3, NULL, 0, w3, 1, 3);
+        /* bool data [3, 2], batch_dims 0, one coordinate: rows */
+        const bool xb[6] = {true, false, false, false, true, true};
+        gather_nd_model(&m, 9, (int64_t[]){3, 2}, 2, (int64_t[]){2, 1}, 2, (int64_t[]){2, 2}, 2, 0);
+        int32_t i4[2] = {-1, 0};
+        const float w4[4] = {1, 1, 1, 0};
+        gather_nd_check(&m, kinds[b], xb, sizeof xb, i4, sizeof i4, (int64_t[]){2, 2}, 2, w4, 0, 3);
+    }
+    /* what GatherND cannot take: named reasons */
+    buf m;
+    mc_onnx *o;
+    gather_nd_model(&m, 1, (int64_t[]){2, 3, 4}, 3, (int64_t[]){2, 4}, 2, (int64_t[]){2}, 1, 0);
+    assert_int_equal(mc_onnx_load_memory(m.b, m.n, "gnd.onnx", 0, NULL, NULL, &o), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "index tuples of 4 coordinates into data of rank 3"));
+    gather_nd_model(&m, 1, (int64_t[]){2, 3, 4}, 3, (int64_t[]){3, 1}, 2, (int64_t[]){3}, 1, 1);
+    assert_int_equal(mc_onnx_load_memory(m.b, m.n, "gnd.onnx", 0, NULL, NULL, &o), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "batch axis 0 has 3 entries in the indices but 2 in the data"));
+    gather_nd_model(&m, 1, (int64_t[]){2, 3, 4}, 3, (int64_t[]){2, 1}, 2, (int64_t[]){2}, 1, 2);
+    assert_int_equal(mc_onnx_load_memory(m.b, m.n, "gnd.onnx", 0, NULL, NULL, &o), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "batch_dims 2 for data of rank 3 and indices of rank 2"));
+}
+
 static void test_cli(void **state)
 {
     (void)state;
@@ -1266,6 +1382,7 @@ int main(void)
         cmocka_unit_test(test_dynamic_axes_cli),
         cmocka_unit_test(test_dynamic_axes_low_constant),
         cmocka_unit_test(test_dynamic_axes_size_as_tensor),
+        cmocka_unit_test(test_gather_nd),
         cmocka_unit_test(test_cli),
     };
     return mc_test_run(tests);
