@@ -1313,7 +1313,8 @@ static bool sym_aware(const char *op, bool *batch_only)
         "Gather", "Shape", "Size", "Constant", "ConstantOfShape", "Range", "Cast", "ReduceSum",
         "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL1", "ReduceL2",
         "ReduceLogSum", "ReduceLogSumExp", "GlobalAveragePool", "GlobalMaxPool", "MatMul", "Gemm",
-        "Softmax", "LogSoftmax", "LayerNormalization", "Tile", "ArgMax", "ArgMin", "Hardmax"};
+        "Softmax", "LogSoftmax", "LayerNormalization", "Tile", "ArgMax", "ArgMin", "Hardmax", "Trilu",
+        "CumSum", "Mod"};
     static const char *const batch[] = {"Conv", "MaxPool", "AveragePool", "BatchNormalization"};
     *batch_only = false;
     for (size_t i = 0; i < sizeof ops_ / sizeof *ops_; i++)

@@ -704,7 +704,7 @@ static void int64_init(buf *g, const char *name, const int64_t *v, int n, bool s
  *   ev   = x[:, :, ::2]   last = x[:, -1]   rest = x[:, 1:]   (a fixed axis; the symbolic axis T)
  *   tl   = Tile(x, [1, 2, 1])  [B, 2*T, 8]         am = ArgMax(x, axis 2)  [B, T]
  *   rev  = x[:, :, ::-1] (ends INT64_MIN: a number, never read as a symbolic dimension)
- * `bad` adds a node whose mapping does not take symbolic dimensions (Trilu). */
+ * `bad` adds a node whose mapping does not take symbolic dimensions (ReduceProd). */
 static void dynamic_model(buf *m, bool bad)
 {
     buf g = {0}, nd = {0}, v = {0}, a[2] = {{{0}, 0}, {{0}, 0}};
@@ -757,7 +757,8 @@ static void dynamic_model(buf *m, bool bad)
     attr_int(&a[1], "keepdims", 0);
     N("ArgMax", "am", 2, "x");
     if (bad) {
-        N("Trilu", "tril", 0, "x"); /* its mapping computes with the last two sizes */
+        attr_ints(&a[0], "axes", (int64_t[]){2}, 1);
+        N("ReduceProd", "prod", 1, "x"); /* its mapping computes with the sizes */
     }
 #undef N
     int64_init(&g, "zero", &zero, 1, true);
@@ -787,7 +788,7 @@ static void dynamic_model(buf *m, bool bad)
     field_msg(&g, 11, &v);
     dyn_input(&v, "m", (int64_t[]){0}, BT + 1, 1);
     field_msg(&g, 11, &v);
-    const char *outs[] = {"z", "flat", "pos", "ones", "cut", "ev", "last", "rest", "tl", "am", "rev", "tril"};
+    const char *outs[] = {"z", "flat", "pos", "ones", "cut", "ev", "last", "rest", "tl", "am", "rev", "prod"};
     for (int k = 0; k < (bad ? 12 : 11); k++) {
         v.n = 0;
         field_str(&v, 1, outs[k]);
@@ -1134,16 +1135,245 @@ static void test_dynamic_axes_cli(void **state)
     write_model(path, &m);
     snprintf(args, sizeof args, "run %s --backend ref", path);
     assert_int_equal(mc_test_minic(args, &out, &err), 1);
-    if (!strstr(err, "minic: unsupported: node tril (Trilu, opset 17): operand 0 has the shape [B, T, 8]"))
+    if (!strstr(err, "minic: unsupported: node prod (ReduceProd, opset 17): operand 0 has the shape [B, T, 8]"))
         fail_msg("%s", err);
     free(out);
     free(err);
     snprintf(args, sizeof args, "run %s --backend ref --dim B=2 --dim T=3", path);
-    if (mc_test_minic(args, &out, &err) != 0 || !strstr(out, "tril: f32[2, 3, 8]"))
+    if (mc_test_minic(args, &out, &err) != 0 || !strstr(out, "prod: f32[2, 3, 1]"))
         fail_msg("%s%s", out, err);
     assert_non_null(strstr(err, "imported with the --dim sizes fixed"));
     free(out);
     free(err);
+}
+
+/* ---- more operators over symbolic dimensions ------------------------------------------------ */
+
+/* x: f32[B, T, 8], past: f32[B, P, 8], e: f32[B, 2, 8];
+ *   tril = Trilu(x, k=1, upper=0)   triu = Trilu(x)          over the symbolic T rows
+ *   cs   = CumSum(x, axis 1, exclusive, reverse)               a symbolic axis reversed
+ *   h1, h2 = Split(Concat(x, x), 2 parts, axis 1)              equal parts of 2*T
+ *   pa, xa = Split(Concat(past, x), [P, T], axis 1)            both bounds symbolic
+ *   e2, x2 = Split(Concat(e, x), [2, T], axis 1)               fixed bounds from the start/end
+ *   ks   = Slice(Concat(past, x), starts [P], ends [big], axes [1])  (a KV cache's new rows: x)
+ *   mask = Slice(tri [16, 16], starts [P], ends [P + T], axes [0])   [T, 16] of a constant
+ *   xm   = x + Cast(Mod(4 * T + 3, 4))  (= x + 3)    xmod = Mod(x, 2.5, fmod=1) */
+static void dynamic_ops_model(buf *m)
+{
+    buf g = {0}, nd = {0}, v = {0}, a[2] = {{{0}, 0}, {{0}, 0}};
+    const char *names[3] = {"B", "T", NULL}, *bp[2] = {"B", "P"};
+    int64_t one = 1, zero = 0, four = 4, three = 3, two = 2;
+#define N(op, out, na, ...)                                                        \
+    do {                                                                           \
+        const char *ins_[] = {__VA_ARGS__};                                        \
+        nodev(&nd, op, ins_, (int)(sizeof ins_ / sizeof *ins_), out, a, na);       \
+        field_msg(&g, 1, &nd);                                                     \
+    } while (0)
+#define N2(op, out1, out2, na, ...)                                                \
+    do {                                                                           \
+        const char *ins_[] = {__VA_ARGS__};                                        \
+        nodev(&nd, op, ins_, (int)(sizeof ins_ / sizeof *ins_), out1, a, na);      \
+        field_str(&nd, 2, out2);                                                   \
+        field_msg(&g, 1, &nd);                                                     \
+    } while (0)
+    attr_int(&a[0], "upper", 0);
+    N("Trilu", "tril", 1, "x", "one");
+    N("Trilu", "triu", 0, "x");
+    attr_int(&a[0], "exclusive", 1);
+    attr_int(&a[1], "reverse", 1);
+    N("CumSum", "cs", 2, "x", "one");
+    attr_int(&a[0], "axis", 1);
+    N("Concat", "xx", 1, "x", "x");
+    N2("Split", "h1", "h2", 1, "xx");
+    N("Concat", "kv", 1, "past", "x");
+    N("Concat", "ex", 1, "e", "x");
+    N("Shape", "sp", 0, "past");
+    N("Shape", "sx", 0, "x");
+    attr_int(&a[0], "axis", 0);
+    N("Gather", "P", 1, "sp", "one");
+    N("Gather", "T", 1, "sx", "one");
+    N("Unsqueeze", "Pu", 0, "P", "zero1");
+    N("Unsqueeze", "Tu", 0, "T", "zero1");
+    N("Concat", "PT", 1, "Pu", "Tu");
+    N("Concat", "twoT", 1, "two1", "Tu");
+    attr_int(&a[0], "axis", 1);
+    N2("Split", "pa", "xa", 1, "kv", "PT");
+    N2("Split", "e2", "x2", 1, "ex", "twoT");
+    N("Slice", "ks", 0, "kv", "Pu", "big1", "one1");
+    N("Add", "PpT", 0, "Pu", "Tu");
+    N("Slice", "mask", 0, "tri", "Pu", "PpT", "zero1");
+    N("Mul", "T4", 0, "T", "four");
+    N("Add", "T43", 0, "T4", "three");
+    N("Mod", "r", 0, "T43", "four");
+    attr_int(&a[0], "to", 1);
+    N("Cast", "rf", 1, "r");
+    N("Add", "xm", 0, "x", "rf");
+    attr_int(&a[0], "fmod", 1);
+    N("Mod", "xmod", 1, "x", "twohalf");
+#undef N
+#undef N2
+    int64_init(&g, "one", &one, 1, true);
+    int64_init(&g, "four", &four, 1, true);
+    int64_init(&g, "three", &three, 1, true);
+    int64_init(&g, "zero1", &zero, 1, false);
+    int64_init(&g, "one1", &one, 1, false);
+    int64_init(&g, "two1", &two, 1, false);
+    int64_init(&g, "big1", (int64_t[]){INT64_MAX}, 1, false);
+    {
+        buf t = {0};
+        const float th = 2.5f;
+        tensor(&t, "twohalf", 1, NULL, 0, &th, sizeof th);
+        field_msg(&g, 5, &t);
+        float tri[256];
+        for (int k = 0; k < 256; k++)
+            tri[k] = (float)k;
+        tensor(&t, "tri", 1, (int64_t[]){16, 16}, 2, tri, sizeof tri);
+        field_msg(&g, 5, &t);
+    }
+    dyn_input(&v, "x", (int64_t[]){0, 0, 8}, names, 3);
+    field_msg(&g, 11, &v);
+    dyn_input(&v, "past", (int64_t[]){0, 0, 8}, bp, 3);
+    field_msg(&g, 11, &v);
+    dyn_input(&v, "e", (int64_t[]){0, 2, 8}, names, 3);
+    field_msg(&g, 11, &v);
+    const char *outs[] = {"tril", "triu", "cs", "h1", "h2", "pa", "xa", "e2", "x2", "ks", "mask", "xm", "xmod"};
+    for (size_t k = 0; k < sizeof outs / sizeof *outs; k++) {
+        v.n = 0;
+        field_str(&v, 1, outs[k]);
+        field_msg(&g, 12, &v);
+    }
+    model(m, &g);
+}
+
+/* output k of p: its shape (rank 3 or 2: d2 0) and values as floats */
+static const float *dyn_out(mc_program *p, int k, int64_t d0, int64_t d1, int64_t d2)
+{
+    mc_tensor t;
+    assert_int_equal(mc_program_output(p, k, &t), MC_OK);
+    assert_int_equal(t.dtype, MC_F32);
+    if (t.rank != (d2 ? 3 : 2) || t.shape[0] != d0 || t.shape[1] != d1 || (d2 && t.shape[2] != d2))
+        fail_msg("output %d: rank %d [%lld, %lld, ..], expected [%lld, %lld, %lld]", k, t.rank,
+                 (long long)t.shape[0], (long long)t.shape[1], (long long)d0, (long long)d1, (long long)d2);
+    return t.data;
+}
+
+static void run_dynamic_ops(mc_onnx *o, mc_program *p, int B, int T, int P)
+{
+    float x[3 * 6 * 8], past[3 * 8 * 8], e[3 * 2 * 8];
+    for (int k = 0; k < B * T * 8; k++)
+        x[k] = 0.25f * (float)(k * 7 % 29) - 3.0f + (float)B;
+    for (int k = 0; k < B * P * 8; k++)
+        past[k] = 100.0f + (float)k;
+    for (int k = 0; k < B * 2 * 8; k++)
+        e[k] = -50.0f - (float)k;
+    assert_int_equal(mc_program_set_dim(p, "B", B), MC_OK); /* T and P from the sizes */
+    assert_int_equal(mc_program_set(p, "x", x, sizeof(float) * (size_t)(B * T * 8)), MC_OK);
+    assert_int_equal(mc_program_set(p, "past", past, sizeof(float) * (size_t)(B * P * 8)), MC_OK);
+    assert_int_equal(mc_program_set(p, "e", e, sizeof(float) * (size_t)(B * 2 * 8)), MC_OK);
+    assert_int_equal(mc_onnx_bind(o, p), MC_OK);
+    if (mc_program_run(p) != MC_OK)
+        fail_msg("B=%d T=%d P=%d: %s", B, T, P, mc_error_message());
+    const float *tril = dyn_out(p, 0, B, T, 8), *triu = dyn_out(p, 1, B, T, 8), *cs = dyn_out(p, 2, B, T, 8);
+    const float *h1 = dyn_out(p, 3, B, T, 8), *h2 = dyn_out(p, 4, B, T, 8), *pa = dyn_out(p, 5, B, P, 8);
+    const float *xa = dyn_out(p, 6, B, T, 8), *e2 = dyn_out(p, 7, B, 2, 8), *x2 = dyn_out(p, 8, B, T, 8);
+    const float *ks = dyn_out(p, 9, B, T, 8), *mask = dyn_out(p, 10, T, 16, 0), *xm = dyn_out(p, 11, B, T, 8);
+    const float *xmod = dyn_out(p, 12, B, T, 8);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < 8; j++) {
+                int k = (b * T + t) * 8 + j;
+                float later = 0;
+                for (int u = t + 1; u < T; u++)
+                    later += x[(b * T + u) * 8 + j];
+                if (tril[k] != (j - t <= 1 ? x[k] : 0) || triu[k] != (j >= t ? x[k] : 0) || cs[k] != later)
+                    fail_msg("B=%d T=%d at [%d, %d, %d]: tril %g triu %g cs %g (x %g, later %g)", B, T, b, t, j,
+                             tril[k], triu[k], cs[k], x[k], later);
+                if (h1[k] != x[k] || h2[k] != x[k] || xa[k] != x[k] || x2[k] != x[k] || ks[k] != x[k] ||
+                    xm[k] != x[k] + 3 || fabsf(xmod[k] - fmodf(x[k], 2.5f)) > 1e-6f)
+                    fail_msg("B=%d T=%d P=%d at [%d, %d, %d]: h1 %g h2 %g xa %g x2 %g ks %g xm %g xmod %g, x %g", B, T,
+                             P, b, t, j, h1[k], h2[k], xa[k], x2[k], ks[k], xm[k], xmod[k], x[k]);
+            }
+    for (int k = 0; k < B * P * 8; k++)
+        assert_true(pa[k] == past[k]);
+    for (int k = 0; k < B * 2 * 8; k++)
+        assert_true(e2[k] == e[k]);
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < 16; j++)
+            assert_true(mask[t * 16 + j] == (float)((P + t) * 16 + j));
+}
+
+/* Trilu, CumSum (exclusive, reverse), Split (equal parts, symbolic sizes, fixed bounds), Mod
+ * (a symbolic size's remainder folded; at run time) and Slice with a symbolic start over a
+ * symbolic axis and over a constant's axis: several bindings on ref and cpu, against values
+ * computed here; P + T beyond the constant is the run's input error. What depends on the
+ * binding is refused, naming the node. */
+static void test_dynamic_ops(void **state)
+{
+    (void)state;
+    buf m;
+    dynamic_ops_model(&m);
+    mc_onnx *o;
+    if (mc_onnx_load_memory(m.b, m.n, "dynops.onnx", 0, NULL, NULL, &o) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    assert_int_equal(mc_graph_num_syms(mc_onnx_graph(o)), 3);
+    const mc_backend_kind kinds[2] = {MC_BACKEND_REF, MC_BACKEND_CPU};
+    for (int b = 0; b < 2; b++) {
+        mc_options opt = mc_test_options();
+        opt.backend = kinds[b];
+        mc_program *p;
+        if (mc_program_compile(mc_onnx_graph(o), &opt, &p) != MC_OK)
+            fail_msg("%s", mc_error_message());
+        run_dynamic_ops(o, p, 2, 3, 1);
+        run_dynamic_ops(o, p, 1, 5, 4);
+        run_dynamic_ops(o, p, 3, 2, 7);
+        run_dynamic_ops(o, p, 2, 3, 1);
+        assert_int_equal(mc_program_compilations(p), 3);
+        /* P + T = 17 rows of the [16, 16] constant: the gather's input error, not a clamped mask */
+        float big[8 * 13] = {0};
+        assert_int_equal(mc_program_set_dim(p, "B", 1), MC_OK);
+        assert_int_equal(mc_program_set(p, "x", big, sizeof(float) * 5 * 8), MC_OK);
+        assert_int_equal(mc_program_set(p, "past", big, sizeof(float) * 12 * 8), MC_OK);
+        assert_int_equal(mc_program_set(p, "e", big, sizeof(float) * 2 * 8), MC_OK);
+        assert_int_equal(mc_onnx_bind(o, p), MC_OK);
+        assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
+        assert_non_null(strstr(mc_error_message(), "gather"));
+        mc_program_free(p);
+    }
+    mc_onnx_free(o);
+    /* what depends on the binding: T mod 2; a split of T into 2 equal parts; a symbolic start
+     * with an end that is a number */
+    const char *T1[1] = {"T"};
+    const char *cases[3][2] = {{"Mod", "T mod 2 depends on the binding"},
+                               {"Split", "a split of axis 0 of symbolic size T into 2 equal parts"},
+                               {"Slice", "minic takes a symbolic start with step 1 and an end that lies after it"}};
+    for (int k = 0; k < 3; k++) {
+        buf g = {0}, nd = {0}, v = {0}, a = {0};
+        int64_t two = 2;
+        const char *shape_in[] = {"x"}, *mod_in[] = {"s", "two"}, *slice_in[] = {"x", "s", "two"};
+        nodev(&nd, "Shape", shape_in, 1, "s", NULL, 0);
+        field_msg(&g, 1, &nd);
+        if (k == 0)
+            nodev(&nd, "Mod", mod_in, 2, "y", NULL, 0);
+        else if (k == 1) {
+            attr_int(&a, "axis", 0);
+            nodev(&nd, "Split", shape_in, 1, "y", &a, 1);
+            field_str(&nd, 2, "y2");
+        } else
+            nodev(&nd, "Slice", slice_in, 3, "y", NULL, 0);
+        field_msg(&g, 1, &nd);
+        int64_init(&g, "two", &two, 1, k != 0);
+        dyn_input(&v, "x", (int64_t[]){0}, T1, 1);
+        field_msg(&g, 11, &v);
+        v.n = 0;
+        field_str(&v, 1, "y");
+        field_msg(&g, 12, &v);
+        model(&m, &g);
+        char want[200];
+        snprintf(want, sizeof want, "(%s, opset 17): ", cases[k][0]);
+        assert_int_equal(mc_onnx_load_memory(m.b, m.n, "dynops.onnx", 0, NULL, NULL, &o), MC_ERR_INPUT);
+        if (!strstr(mc_error_message(), want) || !strstr(mc_error_message(), cases[k][1]))
+            fail_msg("%s", mc_error_message());
+    }
 }
 
 /* GatherND(x, i, batch_dims=bd) with x of ONNX type xtype and INT64 indices */
@@ -1382,6 +1612,7 @@ int main(void)
         cmocka_unit_test(test_dynamic_axes_cli),
         cmocka_unit_test(test_dynamic_axes_low_constant),
         cmocka_unit_test(test_dynamic_axes_size_as_tensor),
+        cmocka_unit_test(test_dynamic_ops),
         cmocka_unit_test(test_gather_nd),
         cmocka_unit_test(test_cli),
     };
