@@ -630,21 +630,20 @@ static bool op_concat(ctx *c, const node_t *n)
 
 /* Python-style bounds of a step-1 slice over a dimension of size dim */
 /* Dimension d (>= 0 for every binding: a symbolic start) as an i32 scalar the program computes
- * when it runs: the sum of d ones (of d + 1, less one, where d may be 0); a number as itself. */
+ * when it runs (onnx_dim_value); MC_ERROR with the reason set where it may be negative. */
 static mc_value dim_value(ctx *c, int64_t d)
 {
-    mc_graph *g = c->g;
-    if (!mc_dim_is_sym(d))
-        return mc_scalar(g, (double)d, MC_I32);
-    int64_t lo, size;
+    int64_t lo;
     char ds[96];
-    if (!mc_dim_lower_bound(g, d, &lo) || lo < 0 || !mc_dim_add_const(g, d, lo < 1, &size)) {
+    if (mc_dim_is_sym(d) ? !mc_dim_lower_bound(c->g, d, &lo) || lo < 0 : d < 0) {
         onnx_why(c, "%s may be negative for some binding of the symbolic dimensions",
-                 mc_dim_str(g, d, ds, sizeof ds));
+                 mc_dim_str(c->g, d, ds, sizeof ds));
         return MC_ERROR;
     }
-    mc_value v = mc_sum(g, mc_full(g, &size, 1, 1, MC_I32), NULL, 0, false);
-    return lo < 1 ? mc_sub(g, v, mc_scalar(g, 1, MC_I32)) : v;
+    mc_value v = onnx_dim_value(c, d);
+    if (v == MC_ERROR && !c->why[0])
+        onnx_why(c, "%s: %s", mc_dim_str(c->g, d, ds, sizeof ds), mc_error_message());
+    return v;
 }
 
 /* x[start : start + count] along axis ax, where start is symbolic (a KV cache's past length):
@@ -1521,9 +1520,11 @@ static bool op_depth_space(ctx *c, const node_t *n)
 
 /* Mod of integer constants where some values are symbolic dimensions (a size rounded to a
  * multiple): x mod y (y > 0) is the r in [0, y) for which x - r is y times a polynomial with
- * integer coefficients, the same for every binding (x's value at every symbol 1 gives r); where
- * no such r exists the remainder depends on the binding, and the node is refused. Symbolic
- * values are >= 0 (sym_binop), so fmod gives the same. */
+ * integer coefficients, the same for every binding (x's value at every symbol 1 gives r).
+ * Symbolic values are >= 0 (sym_binop), so fmod gives the same. false where some element's
+ * remainder depends on the binding (or its divisor is symbolic or not positive): the caller
+ * computes it at run time then, from the bound sizes (onnx_as_value); false with the reason
+ * set for a remainder by 0. */
 static bool mod_symbolic(ctx *c, const node_t *n, const htensor *a, const htensor *b)
 {
     mc_graph *g = c->g;
@@ -1533,35 +1534,33 @@ static bool mod_symbolic(ctx *c, const node_t *n, const htensor *a, const htenso
         ones[k] = 1;
     if (!onnx_broadcast(c, a->rank, a->dims, b->rank, b->dims, &r, shape))
         return false;
-    htensor *t = onnx_new_fold(c, a->elem, r, shape);
-    if (!t)
+    if (onnx_numel(r, shape) > 4096) /* shapes, not data */
         return false;
     bool fmod = onnx_attr_i(n, "fmod", 0) != 0;
-    char xs[96];
-    for (int64_t k = 0; k < t->n; k++) {
+    int64_t z[4096];
+    for (int64_t k = 0; k < onnx_numel(r, shape); k++) {
         int64_t ia = onnx_bidx(a, r, shape, k), ib = onnx_bidx(b, r, shape, k);
-        int64_t x = a->i[ia], y = b->i[ib], z, v, d, q;
+        int64_t x = a->i[ia], y = b->i[ib], v, d, q;
         if (is_symv(b, ib) || (!is_symv(a, ia) && mc_dim_is_sym(x)) || (!is_symv(b, ib) && mc_dim_is_sym(y)))
-            return onnx_why(c, "a divisor that is a symbolic dimension, or a constant too negative for a size");
+            return false;
         if (!is_symv(a, ia)) { /* two numbers */
             if (y == 0 || (x == INT64_MIN && y == -1))
                 return onnx_why(c, "%lld mod %lld", (long long)x, (long long)y);
-            z = x % y;
-            if (!fmod && z != 0 && (z < 0) != (y < 0))
-                z += y;
+            z[k] = x % y;
+            if (!fmod && z[k] != 0 && (z[k] < 0) != (y < 0))
+                z[k] += y;
         } else {
-            mc_dim_str(g, x, xs, sizeof xs);
-            if (y < 1)
-                return onnx_why(c, "the symbolic dimension %s mod %lld (only positive divisors)", xs, (long long)y);
-            if (!mc_dim_eval(g, x, ones, &v))
-                return onnx_why(c, "the symbolic dimension %s is too large", xs);
-            z = (v % y + y) % y;
-            if (!mc_dim_add_const(g, x, -z, &d) || !mc_dim_div_exact(g, d, y, &q))
-                return onnx_why(c, "%s mod %lld depends on the binding of the symbolic dimensions (give the "
-                                   "dim_params' sizes at load: --dim NAME=SIZE)", xs, (long long)y);
+            if (y < 1 || !mc_dim_eval(g, x, ones, &v))
+                return false;
+            z[k] = (v % y + y) % y;
+            if (!mc_dim_add_const(g, x, -z[k], &d) || !mc_dim_div_exact(g, d, y, &q))
+                return false;
         }
-        t->i[k] = z;
     }
+    htensor *t = onnx_new_fold(c, a->elem, r, shape);
+    if (!t)
+        return false;
+    memcpy(t->i, z, sizeof *z * (size_t)t->n);
     return onnx_set_const(c, n, 0, t);
 }
 
@@ -1571,8 +1570,8 @@ static bool op_mod(ctx *c, const node_t *n)
 {
     mc_graph *g = c->g;
     htensor *a = onnx_in_sconst(c, n, 0), *b = onnx_in_sconst(c, n, 1);
-    if (a && b && (a->sym || b->sym) && a->i && b->i)
-        return mod_symbolic(c, n, a, b);
+    if (a && b && (a->sym || b->sym) && a->i && b->i && (mod_symbolic(c, n, a, b) || c->why[0]))
+        return !c->why[0];
     VAL(x, 0);
     VAL(y, 1);
     bool fmod = onnx_attr_i(n, "fmod", 0) != 0;

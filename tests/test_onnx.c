@@ -1149,6 +1149,20 @@ static void test_dynamic_axes_cli(void **state)
 
 /* ---- more operators over symbolic dimensions ------------------------------------------------ */
 
+/* the backends a test runs on: ref always; cpu where this build has it; cuda where a GPU is
+ * usable. Returns their count. */
+static int test_backends(mc_backend_kind kinds[3])
+{
+    int n = 0;
+    kinds[n++] = MC_BACKEND_REF;
+#ifdef MINIC_HAVE_CPU_BACKEND
+    kinds[n++] = MC_BACKEND_CPU;
+#endif
+    if (mc_test_have_gpu())
+        kinds[n++] = MC_BACKEND_CUDA;
+    return n;
+}
+
 /* x: f32[B, T, 8], past: f32[B, P, 8], e: f32[B, 2, 8];
  *   tril = Trilu(x, k=1, upper=0)   triu = Trilu(x)          over the symbolic T rows
  *   cs   = CumSum(x, axis 1, exclusive, reverse)               a symbolic axis reversed
@@ -1304,9 +1318,9 @@ static void run_dynamic_ops(mc_onnx *o, mc_program *p, int B, int T, int P)
 
 /* Trilu, CumSum (exclusive, reverse), Split (equal parts, symbolic sizes, fixed bounds), Mod
  * (a symbolic size's remainder folded; at run time) and Slice with a symbolic start over a
- * symbolic axis and over a constant's axis: several bindings on ref and cpu, against values
- * computed here; P + T beyond the constant is the run's input error. What depends on the
- * binding is refused, naming the node. */
+ * symbolic axis and over a constant's axis: several bindings on ref and cpu (and cuda where
+ * there is a GPU), against values computed here; P + T beyond the constant is the run's input
+ * error. T mod 2 runs; what cannot be expressed for every binding is refused, naming the node. */
 static void test_dynamic_ops(void **state)
 {
     (void)state;
@@ -1316,8 +1330,9 @@ static void test_dynamic_ops(void **state)
     if (mc_onnx_load_memory(m.b, m.n, "dynops.onnx", 0, NULL, NULL, &o) != MC_OK)
         fail_msg("%s", mc_error_message());
     assert_int_equal(mc_graph_num_syms(mc_onnx_graph(o)), 3);
-    const mc_backend_kind kinds[2] = {MC_BACKEND_REF, MC_BACKEND_CPU};
-    for (int b = 0; b < 2; b++) {
+    mc_backend_kind kinds[3];
+    int nkinds = test_backends(kinds);
+    for (int b = 0; b < nkinds; b++) {
         mc_options opt = mc_test_options();
         opt.backend = kinds[b];
         mc_program *p;
@@ -1340,10 +1355,10 @@ static void test_dynamic_ops(void **state)
         mc_program_free(p);
     }
     mc_onnx_free(o);
-    /* what depends on the binding: T mod 2; a split of T into 2 equal parts; a symbolic start
-     * with an end that is a number */
+    /* what depends on the binding: T mod 2 is computed when the program runs; a split of T
+     * into 2 equal parts and a symbolic start with an end that is a number are refused */
     const char *T1[1] = {"T"};
-    const char *cases[3][2] = {{"Mod", "T mod 2 depends on the binding"},
+    const char *cases[3][2] = {{"Mod", NULL},
                                {"Split", "a split of axis 0 of symbolic size T into 2 equal parts"},
                                {"Slice", "minic takes a symbolic start with step 1 and an end that lies after it"}};
     for (int k = 0; k < 3; k++) {
@@ -1368,6 +1383,31 @@ static void test_dynamic_ops(void **state)
         field_str(&v, 1, "y");
         field_msg(&g, 12, &v);
         model(&m, &g);
+        if (!cases[k][1]) { /* Mod: y = [T % 2] at every binding */
+            if (mc_onnx_load_memory(m.b, m.n, "dynops.onnx", 0, NULL, NULL, &o) != MC_OK)
+                fail_msg("%s", mc_error_message());
+            for (int b = 0; b < nkinds; b++) {
+                mc_options opt = mc_test_options();
+                opt.backend = kinds[b];
+                mc_program *p;
+                if (mc_program_compile(mc_onnx_graph(o), &opt, &p) != MC_OK)
+                    fail_msg("%s", mc_error_message());
+                for (int T = 1; T <= 4; T++) {
+                    const float xs[4] = {0};
+                    mc_tensor t;
+                    assert_int_equal(mc_program_set(p, "x", xs, sizeof(float) * (size_t)T), MC_OK);
+                    assert_int_equal(mc_onnx_bind(o, p), MC_OK);
+                    if (mc_program_run(p) != MC_OK)
+                        fail_msg("T=%d: %s", T, mc_error_message());
+                    assert_int_equal(mc_program_output(p, 0, &t), MC_OK);
+                    assert_true(t.dtype == MC_I32 && t.rank == 1 && t.shape[0] == 1);
+                    assert_int_equal(((const int32_t *)t.data)[0], T % 2);
+                }
+                mc_program_free(p);
+            }
+            mc_onnx_free(o);
+            continue;
+        }
         char want[200];
         snprintf(want, sizeof want, "(%s, opset 17): ", cases[k][0]);
         assert_int_equal(mc_onnx_load_memory(m.b, m.n, "dynops.onnx", 0, NULL, NULL, &o), MC_ERR_INPUT);
@@ -1446,8 +1486,9 @@ static void test_gather_nd(void **state)
     float x[24];
     for (int k = 0; k < 24; k++)
         x[k] = (float)k; /* x[a][b][c] = 12a + 4b + c, shape [2, 3, 4]; axes 0..1 hold 3 entries at most */
-    const mc_backend_kind kinds[2] = {MC_BACKEND_REF, MC_BACKEND_CPU};
-    for (int b = 0; b < 2; b++) {
+    mc_backend_kind kinds[3];
+    int nkinds = test_backends(kinds);
+    for (int b = 0; b < nkinds; b++) {
         buf m;
         /* batch_dims 0, pairs: rows x[i0, i1, :] -> [2, 4] */
         gather_nd_model(&m, 1, (int64_t[]){2, 3, 4}, 3, (int64_t[]){2, 2}, 2, (int64_t[]){2, 4}, 2, 0);
