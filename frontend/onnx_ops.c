@@ -1550,8 +1550,8 @@ static bool mod_symbolic(ctx *c, const node_t *n, const htensor *a, const htenso
             if (!fmod && z[k] != 0 && (z[k] < 0) != (y < 0))
                 z[k] += y;
         } else {
-            if (y < 1 || !mc_dim_eval(g, x, ones, &v))
-                return false;
+            if (y < 1 || y > ((int64_t)1 << 40) || !mc_dim_eval(g, x, ones, &v))
+                return false; /* (a divisor that large: no overflow in v % y + y below) */
             z[k] = (v % y + y) % y;
             if (!mc_dim_add_const(g, x, -z[k], &d) || !mc_dim_div_exact(g, d, y, &q))
                 return false;
@@ -1705,12 +1705,18 @@ static bool op_argmax(ctx *c, const node_t *n)
         return false;
     bool last = onnx_attr_i(n, "select_last_index", 0) != 0;
     bool keep = hard || onnx_attr_i(n, "keepdims", 1) != 0;
-    if (last && mc_dim_is_sym(xn->shape[ax]))
-        return onnx_why(c, "select_last_index over axis %d, whose size is symbolic", ax);
+    int64_t len = xn->shape[ax], top = len - 1;
+    char ls[96];
+    if (last && mc_dim_is_sym(len) && !mc_dim_add_const(g, len, -1, &top))
+        return onnx_why(c, "select_last_index over axis %d of size %s", ax, mc_dim_str(g, len, ls, sizeof ls));
     mc_value src = last ? flip(c, x, ax) : x;
     mc_value idx = argmin ? mc_argmin(g, src, ax, keep) : mc_argmax(g, src, ax, keep);
-    if (last)
-        idx = mc_sub(g, mc_scalar(g, (double)(xn->shape[ax] - 1), MC_I32), idx);
+    if (last) { /* the index from the end: len - 1 - idx (the run computes a symbolic len - 1) */
+        mc_value t = onnx_dim_value(c, top);
+        if (t < 0) /* a builder's error (len - 1 always has a least value, 0) */
+            return onnx_set_out(c, n, 0, t);
+        idx = mc_sub(g, t, idx);
+    }
     if (!hard)
         return onnx_set_out(c, n, 0, idx);
     mc_value iota = mc_iota(g, xn->shape, rank, ax, MC_I32);

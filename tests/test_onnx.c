@@ -1171,7 +1171,8 @@ static int test_backends(mc_backend_kind kinds[3])
  *   e2, x2 = Split(Concat(e, x), [2, T], axis 1)               fixed bounds from the start/end
  *   ks   = Slice(Concat(past, x), starts [P], ends [big], axes [1])  (a KV cache's new rows: x)
  *   mask = Slice(tri [16, 16], starts [P], ends [P + T], axes [0])   [T, 16] of a constant
- *   xm   = x + Cast(Mod(4 * T + 3, 4))  (= x + 3)    xmod = Mod(x, 2.5, fmod=1) */
+ *   xm   = x + Cast(Mod(4 * T + 3, 4))  (= x + 3)    xmod = Mod(x, 2.5, fmod=1)
+ *   al   = ArgMax(x, axis 1, select_last_index)  [B, 1, 8]: T - 1 - the argmax of x reversed */
 static void dynamic_ops_model(buf *m)
 {
     buf g = {0}, nd = {0}, v = {0}, a[2] = {{{0}, 0}, {{0}, 0}};
@@ -1224,6 +1225,9 @@ static void dynamic_ops_model(buf *m)
     N("Add", "xm", 0, "x", "rf");
     attr_int(&a[0], "fmod", 1);
     N("Mod", "xmod", 1, "x", "twohalf");
+    attr_int(&a[0], "axis", 1);
+    attr_int(&a[1], "select_last_index", 1);
+    N("ArgMax", "al", 2, "x"); /* keepdims: [B, 1, 8] */
 #undef N
 #undef N2
     int64_init(&g, "one", &one, 1, true);
@@ -1250,7 +1254,7 @@ static void dynamic_ops_model(buf *m)
     field_msg(&g, 11, &v);
     dyn_input(&v, "e", (int64_t[]){0, 2, 8}, names, 3);
     field_msg(&g, 11, &v);
-    const char *outs[] = {"tril", "triu", "cs", "h1", "h2", "pa", "xa", "e2", "x2", "ks", "mask", "xm", "xmod"};
+    const char *outs[] = {"tril", "triu", "cs", "h1", "h2", "pa", "xa", "e2", "x2", "ks", "mask", "xm", "xmod", "al"};
     for (size_t k = 0; k < sizeof outs / sizeof *outs; k++) {
         v.n = 0;
         field_str(&v, 1, outs[k]);
@@ -1307,6 +1311,18 @@ static void run_dynamic_ops(mc_onnx *o, mc_program *p, int B, int T, int P)
                     fail_msg("B=%d T=%d P=%d at [%d, %d, %d]: h1 %g h2 %g xa %g x2 %g ks %g xm %g xmod %g, x %g", B, T,
                              P, b, t, j, h1[k], h2[k], xa[k], x2[k], ks[k], xm[k], xmod[k], x[k]);
             }
+    mc_tensor al;
+    assert_int_equal(mc_program_output(p, 13, &al), MC_OK);
+    assert_true(al.dtype == MC_I32 && al.rank == 3 && al.shape[0] == B && al.shape[1] == 1 && al.shape[2] == 8);
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < 8; j++) {
+            int best = 0; /* the last of the largest */
+            for (int t = 1; t < T; t++)
+                best = x[(b * T + t) * 8 + j] >= x[(b * T + best) * 8 + j] ? t : best;
+            if (((const int32_t *)al.data)[b * 8 + j] != best)
+                fail_msg("B=%d T=%d: al[%d, %d] = %d, expected %d", B, T, b, j, ((const int32_t *)al.data)[b * 8 + j],
+                         best);
+        }
     for (int k = 0; k < B * P * 8; k++)
         assert_true(pa[k] == past[k]);
     for (int k = 0; k < B * 2 * 8; k++)
