@@ -653,6 +653,8 @@ static mc_value dim_value(ctx *c, int64_t d)
 static mc_value gather_range(ctx *c, mc_value x, int ax, int64_t start, int64_t count)
 {
     mc_graph *g = c->g;
+    if (x < 0) /* a failed builder's result (an earlier axis's slice): its error stands */
+        return x;
     mc_value idx = mc_iota(g, &count, 1, 0, MC_I32);
     if (start != 0) {
         mc_value s = dim_value(c, start);
@@ -1678,6 +1680,8 @@ static bool op_onehot(ctx *c, const node_t *n)
 static mc_value flip(ctx *c, mc_value x, int axis)
 {
     mc_graph *g = c->g;
+    if (x < 0) /* a failed builder's result (cumsum's): its error stands */
+        return x;
     const mc_node *xn = onnx_vnode(c, x);
     int64_t len = xn->shape[axis];
     if (!mc_dim_is_sym(len))

@@ -1432,6 +1432,42 @@ static void test_dynamic_ops(void **state)
     }
 }
 
+/* a CumSum with reverse whose cumsum fails (bool x: fuzz_onnx found flip reading the failed
+ * value's node) is reported, naming the node */
+static void test_cumsum_reverse_refused(void **state)
+{
+    (void)state;
+    buf g = {0}, nd = {0}, v = {0}, a = {0}, m;
+    int64_t zero = 0;
+    const char *T1[1] = {"T"}, *ins[] = {"x", "ax"};
+    attr_int(&a, "reverse", 1);
+    nodev(&nd, "CumSum", ins, 2, "y", &a, 1);
+    field_msg(&g, 1, &nd);
+    int64_init(&g, "ax", &zero, 1, true);
+    for (int sym = 0; sym < 2; sym++) {
+        buf g2 = g;
+        if (sym) /* f32[T] */
+            dyn_input(&v, "x", (int64_t[]){0}, T1, 1);
+        else
+            value_info(&v, "x", 9, (int64_t[]){3}, 1); /* bool[3] */
+        field_msg(&g2, 11, &v);
+        v.n = 0;
+        field_str(&v, 1, "y");
+        field_msg(&g2, 12, &v);
+        model(&m, &g2);
+        mc_onnx *o;
+        if (sym) { /* f32 over a symbolic axis imports */
+            if (mc_onnx_load_memory(m.b, m.n, "cs.onnx", 0, NULL, NULL, &o) != MC_OK)
+                fail_msg("%s", mc_error_message());
+            mc_onnx_free(o);
+        } else {
+            assert_int_equal(mc_onnx_load_memory(m.b, m.n, "cs.onnx", 0, NULL, NULL, &o), MC_ERR_INPUT);
+            if (!strstr(mc_error_message(), "node y (CumSum, opset 17): cumsum: bool is not supported"))
+                fail_msg("%s", mc_error_message());
+        }
+    }
+}
+
 /* GatherND(x, i, batch_dims=bd) with x of ONNX type xtype and INT64 indices */
 static void gather_nd_model(buf *m, int xtype, const int64_t *xd, int xr, const int64_t *id, int ir,
                             const int64_t *yd, int yr, int64_t bd)
@@ -1670,6 +1706,7 @@ int main(void)
         cmocka_unit_test(test_dynamic_axes_low_constant),
         cmocka_unit_test(test_dynamic_axes_size_as_tensor),
         cmocka_unit_test(test_dynamic_ops),
+        cmocka_unit_test(test_cumsum_reverse_refused),
         cmocka_unit_test(test_gather_nd),
         cmocka_unit_test(test_cli),
     };
