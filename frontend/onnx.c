@@ -712,6 +712,22 @@ static const char *sym_values_str(ctx *c, const htensor *t, char *buf, size_t si
  * the run computes the value from the bound sizes; constants stay constants. MC_ERROR, with
  * no error set, when an element cannot be shown to have a least value (`4 - T`): the caller
  * reports the value as unsupported then. */
+mc_value onnx_dim_value(ctx *c, int64_t e)
+{
+    if (!mc_dim_is_sym(e))
+        return mc_scalar(c->g, (double)e, MC_I32);
+    int64_t lo;
+    if (!mc_dim_lower_bound(c->g, e, &lo))
+        return MC_ERROR;
+    int64_t shift = lo < 1 ? 1 - lo : 0, size = e;
+    if (shift && !mc_dim_add_const(c->g, e, shift, &size))
+        return MC_ERROR;
+    mc_value ones = mc_full(c->g, &size, 1, 1.0, MC_I32);
+    int axis = 0;
+    mc_value v = mc_sum(c->g, ones, &axis, 1, false);
+    return shift && v >= 0 ? mc_sub(c->g, v, mc_scalar(c->g, (double)shift, MC_I32)) : v;
+}
+
 static mc_value sym_as_value(ctx *c, const htensor *t)
 {
     mc_dtype d;
@@ -719,23 +735,10 @@ static mc_value sym_as_value(ctx *c, const htensor *t)
         return MC_ERROR;
     mc_value parts[64];
     for (int64_t k = 0; k < t->n; k++) {
-        int64_t e = t->i[k], lo;
-        if (!mc_dim_is_sym(e)) {
-            if (e < INT32_MIN || e > INT32_MAX)
-                return MC_ERROR;
-            parts[k] = mc_scalar(c->g, (double)e, MC_I32);
-        } else {
-            if (!mc_dim_lower_bound(c->g, e, &lo))
-                return MC_ERROR;
-            int64_t shift = lo < 1 ? 1 - lo : 0, size = e;
-            if (shift && !mc_dim_add_const(c->g, e, shift, &size))
-                return MC_ERROR;
-            mc_value ones = mc_full(c->g, &size, 1, 1.0, MC_I32);
-            int axis = 0;
-            parts[k] = mc_sum(c->g, ones, &axis, 1, false);
-            if (shift)
-                parts[k] = mc_sub(c->g, parts[k], mc_scalar(c->g, (double)shift, MC_I32));
-        }
+        int64_t e = t->i[k];
+        if (!mc_dim_is_sym(e) && (e < INT32_MIN || e > INT32_MAX))
+            return MC_ERROR;
+        parts[k] = onnx_dim_value(c, e);
         if (parts[k] < 0)
             return MC_ERROR;
         int64_t one = 1;
@@ -1313,7 +1316,8 @@ static bool sym_aware(const char *op, bool *batch_only)
         "Gather", "Shape", "Size", "Constant", "ConstantOfShape", "Range", "Cast", "ReduceSum",
         "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare", "ReduceL1", "ReduceL2",
         "ReduceLogSum", "ReduceLogSumExp", "GlobalAveragePool", "GlobalMaxPool", "MatMul", "Gemm",
-        "Softmax", "LogSoftmax", "LayerNormalization", "Tile", "ArgMax", "ArgMin", "Hardmax"};
+        "Softmax", "LogSoftmax", "LayerNormalization", "Tile", "ArgMax", "ArgMin", "Hardmax", "Trilu",
+        "CumSum", "Mod"};
     static const char *const batch[] = {"Conv", "MaxPool", "AveragePool", "BatchNormalization"};
     *batch_only = false;
     for (size_t i = 0; i < sizeof ops_ / sizeof *ops_; i++)

@@ -145,6 +145,11 @@ bool onnx_norm_axis(ctx *c, int64_t axis, int rank, int *out);
 bool onnx_any_sym(int rank, const int64_t *dims);
 const char *onnx_dims_str(ctx *c, int rank, const int64_t *dims, char *buf, size_t size);
 
+/* a dimension (a number, or an expression of symbolic ones) as an i32 scalar that the run
+ * computes from the bound sizes: the sum of a full of that many ones (shifted where it may be
+ * below 1); MC_ERROR, no error set, where it has no least value over the bindings (`4 - T`) */
+mc_value onnx_dim_value(ctx *c, int64_t d);
+
 /* host evaluation: NumPy broadcasting, element-wise folds, copies to a new shape */
 bool onnx_broadcast(ctx *c, int ra, const int64_t *a, int rb, const int64_t *b, int *r, int64_t *out);
 int64_t onnx_bidx(const htensor *t, int r, const int64_t *shape, int64_t k);

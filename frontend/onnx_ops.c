@@ -629,6 +629,74 @@ static bool op_concat(ctx *c, const node_t *n)
 }
 
 /* Python-style bounds of a step-1 slice over a dimension of size dim */
+/* Dimension d (>= 0 for every binding: a symbolic start) as an i32 scalar the program computes
+ * when it runs (onnx_dim_value); MC_ERROR with the reason set where it may be negative. */
+static mc_value dim_value(ctx *c, int64_t d)
+{
+    int64_t lo;
+    char ds[96];
+    if (mc_dim_is_sym(d) ? !mc_dim_lower_bound(c->g, d, &lo) || lo < 0 : d < 0) {
+        onnx_why(c, "%s may be negative for some binding of the symbolic dimensions",
+                 mc_dim_str(c->g, d, ds, sizeof ds));
+        return MC_ERROR;
+    }
+    mc_value v = onnx_dim_value(c, d);
+    if (v == MC_ERROR && !c->why[0])
+        onnx_why(c, "%s: %s", mc_dim_str(c->g, d, ds, sizeof ds), mc_error_message());
+    return v;
+}
+
+/* x[start : start + count] along axis ax, where start is symbolic (a KV cache's past length):
+ * a gather of iota + start, so an entry outside the axis fails the run with gather's input error
+ * (ONNX would clamp; a symbolic bound is assumed inside, as minic's slices of symbolic axes
+ * assume theirs). Bools travel as i32. */
+static mc_value gather_range(ctx *c, mc_value x, int ax, int64_t start, int64_t count)
+{
+    mc_graph *g = c->g;
+    if (x < 0) /* a failed builder's result (an earlier axis's slice): its error stands */
+        return x;
+    mc_value idx = mc_iota(g, &count, 1, 0, MC_I32);
+    if (start != 0) {
+        mc_value s = dim_value(c, start);
+        if (s == MC_ERROR)
+            return MC_ERROR;
+        idx = mc_add(g, idx, s);
+    }
+    mc_dtype dt = onnx_vnode(c, x)->dtype;
+    mc_value y = mc_gather(g, dt == MC_BOOL ? mc_cast(g, x, MC_I32) : x, idx, ax);
+    return dt == MC_BOOL && y >= 0 ? mc_cast(g, y, MC_BOOL) : y;
+}
+
+/* b - a for dims (sizes or symbolic), false when the difference cannot be shown >= lo for every
+ * binding */
+static bool dim_sub(ctx *c, int64_t b, int64_t a, int64_t lo_wanted, int64_t *out)
+{
+    int64_t na, lo;
+    if (a == b) {
+        *out = 0;
+        return lo_wanted <= 0;
+    }
+    if (!mc_dim_is_sym(a) && !mc_dim_is_sym(b)) {
+        *out = b - a;
+        return *out >= lo_wanted;
+    }
+    if (!mc_dim_is_sym(a))
+        return a != INT64_MIN && mc_dim_add_const(c->g, b, -a, out) && mc_dim_lower_bound(c->g, *out, &lo) &&
+               lo >= lo_wanted;
+    return mc_dim_mul(c->g, a, -1, &na) && mc_dim_add(c->g, b, na, out) &&
+           mc_dim_lower_bound(c->g, *out, &lo) && lo >= lo_wanted;
+}
+
+/* a + b for dims where either may be the number 0 */
+static bool dim_add0(ctx *c, int64_t a, int64_t b, int64_t *out)
+{
+    if (a == 0 || b == 0) {
+        *out = a + b;
+        return true;
+    }
+    return mc_dim_add(c->g, a, b, out);
+}
+
 static void clamp_range(int64_t dim, int64_t *start, int64_t *end)
 {
     int64_t s = *start, e = *end;
@@ -644,6 +712,80 @@ static void clamp_range(int64_t dim, int64_t *start, int64_t *end)
     *end = e;
 }
 
+/* Split of a symbolic axis: each part a slice whose bounds are fixed numbers from the start or
+ * from the end where the sizes before or after it are; else, for equal parts, the axis reshaped
+ * to [parts, size] and sliced there; else a gather of the part's range (gather_range). */
+static bool split_symbolic(ctx *c, const node_t *n, mc_value x, int ax, int64_t dim, int64_t *sizes, int ns,
+                           bool given)
+{
+    mc_graph *g = c->g;
+    const mc_node *xn = onnx_vnode(c, x);
+    int rank = xn->rank, nout = (int)n->n_output;
+    int64_t xs[MC_MAX_RANK];
+    memcpy(xs, xn->shape, sizeof xs);
+    char ds[96], ps[96];
+    mc_dim_str(g, dim, ds, sizeof ds);
+    if (!given) {
+        int64_t part;
+        if (nout < 1 || !mc_dim_div_exact(g, dim, nout, &part))
+            return onnx_why(c, "a split of axis %d of symbolic size %s into %d equal parts (not a multiple of %d "
+                               "for every binding)", ax, ds, nout, nout);
+        for (int k = 0; k < nout; k++)
+            sizes[k] = part;
+        ns = nout;
+    }
+    if (ns != nout)
+        return onnx_why(c, "%d split sizes for %d outputs", ns, nout);
+    int64_t pre[65], suf[65], lo;
+    bool equal = true;
+    pre[0] = 0;
+    for (int k = 0; k < nout; k++) {
+        if (mc_dim_is_sym(sizes[k]) ? !mc_dim_lower_bound(g, sizes[k], &lo) || lo < 1 : sizes[k] < 1)
+            return onnx_why(c, "split size %s of axis %d (size %s) may be below 1", mc_dim_str(g, sizes[k], ps, sizeof ps),
+                            ax, ds);
+        if (!dim_add0(c, pre[k], sizes[k], &pre[k + 1]))
+            return onnx_why(c, "split sizes too large for axis %d (size %s)", ax, ds);
+        equal &= sizes[k] == sizes[0];
+    }
+    if (pre[nout] != dim)
+        return onnx_why(c, "split sizes add up to %s, not %s (axis %d)", mc_dim_str(g, pre[nout], ps, sizeof ps), ds,
+                        ax);
+    suf[nout] = 0;
+    for (int k = nout - 1; k >= 0; k--)
+        if (!dim_add0(c, suf[k + 1], sizes[k], &suf[k]))
+            return onnx_why(c, "split sizes too large for axis %d (size %s)", ax, ds);
+    bool fixed = true; /* every part's bounds numbers from the start or the end */
+    for (int k = 0; k <= nout && fixed; k++)
+        fixed = !mc_dim_is_sym(pre[k]) || !mc_dim_is_sym(suf[k]);
+    mc_value parts = MC_NONE;
+    if (!fixed && equal && nout > 1 && rank < MC_MAX_RANK) {
+        int64_t rs[MC_MAX_RANK];
+        int r = 0;
+        for (int d = 0; d < rank; d++) {
+            if (d == ax)
+                rs[r++] = nout;
+            rs[r++] = d == ax ? sizes[0] : xs[d];
+        }
+        parts = mc_reshape(g, x, rs, rank + 1);
+        xs[ax] = sizes[0];
+    }
+    for (int k = 0; k < nout; k++) {
+        mc_value y;
+        if (fixed) {
+            int64_t s = !mc_dim_is_sym(pre[k]) ? pre[k] : -suf[k];
+            int64_t e = !mc_dim_is_sym(pre[k + 1]) ? pre[k + 1] : suf[k + 1] ? -suf[k + 1] : MC_END;
+            y = mc_slice(g, x, ax, s, e);
+        } else if (parts != MC_NONE) {
+            y = mc_reshape(g, mc_slice(g, parts, ax, k, k + 1), xs, rank);
+        } else {
+            y = gather_range(c, x, ax, pre[k], sizes[k]);
+        }
+        if (!onnx_set_out(c, n, (size_t)k, y))
+            return false;
+    }
+    return true;
+}
+
 static bool op_split(ctx *c, const node_t *n)
 {
     VAL(x, 0);
@@ -656,14 +798,12 @@ static bool op_split(ctx *c, const node_t *n)
     bool given;
     if (n->n_output > 64)
         return onnx_why(c, "%zu outputs (at most 64)", n->n_output);
-    if (!onnx_ints_of(c, n, 1, "split", sizes, &ns, 64, &given))
+    if (!onnx_dims_of(c, n, 1, "split", sizes, &ns, 64, &given))
         return false;
     int64_t dim = xn->shape[ax];
     int nout = (int)n->n_output;
-    if (mc_dim_is_sym(dim)) {
-        char ds[96];
-        return onnx_why(c, "a split of axis %d, whose size %s is symbolic", ax, mc_dim_str(c->g, dim, ds, sizeof ds));
-    }
+    if (mc_dim_is_sym(dim) || onnx_any_sym(ns, sizes))
+        return split_symbolic(c, n, x, ax, dim, sizes, ns, given);
     if (!given) {
         if (nout < 1)
             return onnx_why(c, "no outputs");
@@ -737,9 +877,24 @@ static bool slice_symbolic(ctx *c, const node_t *n, int rank, const int64_t *dim
         if (step != 1 && (mc_dim_is_sym(dim) || mc_dim_is_sym(e)))
             return onnx_why(c, "a step of %lld over axis %d of size %s with a symbolic size or end (only step 1 there)",
                             (long long)step, ax, ds);
-        if (mc_dim_is_sym(s))
-            return onnx_why(c, "start %s on axis %d of size %s: a symbolic start (minic's slice bounds are fixed)",
-                            mc_dim_str(c->g, s, bs, sizeof bs), ax, ds);
+        if (mc_dim_is_sym(s)) {
+            /* x[P : e] (a KV cache's past length P): the range as a gather (gather_range) */
+            int64_t end = e, count;
+            char es[96];
+            if (e >= far || (!mc_dim_is_sym(e) && !mc_dim_is_sym(dim) && e > dim))
+                end = dim; /* to the end (a static end past a static axis clamps to it) */
+            else if (!mc_dim_is_sym(e) && e < 0 && !(e > -far && mc_dim_add_const(c->g, dim, e, &end)))
+                end = 0;
+            if (step != 1 || end == 0 || !dim_sub(c, end, s, 1, &count))
+                return onnx_why(c, "start %s, end %s, step %lld on axis %d of size %s: minic takes a symbolic start "
+                                   "with step 1 and an end that lies after it for every binding",
+                                mc_dim_str(c->g, s, bs, sizeof bs),
+                                e >= far ? "(the end)" : mc_dim_str(c->g, e, es, sizeof es), (long long)step, ax, ds);
+            x = gather_range(c, x, ax, s, count);
+            if (x < 0)
+                return onnx_set_out(c, n, 0, x);
+            continue;
+        }
         if (mc_dim_is_sym(e) && e != dim && !mc_dim_is_sym(dim)) {
             /* x[s:T] of a static axis (a causal mask cut to the sequence): the rows s .. T - 1 as a
              * gather of an iota, whose indices are checked against the axis when it runs */
@@ -749,12 +904,7 @@ static bool slice_symbolic(ctx *c, const node_t *n, int rank, const int64_t *dim
                 return onnx_why(c, "start %lld, end %s on axis %d of size %s: minic takes a symbolic end over a "
                                    "fixed axis only after a start from 0 to the axis's size, and before it",
                                 (long long)s, mc_dim_str(c->g, e, bs, sizeof bs), ax, ds);
-            mc_value idx = mc_iota(c->g, &count, 1, 0, MC_I32);
-            if (s > 0 && idx >= 0)
-                idx = mc_add(c->g, idx, mc_scalar(c->g, (double)s, MC_I32));
-            mc_dtype dt = onnx_vnode(c, x)->dtype;
-            mc_value y = mc_gather(c->g, dt == MC_BOOL ? mc_cast(c->g, x, MC_I32) : x, idx, ax);
-            x = dt == MC_BOOL && y >= 0 ? mc_cast(c->g, y, MC_BOOL) : y;
+            x = gather_range(c, x, ax, s, count);
             if (x < 0)
                 return onnx_set_out(c, n, 0, x);
             continue;
@@ -1301,8 +1451,11 @@ static bool op_trilu(ctx *c, const node_t *n)
         k = onnx_hi(t, 0);
     }
     int64_t s[2] = {xn->shape[xn->rank - 2], xn->shape[xn->rank - 1]};
-    if (k < -s[0] - s[1] || k > s[0] + s[1])
-        k = k < 0 ? -s[0] - s[1] : s[0] + s[1];
+    /* col - row lies in (-rows, cols): a k beyond keeps all or nothing, as the bound does (an
+     * i32 one where a size is symbolic: iotas of i32 count below 2^31) */
+    int64_t lim = mc_dim_is_sym(s[0]) || mc_dim_is_sym(s[1]) ? INT32_MAX : s[0] + s[1];
+    if (k < -lim || k > lim)
+        k = k < 0 ? -lim : lim;
     mc_value row = mc_iota(g, s, 2, 0, MC_I32), col = mc_iota(g, s, 2, 1, MC_I32);
     mc_value diff = mc_sub(g, col, row), kk = mc_scalar(g, (double)k, MC_I32);
     mc_value keep = onnx_attr_i(n, "upper", 1) ? mc_ge(g, diff, kk) : mc_le(g, diff, kk);
@@ -1367,11 +1520,60 @@ static bool op_depth_space(ctx *c, const node_t *n)
     return onnx_set_out(c, n, 0, mc_reshape(g, mc_transpose(g, mc_reshape(g, x, crd ? s1c : s1d, 6), crd ? pc : pd, 6), s2, 4));
 }
 
+/* Mod of integer constants where some values are symbolic dimensions (a size rounded to a
+ * multiple): x mod y (y > 0) is the r in [0, y) for which x - r is y times a polynomial with
+ * integer coefficients, the same for every binding (x's value at every symbol 1 gives r).
+ * Symbolic values are >= 0 (sym_binop), so fmod gives the same. false where some element's
+ * remainder depends on the binding (or its divisor is symbolic or not positive): the caller
+ * computes it at run time then, from the bound sizes (onnx_as_value); false with the reason
+ * set for a remainder by 0. */
+static bool mod_symbolic(ctx *c, const node_t *n, const htensor *a, const htensor *b)
+{
+    mc_graph *g = c->g;
+    int r;
+    int64_t shape[MC_MAX_RANK], ones[MC_MAX_SYMS];
+    for (int k = 0; k < MC_MAX_SYMS; k++)
+        ones[k] = 1;
+    if (!onnx_broadcast(c, a->rank, a->dims, b->rank, b->dims, &r, shape))
+        return false;
+    if (onnx_numel(r, shape) > 4096) /* shapes, not data */
+        return false;
+    bool fmod = onnx_attr_i(n, "fmod", 0) != 0;
+    int64_t z[4096];
+    for (int64_t k = 0; k < onnx_numel(r, shape); k++) {
+        int64_t ia = onnx_bidx(a, r, shape, k), ib = onnx_bidx(b, r, shape, k);
+        int64_t x = a->i[ia], y = b->i[ib], v, d, q;
+        if (is_symv(b, ib) || (!is_symv(a, ia) && mc_dim_is_sym(x)) || (!is_symv(b, ib) && mc_dim_is_sym(y)))
+            return false;
+        if (!is_symv(a, ia)) { /* two numbers */
+            if (y == 0 || (x == INT64_MIN && y == -1))
+                return onnx_why(c, "%lld mod %lld", (long long)x, (long long)y);
+            z[k] = x % y;
+            if (!fmod && z[k] != 0 && (z[k] < 0) != (y < 0))
+                z[k] += y;
+        } else {
+            if (y < 1 || y > ((int64_t)1 << 40) || !mc_dim_eval(g, x, ones, &v))
+                return false; /* (a divisor that large: no overflow in v % y + y below) */
+            z[k] = (v % y + y) % y;
+            if (!mc_dim_add_const(g, x, -z[k], &d) || !mc_dim_div_exact(g, d, y, &q))
+                return false;
+        }
+    }
+    htensor *t = onnx_new_fold(c, a->elem, r, shape);
+    if (!t)
+        return false;
+    memcpy(t->i, z, sizeof *z * (size_t)t->n);
+    return onnx_set_const(c, n, 0, t);
+}
+
 /* floor(x) until minic has one: t = trunc(x) through i32, minus one where that rounded up. Exact:
  * a float of magnitude 2^23 or more (and inf, NaN) is already an integer and is kept. */
 static bool op_mod(ctx *c, const node_t *n)
 {
     mc_graph *g = c->g;
+    htensor *a = onnx_in_sconst(c, n, 0), *b = onnx_in_sconst(c, n, 1);
+    if (a && b && (a->sym || b->sym) && a->i && b->i && (mod_symbolic(c, n, a, b) || c->why[0]))
+        return !c->why[0];
     VAL(x, 0);
     VAL(y, 1);
     bool fmod = onnx_attr_i(n, "fmod", 0) != 0;
@@ -1473,9 +1675,21 @@ static bool op_onehot(ctx *c, const node_t *n)
 /* ArgMax, ArgMin and Hardmax until minic has an argmax: the first (or last) index where x equals
  * its extreme along the axis, as a min (max) reduction over iota. */
 /* x reversed along axis (a slice with step -1) */
+/* x reversed along axis: a slice with step -1, or over a symbolic axis of size T (where slices
+ * take step 1 only) a gather of the indices -1, -2, .., -T (-1 - iota: from the end) */
 static mc_value flip(ctx *c, mc_value x, int axis)
 {
-    return mc_slice_step(c->g, x, axis, MC_END, MC_END, -1);
+    mc_graph *g = c->g;
+    if (x < 0) /* a failed builder's result (cumsum's): its error stands */
+        return x;
+    const mc_node *xn = onnx_vnode(c, x);
+    int64_t len = xn->shape[axis];
+    if (!mc_dim_is_sym(len))
+        return mc_slice_step(g, x, axis, MC_END, MC_END, -1);
+    mc_dtype dt = xn->dtype;
+    mc_value idx = mc_sub(g, mc_scalar(g, -1, MC_I32), mc_iota(g, &len, 1, 0, MC_I32));
+    mc_value y = mc_gather(g, dt == MC_BOOL ? mc_cast(g, x, MC_I32) : x, idx, axis);
+    return dt == MC_BOOL && y >= 0 ? mc_cast(g, y, MC_BOOL) : y;
 }
 
 /* ArgMax, ArgMin: minic's argmax, argmin (the first index of the extreme; select_last_index:
@@ -1495,12 +1709,18 @@ static bool op_argmax(ctx *c, const node_t *n)
         return false;
     bool last = onnx_attr_i(n, "select_last_index", 0) != 0;
     bool keep = hard || onnx_attr_i(n, "keepdims", 1) != 0;
-    if (last && mc_dim_is_sym(xn->shape[ax]))
-        return onnx_why(c, "select_last_index over axis %d, whose size is symbolic", ax);
+    int64_t len = xn->shape[ax], top = len - 1;
+    char ls[96];
+    if (last && mc_dim_is_sym(len) && !mc_dim_add_const(g, len, -1, &top))
+        return onnx_why(c, "select_last_index over axis %d of size %s", ax, mc_dim_str(g, len, ls, sizeof ls));
     mc_value src = last ? flip(c, x, ax) : x;
     mc_value idx = argmin ? mc_argmin(g, src, ax, keep) : mc_argmax(g, src, ax, keep);
-    if (last)
-        idx = mc_sub(g, mc_scalar(g, (double)(xn->shape[ax] - 1), MC_I32), idx);
+    if (last) { /* the index from the end: len - 1 - idx (the run computes a symbolic len - 1) */
+        mc_value t = onnx_dim_value(c, top);
+        if (t < 0) /* a builder's error (len - 1 always has a least value, 0) */
+            return onnx_set_out(c, n, 0, t);
+        idx = mc_sub(g, t, idx);
+    }
     if (!hard)
         return onnx_set_out(c, n, 0, idx);
     mc_value iota = mc_iota(g, xn->shape, rank, ax, MC_I32);
@@ -1535,13 +1755,12 @@ static bool op_cumsum(ctx *c, const node_t *n)
         return onnx_why(c, "a scalar input");
     if (!onnx_norm_axis(c, onnx_hi(at, 0), rank, &ax))
         return false;
-    int64_t len = xn->shape[ax];
     bool excl = onnx_attr_i(n, "exclusive", 0) != 0, rev = onnx_attr_i(n, "reverse", 0) != 0;
     mc_value y = rev ? flip(c, x, ax) : x;
-    if (excl) {
+    if (excl) { /* a zero in front, the last dropped (an end from the end: symbolic axes too) */
         int64_t pads[2 * MC_MAX_RANK] = {0};
         pads[ax] = 1;
-        y = mc_slice(g, mc_pad(g, y, pads, 2 * rank, 0), ax, 0, len);
+        y = mc_slice(g, mc_pad(g, y, pads, 2 * rank, 0), ax, 0, -1);
     }
     y = mc_cumsum(g, y, ax);
     return onnx_set_out(c, n, 0, rev ? flip(c, y, ax) : y);
@@ -1643,6 +1862,73 @@ static bool op_gather_elements(ctx *c, const node_t *n)
     else
         y = mc_sum(g, mc_where(g, hot, xt, mc_scalar(g, 0, d)), last, 1, false);
     return onnx_set_out(c, n, 0, y);
+}
+
+/* GatherND through minic's gather on the data with its batch axes and its k indexed axes made
+ * one, [B * P, rest..]: each index tuple's position there is its batch's number (iotas over the
+ * indices' batch axes) times P, plus its coordinates (negative ones counted from the end) times
+ * their strides. A coordinate outside [-n, n) makes the position B * P, so the run fails with
+ * gather's input error rather than reading a neighbour. Bools travel as i32. */
+static bool op_gather_nd(ctx *c, const node_t *n)
+{
+    mc_graph *g = c->g;
+    VAL(x, 0);
+    VAL(idx, 1);
+    const mc_node *xn = onnx_vnode(c, x), *in = onnx_vnode(c, idx);
+    int r = xn->rank, q = in->rank;
+    int64_t xs[MC_MAX_RANK], is[MC_MAX_RANK];
+    memcpy(xs, xn->shape, sizeof xs);
+    memcpy(is, in->shape, sizeof is);
+    mc_dtype d = xn->dtype;
+    if (r < 1 || q < 1)
+        return onnx_why(c, "data of rank %d and indices of rank %d (each at least 1)", r, q);
+    if (in->dtype != MC_I32)
+        return onnx_why(c, "indices of dtype %s", mc_dtype_name(in->dtype));
+    int64_t bd = onnx_attr_i(n, "batch_dims", 0), k = is[q - 1];
+    if (bd < 0 || bd >= r || bd >= q)
+        return onnx_why(c, "batch_dims %lld for data of rank %d and indices of rank %d", (long long)bd, r, q);
+    int b = (int)bd;
+    if (k < 1 || k > r - b)
+        return onnx_why(c, "index tuples of %lld coordinates into data of rank %d with batch_dims %d", (long long)k,
+                        r, b);
+    int64_t total = 1, batch_stride[MC_MAX_RANK], stride[MC_MAX_RANK];
+    for (int a = b + (int)k - 1; a >= 0; a--) {
+        if (a < b && is[a] != xs[a])
+            return onnx_why(c, "batch axis %d has %lld entries in the indices but %lld in the data", a,
+                            (long long)is[a], (long long)xs[a]);
+        (a < b ? batch_stride : stride)[a] = total;
+        if (mc_mul_overflows(total, xs[a], &total) || total >= INT32_MAX)
+            return onnx_why(c, "gathering from more than 2^31 positions");
+    }
+    int64_t flat[MC_MAX_RANK], pshape[MC_MAX_RANK];
+    int fr = 0;
+    flat[fr++] = total;
+    for (int a = b + (int)k; a < r; a++)
+        flat[fr++] = xs[a];
+    for (int a = 0; a < q - 1; a++)
+        pshape[a] = is[a];
+    mc_value zero = mc_scalar(g, 0, MC_I32), pos = MC_NONE, bad = MC_NONE;
+    for (int j = 0; j < k; j++) {
+        mc_value col = mc_reshape(g, mc_slice(g, idx, q - 1, j, j + 1), pshape, q - 1);
+        mc_value len = mc_scalar(g, (double)xs[b + j], MC_I32);
+        col = mc_where(g, mc_lt(g, col, zero), mc_add(g, col, len), col);
+        mc_value out = mc_or(g, mc_lt(g, col, zero), mc_ge(g, col, len));
+        bad = bad == MC_NONE ? out : mc_or(g, bad, out);
+        col = mc_where(g, out, zero, col); /* no i32 overflow in the products below */
+        if (stride[b + j] != 1)
+            col = mc_mul(g, col, mc_scalar(g, (double)stride[b + j], MC_I32));
+        pos = pos == MC_NONE ? col : mc_add(g, pos, col);
+    }
+    for (int a = 0; a < b; a++) {
+        if (is[a] == 1)
+            continue;
+        mc_value at = mc_iota(g, pshape, q - 1, a, MC_I32);
+        pos = mc_add(g, pos, mc_mul(g, at, mc_scalar(g, (double)batch_stride[a], MC_I32)));
+    }
+    pos = mc_where(g, bad, mc_scalar(g, (double)total, MC_I32), pos);
+    mc_value xf = mc_reshape(g, d == MC_BOOL ? mc_cast(g, x, MC_I32) : x, flat, fr);
+    mc_value y = mc_gather(g, xf, pos, 0);
+    return onnx_set_out(c, n, 0, d == MC_BOOL && y >= 0 ? mc_cast(g, y, MC_BOOL) : y);
 }
 
 /* BitShift on unsigned values held in i32 (no wrap-around past the type's width) */
@@ -1914,7 +2200,7 @@ const onnx_op onnx_tensor_ops[] = {
     {"ScatterElements", op_scatter_elements}, {"Scatter", op_scatter_elements},
     {"HannWindow", op_window}, {"HammingWindow", op_window}, {"BlackmanWindow", op_window},
     {"Floor", op_rounding}, {"Ceil", op_rounding}, {"Round", op_rounding}, {"Pad", op_pad},
-    {"Compress", op_compress},
+    {"Compress", op_compress}, {"GatherND", op_gather_nd},
     {NULL, NULL},
 };
 

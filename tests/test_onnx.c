@@ -704,7 +704,7 @@ static void int64_init(buf *g, const char *name, const int64_t *v, int n, bool s
  *   ev   = x[:, :, ::2]   last = x[:, -1]   rest = x[:, 1:]   (a fixed axis; the symbolic axis T)
  *   tl   = Tile(x, [1, 2, 1])  [B, 2*T, 8]         am = ArgMax(x, axis 2)  [B, T]
  *   rev  = x[:, :, ::-1] (ends INT64_MIN: a number, never read as a symbolic dimension)
- * `bad` adds a node whose mapping does not take symbolic dimensions (Trilu). */
+ * `bad` adds a node whose mapping does not take symbolic dimensions (ReduceProd). */
 static void dynamic_model(buf *m, bool bad)
 {
     buf g = {0}, nd = {0}, v = {0}, a[2] = {{{0}, 0}, {{0}, 0}};
@@ -757,7 +757,8 @@ static void dynamic_model(buf *m, bool bad)
     attr_int(&a[1], "keepdims", 0);
     N("ArgMax", "am", 2, "x");
     if (bad) {
-        N("Trilu", "tril", 0, "x"); /* its mapping computes with the last two sizes */
+        attr_ints(&a[0], "axes", (int64_t[]){2}, 1);
+        N("ReduceProd", "prod", 1, "x"); /* its mapping computes with the sizes */
     }
 #undef N
     int64_init(&g, "zero", &zero, 1, true);
@@ -787,7 +788,7 @@ static void dynamic_model(buf *m, bool bad)
     field_msg(&g, 11, &v);
     dyn_input(&v, "m", (int64_t[]){0}, BT + 1, 1);
     field_msg(&g, 11, &v);
-    const char *outs[] = {"z", "flat", "pos", "ones", "cut", "ev", "last", "rest", "tl", "am", "rev", "tril"};
+    const char *outs[] = {"z", "flat", "pos", "ones", "cut", "ev", "last", "rest", "tl", "am", "rev", "prod"};
     for (int k = 0; k < (bad ? 12 : 11); k++) {
         v.n = 0;
         field_str(&v, 1, outs[k]);
@@ -1134,16 +1135,454 @@ static void test_dynamic_axes_cli(void **state)
     write_model(path, &m);
     snprintf(args, sizeof args, "run %s --backend ref", path);
     assert_int_equal(mc_test_minic(args, &out, &err), 1);
-    if (!strstr(err, "minic: unsupported: node tril (Trilu, opset 17): operand 0 has the shape [B, T, 8]"))
+    if (!strstr(err, "minic: unsupported: node prod (ReduceProd, opset 17): operand 0 has the shape [B, T, 8]"))
         fail_msg("%s", err);
     free(out);
     free(err);
     snprintf(args, sizeof args, "run %s --backend ref --dim B=2 --dim T=3", path);
-    if (mc_test_minic(args, &out, &err) != 0 || !strstr(out, "tril: f32[2, 3, 8]"))
+    if (mc_test_minic(args, &out, &err) != 0 || !strstr(out, "prod: f32[2, 3, 1]"))
         fail_msg("%s%s", out, err);
     assert_non_null(strstr(err, "imported with the --dim sizes fixed"));
     free(out);
     free(err);
+}
+
+/* ---- more operators over symbolic dimensions ------------------------------------------------ */
+
+/* the backends a test runs on: ref always; cpu where this build has it; cuda where a GPU is
+ * usable. Returns their count. */
+static int test_backends(mc_backend_kind kinds[3])
+{
+    int n = 0;
+    kinds[n++] = MC_BACKEND_REF;
+#ifdef MINIC_HAVE_CPU_BACKEND
+    kinds[n++] = MC_BACKEND_CPU;
+#endif
+    if (mc_test_have_gpu())
+        kinds[n++] = MC_BACKEND_CUDA;
+    return n;
+}
+
+/* x: f32[B, T, 8], past: f32[B, P, 8], e: f32[B, 2, 8];
+ *   tril = Trilu(x, k=1, upper=0)   triu = Trilu(x)          over the symbolic T rows
+ *   cs   = CumSum(x, axis 1, exclusive, reverse)               a symbolic axis reversed
+ *   h1, h2 = Split(Concat(x, x), 2 parts, axis 1)              equal parts of 2*T
+ *   pa, xa = Split(Concat(past, x), [P, T], axis 1)            both bounds symbolic
+ *   e2, x2 = Split(Concat(e, x), [2, T], axis 1)               fixed bounds from the start/end
+ *   ks   = Slice(Concat(past, x), starts [P], ends [big], axes [1])  (a KV cache's new rows: x)
+ *   mask = Slice(tri [16, 16], starts [P], ends [P + T], axes [0])   [T, 16] of a constant
+ *   xm   = x + Cast(Mod(4 * T + 3, 4))  (= x + 3)    xmod = Mod(x, 2.5, fmod=1)
+ *   al   = ArgMax(x, axis 1, select_last_index)  [B, 1, 8]: T - 1 - the argmax of x reversed */
+static void dynamic_ops_model(buf *m)
+{
+    buf g = {0}, nd = {0}, v = {0}, a[2] = {{{0}, 0}, {{0}, 0}};
+    const char *names[3] = {"B", "T", NULL}, *bp[2] = {"B", "P"};
+    int64_t one = 1, zero = 0, four = 4, three = 3, two = 2;
+#define N(op, out, na, ...)                                                        \
+    do {                                                                           \
+        const char *ins_[] = {__VA_ARGS__};                                        \
+        nodev(&nd, op, ins_, (int)(sizeof ins_ / sizeof *ins_), out, a, na);       \
+        field_msg(&g, 1, &nd);                                                     \
+    } while (0)
+#define N2(op, out1, out2, na, ...)                                                \
+    do {                                                                           \
+        const char *ins_[] = {__VA_ARGS__};                                        \
+        nodev(&nd, op, ins_, (int)(sizeof ins_ / sizeof *ins_), out1, a, na);      \
+        field_str(&nd, 2, out2);                                                   \
+        field_msg(&g, 1, &nd);                                                     \
+    } while (0)
+    attr_int(&a[0], "upper", 0);
+    N("Trilu", "tril", 1, "x", "one");
+    N("Trilu", "triu", 0, "x");
+    attr_int(&a[0], "exclusive", 1);
+    attr_int(&a[1], "reverse", 1);
+    N("CumSum", "cs", 2, "x", "one");
+    attr_int(&a[0], "axis", 1);
+    N("Concat", "xx", 1, "x", "x");
+    N2("Split", "h1", "h2", 1, "xx");
+    N("Concat", "kv", 1, "past", "x");
+    N("Concat", "ex", 1, "e", "x");
+    N("Shape", "sp", 0, "past");
+    N("Shape", "sx", 0, "x");
+    attr_int(&a[0], "axis", 0);
+    N("Gather", "P", 1, "sp", "one");
+    N("Gather", "T", 1, "sx", "one");
+    N("Unsqueeze", "Pu", 0, "P", "zero1");
+    N("Unsqueeze", "Tu", 0, "T", "zero1");
+    N("Concat", "PT", 1, "Pu", "Tu");
+    N("Concat", "twoT", 1, "two1", "Tu");
+    attr_int(&a[0], "axis", 1);
+    N2("Split", "pa", "xa", 1, "kv", "PT");
+    N2("Split", "e2", "x2", 1, "ex", "twoT");
+    N("Slice", "ks", 0, "kv", "Pu", "big1", "one1");
+    N("Add", "PpT", 0, "Pu", "Tu");
+    N("Slice", "mask", 0, "tri", "Pu", "PpT", "zero1");
+    N("Mul", "T4", 0, "T", "four");
+    N("Add", "T43", 0, "T4", "three");
+    N("Mod", "r", 0, "T43", "four");
+    attr_int(&a[0], "to", 1);
+    N("Cast", "rf", 1, "r");
+    N("Add", "xm", 0, "x", "rf");
+    attr_int(&a[0], "fmod", 1);
+    N("Mod", "xmod", 1, "x", "twohalf");
+    attr_int(&a[0], "axis", 1);
+    attr_int(&a[1], "select_last_index", 1);
+    N("ArgMax", "al", 2, "x"); /* keepdims: [B, 1, 8] */
+#undef N
+#undef N2
+    int64_init(&g, "one", &one, 1, true);
+    int64_init(&g, "four", &four, 1, true);
+    int64_init(&g, "three", &three, 1, true);
+    int64_init(&g, "zero1", &zero, 1, false);
+    int64_init(&g, "one1", &one, 1, false);
+    int64_init(&g, "two1", &two, 1, false);
+    int64_init(&g, "big1", (int64_t[]){INT64_MAX}, 1, false);
+    {
+        buf t = {0};
+        const float th = 2.5f;
+        tensor(&t, "twohalf", 1, NULL, 0, &th, sizeof th);
+        field_msg(&g, 5, &t);
+        float tri[256];
+        for (int k = 0; k < 256; k++)
+            tri[k] = (float)k;
+        tensor(&t, "tri", 1, (int64_t[]){16, 16}, 2, tri, sizeof tri);
+        field_msg(&g, 5, &t);
+    }
+    dyn_input(&v, "x", (int64_t[]){0, 0, 8}, names, 3);
+    field_msg(&g, 11, &v);
+    dyn_input(&v, "past", (int64_t[]){0, 0, 8}, bp, 3);
+    field_msg(&g, 11, &v);
+    dyn_input(&v, "e", (int64_t[]){0, 2, 8}, names, 3);
+    field_msg(&g, 11, &v);
+    const char *outs[] = {"tril", "triu", "cs", "h1", "h2", "pa", "xa", "e2", "x2", "ks", "mask", "xm", "xmod", "al"};
+    for (size_t k = 0; k < sizeof outs / sizeof *outs; k++) {
+        v.n = 0;
+        field_str(&v, 1, outs[k]);
+        field_msg(&g, 12, &v);
+    }
+    model(m, &g);
+}
+
+/* output k of p: its shape (rank 3 or 2: d2 0) and values as floats */
+static const float *dyn_out(mc_program *p, int k, int64_t d0, int64_t d1, int64_t d2)
+{
+    mc_tensor t;
+    assert_int_equal(mc_program_output(p, k, &t), MC_OK);
+    assert_int_equal(t.dtype, MC_F32);
+    if (t.rank != (d2 ? 3 : 2) || t.shape[0] != d0 || t.shape[1] != d1 || (d2 && t.shape[2] != d2))
+        fail_msg("output %d: rank %d [%lld, %lld, ..], expected [%lld, %lld, %lld]", k, t.rank,
+                 (long long)t.shape[0], (long long)t.shape[1], (long long)d0, (long long)d1, (long long)d2);
+    return t.data;
+}
+
+static void run_dynamic_ops(mc_onnx *o, mc_program *p, int B, int T, int P)
+{
+    float x[3 * 6 * 8], past[3 * 8 * 8], e[3 * 2 * 8];
+    for (int k = 0; k < B * T * 8; k++)
+        x[k] = 0.25f * (float)(k * 7 % 29) - 3.0f + (float)B;
+    for (int k = 0; k < B * P * 8; k++)
+        past[k] = 100.0f + (float)k;
+    for (int k = 0; k < B * 2 * 8; k++)
+        e[k] = -50.0f - (float)k;
+    assert_int_equal(mc_program_set_dim(p, "B", B), MC_OK); /* T and P from the sizes */
+    assert_int_equal(mc_program_set(p, "x", x, sizeof(float) * (size_t)(B * T * 8)), MC_OK);
+    assert_int_equal(mc_program_set(p, "past", past, sizeof(float) * (size_t)(B * P * 8)), MC_OK);
+    assert_int_equal(mc_program_set(p, "e", e, sizeof(float) * (size_t)(B * 2 * 8)), MC_OK);
+    assert_int_equal(mc_onnx_bind(o, p), MC_OK);
+    if (mc_program_run(p) != MC_OK)
+        fail_msg("B=%d T=%d P=%d: %s", B, T, P, mc_error_message());
+    const float *tril = dyn_out(p, 0, B, T, 8), *triu = dyn_out(p, 1, B, T, 8), *cs = dyn_out(p, 2, B, T, 8);
+    const float *h1 = dyn_out(p, 3, B, T, 8), *h2 = dyn_out(p, 4, B, T, 8), *pa = dyn_out(p, 5, B, P, 8);
+    const float *xa = dyn_out(p, 6, B, T, 8), *e2 = dyn_out(p, 7, B, 2, 8), *x2 = dyn_out(p, 8, B, T, 8);
+    const float *ks = dyn_out(p, 9, B, T, 8), *mask = dyn_out(p, 10, T, 16, 0), *xm = dyn_out(p, 11, B, T, 8);
+    const float *xmod = dyn_out(p, 12, B, T, 8);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < 8; j++) {
+                int k = (b * T + t) * 8 + j;
+                float later = 0;
+                for (int u = t + 1; u < T; u++)
+                    later += x[(b * T + u) * 8 + j];
+                if (tril[k] != (j - t <= 1 ? x[k] : 0) || triu[k] != (j >= t ? x[k] : 0) || cs[k] != later)
+                    fail_msg("B=%d T=%d at [%d, %d, %d]: tril %g triu %g cs %g (x %g, later %g)", B, T, b, t, j,
+                             tril[k], triu[k], cs[k], x[k], later);
+                if (h1[k] != x[k] || h2[k] != x[k] || xa[k] != x[k] || x2[k] != x[k] || ks[k] != x[k] ||
+                    xm[k] != x[k] + 3 || fabsf(xmod[k] - fmodf(x[k], 2.5f)) > 1e-6f)
+                    fail_msg("B=%d T=%d P=%d at [%d, %d, %d]: h1 %g h2 %g xa %g x2 %g ks %g xm %g xmod %g, x %g", B, T,
+                             P, b, t, j, h1[k], h2[k], xa[k], x2[k], ks[k], xm[k], xmod[k], x[k]);
+            }
+    mc_tensor al;
+    assert_int_equal(mc_program_output(p, 13, &al), MC_OK);
+    assert_true(al.dtype == MC_I32 && al.rank == 3 && al.shape[0] == B && al.shape[1] == 1 && al.shape[2] == 8);
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < 8; j++) {
+            int best = 0; /* the last of the largest */
+            for (int t = 1; t < T; t++)
+                best = x[(b * T + t) * 8 + j] >= x[(b * T + best) * 8 + j] ? t : best;
+            if (((const int32_t *)al.data)[b * 8 + j] != best)
+                fail_msg("B=%d T=%d: al[%d, %d] = %d, expected %d", B, T, b, j, ((const int32_t *)al.data)[b * 8 + j],
+                         best);
+        }
+    for (int k = 0; k < B * P * 8; k++)
+        assert_true(pa[k] == past[k]);
+    for (int k = 0; k < B * 2 * 8; k++)
+        assert_true(e2[k] == e[k]);
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < 16; j++)
+            assert_true(mask[t * 16 + j] == (float)((P + t) * 16 + j));
+}
+
+/* Trilu, CumSum (exclusive, reverse), Split (equal parts, symbolic sizes, fixed bounds), Mod
+ * (a symbolic size's remainder folded; at run time) and Slice with a symbolic start over a
+ * symbolic axis and over a constant's axis: several bindings on ref and cpu (and cuda where
+ * there is a GPU), against values computed here; P + T beyond the constant is the run's input
+ * error. T mod 2 runs; what cannot be expressed for every binding is refused, naming the node. */
+static void test_dynamic_ops(void **state)
+{
+    (void)state;
+    buf m;
+    dynamic_ops_model(&m);
+    mc_onnx *o;
+    if (mc_onnx_load_memory(m.b, m.n, "dynops.onnx", 0, NULL, NULL, &o) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    assert_int_equal(mc_graph_num_syms(mc_onnx_graph(o)), 3);
+    mc_backend_kind kinds[3];
+    int nkinds = test_backends(kinds);
+    for (int b = 0; b < nkinds; b++) {
+        mc_options opt = mc_test_options();
+        opt.backend = kinds[b];
+        mc_program *p;
+        if (mc_program_compile(mc_onnx_graph(o), &opt, &p) != MC_OK)
+            fail_msg("%s", mc_error_message());
+        run_dynamic_ops(o, p, 2, 3, 1);
+        run_dynamic_ops(o, p, 1, 5, 4);
+        run_dynamic_ops(o, p, 3, 2, 7);
+        run_dynamic_ops(o, p, 2, 3, 1);
+        assert_int_equal(mc_program_compilations(p), 3);
+        /* P + T = 17 rows of the [16, 16] constant: the gather's input error, not a clamped mask */
+        float big[8 * 13] = {0};
+        assert_int_equal(mc_program_set_dim(p, "B", 1), MC_OK);
+        assert_int_equal(mc_program_set(p, "x", big, sizeof(float) * 5 * 8), MC_OK);
+        assert_int_equal(mc_program_set(p, "past", big, sizeof(float) * 12 * 8), MC_OK);
+        assert_int_equal(mc_program_set(p, "e", big, sizeof(float) * 2 * 8), MC_OK);
+        assert_int_equal(mc_onnx_bind(o, p), MC_OK);
+        assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
+        assert_non_null(strstr(mc_error_message(), "gather"));
+        mc_program_free(p);
+    }
+    mc_onnx_free(o);
+    /* what depends on the binding: T mod 2 is computed when the program runs; a split of T
+     * into 2 equal parts and a symbolic start with an end that is a number are refused */
+    const char *T1[1] = {"T"};
+    const char *cases[3][2] = {{"Mod", NULL},
+                               {"Split", "a split of axis 0 of symbolic size T into 2 equal parts"},
+                               {"Slice", "minic takes a symbolic start with step 1 and an end that lies after it"}};
+    for (int k = 0; k < 3; k++) {
+        buf g = {0}, nd = {0}, v = {0}, a = {0};
+        int64_t two = 2;
+        const char *shape_in[] = {"x"}, *mod_in[] = {"s", "two"}, *slice_in[] = {"x", "s", "two"};
+        nodev(&nd, "Shape", shape_in, 1, "s", NULL, 0);
+        field_msg(&g, 1, &nd);
+        if (k == 0)
+            nodev(&nd, "Mod", mod_in, 2, "y", NULL, 0);
+        else if (k == 1) {
+            attr_int(&a, "axis", 0);
+            nodev(&nd, "Split", shape_in, 1, "y", &a, 1);
+            field_str(&nd, 2, "y2");
+        } else
+            nodev(&nd, "Slice", slice_in, 3, "y", NULL, 0);
+        field_msg(&g, 1, &nd);
+        int64_init(&g, "two", &two, 1, k != 0);
+        dyn_input(&v, "x", (int64_t[]){0}, T1, 1);
+        field_msg(&g, 11, &v);
+        v.n = 0;
+        field_str(&v, 1, "y");
+        field_msg(&g, 12, &v);
+        model(&m, &g);
+        if (!cases[k][1]) { /* Mod: y = [T % 2] at every binding */
+            if (mc_onnx_load_memory(m.b, m.n, "dynops.onnx", 0, NULL, NULL, &o) != MC_OK)
+                fail_msg("%s", mc_error_message());
+            for (int b = 0; b < nkinds; b++) {
+                mc_options opt = mc_test_options();
+                opt.backend = kinds[b];
+                mc_program *p;
+                if (mc_program_compile(mc_onnx_graph(o), &opt, &p) != MC_OK)
+                    fail_msg("%s", mc_error_message());
+                for (int T = 1; T <= 4; T++) {
+                    const float xs[4] = {0};
+                    mc_tensor t;
+                    assert_int_equal(mc_program_set(p, "x", xs, sizeof(float) * (size_t)T), MC_OK);
+                    assert_int_equal(mc_onnx_bind(o, p), MC_OK);
+                    if (mc_program_run(p) != MC_OK)
+                        fail_msg("T=%d: %s", T, mc_error_message());
+                    assert_int_equal(mc_program_output(p, 0, &t), MC_OK);
+                    assert_true(t.dtype == MC_I32 && t.rank == 1 && t.shape[0] == 1);
+                    assert_int_equal(((const int32_t *)t.data)[0], T % 2);
+                }
+                mc_program_free(p);
+            }
+            mc_onnx_free(o);
+            continue;
+        }
+        char want[200];
+        snprintf(want, sizeof want, "(%s, opset 17): ", cases[k][0]);
+        assert_int_equal(mc_onnx_load_memory(m.b, m.n, "dynops.onnx", 0, NULL, NULL, &o), MC_ERR_INPUT);
+        if (!strstr(mc_error_message(), want) || !strstr(mc_error_message(), cases[k][1]))
+            fail_msg("%s", mc_error_message());
+    }
+}
+
+/* a CumSum with reverse whose cumsum fails (bool x: fuzz_onnx found flip reading the failed
+ * value's node) is reported, naming the node */
+static void test_cumsum_reverse_refused(void **state)
+{
+    (void)state;
+    buf g = {0}, nd = {0}, v = {0}, a = {0}, m;
+    int64_t zero = 0;
+    const char *T1[1] = {"T"}, *ins[] = {"x", "ax"};
+    attr_int(&a, "reverse", 1);
+    nodev(&nd, "CumSum", ins, 2, "y", &a, 1);
+    field_msg(&g, 1, &nd);
+    int64_init(&g, "ax", &zero, 1, true);
+    for (int sym = 0; sym < 2; sym++) {
+        buf g2 = g;
+        if (sym) /* f32[T] */
+            dyn_input(&v, "x", (int64_t[]){0}, T1, 1);
+        else
+            value_info(&v, "x", 9, (int64_t[]){3}, 1); /* bool[3] */
+        field_msg(&g2, 11, &v);
+        v.n = 0;
+        field_str(&v, 1, "y");
+        field_msg(&g2, 12, &v);
+        model(&m, &g2);
+        mc_onnx *o;
+        if (sym) { /* f32 over a symbolic axis imports */
+            if (mc_onnx_load_memory(m.b, m.n, "cs.onnx", 0, NULL, NULL, &o) != MC_OK)
+                fail_msg("%s", mc_error_message());
+            mc_onnx_free(o);
+        } else {
+            assert_int_equal(mc_onnx_load_memory(m.b, m.n, "cs.onnx", 0, NULL, NULL, &o), MC_ERR_INPUT);
+            if (!strstr(mc_error_message(), "node y (CumSum, opset 17): cumsum: bool is not supported"))
+                fail_msg("%s", mc_error_message());
+        }
+    }
+}
+
+/* GatherND(x, i, batch_dims=bd) with x of ONNX type xtype and INT64 indices */
+static void gather_nd_model(buf *m, int xtype, const int64_t *xd, int xr, const int64_t *id, int ir,
+                            const int64_t *yd, int yr, int64_t bd)
+{
+    buf g = {0}, nd = {0}, in = {0}, out = {0}, a = {0};
+    attr_int(&a, "batch_dims", bd);
+    nodev(&nd, "GatherND", (const char *[]){"x", "i"}, 2, "y", &a, 1);
+    field_msg(&g, 1, &nd);
+    value_info(&in, "x", xtype, xd, xr);
+    field_msg(&g, 11, &in);
+    in.n = 0;
+    value_info(&in, "i", 7, id, ir);
+    field_msg(&g, 11, &in);
+    value_info(&out, "y", xtype, yd, yr);
+    field_msg(&g, 12, &out);
+    model(m, &g);
+}
+
+/* run a GatherND model on backend kind with x (f32 or bool) and indices iv; check y's shape and
+ * values (want: floats; for bool data, 0/1), then iv[bad_at], a coordinate on an axis of len
+ * entries, out of range: the run's input error */
+static void gather_nd_check(const buf *m, mc_backend_kind kind, const void *x, size_t xb, int32_t *iv, size_t ib,
+                            const int64_t *yd, int yr, const float *want, int bad_at, int len)
+{
+    mc_onnx *o;
+    if (mc_onnx_load_memory(m->b, m->n, "gnd.onnx", 0, NULL, NULL, &o) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    mc_options opt = mc_test_options();
+    opt.backend = kind;
+    mc_program *p;
+    if (mc_program_compile(mc_onnx_graph(o), &opt, &p) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    assert_int_equal(mc_program_set(p, "x", x, xb), MC_OK);
+    assert_int_equal(mc_program_set(p, "i", iv, ib), MC_OK);
+    if (mc_program_run(p) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    mc_tensor t;
+    assert_int_equal(mc_program_output(p, 0, &t), MC_OK);
+    assert_int_equal(t.rank, yr);
+    int64_t n = 1;
+    for (int d = 0; d < yr; d++) {
+        assert_int_equal(t.shape[d], yd[d]);
+        n *= yd[d];
+    }
+    for (int64_t k = 0; k < n; k++) {
+        float v = t.dtype == MC_BOOL ? (float)((const bool *)t.data)[k] : ((const float *)t.data)[k];
+        if (v != want[k])
+            fail_msg("backend %d: y[%lld] = %g, expected %g", (int)kind, (long long)k, v, want[k]);
+    }
+    int32_t keep = iv[bad_at];
+    for (int r = 0; r < 3; r++) { /* past the end, before the start, far out (no i32 overflow) */
+        iv[bad_at] = r == 0 ? len : r == 1 ? -len - 1 : INT32_MIN + 1;
+        assert_int_equal(mc_program_set(p, "i", iv, ib), MC_OK);
+        assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
+        assert_non_null(strstr(mc_error_message(), "gather"));
+    }
+    iv[bad_at] = keep;
+    mc_program_free(p);
+    mc_onnx_free(o);
+}
+
+/* GatherND (a gather over the indexed axes made one): batch_dims 0, 1 and 2, tuples that pick
+ * rows or elements, negative coordinates, bool data, indices of rank 1 (a scalar result); an
+ * index out of range fails the run with gather's input error, on ref and cpu */
+static void test_gather_nd(void **state)
+{
+    (void)state;
+    float x[24];
+    for (int k = 0; k < 24; k++)
+        x[k] = (float)k; /* x[a][b][c] = 12a + 4b + c, shape [2, 3, 4]; axes 0..1 hold 3 entries at most */
+    mc_backend_kind kinds[3];
+    int nkinds = test_backends(kinds);
+    for (int b = 0; b < nkinds; b++) {
+        buf m;
+        /* batch_dims 0, pairs: rows x[i0, i1, :] -> [2, 4] */
+        gather_nd_model(&m, 1, (int64_t[]){2, 3, 4}, 3, (int64_t[]){2, 2}, 2, (int64_t[]){2, 4}, 2, 0);
+        int32_t i0[4] = {1, 2, -1, -3}; /* (1, 2), (1, 0) */
+        float w0[8];
+        for (int c = 0; c < 4; c++)
+            w0[c] = (float)(12 + 8 + c), w0[4 + c] = (float)(12 + c);
+        gather_nd_check(&m, kinds[b], x, sizeof x, i0, sizeof i0, (int64_t[]){2, 4}, 2, w0, 1, 3);
+        /* batch_dims 1, full tuples: y[b, j] = x[b, i0, i1] -> [2, 2] */
+        gather_nd_model(&m, 1, (int64_t[]){2, 3, 4}, 3, (int64_t[]){2, 2, 2}, 3, (int64_t[]){2, 2}, 2, 1);
+        int32_t i1[8] = {0, 3, 2, -1, 1, 1, -3, 0};
+        const float w1[4] = {3, 11, 12 + 5, 12};
+        gather_nd_check(&m, kinds[b], x, sizeof x, i1, sizeof i1, (int64_t[]){2, 2}, 2, w1, 2, 3);
+        /* batch_dims 2, single coordinates: y[a, b] = x[a, b, i] -> [2, 3] */
+        gather_nd_model(&m, 1, (int64_t[]){2, 3, 4}, 3, (int64_t[]){2, 3, 1}, 3, (int64_t[]){2, 3}, 2, 2);
+        int32_t i2[6] = {0, 1, 2, 3, -1, -4};
+        const float w2[6] = {0, 5, 10, 15, 19, 20};
+        gather_nd_check(&m, kinds[b], x, sizeof x, i2, sizeof i2, (int64_t[]){2, 3}, 2, w2, 4, 4);
+        /* indices of rank 1: one element, a scalar */
+        gather_nd_model(&m, 1, (int64_t[]){2, 3, 4}, 3, (int64_t[]){3}, 1, NULL, 0, 0);
+        int32_t i3[3] = {1, -1, 2};
+        const float w3[1] = {12 + 8 + 2};
+        gather_nd_check(&m, kinds[b], x, sizeof x, i3, sizeof i3, NULL, 0, w3, 1, 3);
+        /* bool data [3, 2], batch_dims 0, one coordinate: rows */
+        const bool xb[6] = {true, false, false, false, true, true};
+        gather_nd_model(&m, 9, (int64_t[]){3, 2}, 2, (int64_t[]){2, 1}, 2, (int64_t[]){2, 2}, 2, 0);
+        int32_t i4[2] = {-1, 0};
+        const float w4[4] = {1, 1, 1, 0};
+        gather_nd_check(&m, kinds[b], xb, sizeof xb, i4, sizeof i4, (int64_t[]){2, 2}, 2, w4, 0, 3);
+    }
+    /* what GatherND cannot take: named reasons */
+    buf m;
+    mc_onnx *o;
+    gather_nd_model(&m, 1, (int64_t[]){2, 3, 4}, 3, (int64_t[]){2, 4}, 2, (int64_t[]){2}, 1, 0);
+    assert_int_equal(mc_onnx_load_memory(m.b, m.n, "gnd.onnx", 0, NULL, NULL, &o), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "index tuples of 4 coordinates into data of rank 3"));
+    gather_nd_model(&m, 1, (int64_t[]){2, 3, 4}, 3, (int64_t[]){3, 1}, 2, (int64_t[]){3}, 1, 1);
+    assert_int_equal(mc_onnx_load_memory(m.b, m.n, "gnd.onnx", 0, NULL, NULL, &o), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "batch axis 0 has 3 entries in the indices but 2 in the data"));
+    gather_nd_model(&m, 1, (int64_t[]){2, 3, 4}, 3, (int64_t[]){2, 1}, 2, (int64_t[]){2}, 1, 2);
+    assert_int_equal(mc_onnx_load_memory(m.b, m.n, "gnd.onnx", 0, NULL, NULL, &o), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "batch_dims 2 for data of rank 3 and indices of rank 2"));
 }
 
 static void test_cli(void **state)
@@ -1266,6 +1705,9 @@ int main(void)
         cmocka_unit_test(test_dynamic_axes_cli),
         cmocka_unit_test(test_dynamic_axes_low_constant),
         cmocka_unit_test(test_dynamic_axes_size_as_tensor),
+        cmocka_unit_test(test_dynamic_ops),
+        cmocka_unit_test(test_cumsum_reverse_refused),
+        cmocka_unit_test(test_gather_nd),
         cmocka_unit_test(test_cli),
     };
     return mc_test_run(tests);

@@ -3,7 +3,7 @@
 # bench/onnx/stage.sh staged here carried (default .deps/onnx-gpu):
 #   nodes   ONNX's node tests on the cuda backend (tests/onnx_node/runner.c, sharded over the
 #           cores), checked against tests/onnx_node/expected_failures.txt: success is
-#           "onnx_node: cuda: 760 of 922 passed" (the count of ref and cpu) and no REGRESSION line
+#           "onnx_node: cuda: 763 of 922 passed" (the count of ref and cpu) and no REGRESSION line
 #   models  bench/onnx/models.py: ResNet-18 and GPT-2 small exported from PyTorch there, run by
 #           minic on cuda, compared with PyTorch and ONNX Runtime, timed beside them; GPT-2's
 #           import time and memory against its file size

@@ -2,14 +2,15 @@
 """torchvision's ResNet-18 through minic on the host backends (ref, cpu), beside PyTorch.
 
     python3 bench/onnx/resnet18.py [--minic build-rel/minic] [--backends ref,cpu]
-                                   [--iters 5] [--work /tmp/onnx_resnet18] [--out FILE.md]
+                                   [--iters 5] [--ref-iters 1] [--work /tmp/onnx_resnet18]
+                                   [--out FILE.md]
 
 The model is bench/onnx/models.py's (torchvision's resnet18(weights=None), seed 0, random
 batch-norm statistics, eval mode; the network built by hand where torchvision is missing, said
 in the table), input [1, 3, 224, 224]. It is exported by the TorchScript exporter at opset 13,
 at opset 17, and at opset 17 with a dynamic batch axis (dim_param "batch": imported as a
 symbolic dimension, run at batch 1 and 2 by the same import). Each is run by `minic run
---backend B --iters N` (the median per run after a warm-up, and the compile time) and its output
+--backend B --iters N` (the median per run after a warm-up, and the compile time; ref: --ref-iters) and its output
 compared with PyTorch's in float64 (the reference of docs/FORMAT.md §6: relative norm, target
 <= 1e-4 with matmuls) and in float32 (max abs error). PyTorch eager's f32 time on the CPU (its
 default threads) is beside. Writes the table to stdout and to --out when given.
@@ -26,6 +27,7 @@ def main():
     ap.add_argument("--minic", default=os.environ.get("MINIC_BIN", "build-rel/minic"))
     ap.add_argument("--backends", default="ref,cpu")
     ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--ref-iters", type=int, default=1, help="iterations on ref (~30 s a run at B=1)")
     ap.add_argument("--work", default="/tmp/onnx_resnet18")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
@@ -58,7 +60,7 @@ def main():
             for b in ((1, 2) if dyn else (1,)):
                 out = os.path.join(a.work, f"out_{name}_{backend}_b{b}.npy")
                 cmd = [a.minic, "run", path, "--backend", backend, "--input", f"input={files[b]}",
-                       "--output", out, "--iters", str(a.iters)]
+                       "--output", out, "--iters", str(a.ref_iters if backend == "ref" else a.iters)]
                 rc, wall, rss, text = gm.run_child(cmd, os.path.join(a.work, f"{name}_{backend}_b{b}.log"), 3600)
                 r = {"variant": name, "backend": backend, "batch": b, "rc": rc}
                 if rc == 0:
@@ -72,7 +74,7 @@ def main():
                 gm.log(f"{name} {backend} B={b}: {r}")
                 rows.append(r)
     L = [f"# ResNet-18 ({origin}) through minic on the host, [B, 3, 224, 224] f32", "",
-         f"minic `{a.minic}`; medians of {a.iters} runs after a warm-up (`minic run --iters`); "
+         f"minic `{a.minic}`; medians of {a.iters} runs (ref: {a.ref_iters}) after a warm-up (`minic run --iters`); "
          f"PyTorch {torch.__version__} eager f32 on the CPU ({torch.get_num_threads()} threads), B=1: "
          f"{eager_ms:.1f} ms. Errors against PyTorch's float64 run (relative norm, docs/FORMAT.md §6: "
          "<= 1e-4) and its float32 run (max abs).", "",
@@ -85,8 +87,8 @@ def main():
             continue
         e64, e32 = r["vs64"], r["vs32"]
         L.append(f"| {r['variant']} | {r['backend']} | {r['batch']} | {gm.fmt(r['ms'], '.1f')} "
-                 f"| {gm.fmt(r['compile_ms'], '.0f')} | {e64.get('rel_norm', e64.get('error'))!s:.9} "
-                 f"| {e64.get('max_abs', '-')!s:.9} | {e32.get('max_abs', '-')!s:.9} |")
+                 f"| {gm.fmt(r['compile_ms'], '.0f')} | {gm.fmt(e64.get('rel_norm', e64.get('error')), '.2e')} "
+                 f"| {gm.fmt(e64.get('max_abs'), '.2e')} | {gm.fmt(e32.get('max_abs'), '.2e')} |")
     text = "\n".join(L) + "\n"
     print(text)
     if a.out:
