@@ -45,6 +45,17 @@ typedef struct mc_backend {
     mc_status (*time)(mc_program *p, int iters, double *median_us);
     /* Optional: the generated source of every kernel (minic dump --stage code). */
     mc_status (*dump_code)(mc_program *p, FILE *out);
+    /* Optional, for backends whose buffers live off the host (cuda): copy output buffer `ob`
+     * of src, as its last run left it, into input or param buffer `ib` of dst (programs of
+     * this backend, of the same dtype and size; dst may be src), without a trip through the
+     * host: ordered before dst's next run (a CUDA graph's replay reads that same buffer), and
+     * done reading src's buffer before src may run again. *done false with MC_OK: not this
+     * pair (another device), the runtime copies through the host instead. After a copy the
+     * runtime marks dst's buffer `stale` on the host and not dirty (mc_program_set_from_output). */
+    mc_status (*copy_output)(mc_program *dst, int ib, mc_program *src, int ob, bool *done);
+    /* Optional, with copy_output: copy buffer b from the device into p->host[b] (an input the
+     * host copy of which is stale, for mc_program_save_inputs). */
+    mc_status (*download)(mc_program *p, int b);
     /* Free p->state and everything it owns. Must accept a half-prepared state. */
     void (*release)(mc_program *p);
     /* Optional, for backends that run on the host: execute kernel `kernel` alone, synchronously
@@ -98,6 +109,10 @@ struct mc_program {
     bool *bound;              /* per kp buffer: the user gave a value */
     bool *dirty;              /* per kp buffer: host copy changed since the backend last read it */
     bool *has_value;          /* per kp buffer: bound, or filled from the generator */
+    bool *stale;              /* per kp buffer: the backend's copy is newer than host[b] (an input
+                                 given on the device by mc_program_set_from_output): a backend
+                                 must not upload host[b], the runtime downloads it before reading
+                                 it. NULL in a program made by hand (tests): never stale */
     int *outputs;             /* per graph output: its kp buffer */
     double compile_ms;        /* passes + code generation + backend compile */
     mc_compile_phase compile_phases[MC_MAX_COMPILE_PHASES]; /* where compile_ms went, in order */

@@ -15,10 +15,11 @@
  *            this token's keys and values written at pos (update(cache, k, pos, axis=2)); its
  *            attention reads the cache through the mask le(iota(max_seq), pos), so one program
  *            serves every step (docs/FORMAT.md §2, update).
- * The next token is the argmax of the logits (the first on ties). Each decode step hands the
- * caches that one run returned to the next run as inputs: host copies (mc_program_output, then
- * mc_program_set), one read and one write of every cache per step; binding a program's output
- * buffer as the next run's input without a copy is a later point of issue 23.
+ * The next token is the argmax of the logits (the first on ties). The caches that one run
+ * returned are handed to the next run as inputs with mc_program_set_from_output: prefill's to
+ * decode's, then each decode step's to its own next step. On cuda that is a copy on the GPU
+ * (from the output's buffer into the input's, queued before the next replay), on ref and cpu a
+ * copy between host arrays; nothing is set through the caller's memory.
  *
  * --no-cache is the baseline and the check: every step runs a prefill program over the whole
  * sequence so far (compiled for each length) and takes its last row's argmax; tests/gpt2_generate.sh
@@ -438,14 +439,14 @@ static int run_step(mc_program *p, const int32_t *ids, size_t nids, int B, int V
     return 0;
 }
 
-/* Hand each cache output of `from` (outputs 1..2L) to `to`'s input of the same cache. */
+/* Hand each cache output of `from` (outputs 1..2L) to `to`'s input of the same cache (from may
+ * be to: a decode step's caches for its next step). */
 static int pass_caches(const config *c, mc_program *from, mc_program *to)
 {
     for (int i = 0; i < 2 * c->layers; i++) {
-        mc_tensor t;
         char name[64];
         snprintf(name, sizeof name, "%s_cache.%d", i % 2 ? "v" : "k", i / 2);
-        if (mc_program_output(from, 1 + i, &t) != MC_OK || mc_program_set(to, name, t.data, t.bytes) != MC_OK)
+        if (mc_program_set_from_output(to, name, from, 1 + i) != MC_OK)
             return api_fail("passing the caches");
     }
     return 0;

@@ -275,6 +275,31 @@ mc_status mc_program_output(mc_program *p, int index, mc_tensor *out);
 /* Copy output `index` (exactly its size in bytes) into data, under the program's mutex: the way
  * to read outputs of a program that several threads run. */
 mc_status mc_program_read_output(mc_program *p, int index, void *data, size_t bytes);
+/* Give input (or param) `input_name` of dst a copy of output `output_index` of src as src's
+ * last run left it, without a trip through the host where both live on one device: the way
+ * to hand a KV cache from a prefill program to a decode program, and from each decode step
+ * to the next (dst may be src: a program feeding its own output back). Like mc_program_set,
+ * the value is a copy (src may run again, or be freed, without changing it) and counts as
+ * bound until something binds that name again; binding it again (mc_program_set, a file, this
+ * call) replaces it.
+ *   - Checks: src must have run; output_index in [0, outputs); dst must declare input_name;
+ *     the output's dtype and shape (as its run bound them, for a graph with symbolic
+ *     dimensions) must equal the declaration's (a symbolic declaration's symbols are bound
+ *     from the output's shape, as a file's shape binds them). Each failure is MC_ERR_INPUT
+ *     with a message naming both programs (their graphs' names), the output and the input.
+ *   - cuda, both programs on one GPU: a device-to-device copy into the buffer dst's kernels
+ *     (and its CUDA graph) read, queued on dst's stream before its next run; nothing is
+ *     uploaded for that input at the next run. ref and cpu: a copy between the programs' host
+ *     arrays. Otherwise (different backends or GPUs, a dst with symbolic dimensions, whose
+ *     values wait on the host until a run picks its compiled program, or a tensor-parallel
+ *     dst, whose value is split over its ranks) through the host, as mc_program_set would.
+ *     A tensor-parallel src gives its rank 0's output.
+ *   - src's outputs are still read back to the host after each of its runs: mc_program_output
+ *     works as before.
+ * Both programs' mutexes are held during the call (taken in a fixed order: no deadlock when
+ * two threads hand outputs both ways between the same two programs). */
+mc_status mc_program_set_from_output(mc_program *dst, const char *input_name, mc_program *src,
+                                     int output_index);
 /* Write every output: .safetensors (by name) or .npy (one output only). Temp file + rename. */
 mc_status mc_program_save_outputs(mc_program *p, const char *path);
 

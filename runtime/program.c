@@ -287,9 +287,10 @@ static mc_status allocate_host(mc_program *p)
     p->bound = calloc(nb, sizeof *p->bound);
     p->dirty = calloc(nb, sizeof *p->dirty);
     p->has_value = calloc(nb, sizeof *p->has_value);
+    p->stale = calloc(nb, sizeof *p->stale);
     size_t no = p->graph->noutputs > 0 ? (size_t)p->graph->noutputs : 1;
     p->outputs = calloc(no, sizeof *p->outputs);
-    if (!p->host || !p->host_alloc || !p->bound || !p->dirty || !p->has_value || !p->outputs)
+    if (!p->host || !p->host_alloc || !p->bound || !p->dirty || !p->has_value || !p->stale || !p->outputs)
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     mc_status st = check_host_memory(p);
     if (st != MC_OK)
@@ -519,6 +520,7 @@ void mc_program_free(mc_program *p)
     free(p->bound);
     free(p->dirty);
     free(p->has_value);
+    free(p->stale);
     free(p->outputs);
     if (p->unread)
         for (int i = 0; i < p->graph->nnodes; i++)
@@ -618,6 +620,7 @@ static mc_status bind(mc_program *p, int node, const void *data, size_t bytes)
     if (b >= 0) {
         memcpy(p->host[b], data, bytes);
         p->bound[b] = p->has_value[b] = p->dirty[b] = true;
+        p->stale[b] = false;
         return MC_OK;
     }
     if (!p->unread && !(p->unread = calloc((size_t)p->graph->nnodes, sizeof *p->unread)))
@@ -936,6 +939,110 @@ mc_status mc_program_read_output(mc_program *p, int index, void *data, size_t by
     LOCKED(p, program_read_output(p, index, data, bytes));
 }
 
+/* ---- handing an output to an input --------------------------------------------------------- */
+
+/* "program 'gpt2_decode'", or "the program of an unnamed graph", for messages. */
+static const char *program_label(const mc_program *p, char *buf, size_t size)
+{
+    if (p->graph && p->graph->name)
+        snprintf(buf, size, "program '%s'", p->graph->name);
+    else
+        snprintf(buf, size, "the program of an unnamed graph");
+    return buf;
+}
+
+static mc_status program_set_from_output(mc_program *dst, const char *name, mc_program *src, int index)
+{
+    char dname[160], sname[160], what[512], out_type[128];
+    program_label(dst, dname, sizeof dname);
+    program_label(src, sname, sizeof sname);
+    if (index < 0 || index >= src->graph->noutputs)
+        return mc_fail(MC_ERR_INPUT, "mc_program_set_from_output: output %d of %s is out of range (it has %d "
+                       "output%s)", index, sname, src->graph->noutputs, src->graph->noutputs == 1 ? "" : "s");
+    mc_program *r = src->runs > 0 ? mc_program_ran(src) : NULL; /* the program whose buffers hold it */
+    if (!r || r->runs == 0) {
+        const mc_node *o = &src->graph->nodes[src->graph->outputs[index]];
+        char unnamed[64];
+        return mc_fail(MC_ERR_INPUT, "mc_program_set_from_output: %s %s, so its output %d ('%s') "
+                       "has no value to give to '%s' of %s (mc_program_run first)", sname,
+                       src->runs == 0 ? "has not run yet" : "has no outputs from its last run", index,
+                       o->name ? o->name : mc_node_name(src->graph, src->graph->outputs[index], unnamed, sizeof unnamed),
+                       name, dname);
+    }
+    int onode = r->graph->outputs[index], ob = r->outputs[index];
+    const mc_node *o = &r->graph->nodes[onode]; /* its shape as bound (a symbolic src's run) */
+    char unnamed[64];
+    const char *oname = o->name ? o->name : mc_node_name(r->graph, onode, unnamed, sizeof unnamed);
+    snprintf(what, sizeof what, "mc_program_set_from_output: output %d ('%s', %s) of %s", index, oname,
+             node_type(o, out_type, sizeof out_type), sname);
+    int node;
+    if (declaration_or_fail(dst, name, what, &node) != MC_OK)
+        return MC_ERR_INPUT;
+    const mc_node *n = &dst->graph->nodes[node];
+    size_t bytes = 0;
+    node_bytes(o, &bytes); /* the output was allocated: its size fits */
+    if (r->stale[ob]) { /* never so today: outputs are read back after each run */
+        mc_status st = r->backend->download(r, ob);
+        if (st != MC_OK)
+            return st;
+        r->stale[ob] = false;
+    }
+    const void *data = r->host[ob];
+    if (dst->sym) { /* values wait on the host until a run compiles or picks their program */
+        mc_status st = mc_symbolic_set_array(dst, node, o->dtype, o->shape, o->rank, data, bytes);
+        if (st != MC_OK) {
+            char why[1024];
+            snprintf(why, sizeof why, "%s", mc_error_message());
+            return mc_fail(st, "%s does not fit %s: %s", what, dname, why);
+        }
+        return MC_OK;
+    }
+    bool same = o->dtype == n->dtype && o->rank == n->rank;
+    for (int d = 0; same && d < n->rank; d++)
+        same = o->shape[d] == n->shape[d];
+    if (!same) {
+        char want[128];
+        return mc_fail(MC_ERR_INPUT, "%s does not fit %s '%s' of %s, declared %s", what, kind_word(n), name,
+                       dname, node_type(n, want, sizeof want));
+    }
+    int b = buffer_of(dst, node, true);
+    if (b >= 0 && r == dst && ob == b) { /* `output x` of input x given back to x: it holds it */
+        dst->bound[b] = dst->has_value[b] = true;
+        return MC_OK;
+    }
+    if (b >= 0 && !dst->par && dst->backend == r->backend && dst->backend->copy_output) {
+        bool done = false;
+        mc_status st = dst->backend->copy_output(dst, b, r, ob, &done);
+        if (st != MC_OK)
+            return st;
+        if (done) {
+            dst->bound[b] = dst->has_value[b] = dst->stale[b] = true;
+            dst->dirty[b] = false;
+            return MC_OK;
+        }
+    }
+    return bind(dst, node, data, bytes); /* the host arrays (ref, cpu), or through the host */
+}
+
+mc_status mc_program_set_from_output(mc_program *dst, const char *input_name, mc_program *src,
+                                     int output_index)
+{
+    if (!dst || !input_name || !src)
+        return mc_fail(MC_ERR_INPUT, "mc_program_set_from_output: no %s",
+                       !dst ? "destination program" : !input_name ? "input name" : "source program");
+    if (dst == src)
+        LOCKED(dst, program_set_from_output(dst, input_name, src, output_index));
+    /* both mutexes, always in the same order (by address), so that two threads handing outputs
+     * both ways between the same two programs cannot deadlock */
+    mc_program *first = (uintptr_t)dst < (uintptr_t)src ? dst : src, *second = first == dst ? src : dst;
+    pthread_mutex_lock(&first->lock);
+    pthread_mutex_lock(&second->lock);
+    mc_status st = program_set_from_output(dst, input_name, src, output_index);
+    pthread_mutex_unlock(&second->lock);
+    pthread_mutex_unlock(&first->lock);
+    return st;
+}
+
 static mc_status program_save_outputs(mc_program *p, const char *path)
 {
     bool npy = ends_with(path, ".npy"), st = ends_with(path, ".safetensors");
@@ -994,6 +1101,12 @@ static mc_status declaration_value(mc_program *p, int node, const char *path, co
     int b = buffer_of(p, node, true);
     *owned = NULL;
     if (b >= 0 && p->has_value[b]) {
+        if (p->stale[b]) { /* given on the device (mc_program_set_from_output) */
+            mc_status st = p->backend->download(p, b);
+            if (st != MC_OK)
+                return st;
+            p->stale[b] = false;
+        }
         *data = p->host[b];
         return MC_OK;
     }
@@ -1092,7 +1205,7 @@ void mc_program_unbind(mc_program *p)
     for (int b = 0; b < p->kp->nbuffers; b++) {
         kir_buffer_kind k = p->kp->buffers[b].kind;
         if (k == KBUF_INPUT || k == KBUF_PARAM)
-            p->bound[b] = p->has_value[b] = false;
+            p->bound[b] = p->has_value[b] = p->stale[b] = false;
     }
     if (p->unread)
         for (int i = 0; i < p->graph->nnodes; i++) {

@@ -30,6 +30,10 @@ mc_status mc_symbolic_set(mc_program *p, const char *name, const void *data, siz
 mc_status mc_symbolic_load_file(mc_program *p, const char *name, const char *path);
 mc_status mc_symbolic_load_weights(mc_program *p, const char *path);
 mc_status mc_symbolic_fill_random(mc_program *p, uint64_t seed);
+/* Bind declaration `node` to an array of dtype and shape (mc_program_set_from_output's value,
+ * another program's output as its last run bound it): checked and unified as a file's array. */
+mc_status mc_symbolic_set_array(mc_program *p, int node, mc_dtype dtype, const int64_t *shape, int rank,
+                                const void *data, size_t bytes);
 mc_status mc_symbolic_run(mc_program *p);
 mc_status mc_symbolic_save_inputs(mc_program *p, const char *path);
 mc_program *mc_symbolic_current(const mc_program *p); /* the last run's program, or NULL */

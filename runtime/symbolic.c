@@ -358,6 +358,19 @@ mc_status mc_symbolic_set(mc_program *p, const char *name, const void *data, siz
     return store(p, node, data, bytes, shape);
 }
 
+mc_status mc_symbolic_set_array(mc_program *p, int node, mc_dtype dtype, const int64_t *shape, int rank,
+                                const void *data, size_t bytes)
+{
+    sym_binding b = p->sym->b;
+    mc_status st = unify(p, &b, node, dtype, shape, rank, NULL);
+    if (st != MC_OK)
+        return st;
+    int64_t full[MC_MAX_RANK] = {0};
+    memcpy(full, shape, sizeof(int64_t) * (size_t)rank);
+    commit(p, &b, node);
+    return store(p, node, data, bytes, full);
+}
+
 static bool ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);

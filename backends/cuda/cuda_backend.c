@@ -603,6 +603,29 @@ static mc_status execute(mc_program *p, cuda_state *s)
     return MC_OK;
 }
 
+/* Queue the copy of buffer b from the device into p->host[b] (an output after a run, or an
+ * input given on the device, for mc_program_save_inputs). */
+static mc_status queue_copy_out(mc_program *p, cuda_state *s, int b)
+{
+    const mc_cuda_gemm_plan *pad = s->pitched[b];
+    if (pad) { /* rows padded on the device: copy the rows, drop the padding */
+        size_t es = mc_dtype_size(p->kp->buffers[b].dtype);
+        CUDA_MEMCPY2D c = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                           .srcDevice = s->buf[b],
+                           .srcPitch = (size_t)pad->pad_ld * es,
+                           .dstMemoryType = CU_MEMORYTYPE_HOST,
+                           .dstHost = p->host[b],
+                           .dstPitch = (size_t)pad->pad_cols * es,
+                           .WidthInBytes = (size_t)pad->pad_cols * es,
+                           .Height = (size_t)pad->pad_rows};
+        CU_CHECK(s->cu->cuMemcpy2DAsync(&c, s->stream), "copying an output from the GPU");
+        return MC_OK;
+    }
+    CU_CHECK(s->cu->cuMemcpyDtoHAsync(p->host[b], s->buf[b], s->buf_bytes[b], s->stream),
+             "copying an output from the GPU");
+    return MC_OK;
+}
+
 static mc_status upload(mc_program *p, cuda_state *s)
 {
     const kir_program *kp = p->kp;
@@ -610,8 +633,8 @@ static mc_status upload(mc_program *p, cuda_state *s)
         kir_buffer_kind k = kp->buffers[b].kind;
         if (k != KBUF_INPUT && k != KBUF_PARAM)
             continue;
-        if (!p->host[b] || (s->uploaded_once && !p->dirty[b]))
-            continue;
+        if (!p->host[b] || (p->stale && p->stale[b]) || (s->uploaded_once && !p->dirty[b]))
+            continue; /* stale: given on the device (cuda_copy_output), the host copy is old */
         CU_CHECK(s->cu->cuMemcpyHtoDAsync(s->buf[b], p->host[b], s->buf_bytes[b], s->stream),
                  "copying an input to the GPU");
         p->dirty[b] = false;
@@ -635,22 +658,8 @@ static mc_status cuda_run(mc_program *p)
     for (int b = 0; b < kp->nbuffers; b++) {
         if (kp->buffers[b].kind != KBUF_OUTPUT || !p->host[b])
             continue;
-        const mc_cuda_gemm_plan *pad = s->pitched[b];
-        if (pad) { /* rows padded on the device: copy the rows, drop the padding */
-            size_t es = mc_dtype_size(kp->buffers[b].dtype);
-            CUDA_MEMCPY2D c = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
-                               .srcDevice = s->buf[b],
-                               .srcPitch = (size_t)pad->pad_ld * es,
-                               .dstMemoryType = CU_MEMORYTYPE_HOST,
-                               .dstHost = p->host[b],
-                               .dstPitch = (size_t)pad->pad_cols * es,
-                               .WidthInBytes = (size_t)pad->pad_cols * es,
-                               .Height = (size_t)pad->pad_rows};
-            CU_CHECK(s->cu->cuMemcpy2DAsync(&c, s->stream), "copying an output from the GPU");
-            continue;
-        }
-        CU_CHECK(s->cu->cuMemcpyDtoHAsync(p->host[b], s->buf[b], s->buf_bytes[b], s->stream),
-                 "copying an output from the GPU");
+        if ((st = queue_copy_out(p, s, b)) != MC_OK)
+            return st;
     }
     if (!s->gather_error)
         return sync_stream(s, "running the program");
@@ -663,6 +672,55 @@ static mc_status cuda_run(mc_program *p)
     if ((st = sync_stream(s, "running the program")) != MC_OK)
         return st;
     return kir_check_fail(kp, p->graph, s->gather_seen[0] - 1, s->gather_seen[1]);
+}
+
+/* mc_program_set_from_output (backends/backend.h, copy_output): src's output buffer ob into
+ * dst's input buffer ib, the very buffer dst's steps and captured graph read, on dst's stream,
+ * so that dst's next run (its uploads, then its kernels or graph replay, all on that stream)
+ * comes after it. src's last run is complete (cuda_run waits for its stream). A copy between
+ * two programs is waited for here: src runs on its own stream and may overwrite its output as
+ * soon as this returns. A program feeding itself needs no wait: its next run is queued behind
+ * the copy on the same stream. Programs in different contexts (GPUs): not done here. */
+static mc_status cuda_copy_output(mc_program *dst, int ib, mc_program *src, int ob, bool *done)
+{
+    cuda_state *d = dst->state, *s = src->state;
+    *done = false;
+    if (!d || !s || d->ctx != s->ctx || (d->pitched && d->pitched[ib]) || d->buf_bytes[ib] != s->buf_bytes[ob])
+        return MC_OK; /* through the host */
+    const mc_cuda_api *cu = d->cu;
+    CU_CHECK(cu->cuCtxSetCurrent(d->ctx), "making the context current");
+    const mc_cuda_gemm_plan *pad = s->pitched ? s->pitched[ob] : NULL;
+    if (pad) { /* src's rows padded on the device: copy the rows, drop the padding */
+        size_t es = mc_dtype_size(src->kp->buffers[ob].dtype);
+        CUDA_MEMCPY2D c = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                           .srcDevice = s->buf[ob],
+                           .srcPitch = (size_t)pad->pad_ld * es,
+                           .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+                           .dstDevice = d->buf[ib],
+                           .dstPitch = (size_t)pad->pad_cols * es,
+                           .WidthInBytes = (size_t)pad->pad_cols * es,
+                           .Height = (size_t)pad->pad_rows};
+        CU_CHECK(cu->cuMemcpy2DAsync(&c, d->stream), "copying an output to an input on the GPU");
+    } else {
+        CU_CHECK(cu->cuMemcpyDtoDAsync(d->buf[ib], s->buf[ob], d->buf_bytes[ib], d->stream),
+                 "copying an output to an input on the GPU");
+    }
+    if (dst != src) {
+        mc_status st = sync_stream(d, "copying an output to an input on the GPU");
+        if (st != MC_OK)
+            return st;
+    }
+    *done = true;
+    return MC_OK;
+}
+
+/* A stale input (given on the device) back into p->host[b]. */
+static mc_status cuda_download(mc_program *p, int b)
+{
+    cuda_state *s = p->state;
+    CU_CHECK(s->cu->cuCtxSetCurrent(s->ctx), "making the context current");
+    mc_status st = queue_copy_out(p, s, b);
+    return st == MC_OK ? sync_stream(s, "reading an input back from the GPU") : st;
 }
 
 static mc_status cuda_time(mc_program *p, int iters, double *median_us)
@@ -1139,6 +1197,8 @@ const mc_backend mc_backend_cuda = {
     .profile = cuda_profile,
     .time = cuda_time,
     .dump_code = cuda_dump_code,
+    .copy_output = cuda_copy_output,
+    .download = cuda_download,
     .release = cuda_release,
     .comm_init = cuda_comm_init,
     .comm_release = cuda_comm_release,
