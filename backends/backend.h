@@ -6,8 +6,9 @@
  * A backend is a struct of function pointers with designated initializers; optional slots may
  * be NULL and say so. Host memory for every input, param and output lives in the program
  * (`host[buffer]`, allocated for the buffer kinds KBUF_INPUT, KBUF_PARAM and KBUF_OUTPUT); a
- * backend copies inputs in when they changed (`dirty`) and outputs back after a run. Backends
- * that run on the host (ref, cpu) use these arrays directly.
+ * backend copies inputs in when they changed (`dirty`) and outputs back after a run, or marks
+ * them `stale` and copies them back when the runtime asks (`download`). Backends that run on
+ * the host (ref, cpu) use these arrays directly.
  */
 #ifndef MINIC_BACKEND_H
 #define MINIC_BACKEND_H
@@ -35,8 +36,9 @@ typedef struct mc_backend {
     mc_status (*probe)(void);
     /* Generate and compile code for p->kp, allocate memory. Sets p->state. */
     mc_status (*prepare)(mc_program *p);
-    /* Execute the program once: read inputs from p->host where p->dirty says they changed,
-     * leave outputs in p->host. */
+    /* Execute the program once: read inputs from p->host where p->dirty says they changed
+     * (never a stale one), leave outputs in p->host or, with a `download` slot, mark them
+     * p->stale (where p->stale is not NULL) for the runtime to read back when asked. */
     mc_status (*run)(mc_program *p);
     /* Optional: time every kernel over `iters` runs after a warm-up, into prof. */
     mc_status (*profile)(mc_program *p, int iters, mc_profile *prof);
@@ -53,8 +55,9 @@ typedef struct mc_backend {
      * pair (another device), the runtime copies through the host instead. After a copy the
      * runtime marks dst's buffer `stale` on the host and not dirty (mc_program_set_from_output). */
     mc_status (*copy_output)(mc_program *dst, int ib, mc_program *src, int ob, bool *done);
-    /* Optional, with copy_output: copy buffer b from the device into p->host[b] (an input the
-     * host copy of which is stale, for mc_program_save_inputs). */
+    /* Optional, with copy_output or stale outputs: copy buffer b from the device into
+     * p->host[b], synchronously (an output left on the device after a run, an input given on
+     * the device); the runtime then clears p->stale[b]. */
     mc_status (*download)(mc_program *p, int b);
     /* Free p->state and everything it owns. Must accept a half-prepared state. */
     void (*release)(mc_program *p);
@@ -110,9 +113,10 @@ struct mc_program {
     bool *dirty;              /* per kp buffer: host copy changed since the backend last read it */
     bool *has_value;          /* per kp buffer: bound, or filled from the generator */
     bool *stale;              /* per kp buffer: the backend's copy is newer than host[b] (an input
-                                 given on the device by mc_program_set_from_output): a backend
-                                 must not upload host[b], the runtime downloads it before reading
-                                 it. NULL in a program made by hand (tests): never stale */
+                                 given on the device by mc_program_set_from_output, a cuda output
+                                 not read back yet): a backend must not upload host[b], the
+                                 runtime reads it back (backend->download) before reading it.
+                                 NULL in a program made by hand (tests): never stale */
     int *outputs;             /* per graph output: its kp buffer */
     double compile_ms;        /* passes + code generation + backend compile */
     mc_compile_phase compile_phases[MC_MAX_COMPILE_PHASES]; /* where compile_ms went, in order */

@@ -18,8 +18,9 @@
  * The next token is the argmax of the logits (the first on ties). The caches that one run
  * returned are handed to the next run as inputs with mc_program_set_from_output: prefill's to
  * decode's, then each decode step's to its own next step. On cuda that is a copy on the GPU
- * (from the output's buffer into the input's, queued before the next replay), on ref and cpu a
- * copy between host arrays; nothing is set through the caller's memory.
+ * (from the output's buffer into the input's, queued before the next replay; the caches are
+ * never read back to the host, only the logits), on ref and cpu a copy between host arrays;
+ * nothing goes through the caller's memory.
  *
  * --no-cache is the baseline and the check: every step runs a prefill program over the whole
  * sequence so far (compiled for each length) and takes its last row's argmax; tests/gpt2_generate.sh

@@ -270,7 +270,9 @@ mc_status mc_program_save_inputs(mc_program *p, const char *path);
 mc_status mc_program_run(mc_program *p);
 int mc_program_num_outputs(const mc_program *p);
 /* Output `index`'s name, type and data; data points into the program and is overwritten by the
- * next run (from any thread). */
+ * next run (from any thread). On cuda an output is read back from the GPU by this call (and
+ * by mc_program_read_output and mc_program_save_outputs), not by the run: outputs nobody asks
+ * for (a KV cache handed on with mc_program_set_from_output) never cross to the host. */
 mc_status mc_program_output(mc_program *p, int index, mc_tensor *out);
 /* Copy output `index` (exactly its size in bytes) into data, under the program's mutex: the way
  * to read outputs of a program that several threads run. */
@@ -294,8 +296,8 @@ mc_status mc_program_read_output(mc_program *p, int index, void *data, size_t by
  *     values wait on the host until a run picks its compiled program, or a tensor-parallel
  *     dst, whose value is split over its ranks) through the host, as mc_program_set would.
  *     A tensor-parallel src gives its rank 0's output.
- *   - src's outputs are still read back to the host after each of its runs: mc_program_output
- *     works as before.
+ *   - On cuda outputs stay on the GPU until they are asked for (mc_program_output): a cache
+ *     handed from run to run this way never crosses to the host.
  * Both programs' mutexes are held during the call (taken in a fixed order: no deadlock when
  * two threads hand outputs both ways between the same two programs). */
 mc_status mc_program_set_from_output(mc_program *dst, const char *input_name, mc_program *src,

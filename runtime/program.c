@@ -542,6 +542,19 @@ const char *mc_program_backend(const mc_program *p)
     return p && p->backend ? p->backend->name : "none";
 }
 
+/* Make host[b] current: a backend whose buffers live on a device (cuda) marks an output
+ * `stale` after a run instead of reading it back, and an input given on the device by
+ * mc_program_set_from_output; it is read back here, when the host copy is asked for. */
+static mc_status fresh(mc_program *p, int b)
+{
+    if (!p->stale || !p->stale[b])
+        return MC_OK;
+    mc_status st = p->backend->download(p, b);
+    if (st == MC_OK)
+        p->stale[b] = false;
+    return st;
+}
+
 /* ---- the program's mutex ------------------------------------------------------------------- */
 
 /* Each public call below checks its pointers, then runs its body (a static function of the same
@@ -898,6 +911,9 @@ static mc_status program_output(mc_program *p, int index, mc_tensor *out)
                        index, p->graph->noutputs);
     if (p->runs == 0)
         return mc_fail(MC_ERR_INPUT, "mc_program_output: the program has not run yet (mc_program_run)");
+    mc_status st = fresh(p, p->outputs[index]); /* cuda: read back from the GPU now */
+    if (st != MC_OK)
+        return st;
     int node = p->graph->outputs[index];
     const mc_node *n = &p->graph->nodes[node];
     static _Thread_local char unnamed[64];
@@ -981,14 +997,11 @@ static mc_status program_set_from_output(mc_program *dst, const char *name, mc_p
     const mc_node *n = &dst->graph->nodes[node];
     size_t bytes = 0;
     node_bytes(o, &bytes); /* the output was allocated: its size fits */
-    if (r->stale[ob]) { /* never so today: outputs are read back after each run */
-        mc_status st = r->backend->download(r, ob);
-        if (st != MC_OK)
-            return st;
-        r->stale[ob] = false;
-    }
-    const void *data = r->host[ob];
+    const void *data = r->host[ob]; /* on the paths through the host, made fresh first */
+    mc_status fst = MC_OK;
     if (dst->sym) { /* values wait on the host until a run compiles or picks their program */
+        if ((fst = fresh(r, ob)) != MC_OK)
+            return fst;
         mc_status st = mc_symbolic_set_array(dst, node, o->dtype, o->shape, o->rank, data, bytes);
         if (st != MC_OK) {
             char why[1024];
@@ -1021,6 +1034,8 @@ static mc_status program_set_from_output(mc_program *dst, const char *name, mc_p
             return MC_OK;
         }
     }
+    if ((fst = fresh(r, ob)) != MC_OK)
+        return fst;
     return bind(dst, node, data, bytes); /* the host arrays (ref, cpu), or through the host */
 }
 
@@ -1069,6 +1084,8 @@ static mc_status program_save_outputs(mc_program *p, const char *path)
         int node = p->graph->outputs[i];
         const mc_node *nd = &p->graph->nodes[node];
         names[i] = nd->name ? nd->name : mc_node_name(p->graph, node, unnamed[i], sizeof unnamed[i]);
+        if ((s = fresh(p, p->outputs[i])) != MC_OK)
+            break;
         arrays[i].dtype = nd->dtype;
         arrays[i].rank = nd->rank;
         memcpy(arrays[i].shape, nd->shape, sizeof arrays[i].shape);
@@ -1101,12 +1118,9 @@ static mc_status declaration_value(mc_program *p, int node, const char *path, co
     int b = buffer_of(p, node, true);
     *owned = NULL;
     if (b >= 0 && p->has_value[b]) {
-        if (p->stale[b]) { /* given on the device (mc_program_set_from_output) */
-            mc_status st = p->backend->download(p, b);
-            if (st != MC_OK)
-                return st;
-            p->stale[b] = false;
-        }
+        mc_status st = fresh(p, b); /* given on the device (mc_program_set_from_output) */
+        if (st != MC_OK)
+            return st;
         *data = p->host[b];
         return MC_OK;
     }

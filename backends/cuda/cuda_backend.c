@@ -12,7 +12,11 @@
  * Execution: the first run executes the steps eagerly (the warm-up: module load, cuBLASLt's
  * first calls), then, unless opt.cuda_graph is 0, captures them into one CUDA graph; later runs
  * replay it. A program that cannot be captured runs eagerly and says why once (an error when
- * opt.cuda_graph is 1). Inputs are uploaded only when dirty, outputs downloaded after each run.
+ * opt.cuda_graph is 1). Inputs are uploaded only when dirty (and not when given on the device:
+ * mc_program_set_from_output copies an output's buffer into an input's, cuda_copy_output);
+ * outputs are left on the device after a run, marked stale, and read back only when the runtime
+ * asks for one (mc_program_output and the like: cuda_download), so a run whose outputs go on to
+ * another program's inputs moves nothing through the host.
  *
  * cuBLASLt: descriptors, layouts and the heuristic's algorithm are made once per GEMM at
  * prepare time with the real pointer alignments; a launch is one cublasLtMatmul per outer batch
@@ -658,7 +662,11 @@ static mc_status cuda_run(mc_program *p)
     for (int b = 0; b < kp->nbuffers; b++) {
         if (kp->buffers[b].kind != KBUF_OUTPUT || !p->host[b])
             continue;
-        if ((st = queue_copy_out(p, s, b)) != MC_OK)
+        if (p->stale) { /* read back when asked for (runtime/program.c: fresh, cuda_download) */
+            p->stale[b] = true;
+            continue;
+        }
+        if ((st = queue_copy_out(p, s, b)) != MC_OK) /* a program made by hand (tests) */
             return st;
     }
     if (!s->gather_error)
@@ -714,13 +722,13 @@ static mc_status cuda_copy_output(mc_program *dst, int ib, mc_program *src, int 
     return MC_OK;
 }
 
-/* A stale input (given on the device) back into p->host[b]. */
+/* A stale buffer back into p->host[b]: an output after a run, an input given on the device. */
 static mc_status cuda_download(mc_program *p, int b)
 {
     cuda_state *s = p->state;
     CU_CHECK(s->cu->cuCtxSetCurrent(s->ctx), "making the context current");
     mc_status st = queue_copy_out(p, s, b);
-    return st == MC_OK ? sync_stream(s, "reading an input back from the GPU") : st;
+    return st == MC_OK ? sync_stream(s, "reading a buffer back from the GPU") : st;
 }
 
 static mc_status cuda_time(mc_program *p, int iters, double *median_us)
