@@ -222,6 +222,19 @@ static void values_on(mc_backend_kind kind)
         want[i] = 4 * x1[i];
     expect(b, 0, want, 6, "z = y + y after the producer was freed");
     expect(b, 1, zero_s, 6, "s unchanged");
+    /* the other two ways to read an output (on cuda each reads it back from the GPU) */
+    float got[6];
+    assert_int_equal(mc_program_read_output(b, 0, got, sizeof got), MC_OK);
+    assert_memory_equal(got, want, sizeof got);
+    snprintf(path, sizeof path, "%s/outputs_%s.safetensors", mc_test_tmpdir(), mc_backend_name(kind));
+    run(b);
+    assert_int_equal(mc_program_save_outputs(b, path), MC_OK);
+    assert_int_equal(mc_safetensors_open(path, &st), MC_OK);
+    assert_int_equal(mc_safetensors_get(st, "z", &arr), MC_OK);
+    assert_memory_equal(arr.data, want, sizeof want);
+    assert_int_equal(mc_safetensors_get(st, "s", &arr), MC_OK);
+    assert_memory_equal(arr.data, zero_s, sizeof zero_s);
+    mc_safetensors_close(st);
     mc_program_free(b);
 }
 
