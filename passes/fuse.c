@@ -25,7 +25,9 @@
  * add are one kernel); its table, like a GEMM operand, is a view of a buffer; it stays out of
  * GEMM epilogues. An allreduce is a barrier: a group of its own (MC_FG_COLLECTIVE) that
  * nothing joins and that joins nothing, reading its operand from a buffer stored contiguously
- * (a collective library sends whole buffers) and writing one of its own. With fusion off, every
+ * (a collective library sends whole buffers) and writing one of its own. A node marked
+ * `materialize` (passes/fold.c's folded weights) never joins its users' group: it anchors its
+ * own, so work over params is done once, not per element of its users. With fusion off, every
  * compute node starts its own group and shape operators are still views where strides allow.
  */
 #include "passes/passes.h"
@@ -540,7 +542,7 @@ static mc_status decide(walk *w, int i)
         require_buffer(w, n->in[0]);
         return anchor(w, i);
     }
-    if (!fn->forced && w->fuse) {
+    if (!fn->forced && w->fuse && !n->materialize) {
         /* The groups of the users; a user that is not a member (a view of i) forces i. */
         int groups[64], ng = 0;
         bool ok = true;

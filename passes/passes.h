@@ -1,5 +1,6 @@
 /* The pass pipeline: graph IR in, kernel IR out.
  *
+ *   fold        batchnorm into the conv before it when its operands are params
  *   decompose   composites (softmax, layernorm, linear, mean, ...) into primitives
  *   simplify    dead code, common subexpressions, constant folding, algebraic identities,
  *               shape operators folded into views
@@ -60,6 +61,7 @@ mc_status mc_dump_stage(const mc_graph *g, const mc_compile_options *opt, const 
 
 /* ---- the pieces of the pipeline (one file each) --------------------------------------------- */
 
+mc_status mc_pass_fold(mc_graph *g);      /* passes/fold.c: batchnorm into conv */
 mc_status mc_pass_decompose(mc_graph *g); /* passes/decompose.c */
 mc_status mc_pass_simplify(mc_graph *g);  /* passes/simplify.c: folding and identities */
 mc_status mc_pass_cse(mc_graph *g);       /* passes/cse.c */
