@@ -388,6 +388,9 @@ static void test_more_operators(void **state)
         "c = conv(x, w, b, stride=[2, 1], padding=[1, 1], dilation=[1, 2], groups=2)\nr = relu(c)\n"
         "m = maxpool(x, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\na = avgpool(x, kernel=[2, 3], padding=[1, 1])\n"
         "p = pad(x, pads=[0, 0, 1, 0, 0, 1, 0, 2], value=0.5)\nn = batchnorm(x, s, s, s, s)\noutput r, m, a, p, n\n",
+        /* batchnorm folded into the conv before it (passes/fold.c): the folded weights' kernels */
+        "graph a\ninput x : %s[2, 4, 9, 8]\nparam w : %s[6, 4, 3, 3]\nparam b : %s[6]\nparam s : %s[6]\n"
+        "c = conv(x, w, b, padding=[1, 1])\nn = batchnorm(c, s, s, s, s)\nr = relu(n)\noutput r\n",
         /* gather: an embedding plus a position embedding (one kernel, vector rows), a gather
          * along a middle axis with strided indices, one in a reduction's loop and row block */
         "graph a\ninput ids : i32[4, 16]\nparam wte : %s[50, 64]\nparam wpe : %s[16, 64]\n"
