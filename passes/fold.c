@@ -8,7 +8,8 @@
  * Needs: the composites as written (it runs before decompose). Folds only when w, b (if any),
  * scale, bias, mean and var are all params, so w' and b' depend on weights alone, and when the
  * conv's only user is the batchnorm (not another node, not a graph output): otherwise the
- * conv's own value is still needed and the graph is left as it was.
+ * conv's own value is still needed and the graph is left as it was. And only when the conv's
+ * weights have no more elements than its output (below: where w' costs less than it saves).
  *
  * Where w' and b' are computed: params are bound after compilation (mc_program_set, --weights)
  * and may be rebound between runs, so their values do not exist at pass time. w' and b' are
@@ -26,6 +27,19 @@
 
 static bool is_param(const mc_graph *g, int v) { return v >= 0 && g->nodes[v].op == MC_OP_PARAM; }
 
+/* Elements of n; INT64_MAX where a dimension is symbolic (a batch bound when the program runs:
+ * taken as large). */
+static int64_t numel(const mc_node *n)
+{
+    int64_t e = 1;
+    for (int d = 0; d < n->rank; d++) {
+        if (mc_dim_is_sym(n->shape[d]) || e > INT64_MAX / n->shape[d])
+            return INT64_MAX;
+        e *= n->shape[d];
+    }
+    return e;
+}
+
 /* Whether batchnorm node i folds into its conv operand (uses: how many nodes and outputs read
  * each node). */
 static bool foldable(const mc_graph *g, int i, const int *uses)
@@ -41,7 +55,11 @@ static bool foldable(const mc_graph *g, int i, const int *uses)
     for (int k = 1; k <= 4; k++)
         if (!is_param(g, n->in[k]))
             return false;
-    return true;
+    /* w' costs a pass over the weights every run; what it saves is batchnorm's few operations
+     * per output element (a sqrt and a divide among them). Only where the weights are no more
+     * than the conv's outputs does that pay (ResNet-18 at batch 1 on the CPU: its stem and first
+     * stage fold, its later stages, whose weights are 3x to 94x their outputs, do not). */
+    return numel(&g->nodes[c->in[1]]) <= numel(c);
 }
 
 typedef struct {
