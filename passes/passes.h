@@ -177,7 +177,9 @@ typedef struct mc_fgroup {
     int rank;                    /* the group's coordinate space */
     int64_t shape[MC_MAX_RANK];
     int gemm;                    /* the matmul computed as the GEMM, or -1 */
-    int nred;                    /* reductions in the group */
+    int nred;                    /* reductions in the group (a scan counts as one) */
+    bool scan;                   /* its reduction is a cumsum: a running sum along one axis, the
+                                    group's only reduction, read at the group's own coordinates */
     int gathers;                 /* gathers in the group (never beside a GEMM) */
     bool reduced[MC_MAX_RANK];   /* the reduced dims of the space (when nred > 0) */
     int out_index;               /* MC_FG_OUTPUT: which graph output */

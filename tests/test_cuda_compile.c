@@ -384,6 +384,11 @@ static void test_more_operators(void **state)
         "output n, w, s, t, u\n",
         "graph a\ninput x : %s[7, 33]\ninput i : i32[7, 33]\na = argmax(x, axis=1)\nb = argmin(x, axis=0, keepdim=true)\n"
         "c = argmax(i, axis=-1)\nd = cumsum(x, axis=1)\ne = cumsum(i, axis=0)\nf = relu(d)\noutput a, b, c, e, f\n",
+        /* cumsum as a scan (a thread per row walking it): vector loads along a long row with a
+         * prologue and an epilogue, a reversed exclusive one, one along a middle axis, i32 */
+        "graph a\ninput x : %s[4, 4096]\ninput i : i32[3, 64, 5]\ne = exp(x)\nc = cumsum(e, axis=1)\ny = mul(c, 0.5)\n"
+        "r = slice(x, axis=1, step=-1)\nq = cumsum(r, axis=-1)\nt = slice(q, axis=1, step=-1)\nz = sub(t, x)\n"
+        "m = cumsum(i, axis=1)\nn = cumsum(x, axis=0)\noutput y, z, m, n\n",
         "graph a\ninput x : %s[2, 4, 9, 8]\nparam w : %s[6, 2, 3, 3]\nparam b : %s[6]\nparam s : %s[4]\n"
         "c = conv(x, w, b, stride=[2, 1], padding=[1, 1], dilation=[1, 2], groups=2)\nr = relu(c)\n"
         "m = maxpool(x, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\na = avgpool(x, kernel=[2, 3], padding=[1, 1])\n"

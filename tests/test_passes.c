@@ -415,6 +415,102 @@ static void test_dump_stages_name_every_pass(void **state)
     mc_graph_free(g);
 }
 
+/* ---- cumsum is a scan: O(n) work per row (passes/fuse.c, passes/lower.c, kir/kir.h) ----------- */
+
+/* Points of kernel k's index space and, summed over the program, the largest one and the FLOPs. */
+static int64_t kernel_points(const kir_kernel *k)
+{
+    int64_t n = 1;
+    for (int d = 0; d < k->rank; d++)
+        n *= k->shape[d];
+    return n;
+}
+
+/* y = 0.5 * cumsum(exp(x), axis) (+ relu of it as a second output): a prologue and an epilogue
+ * around the scan. */
+static mc_graph *build_cumsum(const int64_t *shape, int rank, int axis, bool two_outputs)
+{
+    mc_graph *g = mc_graph_new("cumsum");
+    mc_value x = mc_input(g, "x", MC_F32, shape, rank);
+    mc_value y = mc_mul(g, mc_cumsum(g, mc_exp(g, x), axis), mc_scalar(g, 0.5, MC_F32));
+    mc_value outs[2] = {y, mc_relu(g, y)};
+    assert_int_equal(mc_graph_set_outputs(g, outs, two_outputs ? 2 : 1), MC_OK);
+    return g;
+}
+
+static void test_cumsum_is_linear(void **state)
+{
+    (void)state;
+    /* rows of 4097 along the last axis, and along axis 0 (not last) */
+    const int64_t shapes[2][2] = {{4, 4097}, {4097, 4}};
+    for (int c = 0; c < 4; c++) {
+        const int64_t *shape = shapes[c & 1];
+        int axis = c & 1 ? 0 : 1;
+        mc_graph *g = build_cumsum(shape, 2, axis, c >= 2);
+        kir_program *kp = check_kernels(g, true);
+        assert_non_null(kp);
+        /* one kernel: exp, the scan, the multiply (and relu) together, a scan over rows of 4097 */
+        assert_int_equal(kp->nkernels, 1);
+        const kir_kernel *k = &kp->kernels[0];
+        assert_int_equal(k->category, KIR_REDUCTION);
+        assert_true(kir_kernel_scans(k));
+        assert_int_equal(k->rank - k->nrow, 1);
+        assert_int_equal(k->shape[k->rank - 1], 4097);
+        assert_int_equal(k->nstores, c >= 2 ? 2 : 1);
+        /* O(n): every point once, a handful of operations each (not n per point) */
+        int64_t numel = 4 * 4097;
+        assert_int_equal(kernel_points(k), numel);
+        if (k->flops > 8 * numel)
+            fail_msg("case %d: %lld FLOPs for %lld elements", c, (long long)k->flops, (long long)numel);
+        kir_program_free(kp);
+        /* unfused: the scan is a kernel of its own, still over the elements once */
+        kp = check_kernels(g, false);
+        assert_non_null(kp);
+        int scans = 0;
+        for (int i = 0; i < kp->nkernels; i++) {
+            scans += kir_kernel_scans(&kp->kernels[i]);
+            if (kernel_points(&kp->kernels[i]) > numel)
+                fail_msg("unfused case %d: kernel %s has %lld points", c, kp->kernels[i].name,
+                         (long long)kernel_points(&kp->kernels[i]));
+        }
+        assert_int_equal(scans, 1);
+        kir_program_free(kp);
+        mc_graph_free(g);
+    }
+    /* The quadratic first version (MINIC_QUADRATIC_CUMSUM=1) fails the same checks: what they
+     * catch is real. */
+    assert_int_equal(setenv("MINIC_QUADRATIC_CUMSUM", "1", 1), 0);
+    mc_graph *g = build_cumsum(shapes[0], 2, 1, false);
+    kir_program *kp = check_kernels(g, true);
+    unsetenv("MINIC_QUADRATIC_CUMSUM");
+    assert_non_null(kp);
+    int64_t most = 0, flops = 0;
+    for (int i = 0; i < kp->nkernels; i++) {
+        assert_false(kir_kernel_scans(&kp->kernels[i]));
+        most = kernel_points(&kp->kernels[i]) > most ? kernel_points(&kp->kernels[i]) : most;
+        flops += kp->kernels[i].flops;
+    }
+    assert_true(most >= (int64_t)4 * 4097 * 4097);
+    assert_true(flops > 8 * 4 * 4097);
+    kir_program_free(kp);
+    mc_graph_free(g);
+}
+
+/* The scan's values along each axis, fused, unfused and unplanned, against the float64
+ * evaluator (passes_check.h: the ref backend, or MINIC_TEST_BACKEND's). */
+static void test_cumsum_scan_runs(void **state)
+{
+    (void)state;
+    const int64_t shape[3] = {3, 1500, 2};
+    for (int axis = 0; axis < 3; axis++) {
+        mc_graph *g = build_cumsum(shape, 3, axis, true);
+        char why[256] = "";
+        if (check_graph(g, 7, 1.0, why, sizeof why) != 0)
+            fail_msg("cumsum along axis %d: %s", axis, why);
+        mc_graph_free(g);
+    }
+}
+
 /* ---- batchnorm folded into the conv before it (passes/fold.c) -------------------------------- */
 
 typedef enum { BN_FOLD, BN_FOLD_NO_BIAS, BN_VAR_INPUT, BN_VAR_COMPUTED, BN_CONV_OUTPUT, BN_CONV_USED, BN_BIG_WEIGHTS } bn_case;
@@ -583,6 +679,8 @@ int main(void)
         cmocka_unit_test(test_buffers_carry_user_node),
         cmocka_unit_test(test_example_files),
         cmocka_unit_test(test_dump_stages_name_every_pass),
+        cmocka_unit_test(test_cumsum_is_linear),
+        cmocka_unit_test(test_cumsum_scan_runs),
         cmocka_unit_test(test_batchnorm_folds_into_conv),
         cmocka_unit_test(test_bench_file_kernel_counts),
     };
