@@ -339,8 +339,6 @@ static mc_status infer_norm(const infer *c)
     if (n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX || n->op == MC_OP_CUMSUM) {
         if ((st = norm_axis(c, &n->attr.axis, x->rank, "axis")))
             return st;
-        if (n->op == MC_OP_CUMSUM && x->rank >= MC_MAX_RANK) /* its decomposition adds an axis */
-            return fail(c, "x has %d axes; cumsum takes at most %d", x->rank, MC_MAX_RANK - 1);
     } else {
         if (x->rank == 0)
             return fail(c, "x must have at least one axis (it normalizes over the last)");

@@ -156,6 +156,9 @@ typedef struct mc_node {
     int32_t user;     /* the node of the user's graph this one stands for: its own index where
                          the user built it, carried by every rewrite (ir/graph.c, passes/rewrite.c)
                          so lowering names buffers after the user's values without a search */
+    bool materialize; /* fusion stores it in a kernel of its own instead of recomputing it inside
+                         a user's group (passes/fold.c: folded weights, computed over params
+                         once per run rather than once per activation); rewrites carry it */
 } mc_node;
 
 /* Symbolic dimensions (ir/dims.c): a dim <= MC_DIM_SYM_BASE is expression k of the graph's

@@ -35,6 +35,14 @@ const char *kir_category_name(kir_category c)
     return "?";
 }
 
+bool kir_kernel_scans(const kir_kernel *k)
+{
+    for (int r = 0; r < k->nreds; r++)
+        if (k->reds[r].scan)
+            return true;
+    return false;
+}
+
 bool kir_attention_band_keeps(const kir_attention *a, int64_t i, int64_t j)
 {
     for (int s = 0; s < a->nsteps; s++) {
@@ -380,8 +388,8 @@ void kir_print_kernel(const kir_program *kp, const kir_kernel *k, const mc_graph
             print_instr(k, i, out);
         for (int r = 0; r < k->nreds; r++)
             if (k->reds[r].block == b)
-                fprintf(out, "      r%d = %s %%%d : %s\n", r, mc_op_table[k->reds[r].op].name,
-                        k->reds[r].value, mc_dtype_name(k->reds[r].dtype));
+                fprintf(out, "      r%d = %s%s %%%d : %s\n", r, k->reds[r].scan ? "scan " : "",
+                        mc_op_table[k->reds[r].op].name, k->reds[r].value, mc_dtype_name(k->reds[r].dtype));
         for (int s = 0; s < k->nstores; s++)
             if (k->stores[s].block == b)
                 fprintf(out, "      store v%d <- %%%d\n", k->stores[s].view, k->stores[s].value);

@@ -66,6 +66,17 @@
  * computes with one rank or none (nranks <= 1), so the verifier, the counters and the memory
  * plan read it like any kernel, and a backend may run that copy when nranks <= 1.
  *
+ * A scan (kir_reduce.scan, the graph's cumsum) is a reduction whose running value is read inside
+ * its own loop block: there KI_ROWVAL r is the reduction of the elements before the current one
+ * (the exclusive prefix: the identity at the row's first element), so the inclusive cumsum is
+ * KI_ROWVAL r + value. Its kernel walks each row's elements in order, one after the other: it
+ * has exactly one reduced dimension, one loop block, and that one reduction, a sum (kir/verify.c
+ * checks it). The work is O(n) per row of n; rows are independent (the parallel axis). A float
+ * scan accumulates in double (f64), and KI_ROWVAL reads that value rounded to f32: a long row's
+ * rounding errors do not add up along it (each element is within a few f32 roundings of the exact
+ * prefix, as the float64 reference needs: 1e-5 at any length); an i32 scan wraps, as sum does.
+ * After the loop block, KI_ROWVAL r is the row's total (rounded to f32 for floats).
+ *
  * Arithmetic: every KI_OP computes in f32 for float dtypes (f16 and bf16 are converted when
  * loaded and rounded when stored), in i32 for i32, and bool for bool; `dtype` is the value's
  * dtype in the graph, so a backend knows what a store converts to.
@@ -132,6 +143,7 @@ typedef struct kir_reduce {
     int block;   /* the loop block it accumulates in */
     int value;   /* instruction reduced */
     mc_dtype dtype; /* accumulator semantics: f32 for floats, i32 for i32 */
+    bool scan;   /* a running reduction (cumsum; see "A scan" above) */
 } kir_reduce;
 
 typedef struct kir_store {
@@ -259,6 +271,8 @@ void kir_count(const kir_program *kp, kir_kernel *k);
 int64_t kir_attention_pairs(const kir_kernel *k);
 /* Does key j pass every band of attention a for query i (a step that needs no memory)? */
 bool kir_attention_band_keeps(const kir_attention *a, int64_t i, int64_t j);
+/* Does kernel k hold a scan (a kir_reduce with scan set)? */
+bool kir_kernel_scans(const kir_kernel *k);
 /* Print a kernel list readably (minic dump --stage fused). g is the graph given to
  * mc_compile_kernels (buffer nodes refer to it); NULL prints buffers by number only. */
 void kir_print(const kir_program *kp, const mc_graph *g, FILE *out);

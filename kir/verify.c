@@ -206,7 +206,8 @@ static mc_status check_kernel(const checker *c, int *block_of)
                 return broken(c, ": instruction %lld indexes dimension %lld", (long long)(i), (long long)(in->view));
             break;
         case KI_ROWVAL:
-            if (in->view < 0 || in->view >= k->nreds || k->reds[in->view].block >= b)
+            if (in->view < 0 || in->view >= k->nreds ||
+                (k->reds[in->view].block >= b && !(k->reds[in->view].scan && k->reds[in->view].block == b)))
                 return broken(c, ": instruction %lld reads reduction %lld before it is done", (long long)(i), (long long)(in->view));
             break;
         case KI_ACC:
@@ -245,6 +246,14 @@ static mc_status check_kernel(const checker *c, int *block_of)
         if (red->block < 0 || red->block >= k->nblocks || !k->blocks[red->block].loop ||
             !readable(k, block_of, red->value, k->ncode, red->block))
             return broken(c, ": reduction %lld does not reduce a value its loop block can read", (long long)(r));
+    }
+    if (kir_kernel_scans(k)) { /* a scan walks its one reduced dimension in order (kir/kir.h) */
+        int loops = 0;
+        for (int b = 0; b < k->nblocks; b++)
+            loops += k->blocks[b].loop;
+        if (k->category != KIR_REDUCTION || k->nreds != 1 || loops != 1 || k->rank - k->nrow != 1 ||
+            k->reds[0].op != MC_OP_SUM)
+            return broken(c, ": a scan must be a kernel's only reduction (a sum), over one reduced dimension in one loop block");
     }
     for (int s = 0; s < k->nstores; s++) {
         const kir_store *st = &k->stores[s];

@@ -12,7 +12,12 @@
  *   mean(x)         sum(x) * (1/n)
  *   update(c, n, p) where(p <= i < p + len, gather(n, clip(i - p, 0, len - 1)), c) along the axis
  *
- * (and the other composites of ops.def: argmax, cumsum, pad, the pools, conv, batchnorm, below)
+ * (and the other composites of ops.def: argmax, pad, the pools, conv, batchnorm, below)
+ *
+ * cumsum stays one node: fusion and lowering make it a scan (kir/kir.h), a running sum that
+ * walks each row once, O(n) for a row of n, accumulated in double for floats (i32 wrapping) and
+ * rounded once when stored. (Its first version, the sum over j of where(j <= i, x_j, 0), O(n^2), is still here
+ * behind MINIC_QUADRATIC_CUMSUM=1.)
  *
  * The norms scale, as robust norms do (LAPACK's nrm2 scales by the largest element), so that a
  * row of 1e30 (or of +-3e38), whose squares overflow f32, gives O(1) results as in float64 and
@@ -331,9 +336,10 @@ static mc_value argextreme(ctx *c, mc_value x)
     return reduce(c, MC_OP_MIN, pos, &axis, 1, c->n->attr.keepdim);
 }
 
-/* cumsum along an axis of n: the axis moved last, x broadcast to [.., n (i), n (j)], and
- * sum over j of where(j <= i, x_j, 0). O(n^2) work: a first version, exact as a sum is. */
-static mc_value cumsum(ctx *c, mc_value x)
+/* cumsum's first version, kept reachable (MINIC_QUADRATIC_CUMSUM=1 in the environment, for
+ * comparing and as a fallback should a backend's scan misbehave): the axis moved last, x
+ * broadcast to [.., n (i), n (j)], and sum over j of where(j <= i, x_j, 0). O(n^2) work. */
+static mc_value cumsum_quadratic(ctx *c, mc_value x)
 {
     const mc_node *xn = &c->rw->src->nodes[c->n->in[0]];
     int r = xn->rank;
@@ -585,6 +591,12 @@ static mc_value batchnorm(ctx *c, mc_value x, const mc_node *n)
     return narrow(c, y);
 }
 
+static bool quadratic_cumsum(void)
+{
+    const char *e = getenv("MINIC_QUADRATIC_CUMSUM");
+    return e && strcmp(e, "1") == 0;
+}
+
 mc_status mc_pass_decompose(mc_graph *g)
 {
     mc_rewrite rw;
@@ -593,7 +605,8 @@ mc_status mc_pass_decompose(mc_graph *g)
         return st;
     for (int i = 0; i < g->nnodes; i++) {
         const mc_node *n = &g->nodes[i];
-        if (!mc_op_is_composite(n->op)) {
+        /* (the quadratic cumsum adds an axis: not for an operand of the most axes) */
+        if (!mc_op_is_composite(n->op) && !(n->op == MC_OP_CUMSUM && n->rank < MC_MAX_RANK && quadratic_cumsum())) {
             rw.map[i] = mc_rewrite_copy(&rw, i);
         } else {
             ctx c = {&rw, n};
@@ -611,7 +624,7 @@ mc_status mc_pass_decompose(mc_graph *g)
             case MC_OP_LEAKY_RELU: v = leaky_relu(&c, in[0]); break;
             case MC_OP_CLIP: v = clip(&c, in[0]); break;
             case MC_OP_ARGMAX: case MC_OP_ARGMIN: v = argextreme(&c, in[0]); break;
-            case MC_OP_CUMSUM: v = cumsum(&c, in[0]); break;
+            case MC_OP_CUMSUM: v = cumsum_quadratic(&c, in[0]); break; /* MINIC_QUADRATIC_CUMSUM=1 */
             case MC_OP_UPDATE: v = update(&c, in); break;
             case MC_OP_PAD: v = pad(&c, in[0]); break;
             case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: v = pool(&c, in[0]); break;

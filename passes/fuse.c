@@ -25,7 +25,9 @@
  * add are one kernel); its table, like a GEMM operand, is a view of a buffer; it stays out of
  * GEMM epilogues. An allreduce is a barrier: a group of its own (MC_FG_COLLECTIVE) that
  * nothing joins and that joins nothing, reading its operand from a buffer stored contiguously
- * (a collective library sends whole buffers) and writing one of its own. With fusion off, every
+ * (a collective library sends whole buffers) and writing one of its own. A node marked
+ * `materialize` (passes/fold.c's folded weights) never joins its users' group: it anchors its
+ * own, so work over params is done once, not per element of its users. With fusion off, every
  * compute node starts its own group and shape operators are still views where strides allow.
  */
 #include "passes/passes.h"
@@ -72,8 +74,17 @@ static bool is_pointwise(const mc_node *n)
     return false;
 }
 
+/* A cumsum is a scan: a reduction along its axis whose result has its operand's shape, each
+ * element the running sum up to it (kir/kir.h). */
+static bool is_scan(const mc_node *n) { return n->op == MC_OP_CUMSUM; }
+
 static void reduced_axes(const mc_node *r, const mc_node *x, bool *reduced)
 {
+    if (is_scan(r)) {
+        for (int d = 0; d < MC_MAX_RANK; d++)
+            reduced[d] = d == r->attr.axis;
+        return;
+    }
     for (int d = 0; d < MC_MAX_RANK; d++)
         reduced[d] = d < x->rank && !r->attr.has_list;
     for (int i = 0; r->attr.has_list && i < r->attr.nlist; i++)
@@ -83,6 +94,10 @@ static void reduced_axes(const mc_node *r, const mc_node *x, bool *reduced)
 /* The map at which a reduction's result is read when its input is at the group's identity. */
 static void natural_map(const mc_node *r, const mc_node *x, mc_cmap *m)
 {
+    if (is_scan(r)) { /* element by element, where its operand is */
+        mc_cmap_identity(m, x->rank);
+        return;
+    }
     bool reduced[MC_MAX_RANK];
     reduced_axes(r, x, reduced);
     memset(m, 0, sizeof *m);
@@ -111,7 +126,7 @@ static bool canonical_map(const mc_fgroup *G, const mc_node *n, mc_cmap *m)
         mc_cmap_identity(m, G->rank);
         return true;
     }
-    if (G->nred == 0)
+    if (G->nred == 0 || G->scan) /* a scan group stores element values only */
         return false;
     for (int keep = 0; keep < 2; keep++) {
         mc_node r;
@@ -312,7 +327,7 @@ static bool can_join(walk *w, int i, int group, bool stored, mc_cmap *maps, int 
                 continue;
             for (int k = 0; k < (reshape_anchor ? 1 : fu->nmaps); k++) {
                 mc_cmap om;
-                if (mc_op_table[un->op].kind == MC_KIND_REDUCE || reshape_anchor)
+                if (mc_op_table[un->op].kind == MC_KIND_REDUCE || is_scan(un) || reshape_anchor)
                     mc_cmap_identity(&om, G->rank);
                 else if (!mc_cmap_operand(g, user, slot, &fu->maps[k], &om))
                     return false;
@@ -345,9 +360,13 @@ static bool can_join(walk *w, int i, int group, bool stored, mc_cmap *maps, int 
         mc_cmap_identity(&id, G->rank);
         if (!mc_cmap_equal(&maps[0], &id))
             return false;
-    } else if (kind == MC_KIND_REDUCE) {
+    } else if (kind == MC_KIND_REDUCE || is_scan(n)) {
         const mc_node *x = &g->nodes[n->in[0]];
         if (G->kind != MC_FG_POINTWISE || G->gemm >= 0 || !same_shape(x->shape, x->rank, G->shape, G->rank))
+            return false;
+        /* a scan's running value exists only at the element being walked: it shares its kernel
+         * with no other reduction, and is read at its own coordinates (natural_map) */
+        if (G->scan || (is_scan(n) && G->nred > 0))
             return false;
         bool reduced[MC_MAX_RANK];
         reduced_axes(n, x, reduced);
@@ -370,7 +389,7 @@ static bool can_join(walk *w, int i, int group, bool stored, mc_cmap *maps, int 
         mc_cmap canon;
         if (count != 1)
             return false;
-        if (kind == MC_KIND_REDUCE) {
+        if (kind == MC_KIND_REDUCE || is_scan(n)) {
             /* checked above: the natural map */
         } else if (!canonical_map(G, n, &canon) || !mc_cmap_equal(&canon, &maps[0])) {
             return false;
@@ -391,9 +410,10 @@ static void join(walk *w, int i, int group, bool stored, const mc_cmap *maps, in
         G->gemm = i;
     if (n->op == MC_OP_GATHER)
         G->gathers++;
-    if (mc_op_table[n->op].kind == MC_KIND_REDUCE) {
+    if (mc_op_table[n->op].kind == MC_KIND_REDUCE || is_scan(n)) {
         reduced_axes(n, &w->g->nodes[n->in[0]], G->reduced);
         G->nred++;
+        G->scan = is_scan(n);
     }
 }
 
@@ -426,7 +446,7 @@ static mc_status anchor(walk *w, int i)
     }
     G->rank = n->rank;
     memcpy(G->shape, n->shape, sizeof G->shape);
-    if (mc_op_table[n->op].kind == MC_KIND_REDUCE) {
+    if (mc_op_table[n->op].kind == MC_KIND_REDUCE || is_scan(n)) {
         G->rank = x->rank;
         memcpy(G->shape, x->shape, sizeof G->shape);
         natural_map(n, x, &id);
@@ -440,9 +460,10 @@ static mc_status anchor(walk *w, int i)
         G->gemm = i;
     if (n->op == MC_OP_GATHER)
         G->gathers++;
-    if (mc_op_table[n->op].kind == MC_KIND_REDUCE) {
+    if (mc_op_table[n->op].kind == MC_KIND_REDUCE || is_scan(n)) {
         reduced_axes(n, x, G->reduced);
         G->nred = 1;
+        G->scan = is_scan(n);
     }
     return MC_OK;
 }
@@ -540,7 +561,7 @@ static mc_status decide(walk *w, int i)
         require_buffer(w, n->in[0]);
         return anchor(w, i);
     }
-    if (!fn->forced && w->fuse) {
+    if (!fn->forced && w->fuse && !n->materialize) {
         /* The groups of the users; a user that is not a member (a view of i) forces i. */
         int groups[64], ng = 0;
         bool ok = true;

@@ -249,6 +249,12 @@ static int emit(kbuild *b, int i, const mc_cmap *m, int stage)
         MC_ASSERT(b->red_index[i] >= 0);
         kir_instr in = {.kind = KI_ROWVAL, .dtype = n->dtype, .view = b->red_index[i]};
         r = add_instr(b, in, block);
+    } else if (n->op == MC_OP_CUMSUM) {
+        /* the scan's running value before this element, plus the element (kir/kir.h) */
+        MC_ASSERT(b->red_index[i] >= 0 && !row);
+        int x = emit(b, n->in[0], m, stage);
+        kir_instr in = {.kind = KI_ROWVAL, .dtype = n->dtype, .view = b->red_index[i]};
+        r = instr_op(b, MC_OP_ADD, n->dtype, add_instr(b, in, block), x, 0, block);
     } else if (n->op == MC_OP_GATHER) {
         r = emit_gather(b, i, m, stage, block);
     } else if (mc_op_table[n->op].kind == MC_KIND_SHAPE) {
@@ -863,6 +869,29 @@ static void lower_group(lower_ctx *L, int gi)
         int view = compose_view(&b, &tv, &id);
         if (GROW(L, b.stores, b.nstores, b.capstores))
             b.stores[b.nstores++] = (kir_store){.block = 0, .view = view, .value = v};
+    } else if (G->scan) {
+        /* A scan (cumsum): its operand and everything read at row coordinates before the one
+         * loop, which accumulates the running sum; every member is stored in that loop, at the
+         * element it is computed for (passes/fuse.c keeps other reductions out). */
+        int scan = -1;
+        for (int m = 0; m < nm; m++)
+            if (g->nodes[members[m]].op == MC_OP_CUMSUM)
+                scan = members[m];
+        MC_ASSERT(scan >= 0);
+        mc_cmap id;
+        mc_cmap_identity(&id, G->rank);
+        int v = emit(&b, g->nodes[scan].in[0], &id, 0);
+        if (GROW(L, b.reds, b.nreds, b.capreds)) {
+            b.red_index[scan] = b.nreds;
+            b.reds[b.nreds++] = (kir_reduce){.op = MC_OP_SUM, .block = 1, .value = v, .scan = true,
+                                              .dtype = mc_dtype_is_float(g->nodes[scan].dtype) ? MC_F32 : MC_I32};
+        }
+        for (int m = 0; m < nm; m++) {
+            const mc_fnode *fn = &f->nodes[members[m]];
+            if (fn->stored)
+                add_store(&b, members[m], &fn->maps[0], emit(&b, members[m], &fn->maps[0], 0),
+                          map_is_row(&b, &fn->maps[0]) ? 0 : 1);
+        }
     } else {
         /* Stages: a reduction's stage is how many reductions of the group it depends on. */
         int nstage = 0;

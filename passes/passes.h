@@ -1,5 +1,6 @@
 /* The pass pipeline: graph IR in, kernel IR out.
  *
+ *   fold        batchnorm into the conv before it when its operands are params
  *   decompose   composites (softmax, layernorm, linear, mean, ...) into primitives
  *   simplify    dead code, common subexpressions, constant folding, algebraic identities,
  *               shape operators folded into views
@@ -60,6 +61,7 @@ mc_status mc_dump_stage(const mc_graph *g, const mc_compile_options *opt, const 
 
 /* ---- the pieces of the pipeline (one file each) --------------------------------------------- */
 
+mc_status mc_pass_fold(mc_graph *g);      /* passes/fold.c: batchnorm into conv */
 mc_status mc_pass_decompose(mc_graph *g); /* passes/decompose.c */
 mc_status mc_pass_simplify(mc_graph *g);  /* passes/simplify.c: folding and identities */
 mc_status mc_pass_cse(mc_graph *g);       /* passes/cse.c */
@@ -175,7 +177,9 @@ typedef struct mc_fgroup {
     int rank;                    /* the group's coordinate space */
     int64_t shape[MC_MAX_RANK];
     int gemm;                    /* the matmul computed as the GEMM, or -1 */
-    int nred;                    /* reductions in the group */
+    int nred;                    /* reductions in the group (a scan counts as one) */
+    bool scan;                   /* its reduction is a cumsum: a running sum along one axis, the
+                                    group's only reduction, read at the group's own coordinates */
     int gathers;                 /* gathers in the group (never beside a GEMM) */
     bool reduced[MC_MAX_RANK];   /* the reduced dims of the space (when nred > 0) */
     int out_index;               /* MC_FG_OUTPUT: which graph output */

@@ -12,12 +12,14 @@
 #include <stdio.h>
 #include <string.h>
 
+static const mc_pass pass_fold = {"fold", mc_pass_fold};
 static const mc_pass pass_decompose = {"decompose", mc_pass_decompose};
 static const mc_pass pass_simplify = {"simplify", mc_pass_simplify};
 static const mc_pass pass_cse = {"cse", mc_pass_cse};
 static const mc_pass pass_dce = {"dce", mc_pass_dce};
 
 const mc_pass *const mc_graph_passes[] = {
+    &pass_fold,      /* batchnorm into the conv before it, over params */
     &pass_decompose, /* composites into primitives */
     &pass_simplify,  /* constant folding, identities, shape operator chains */
     &pass_cse,       /* common subexpressions */
@@ -27,7 +29,7 @@ const mc_pass *const mc_graph_passes[] = {
 
 /* The stages mc_dump_stage shows: the parsed graph, each graph pass above, then fuse, lower and
  * plan (tests/test_passes.c checks that every graph pass is here). */
-const char *const mc_dump_stages[] = {"ir", "decompose", "simplify", "cse", "dce", "fuse",
+const char *const mc_dump_stages[] = {"ir", "fold", "decompose", "simplify", "cse", "dce", "fuse",
                                       "lower", "plan", NULL};
 
 static bool known_stage(const char *name)

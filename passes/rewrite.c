@@ -54,6 +54,7 @@ static void keep_place(mc_rewrite *rw, mc_value v, const mc_node *like)
     n->col = like->col;
     n->origin = like->origin;
     n->user = like->user;
+    n->materialize = like->materialize;
 }
 
 mc_value mc_rewrite_node(mc_rewrite *rw, const mc_node *like, mc_op op, const mc_value *in,

@@ -1159,9 +1159,9 @@ static void test_dump_stages(void **state)
             fail_msg("--stage %s: exit %d\n%s", mc_dump_stages[i], rc, err);
     }
     free(help);
-    /* the README's picture: decompose → simplify → cse → dce → fuse → lower → plan */
-    const char *picture[] = {"decompose", "simplify", "cse", "dce", "fuse", "lower", "plan"};
-    for (int i = 0; i < 7; i++) {
+    /* the README's picture: fold → decompose → simplify → cse → dce → fuse → lower → plan */
+    const char *picture[] = {"fold", "decompose", "simplify", "cse", "dce", "fuse", "lower", "plan"};
+    for (int i = 0; i < 8; i++) {
         bool found = false;
         for (int k = 0; mc_dump_stages[k]; k++)
             found |= !strcmp(mc_dump_stages[k], picture[i]);

@@ -384,10 +384,18 @@ static void test_more_operators(void **state)
         "output n, w, s, t, u\n",
         "graph a\ninput x : %s[7, 33]\ninput i : i32[7, 33]\na = argmax(x, axis=1)\nb = argmin(x, axis=0, keepdim=true)\n"
         "c = argmax(i, axis=-1)\nd = cumsum(x, axis=1)\ne = cumsum(i, axis=0)\nf = relu(d)\noutput a, b, c, e, f\n",
+        /* cumsum as a scan (a thread per row walking it): vector loads along a long row with a
+         * prologue and an epilogue, a reversed exclusive one, one along a middle axis, i32 */
+        "graph a\ninput x : %s[4, 4096]\ninput i : i32[3, 64, 5]\ne = exp(x)\nc = cumsum(e, axis=1)\ny = mul(c, 0.5)\n"
+        "r = slice(x, axis=1, step=-1)\nq = cumsum(r, axis=-1)\nt = slice(q, axis=1, step=-1)\nz = sub(t, x)\n"
+        "m = cumsum(i, axis=1)\nn = cumsum(x, axis=0)\noutput y, z, m, n\n",
         "graph a\ninput x : %s[2, 4, 9, 8]\nparam w : %s[6, 2, 3, 3]\nparam b : %s[6]\nparam s : %s[4]\n"
         "c = conv(x, w, b, stride=[2, 1], padding=[1, 1], dilation=[1, 2], groups=2)\nr = relu(c)\n"
         "m = maxpool(x, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\na = avgpool(x, kernel=[2, 3], padding=[1, 1])\n"
         "p = pad(x, pads=[0, 0, 1, 0, 0, 1, 0, 2], value=0.5)\nn = batchnorm(x, s, s, s, s)\noutput r, m, a, p, n\n",
+        /* batchnorm folded into the conv before it (passes/fold.c): the folded weights' kernels */
+        "graph a\ninput x : %s[2, 4, 9, 8]\nparam w : %s[6, 4, 3, 3]\nparam b : %s[6]\nparam s : %s[6]\n"
+        "c = conv(x, w, b, padding=[1, 1])\nn = batchnorm(c, s, s, s, s)\nr = relu(n)\noutput r\n",
         /* gather: an embedding plus a position embedding (one kernel, vector rows), a gather
          * along a middle axis with strided indices, one in a reduction's loop and row block */
         "graph a\ninput ids : i32[4, 16]\nparam wte : %s[50, 64]\nparam wpe : %s[16, 64]\n"

@@ -589,6 +589,77 @@ static void expect_arg(const op_case *c, double *const *in, double **out)
     }
 }
 
+/* ---- cumsum along long axes (a scan: O(n) per row; kir/kir.h) --------------------------------- */
+
+typedef struct {
+    int64_t shape[3];
+    int rank, axis;
+    int form; /* 0 cumsum; 1 0.5 * cumsum(|x|) (fused prologue and epilogue); 2 the exclusive
+                 reverse cumsum ONNX's CumSum(exclusive=1, reverse=1) imports as (slices with step -1,
+                 minus x); 3 cumsum(x - max(x)) (a row reduction before it) and relu of it, both
+                 outputs */
+} scan_spec;
+
+static const scan_spec scan_specs[] = {
+    {{2, 4097}, 2, 1, 0},    {{4097, 3}, 2, 0, 0}, {{3, 4097, 2}, 3, 1, 0}, {{2, 4097}, 2, -1, 0},
+    {{4097}, 1, 0, 0},       {{2, 4097}, 2, 1, 1}, {{3, 4097}, 2, 1, 2},    {{4097, 2}, 2, 0, 3},
+    {{5, 1, 3}, 3, 1, 0},
+};
+
+static mc_status build_scan(const op_case *c, mc_graph *g)
+{
+    const scan_spec *s = &scan_specs[c->variant];
+    mc_value x = mc_input(g, "x", c->dtype, s->shape, s->rank);
+    int axis = s->axis < 0 ? s->axis + s->rank : s->axis;
+    if (s->form == 1)
+        return OUTPUTS(g, mc_mul(g, mc_cumsum(g, mc_abs(g, x), axis), mc_scalar(g, 0.5, c->dtype)));
+    if (s->form == 2) {
+        mc_value r = mc_slice_step(g, x, axis, MC_END, MC_END, -1);
+        mc_value y = mc_slice_step(g, mc_cumsum(g, r, axis), axis, MC_END, MC_END, -1);
+        return OUTPUTS(g, mc_sub(g, y, x));
+    }
+    if (s->form == 3) {
+        mc_value y = mc_cumsum(g, mc_sub(g, x, mc_max(g, x, &axis, 1, true)), axis);
+        return OUTPUTS(g, y, mc_relu(g, y));
+    }
+    return OUTPUTS(g, mc_cumsum(g, x, s->axis));
+}
+
+static void expect_scan(const op_case *c, double *const *in, double **out)
+{
+    const scan_spec *s = &scan_specs[c->variant];
+    int axis = s->axis < 0 ? s->axis + s->rank : s->axis;
+    int64_t n = s->shape[axis], inner = 1, outer = 1;
+    for (int d = 0; d < s->rank; d++) {
+        if (d < axis)
+            outer *= s->shape[d];
+        if (d > axis)
+            inner *= s->shape[d];
+    }
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t q = 0; q < inner; q++) {
+            const double *x = in[0] + o * n * inner + q;
+            double *y = out[0] + o * n * inner + q;
+            double m = -INFINITY, acc = 0;
+            for (int64_t i = 0; i < n; i++)
+                m = fmax(m, x[i * inner]);
+            if (s->form == 2) { /* the sum of the elements after i */
+                for (int64_t i = n - 1; i >= 0; i--) {
+                    y[i * inner] = acc;
+                    acc += x[i * inner];
+                }
+                continue;
+            }
+            for (int64_t i = 0; i < n; i++) {
+                double v = s->form == 1 ? fabs(x[i * inner]) : s->form == 3 ? x[i * inner] - m : x[i * inner];
+                acc += v;
+                y[i * inner] = s->form == 1 ? 0.5 * acc : c->dtype == MC_I32 ? (double)(int32_t)(int64_t)acc : acc;
+                if (s->form == 3)
+                    out[1][o * n * inner + q + i * inner] = acc > 0 ? acc : 0;
+            }
+        }
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 #define UNARY(op, dt, ...) \
@@ -707,6 +778,12 @@ static const op_case cases[] = {
     VARIANT("cumsum_axis1", arg, prepare_arg, F32, 6), VARIANT("cumsum_axis0", arg, prepare_arg, F32, 7),
     VARIANT("cumsum_last_nan_inf", arg, prepare_arg, F32, 8), VARIANT("cumsum_i32", arg, prepare_arg, I32, 10),
     VARIANT("cumsum_f16", arg, prepare_arg, F16, 6), VARIANT("cumsum_bf16_axis0", arg, prepare_arg, BF16, 7),
+    VARIANT("cumsum_long_f32", scan, NULL, F32, 0), VARIANT("cumsum_long_axis0", scan, NULL, F32, 1),
+    VARIANT("cumsum_long_middle_f16", scan, NULL, F16, 2), VARIANT("cumsum_long_bf16", scan, NULL, BF16, 3),
+    VARIANT("cumsum_long_i32", scan, NULL, I32, 4), VARIANT("cumsum_long_fused", scan, NULL, F32, 5),
+    VARIANT("cumsum_long_reverse_exclusive", scan, NULL, F32, 6), VARIANT("cumsum_long_after_max", scan, NULL, F32, 7),
+    VARIANT("cumsum_long_fused_bf16", scan, NULL, BF16, 5), VARIANT("cumsum_axis_of_one", scan, NULL, F32, 8),
+    VARIANT("cumsum_long_reverse_exclusive_f16", scan, NULL, F16, 6),
 
     VARIANT("softmax_last", softmax, NULL, F32, 2), VARIANT("softmax_axis0", softmax, NULL, F32, 3),
     VARIANT("softmax_axis1", softmax, NULL, F32, 4), VARIANT("softmax_axis_neg2", softmax, NULL, F32, 1),

@@ -415,6 +415,259 @@ static void test_dump_stages_name_every_pass(void **state)
     mc_graph_free(g);
 }
 
+/* ---- cumsum is a scan: O(n) work per row (passes/fuse.c, passes/lower.c, kir/kir.h) ----------- */
+
+/* Points of kernel k's index space and, summed over the program, the largest one and the FLOPs. */
+static int64_t kernel_points(const kir_kernel *k)
+{
+    int64_t n = 1;
+    for (int d = 0; d < k->rank; d++)
+        n *= k->shape[d];
+    return n;
+}
+
+/* y = 0.5 * cumsum(exp(x), axis) (+ relu of it as a second output): a prologue and an epilogue
+ * around the scan. */
+static mc_graph *build_cumsum(const int64_t *shape, int rank, int axis, bool two_outputs)
+{
+    mc_graph *g = mc_graph_new("cumsum");
+    mc_value x = mc_input(g, "x", MC_F32, shape, rank);
+    mc_value y = mc_mul(g, mc_cumsum(g, mc_exp(g, x), axis), mc_scalar(g, 0.5, MC_F32));
+    mc_value outs[2] = {y, mc_relu(g, y)};
+    assert_int_equal(mc_graph_set_outputs(g, outs, two_outputs ? 2 : 1), MC_OK);
+    return g;
+}
+
+static void test_cumsum_is_linear(void **state)
+{
+    (void)state;
+    /* rows of 4097 along the last axis, and along axis 0 (not last) */
+    const int64_t shapes[2][2] = {{4, 4097}, {4097, 4}};
+    for (int c = 0; c < 4; c++) {
+        const int64_t *shape = shapes[c & 1];
+        int axis = c & 1 ? 0 : 1;
+        mc_graph *g = build_cumsum(shape, 2, axis, c >= 2);
+        kir_program *kp = check_kernels(g, true);
+        assert_non_null(kp);
+        /* one kernel: exp, the scan, the multiply (and relu) together, a scan over rows of 4097 */
+        assert_int_equal(kp->nkernels, 1);
+        const kir_kernel *k = &kp->kernels[0];
+        assert_int_equal(k->category, KIR_REDUCTION);
+        assert_true(kir_kernel_scans(k));
+        assert_int_equal(k->rank - k->nrow, 1);
+        assert_int_equal(k->shape[k->rank - 1], 4097);
+        assert_int_equal(k->nstores, c >= 2 ? 2 : 1);
+        /* O(n): every point once, a handful of operations each (not n per point) */
+        int64_t numel = 4 * 4097;
+        assert_int_equal(kernel_points(k), numel);
+        if (k->flops > 8 * numel)
+            fail_msg("case %d: %lld FLOPs for %lld elements", c, (long long)k->flops, (long long)numel);
+        kir_program_free(kp);
+        /* unfused: the scan is a kernel of its own, still over the elements once */
+        kp = check_kernels(g, false);
+        assert_non_null(kp);
+        int scans = 0;
+        for (int i = 0; i < kp->nkernels; i++) {
+            scans += kir_kernel_scans(&kp->kernels[i]);
+            if (kernel_points(&kp->kernels[i]) > numel)
+                fail_msg("unfused case %d: kernel %s has %lld points", c, kp->kernels[i].name,
+                         (long long)kernel_points(&kp->kernels[i]));
+        }
+        assert_int_equal(scans, 1);
+        kir_program_free(kp);
+        mc_graph_free(g);
+    }
+    /* The quadratic first version (MINIC_QUADRATIC_CUMSUM=1) fails the same checks: what they
+     * catch is real. */
+    assert_int_equal(setenv("MINIC_QUADRATIC_CUMSUM", "1", 1), 0);
+    mc_graph *g = build_cumsum(shapes[0], 2, 1, false);
+    kir_program *kp = check_kernels(g, true);
+    unsetenv("MINIC_QUADRATIC_CUMSUM");
+    assert_non_null(kp);
+    int64_t most = 0, flops = 0;
+    for (int i = 0; i < kp->nkernels; i++) {
+        assert_false(kir_kernel_scans(&kp->kernels[i]));
+        most = kernel_points(&kp->kernels[i]) > most ? kernel_points(&kp->kernels[i]) : most;
+        flops += kp->kernels[i].flops;
+    }
+    assert_true(most >= (int64_t)4 * 4097 * 4097);
+    assert_true(flops > 8 * 4 * 4097);
+    kir_program_free(kp);
+    mc_graph_free(g);
+}
+
+/* The scan's values along each axis, fused, unfused and unplanned, against the float64
+ * evaluator (passes_check.h: the ref backend, or MINIC_TEST_BACKEND's). */
+static void test_cumsum_scan_runs(void **state)
+{
+    (void)state;
+    const int64_t shape[3] = {3, 1500, 2};
+    for (int axis = 0; axis < 3; axis++) {
+        mc_graph *g = build_cumsum(shape, 3, axis, true);
+        char why[256] = "";
+        if (check_graph(g, 7, 1.0, why, sizeof why) != 0)
+            fail_msg("cumsum along axis %d: %s", axis, why);
+        mc_graph_free(g);
+    }
+}
+
+/* ---- batchnorm folded into the conv before it (passes/fold.c) -------------------------------- */
+
+typedef enum { BN_FOLD, BN_FOLD_NO_BIAS, BN_VAR_INPUT, BN_VAR_COMPUTED, BN_CONV_OUTPUT, BN_CONV_USED, BN_BIG_WEIGHTS } bn_case;
+
+/* relu(batchnorm(conv(x, w, b), s, bb, m, v)), x [2, 3, 6, 5], w [4, 3, 3, 3]: foldable, or one of
+ * the shapes that must not fold (a statistic that is an input or computed, a conv read elsewhere,
+ * x [1, 3, 2, 2]: an output of 16 elements beside 108 weights). */
+static mc_graph *build_conv_bn(bn_case k)
+{
+    mc_graph *g = mc_graph_new("conv_bn");
+    int64_t xs[4] = {2, 3, 6, 5}, ws[4] = {4, 3, 3, 3}, cs[1] = {4};
+    if (k == BN_BIG_WEIGHTS)
+        xs[0] = 1, xs[2] = xs[3] = 2;
+    mc_value x = mc_input(g, "x", MC_F32, xs, 4);
+    mc_value w = mc_param(g, "w", MC_F32, ws, 4);
+    mc_value b = k == BN_FOLD_NO_BIAS ? MC_NONE : mc_param(g, "b", MC_F32, cs, 1);
+    mc_value s = mc_param(g, "s", MC_F32, cs, 1), bb = mc_param(g, "bb", MC_F32, cs, 1);
+    mc_value m = mc_param(g, "m", MC_F32, cs, 1);
+    mc_value v = k == BN_VAR_INPUT ? mc_input(g, "v", MC_F32, cs, 1) : mc_param(g, "v", MC_F32, cs, 1);
+    if (k == BN_VAR_COMPUTED)
+        v = mc_abs(g, v);
+    mc_value c = mc_conv(g, x, w, b, NULL, (int64_t[]){1, 1}, NULL, 2, 1);
+    mc_value y = mc_relu(g, mc_batchnorm(g, c, s, bb, m, v, 1e-3));
+    mc_value outs[2] = {y, k == BN_CONV_USED ? mc_add(g, y, c) : c};
+    if (k == BN_CONV_USED)
+        outs[0] = outs[1];
+    assert_int_equal(mc_graph_set_outputs(g, outs, k == BN_CONV_OUTPUT ? 2 : 1), MC_OK);
+    return g;
+}
+
+static int count_op(const mc_graph *g, mc_op op)
+{
+    int n = 0;
+    for (int i = 0; i < g->nnodes; i++)
+        n += g->nodes[i].op == op;
+    return n;
+}
+
+/* The largest kernel space that computes part of a batchnorm (0: none). */
+static int64_t batchnorm_kernel_numel(const mc_graph *g)
+{
+    kir_program *kp = check_kernels(g, true);
+    assert_non_null(kp);
+    int64_t most = 0;
+    for (int k = 0; k < kp->nkernels; k++) {
+        const kir_kernel *K = &kp->kernels[k];
+        bool bn = false;
+        for (int o = 0; o < K->nops; o++)
+            bn |= K->ops[o] == MC_OP_BATCHNORM;
+        int64_t numel = 1;
+        for (int d = 0; d < K->rank; d++)
+            numel *= K->shape[d];
+        if (bn && numel > most)
+            most = numel;
+    }
+    kir_program_free(kp);
+    return most;
+}
+
+/* Run g on backend with fixed values (var positive), output 0 as doubles. */
+static double *run_conv_bn(const mc_graph *g, mc_backend_kind backend, int *n)
+{
+    mc_options opt = mc_test_options();
+    opt.backend = backend;
+    opt.quiet = true;
+    mc_program *p;
+    if (mc_program_compile(g, &opt, &p) != MC_OK)
+        fail_msg("compile: %s", mc_error_message());
+    float x[2 * 3 * 6 * 5], w[4 * 27], c[4];
+    for (int i = 0; i < 180; i++)
+        x[i] = (float)sin(0.37 * i);
+    for (int i = 0; i < 108; i++)
+        w[i] = (float)cos(0.91 * i) * 0.5f;
+    assert_int_equal(mc_program_set(p, "x", x, sizeof x), MC_OK);
+    assert_int_equal(mc_program_set(p, "w", w, sizeof w), MC_OK);
+    const char *names[] = {"b", "s", "bb", "m", "v"};
+    for (int k = 0; k < 5; k++) {
+        for (int i = 0; i < 4; i++)
+            c[i] = k == 4 ? 0.25f + 0.5f * (float)i : (float)sin(1.3 * (k * 4 + i)) * (k == 1 ? 2.0f : 1.0f);
+        mc_status st = mc_program_set(p, names[k], c, sizeof c);
+        assert_true(st == MC_OK || k == 0); /* no b: the conv without a bias */
+    }
+    assert_int_equal(mc_program_run(p), MC_OK);
+    mc_tensor t;
+    assert_int_equal(mc_program_output(p, 0, &t), MC_OK);
+    *n = (int)(t.bytes / sizeof(float));
+    double *out = malloc(sizeof(double) * (size_t)*n);
+    for (int i = 0; i < *n; i++)
+        out[i] = ((const float *)t.data)[i];
+    mc_program_free(p);
+    return out;
+}
+
+static void test_batchnorm_folds_into_conv(void **state)
+{
+    (void)state;
+    mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true};
+    const struct {
+        bn_case k;
+        bool folds;
+    } cases[] = {{BN_FOLD, true}, {BN_FOLD_NO_BIAS, true}, {BN_VAR_INPUT, false},
+                 {BN_VAR_COMPUTED, false}, {BN_CONV_OUTPUT, false}, {BN_CONV_USED, false},
+                 {BN_BIG_WEIGHTS, false}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        mc_graph *g = build_conv_bn(cases[c].k);
+        mc_graph *f;
+        assert_int_equal(mc_run_passes(g, &co, "fold", &f), MC_OK);
+        if (count_op(f, MC_OP_BATCHNORM) != (cases[c].folds ? 0 : 1))
+            fail_msg("case %d: %d batchnorms after fold", (int)cases[c].k, count_op(f, MC_OP_BATCHNORM));
+        assert_int_equal(count_op(f, MC_OP_CONV), 1);
+        mc_graph_free(f);
+        /* folded: batchnorm's arithmetic is over the weights (4 * 27), not the conv's 2*4*6*5 */
+        int64_t numel = batchnorm_kernel_numel(g);
+        if (cases[c].folds ? numel > 4 * 27 : numel < (cases[c].k == BN_BIG_WEIGHTS ? 4 * 2 * 2 : 2 * 4 * 6 * 5))
+            fail_msg("case %d: a batchnorm kernel over %lld elements", (int)cases[c].k, (long long)numel);
+        if (!cases[c].folds) {
+            mc_graph_free(g);
+            continue;
+        }
+        /* the same values as the unfolded graph (v an input), on ref and cpu */
+        mc_graph *u = build_conv_bn(cases[c].k == BN_FOLD_NO_BIAS ? BN_FOLD_NO_BIAS : BN_VAR_INPUT);
+        if (cases[c].k == BN_FOLD_NO_BIAS) { /* unfolded twin: the same graph with v an input */
+            mc_graph_free(u);
+            u = mc_graph_new("conv_bn_nb");
+            int64_t xs[4] = {2, 3, 6, 5}, ws[4] = {4, 3, 3, 3}, cs[1] = {4};
+            mc_value x = mc_input(u, "x", MC_F32, xs, 4), w = mc_param(u, "w", MC_F32, ws, 4);
+            mc_value s = mc_param(u, "s", MC_F32, cs, 1), bb = mc_param(u, "bb", MC_F32, cs, 1);
+            mc_value m = mc_param(u, "m", MC_F32, cs, 1), v = mc_input(u, "v", MC_F32, cs, 1);
+            mc_value cv = mc_conv(u, x, w, MC_NONE, NULL, (int64_t[]){1, 1}, NULL, 2, 1);
+            mc_value y = mc_relu(u, mc_batchnorm(u, cv, s, bb, m, v, 1e-3));
+            assert_int_equal(mc_graph_set_outputs(u, &y, 1), MC_OK);
+        }
+        mc_backend_kind backends[2] = {MC_BACKEND_REF, MC_BACKEND_CPU};
+#ifdef MINIC_HAVE_CPU_BACKEND
+        int nb = 2;
+#else
+        int nb = 1;
+#endif
+        for (int bi = 0; bi < nb; bi++) {
+            int n1, n2;
+            double *a = run_conv_bn(g, backends[bi], &n1), *e = run_conv_bn(u, backends[bi], &n2);
+            assert_int_equal(n1, n2);
+            double worst = 0;
+            for (int i = 0; i < n1; i++) {
+                double err = fabs(a[i] - e[i]) / (1 + fabs(e[i]));
+                worst = err > worst ? err : worst;
+            }
+            if (!(worst <= 1e-4)) /* docs/FORMAT.md §6: f32 with a matmul */
+                fail_msg("case %d on %s: off by %g", (int)cases[c].k, mc_backend_name(backends[bi]), worst);
+            free(a);
+            free(e);
+        }
+        mc_graph_free(u);
+        mc_graph_free(g);
+    }
+}
+
 int main(void)
 {
     (void)S2;
@@ -426,6 +679,9 @@ int main(void)
         cmocka_unit_test(test_buffers_carry_user_node),
         cmocka_unit_test(test_example_files),
         cmocka_unit_test(test_dump_stages_name_every_pass),
+        cmocka_unit_test(test_cumsum_is_linear),
+        cmocka_unit_test(test_cumsum_scan_runs),
+        cmocka_unit_test(test_batchnorm_folds_into_conv),
         cmocka_unit_test(test_bench_file_kernel_counts),
     };
     return mc_test_run(tests);

@@ -449,9 +449,72 @@ static int reduced_width(llvm_ctx *c, const llvm_loop_plan *pl)
     return w;
 }
 
+/* One element of a scan (kir/kir.h): KI_ROWVAL reads the running value before the element,
+ * then the element is added to it. */
+static LLVMTypeRef scan_type(llvm_ctx *c, const kir_reduce *rd)
+{
+    return rd->dtype == MC_F32 ? c->t_f64 : llvm_acc_type(c, rd->op, rd->dtype, 1); /* f64 for floats */
+}
+
+/* The scan's accumulator as KI_ROWVAL reads it: f32 for floats (kir/kir.h). */
+static LLVMValueRef scan_value(llvm_ctx *c, const kir_reduce *rd, LLVMValueRef acc)
+{
+    return rd->dtype == MC_F32 ? LLVMBuildFPTrunc(B, acc, c->t_f32, "") : acc;
+}
+
+static void scan_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, int blk, LLVMValueRef slot)
+{
+    const kir_reduce *rd = &e->k->reds[0];
+    LLVMValueRef acc = LLVMBuildLoad2(B, scan_type(c, rd), slot, "prefix");
+    e->rowvals[0] = scan_value(c, rd, acc);
+    llvm_emit_block_planned(c, e->k, blk, e->bases, pt, e->cur, e->row, e->rowvals, NULL, NULL);
+    LLVMValueRef x = llvm_block_of(e->k, rd->value) == blk ? e->cur[rd->value] : e->row[rd->value];
+    MC_ASSERT(x);
+    LLVMValueRef next = rd->dtype == MC_F32 ? LLVMBuildFAdd(B, acc, LLVMBuildFPExt(B, x, c->t_f64, ""), "")
+                                            : llvm_reduce_step(c, rd->op, rd->dtype, acc, x);
+    LLVMBuildStore(B, next, slot);
+}
+
+/* A scan's loop block: the row's elements one after the other, in order, as scalars (the
+ * running sum is one dependency chain: O(n) per row, rows split between threads). */
+static void emit_scan_block(llvm_ctx *c, emit_state *e, int blk)
+{
+    const kir_kernel *k = e->k;
+    const kir_reduce *rd = &k->reds[0];
+    LLVMTypeRef t = scan_type(c, rd);
+    LLVMValueRef slot = llvm_entry_alloca(c, t, "scan");
+    LLVMBuildStore(B, LLVMConstNull(t), slot); /* a sum's identity */
+    int nv = k->nviews ? k->nviews : 1;
+    LLVMValueRef *offs = take_work(e, (size_t)nv);
+    llvm_point pt;
+    if (e->pl->rank > e->pl->nrow) {
+        int d = e->pl->rank - 1; /* the one reduced dimension (kir_verify) */
+        llvm_loop L;
+        llvm_loop_begin(c, &L, llvm_const_i64(c, 0), llvm_const_i64(c, e->pl->shape[d]), llvm_const_i64(c, 1), "scan");
+        point_at(c, e, &pt, offs, e->row_offset, d, L.index, 1, NULL);
+        scan_step(c, e, &pt, blk, slot);
+        llvm_loop_end(c, &L);
+    } else { /* the axis has length 1 */
+        memset(&pt, 0, sizeof pt);
+        pt.width = 1;
+        pt.lane_dim = -1;
+        pt.view_offset = e->row_offset;
+        pt.stride = (const int64_t(*)[MC_MAX_RANK])e->pl->stride;
+        pt.dim_of = e->pl->dim_of;
+        memcpy(pt.idx, e->idx, sizeof pt.idx);
+        scan_step(c, e, &pt, blk, slot);
+    }
+    e->rowvals[0] = scan_value(c, rd, LLVMBuildLoad2(B, t, slot, "total"));
+    give_back_work(e, offs);
+}
+
 static void emit_loop_block(llvm_ctx *c, emit_state *e, int blk)
 {
     const kir_kernel *k = e->k;
+    if (kir_kernel_scans(k)) {
+        emit_scan_block(c, e, blk);
+        return;
+    }
     int nr = k->nreds ? k->nreds : 1;
     e->heavy = llvm_block_is_heavy(k, blk);
     e->width = reduced_width(c, e->pl);
@@ -662,14 +725,16 @@ mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k0, llvm_kernel_i
         st = mc_fail(MC_ERR_SYSTEM, "out of memory generating kernel %s", k->name);
         goto done;
     }
-    if ((st = llvm_plan_row_cache(c, k, &pl, &e.cache)) != MC_OK || (st = llvm_plan_lax(c, k, &pl)) != MC_OK)
+    if (kir_kernel_scans(k)) /* one walk per row in order: no row cache, no lax extrema */
+        memset(&e.cache, 0, sizeof e.cache);
+    else if ((st = llvm_plan_row_cache(c, k, &pl, &e.cache)) != MC_OK || (st = llvm_plan_lax(c, k, &pl)) != MC_OK)
         goto done;
     for (int r = k0->nreds; r < k->nreds; r++) /* plan_exp_ranges's: the sum catches NaN */
         pl.lax[r] = k->reds[r].op == MC_OP_MIN;
     llvm_begin_function(c, k->name);
     LLVMValueRef begin = LLVMGetParam(c->fn, 1), end = LLVMGetParam(c->fn, 2);
 
-    int h = llvm_plan_pipeline(c, k, &pl);
+    int h = kir_kernel_scans(k) ? -1 : llvm_plan_pipeline(c, k, &pl);
     LLVMBasicBlockRef after = NULL;
     if (h >= 0) {
         /* pipelined where every non-temporal view's buffer is aligned to a whole vector */

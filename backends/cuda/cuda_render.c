@@ -281,7 +281,12 @@ static bool emit_value_unsaturated(rctx *c, int i, int k_iter)
         return true;
     }
     case KI_ROWVAL:
-        mc_sb_printf(sb, "rv%d", ins->view);
+        /* a scan's running value inside its loop block (kir/kir.h): the accumulator itself, before
+         * this element is added (render_scan) */
+        if (k->reds[ins->view].scan && c->j >= 0 && k->blocks[c->instr_block[i]].loop)
+            mc_sb_printf(sb, k->reds[ins->view].dtype == MC_F32 ? "((float)acc%d)" : "acc%d", ins->view);
+        else
+            mc_sb_printf(sb, "rv%d", ins->view);
         return true;
     case KI_GATHER: {
         int v = ins->view;
@@ -428,7 +433,12 @@ static bool emit_chunk(rctx *c, int b, int k_iter, int depth)
             }
         }
         for (int r = 0; r < k->nreds; r++)
-            if (k->reds[r].block == b) {
+            if (k->reds[r].block == b && k->reds[r].scan && k->reds[r].dtype == MC_F32) {
+                /* a float scan's accumulator is a double (kir/kir.h, render_scan) */
+                mc_sb_printf(sb, "%sacc%d += (double)", in, r);
+                operand_name(sb, k->reds[r].value, c);
+                mc_sb_puts(sb, ";\n");
+            } else if (k->reds[r].block == b) {
                 /* the reduced value may be a row scalar (a sum over a broadcast) */
                 mc_sb_printf(sb, "%sacc%d = mc_red_%s(acc%d, ", in, r, red_name(k->reds[r].op), r);
                 operand_name(sb, k->reds[r].value, c);
@@ -808,6 +818,73 @@ static bool render_reduction(rctx *c, mc_cuda_code *out)
     return true;
 }
 
+/* A scan (kir/kir.h: cumsum): a thread per row walks the row's chunks in order, each chunk's
+ * elements in order, the running value in acc0 (emit_chunk adds each element after the
+ * instructions that read it). O(n) per row of n; rows run in parallel, one per thread (a first
+ * version: a row's elements are not split between threads). */
+static bool render_scan(rctx *c, mc_cuda_code *out)
+{
+    const kir_kernel *k = c->k;
+    mc_strbuf *sb = c->sb;
+    int64_t nrows = shape_prod(k, 0, k->nrow);
+    int64_t C = shape_prod(k, k->nrow, k->rank) / c->V; /* chunks per row */
+    int threads = nrows >= 128 ? 128 : 32;
+    int64_t blocks = (nrows + threads - 1) / threads;
+    int64_t cap = grid_cap(c->t, threads);
+    out->grid[0] = blocks < cap ? (blocks > 0 ? blocks : 1) : cap;
+    out->grid[1] = out->grid[2] = 1;
+    out->block = threads;
+    out->scheme = "scan-row-per-thread";
+    emit_signature(c, out, threads);
+    mc_sb_printf(sb, "  for (%s row = (%s)blockIdx.x * %d + threadIdx.x; row < (%s)%lld;"
+                     " row += (%s)gridDim.x * %d) {\n",
+                 c->I, c->I, threads, c->I, (long long)nrows, c->I, threads);
+    emit_coords(c, "row", 0, k->nrow, "    ");
+    bool *used = calloc((size_t)k->nviews + 1, 1);
+    if (!used)
+        return false;
+    mark_used(k, -1, used);
+    for (int v = 0; v < k->nviews; v++) {
+        if (!used[v])
+            continue;
+        mc_sb_printf(sb, "    const %s rb%d = ", c->I, v);
+        view_offset(c, v, 0, k->nrow, NULL);
+        mc_sb_puts(sb, ";\n");
+    }
+    free(used);
+    for (int b = 0; b < k->nblocks; b++) {
+        if (!k->blocks[b].loop) {
+            if (!emit_row_block(c, b, 2, "true"))
+                return false;
+            continue;
+        }
+        for (int r = 0; r < k->nreds; r++) {
+            if (k->reds[r].block != b)
+                continue;
+            if (k->reds[r].dtype == MC_F32) { /* a float scan accumulates in double (kir/kir.h) */
+                mc_sb_printf(sb, "    double acc%d = 0.0;\n", r);
+                continue;
+            }
+            mc_sb_printf(sb, "    %s acc%d = ", mc_c_arith_type(k->reds[r].dtype), r);
+            red_init(sb, k->reds[r].op, k->reds[r].dtype);
+            mc_sb_puts(sb, ";\n");
+        }
+        mc_sb_printf(sb, "    for (%s c_ = 0; c_ < (%s)%lld; c_++) {\n", c->I, c->I, (long long)C);
+        mc_sb_printf(sb, "      const %s e_ = c_ * %d;\n", c->I, c->V);
+        emit_coords(c, "e_", k->nrow, k->rank, "      ");
+        emit_view_offsets(c, b, k->nrow, 3, true);
+        if (!emit_chunk(c, b, 0, 3))
+            return false;
+        mc_sb_puts(sb, "    }\n");
+        for (int r = 0; r < k->nreds; r++)
+            if (k->reds[r].block == b)
+                mc_sb_printf(sb, "    const %s rv%d = (%s)acc%d;\n", mc_c_arith_type(k->reds[r].dtype), r,
+                             mc_c_arith_type(k->reds[r].dtype), r);
+    }
+    mc_sb_puts(sb, "  }\n}\n");
+    return true;
+}
+
 /* A whole GEMM's loop over its batch index z_ (grid z, then strided), with the batch
  * coordinates i0.. and the operands' bases ab_ (A) and bb_ (B) at that index. Opens a brace
  * the caller closes. */
@@ -1119,6 +1196,8 @@ mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t,
     bool ok;
     if (k->category == KIR_GEMM && !acc_scratch)
         ok = gemm && gemm->small ? render_gemm_dot(&c, out) : render_gemm_tiled(&c, out);
+    else if (k->category == KIR_REDUCTION && kir_kernel_scans(k))
+        ok = render_scan(&c, out);
     else if (k->category == KIR_REDUCTION)
         ok = render_reduction(&c, out);
     else

@@ -136,7 +136,13 @@ static void run_block(kctx *c, const kir_block *bl)
         case KI_GATHER: r = gather(c, in); break;
         case KI_CONST: r = mc_round_to_dtype(in->value, in->dtype); break;
         case KI_INDEX: r = (double)c->idx[in->view]; break;
-        case KI_ROWVAL: r = mc_saturate_to_dtype(c->rowval[in->view], in->dtype); break;
+        case KI_ROWVAL: {
+            double v = c->rowval[in->view];
+            if (k->reds[in->view].scan && k->reds[in->view].dtype == MC_F32)
+                v = mc_round_to_dtype(v, MC_F32); /* a scan's f64 accumulator, read as f32 */
+            r = mc_saturate_to_dtype(v, in->dtype);
+            break;
+        }
         case KI_ACC: r = mc_saturate_to_dtype(k->category == KIR_ATTENTION ? c->attn_acc : gemm_acc(c), in->dtype); break;
         case KI_OP: {
             int first = in->op == MC_OP_WHERE ? 1 : 0;
@@ -285,9 +291,15 @@ static mc_status run_kernel(const kir_program *kp, const kir_kernel *k, void **d
             for (int64_t j = 0; j < inner; j++) {
                 unravel(j, k->shape, k->nrow, k->rank, c.idx);
                 run_block(&c, bl);
-                for (int q = 0; q < k->nreds; q++)
-                    if (k->reds[q].block == b)
-                        c.rowval[q] = mc_reduce_step(k->reds[q].op, k->reds[q].dtype, c.rowval[q], c.val[k->reds[q].value]);
+                for (int q = 0; q < k->nreds; q++) {
+                    const kir_reduce *rd = &k->reds[q];
+                    if (rd->block != b)
+                        continue;
+                    if (rd->scan && rd->dtype == MC_F32) /* a float scan accumulates in double (kir/kir.h) */
+                        c.rowval[q] += c.val[rd->value];
+                    else
+                        c.rowval[q] = mc_reduce_step(rd->op, rd->dtype, c.rowval[q], c.val[rd->value]);
+                }
                 run_stores(&c, b, k->rank);
             }
         }
