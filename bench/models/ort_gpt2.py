@@ -31,12 +31,16 @@ def main():
 
     class Wrap(torch.nn.Module):
         def __init__(s, m): super().__init__(); s.m = m
-        def forward(s, x): return s.m(inputs_embeds=x, use_cache=False).logits
+        # an all-ones attention mask: without one, transformers looks for packed sequences with
+        # torch.diff, which the TorchScript exporter cannot export (the dynamo fallback then ran)
+        def forward(s, x):
+            return s.m(inputs_embeds=x, attention_mask=torch.ones(x.shape[:2], dtype=torch.long),
+                       use_cache=False).logits
     path = os.path.join(a.out, "gpt2_b1_t%d.onnx" % a.seq)
     err = None
     for dynamo in (False, True):
         try:
-            torch.onnx.export(Wrap(model), (emb,), path, input_names=["x"], output_names=["logits"],
+            torch.onnx.export(Wrap(model).eval(), (emb,), path, input_names=["x"], output_names=["logits"],
                               opset_version=18 if dynamo else 17, dynamo=dynamo)
             err = None
             break
