@@ -628,7 +628,6 @@ static bool op_concat(ctx *c, const node_t *n)
     return onnx_set_out(c, n, 0, nx == 1 ? xs[0] : mc_concat(c->g, xs, nx, ax));
 }
 
-/* Python-style bounds of a step-1 slice over a dimension of size dim */
 /* Dimension d (>= 0 for every binding: a symbolic start) as an i32 scalar the program computes
  * when it runs (onnx_dim_value); MC_ERROR with the reason set where it may be negative. */
 static mc_value dim_value(ctx *c, int64_t d)
@@ -697,6 +696,7 @@ static bool dim_add0(ctx *c, int64_t a, int64_t b, int64_t *out)
     return mc_dim_add(c->g, a, b, out);
 }
 
+/* Python-style bounds of a step-1 slice over a dimension of size dim */
 static void clamp_range(int64_t dim, int64_t *start, int64_t *end)
 {
     int64_t s = *start, e = *end;
@@ -1674,7 +1674,6 @@ static bool op_onehot(ctx *c, const node_t *n)
 
 /* ArgMax, ArgMin and Hardmax until minic has an argmax: the first (or last) index where x equals
  * its extreme along the axis, as a min (max) reduction over iota. */
-/* x reversed along axis (a slice with step -1) */
 /* x reversed along axis: a slice with step -1, or over a symbolic axis of size T (where slices
  * take step 1 only) a gather of the indices -1, -2, .., -T (-1 - iota: from the end) */
 static mc_value flip(ctx *c, mc_value x, int axis)
