@@ -13,7 +13,9 @@
  * The ops of graph (seed, n) are a prefix of those of (seed, n+1), so a failure is shrunk by
  * finding the fewest ops that still fail, then the single failing output; that graph is printed
  * in .graph syntax. MINIC_RANDOM_GRAPHS=N runs N graphs (default 2000), MINIC_RANDOM_SEED=S
- * starts at seed S.
+ * starts at seed S. A line on stderr every 250 graphs tells the progress: on cuda
+ * (MINIC_TEST_BACKEND=cuda) each new kernel is compiled by NVRTC and the default 2000 take
+ * longer than 7 minutes on an H100 machine; give a GPU run fewer (MINIC_RANDOM_GRAPHS=300).
  *
  * Edge values: MINIC_RANDOM_EDGE_GRAPHS=N more graphs (default 400) run with one input and param
  * element in eight replaced by +-inf, NaN, +-3e38 and FLT_MAX, subnormals, FLT_MIN, zeros of
@@ -571,7 +573,13 @@ static void test_random_graphs(void **state)
     uint64_t first = (uint64_t)env_int("MINIC_RANDOM_SEED", 1);
     int failures = 0, made = 0, nodes = 0, fused = 0, unfused = 0, attention = 0;
     bool show = getenv("MINIC_RANDOM_SHOW") != NULL;
+    double start = mc_now_ms();
     for (uint64_t seed = first; seed < first + (uint64_t)count; seed++) {
+        /* progress, so a slow backend (cuda compiles each new kernel with NVRTC) is seen moving */
+        if (seed > first && (seed - first) % 250 == 0)
+            fprintf(stderr, "# random graphs: %d of %d on the %s backend, %d failed, %.0f s\n",
+                    (int)(seed - first), count, mc_backend_name(check_backend()), failures,
+                    (mc_now_ms() - start) / 1000.0);
         rng r = {seed};
         int nops = 2 + pick(&r, 14);
         int no;
