@@ -705,13 +705,10 @@ static mc_value declare_param(ctx *c, slot *s)
 
 static const char *sym_values_str(ctx *c, const htensor *t, char *buf, size_t size);
 
-/* A tensor of integers computed from symbolic dimensions at import (a sequence length, `seq *
- * 4`), used as a tensor at run time (HF's GPT-2 multiplies an index tensor by it): each
- * element that is an expression e becomes the i32 scalar sum(full([e + shift], 1)) - shift,
- * with shift making the smallest value e takes over every binding at least 1 (a size), so
- * the run computes the value from the bound sizes; constants stay constants. MC_ERROR, with
- * no error set, when an element cannot be shown to have a least value (`4 - T`): the caller
- * reports the value as unsupported then. */
+/* Dimension e (a size or an expression of the symbols) as an i32 scalar the run computes:
+ * a constant as it is; an expression as sum(full([e + shift], 1)) - shift, with shift making
+ * the least value e takes over every binding at least 1 (a size). MC_ERROR, with no error
+ * set, when e cannot be shown to have a least value (`4 - T`). */
 mc_value onnx_dim_value(ctx *c, int64_t e)
 {
     if (!mc_dim_is_sym(e))
@@ -728,6 +725,10 @@ mc_value onnx_dim_value(ctx *c, int64_t e)
     return shift && v >= 0 ? mc_sub(c->g, v, mc_scalar(c->g, (double)shift, MC_I32)) : v;
 }
 
+/* A tensor of integers computed from symbolic dimensions at import (a sequence length, `seq *
+ * 4`) used as a tensor at run time (HF's GPT-2 multiplies an index tensor by it): each element
+ * through onnx_dim_value, joined and shaped as t. MC_ERROR, with no error set, when an element
+ * cannot be computed: the caller reports the value as unsupported then. */
 static mc_value sym_as_value(ctx *c, const htensor *t)
 {
     mc_dtype d;

@@ -520,6 +520,26 @@ static void mark_used(const kir_kernel *k, int b, bool *used)
             used[k->stores[s].view] = true;
 }
 
+/* The row bases rb<v> of every view the kernel uses, at the row's coordinates (reductions and
+ * scans, whose loop blocks index from them). False when out of memory. */
+static bool emit_row_bases(rctx *c)
+{
+    const kir_kernel *k = c->k;
+    bool *used = calloc((size_t)k->nviews + 1, 1);
+    if (!used)
+        return false;
+    mark_used(k, -1, used);
+    for (int v = 0; v < k->nviews; v++) {
+        if (!used[v])
+            continue;
+        mc_sb_printf(c->sb, "    const %s rb%d = ", c->I, v);
+        view_offset(c, v, 0, k->nrow, NULL);
+        mc_sb_puts(c->sb, ";\n");
+    }
+    free(used);
+    return true;
+}
+
 /* Offsets o<v> of every view block b uses, at the chunk's coordinates. */
 static void emit_view_offsets(rctx *c, int b, int d0, int depth, bool row_base)
 {
@@ -738,19 +758,8 @@ static bool render_reduction(rctx *c, mc_cuda_code *out)
                      c->I, (long long)nrows);
     }
     emit_coords(c, "row", 0, k->nrow, "    ");
-    /* row bases of every view */
-    bool *used = calloc((size_t)k->nviews + 1, 1);
-    if (!used)
+    if (!emit_row_bases(c))
         return false;
-    mark_used(k, -1, used);
-    for (int v = 0; v < k->nviews; v++) {
-        if (!used[v])
-            continue;
-        mc_sb_printf(sb, "    const %s rb%d = ", c->I, v);
-        view_offset(c, v, 0, k->nrow, NULL);
-        mc_sb_puts(sb, ";\n");
-    }
-    free(used);
     for (int v = 0; v < k->nviews; v++)
         if (c->cached[v])
             mc_sb_printf(sb, "    float rc%d[%lld];\n", v, (long long)(K * c->V));
@@ -840,18 +849,8 @@ static bool render_scan(rctx *c, mc_cuda_code *out)
                      " row += (%s)gridDim.x * %d) {\n",
                  c->I, c->I, threads, c->I, (long long)nrows, c->I, threads);
     emit_coords(c, "row", 0, k->nrow, "    ");
-    bool *used = calloc((size_t)k->nviews + 1, 1);
-    if (!used)
+    if (!emit_row_bases(c))
         return false;
-    mark_used(k, -1, used);
-    for (int v = 0; v < k->nviews; v++) {
-        if (!used[v])
-            continue;
-        mc_sb_printf(sb, "    const %s rb%d = ", c->I, v);
-        view_offset(c, v, 0, k->nrow, NULL);
-        mc_sb_puts(sb, ";\n");
-    }
-    free(used);
     for (int b = 0; b < k->nblocks; b++) {
         if (!k->blocks[b].loop) {
             if (!emit_row_block(c, b, 2, "true"))
