@@ -107,8 +107,10 @@ struct mc_program {
     const mc_backend *backend;
     void *state;              /* the backend's */
     void **host;              /* per kp buffer: host array for inputs, params, outputs; else NULL */
-    void **host_alloc;        /* per kp buffer: the allocation host[b] lies in (host[b] is it,
-                                 rounded up to 64 bytes); what mc_program_free frees */
+    void **host_alloc;        /* per kp buffer: the block host[b] lies in (a reference count, then
+                                 the array at the next 64-byte boundary: runtime/program.c,
+                                 host_block); programs that share params (mc_program_share_params)
+                                 hold one block each a reference; mc_program_free releases */
     bool *bound;              /* per kp buffer: the user gave a value */
     bool *dirty;              /* per kp buffer: host copy changed since the backend last read it */
     bool *has_value;          /* per kp buffer: bound, or filled from the generator */

@@ -366,9 +366,9 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Compile the graph and bind its params (from the file, else the generator); with
- * --write-graphs and a role, write it first as PREFIX_ROLE.graph. */
-static int compile(const config *c, mc_graph *g, const char *role, mc_program **out)
+/* Compile the graph and, with load, bind its params from --weights (the caller generates them
+ * otherwise); with --write-graphs and a role, write it first as PREFIX_ROLE.graph. */
+static int compile(const config *c, mc_graph *g, const char *role, bool load, mc_program **out)
 {
     if (!g)
         return api_fail("building the graph");
@@ -387,7 +387,7 @@ static int compile(const config *c, mc_graph *g, const char *role, mc_program **
     mc_graph_free(g);
     if (st != MC_OK)
         return api_fail("compiling");
-    if (c->weights && mc_program_load_weights(*out, c->weights) != MC_OK)
+    if (load && c->weights && mc_program_load_weights(*out, c->weights) != MC_OK)
         return api_fail(c->weights);
     return 0;
 }
@@ -467,6 +467,7 @@ int main(int argc, char **argv)
     mc_program *pre = NULL, *dec = NULL;
     char backend[16] = "";
     double t_compile = 0, t_prefill = 0, t_decode = 0;
+    int shared = 0; /* params the decode program shares with the prefill program */
     if (!seq || !next) {
         fprintf(stderr, "gpt2_generate: error: out of memory\n");
         rc = 2;
@@ -479,7 +480,7 @@ int main(int argc, char **argv)
     if (c.no_cache) { /* every step: the whole sequence so far, without a cache */
         for (int t = T0; t < total; t++) {
             double t0 = now();
-            if ((rc = compile(&c, build(&c, t, false, false), NULL, &pre)))
+            if ((rc = compile(&c, build(&c, t, false, false), NULL, true, &pre)))
                 goto done;
             if (!c.weights && mc_program_fill_random(pre, c.seed) != MC_OK) {
                 rc = api_fail("generating the params");
@@ -511,13 +512,18 @@ int main(int argc, char **argv)
         }
     } else {
         double t0 = now();
-        if ((rc = compile(&c, build(&c, T0, false, true), "prefill", &pre)) ||
-            (rc = compile(&c, build(&c, 1, true, true), "decode", &dec)))
+        if ((rc = compile(&c, build(&c, T0, false, true), "prefill", true, &pre)) ||
+            (rc = compile(&c, build(&c, 1, true, true), "decode", false, &dec)))
             goto done;
-        /* generated params: the same values in both programs (chosen by seed and name); the
-         * decode program's inputs are all bound before each run, so only params are generated */
+        /* the prefill program's params (the file's, else generated), then the decode program's:
+         * the same ones, shared (on ref and cpu the weights are held once; on cuda each program
+         * has its own copy on the GPU, the file read once) */
         if (!c.weights && (mc_program_fill_random(pre, c.seed) != MC_OK)) {
             rc = api_fail("generating the params");
+            goto done;
+        }
+        if (mc_program_share_params(dec, pre, &shared) != MC_OK) {
+            rc = api_fail("sharing the params");
             goto done;
         }
         t_compile = now() - t0;
@@ -537,14 +543,6 @@ int main(int argc, char **argv)
         t_prefill = now() - t0;
         for (int b = 0; b < B; b++)
             seq[(size_t)b * total + T0] = next[b];
-        /* the decode program's params (its ids and pos are generated too, and bound before each
-         * run): after the caches are bound, since fill_random fills only what is unbound */
-        if (!c.weights) {
-            if (mc_program_fill_random(dec, c.seed) != MC_OK) {
-                rc = api_fail("generating the params");
-                goto done;
-            }
-        }
         t0 = now();
         for (int t = T0 + 1; t < total; t++) { /* feed token t-1 at position t-1 */
             int32_t pos = t - 1;
@@ -574,7 +572,10 @@ int main(int argc, char **argv)
                backend, c.opt.fuse ? "" : " (unfused)",
                mc_dtype_name(c.dtype), B, c.layers, c.dmodel, c.heads, c.vocab, T0, N, c.max_seq,
                c.no_cache ? ", no cache" : "");
-        printf("compile: %.1f ms%s\n", 1e3 * t_compile, c.no_cache ? " (one program per length)" : " (two programs)");
+        if (c.no_cache)
+            printf("compile: %.1f ms (one program per length)\n", 1e3 * t_compile);
+        else
+            printf("compile: %.1f ms (two programs; %d params shared)\n", 1e3 * t_compile, shared);
         printf("prefill: %.2f ms, %.1f tokens/s (%d tokens)\n", 1e3 * t_prefill,
                t_prefill > 0 ? B * T0 / t_prefill : 0.0, B * T0);
         if (N > 1)

@@ -302,6 +302,20 @@ mc_status mc_program_read_output(mc_program *p, int index, void *data, size_t by
  * two threads hand outputs both ways between the same two programs). */
 mc_status mc_program_set_from_output(mc_program *dst, const char *input_name, mc_program *src,
                                      int output_index);
+/* Give every param of dst that src declares under the same name, dtype and shape, and that has a
+ * value in src (bound or generated), src's value, without reading the weights twice: a prefill
+ * and a decode program of one model load their weights once (mc_program_load_weights on src,
+ * then this). *shared (may be NULL) is how many params were shared; the others are left as
+ * they were. Those params of dst count as bound.
+ *   - ref and cpu (both programs): the memory itself is shared, not copied: the model's
+ *     weights are held once. Binding such a param again (in either program: mc_program_set, a
+ *     file, mc_program_fill_random for a generated one) gives that program a copy of its own
+ *     first, so the other keeps the value it had; the programs may be freed in any order.
+ *   - cuda (either program): each program keeps its own copy on its GPU; the value is copied
+ *     from src's host array at this call and uploaded at dst's next run (no file read).
+ *   - A program with symbolic dimensions or a tensor-parallel one: MC_ERR_INPUT.
+ * dst == src does nothing. Both mutexes are held, taken in a fixed order. */
+mc_status mc_program_share_params(mc_program *dst, mc_program *src, int *shared);
 /* Write every output: .safetensors (by name) or .npy (one output only). Temp file + rename. */
 mc_status mc_program_save_outputs(mc_program *p, const char *path);
 

@@ -24,6 +24,7 @@
 #include "runtime/runtime.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -278,6 +279,55 @@ static void advise_huge_pages(void *p, size_t bytes)
 #endif
 }
 
+/* A host array's allocation: a reference count, then the array from the first 64-byte
+ * boundary after it (the CPU kernels' vector loads and non-temporal stores then start aligned:
+ * a kernel peels or falls back to plain stores on a misaligned array, and loads that straddle
+ * lines cost). Programs that share params (mc_program_share_params) point their host arrays
+ * into one block, each holding a reference; the last to let go frees it, in whatever order the
+ * programs are freed. NULL (message set) when out of memory. */
+typedef struct host_block {
+    atomic_int refs;
+} host_block;
+
+static void *host_block_new(size_t bytes, void **array)
+{
+    char *m = calloc(bytes + sizeof(host_block) + 64, 1);
+    if (!m) {
+        mc_fail(MC_ERR_SYSTEM, "out of memory (%zu bytes of host memory)", bytes);
+        return NULL;
+    }
+    atomic_init(&((host_block *)m)->refs, 1);
+    *array = (void *)(((uintptr_t)m + sizeof(host_block) + 63) & ~(uintptr_t)63);
+    return m;
+}
+
+static void host_block_release(void *m)
+{
+    if (m && atomic_fetch_sub(&((host_block *)m)->refs, 1) == 1)
+        free(m);
+}
+
+static bool host_block_shared(void *m)
+{
+    return m && atomic_load(&((host_block *)m)->refs) > 1;
+}
+
+/* Before writing into host[b]: where another program shares its block, take a block of one's
+ * own (the other keeps the value it shared). */
+static mc_status host_unshare(mc_program *p, int b)
+{
+    if (!p->host_alloc || !host_block_shared(p->host_alloc[b]))
+        return MC_OK;
+    size_t bytes = (size_t)p->kp->buffers[b].numel * mc_dtype_size(p->kp->buffers[b].dtype);
+    void *array, *m = host_block_new(bytes, &array);
+    if (!m)
+        return MC_ERR_SYSTEM;
+    host_block_release(p->host_alloc[b]);
+    p->host_alloc[b] = m;
+    p->host[b] = array;
+    return MC_OK;
+}
+
 static mc_status allocate_host(mc_program *p)
 {
     const kir_program *kp = p->kp;
@@ -304,13 +354,9 @@ static mc_status allocate_host(mc_program *p)
             (uint64_t)bytes > SIZE_MAX)
             return mc_fail(MC_ERR_INPUT, "a buffer of %lld elements is too large",
                            (long long)buf->numel);
-        /* 64 bytes more, and the array from the first 64-byte boundary: the CPU kernels' vector
-         * loads and non-temporal stores then start aligned (a kernel peels or falls back to
-         * plain stores on a misaligned array, and loads that straddle lines cost) */
-        p->host_alloc[b] = calloc((size_t)bytes + 64, 1);
+        p->host_alloc[b] = host_block_new((size_t)bytes, &p->host[b]);
         if (!p->host_alloc[b])
-            return mc_fail(MC_ERR_SYSTEM, "out of memory (%lld bytes of host memory)", (long long)bytes);
-        p->host[b] = (void *)(((uintptr_t)p->host_alloc[b] + 63) & ~(uintptr_t)63);
+            return MC_ERR_SYSTEM;
         if (p->backend->runs_on_host)
             advise_huge_pages(p->host[b], (size_t)bytes);
     }
@@ -514,7 +560,7 @@ void mc_program_free(mc_program *p)
         p->backend->release(p);
     if (p->host_alloc && p->kp)
         for (int b = 0; b < p->kp->nbuffers; b++)
-            free(p->host_alloc[b]);
+            host_block_release(p->host_alloc[b]);
     free(p->host_alloc);
     free(p->host);
     free(p->bound);
@@ -631,6 +677,9 @@ static mc_status bind(mc_program *p, int node, const void *data, size_t bytes)
     }
     int b = buffer_of(p, node, true);
     if (b >= 0) {
+        mc_status st = host_unshare(p, b);
+        if (st != MC_OK)
+            return st;
         memcpy(p->host[b], data, bytes);
         p->bound[b] = p->has_value[b] = p->dirty[b] = true;
         p->stale[b] = false;
@@ -839,6 +888,9 @@ static mc_status program_fill_random(mc_program *p, uint64_t seed)
         int b = buffer_of(p, i, true);
         if (b < 0 || p->bound[b])
             continue;
+        mc_status st = host_unshare(p, b); /* a generated param another program shares */
+        if (st != MC_OK)
+            return st;
         mc_fill_random(p->host[b], n->dtype, mc_node_numel(n), seed, n->name);
         p->has_value[b] = p->dirty[b] = true;
     }
@@ -1053,6 +1105,77 @@ mc_status mc_program_set_from_output(mc_program *dst, const char *input_name, mc
     pthread_mutex_lock(&first->lock);
     pthread_mutex_lock(&second->lock);
     mc_status st = program_set_from_output(dst, input_name, src, output_index);
+    pthread_mutex_unlock(&second->lock);
+    pthread_mutex_unlock(&first->lock);
+    return st;
+}
+
+/* ---- params shared between programs -------------------------------------------------------- */
+
+static mc_status program_share_params(mc_program *dst, mc_program *src, int *shared)
+{
+    int count = 0;
+    if (shared)
+        *shared = 0;
+    if (dst->sym || src->sym || dst->par || src->par) {
+        char dname[160], sname[160];
+        const mc_program *which = dst->sym || dst->par ? dst : src;
+        return mc_fail(MC_ERR_INPUT, "mc_program_share_params(%s, %s): %s is %s; params are shared between "
+                       "ordinary programs only", program_label(dst, dname, sizeof dname),
+                       program_label(src, sname, sizeof sname), which == dst ? "the first" : "the second",
+                       which->sym ? "a program with symbolic dimensions" : "tensor parallel (mc_options.devices)");
+    }
+    if (dst == src)
+        return MC_OK;
+    /* aliased where both read the host arrays in place; else a copy (cuda keeps its own) */
+    bool alias = dst->backend->runs_on_host && src->backend->runs_on_host;
+    for (int i = 0; i < dst->graph->nnodes; i++) {
+        const mc_node *n = &dst->graph->nodes[i];
+        if (n->op != MC_OP_PARAM || !n->name)
+            continue;
+        int j = find_declaration(src, n->name);
+        if (j < 0)
+            continue;
+        const mc_node *m = &src->graph->nodes[j];
+        bool same = m->op == MC_OP_PARAM && m->dtype == n->dtype && m->rank == n->rank;
+        for (int d = 0; same && d < n->rank; d++)
+            same = m->shape[d] == n->shape[d];
+        int b = buffer_of(dst, i, true), sb = buffer_of(src, j, true);
+        if (!same || b < 0 || sb < 0 || !src->has_value[sb])
+            continue; /* another type, read by no kernel on one side, or no value to share */
+        mc_status st = fresh(src, sb);
+        if (st != MC_OK)
+            return st;
+        if (alias) {
+            atomic_fetch_add(&((host_block *)src->host_alloc[sb])->refs, 1);
+            host_block_release(dst->host_alloc[b]);
+            dst->host_alloc[b] = src->host_alloc[sb];
+            dst->host[b] = src->host[sb];
+            dst->bound[b] = dst->has_value[b] = dst->dirty[b] = true; /* dirty: the cpu backend repacks */
+            dst->stale[b] = false;
+        } else {
+            size_t bytes = 0;
+            node_bytes(n, &bytes);
+            if ((st = bind(dst, i, src->host[sb], bytes)) != MC_OK)
+                return st;
+        }
+        count++;
+    }
+    if (shared)
+        *shared = count;
+    return MC_OK;
+}
+
+mc_status mc_program_share_params(mc_program *dst, mc_program *src, int *shared)
+{
+    if (!dst || !src)
+        return mc_fail(MC_ERR_INPUT, "mc_program_share_params: no %s program", !dst ? "destination" : "source");
+    if (dst == src)
+        LOCKED(dst, program_share_params(dst, src, shared));
+    mc_program *first = (uintptr_t)dst < (uintptr_t)src ? dst : src, *second = first == dst ? src : dst;
+    pthread_mutex_lock(&first->lock);
+    pthread_mutex_lock(&second->lock);
+    mc_status st = program_share_params(dst, src, shared);
     pthread_mutex_unlock(&second->lock);
     pthread_mutex_unlock(&first->lock);
     return st;

@@ -1,5 +1,7 @@
 /* mc_program_set_from_output (include/minic.h): one program's output handed to another's (or
- * its own) input without a trip through the host where both live on one device.
+ * its own) input without a trip through the host where both live on one device; and
+ * mc_program_share_params: params given once for two programs (on ref and cpu the memory is
+ * shared: checked by pointer, copy-on-bind on either side, either freeing order; cuda copies).
  *
  * On every backend it runs on: the errors (src not run, index out of range, a name dst does
  * not declare, a wrong dtype, a wrong shape, NULL arguments), each MC_ERR_INPUT naming both
@@ -441,6 +443,157 @@ static void test_cross_backend(void **state)
         }
 }
 
+/* ---- mc_program_share_params ---- */
+
+static const char share_a[] = "graph share_a\n"
+                              "input x : f32[2, 3]\n"
+                              "param w : f32[2, 3]\n"
+                              "param v : f32[3]\n"
+                              "param m : f32[3, 3]\n"
+                              "xw = mul(x, w)\n"
+                              "z = add(xw, v)\n"
+                              "l = linear(x, m)\n"
+                              "output z, l\n";
+static const char share_b[] = "graph share_b\n"
+                              "input x : f32[2, 3]\n"
+                              "param w : f32[2, 3]\n"
+                              "param v : f32[4]\n"
+                              "param u : f32[2, 3]\n"
+                              "param m : f32[3, 3]\n"
+                              "xw = mul(x, w)\n"
+                              "z = add(xw, u)\n"
+                              "l = linear(x, m)\n"
+                              "vv = add(v, v)\n"
+                              "output z, l, vv\n";
+
+static const float W1[6] = {1, 2, 3, 4, 5, 6}, W2[6] = {-1, -1, -1, -1, -1, -1}, W3[6] = {7, 7, 7, 7, 7, 7};
+static const float M1[9] = {1, 0, 0, 0, 2, 0, 0, 0, 3}, M2[9] = {0, 1, 0, 1, 0, 0, 0, 0, 1};
+
+/* z = x * w + u and l = x @ m^T of share_b with u = 0 */
+static void expect_b(mc_program *b, const float *w, const float *m, const char *what)
+{
+    float z[6], l[6];
+    for (int i = 0; i < 6; i++)
+        z[i] = x0[i] * w[i];
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 3; c++) {
+            l[r * 3 + c] = 0;
+            for (int k = 0; k < 3; k++)
+                l[r * 3 + c] += x0[r * 3 + k] * m[c * 3 + k];
+        }
+    run(b);
+    expect(b, 0, z, 6, what);
+    expect(b, 1, l, 6, what);
+}
+
+static void share(mc_program *dst, mc_program *src, int *n)
+{
+    if (mc_program_share_params(dst, src, n) != MC_OK)
+        fail_msg("share_params on %s <- %s: %s", mc_program_backend(dst), mc_program_backend(src), mc_error_message());
+}
+
+static void share_between(mc_backend_kind ka, mc_backend_kind kb)
+{
+    bool alias = ka != MC_BACKEND_CUDA && kb != MC_BACKEND_CUDA;
+    mc_program *a = compile(share_a, ka), *b = compile(share_b, kb);
+    set_floats(a, "w", W1, 6);
+    set_floats(a, "v", (const float[3]){1, 2, 3}, 3);
+    set_floats(a, "m", M1, 9);
+    int n = -1;
+    share(b, a, &n);
+    assert_int_equal(n, 2); /* w and m: v has another shape, u is not a's */
+    if (alias) {
+        assert_ptr_equal(b->host[mc_program_find(b, "w")], a->host[mc_program_find(a, "w")]);
+        assert_ptr_equal(b->host[mc_program_find(b, "m")], a->host[mc_program_find(a, "m")]);
+    }
+    set_floats(b, "x", x0, 6);
+    set_floats(b, "u", (const float[6]){0}, 6);
+    set_floats(b, "v", (const float[4]){1, 2, 3, 4}, 4);
+    expect_b(b, W1, M1, "b with a's params");
+    /* a binds again: a copy of its own; b keeps what it shared */
+    set_floats(a, "w", W2, 6);
+    set_floats(a, "m", M2, 9);
+    if (alias)
+        assert_ptr_not_equal(b->host[mc_program_find(b, "w")], a->host[mc_program_find(a, "w")]);
+    expect_b(b, W1, M1, "b after a bound w and m again");
+    set_floats(a, "x", x0, 6);
+    run(a);
+    float za[6];
+    for (int i = 0; i < 6; i++)
+        za[i] = x0[i] * W2[i] + (float)(1 + i % 3);
+    expect(a, 0, za, 6, "a with its new w");
+    /* shared again, then b binds: a keeps its value */
+    share(b, a, &n);
+    expect_b(b, W2, M2, "b with a's new params");
+    set_floats(b, "w", W3, 6);
+    expect_b(b, W3, M2, "b with its own w");
+    run(a);
+    expect(a, 0, za, 6, "a after b bound w");
+    /* freed in either order: the other still runs on the shared memory (ASan would tell) */
+    share(b, a, &n);
+    mc_program_free(a);
+    expect_b(b, W2, M2, "b after a was freed");
+    a = compile(share_a, ka);
+    set_floats(a, "w", W1, 6);
+    set_floats(a, "v", (const float[3]){1, 2, 3}, 3);
+    set_floats(a, "m", M1, 9);
+    set_floats(a, "x", x0, 6);
+    share(b, a, &n);
+    mc_program_free(b);
+    run(a);
+    for (int i = 0; i < 6; i++)
+        za[i] = x0[i] * W1[i] + (float)(1 + i % 3);
+    expect(a, 0, za, 6, "a after b was freed");
+    mc_program_free(a);
+
+    /* generated params are shared too; a later fill with another seed leaves b's alone */
+    a = compile(share_a, ka);
+    b = compile(share_b, kb);
+    assert_int_equal(mc_program_fill_random(a, 1), MC_OK);
+    share(b, a, &n);
+    assert_int_equal(n, 2);
+    float w1[6], m1[9];
+    mc_fill_random(w1, MC_F32, 6, 1, "w");
+    mc_fill_random(m1, MC_F32, 9, 1, "m");
+    assert_int_equal(mc_program_fill_random(a, 2), MC_OK);
+    set_floats(b, "x", x0, 6);
+    set_floats(b, "u", (const float[6]){0}, 6);
+    set_floats(b, "v", (const float[4]){0}, 4);
+    float z[6];
+    for (int i = 0; i < 6; i++)
+        z[i] = x0[i] * w1[i];
+    run(b);
+    expect(b, 0, z, 6, "b with a's generated w of seed 1");
+    mc_program_free(a);
+    mc_program_free(b);
+}
+
+static void test_share_params(void **state)
+{
+    (void)state;
+    for (int i = 0; i < nbackends; i++)
+        for (int j = 0; j < nbackends; j++)
+            share_between(backends[i], backends[j]);
+    /* the errors, and a program shared with itself */
+    mc_program *a = compile(share_a, backends[0]), *sp = compile(symprod, backends[0]);
+    mc_program *par = compile_opt(linear_graph, backends[0] == MC_BACKEND_CUDA ? MC_BACKEND_REF : backends[0], true, 2);
+    int n = -1;
+    assert_int_equal(mc_program_share_params(a, a, &n), MC_OK);
+    assert_int_equal(n, 0);
+    static const char *const sym[] = {"mc_program_share_params(program 'share_a', program 'symprod'): the second is "
+                                      "a program with symbolic dimensions", NULL};
+    expect_error(mc_program_share_params(a, sp, NULL), sym);
+    static const char *const tp[] = {"the first is tensor parallel", NULL};
+    expect_error(mc_program_share_params(par, a, NULL), tp);
+    static const char *const none[] = {"no destination program", NULL};
+    expect_error(mc_program_share_params(NULL, a, NULL), none);
+    static const char *const no_src[] = {"no source program", NULL};
+    expect_error(mc_program_share_params(a, NULL, NULL), no_src);
+    mc_program_free(a);
+    mc_program_free(sp);
+    mc_program_free(par);
+}
+
 /* Two threads hand outputs both ways between two programs at once: the mutexes are taken in
  * one order, so neither waits for ever. */
 typedef struct {
@@ -523,7 +676,7 @@ int main(void)
         cmocka_unit_test(test_errors),     cmocka_unit_test(test_values),
         cmocka_unit_test(test_self_feeding), cmocka_unit_test(test_symbolic),
         cmocka_unit_test(test_parallel),   cmocka_unit_test(test_cross_backend),
-        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_threads),    cmocka_unit_test(test_share_params),
     };
     return mc_test_run(tests);
 }

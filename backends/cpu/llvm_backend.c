@@ -599,6 +599,7 @@ static mc_status cpu_run_kernel(mc_program *p, int kernel)
     mc_status st = llvm_target_check_runnable(s->target);
     if (st != MC_OK)
         return st;
+    bind_buffers(p, s); /* the host arrays may have moved (mc_program_share_params) */
     pack_params(p, s);
     s->gather_error[0] = 0;
     run_kernel(s, kernel);

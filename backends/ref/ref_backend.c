@@ -322,9 +322,19 @@ static mc_status run_collective(mc_program *p, const kir_kernel *k, void **data)
                              (char *)data[out->buffer] + out->offset * (int64_t)size, k->coll.count, d);
 }
 
+/* The host arrays may have moved since prepare (params another program shares,
+ * mc_program_share_params, and a copy of one's own again after a bind): take them as they are. */
+static void bind_host(mc_program *p, ref_state *s)
+{
+    for (int b = 0; b < p->kp->nbuffers; b++)
+        if (p->kp->buffers[b].kind != KBUF_TEMP)
+            s->data[b] = p->host[b];
+}
+
 static mc_status ref_run(mc_program *p)
 {
     ref_state *s = p->state;
+    bind_host(p, s);
     for (int k = 0; k < p->kp->nkernels; k++) {
         if (p->kernel_clock)
             p->kernel_clock[2 * k] = mc_now_ms();
@@ -349,6 +359,7 @@ static mc_status ref_run_kernel(mc_program *p, int kernel)
     if (p->kp->kernels[kernel].category == KIR_COLLECTIVE && p->nranks > 1)
         return mc_fail(MC_ERR_INPUT, "kernel %s is a collective: it runs only with every rank",
                        p->kp->kernels[kernel].name);
+    bind_host(p, s);
     return run_kernel(p->kp, &p->kp->kernels[kernel], s->data, p->graph);
 }
 
