@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static mc_cuda_api cu_api;
@@ -68,6 +69,36 @@ const char *mc_cuda_errstr(CUresult r)
     return buf;
 }
 
+static void load_nvrtc(void);
+static void load_lt(void);
+
+/* NVRTC and cuBLASLt are hundreds of megabytes of shared objects, and a program needs them only
+ * after the driver is up and its context made (200-400 ms on an H100 host without the
+ * persistence daemon). So once libcuda is open, a thread opens them while this one runs cuInit:
+ * whoever asks for them first waits in pthread_once for what is left of the thread's work.
+ * MINIC_CUDA_PRELOAD=0 opens them on demand instead (to time the difference). */
+static void *preload_main(void *arg)
+{
+    (void)arg;
+    pthread_once(&nvrtc_once, load_nvrtc);
+    pthread_once(&lt_once, load_lt);
+    return NULL;
+}
+
+static void start_preload(void)
+{
+    const char *e = getenv("MINIC_CUDA_PRELOAD");
+    if (e && strcmp(e, "0") == 0)
+        return;
+    pthread_attr_t a;
+    pthread_t t;
+    if (pthread_attr_init(&a) != 0)
+        return;
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_create(&t, &a, preload_main, NULL); /* if it fails, each opens on demand */
+    pthread_attr_destroy(&a);
+}
+
 static void load_driver(void)
 {
     static const char *const names[] = {"libcuda.so.1", "libcuda.so", NULL};
@@ -81,6 +112,7 @@ static void load_driver(void)
 #define X(name) LOAD(cu_api, h, name, cu_err);
     MC_CU_FUNCS(X)
 #undef X
+    start_preload();
     CUresult r = cu_api.cuInit(0);
     if (r == CUDA_ERROR_NO_DEVICE) {
         snprintf(cu_err, sizeof cu_err, "no CUDA device: the driver found no GPU");
