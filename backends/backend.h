@@ -31,6 +31,8 @@ typedef struct mc_backend {
                            is not a device) and nothing is measured for it */
     bool attention;     /* runs KIR_ATTENTION kernels; false: the passes leave attention
                            chains unfused for this backend (mc_compile_options.no_attention) */
+    bool conv_gather;   /* conv's im2col as one gather (mc_compile_options.conv_gather): faster
+                           on the GPU; the CPU copies window by window, which it does faster */
     /* Is the backend usable here? MC_OK, or MC_ERR_SYSTEM with a message that says why
      * (no driver, no device, driver too old). Optional: NULL means always available. */
     mc_status (*probe)(void);

@@ -53,8 +53,9 @@ static bool same_node(const mc_node *a, const mc_node *b)
            (a->nin == 0 || memcmp(a->in, b->in, sizeof(int32_t) * (size_t)a->nin) == 0) && same_attrs(&a->attr, &b->attr);
 }
 
-mc_status mc_pass_cse(mc_graph *g)
+mc_status mc_pass_cse(mc_graph *g, const mc_compile_options *opt)
 {
+    (void)opt;
     size_t n = (size_t)(g->nnodes > 0 ? g->nnodes : 1), cap = 16;
     while (cap < 2 * n)
         cap *= 2;

@@ -8,8 +8,9 @@
 
 #include <stdlib.h>
 
-mc_status mc_pass_dce(mc_graph *g)
+mc_status mc_pass_dce(mc_graph *g, const mc_compile_options *opt)
 {
+    (void)opt;
     bool *live = calloc((size_t)(g->nnodes > 0 ? g->nnodes : 1), sizeof *live);
     if (!live)
         return mc_fail(MC_ERR_SYSTEM, "out of memory in dead-code elimination");

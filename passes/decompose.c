@@ -50,6 +50,7 @@
 typedef struct {
     mc_rewrite *rw;
     const mc_node *n; /* the composite */
+    bool conv_gather; /* mc_compile_options.conv_gather */
 } ctx;
 
 static mc_value op1(ctx *c, mc_op op, mc_value a)
@@ -525,36 +526,28 @@ static mc_value pool(ctx *c, mc_value x)
     return narrow(c, acc);
 }
 
-/* conv as im2col and a matmul: the kernel's strided views of x (padded with 0), each [N, C, 1,
- * *O], concatenated into cols [N, C, K, *O] (K = kh kw, in w's order), seen as
- * [N, G, C/G K, O]; w seen as [G, C_out/G, C/G K]; their product [N, G, C_out/G, O] is the
- * result [N, C_out, *O], plus b. The matmul runs on each backend's GEMM (the CPU's register-
- * tiled micro-kernel), which fuses the bias and a pointwise epilogue. */
-static mc_value conv(ctx *c, const mc_value *in)
+/* The same cols without a gather (a backend where a gather per element costs more than copies:
+ * the CPU, mc_compile_options.conv_gather off): x padded with 0 (a copy), then each window
+ * position's strided view of it, each [N, C, 1, *O], concatenated along axis 2 (a copy each). */
+static mc_value conv_cols_copies(ctx *c, mc_value x, int sr, const int64_t *ks, const int64_t *out)
 {
     const mc_attrs *at = &c->n->attr;
-    const mc_node *xn = &c->rw->src->nodes[c->n->in[0]], *wn = &c->rw->src->nodes[c->n->in[1]];
-    int sr = xn->rank - 2;
-    int64_t N = xn->shape[0], C = xn->shape[1], Co = wn->shape[0], G = at->groups;
-    int64_t K0 = wn->shape[2], K1 = sr > 1 ? wn->shape[3] : 1, out[2], before[MC_MAX_RANK] = {0}, O = 1;
-    for (int i = 0; i < sr; i++) {
+    const mc_node *xn = &c->rw->src->nodes[c->n->in[0]];
+    int64_t before[MC_MAX_RANK] = {0}, K = ks[0] * ks[1];
+    for (int i = 0; i < sr; i++)
         before[2 + i] = at->padding[i];
-        out[i] = c->n->shape[2 + i];
-        O *= out[i];
-    }
-    mc_value x = pad_with(c, in[0], before, before, 0.0);
+    x = pad_with(c, x, before, before, 0.0);
     mc_value parts[64], *many = parts;
-    int64_t K = K0 * K1;
     if (K > 64 && !(many = malloc((size_t)K * sizeof *many))) {
         mc_fail(MC_ERR_SYSTEM, "out of memory decomposing conv");
         return MC_ERROR;
     }
-    for (int64_t u = 0; u < K0; u++)
-        for (int64_t v = 0; v < K1; v++) {
+    for (int64_t u = 0; u < ks[0]; u++)
+        for (int64_t v = 0; v < ks[1]; v++) {
             int64_t pos[2] = {u * at->dilation[0], sr > 1 ? v * at->dilation[1] : 0};
             mc_value t = window_view(c, x, sr, pos, at->stride, out);
-            int64_t s[MC_MAX_RANK] = {N, C, 1, out[0], sr > 1 ? out[1] : 0};
-            many[u * K1 + v] = shape_op(c, MC_OP_RESHAPE, t, s, 3 + sr);
+            int64_t s[MC_MAX_RANK] = {xn->shape[0], xn->shape[1], 1, out[0], sr > 1 ? out[1] : 0};
+            many[u * ks[1] + v] = shape_op(c, MC_OP_RESHAPE, t, s, 3 + sr);
         }
     mc_attrs ca;
     memset(&ca, 0, sizeof ca);
@@ -562,6 +555,85 @@ static mc_value conv(ctx *c, const mc_value *in)
     mc_value cols = mc_rewrite_node(c->rw, c->n, MC_OP_CONCAT, many, (int)K, &ca);
     if (many != parts)
         free(many);
+    return cols;
+}
+
+/* conv as im2col and a matmul: cols [N, C, K, O] (K = kh kw in w's order, O the output
+ * positions) holds, for window position k and output position o, the element of x that k reads
+ * at o, or 0 where that falls in the padding. It is one gather along x's flattened spatial axis
+ * at indices computed from iotas over [K0, K1, O0, O1] (i = o s + u d - p per spatial axis,
+ * clamped into x; `inside` where no axis was clamped), so fusion makes it one kernel that reads
+ * x and writes cols, with no padded copy of x and no copy per window position. A 1x1 conv with
+ * stride 1 and no padding reads x itself. cols, seen as [N, G, C/G K, O], times w seen as
+ * [G, C_out/G, C/G K] is the result [N, G, C_out/G, O] = [N, C_out, *O], plus b. The matmul runs
+ * on each backend's GEMM (the CPU's register-tiled micro-kernel, cuBLASLt), which fuses the bias
+ * and a pointwise epilogue. */
+static mc_value conv_cols(ctx *c, mc_value x, const mc_node *xn, int sr, const int64_t *ks,
+                          const int64_t *out, int64_t *K_out, int64_t *O_out)
+{
+    const mc_attrs *at = &c->n->attr;
+    int64_t N = xn->shape[0], C = xn->shape[1], P = 1, K = 1, O = 1;
+    bool direct = true, padded = false;
+    for (int i = 0; i < sr; i++) {
+        P *= xn->shape[2 + i];
+        K *= ks[i];
+        O *= out[i];
+        direct = direct && ks[i] == 1 && at->stride[i] == 1 && at->padding[i] == 0;
+        padded = padded || at->padding[i] > 0;
+    }
+    *K_out = K;
+    *O_out = O;
+    if (!c->conv_gather && !direct)
+        return conv_cols_copies(c, x, sr, ks, out);
+    int64_t flat[3] = {N, C, P};
+    x = shape_op(c, MC_OP_RESHAPE, x, flat, 3);
+    if (direct) /* [N, C, O]: O = P */
+        return x;
+    /* the index grid [K0, (K1,) O0, (O1)]: window axes first, then output axes */
+    int64_t grid[4];
+    for (int i = 0; i < sr; i++) {
+        grid[i] = ks[i];
+        grid[sr + i] = out[i];
+    }
+    mc_value zero = constant(c, 0.0, MC_I32), idx = MC_NONE, inside = MC_NONE;
+    for (int i = 0; i < sr; i++) {
+        int64_t L = xn->shape[2 + i];
+        mc_value u = iota(c, grid, 2 * sr, i), o = iota(c, grid, 2 * sr, sr + i);
+        mc_value pos = op2(c, MC_OP_ADD, op2(c, MC_OP_MUL, o, constant(c, (double)at->stride[i], MC_I32)),
+                           op2(c, MC_OP_MUL, u, constant(c, (double)at->dilation[i], MC_I32)));
+        if (at->padding[i] > 0)
+            pos = op2(c, MC_OP_SUB, pos, constant(c, (double)at->padding[i], MC_I32));
+        mc_value in = MC_NONE;
+        if (padded) {
+            in = op2(c, MC_OP_AND, op2(c, MC_OP_GE, pos, zero), op2(c, MC_OP_LT, pos, constant(c, (double)L, MC_I32)));
+            pos = op2(c, MC_OP_MINIMUM, op2(c, MC_OP_MAXIMUM, pos, zero), constant(c, (double)(L - 1), MC_I32));
+            inside = inside == MC_NONE ? in : op2(c, MC_OP_AND, inside, in);
+        }
+        idx = idx == MC_NONE ? pos : op2(c, MC_OP_ADD, op2(c, MC_OP_MUL, idx, constant(c, (double)L, MC_I32)), pos);
+    }
+    int64_t ko[2] = {K, O};
+    idx = shape_op(c, MC_OP_RESHAPE, idx, ko, 2);
+    mc_attrs ga;
+    memset(&ga, 0, sizeof ga);
+    ga.axis = 2;
+    mc_value gin[2] = {x, idx};
+    mc_value cols = mc_rewrite_node(c->rw, c->n, MC_OP_GATHER, gin, 2, &ga); /* [N, C, K, O] */
+    if (padded)
+        cols = where(c, shape_op(c, MC_OP_RESHAPE, inside, ko, 2), cols,
+                     constant(c, 0.0, xn->dtype));
+    return cols;
+}
+
+static mc_value conv(ctx *c, const mc_value *in)
+{
+    const mc_attrs *at = &c->n->attr;
+    const mc_node *xn = &c->rw->src->nodes[c->n->in[0]], *wn = &c->rw->src->nodes[c->n->in[1]];
+    int sr = xn->rank - 2;
+    int64_t N = xn->shape[0], C = xn->shape[1], Co = wn->shape[0], G = at->groups;
+    int64_t ks[2] = {wn->shape[2], sr > 1 ? wn->shape[3] : 1}, out[2], K, O;
+    for (int i = 0; i < sr; i++)
+        out[i] = c->n->shape[2 + i];
+    mc_value cols = conv_cols(c, in[0], xn, sr, ks, out, &K, &O);
     /* without groups the GEMM is [N, C_out, O], so that pointwise work after the conv maps
      * onto its index space (O split into the spatial axes) and joins its epilogue */
     int g1 = G == 1 ? 0 : 1;
@@ -597,7 +669,7 @@ static bool quadratic_cumsum(void)
     return e && strcmp(e, "1") == 0;
 }
 
-mc_status mc_pass_decompose(mc_graph *g)
+mc_status mc_pass_decompose(mc_graph *g, const mc_compile_options *opt)
 {
     mc_rewrite rw;
     mc_status st = mc_rewrite_begin(&rw, g);
@@ -609,7 +681,7 @@ mc_status mc_pass_decompose(mc_graph *g)
         if (!mc_op_is_composite(n->op) && !(n->op == MC_OP_CUMSUM && n->rank < MC_MAX_RANK && quadratic_cumsum())) {
             rw.map[i] = mc_rewrite_copy(&rw, i);
         } else {
-            ctx c = {&rw, n};
+            ctx c = {&rw, n, opt && opt->conv_gather};
             mc_value in[3] = {MC_NONE, MC_NONE, MC_NONE};
             for (int k = 0; k < n->nin && k < 3; k++)
                 in[k] = n->in[k] >= 0 ? rw.map[n->in[k]] : MC_NONE;

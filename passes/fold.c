@@ -128,8 +128,9 @@ static mc_value fold(mc_rewrite *rw, const mc_node *bn, const mc_node *cv)
     return y;
 }
 
-mc_status mc_pass_fold(mc_graph *g)
+mc_status mc_pass_fold(mc_graph *g, const mc_compile_options *opt)
 {
+    (void)opt;
     int *uses = calloc((size_t)g->nnodes + 1, sizeof *uses);
     bool *skip = calloc((size_t)g->nnodes + 1, sizeof *skip);
     if (!uses || !skip) {

@@ -18,9 +18,12 @@
 
 #include "kir/kir.h"
 
+struct mc_compile_options;
+
 typedef struct mc_pass {
     const char *name;                    /* for --stage and error messages */
-    mc_status (*run)(mc_graph *g);       /* rewrites g in place (may rebuild its node array) */
+    /* rewrites g in place (may rebuild its node array); opt may be NULL */
+    mc_status (*run)(mc_graph *g, const struct mc_compile_options *opt);
 } mc_pass;
 
 /* Where mc_compile_kernels' time went (ms), for a caller that asks (mc_compile_options.times). */
@@ -35,6 +38,8 @@ typedef struct mc_compile_options {
     bool tf32;
     bool no_attention; /* leave attention chains unfused (a backend that renders no
                           KIR_ATTENTION kernel; passes/attention.c) */
+    bool conv_gather;  /* conv's im2col as one gather over computed indices, not a padded copy
+                          of x and a copy per window position (passes/decompose.c) */
     mc_pipeline_times *times; /* not NULL: mc_compile_kernels fills in its phases' times */
 } mc_compile_options;
 
@@ -61,11 +66,11 @@ mc_status mc_dump_stage(const mc_graph *g, const mc_compile_options *opt, const 
 
 /* ---- the pieces of the pipeline (one file each) --------------------------------------------- */
 
-mc_status mc_pass_fold(mc_graph *g);      /* passes/fold.c: batchnorm into conv */
-mc_status mc_pass_decompose(mc_graph *g); /* passes/decompose.c */
-mc_status mc_pass_simplify(mc_graph *g);  /* passes/simplify.c: folding and identities */
-mc_status mc_pass_cse(mc_graph *g);       /* passes/cse.c */
-mc_status mc_pass_dce(mc_graph *g);       /* passes/dce.c */
+mc_status mc_pass_fold(mc_graph *g, const mc_compile_options *opt);      /* passes/fold.c: batchnorm into conv */
+mc_status mc_pass_decompose(mc_graph *g, const mc_compile_options *opt); /* passes/decompose.c */
+mc_status mc_pass_simplify(mc_graph *g, const mc_compile_options *opt);  /* passes/simplify.c: folding and identities */
+mc_status mc_pass_cse(mc_graph *g, const mc_compile_options *opt);       /* passes/cse.c */
+mc_status mc_pass_dce(mc_graph *g, const mc_compile_options *opt);       /* passes/dce.c */
 
 /* Graph rewriting (passes/rewrite.c): a pass builds a new graph from the old one node by node
  * and swaps it in, so every node it makes is checked and typed by mc_graph_add. */

@@ -63,7 +63,7 @@ mc_status mc_run_passes(const mc_graph *g, const mc_compile_options *opt, const 
     if (!(stop_after && strcmp(stop_after, "ir") == 0))
         for (int i = 0; mc_graph_passes[i]; i++) {
             const mc_pass *p = mc_graph_passes[i];
-            mc_status st = p->run(c);
+            mc_status st = p->run(c, opt);
             if (st == MC_OK && opt && opt->verify)
                 st = mc_graph_verify(c, p->name);
             if (st != MC_OK) {

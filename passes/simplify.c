@@ -142,8 +142,9 @@ static mc_value simpler(mc_rewrite *rw, const mc_node *n, const mc_value *in)
     return MC_NONE;
 }
 
-mc_status mc_pass_simplify(mc_graph *g)
+mc_status mc_pass_simplify(mc_graph *g, const mc_compile_options *opt)
 {
+    (void)opt;
     mc_rewrite rw;
     mc_status st = mc_rewrite_begin(&rw, g);
     if (st != MC_OK)

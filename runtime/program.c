@@ -391,6 +391,17 @@ static mc_program *new_program(void)
 /* mc_program_compile; for a rank of a parallel program (runtime/parallel.c) with its rank, the
  * number of ranks, the communicator and the parallel program set before the backend prepares
  * it (parent NULL: an ordinary program). */
+
+/* conv's im2col as one gather or as copies (passes/decompose.c): the backend's choice, or
+ * MINIC_CONV_GATHER=1 / 0 for every backend (to time both, and to test the gather on ref/cpu). */
+static bool conv_gather(const mc_backend *b)
+{
+    const char *e = getenv("MINIC_CONV_GATHER");
+    if (e && (strcmp(e, "0") == 0 || strcmp(e, "1") == 0))
+        return e[0] == '1';
+    return b->conv_gather;
+}
+
 static mc_status compile_program(const mc_graph *g, const mc_options *opt, mc_program *parent, int rank,
                                  int nranks, mc_comm *comm, mc_program **out)
 {
@@ -457,6 +468,7 @@ static mc_status compile_program(const mc_graph *g, const mc_options *opt, mc_pr
     }
     mc_compile_options co = mc_compile_options_for(&o);
     co.no_attention = !p->backend->attention;
+    co.conv_gather = conv_gather(p->backend);
     mc_pipeline_times pt = {0};
     co.times = &pt;
     st = mc_compile_kernels(p->graph, &co, &p->kp);
@@ -539,6 +551,7 @@ mc_status mc_program_compile_unprepared(const mc_graph *g, const mc_options *opt
     }
     mc_compile_options co = mc_compile_options_for(opt);
     co.no_attention = !p->backend->attention;
+    co.conv_gather = conv_gather(p->backend);
     mc_status st = mc_compile_kernels(p->graph, &co, &p->kp);
     if (st == MC_OK)
         st = allocate_host(p);

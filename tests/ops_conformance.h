@@ -498,6 +498,9 @@ static int ops_run_table(const char *group, const op_case *cases, int n)
     for (int i = 0; i < n; i++)
         tests[i] = (struct CMUnitTest){cases[i].name, ops_run_case, NULL, NULL, (void *)&cases[i]};
     mc_test_check_cpu_target();
+    const char *filter = getenv("MINIC_OPS_FILTER"); /* a cmocka pattern: "*conv*" */
+    if (filter && *filter)
+        cmocka_set_test_filter(filter);
     int failed = _cmocka_run_group_tests(group, tests, (size_t)n, NULL, NULL);
     free(tests);
     printf("%s: %d cases passed; %d oracle checks, %d rounded-evaluation checks\n", group,

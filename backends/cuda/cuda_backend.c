@@ -1199,6 +1199,7 @@ const mc_backend mc_backend_cuda = {
     .name = "cuda",
     .is_gpu = true,
     .attention = true,
+    .conv_gather = true,
     .probe = cuda_probe,
     .prepare = cuda_prepare,
     .run = cuda_run,
