@@ -1137,7 +1137,9 @@ static mc_status program_set_from_output(mc_program *dst, const char *name, mc_p
                        dname, node_type(n, want, sizeof want));
     }
     int b = buffer_of(dst, node, true);
-    if (b >= 0 && r == dst && ob == b) { /* `output x` of input x given back to x: it holds it */
+    if (b >= 0 && r == dst && (ob == b || dst->host[ob] == dst->host[b])) {
+        /* `output x` of input x given back to x, or an output fed back in place on the host:
+         * the input holds it */
         dst->bound[b] = dst->has_value[b] = true;
         return MC_OK;
     }
@@ -1286,6 +1288,8 @@ static mc_status feed_back_after_run(mc_program *p)
             }
         }
         mc_status st = fresh(p, ob); /* between the host arrays (ref, cpu), or through them */
+        if (st == MC_OK)
+            st = host_unshare(p, ib); /* a param shared with another program keeps its value there */
         if (st != MC_OK)
             return st;
         memcpy(p->host[ib], p->host[ob], (size_t)p->kp->buffers[ib].numel * mc_dtype_size(p->kp->buffers[ib].dtype));
@@ -1359,6 +1363,15 @@ static mc_status program_feed_back(mc_program *p, const char *name, int index, b
         taken |= p->feedback[i].ob == ob && p->feedback[i].in_place;
     if (!taken && !getenv("MINIC_NO_IN_PLACE") && in_place_safe(p->kp, ib, ob)) {
         if (p->backend->runs_on_host) {
+            void *before = p->host[ib]; /* a shared param: write into a copy of one's own */
+            if ((st = host_unshare(p, ib)) != MC_OK) {
+                p->nfeedback--;
+                return st;
+            }
+            if (p->host[ib] != before) { /* the other holder keeps the old block alive */
+                memcpy(p->host[ib], before, (size_t)p->kp->buffers[ib].numel * mc_dtype_size(p->kp->buffers[ib].dtype));
+                p->dirty[ib] = true;
+            }
             p->host[ob] = p->host[ib];
             f->in_place = true;
         } else if (p->backend->alias) {
@@ -1413,8 +1426,9 @@ static mc_status program_share_params(mc_program *dst, mc_program *src, int *sha
         for (int d = 0; same && d < n->rank; d++)
             same = m->shape[d] == n->shape[d];
         int b = buffer_of(dst, i, true), sb = buffer_of(src, j, true);
-        if (!same || b < 0 || sb < 0 || !src->has_value[sb])
-            continue; /* another type, read by no kernel on one side, or no value to share */
+        if (!same || b < 0 || sb < 0 || !src->has_value[sb] || feedback_of(dst, b))
+            continue; /* another type, read by no kernel on one side, no value to share, or
+                         an output is fed back to it (it changes with every run) */
         mc_status st = fresh(src, sb);
         if (st != MC_OK)
             return st;

@@ -16,6 +16,8 @@
  *     update position out of range in a queued run is reported (by mc_program_run_async on ref
  *     and cpu, by mc_program_wait or by the next read on cuda), once, and the program then runs
  *     on; mc_program_free with runs queued;
+ *   - a param shared with another program and fed back in place: the other keeps its value,
+ *     and sharing again skips it;
  *   - the errors (MC_ERR_INPUT): unknown input (did you mean), computed name, output index out
  *     of range, a dtype or shape that does not fit, NULL arguments, a symbolic program.
  *
@@ -300,6 +302,41 @@ static void test_errors_in_queue(void **state)
         errors_in_queue_on(backends[i]);
 }
 
+/* A param shared with another program (mc_program_share_params) and fed back in place: the
+ * other program keeps its value (ref and cpu share the memory itself). */
+static void test_shared_param(void **state)
+{
+    (void)state;
+    static const char text[] = "graph pw\nparam w : f32[3, 3]\ny = add(w, 1)\noutput y\n";
+    for (int i = 0; i < nbackends; i++) {
+        mc_program *a = compile(text, backends[i]), *b = compile(text, backends[i]);
+        float w[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, want[9];
+        set(a, "w", w, sizeof w);
+        int shared = 0;
+        assert_int_equal(mc_program_share_params(b, a, &shared), MC_OK);
+        assert_int_equal(shared, 1);
+        assert_true(feed(b, "w", 0));
+        for (int k = 0; k < 3; k++)
+            run(b, true);
+        for (int j = 0; j < 9; j++)
+            want[j] = w[j] + 3;
+        expect(b, 0, want, 9, 0, "the fed-back param after 3 runs");
+        run(a, false);
+        for (int j = 0; j < 9; j++)
+            want[j] = w[j] + 1;
+        expect(a, 0, want, 9, 0, "the program that shared it");
+        /* sharing into b again skips the param fed back */
+        assert_int_equal(mc_program_share_params(b, a, &shared), MC_OK);
+        assert_int_equal(shared, 0);
+        mc_program_free(a);
+        run(b, false);
+        for (int j = 0; j < 9; j++)
+            want[j] = w[j] + 4;
+        expect(b, 0, want, 9, 0, "the fed-back param after the other program was freed");
+        mc_program_free(b);
+    }
+}
+
 static void expect_error(mc_status st, const char *const *words)
 {
     assert_int_equal(st, MC_ERR_INPUT);
@@ -387,6 +424,7 @@ int main(void)
         cmocka_unit_test(test_other_outputs),
         cmocka_unit_test(test_errors_in_queue),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_shared_param),
     };
     return mc_test_run(tests);
 }

@@ -767,6 +767,9 @@ static mc_status cuda_copy_output(mc_program *dst, int ib, mc_program *src, int 
     *done = false;
     if (!d || !s || d->ctx != s->ctx || (d->pitched && d->pitched[ib]) || d->buf_bytes[ib] != s->buf_bytes[ob])
         return MC_OK; /* through the host */
+    *done = d->buf[ib] == s->buf[ob]; /* an output fed back in place (cuda_alias): it is the input */
+    if (*done)
+        return MC_OK;
     const mc_cuda_api *cu = d->cu;
     CU_CHECK(cu->cuCtxSetCurrent(d->ctx), "making the context current");
     const mc_cuda_gemm_plan *pad = s->pitched ? s->pitched[ob] : NULL;
