@@ -15,12 +15,19 @@
  *            this token's keys and values written at pos (update(cache, k, pos, axis=2)); its
  *            attention reads the cache through the mask le(iota(max_seq), pos), so one program
  *            serves every step (docs/FORMAT.md §2, update).
- * The next token is the argmax of the logits (the first on ties). The caches that one run
- * returned are handed to the next run as inputs with mc_program_set_from_output: prefill's to
- * decode's, then each decode step's to its own next step. On cuda that is a copy on the GPU
- * (from the output's buffer into the input's, queued before the next replay; the caches are
- * never read back to the host, only the logits), on ref and cpu a copy between host arrays;
- * nothing goes through the caller's memory.
+ * The next token is the argmax of the logits (the first on ties), taken in the graph: both
+ * programs also output `next` [B, 1] (i32) and `history_out` [B, max_seq] (the ids so far:
+ * prefill writes the prompt and its next id into zeros; a decode step writes its next id at
+ * pos + 1 into its input `history`), and decode outputs `pos_next` = pos + 1. Prefill's caches,
+ * next ids and history go to decode's inputs with mc_program_set_from_output (on cuda a copy on
+ * the GPU, on ref and cpu between host arrays). Then every decode output that is the next
+ * step's input is declared once with mc_program_feed_back: the caches, `history` and `pos` are
+ * written in place (the step's update writes its token's keys and values into the cache input
+ * itself), `ids` is copied on the device. Each step is queued with mc_program_run_async: on
+ * cuda the host does not wait for the GPU between steps, nothing crosses to the host per step,
+ * and the ids are read once at the end (mc_program_wait, then the history). --host-loop is the
+ * loop as it was: the host reads the logits, takes their argmax, binds ids and pos, hands the
+ * caches on with mc_program_set_from_output and waits for every step.
  *
  * --no-cache is the baseline and the check: every step runs a prefill program over the whole
  * sequence so far (compiled for each length) and takes its last row's argmax; tests/gpt2_generate.sh

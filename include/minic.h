@@ -147,7 +147,8 @@ mc_value mc_gather(mc_graph *g, mc_value x, mc_value idx, int axis);
  * by new (new: cache's dtype and sizes except along axis, where it has at most as many); pos an
  * i32 scalar (i32[]), usually an input, so that one program serves every step. A pos outside
  * [0, cache.shape[axis] - new.shape[axis]] fails mc_program_run with MC_ERR_INPUT (nothing is
- * written). The result is a new value: the cache operand is not changed in place. */
+ * written). The result is a new value: the cache operand is not changed in place, unless the
+ * result is fed back to the cache input (mc_program_feed_back), which is then written in place. */
 mc_value mc_update(mc_graph *g, mc_value cache, mc_value new_, mc_value pos, int axis);
 /* The sum of x over the ranks of a tensor-parallel program, the same on every rank (float
  * dtypes; shape and dtype of x). In a graph run as one program: x itself. */
@@ -341,7 +342,10 @@ mc_status mc_program_set_from_output(mc_program *dst, const char *input_name, mc
  *     the output is copied into the input after each run, on the device where p runs on one
  *     (cuda: queued on p's stream), between host arrays on ref and cpu; *in_place false.
  *   - While an output is fed back in place, it and its input are one array: reading the output
- *     after binding the input again gives unspecified values until the next run.
+ *     after binding the input again gives unspecified values until the next run; and a run
+ *     that fails while it executes (an update position out of range) may have written part of
+ *     the input: bind it again before running on. A copy is made only after a run that
+ *     succeeded.
  *   - Checks: output_index in [-1, outputs); p declares input_name; the output's dtype and
  *     shape equal the declaration's (MC_ERR_INPUT, naming the program, the output and the
  *     input). Programs with symbolic dimensions and tensor-parallel ones: MC_ERR_INPUT.
