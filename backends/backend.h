@@ -57,6 +57,24 @@ typedef struct mc_backend {
      * pair (another device), the runtime copies through the host instead. After a copy the
      * runtime marks dst's buffer `stale` on the host and not dirty (mc_program_set_from_output). */
     mc_status (*copy_output)(mc_program *dst, int ib, mc_program *src, int ob, bool *done);
+    /* Optional: queue one execution like `run` without waiting for it to finish (uploads and
+     * launches queued on the program's stream, outputs marked stale): mc_program_run_async.
+     * Errors found while queueing are returned here; those the device finds while it runs
+     * (a failed check, a failed kernel) by the next `wait`. The runtime calls `wait` before
+     * anything reads the program's buffers (download, a copy to another program) and before a
+     * synchronous run. Backends without it run synchronously (mc_program_run_async = run). */
+    mc_status (*launch)(mc_program *p);
+    /* With launch: wait until every queued execution is done and report the first check that
+     * failed in any of them (kir_check_fail) or the device's error; the check state is reset. */
+    mc_status (*wait)(mc_program *p);
+    /* Optional, for backends whose buffers live off the host (cuda): make output buffer ob use
+     * input buffer ib's device memory (on) or its own again (off): the program's kernels then
+     * write that output straight into the input (mc_program_feed_back, in place; the runtime
+     * has checked that it is safe). Every launch argument and captured graph that holds ob's
+     * address is remade. *done false with MC_OK: not possible here (a padded buffer, ...), the
+     * runtime copies instead. Backends that run on the host need none: the runtime points
+     * host[ob] at host[ib]. */
+    mc_status (*alias)(mc_program *p, int ob, int ib, bool on, bool *done);
     /* Optional, with copy_output or stale outputs: copy buffer b from the device into
      * p->host[b], synchronously (an output left on the device after a run, an input given on
      * the device); the runtime then clears p->stale[b]. */
@@ -89,6 +107,17 @@ typedef struct mc_compile_phase {
 } mc_compile_phase;
 enum { MC_MAX_COMPILE_PHASES = 24 };
 typedef struct mc_symbolic mc_symbolic;
+/* An output handed back to an input of the same program after every run
+ * (mc_program_feed_back): kp buffers ib (the input) and ob (the output). in_place: ob's memory
+ * is ib's (host[ob] == host[ib] on a backend that runs on the host; backend->alias on cuda), so
+ * the run writes the input itself and nothing is copied; else the runtime copies ob into ib
+ * after each run (backend->copy_output, or between the host arrays). own: ob's own host array,
+ * restored when the pairing ends. */
+typedef struct mc_feedback {
+    int ib, ob;
+    bool in_place;
+    void *own;
+} mc_feedback;
 typedef struct mc_parallel mc_parallel;
 
 struct mc_program {
@@ -122,6 +151,10 @@ struct mc_program {
                                  runtime reads it back (backend->download) before reading it.
                                  NULL in a program made by hand (tests): never stale */
     int *outputs;             /* per graph output: its kp buffer */
+    int64_t queued;           /* executions queued by mc_program_run_async (backend->launch)
+                                 and not waited for yet (backend->wait) */
+    struct mc_feedback *feedback; /* mc_program_feed_back's pairs, nfeedback of them */
+    int nfeedback;
     double compile_ms;        /* passes + code generation + backend compile */
     mc_compile_phase compile_phases[MC_MAX_COMPILE_PHASES]; /* where compile_ms went, in order */
     int ncompile_phases;

@@ -15,12 +15,19 @@
  *            this token's keys and values written at pos (update(cache, k, pos, axis=2)); its
  *            attention reads the cache through the mask le(iota(max_seq), pos), so one program
  *            serves every step (docs/FORMAT.md §2, update).
- * The next token is the argmax of the logits (the first on ties). The caches that one run
- * returned are handed to the next run as inputs with mc_program_set_from_output: prefill's to
- * decode's, then each decode step's to its own next step. On cuda that is a copy on the GPU
- * (from the output's buffer into the input's, queued before the next replay; the caches are
- * never read back to the host, only the logits), on ref and cpu a copy between host arrays;
- * nothing goes through the caller's memory.
+ * The next token is the argmax of the logits (the first on ties), taken in the graph: both
+ * programs also output `next` [B, 1] (i32) and `history_out` [B, max_seq] (the ids so far:
+ * prefill writes the prompt and its next id into zeros; a decode step writes its next id at
+ * pos + 1 into its input `history`), and decode outputs `pos_next` = pos + 1. Prefill's caches,
+ * next ids and history go to decode's inputs with mc_program_set_from_output (on cuda a copy on
+ * the GPU, on ref and cpu between host arrays). Then every decode output that is the next
+ * step's input is declared once with mc_program_feed_back: the caches, `history` and `pos` are
+ * written in place (the step's update writes its token's keys and values into the cache input
+ * itself), `ids` is copied on the device. Each step is queued with mc_program_run_async: on
+ * cuda the host does not wait for the GPU between steps, nothing crosses to the host per step,
+ * and the ids are read once at the end (mc_program_wait, then the history). --host-loop is the
+ * loop as it was: the host reads the logits, takes their argmax, binds ids and pos, hands the
+ * caches on with mc_program_set_from_output and waits for every step.
  *
  * --no-cache is the baseline and the check: every step runs a prefill program over the whole
  * sequence so far (compiled for each length) and takes its last row's argmax; tests/gpt2_generate.sh
@@ -45,7 +52,7 @@ typedef struct {
     int layers, heads, dmodel, vocab, positions, max_seq, batch, new_tokens, threads;
     mc_dtype dtype;
     mc_options opt;
-    bool no_cache, quiet;
+    bool no_cache, host_loop, quiet;
     int32_t *prompt;
     int nprompt;
 } config;
@@ -75,6 +82,10 @@ static const char usage[] =
     "  --no-fuse          one kernel per operator\n"
     "  --no-cache         no KV cache: every step runs the whole sequence again (a program per\n"
     "                     length, compiled as it is needed; not timed), the baseline and the check\n"
+    "  --host-loop        the host takes each step's argmax from the logits, binds the ids and\n"
+    "                     the position and hands the caches on after each step, waiting for\n"
+    "                     it (the way before the decode step's loop stayed on the device; for\n"
+    "                     comparison)\n"
     "  --seed N           seed of the generated params (default 0)\n"
     "  --write-graphs P   also write the two programs' graphs to P_prefill.graph and\n"
     "                     P_decode.graph (`minic dump`, `minic run --profile` read them;\n"
@@ -153,6 +164,10 @@ static int parse_args(config *c, int argc, char **argv)
         }
         if (!strcmp(a, "--no-cache")) {
             c->no_cache = true;
+            continue;
+        }
+        if (!strcmp(a, "--host-loop")) {
+            c->host_loop = true;
             continue;
         }
         if (!strcmp(a, "--quiet")) {
@@ -278,8 +293,9 @@ static mc_graph *build(const config *c, int64_t T, bool decode, bool caches)
     const mc_dtype dt = c->dtype;
     mc_value ids = mc_input(g, "ids", MC_I32, (const int64_t[]){B, T}, 2);
     mc_value pos = decode ? mc_input(g, "pos", MC_I32, NULL, 0) : MC_NONE;
+    mc_value history = decode ? mc_input(g, "history", MC_I32, (const int64_t[]){B, c->max_seq}, 2) : MC_NONE;
     mc_value *kc = calloc((size_t)c->layers * 2, sizeof *kc);
-    mc_value *outs = calloc((size_t)c->layers * 2 + 1, sizeof *outs);
+    mc_value *outs = calloc((size_t)c->layers * 2 + 4, sizeof *outs);
     if (!kc || !outs) {
         free(kc);
         free(outs);
@@ -347,7 +363,20 @@ static mc_graph *build(const config *c, int64_t T, bool decode, bool caches)
     /* the LM head (tied to wte) on the last position only */
     mc_value last = mc_reshape(g, mc_slice(g, x, 1, T - 1, T), (const int64_t[]){B, d}, 2);
     outs[0] = named(g, mc_linear(g, mc_layernorm(g, last, lnfw, lnfb, 1e-5), wte, MC_NONE), "logits", 0);
-    mc_status st = mc_graph_set_outputs(g, outs, caches ? 1 + 2 * c->layers : 1);
+    int nouts = caches ? 1 + 2 * c->layers : 1;
+    if (caches) { /* the next ids on the GPU, and the ids so far written into history at their positions */
+        mc_value next = named(g, mc_argmax(g, outs[0], 1, true), "next", 0); /* [B, 1] */
+        outs[nouts++] = next;
+        if (decode) {
+            mc_value pos1 = named(g, mc_add(g, pos, mc_scalar(g, 1, MC_I32)), "pos_next", 0);
+            outs[nouts++] = pos1;
+            outs[nouts++] = named(g, mc_update(g, history, next, pos1, 1), "history_out", 0);
+        } else {
+            mc_value h = mc_update(g, mc_full(g, (const int64_t[]){B, S}, 2, 0, MC_I32), ids, mc_scalar(g, 0, MC_I32), 1);
+            outs[nouts++] = named(g, mc_update(g, h, next, mc_scalar(g, (double)T, MC_I32), 1), "history_out", 0);
+        }
+    }
+    mc_status st = mc_graph_set_outputs(g, outs, nouts);
     free(kc);
     free(outs);
     if (st != MC_OK) {
@@ -468,6 +497,7 @@ int main(int argc, char **argv)
     char backend[16] = "";
     double t_compile = 0, t_prefill = 0, t_decode = 0;
     int shared = 0; /* params the decode program shares with the prefill program */
+    int in_place_count = 0; /* decode outputs fed back in place (the rest: copied on the device) */
     if (!seq || !next) {
         fprintf(stderr, "gpt2_generate: error: out of memory\n");
         rc = 2;
@@ -536,26 +566,78 @@ int main(int argc, char **argv)
         }
         for (int b = 0; b < B; b++)
             memcpy(ids + (size_t)b * T0, c.prompt, (size_t)T0 * sizeof *ids);
+        const int L2 = 2 * c.layers, NEXT = 1 + L2; /* outputs: logits, the caches, next, ... */
+        int32_t pos = T0;
         rc = run_step(pre, ids, (size_t)B * T0, B, c.vocab, next);
         free(ids);
         if (rc || (rc = pass_caches(&c, pre, dec)))
             goto done;
+        /* decode's first ids, its ids so far and the position, from prefill's outputs */
+        if (mc_program_set_from_output(dec, "ids", pre, NEXT) != MC_OK ||
+            mc_program_set_from_output(dec, "history", pre, NEXT + 1) != MC_OK ||
+            mc_program_set(dec, "pos", &pos, sizeof pos) != MC_OK) {
+            rc = api_fail("passing the ids");
+            goto done;
+        }
         t_prefill = now() - t0;
         for (int b = 0; b < B; b++)
             seq[(size_t)b * total + T0] = next[b];
         t0 = now();
-        for (int t = T0 + 1; t < total; t++) { /* feed token t-1 at position t-1 */
-            int32_t pos = t - 1;
-            for (int b = 0; b < B; b++)
-                next[b] = seq[(size_t)b * total + t - 1];
-            if (mc_program_set(dec, "pos", &pos, sizeof pos) != MC_OK) {
-                rc = api_fail("binding pos");
+        if (c.host_loop) { /* the host's argmax and bindings each step, waiting for each */
+            for (int t = T0 + 1; t < total; t++) { /* feed token t-1 at position t-1 */
+                pos = t - 1;
+                for (int b = 0; b < B; b++)
+                    next[b] = seq[(size_t)b * total + t - 1];
+                if (mc_program_set(dec, "pos", &pos, sizeof pos) != MC_OK) {
+                    rc = api_fail("binding pos");
+                    goto done;
+                }
+                if ((rc = run_step(dec, next, (size_t)B, B, c.vocab, next)) || (rc = pass_caches(&c, dec, dec)))
+                    goto done;
+                for (int b = 0; b < B; b++)
+                    seq[(size_t)b * total + t] = next[b];
+            }
+        } else {
+            /* Each step's outputs become its next step's inputs on the device: the caches
+             * (in place: the step writes its token's keys and values into them), the next ids
+             * (the argmax of the logits), pos + 1 and the ids so far. A step is queued without
+             * waiting for the one before; the ids are read once, at the end. */
+            const struct {
+                const char *input;
+                int output;
+            } fb[] = {{"ids", NEXT}, {"pos", NEXT + 1}, {"history", NEXT + 2}};
+            for (int i = 0; i < L2 + 3; i++) {
+                char name[64];
+                snprintf(name, sizeof name, "%s_cache.%d", i % 2 ? "v" : "k", i / 2);
+                bool in_place = false;
+                if (mc_program_feed_back(dec, i < L2 ? name : fb[i - L2].input, i < L2 ? 1 + i : fb[i - L2].output,
+                                         &in_place) != MC_OK) {
+                    rc = api_fail("feeding the outputs back");
+                    goto done;
+                }
+                in_place_count += in_place;
+            }
+            for (int t = T0 + 1; t < total; t++)
+                if (mc_program_run_async(dec) != MC_OK) {
+                    rc = api_fail("running");
+                    goto done;
+                }
+            mc_program *last = N > 1 ? dec : pre; /* the history: prefill's if no step ran */
+            int32_t *hist = malloc((size_t)B * (size_t)c.max_seq * sizeof *hist);
+            if (!hist) {
+                rc = 2;
                 goto done;
             }
-            if ((rc = run_step(dec, next, (size_t)B, B, c.vocab, next)) || (rc = pass_caches(&c, dec, dec)))
+            if (mc_program_wait(dec) != MC_OK ||
+                mc_program_read_output(last, N > 1 ? NEXT + 2 : NEXT + 1, hist,
+                                       (size_t)B * (size_t)c.max_seq * sizeof *hist) != MC_OK) {
+                free(hist);
+                rc = api_fail("reading the ids");
                 goto done;
+            }
             for (int b = 0; b < B; b++)
-                seq[(size_t)b * total + t] = next[b];
+                memcpy(seq + (size_t)b * total, hist + (size_t)b * c.max_seq, (size_t)total * sizeof *seq);
+            free(hist);
         }
         t_decode = now() - t0;
     }
@@ -581,6 +663,11 @@ int main(int argc, char **argv)
         if (N > 1)
             printf("decode:  %.2f ms per step, %.1f tokens/s (%d steps of %d token%s)\n", 1e3 * t_decode / (N - 1),
                    t_decode > 0 ? B * (N - 1) / t_decode : 0.0, N - 1, B, B == 1 ? "" : "s");
+        if (!c.no_cache)
+            printf("loop: %s\n", c.host_loop ? "on the host (argmax, ids and pos bound, caches handed on, each step waited for)"
+                                              : "on the device");
+        if (!c.no_cache && !c.host_loop)
+            printf("fed back: %d outputs, %d in place\n", 2 * c.layers + 3, in_place_count);
     }
 done:
     mc_program_free(pre);

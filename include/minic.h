@@ -147,7 +147,8 @@ mc_value mc_gather(mc_graph *g, mc_value x, mc_value idx, int axis);
  * by new (new: cache's dtype and sizes except along axis, where it has at most as many); pos an
  * i32 scalar (i32[]), usually an input, so that one program serves every step. A pos outside
  * [0, cache.shape[axis] - new.shape[axis]] fails mc_program_run with MC_ERR_INPUT (nothing is
- * written). The result is a new value: the cache operand is not changed in place. */
+ * written). The result is a new value: the cache operand is not changed in place, unless the
+ * result is fed back to the cache input (mc_program_feed_back), which is then written in place. */
 mc_value mc_update(mc_graph *g, mc_value cache, mc_value new_, mc_value pos, int axis);
 /* The sum of x over the ranks of a tensor-parallel program, the same on every rank (float
  * dtypes; shape and dtype of x). In a graph run as one program: x itself. */
@@ -267,7 +268,30 @@ mc_status mc_program_fill_random(mc_program *p, uint64_t seed);
  * the last seed mc_program_fill_random used. MC_ERR_INPUT when something has no value yet. */
 mc_status mc_program_save_inputs(mc_program *p, const char *path);
 
+/* Run p once with the values bound now; returns when the run is done, with its errors (an
+ * unbound input, a gather or update index out of range, a failure of the device). */
 mc_status mc_program_run(mc_program *p);
+/* Queue a run of p and return without waiting for it where the backend can (cuda: the inputs'
+ * uploads and the kernels, or the CUDA graph's replay, are queued on p's stream; the host may
+ * then bind, queue the next run, ... while the GPU works); elsewhere (ref, cpu, a program with
+ * symbolic dimensions, a tensor-parallel one) it is mc_program_run. The run uses the values
+ * bound when this is called (a later mc_program_set is for the next run), and outputs fed back
+ * (mc_program_feed_back) are given to their inputs on the device, also without waiting.
+ *   - Errors found while queueing (an unbound input, a failed launch) are returned here.
+ *     Errors the run meets while it executes (a gather or update index out of range, a failed
+ *     kernel) are returned by the next call that waits for p: mc_program_wait, or any call
+ *     that reads p's results or must see its runs finished (mc_program_output,
+ *     mc_program_read_output, mc_program_save_outputs, mc_program_save_inputs,
+ *     mc_program_set_from_output with p as the source of another program, mc_program_feed_back,
+ *     mc_program_run), which then fails with that error (the same status and message
+ *     mc_program_run would have given) and does nothing else. The error is of the first such
+ *     failure in the runs queued since the last wait; the runs after it executed too, from
+ *     values that may be wrong, so outputs and fed-back inputs are unspecified after it.
+ *   - mc_program_free discards queued runs' errors (it waits for them). */
+mc_status mc_program_run_async(mc_program *p);
+/* Wait until every run queued with mc_program_run_async has finished; MC_OK, or the first
+ * error one of them met (see above). MC_OK at once when nothing is queued. */
+mc_status mc_program_wait(mc_program *p);
 int mc_program_num_outputs(const mc_program *p);
 /* Output `index`'s name, type and data; data points into the program and is overwritten by the
  * next run (from any thread). On cuda an output is read back from the GPU by this call (and
@@ -302,6 +326,32 @@ mc_status mc_program_read_output(mc_program *p, int index, void *data, size_t by
  * two threads hand outputs both ways between the same two programs). */
 mc_status mc_program_set_from_output(mc_program *dst, const char *input_name, mc_program *src,
                                      int output_index);
+/* From now on, after every run of p (mc_program_run and mc_program_run_async), give output
+ * `output_index`'s value to input (or param) `input_name` of p, as mc_program_set_from_output(p,
+ * input_name, p, output_index) after each run would, without a call per run: a decoder's KV
+ * caches, its next token ids, its position. One pairing per input: declaring another output
+ * for the same input replaces it; output_index -1 ends the pairing (the output keeps the last
+ * run's value). Binding the input (mc_program_set, a file) gives the next run that value; the
+ * pairing stays.
+ *   - In place where it is safe: when the output is computed from the input element by element
+ *     in one kernel that reads each element of the input only at the place it writes that
+ *     element of the output (an `update` of the input: a KV cache's write), and no later
+ *     kernel reads the input, the output's memory is the input's: the run writes its result
+ *     into the input directly and nothing is copied. *in_place (may be NULL) is set true then.
+ *     Otherwise (another reader of the input after the update, an output computed otherwise)
+ *     the output is copied into the input after each run, on the device where p runs on one
+ *     (cuda: queued on p's stream), between host arrays on ref and cpu; *in_place false.
+ *   - While an output is fed back in place, it and its input are one array: reading the output
+ *     after binding the input again gives unspecified values until the next run; and a run
+ *     that fails while it executes (an update position out of range) may have written part of
+ *     the input: bind it again before running on. A copy is made only after a run that
+ *     succeeded.
+ *   - Checks: output_index in [-1, outputs); p declares input_name; the output's dtype and
+ *     shape equal the declaration's (MC_ERR_INPUT, naming the program, the output and the
+ *     input). Programs with symbolic dimensions and tensor-parallel ones: MC_ERR_INPUT.
+ *   - Waits for p's queued runs first (mc_program_run_async). MINIC_NO_IN_PLACE=1 in the
+ *     environment makes every pairing a copy (for comparing the two). */
+mc_status mc_program_feed_back(mc_program *p, const char *input_name, int output_index, bool *in_place);
 /* Give every param of dst that src declares under the same name, dtype and shape, and that has a
  * value in src (bound or generated), src's value, without reading the weights twice: a prefill
  * and a decode program of one model load their weights once (mc_program_load_weights on src,

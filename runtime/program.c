@@ -581,6 +581,7 @@ void mc_program_free(mc_program *p)
     free(p->has_value);
     free(p->stale);
     free(p->outputs);
+    free(p->feedback);
     if (p->unread)
         for (int i = 0; i < p->graph->nnodes; i++)
             free(p->unread[i]);
@@ -601,14 +602,28 @@ const char *mc_program_backend(const mc_program *p)
     return p && p->backend ? p->backend->name : "none";
 }
 
+/* Wait for the executions mc_program_run_async queued (backend->wait): before anything reads
+ * or copies the program's buffers, and before a synchronous run. A failure the device found in
+ * one of them (a check, a failed kernel) is returned here, once. */
+static mc_status settle(mc_program *p)
+{
+    if (!p->queued)
+        return MC_OK;
+    p->queued = 0;
+    return p->backend->wait(p);
+}
+
 /* Make host[b] current: a backend whose buffers live on a device (cuda) marks an output
  * `stale` after a run instead of reading it back, and an input given on the device by
  * mc_program_set_from_output; it is read back here, when the host copy is asked for. */
 static mc_status fresh(mc_program *p, int b)
 {
+    mc_status st = settle(p);
+    if (st != MC_OK)
+        return st;
     if (!p->stale || !p->stale[b])
         return MC_OK;
-    mc_status st = p->backend->download(p, b);
+    st = p->backend->download(p, b);
     if (st == MC_OK)
         p->stale[b] = false;
     return st;
@@ -921,12 +936,9 @@ mc_status mc_program_fill_random(mc_program *p, uint64_t seed)
 
 /* ---- running and outputs ------------------------------------------------------------------- */
 
-static mc_status program_run(mc_program *p)
+/* Every input and param read by a kernel has a value. */
+static mc_status check_bound(const mc_program *p)
 {
-    if (p->sym)
-        return mc_symbolic_run(p);
-    if (p->par)
-        return mc_parallel_run(p);
     for (int b = 0; b < p->kp->nbuffers; b++) {
         const kir_buffer *buf = &p->kp->buffers[b];
         if ((buf->kind == KBUF_INPUT || buf->kind == KBUF_PARAM) && !p->has_value[b]) {
@@ -938,10 +950,59 @@ static mc_status program_run(mc_program *p)
                            mc_node_name(p->graph, buf->node, name, sizeof name));
         }
     }
-    mc_status st = p->backend->run(p);
+    return MC_OK;
+}
+
+static mc_status feed_back_after_run(mc_program *p);
+
+static mc_status program_run(mc_program *p)
+{
+    if (p->sym)
+        return mc_symbolic_run(p);
+    if (p->par)
+        return mc_parallel_run(p);
+    mc_status st = settle(p); /* an earlier queued run's failure comes first */
     if (st == MC_OK)
-        p->runs++;
-    return st;
+        st = check_bound(p);
+    if (st == MC_OK)
+        st = p->backend->run(p);
+    if (st != MC_OK)
+        return st;
+    p->runs++;
+    return feed_back_after_run(p);
+}
+
+/* mc_program_run_async: queued where the backend can queue (cuda), else mc_program_run. */
+static mc_status program_run_async(mc_program *p)
+{
+    if (p->sym || p->par || !p->backend->launch || !p->backend->wait)
+        return program_run(p);
+    mc_status st = check_bound(p);
+    if (st == MC_OK)
+        st = p->backend->launch(p);
+    if (st != MC_OK)
+        return st;
+    p->runs++;
+    p->queued++;
+    return feed_back_after_run(p);
+}
+
+mc_status mc_program_run_async(mc_program *p)
+{
+    if (!p)
+        return mc_fail(MC_ERR_INPUT, "mc_program_run_async: no program");
+    if (p->parent)
+        return mc_program_run(p->parent);
+    LOCKED(p, program_run_async(p));
+}
+
+mc_status mc_program_wait(mc_program *p)
+{
+    if (!p)
+        return mc_fail(MC_ERR_INPUT, "mc_program_wait: no program");
+    if (p->parent)
+        return MC_OK;
+    LOCKED(p, settle(p));
 }
 
 mc_status mc_program_run(mc_program *p)
@@ -1050,6 +1111,11 @@ static mc_status program_set_from_output(mc_program *dst, const char *name, mc_p
                        o->name ? o->name : mc_node_name(src->graph, src->graph->outputs[index], unnamed, sizeof unnamed),
                        name, dname);
     }
+    if (r != dst && r->queued) { /* src's queued runs first: dst's copy reads their output */
+        mc_status st = settle(r);
+        if (st != MC_OK)
+            return st;
+    }
     int onode = r->graph->outputs[index], ob = r->outputs[index];
     const mc_node *o = &r->graph->nodes[onode]; /* its shape as bound (a symbolic src's run) */
     char unnamed[64];
@@ -1084,7 +1150,9 @@ static mc_status program_set_from_output(mc_program *dst, const char *name, mc_p
                        dname, node_type(n, want, sizeof want));
     }
     int b = buffer_of(dst, node, true);
-    if (b >= 0 && r == dst && ob == b) { /* `output x` of input x given back to x: it holds it */
+    if (b >= 0 && r == dst && (ob == b || dst->host[ob] == dst->host[b])) {
+        /* `output x` of input x given back to x, or an output fed back in place on the host:
+         * the input holds it */
         dst->bound[b] = dst->has_value[b] = true;
         return MC_OK;
     }
@@ -1123,6 +1191,223 @@ mc_status mc_program_set_from_output(mc_program *dst, const char *input_name, mc
     return st;
 }
 
+/* ---- outputs fed back to inputs ----------------------------------------------------------- */
+
+/* Can output buffer ob be written straight into input buffer ib (kp's kernels in order)? Yes
+ * when exactly one kernel W writes ob, a pointwise one, through one view that touches every
+ * element once; W reads ib, if at all, only through loads of that very view (each point reads
+ * the element it then overwrites, so no point sees another's new value); and no kernel after
+ * W reads ib (kernels before it read the old value, as they would anyway). A cache's `update`
+ * is such a W: where(pos <= i < pos + len, new, cache[i]) stored at i. Anything else (a
+ * reader of the old cache after the update, a reduction, a gather from the cache) is not. */
+static bool in_place_safe(const kir_program *kp, int ib, int ob)
+{
+    int writer = -1, store_view = -1;
+    for (int k = 0; k < kp->nkernels; k++) {
+        const kir_kernel *kk = &kp->kernels[k];
+        for (int i = 0; i < kk->nstores; i++)
+            if (kk->views[kk->stores[i].view].buffer == ob) {
+                if (writer >= 0)
+                    return false; /* two stores of ob, or two kernels */
+                writer = k;
+                store_view = kk->stores[i].view;
+            }
+    }
+    if (writer < 0)
+        return false;
+    const kir_kernel *w = &kp->kernels[writer];
+    if (w->category != KIR_POINTWISE || w->nrow != w->rank)
+        return false;
+    const kir_view *vs = &w->views[store_view];
+    int64_t points = 1; /* the store touches every element of ob once: a permutation */
+    for (int d = 0; d < w->rank; d++) {
+        points *= w->shape[d];
+        if (w->shape[d] > 1 && vs->stride[d] == 0)
+            return false;
+    }
+    if (points != kp->buffers[ob].numel)
+        return false;
+    for (int v = 0; v < w->nviews; v++) {
+        const kir_view *x = &w->views[v];
+        if (x->buffer != ib)
+            continue;
+        if (x->offset != vs->offset)
+            return false;
+        for (int d = 0; d < w->rank; d++)
+            if (w->shape[d] > 1 && x->stride[d] != vs->stride[d])
+                return false;
+    }
+    for (int i = 0; i < w->ncode; i++) /* a gather moves its view by data */
+        if (w->code[i].kind == KI_GATHER && w->views[w->code[i].view].buffer == ib)
+            return false;
+    for (int k = writer + 1; k < kp->nkernels; k++)
+        for (int v = 0; v < kp->kernels[k].nviews; v++)
+            if (kp->kernels[k].views[v].buffer == ib)
+                return false;
+    return true;
+}
+
+/* The pairing of input buffer ib, or NULL. */
+static mc_feedback *feedback_of(mc_program *p, int ib)
+{
+    for (int i = 0; i < p->nfeedback; i++)
+        if (p->feedback[i].ib == ib)
+            return &p->feedback[i];
+    return NULL;
+}
+
+/* End pairing f: ob gets its own memory back, holding what it holds now (the last run's
+ * output), and the pairing is removed. */
+static mc_status feedback_end(mc_program *p, mc_feedback *f)
+{
+    if (f->in_place) {
+        if (p->backend->runs_on_host) {
+            memcpy(f->own, p->host[f->ib], (size_t)p->kp->buffers[f->ob].numel * mc_dtype_size(p->kp->buffers[f->ob].dtype));
+            p->host[f->ob] = f->own;
+        } else {
+            bool done = false;
+            mc_status st = p->backend->alias(p, f->ob, f->ib, false, &done);
+            if (st != MC_OK)
+                return st;
+        }
+    }
+    *f = p->feedback[--p->nfeedback];
+    return MC_OK;
+}
+
+/* After each run: every output fed back becomes its input's value (nothing to do in place but
+ * to say where the value is). */
+static mc_status feed_back_after_run(mc_program *p)
+{
+    for (int i = 0; i < p->nfeedback; i++) {
+        const mc_feedback *f = &p->feedback[i];
+        int ib = f->ib, ob = f->ob;
+        p->bound[ib] = p->has_value[ib] = true;
+        if (f->in_place || !p->backend->runs_on_host) {
+            bool done = f->in_place;
+            if (!done && p->backend->copy_output) {
+                mc_status st = p->backend->copy_output(p, ib, p, ob, &done);
+                if (st != MC_OK)
+                    return st;
+            }
+            if (done) {
+                if (!p->backend->runs_on_host) { /* the device's copy is the value */
+                    p->stale[ib] = true;
+                    p->dirty[ib] = false;
+                } else {
+                    p->dirty[ib] = true; /* the cpu backend repacks what it packed of it */
+                }
+                continue;
+            }
+        }
+        mc_status st = fresh(p, ob); /* between the host arrays (ref, cpu), or through them */
+        if (st == MC_OK)
+            st = host_unshare(p, ib); /* a param shared with another program keeps its value there */
+        if (st != MC_OK)
+            return st;
+        memcpy(p->host[ib], p->host[ob], (size_t)p->kp->buffers[ib].numel * mc_dtype_size(p->kp->buffers[ib].dtype));
+        p->dirty[ib] = true;
+        p->stale[ib] = false;
+    }
+    return MC_OK;
+}
+
+static mc_status program_feed_back(mc_program *p, const char *name, int index, bool *in_place)
+{
+    char pname[160], what[512], out_type[128];
+    program_label(p, pname, sizeof pname);
+    if (p->sym || p->par)
+        return mc_fail(MC_ERR_INPUT, "mc_program_feed_back: %s is %s; outputs are fed back in ordinary "
+                       "programs only (mc_program_set_from_output after each run works for it)", pname,
+                       p->sym ? "a program with symbolic dimensions" : "tensor parallel (mc_options.devices)");
+    if (index < -1 || index >= p->graph->noutputs)
+        return mc_fail(MC_ERR_INPUT, "mc_program_feed_back: output %d of %s is out of range (it has %d "
+                       "output%s; -1 ends a pairing)", index, pname, p->graph->noutputs,
+                       p->graph->noutputs == 1 ? "" : "s");
+    int node;
+    snprintf(what, sizeof what, "mc_program_feed_back");
+    if (index >= 0) {
+        int onode = p->graph->outputs[index];
+        const mc_node *o = &p->graph->nodes[onode];
+        char unnamed[64];
+        snprintf(what, sizeof what, "mc_program_feed_back: output %d ('%s', %s) of %s", index,
+                 o->name ? o->name : mc_node_name(p->graph, onode, unnamed, sizeof unnamed),
+                 node_type(o, out_type, sizeof out_type), pname);
+    }
+    if (declaration_or_fail(p, name, what, &node) != MC_OK)
+        return MC_ERR_INPUT;
+    const mc_node *n = &p->graph->nodes[node];
+    if (index >= 0) {
+        const mc_node *o = &p->graph->nodes[p->graph->outputs[index]];
+        bool same = o->dtype == n->dtype && o->rank == n->rank;
+        for (int d = 0; same && d < n->rank; d++)
+            same = o->shape[d] == n->shape[d];
+        if (!same) {
+            char want[128];
+            return mc_fail(MC_ERR_INPUT, "%s does not fit %s '%s', declared %s", what, kind_word(n), name,
+                           node_type(n, want, sizeof want));
+        }
+    }
+    mc_status st = settle(p); /* nothing queued may see the buffers move */
+    if (st != MC_OK)
+        return st;
+    int ib = buffer_of(p, node, true);
+    mc_feedback *old = ib >= 0 ? feedback_of(p, ib) : NULL;
+    if (old && (st = feedback_end(p, old)) != MC_OK)
+        return st;
+    if (in_place)
+        *in_place = false;
+    if (index < 0 || ib < 0) /* ended; or an input no kernel reads: it keeps its value */
+        return MC_OK;
+    int ob = p->outputs[index];
+    if (ob == ib) { /* `output x` of input x: it holds it already */
+        if (in_place)
+            *in_place = true;
+        return MC_OK;
+    }
+    mc_feedback *grown = realloc(p->feedback, (size_t)(p->nfeedback + 1) * sizeof *grown);
+    if (!grown)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    p->feedback = grown;
+    mc_feedback *f = &p->feedback[p->nfeedback++];
+    *f = (mc_feedback){.ib = ib, .ob = ob, .own = p->host[ob]};
+    bool taken = false; /* another pairing writes ob in place already */
+    for (int i = 0; i < p->nfeedback - 1; i++)
+        taken |= p->feedback[i].ob == ob && p->feedback[i].in_place;
+    if (!taken && !getenv("MINIC_NO_IN_PLACE") && in_place_safe(p->kp, ib, ob)) {
+        if (p->backend->runs_on_host) {
+            void *before = p->host[ib]; /* a shared param: write into a copy of one's own */
+            if ((st = host_unshare(p, ib)) != MC_OK) {
+                p->nfeedback--;
+                return st;
+            }
+            if (p->host[ib] != before) { /* the other holder keeps the old block alive */
+                memcpy(p->host[ib], before, (size_t)p->kp->buffers[ib].numel * mc_dtype_size(p->kp->buffers[ib].dtype));
+                p->dirty[ib] = true;
+            }
+            p->host[ob] = p->host[ib];
+            f->in_place = true;
+        } else if (p->backend->alias) {
+            bool done = false;
+            if ((st = p->backend->alias(p, ob, ib, true, &done)) != MC_OK) {
+                p->nfeedback--;
+                return st;
+            }
+            f->in_place = done;
+        }
+    }
+    if (in_place)
+        *in_place = f->in_place;
+    return MC_OK;
+}
+
+mc_status mc_program_feed_back(mc_program *p, const char *input_name, int output_index, bool *in_place)
+{
+    if (!p || !input_name)
+        return mc_fail(MC_ERR_INPUT, "mc_program_feed_back: no %s", p ? "input name" : "program");
+    LOCKED(p, program_feed_back(p, input_name, output_index, in_place));
+}
+
 /* ---- params shared between programs -------------------------------------------------------- */
 
 static mc_status program_share_params(mc_program *dst, mc_program *src, int *shared)
@@ -1154,8 +1439,9 @@ static mc_status program_share_params(mc_program *dst, mc_program *src, int *sha
         for (int d = 0; same && d < n->rank; d++)
             same = m->shape[d] == n->shape[d];
         int b = buffer_of(dst, i, true), sb = buffer_of(src, j, true);
-        if (!same || b < 0 || sb < 0 || !src->has_value[sb])
-            continue; /* another type, read by no kernel on one side, or no value to share */
+        if (!same || b < 0 || sb < 0 || !src->has_value[sb] || feedback_of(dst, b))
+            continue; /* another type, read by no kernel on one side, no value to share, or
+                         an output is fed back to it (it changes with every run) */
         mc_status st = fresh(src, sb);
         if (st != MC_OK)
             return st;

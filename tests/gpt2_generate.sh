@@ -6,7 +6,10 @@
 # (--no-cache), on ref and cpu (and cuda where `--backend cuda` runs here; MINIC_TEST_BACKEND=cuda
 # makes it required), fused and unfused. The weights are chosen so that the ids vary (more than
 # a third of them distinct): a model whose next token follows from the last alone would pass
-# without a working cache. Wrong options, prompts and weights are exit 1 with a message.
+# without a working cache. The decode loop stays on the device (argmax, ids, position and ids so
+# far fed back, the caches in place); --host-loop (the host's argmax, the caches copied) and
+# MINIC_NO_IN_PLACE=1 (every output copied) give the same ids. Wrong options, prompts and
+# weights are exit 1 with a message.
 set -euo pipefail
 build=${MINIC_BUILD:-build}
 gen=$build/gpt2_generate
@@ -75,12 +78,28 @@ for b in $backends; do
     [ "$(tr ',' '\n' <<<"$got" | sort -u | wc -l)" -gt $((new / 3)) ] ||
       fail "$b $fuse: too few distinct ids ($got): the model proves little"
     grep -q '^decode: .* tokens/s' "$work/cached" || fail "$b $fuse: no decode tokens/s: $(cat "$work/cached")"
+    # the step's loop on the device: the 4 caches at least written in place
+    inplace=$(sed -n 's/^fed back: 7 outputs, \([0-9]*\) in place$/\1/p' "$work/cached")
+    [ -n "$inplace" ] && [ "$inplace" -ge 4 ] || fail "$b $fuse: $(grep '^fed back' "$work/cached")"
+    # the loop on the host (argmax of the downloaded logits, caches copied), and every output
+    # fed back by a copy: the same ids
+    "$gen" "${tiny[@]}" "${prompt[@]}" --new $new --backend "$b" $fuse --host-loop --quiet >"$work/host" 2>"$work/err" ||
+      fail "$b $fuse --host-loop: $(cat "$work/err")"
+    [ "$(ids "$work/host")" = "$got" ] || fail "$b $fuse: --host-loop $(ids "$work/host"), on the device $got"
+    MINIC_NO_IN_PLACE=1 "$gen" "${tiny[@]}" "${prompt[@]}" --new $new --backend "$b" $fuse >"$work/copy" 2>"$work/err" ||
+      fail "$b $fuse MINIC_NO_IN_PLACE=1: $(cat "$work/err")"
+    [ "$(ids "$work/copy")" = "$got" ] || fail "$b $fuse: copied $(ids "$work/copy"), in place $got"
+    grep -q '^fed back: 7 outputs, 0 in place$' "$work/copy" || fail "$b $fuse: MINIC_NO_IN_PLACE=1: $(grep '^fed back' "$work/copy")"
     # the first ids agree across backends too (the 6 cpu makes)
     [ -z "$first" ] || [ "${got:0:${#first}}" = "$first" ] || fail "$b $fuse: $got, ref began $first"
     [ -n "$first" ] || first=$(cut -d, -f1-6 <<<"$got")
     echo "gpt2_generate: $b $fuse ok: $got; $(grep -E '^(prefill|decode):' "$work/cached" | tr '\n' ' ')"
   done
 done
+
+# one new token: no decode step, the ids from prefill's history
+"$gen" "${tiny[@]}" "${prompt[@]}" --new 1 --backend ref >"$work/one" 2>"$work/err" || fail "--new 1: $(cat "$work/err")"
+[ "$(ids "$work/one")" = "${first%%,*}" ] || fail "--new 1: $(ids "$work/one"), expected ${first%%,*}"
 
 # batch 2: each row decodes the same prompt, as batch 1 did
 "$gen" "${tiny[@]}" "${prompt[@]}" --new 12 --backend ref --batch 2 >"$work/b2" 2>"$work/err" || fail "batch 2: $(cat "$work/err")"

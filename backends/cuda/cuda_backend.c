@@ -61,6 +61,9 @@ typedef struct cuda_state {
     CUdeviceptr mem;
     size_t mem_bytes;
     CUdeviceptr *buf;         /* per kp buffer */
+    CUdeviceptr *home;        /* per kp buffer: its own memory while buf[] points at another
+                                 buffer's (cuda_alias: an output written in place into an
+                                 input); NULL until the first alias */
     size_t *buf_bytes;
     const mc_cuda_gemm_plan **pitched; /* per kp buffer: the GEMM plan that pads its rows, or NULL */
     CUdeviceptr scratch, workspace;
@@ -193,6 +196,17 @@ static mc_status layout_memory(mc_program *p, cuda_state *s, size_t *scratch_byt
     return MC_OK;
 }
 
+/* A generated kernel's arguments: the device addresses of its buffers as s->buf has them now
+ * (again after cuda_alias re-points a buffer). */
+static void bind_args(cuda_state *s, step *st, const mc_cuda_code *code)
+{
+    for (int i = 0; i < code->nparams; i++) {
+        int b = code->param[i];
+        st->argv[i] = b == MC_CUDA_PARAM_SCRATCH ? s->scratch : b == MC_CUDA_PARAM_ERROR ? s->gather_error : s->buf[b];
+        st->args[i] = &st->argv[i];
+    }
+}
+
 static mc_status add_kernel_step(cuda_state *s, int ki, const mc_cuda_code *code)
 {
     step *st = &s->steps[s->nsteps++];
@@ -213,11 +227,7 @@ static mc_status add_kernel_step(cuda_state *s, int ki, const mc_cuda_code *code
     st->args = calloc((size_t)code->nparams + 1, sizeof(void *));
     if (!st->argv || !st->args)
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
-    for (int i = 0; i < code->nparams; i++) {
-        int b = code->param[i];
-        st->argv[i] = b == MC_CUDA_PARAM_SCRATCH ? s->scratch : b == MC_CUDA_PARAM_ERROR ? s->gather_error : s->buf[b];
-        st->args[i] = &st->argv[i];
-    }
+    bind_args(s, st, code);
     return MC_OK;
 }
 
@@ -647,7 +657,11 @@ static mc_status upload(mc_program *p, cuda_state *s)
     return MC_OK;
 }
 
-static mc_status cuda_run(mc_program *p)
+/* Queue one execution on the program's stream: the dirty inputs' uploads, the steps (or the
+ * graph's replay), and for a program made by hand (stale NULL) the outputs' copies back; the
+ * outputs are marked stale otherwise. Returns once it is queued (mc_program_run_async); the
+ * device's own errors come from cuda_wait. */
+static mc_status cuda_launch(mc_program *p)
 {
     cuda_state *s = p->state;
     CU_CHECK(s->cu->cuCtxSetCurrent(s->ctx), "making the context current");
@@ -669,6 +683,17 @@ static mc_status cuda_run(mc_program *p)
         if ((st = queue_copy_out(p, s, b)) != MC_OK) /* a program made by hand (tests) */
             return st;
     }
+    return MC_OK;
+}
+
+/* Wait for every queued execution; then the gathers' error word, which holds the first check
+ * that failed in any of them since the last wait (the kernels never overwrite it). */
+static mc_status cuda_wait(mc_program *p)
+{
+    cuda_state *s = p->state;
+    const kir_program *kp = p->kp;
+    mc_status st;
+    CU_CHECK(s->cu->cuCtxSetCurrent(s->ctx), "making the context current");
     if (!s->gather_error)
         return sync_stream(s, "running the program");
     CU_CHECK(s->cu->cuMemcpyDtoHAsync(s->gather_seen, s->gather_error, sizeof s->gather_seen, s->stream),
@@ -680,6 +705,53 @@ static mc_status cuda_run(mc_program *p)
     if ((st = sync_stream(s, "running the program")) != MC_OK)
         return st;
     return kir_check_fail(kp, p->graph, s->gather_seen[0] - 1, s->gather_seen[1]);
+}
+
+static mc_status cuda_run(mc_program *p)
+{
+    mc_status st = cuda_launch(p);
+    return st == MC_OK ? cuda_wait(p) : st;
+}
+
+/* mc_program_feed_back in place (backends/backend.h, alias): output buffer ob's address becomes
+ * input buffer ib's (on) or its own again (off, after a copy of ib's memory into it, so that
+ * the output keeps the last run's value). The kernels' arguments are remade from s->buf, and a
+ * captured graph, which holds the old addresses, is dropped: the next run executes the steps
+ * and captures again. cuBLASLt and collective steps read s->buf at each launch. The runtime
+ * has waited for the stream (nothing queued reads the old addresses). */
+static mc_status cuda_alias(mc_program *p, int ob, int ib, bool on, bool *done)
+{
+    cuda_state *s = p->state;
+    *done = false;
+    if (!s || s->pitched[ob] || s->pitched[ib] || s->buf_bytes[ob] != s->buf_bytes[ib])
+        return MC_OK; /* padded rows: the runtime copies instead */
+    const kir_program *kp = p->kp;
+    CU_CHECK(s->cu->cuCtxSetCurrent(s->ctx), "making the context current");
+    if (!s->home && !(s->home = calloc((size_t)kp->nbuffers + 1, sizeof *s->home)))
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    if (!s->home[ob])
+        s->home[ob] = s->buf[ob];
+    if (on) {
+        s->buf[ob] = s->buf[ib];
+    } else {
+        if (s->buf[ob] != s->home[ob])
+            CU_CHECK(s->cu->cuMemcpyDtoDAsync(s->home[ob], s->buf[ob], s->buf_bytes[ob], s->stream),
+                     "copying an output out of its input on the GPU");
+        s->buf[ob] = s->home[ob];
+    }
+    for (int i = 0; i < s->nsteps; i++)
+        if (s->steps[i].argv)
+            bind_args(s, &s->steps[i], &s->plans[s->steps[i].kernel].code);
+    mc_status st = sync_stream(s, "re-pointing an output on the GPU");
+    if (st != MC_OK)
+        return st;
+    if (s->gexec) {
+        s->cu->cuGraphExecDestroy(s->gexec);
+        s->gexec = NULL;
+    }
+    s->graph_done = false;
+    *done = true;
+    return MC_OK;
 }
 
 /* mc_program_set_from_output (backends/backend.h, copy_output): src's output buffer ob into
@@ -695,6 +767,9 @@ static mc_status cuda_copy_output(mc_program *dst, int ib, mc_program *src, int 
     *done = false;
     if (!d || !s || d->ctx != s->ctx || (d->pitched && d->pitched[ib]) || d->buf_bytes[ib] != s->buf_bytes[ob])
         return MC_OK; /* through the host */
+    *done = d->buf[ib] == s->buf[ob]; /* an output fed back in place (cuda_alias): it is the input */
+    if (*done)
+        return MC_OK;
     const mc_cuda_api *cu = d->cu;
     CU_CHECK(cu->cuCtxSetCurrent(d->ctx), "making the context current");
     const mc_cuda_gemm_plan *pad = s->pitched ? s->pitched[ob] : NULL;
@@ -1122,6 +1197,7 @@ static void cuda_release(mc_program *p)
             free(s->steps[i].args);
         }
     free(s->steps);
+    free(s->home);
     if (s->gemms && s->lt)
         for (int i = 0; i < kp->nkernels; i++)
             mc_lt_gemm_free(s->lt, &s->gemms[i]);
@@ -1203,6 +1279,9 @@ const mc_backend mc_backend_cuda = {
     .probe = cuda_probe,
     .prepare = cuda_prepare,
     .run = cuda_run,
+    .launch = cuda_launch,
+    .wait = cuda_wait,
+    .alias = cuda_alias,
     .profile = cuda_profile,
     .time = cuda_time,
     .dump_code = cuda_dump_code,
