@@ -630,7 +630,7 @@ static mc_value conv(ctx *c, const mc_value *in)
     const mc_node *xn = &c->rw->src->nodes[c->n->in[0]], *wn = &c->rw->src->nodes[c->n->in[1]];
     int sr = xn->rank - 2;
     int64_t N = xn->shape[0], C = xn->shape[1], Co = wn->shape[0], G = at->groups;
-    int64_t ks[2] = {wn->shape[2], sr > 1 ? wn->shape[3] : 1}, out[2], K, O;
+    int64_t ks[2] = {wn->shape[2], sr > 1 ? wn->shape[3] : 1}, out[2] = {1, 1}, K, O;
     for (int i = 0; i < sr; i++)
         out[i] = c->n->shape[2 + i];
     mc_value cols = conv_cols(c, in[0], xn, sr, ks, out, &K, &O);
