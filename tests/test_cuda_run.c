@@ -197,14 +197,17 @@ static void test_gemv(void **state)
 {
     (void)state;
     const mc_dtype dts[3] = {MC_F32, MC_F16, MC_BF16};
-    /* B, M, N, K, which kernels */
-    const int64_t sizes[][5] = {{1, 1, 3072, 768, 0x3f}, {1, 2, 768, 3072, 0x3f}, {1, 5, 37, 75, 0x3f},
-                                {2, 4, 100, 64, 0x3f},   {1, 8, 300, 256, 0x3f}, {1, 16, 200, 96, 0x3f},
-                                {1, 1, 50257, 768, 0x9}, {8, 1, 50257, 768, 0x1}, {4, 2, 37, 3072, 0x3f}};
+    /* B, M, N, K, which kernels, bf16 only (the interpreter checks every output six times:
+     * the LM head's 50257 columns once, its 8-row form at 4099 columns, the same code) */
+    const int64_t sizes[][6] = {{1, 1, 3072, 768, 0x3f, 0}, {1, 2, 768, 3072, 0x3f, 0}, {1, 5, 37, 75, 0x3f, 0},
+                                {2, 4, 100, 64, 0x3f, 0},   {1, 8, 300, 256, 0x3f, 0}, {1, 16, 200, 96, 0x3f, 0},
+                                {1, 1, 50257, 768, 0x9, 1}, {8, 1, 4099, 768, 0x9, 0}, {4, 2, 37, 3072, 0x3f, 0}};
     for (int i = 0; i < 3; i++)
         for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
             for (int trans = 0; trans <= 1; trans++) {
                 const int64_t *sz = sizes[z];
+                if (sz[5] && dts[i] != MC_BF16)
+                    continue;
                 kir_program *kp = fx_gemv(sz[0], sz[1], sz[2], sz[3], dts[i], trans, (unsigned)sz[4]);
                 for (int g = 0; g < kp->nkernels; g++) {
                     mc_cuda_gemm_plan plan;

@@ -1244,8 +1244,10 @@ static bool render_gemv_t(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *ou
         MRP *= 2;
     int64_t groups = (R + MR - 1) / MR, zb = batch < 65535 ? batch : 65535;
     int sms = c->t->num_sms > 0 ? c->t->num_sms : 1;
-    int NC = 32 / MRP < 8 ? 32 / MRP : 8;
-    while (NC > 1 && (N + NC - 1) / NC * groups * zb < 8 * (int64_t)sms)
+    /* fewer columns a warp, more warps, down to NC = MRP / 2: every warp reads A's rows again
+     * (from L1) at every step, MRP vectors beside B's NC; this keeps them at most twice B's */
+    int NC = 32 / MRP < 8 ? 32 / MRP : 8, nc_min = MRP / 2 > 1 ? MRP / 2 : 1;
+    while (NC > nc_min && (N + NC - 1) / NC * groups * zb < 8 * (int64_t)sms)
         NC /= 2;
     int64_t tiles = (N + NC - 1) / NC;
     int W = 8;
