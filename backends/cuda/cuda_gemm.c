@@ -432,6 +432,14 @@ static bool gemm_small(const kir_kernel *k)
  * reach for every float dtype; a measured crossover may move it. */
 #define GEMV_MAX_ROWS 16
 
+static bool shape_empty(const kir_kernel *k)
+{
+    for (int d = 0; d < k->rank; d++)
+        if (k->shape[d] <= 0)
+            return true;
+    return false;
+}
+
 /* Whether kernel k runs as the GEMV kernel; fills the plan's gemv fields. */
 static bool gemm_gemv(const kir_program *kp, const kir_kernel *k, mc_cuda_gemm_plan *p)
 {
@@ -460,7 +468,7 @@ static bool gemm_gemv(const kir_program *kp, const kir_kernel *k, mc_cuda_gemm_p
     }
     if (!fold)
         rows = g->m;
-    if (rows > GEMV_MAX_ROWS)
+    if (rows > GEMV_MAX_ROWS || shape_empty(k))
         return false;
     p->gemv = true;
     p->gemv_t = !n_contig;
