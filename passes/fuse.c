@@ -305,8 +305,10 @@ static bool creates_cycle(walk *w, int i, int group)
  * size 1 has the one coordinate 0, so what multiplies it does not matter: broadcasting gives
  * such a dimension a zero coefficient where the identity has 1 (a matmul of one row, [1, N],
  * read by its bias add as [1, N]: a decoder step's linear layers, whose bias then stayed a
- * kernel of its own). */
-static bool same_on_space(const mc_cmap *a, const mc_cmap *b, const mc_fgroup *G)
+ * kernel of its own). A reduced (or scanned) dimension, `reduced` (or NULL), is compared even
+ * at size 1: lowering tells row values from loop values by the coefficients there (a cumsum over
+ * an axis of 1 read at row scope failed its assertion). */
+static bool same_on_space(const mc_cmap *a, const mc_cmap *b, const mc_fgroup *G, const bool *reduced)
 {
     if (a->rank != b->rank)
         return false;
@@ -314,7 +316,7 @@ static bool same_on_space(const mc_cmap *a, const mc_cmap *b, const mc_fgroup *G
         if (a->off[d] != b->off[d])
             return false;
         for (int j = 0; j < G->rank; j++)
-            if (G->shape[j] != 1 && a->coef[d][j] != b->coef[d][j])
+            if ((G->shape[j] != 1 || (reduced && reduced[j])) && a->coef[d][j] != b->coef[d][j])
                 return false;
     }
     return true;
@@ -377,7 +379,7 @@ static bool can_join(walk *w, int i, int group, bool stored, mc_cmap *maps, int 
             return false;
         mc_cmap id;
         mc_cmap_identity(&id, G->rank);
-        if (!same_on_space(&maps[0], &id, G))
+        if (!same_on_space(&maps[0], &id, G, NULL)) /* G has no reduction (above) */
             return false;
         maps[0] = id; /* the same points: the GEMM is lowered at the identity */
     } else if (kind == MC_KIND_REDUCE || is_scan(n)) {
@@ -395,7 +397,7 @@ static bool can_join(walk *w, int i, int group, bool stored, mc_cmap *maps, int 
         mc_cmap nat;
         natural_map(n, x, &nat);
         for (int k = 0; k < count; k++)
-            if (!same_on_space(&maps[k], &nat, G))
+            if (!same_on_space(&maps[k], &nat, G, reduced))
                 return false;
     } else if (n->op == MC_OP_GATHER) {
         /* a data-dependent load joins like pointwise work (its x is a view, require_view),
@@ -411,7 +413,8 @@ static bool can_join(walk *w, int i, int group, bool stored, mc_cmap *maps, int 
             return false;
         if (kind == MC_KIND_REDUCE || is_scan(n)) {
             /* checked above: the natural map */
-        } else if (!canonical_map(G, n, &canon) || !same_on_space(&canon, &maps[0], G)) {
+        } else if (!canonical_map(G, n, &canon) ||
+                   !same_on_space(&canon, &maps[0], G, G->nred > 0 ? G->reduced : NULL)) {
             return false;
         }
         if (creates_cycle(w, i, group))
