@@ -301,6 +301,27 @@ static bool creates_cycle(walk *w, int i, int group)
 
 /* The one legality check: may node i join group `group`, inline or stored? On success the maps
  * at which the group evaluates it are in maps[0..*nmaps). */
+/* Whether maps a and b read the same coordinates at every point of G's space. A dimension of
+ * size 1 has the one coordinate 0, so what multiplies it does not matter: broadcasting gives
+ * such a dimension a zero coefficient where the identity has 1 (a matmul of one row, [1, N],
+ * read by its bias add as [1, N]: a decoder step's linear layers, whose bias then stayed a
+ * kernel of its own). A reduced (or scanned) dimension, `reduced` (or NULL), is compared even
+ * at size 1: lowering tells row values from loop values by the coefficients there (a cumsum over
+ * an axis of 1 read at row scope failed its assertion). */
+static bool same_on_space(const mc_cmap *a, const mc_cmap *b, const mc_fgroup *G, const bool *reduced)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++) {
+        if (a->off[d] != b->off[d])
+            return false;
+        for (int j = 0; j < G->rank; j++)
+            if ((G->shape[j] != 1 || (reduced && reduced[j])) && a->coef[d][j] != b->coef[d][j])
+                return false;
+    }
+    return true;
+}
+
 static bool can_join(walk *w, int i, int group, bool stored, mc_cmap *maps, int *nmaps)
 {
     const mc_graph *g = w->g;
@@ -358,8 +379,9 @@ static bool can_join(walk *w, int i, int group, bool stored, mc_cmap *maps, int 
             return false;
         mc_cmap id;
         mc_cmap_identity(&id, G->rank);
-        if (!mc_cmap_equal(&maps[0], &id))
+        if (!same_on_space(&maps[0], &id, G, NULL)) /* G has no reduction (above) */
             return false;
+        maps[0] = id; /* the same points: the GEMM is lowered at the identity */
     } else if (kind == MC_KIND_REDUCE || is_scan(n)) {
         const mc_node *x = &g->nodes[n->in[0]];
         if (G->kind != MC_FG_POINTWISE || G->gemm >= 0 || !same_shape(x->shape, x->rank, G->shape, G->rank))
@@ -375,7 +397,7 @@ static bool can_join(walk *w, int i, int group, bool stored, mc_cmap *maps, int 
         mc_cmap nat;
         natural_map(n, x, &nat);
         for (int k = 0; k < count; k++)
-            if (!mc_cmap_equal(&maps[k], &nat))
+            if (!same_on_space(&maps[k], &nat, G, reduced))
                 return false;
     } else if (n->op == MC_OP_GATHER) {
         /* a data-dependent load joins like pointwise work (its x is a view, require_view),
@@ -391,7 +413,8 @@ static bool can_join(walk *w, int i, int group, bool stored, mc_cmap *maps, int 
             return false;
         if (kind == MC_KIND_REDUCE || is_scan(n)) {
             /* checked above: the natural map */
-        } else if (!canonical_map(G, n, &canon) || !mc_cmap_equal(&canon, &maps[0])) {
+        } else if (!canonical_map(G, n, &canon) ||
+                   !same_on_space(&canon, &maps[0], G, G->nred > 0 ? G->reduced : NULL)) {
             return false;
         }
         if (creates_cycle(w, i, group))

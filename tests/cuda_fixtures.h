@@ -409,6 +409,70 @@ static inline kir_program *fx_gemm_bias(int64_t B, int64_t M, int64_t N, int64_t
     return kp;
 }
 
+/* GEMMs of few rows, as a decoder step has (the GEMV kernel, cuda_render.c): x [B, M, K] times
+ * w, where w is [K, N] (trans false: contiguous along N, a linear layer's weight) or [N, K] read
+ * transposed (trans: contiguous along K, the tied LM head's embedding). The batch shares w (its
+ * rows fold into M) except in kernel 5. `mask` bit g keeps kernel g (large sizes keep the
+ * interpreter quick).
+ *   kernel 0: gelu(acc + bias)                                -> y0 (d)
+ *   kernel 1: acc + residual                                  -> y1 (d)
+ *   kernel 2: gelu_tanh(acc) -> y2 (f32); acc * 0.5 -> y3 (f16): two stores, casts
+ *   kernel 3: acc + bias                                      -> y4 (bf16)
+ *   kernel 4: acc, A strided along K (xt [B, K, M] in memory)  -> y5 (d)
+ *   kernel 5: acc with a batched B (wb [B, K, N] or [B, N, K]) -> y6 (d) */
+static inline kir_program *fx_gemv(int64_t B, int64_t M, int64_t N, int64_t K, mc_dtype d, bool trans,
+                                   unsigned mask)
+{
+    kir_program *kp = fx_program();
+    int x = fx_buffer(kp, KBUF_INPUT, d, B * M * K);
+    int w = fx_buffer(kp, KBUF_PARAM, d, N * K);
+    int bias = fx_buffer(kp, KBUF_PARAM, d, N);
+    int res = fx_buffer(kp, KBUF_INPUT, d, B * M * N);
+    int xt = fx_buffer(kp, KBUF_INPUT, d, B * M * K);
+    int wb = fx_buffer(kp, KBUF_PARAM, d, B * N * K);
+    const mc_dtype yd[7] = {d, d, MC_F32, MC_F16, MC_BF16, d, d};
+    const int kernel_of[7] = {0, 1, 2, 2, 3, 4, 5};
+    int y[7];
+    for (int i = 0; i < 7; i++) /* only the kept kernels' outputs: every output is checked */
+        y[i] = mask & (1u << kernel_of[i]) ? fx_buffer(kp, KBUF_OUTPUT, yd[i], B * M * N) : -1;
+    int64_t shape[3] = {B, M, N};
+    int64_t xs[3] = {M * K, K, 1}, xts[3] = {M * K, 1, M};
+    int64_t ws[3] = {0, trans ? 1 : N, trans ? K : 1};
+    int64_t wbs[3] = {N * K, trans ? 1 : N, trans ? K : 1};
+    int64_t bs[3] = {0, 0, 1};
+    const char *names[6] = {"gemv_bias_gelu_0", "gemv_residual_1", "gemv_two_stores_2",
+                            "gemv_bias_bf16_3", "gemv_strided_a_4", "gemv_batched_b_5"};
+    for (int g = 0; g < 6; g++) {
+        if (!(mask & (1u << g)))
+            continue;
+        kir_kernel *k = fx_kernel(kp, names[g], KIR_GEMM, 3, shape, 3);
+        k->gemm.m = M;
+        k->gemm.n = N;
+        k->gemm.k = K;
+        k->gemm.a = fx_view(k, g == 4 ? xt : x, 0, g == 4 ? xts : xs);
+        k->gemm.b = fx_view(k, g == 5 ? wb : w, 0, g == 5 ? wbs : ws);
+        fx_block(k, false);
+        int acc = fx_other(k, KI_ACC, MC_F32, 0);
+        if (g == 0) {
+            int a = fx_op(k, MC_OP_ADD, MC_F32, acc, fx_load(k, fx_view(k, bias, 0, bs), d), 0);
+            fx_store(k, fx_view_contig(k, y[0]), fx_op(k, MC_OP_GELU, d, a, 0, 0));
+        } else if (g == 1) {
+            fx_store(k, fx_view_contig(k, y[1]),
+                     fx_op(k, MC_OP_ADD, d, acc, fx_load(k, fx_view_contig(k, res), d), 0));
+        } else if (g == 2) {
+            fx_store(k, fx_view_contig(k, y[2]), fx_op(k, MC_OP_GELU_TANH, MC_F32, acc, 0, 0));
+            fx_store(k, fx_view_contig(k, y[3]),
+                     fx_op(k, MC_OP_MUL, MC_F16, acc, fx_const(k, 0.5, MC_F32), 0));
+        } else if (g == 3) {
+            fx_store(k, fx_view_contig(k, y[4]),
+                     fx_op(k, MC_OP_ADD, MC_BF16, acc, fx_load(k, fx_view(k, bias, 0, bs), d), 0));
+        } else {
+            fx_store(k, fx_view_contig(k, y[g + 1]), acc);
+        }
+    }
+    return kp;
+}
+
 /* ---- a float64 interpreter of the kernel IR ------------------------------------------------ */
 
 /* Independent of the reference backend's loop structure, but with the same scalar meaning of

@@ -170,6 +170,86 @@ static void test_gemms(void **state)
     }
 }
 
+/* GEMMs of few rows run as the GEMV kernel (cuda_gemm.c, GEMV_MAX_ROWS): both weight layouts,
+ * every float dtype, every epilogue of fx_gemv (bias + gelu, residual, two stores of other
+ * dtypes, a strided A, a batched B), rows 1..16 with the batch folded in, N and K that 16-byte
+ * vectors don't divide; all compile. MINIC_NO_GEMV=1 gives back the previous plans. */
+static void test_gemv(void **state)
+{
+    (void)state;
+    const mc_dtype dts[3] = {MC_F32, MC_F16, MC_BF16};
+    /* B, M, N, K, which kernels of fx_gemv (every one compiled with NVRTC: a few sizes get
+     * all of them) */
+    const int64_t sizes[][5] = {{1, 1, 3072, 768, 0x3f}, {1, 5, 37, 75, 0x3f}, {2, 4, 100, 64, 0x21},
+                                {1, 2, 768, 3072, 1},    {1, 16, 200, 96, 1},  {8, 1, 50257, 768, 1},
+                                {1, 1, 3, 1, 1}};
+    for (int i = 0; i < 3; i++)
+        for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+            for (int trans = 0; trans <= 1; trans++) {
+                const int64_t *sz = sizes[z];
+                kir_program *kp = fx_gemv(sz[0], sz[1], sz[2], sz[3], dts[i], trans, (unsigned)sz[4]);
+                mc_cuda_kernel_plan *pl = compile_all(kp);
+                for (int g = 0; g < kp->nkernels; g++) {
+                    const mc_cuda_gemm_plan *p = &pl[g].gemm;
+                    if (!p->gemv)
+                        fail_msg("%s, %lld x %lld x %lld x %lld, trans %d, kernel %d: not a GEMV",
+                                 mc_dtype_name(dts[i]), (long long)sz[0], (long long)sz[1],
+                                 (long long)sz[2], (long long)sz[3], trans, g);
+                    assert_false(p->use_lt);
+                    assert_true(pl[g].has_code);
+                    /* B is read along N where it is contiguous there and N > 1 (the
+                     * transposed [N, 1] weight of K = 1 too), else along K */
+                    bool n_contig = (trans ? sz[3] : 1) == 1 && sz[2] > 1;
+                    assert_int_equal(p->gemv_t, !n_contig);
+                    bool batched = strstr(kp->kernels[g].name, "batched") && sz[0] > 1;
+                    assert_int_equal(p->gemv_fold, !batched);
+                    assert_int_equal(p->gemv_rows, batched ? sz[1] : sz[0] * sz[1]);
+                    assert_string_equal(pl[g].code.scheme, p->gemv_t ? "gemv-t" : "gemv-n");
+                    mc_strbuf sb = {0};
+                    mc_cuda_gemm_plan_describe(p, &sb);
+                    assert_non_null(strstr(sb.data, "generated GEMV"));
+                    mc_sb_free(&sb);
+                    /* B in 16-byte vectors where its extent along the contiguous axis allows */
+                    int per = 16 / (int)mc_dtype_size(dts[i]);
+                    int64_t along = p->gemv_t ? sz[3] : sz[2];
+                    char vec[64];
+                    snprintf(vec, sizeof vec, "mc_vec<%s, %d>",
+                             dts[i] == MC_F32 ? "float" : dts[i] == MC_F16 ? "__half" : "__nv_bfloat16",
+                             per);
+                    if (along % per == 0)
+                        assert_non_null(strstr(pl[g].code.src.data, vec));
+                    else
+                        assert_null(strstr(pl[g].code.src.data, vec));
+                    assert_true(pl[g].code.grid[0] >= 1 && pl[g].code.grid[1] >= 1);
+                }
+                /* the epilogues are inlined */
+                assert_non_null(strstr(pl[0].code.src.data, "mc_gelu("));
+                if (sz[4] & 4)
+                    assert_non_null(strstr(pl[2].code.src.data, "mc_gelu_tanh("));
+                mc_cuda_plans_free(pl, kp->nkernels);
+                fx_free(kp);
+            }
+    /* 17 rows: the previous plans; so with MINIC_NO_GEMV=1 at 8 rows (the weight [K, N] goes to
+     * cuBLASLt, the transposed one, both operands along K, to the warp-dot kernel) */
+    kir_program *kp = fx_gemv(1, 17, 256, 64, MC_BF16, false, 1);
+    mc_cuda_kernel_plan *pl = compile_all(kp);
+    assert_false(pl[0].gemm.gemv);
+    assert_true(pl[0].gemm.use_lt);
+    mc_cuda_plans_free(pl, kp->nkernels);
+    fx_free(kp);
+    setenv("MINIC_NO_GEMV", "1", 1);
+    for (int trans = 0; trans <= 1; trans++) {
+        kp = fx_gemv(2, 4, 256, 64, MC_BF16, trans, 1);
+        pl = compile_all(kp);
+        assert_false(pl[0].gemm.gemv);
+        assert_int_equal(pl[0].gemm.use_lt, !trans);
+        assert_int_equal(pl[0].gemm.small, trans);
+        mc_cuda_plans_free(pl, kp->nkernels);
+        fx_free(kp);
+    }
+    unsetenv("MINIC_NO_GEMV");
+}
+
 static void test_compile_error_names_source(void **state)
 {
     (void)state;
@@ -569,6 +649,7 @@ int main(void)
         cmocka_unit_test(test_pointwise),
         cmocka_unit_test(test_reductions),
         cmocka_unit_test(test_gemms),
+        cmocka_unit_test(test_gemv),
         cmocka_unit_test(test_compile_error_names_source),
         cmocka_unit_test(test_cache_hit),
         cmocka_unit_test(test_failure_dump_never_follows_symlinks),

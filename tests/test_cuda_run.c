@@ -189,6 +189,51 @@ static void test_gemms(void **state)
     }
 }
 
+/* GEMMs of few rows on the GEMV kernel (cuda_render.c): both weight layouts, f32/f16/bf16, rows
+ * 1..16 (a batch folded in, a batched B looped over), every epilogue of fx_gemv (bias + gelu, a
+ * residual, two stores of f32 and f16, a bf16 store, a strided A), N and K that 16-byte vectors
+ * don't divide (37, 50257; K 75), K 3072; each checked to run as a GEMV. */
+static void test_gemv(void **state)
+{
+    (void)state;
+    const mc_dtype dts[3] = {MC_F32, MC_F16, MC_BF16};
+    /* B, M, N, K, which kernels, bf16 only (the interpreter checks every output six times:
+     * the LM head's 50257 columns once, its 8-row form at 4099 columns, the same code) */
+    const int64_t sizes[][6] = {{1, 1, 3072, 768, 0x3f, 0}, {1, 2, 768, 3072, 0x3f, 0}, {1, 5, 37, 75, 0x3f, 0},
+                                {2, 4, 100, 64, 0x3f, 0},   {1, 8, 300, 256, 0x3f, 0}, {1, 16, 200, 96, 0x3f, 0},
+                                {1, 1, 50257, 768, 0x9, 1}, {8, 1, 4099, 768, 0x9, 0}, {4, 2, 37, 3072, 0x3f, 0}};
+    for (int i = 0; i < 3; i++)
+        for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++)
+            for (int trans = 0; trans <= 1; trans++) {
+                const int64_t *sz = sizes[z];
+                if (sz[5] && dts[i] != MC_BF16)
+                    continue;
+                kir_program *kp = fx_gemv(sz[0], sz[1], sz[2], sz[3], dts[i], trans, (unsigned)sz[4]);
+                for (int g = 0; g < kp->nkernels; g++) {
+                    mc_cuda_gemm_plan plan;
+                    mc_cuda_gemm_plan_make(kp, g, &plan);
+                    assert_true(plan.gemv && !plan.use_lt);
+                }
+                char what[128];
+                snprintf(what, sizeof what, "gemv %s %lldx%lldx%lldx%lld %s", mc_dtype_name(dts[i]),
+                         (long long)sz[0], (long long)sz[1], (long long)sz[2], (long long)sz[3],
+                         trans ? "B^T (contiguous along K)" : "B [K, N]");
+                run_and_check(kp, what);
+                fx_free(kp);
+            }
+    /* the previous path, for the lead's comparison, still right */
+    setenv("MINIC_NO_GEMV", "1", 1);
+    for (int trans = 0; trans <= 1; trans++) {
+        kir_program *kp = fx_gemv(1, 2, 768, 3072, MC_BF16, trans, 0x3f);
+        mc_cuda_gemm_plan plan;
+        mc_cuda_gemm_plan_make(kp, 0, &plan);
+        assert_false(plan.gemv);
+        run_and_check(kp, "MINIC_NO_GEMV=1");
+        fx_free(kp);
+    }
+    unsetenv("MINIC_NO_GEMV");
+}
+
 /* Half-precision GEMM outputs whose rows are not 16-byte aligned are written with padded rows
  * on the device (cuda_gemm.c, pad_output_ld) and read back without the padding; aligned ones,
  * f32 and outputs another kernel reads are not padded. */
@@ -472,6 +517,7 @@ int main(void)
         cmocka_unit_test(test_reductions),
         cmocka_unit_test(test_gemms),
         cmocka_unit_test(test_gemm_padded_output),
+        cmocka_unit_test(test_gemv),
         cmocka_unit_test(test_out_of_memory),
 #ifdef MINIC_HAVE_PASSES
         cmocka_unit_test(test_examples),

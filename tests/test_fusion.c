@@ -146,6 +146,38 @@ static void test_count_layernorm(void **state)
     mc_graph_free(g);
 }
 
+/* A decoder step's rows are [1, 1, C]: a dimension of size 1, which broadcasting reads with a
+ * zero coefficient where the identity has 1. The same points: layernorm stays one reduction and
+ * each linear takes its bias, activation and residual into its GEMM, as at M > 1 (they were 7
+ * kernels per layernorm and a bias kernel per linear). */
+static void test_one_row_epilogues(void **state)
+{
+    (void)state;
+    mc_graph *g = mc_graph_new("one_row");
+    int64_t xs[] = {1, 1, 64}, cs[] = {64}, w1s[] = {96, 64}, b1s[] = {96}, w2s[] = {64, 96};
+    mc_value x = mc_input(g, "x", MC_F32, xs, 3);
+    mc_value h = mc_layernorm(g, x, mc_param(g, "ln.w", MC_F32, cs, 1), mc_param(g, "ln.b", MC_F32, cs, 1), 1e-5);
+    mc_value u = mc_gelu_tanh(g, mc_linear(g, h, mc_param(g, "fc.w", MC_F32, w1s, 2),
+                                           mc_param(g, "fc.b", MC_F32, b1s, 1)));
+    mc_value y = mc_add(g, mc_linear(g, u, mc_param(g, "out.w", MC_F32, w2s, 2),
+                                     mc_param(g, "out.b", MC_F32, cs, 1)), x);
+    int64_t as[] = {1, 64}, bs[] = {64, 48}, cb[] = {48};
+    mc_value z = mc_relu(g, mc_add(g, mc_matmul(g, mc_input(g, "a", MC_F32, as, 2), mc_param(g, "b", MC_F32, bs, 2)),
+                                   mc_param(g, "c", MC_F32, cb, 1)));
+    mc_value outs[2] = {y, z};
+    mc_graph_set_outputs(g, outs, 2);
+    kir_program *kp = compile(g, true);
+    assert_int_equal(kp->nkernels, 4);
+    assert_int_equal(kp->kernels[0].category, KIR_REDUCTION);
+    for (int i = 1; i < 4; i++)
+        assert_int_equal(kp->kernels[i].category, KIR_GEMM);
+    assert_true(has_op(&kp->kernels[1], MC_OP_GELU_TANH));
+    assert_true(has_op(&kp->kernels[3], MC_OP_RELU));
+    kir_program_free(kp);
+    assert_matches_oracle(g);
+    mc_graph_free(g);
+}
+
 /* ---- decisions ------------------------------------------------------------------------------- */
 
 static void test_output_intermediate_is_stored(void **state)
@@ -464,6 +496,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_count_matmul),
+        cmocka_unit_test(test_one_row_epilogues),
         cmocka_unit_test(test_count_batched_matmul_epilogue),
         cmocka_unit_test(test_count_pointwise_chain),
         cmocka_unit_test(test_count_softmax),

@@ -36,7 +36,8 @@ typedef struct mc_cuda_code {
     int *param;    /* malloc'd */
     int nparams;
     int vec;       /* elements per thread access (1: scalar), for dump and tests */
-    const char *scheme; /* "pointwise", "row-per-warp", "row-per-block", "gemm-tiled" */
+    const char *scheme; /* "pointwise", "row-per-warp", "row-per-block", "gemm-tiled", "gemm-dot",
+                           "gemv-n", "gemv-t", ... */
 } mc_cuda_code;
 
 typedef struct mc_cuda_gemm_plan mc_cuda_gemm_plan;
@@ -85,6 +86,14 @@ struct mc_cuda_gemm_plan {
     bool use_lt;      /* false: a generated GEMM kernel does it all (layout cuBLASLt can't take,
                          or small) */
     bool small;       /* the generated warp-dot kernel beats cuBLASLt (then !use_lt) */
+    /* few rows (<= GEMV_MAX_ROWS, cuda_gemm.c): the generated GEMV kernel, which reads B once
+     * with 16-byte loads and runs the whole epilogue (then !use_lt, !small) */
+    bool gemv;
+    bool gemv_t;      /* gemv: B contiguous along K (a transposed weight: the tied LM head);
+                         else contiguous along N (a linear layer's [K, N]) */
+    bool gemv_fold;   /* gemv: B is the same matrix at every batch index, whose rows are folded
+                         into M; else a batch loop over grid z, M rows each */
+    int64_t gemv_rows;/* gemv: rows of one GEMV (M times the folded batch) */
     bool autotune;    /* large enough (>= 1 GFLOP a call) to time cuBLASLt's candidates */
     bool full;        /* true: the epilogue is cuBLASLt's; false: D is the f32 scratch buffer and
                          a generated epilogue kernel follows */
@@ -114,8 +123,9 @@ struct mc_cuda_gemm_plan {
 };
 
 /* Decide how kernel ki (a KIR_GEMM) runs: which epilogue cuBLASLt takes, operand layouts and
- * batching, small (few rows, both operands contiguous along K: the generated warp-dot kernel
- * beats a cuBLASLt call) and autotune. Never fails: layouts it cannot map give use_lt = false.
+ * batching, gemv (very few rows, B contiguous along N or K: the generated GEMV kernel; not with
+ * MINIC_NO_GEMV=1), small (few rows, both operands contiguous along K: the generated warp-dot
+ * kernel beats a cuBLASLt call) and autotune. Never fails: layouts it cannot map give use_lt = false.
  * The one place a GEMM's size decides anything. */
 void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *plan);
 /* Whether two plans describe the same cuBLASLt problem (shapes, layouts, dtypes, epilogue,

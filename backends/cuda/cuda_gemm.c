@@ -419,14 +419,76 @@ static bool gemm_small(const kir_kernel *k)
     return rows <= SMALL_ROWS && g->n <= SMALL_MACS / rows / g->k;
 }
 
-/* Every size decision about a GEMM is made here, once: its layout for cuBLASLt, whether it is
- * small enough for the generated warp-dot kernel (then cuBLASLt is not used), and whether it is
+/* A GEMM of few rows (a decoder step: M = batch = 1..8) reads each weight once and does 2M
+ * flops per weight element: at M = 1 it is a matrix-vector product, bound by reading B. On an
+ * H100 (3.35 TB/s, 67 TFLOP/s f32 on the FMA units) a bf16 weight element arrives every 0.6 ps
+ * and 2M flops take 0.03M ps: the FMA units keep up with memory up to M ~ 20 (2 bytes a weight:
+ * 67 / 3.35; f32 weights, 4 bytes: M ~ 40), fewer once the conversions and the reduction of
+ * the partial sums take their share. cuBLASLt's tensor-core tiles, made for M >= 64, ran these
+ * at 116-400 GB/s (GPT-2 small's decode step, batch 1, H100, 2026-11-28: the MLP's
+ * [1,768]x[768,3072] bf16 in 40 us, 4.7 MB of weights that take 1.6 us at 3 TB/s). Up to
+ * GEMV_MAX_ROWS rows the generated GEMV kernel (cuda_render.c) reads B once with 16-byte loads,
+ * accumulates in f32 and runs the kernel's whole epilogue. 16 keeps it within the FMA units'
+ * reach for every float dtype; a measured crossover may move it. */
+#define GEMV_MAX_ROWS 16
+
+static bool shape_empty(const kir_kernel *k)
+{
+    for (int d = 0; d < k->rank; d++)
+        if (k->shape[d] <= 0)
+            return true;
+    return false;
+}
+
+/* Whether kernel k runs as the GEMV kernel; fills the plan's gemv fields. */
+static bool gemm_gemv(const kir_program *kp, const kir_kernel *k, mc_cuda_gemm_plan *p)
+{
+    int nb = k->rank - 2;
+    const kir_gemm *g = &k->gemm;
+    const char *e = getenv("MINIC_NO_GEMV");
+    if ((e && strcmp(e, "1") == 0) || k->category != KIR_GEMM || nb < 0 || g->m <= 0 ||
+        g->n <= 0 || g->k <= 0 || k->nblocks != 1)
+        return false;
+    const kir_view *A = &k->views[g->a], *B = &k->views[g->b];
+    mc_dtype ta = kp->buffers[A->buffer].dtype, tb = kp->buffers[B->buffer].dtype;
+    if (ta != tb || !is_float_dtype(ta))
+        return false;
+    /* B contiguous along N (each thread a 16-byte chunk of a row) or along K (lanes along K) */
+    bool n_contig = B->stride[nb + 1] == 1 && g->n > 1;
+    bool k_contig = B->stride[nb] == 1;
+    if (!n_contig && !k_contig)
+        return false;
+    /* batch dimensions over which B does not move fold into the rows */
+    bool fold = true;
+    int64_t rows = g->m;
+    for (int d = 0; d < nb; d++) {
+        if (k->shape[d] != 1 && B->stride[d] != 0)
+            fold = false;
+        rows *= k->shape[d];
+    }
+    if (!fold)
+        rows = g->m;
+    if (rows > GEMV_MAX_ROWS || shape_empty(k))
+        return false;
+    p->gemv = true;
+    p->gemv_t = !n_contig;
+    p->gemv_fold = fold;
+    p->gemv_rows = rows;
+    return true;
+}
+
+/* Every size decision about a GEMM is made here, once: its layout for cuBLASLt, whether it has
+ * few enough rows for the generated GEMV kernel, or is small enough for the generated warp-dot
+ * kernel (then cuBLASLt is not used), and whether it is
  * large enough that timing cuBLASLt's candidate algorithms pays (small GEMMs are launch-bound:
  * event timing can't tell their candidates apart; measured: tuning made small_mlp slower). */
 void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
 {
     plan_layout(kp, ki, p, true);
-    if (gemm_small(&kp->kernels[ki])) {
+    if (gemm_gemv(kp, &kp->kernels[ki], p)) {
+        p->use_lt = false;
+        p->pad_buffer = -1; /* the GEMV kernel writes the output as the graph lays it out */
+    } else if (gemm_small(&kp->kernels[ki])) {
         p->use_lt = false;
         p->small = true;
     }
@@ -458,6 +520,14 @@ bool mc_cuda_gemm_same_shape(const mc_cuda_gemm_plan *a, const mc_cuda_gemm_plan
 void mc_cuda_gemm_plan_describe(const mc_cuda_gemm_plan *p, mc_strbuf *sb)
 {
     static const char *epi[] = {"DEFAULT", "BIAS", "RELU", "RELU_BIAS", "GELU", "GELU_BIAS"};
+    if (p->gemv) {
+        mc_sb_printf(sb, "generated GEMV (%lld rows <= %d: B read once in 16-byte loads where its "
+                         "layout allows, f32 sums, the epilogue inlined; B contiguous along %s%s; "
+                         "MINIC_NO_GEMV=1 turns it off)",
+                     (long long)p->gemv_rows, GEMV_MAX_ROWS, p->gemv_t ? "K" : "N",
+                     p->gemv_fold ? "" : ", a batch loop");
+        return;
+    }
     if (!p->use_lt) {
         mc_sb_puts(sb, p->small ? "generated warp-dot GEMM (small: launch latency dominates)"
                                 : "generated tiled GEMM (layout cuBLASLt cannot take)");

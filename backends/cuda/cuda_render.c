@@ -14,7 +14,9 @@
  *               (when the thread's share of the row is small enough), so softmax and layernorm
  *               read the row once and write it once.
  *   gemm        either only its epilogue (acc read from cuBLASLt's f32 scratch output, a
- *               pointwise kernel); or, for a small GEMM, warps of dot products along K with
+ *               pointwise kernel); or, for a GEMM of very few rows (a decoder step), a GEMV that
+ *               reads the weights once in 16-byte vectors (render_gemv_n, render_gemv_t);
+ *               or, for a small GEMM, warps of dot products along K with
  *               the epilogue inlined; or, where cuBLASLt cannot take the layout, a
  *               shared-memory tiled GEMM with the epilogue inlined.
  *
@@ -1039,6 +1041,304 @@ static bool render_gemm_dot(rctx *c, mc_cuda_code *out)
     return true;
 }
 
+/* ---- GEMV: a GEMM of few rows (the plan's gemv, cuda_gemm.c) ---------------------------------
+ * Bound by reading B once: every B element is loaded by one thread, in 16-byte vectors where
+ * B's offset, strides, extent and alignment allow (else element by element, still once), and
+ * multiplied into the f32 sums of up to GEMV_MR rows (grid y walks groups of rows; a second
+ * group reads B again, mostly from L2). The rows are the kernel's M times the batch dimensions
+ * over which B does not move (folded, the plan's gemv_fold); a B that moves gets a batch loop
+ * over grid z. Every sum is reduced in a fixed order (shuffles, then shared memory warp by
+ * warp): results do not change from run to run. The epilogue is the kernel's own block,
+ * rendered by emit_chunk at each output (m, n), as the other generated GEMMs do.
+ *
+ *   gemv-n  B [K, N] contiguous along N (a linear layer's weight). A CTA owns CPT chunks of VW
+ *           columns; its lanes take the chunks side by side and K rows 32 / CPT apart, its
+ *           warps further K rows: each thread walks K with stride T / CPT, one vector of B per
+ *           step, A's element broadcast. Lanes of one chunk reduce by shuffles, warps through
+ *           shared memory. CPT shrinks (down to one 16-byte chunk a row, the other half of a
+ *           32-byte sector read by the next CTA while in L2) until there are a CTA per SM;
+ *           the CTA grows to 1024 threads while each thread has more than GEMV_ITERS steps.
+ *   gemv-t  B given as [N, K] contiguous along K (the tied LM head's embedding read
+ *           transposed). A warp owns NC output columns, its lanes walk K in vectors (A's rows
+ *           loaded the same way, from L1), one f32 sum per (row, column); a reduce-scatter
+ *           butterfly leaves each sum in its own lane group, which runs the epilogue. */
+#define GEMV_MR 8       /* rows per CTA: a thread's sums are GEMV_MR x VW (gemv-n) */
+#define GEMV_SMEM 32768 /* bytes of shared memory for gemv-n's partial sums */
+#define GEMV_ITERS 8    /* gemv-n: K steps per thread beyond which the CTA grows */
+#define GEMV_UNROLL 8   /* K steps unrolled: their loads in flight together */
+
+/* The widest vector (elements, 16 bytes at most) for reading view v along a dimension of
+ * stride 1 and extent n: v's offset, its buffer's alignment, n, its batch strides and its
+ * stride along dimension `other` (when `other_used`) must be multiples of it. */
+static int gemv_vec(const rctx *c, int v, int64_t n, int other, bool other_used)
+{
+    const kir_kernel *k = c->k;
+    const kir_view *w = &k->views[v];
+    int nb = k->rank - 2;
+    size_t s = mc_dtype_size(view_buffer(c, v)->dtype);
+    for (int V = (int)(16 / s); V > 1; V /= 2) {
+        bool ok = n % V == 0 && w->offset % V == 0 && (size_t)c->align[w->buffer] >= s * (size_t)V &&
+                  (!other_used || w->stride[other] % V == 0);
+        for (int d = 0; d < nb && ok; d++)
+            if (k->shape[d] != 1 && w->stride[d] % V != 0)
+                ok = false;
+        if (ok)
+            return V;
+    }
+    return 1;
+}
+
+/* Opens the scope of one GEMV (a brace the caller closes): bb_ (B's base) and, with a batch
+ * loop, ab_ and the batch coordinates; then the row bases ar<m> of A for rows m0 + m,
+ * m < MR, clamped to the last row (their sums are not stored). */
+static void gemv_open(rctx *c, const mc_cuda_gemm_plan *pl, int MR, int64_t batch)
+{
+    const kir_kernel *k = c->k;
+    int nb = k->rank - 2;
+    const char *I = c->I;
+    if (pl->gemv_fold)
+        mc_sb_printf(c->sb, "  {\n    const %s bb_ = (%s)%lld;\n", I, I,
+                     (long long)k->views[k->gemm.b].offset);
+    else
+        emit_batch_loop(c, batch);
+    int d0 = pl->gemv_fold ? 0 : nb;
+    for (int m = 0; m < MR; m++) {
+        mc_sb_printf(c->sb, "    %s ar%d;\n    {\n      const %s r_ = min(m0 + %d, (%s)%lld);\n",
+                     I, m, I, m, I, (long long)pl->gemv_rows - 1);
+        emit_coords(c, "r_", d0, nb + 1, "      ");
+        mc_sb_printf(c->sb, "      ar%d = ", m);
+        view_offset(c, k->gemm.a, d0, nb + 1, pl->gemv_fold ? NULL : "ab_");
+        mc_sb_puts(c->sb, ";\n    }\n");
+    }
+}
+
+/* The epilogue at row r_ and column n_ (in scope) with the sum `sum`, where `cond` holds. */
+static bool gemv_epilogue(rctx *c, const mc_cuda_gemm_plan *pl, const char *cond, const char *sum,
+                          int depth)
+{
+    const kir_kernel *k = c->k;
+    int nb = k->rank - 2;
+    const char *in = indent_of(depth), *in1 = indent_of(depth + 1);
+    mc_sb_printf(c->sb, "%sif (%s && r_ < (%s)%lld && n_ < (%s)%lld) {\n", in, cond, c->I,
+                 (long long)pl->gemv_rows, c->I, (long long)k->gemm.n);
+    emit_coords(c, "r_", pl->gemv_fold ? 0 : nb, nb + 1, in1);
+    mc_sb_printf(c->sb, "%sconst %s i%d = n_;\n%sconst float acc = %s;\n", in1, c->I, nb + 1, in1,
+                 sum);
+    emit_view_offsets(c, 0, 0, depth + 1, false);
+    if (!emit_chunk(c, 0, 0, depth + 1))
+        return false;
+    mc_sb_printf(c->sb, "%s}\n", in);
+    return true;
+}
+
+static bool render_gemv_n(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *out)
+{
+    const kir_kernel *k = c->k;
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    int nb = k->rank - 2;
+    const kir_gemm *g = &k->gemm;
+    const kir_view *A = &k->views[g->a], *B = &k->views[g->b];
+    int64_t R = pl->gemv_rows, N = g->n, K = g->k;
+    int64_t batch = pl->gemv_fold ? 1 : shape_prod(k, 0, nb);
+    int VW = gemv_vec(c, g->b, N, nb, K > 1);
+    int64_t nch = N / VW;
+    int MR = R < GEMV_MR ? (int)R : GEMV_MR;
+    int64_t groups = (R + MR - 1) / MR, zb = batch < 65535 ? batch : 65535;
+    int sms = c->t->num_sms > 0 ? c->t->num_sms : 1;
+    int T = 256, CPT = 32;
+    while (CPT > 1 && CPT / 2 >= nch)
+        CPT /= 2;
+    while (CPT > 1 && ((int64_t)(T / 32) * MR * CPT * VW * 4 > GEMV_SMEM ||
+                       (nch + CPT - 1) / CPT * groups * zb < sms))
+        CPT /= 2;
+    int maxT = MR * VW <= 16 ? 1024 : MR * VW <= 32 ? 512 : 256; /* registers for the sums */
+    while (T < maxT && K > (int64_t)GEMV_ITERS * (T / CPT) &&
+           (int64_t)(2 * T / 32) * MR * CPT * VW * 4 <= GEMV_SMEM)
+        T *= 2;
+    int W = T / 32, KW = 32 / CPT, KS = T / CPT, TW = CPT * VW;
+    int64_t tiles = (nch + CPT - 1) / CPT;
+    out->grid[0] = tiles;
+    out->grid[1] = groups;
+    out->grid[2] = zb;
+    out->block = T;
+    out->scheme = "gemv-n";
+    emit_signature(c, out, T);
+    const char *bt = storage_type(view_buffer(c, g->b)->dtype);
+    mc_sb_printf(sb, "  /* %d rows per CTA, %d columns (%d chunks of %d), K in steps of %d */\n",
+                 MR, TW, CPT, VW, KS);
+    mc_sb_printf(sb, "  __shared__ float red_[%d];\n", W * MR * TW);
+    mc_sb_printf(sb, "  const int lane = threadIdx.x & 31, w_ = threadIdx.x >> 5;\n"
+                     "  const %s ch_ = min((%s)blockIdx.x * %d + (%s)(lane %% %d), (%s)%lld);\n"
+                     "  const %s ks_ = (%s)(w_ * %d + lane / %d);\n"
+                     "  const %s m0 = (%s)blockIdx.y * %d;\n",
+                 I, I, CPT, I, CPT, I, (long long)nch - 1, I, I, KW, CPT, I, I, MR);
+    gemv_open(c, pl, MR, batch);
+    mc_sb_printf(sb, "    const %s bc_ = bb_ + ch_ * %d;\n    float", I, VW);
+    for (int m = 0; m < MR; m++)
+        for (int j = 0; j < VW; j++)
+            mc_sb_printf(sb, "%s s%d_%d = 0.0f", m || j ? "," : "", m, j);
+    mc_sb_puts(sb, ";\n");
+    /* a trip count known to the compiler: the unrolled steps' loads are issued together */
+    int64_t iters = (K + KS - 1) / KS;
+    mc_sb_printf(sb, "#pragma unroll %d\n    for (int it_ = 0; it_ < %lld; it_++) {\n"
+                     "      const %s kk = ks_ + (%s)it_ * %d;\n",
+                 iters < GEMV_UNROLL ? (int)iters : GEMV_UNROLL, (long long)iters, I, I, KS);
+    /* past K (a ragged last step): the loads and sums predicated off, not a break, which
+     * would keep the compiler from issuing the later steps' loads early */
+    bool guard = K % KS != 0;
+    if (guard)
+        mc_sb_printf(sb, "      if (kk < (%s)%lld) {\n", I, (long long)K);
+    mc_sb_printf(sb, "      const mc_vec<%s, %d> b_ = *(const mc_vec<%s, %d> *)(p%d + bc_ + kk * (%s)%lld);\n",
+                 bt, VW, bt, VW, c->view_param[g->b], I, (long long)B->stride[nb]);
+    for (int j = 0; j < VW; j++)
+        mc_sb_printf(sb, "      const float b%d = mc_ld(b_.x[%d]);\n", j, j);
+    for (int m = 0; m < MR; m++) {
+        mc_sb_printf(sb, "      const float a%d = mc_ld(p%d[ar%d + kk * (%s)%lld]);\n", m,
+                     c->view_param[g->a], m, I, (long long)A->stride[nb + 1]);
+        for (int j = 0; j < VW; j++)
+            mc_sb_printf(sb, "      s%d_%d = fmaf(a%d, b%d, s%d_%d);\n", m, j, m, j, m, j);
+    }
+    mc_sb_puts(sb, guard ? "      }\n    }\n" : "    }\n");
+    /* lanes of one chunk (lane % CPT equal) hold the same outputs */
+    for (int o = CPT; o < 32; o *= 2)
+        for (int m = 0; m < MR; m++)
+            for (int j = 0; j < VW; j++)
+                mc_sb_printf(sb, "    s%d_%d += __shfl_xor_sync(0xffffffffu, s%d_%d, %d);\n", m, j,
+                             m, j, o);
+    mc_sb_printf(sb, "    if (lane < %d) {\n", CPT);
+    for (int m = 0; m < MR; m++)
+        for (int j = 0; j < VW; j++)
+            mc_sb_printf(sb, "      red_[(w_ * %d + %d) * %d + lane * %d + %d] = s%d_%d;\n", MR, m,
+                         TW, VW, j, m, j);
+    mc_sb_puts(sb, "    }\n    __syncthreads();\n");
+    mc_sb_printf(sb, "    for (int e_ = threadIdx.x; e_ < %d; e_ += %d) {\n"
+                     "      const int m_ = e_ / %d, q_ = e_ %% %d;\n"
+                     "      float sum_ = 0.0f;\n"
+                     "      for (int w2 = 0; w2 < %d; w2++)\n"
+                     "        sum_ += red_[(w2 * %d + m_) * %d + q_];\n"
+                     "      const %s r_ = m0 + m_, n_ = (%s)blockIdx.x * %d + q_;\n",
+                 MR * TW, T, TW, TW, W, MR, TW, I, I, TW);
+    if (!gemv_epilogue(c, pl, "true", "sum_", 3))
+        return false;
+    mc_sb_puts(sb, "    }\n    __syncthreads();\n  }\n}\n");
+    return true;
+}
+
+static bool render_gemv_t(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *out)
+{
+    const kir_kernel *k = c->k;
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    int nb = k->rank - 2;
+    const kir_gemm *g = &k->gemm;
+    const kir_view *A = &k->views[g->a], *B = &k->views[g->b];
+    int64_t R = pl->gemv_rows, N = g->n, K = g->k;
+    int64_t batch = pl->gemv_fold ? 1 : shape_prod(k, 0, nb);
+    int VW = gemv_vec(c, g->b, K, nb + 1, N > 1);
+    /* A's rows in vectors too when contiguous along K and as aligned as B */
+    bool avec = VW > 1 && A->stride[nb + 1] == 1 &&
+                gemv_vec(c, g->a, K, nb, k->shape[nb] > 1) >= VW;
+    int MR = R < GEMV_MR ? (int)R : GEMV_MR, MRP = 1;
+    while (MRP < MR)
+        MRP *= 2;
+    int64_t groups = (R + MR - 1) / MR, zb = batch < 65535 ? batch : 65535;
+    int sms = c->t->num_sms > 0 ? c->t->num_sms : 1;
+    /* fewer columns a warp, more warps, down to NC = MRP / 2: every warp reads A's rows again
+     * (from L1) at every step, MRP vectors beside B's NC; this keeps them at most twice B's */
+    int NC = 32 / MRP < 8 ? 32 / MRP : 8, nc_min = MRP / 2 > 1 ? MRP / 2 : 1;
+    while (NC > nc_min && (N + NC - 1) / NC * groups * zb < 8 * (int64_t)sms)
+        NC /= 2;
+    int64_t tiles = (N + NC - 1) / NC;
+    int W = 8;
+    while (W > 1 && (tiles + W - 1) / W * groups * zb < sms)
+        W /= 2;
+    int S = MRP * NC; /* sums per lane, a power of two <= 32 */
+    out->grid[0] = (tiles + W - 1) / W;
+    out->grid[1] = groups;
+    out->grid[2] = zb;
+    out->block = 32 * W;
+    out->scheme = "gemv-t";
+    emit_signature(c, out, 32 * W);
+    const char *bt = storage_type(view_buffer(c, g->b)->dtype);
+    const char *at = storage_type(view_buffer(c, g->a)->dtype);
+    mc_sb_printf(sb, "  /* a warp per %d columns x %d rows, K in vectors of %d */\n", NC, MR, VW);
+    mc_sb_printf(sb, "  const int lane = threadIdx.x & 31;\n"
+                     "  const %s tile = (%s)blockIdx.x * %d + (threadIdx.x >> 5);\n"
+                     "  if (tile >= (%s)%lld)\n    return;\n"
+                     "  const %s n0 = tile * %d, m0 = (%s)blockIdx.y * %d;\n",
+                 I, I, W, I, (long long)tiles, I, NC, I, MR);
+    gemv_open(c, pl, MR, batch);
+    for (int q = 0; q < NC; q++)
+        mc_sb_printf(sb, "    const %s bc%d = bb_ + min(n0 + %d, (%s)%lld) * (%s)%lld;\n", I, q, q, I,
+                     (long long)N - 1, I, (long long)B->stride[nb + 1]);
+    mc_sb_puts(sb, "    float");
+    for (int t = 0; t < S; t++)
+        mc_sb_printf(sb, "%s s%d = 0.0f", t ? "," : "", t);
+    mc_sb_puts(sb, ";\n");
+    /* steps unrolled: as many as keep about 96 registers of loaded vectors in flight */
+    int64_t kcs = K / VW, iters = (kcs + 31) / 32;
+    int words = (NC + MR) * ((VW * (int)mc_dtype_size(view_buffer(c, g->b)->dtype) + 3) / 4);
+    int U = 96 / words < 1 ? 1 : 96 / words;
+    if (U > iters)
+        U = (int)iters;
+    mc_sb_printf(sb, "#pragma unroll %d\n    for (int it_ = 0; it_ < %lld; it_++) {\n"
+                     "      const %s kc = (%s)lane + (%s)it_ * 32;\n",
+                 U, (long long)iters, I, I, I);
+    bool guard = kcs % 32 != 0; /* as in render_gemv_n */
+    if (guard)
+        mc_sb_printf(sb, "      if (kc < (%s)%lld) {\n", I, (long long)kcs);
+    mc_sb_printf(sb, "      const %s kk = kc * %d;\n", I, VW);
+    for (int q = 0; q < NC; q++)
+        mc_sb_printf(sb, "      const mc_vec<%s, %d> b%d_ = *(const mc_vec<%s, %d> *)(p%d + bc%d + kk);\n",
+                     bt, VW, q, bt, VW, c->view_param[g->b], q);
+    for (int m = 0; m < MR; m++) {
+        if (avec)
+            mc_sb_printf(sb, "      const mc_vec<%s, %d> a%d_ = *(const mc_vec<%s, %d> *)(p%d + ar%d + kk);\n",
+                         at, VW, m, at, VW, c->view_param[g->a], m);
+        for (int j = 0; j < VW; j++) {
+            if (avec)
+                mc_sb_printf(sb, "      const float a%d_%d = mc_ld(a%d_.x[%d]);\n", m, j, m, j);
+            else
+                mc_sb_printf(sb, "      const float a%d_%d = mc_ld(p%d[ar%d + (kk + %d) * (%s)%lld]);\n",
+                             m, j, c->view_param[g->a], m, j, I, (long long)A->stride[nb + 1]);
+        }
+    }
+    for (int q = 0; q < NC; q++)
+        for (int j = 0; j < VW; j++) {
+            mc_sb_printf(sb, "      {\n        const float b = mc_ld(b%d_.x[%d]);\n", q, j);
+            for (int m = 0; m < MR; m++)
+                mc_sb_printf(sb, "        s%d = fmaf(a%d_%d, b, s%d);\n", m * NC + q, m, j,
+                             m * NC + q);
+            mc_sb_puts(sb, "      }\n");
+        }
+    mc_sb_puts(sb, guard ? "      }\n    }\n" : "    }\n");
+    /* reduce-scatter: at offset o the lanes with bit o set keep the upper half of the sums;
+     * then lane groups of 32 / S complete theirs */
+    int h = S / 2;
+    for (int o = 16; o >= 1 && h >= 1; o /= 2, h /= 2) {
+        mc_sb_printf(sb, "    {\n      const bool up = lane & %d;\n", o);
+        for (int t = 0; t < h; t++)
+            mc_sb_printf(sb, "      s%d = (up ? s%d : s%d) + __shfl_xor_sync(0xffffffffu, "
+                             "up ? s%d : s%d, %d);\n", t, t + h, t, t, t + h, o);
+        mc_sb_puts(sb, "    }\n");
+    }
+    int held_shift = 0;
+    for (int n = 32; n > S; n /= 2)
+        held_shift++;
+    for (int o = 1; o < (1 << held_shift); o *= 2)
+        mc_sb_printf(sb, "    s0 += __shfl_xor_sync(0xffffffffu, s0, %d);\n", o);
+    mc_sb_printf(sb, "    const int t_out = lane >> %d;\n"
+                     "    const %s r_ = m0 + t_out / %d, n_ = n0 + t_out %% %d;\n",
+                 held_shift, I, NC, NC);
+    char cond[96];
+    snprintf(cond, sizeof cond, "(lane & %d) == 0 && t_out / %d < %d", (1 << held_shift) - 1, NC, MR);
+    if (!gemv_epilogue(c, pl, cond, "s0", 2))
+        return false;
+    mc_sb_puts(sb, "  }\n}\n");
+    return true;
+}
+
 static void sanitize_name(const char *in, char *out, size_t size)
 {
     size_t n = 0;
@@ -1194,7 +1494,8 @@ mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t,
     mc_sb_printf(sb, "], %d row dims, vector width %d */\n", k->nrow, c.V);
     bool ok;
     if (k->category == KIR_GEMM && !acc_scratch)
-        ok = gemm && gemm->small ? render_gemm_dot(&c, out) : render_gemm_tiled(&c, out);
+        ok = gemm && gemm->gemv ? (gemm->gemv_t ? render_gemv_t(&c, gemm, out) : render_gemv_n(&c, gemm, out))
+             : gemm && gemm->small ? render_gemm_dot(&c, out) : render_gemm_tiled(&c, out);
     else if (k->category == KIR_REDUCTION && kir_kernel_scans(k))
         ok = render_scan(&c, out);
     else if (k->category == KIR_REDUCTION)
