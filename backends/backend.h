@@ -75,6 +75,12 @@ typedef struct mc_backend {
      * runtime copies instead. Backends that run on the host need none: the runtime points
      * host[ob] at host[ib]. */
     mc_status (*alias)(mc_program *p, int ob, int ib, bool on, bool *done);
+    /* Optional, for backends whose buffers live on a device (cuda): buffer b (an input, param
+     * or output) uses the caller's device memory at `addr` (mc_program_bind_memory with device
+     * true), or its own again (addr 0: what addr holds is copied into it first, so that the
+     * value stays). Like alias, every launch argument and captured graph is remade. The
+     * runtime has checked the size and a 256-byte alignment and waited for queued runs. */
+    mc_status (*bind_device)(mc_program *p, int b, uint64_t addr);
     /* Optional, with copy_output or stale outputs: copy buffer b from the device into
      * p->host[b], synchronously (an output left on the device after a run, an input given on
      * the device); the runtime then clears p->stale[b]. */
@@ -107,6 +113,7 @@ typedef struct mc_compile_phase {
 } mc_compile_phase;
 enum { MC_MAX_COMPILE_PHASES = 24 };
 typedef struct mc_symbolic mc_symbolic;
+enum { MC_EXTERNAL_HOST = 1, MC_EXTERNAL_DEVICE = 2 };
 /* An output handed back to an input of the same program after every run
  * (mc_program_feed_back): kp buffers ib (the input) and ob (the output). in_place: ob's memory
  * is ib's (host[ob] == host[ib] on a backend that runs on the host; backend->alias on cuda), so
@@ -151,6 +158,9 @@ struct mc_program {
                                  runtime reads it back (backend->download) before reading it.
                                  NULL in a program made by hand (tests): never stale */
     int *outputs;             /* per graph output: its kp buffer */
+    unsigned char *external;  /* per kp buffer: 0, or bound to the caller's memory
+                                 (mc_program_bind_memory): MC_EXTERNAL_HOST (host[b] is the
+                                 caller's array) or MC_EXTERNAL_DEVICE (backend->bind_device) */
     int64_t queued;           /* executions queued by mc_program_run_async (backend->launch)
                                  and not waited for yet (backend->wait) */
     struct mc_feedback *feedback; /* mc_program_feed_back's pairs, nfeedback of them */

@@ -338,9 +338,11 @@ static mc_status allocate_host(mc_program *p)
     p->dirty = calloc(nb, sizeof *p->dirty);
     p->has_value = calloc(nb, sizeof *p->has_value);
     p->stale = calloc(nb, sizeof *p->stale);
+    p->external = calloc(nb, sizeof *p->external);
     size_t no = p->graph->noutputs > 0 ? (size_t)p->graph->noutputs : 1;
     p->outputs = calloc(no, sizeof *p->outputs);
-    if (!p->host || !p->host_alloc || !p->bound || !p->dirty || !p->has_value || !p->stale || !p->outputs)
+    if (!p->host || !p->host_alloc || !p->bound || !p->dirty || !p->has_value || !p->stale || !p->external ||
+        !p->outputs)
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     mc_status st = check_host_memory(p);
     if (st != MC_OK)
@@ -580,6 +582,7 @@ void mc_program_free(mc_program *p)
     free(p->dirty);
     free(p->has_value);
     free(p->stale);
+    free(p->external);
     free(p->outputs);
     free(p->feedback);
     if (p->unread)
@@ -605,12 +608,62 @@ const char *mc_program_backend(const mc_program *p)
 /* Wait for the executions mc_program_run_async queued (backend->wait): before anything reads
  * or copies the program's buffers, and before a synchronous run. A failure the device found in
  * one of them (a check, a failed kernel) is returned here, once. */
+static mc_status deliver(mc_program *p);
+
 static mc_status settle(mc_program *p)
 {
     if (!p->queued)
         return MC_OK;
     p->queued = 0;
-    return p->backend->wait(p);
+    mc_status st = p->backend->wait(p);
+    return st == MC_OK ? deliver(p) : st;
+}
+
+/* Outputs bound to the caller's host memory (mc_program_bind_output_memory) on a backend whose
+ * outputs stay on a device: read back into it now, after a run (or the wait of queued runs). */
+static mc_status deliver(mc_program *p)
+{
+    if (p->backend->runs_on_host || !p->stale)
+        return MC_OK;
+    for (int i = 0; i < p->graph->noutputs; i++) {
+        int b = p->outputs[i];
+        if (p->external[b] != MC_EXTERNAL_HOST || !p->stale[b])
+            continue;
+        mc_status st = p->backend->download(p, b);
+        if (st != MC_OK)
+            return st;
+        p->stale[b] = false;
+    }
+    return MC_OK;
+}
+
+/* The program's own host array of buffer b (host[b] while it is not the caller's). */
+static void *own_array(const mc_program *p, int b)
+{
+    return (void *)(((uintptr_t)p->host_alloc[b] + sizeof(host_block) + 63) & ~(uintptr_t)63);
+}
+
+/* End buffer b's binding to the caller's memory (mc_program_bind_memory): it uses the program's
+ * own memory again, holding (keep) what the caller's holds now. */
+static mc_status external_end(mc_program *p, int b, bool keep)
+{
+    if (!p->external || !p->external[b])
+        return MC_OK;
+    if (p->external[b] == MC_EXTERNAL_HOST) {
+        void *own = own_array(p, b);
+        if (keep)
+            memcpy(own, p->host[b], (size_t)p->kp->buffers[b].numel * mc_dtype_size(p->kp->buffers[b].dtype));
+        p->host[b] = own;
+        p->dirty[b] = true;
+    } else {
+        mc_status st = settle(p);
+        if (st == MC_OK)
+            st = p->backend->bind_device(p, b, 0); /* the device's copy comes home */
+        if (st != MC_OK)
+            return st;
+    }
+    p->external[b] = 0;
+    return MC_OK;
 }
 
 /* Make host[b] current: a backend whose buffers live on a device (cuda) marks an output
@@ -705,7 +758,9 @@ static mc_status bind(mc_program *p, int node, const void *data, size_t bytes)
     }
     int b = buffer_of(p, node, true);
     if (b >= 0) {
-        mc_status st = host_unshare(p, b);
+        mc_status st = external_end(p, b, false); /* binding again ends a binding to memory */
+        if (st == MC_OK)
+            st = host_unshare(p, b);
         if (st != MC_OK)
             return st;
         memcpy(p->host[b], data, bytes);
@@ -936,9 +991,13 @@ mc_status mc_program_fill_random(mc_program *p, uint64_t seed)
 
 /* ---- running and outputs ------------------------------------------------------------------- */
 
-/* Every input and param read by a kernel has a value. */
-static mc_status check_bound(const mc_program *p)
+/* Every input and param read by a kernel has a value. Inputs in the caller's host memory are
+ * read afresh by every run (cuda uploads them, cpu repacks what it packs of them). */
+static mc_status check_bound(mc_program *p)
 {
+    for (int b = 0; b < p->kp->nbuffers; b++)
+        if (p->external[b] == MC_EXTERNAL_HOST && p->kp->buffers[b].kind != KBUF_OUTPUT)
+            p->dirty[b] = true;
     for (int b = 0; b < p->kp->nbuffers; b++) {
         const kir_buffer *buf = &p->kp->buffers[b];
         if ((buf->kind == KBUF_INPUT || buf->kind == KBUF_PARAM) && !p->has_value[b]) {
@@ -969,6 +1028,8 @@ static mc_status program_run(mc_program *p)
     if (st != MC_OK)
         return st;
     p->runs++;
+    if ((st = deliver(p)) != MC_OK)
+        return st;
     return feed_back_after_run(p);
 }
 
@@ -1156,6 +1217,8 @@ static mc_status program_set_from_output(mc_program *dst, const char *name, mc_p
         dst->bound[b] = dst->has_value[b] = true;
         return MC_OK;
     }
+    if (b >= 0 && !dst->par && (fst = external_end(dst, b, false)) != MC_OK)
+        return fst;
     if (b >= 0 && !dst->par && dst->backend == r->backend && dst->backend->copy_output) {
         bool done = false;
         mc_status st = dst->backend->copy_output(dst, b, r, ob, &done);
@@ -1360,6 +1423,10 @@ static mc_status program_feed_back(mc_program *p, const char *name, int index, b
     if (index < 0 || ib < 0) /* ended; or an input no kernel reads: it keeps its value */
         return MC_OK;
     int ob = p->outputs[index];
+    if (p->external[ib] || p->external[ob])
+        return mc_fail(MC_ERR_INPUT, "%s: %s is bound to the caller's memory (mc_program_bind_%smemory): "
+                       "end that binding first (data NULL)", what,
+                       p->external[ib] ? "the input" : "the output", p->external[ib] ? "" : "output_");
     if (ob == ib) { /* `output x` of input x: it holds it already */
         if (in_place)
             *in_place = true;
@@ -1408,6 +1475,116 @@ mc_status mc_program_feed_back(mc_program *p, const char *input_name, int output
     LOCKED(p, program_feed_back(p, input_name, output_index, in_place));
 }
 
+/* ---- the caller's own memory -------------------------------------------------------------- */
+
+/* Buffer b (an input, param or output: `label` names it in messages) bound to the caller's
+ * memory at data, or (data NULL) that binding ended. The size was checked. */
+static mc_status bind_external(mc_program *p, int b, void *data, bool device, const char *label)
+{
+    for (int i = 0; i < p->nfeedback; i++)
+        if (p->feedback[i].ib == b || p->feedback[i].ob == b)
+            return mc_fail(MC_ERR_INPUT, "mc_program_bind_memory: %s is fed back (mc_program_feed_back): end "
+                           "that pairing first (output -1)", label);
+    if (!data)
+        return external_end(p, b, true);
+    mc_dtype dt = p->kp->buffers[b].dtype;
+    if (device && !p->backend->bind_device)
+        return mc_fail(MC_ERR_INPUT, "mc_program_bind_memory: %s: device memory needs a program on the cuda "
+                       "backend (this one runs on %s); bind host memory", label, p->backend->name);
+    if ((uintptr_t)data % (device ? 256 : mc_dtype_size(dt)))
+        return mc_fail(MC_ERR_INPUT, "mc_program_bind_memory: %s: the %s memory at %p is not aligned to %zu bytes",
+                       label, device ? "device" : "host", data, device ? (size_t)256 : mc_dtype_size(dt));
+    mc_status st = settle(p);
+    if (st == MC_OK)
+        st = external_end(p, b, false);
+    if (st != MC_OK)
+        return st;
+    bool input = p->kp->buffers[b].kind != KBUF_OUTPUT;
+    if (device) {
+        if ((st = p->backend->bind_device(p, b, (uint64_t)(uintptr_t)data)) != MC_OK)
+            return st;
+        p->external[b] = MC_EXTERNAL_DEVICE;
+        if (input) { /* the device holds the value: never uploaded */
+            p->stale[b] = true;
+            p->dirty[b] = false;
+        }
+    } else {
+        if ((st = host_unshare(p, b)) != MC_OK)
+            return st;
+        p->host[b] = data;
+        p->external[b] = MC_EXTERNAL_HOST;
+        p->dirty[b] = true;
+        p->stale[b] = false;
+    }
+    if (input)
+        p->bound[b] = p->has_value[b] = true;
+    return MC_OK;
+}
+
+static mc_status program_bind_memory(mc_program *p, const char *name, void *data, size_t bytes, bool device)
+{
+    if (p->sym || p->par) {
+        char pname[160];
+        return mc_fail(MC_ERR_INPUT, "mc_program_bind_memory: %s is %s; memory is bound in ordinary programs only",
+                       program_label(p, pname, sizeof pname),
+                       p->sym ? "a program with symbolic dimensions" : "tensor parallel (mc_options.devices)");
+    }
+    int node;
+    if (declaration_or_fail(p, name, "mc_program_bind_memory", &node) != MC_OK)
+        return MC_ERR_INPUT;
+    const mc_node *n = &p->graph->nodes[node];
+    size_t want = 0;
+    char type[128], label[256];
+    node_bytes(n, &want);
+    if (data && bytes != want)
+        return mc_fail(MC_ERR_INPUT, "mc_program_bind_memory: %s '%s' is %s (%zu bytes) but %zu bytes were given",
+                       kind_word(n), name, node_type(n, type, sizeof type), want, bytes);
+    int b = buffer_of(p, node, true);
+    if (b < 0) /* no kernel reads it: its value only matters to mc_program_save_inputs */
+        return data && !device ? bind(p, node, data, bytes) : MC_OK;
+    snprintf(label, sizeof label, "%s '%s'", kind_word(n), name);
+    return bind_external(p, b, data, device, label);
+}
+
+mc_status mc_program_bind_memory(mc_program *p, const char *name, void *data, size_t bytes, bool device)
+{
+    if (!p || !name)
+        return mc_fail(MC_ERR_INPUT, "mc_program_bind_memory: no %s", p ? "name" : "program");
+    LOCKED(p, program_bind_memory(p, name, data, bytes, device));
+}
+
+static mc_status program_bind_output_memory(mc_program *p, int index, void *data, size_t bytes, bool device)
+{
+    char pname[160], label[256], unnamed[64], type[128];
+    program_label(p, pname, sizeof pname);
+    if (p->sym || p->par)
+        return mc_fail(MC_ERR_INPUT, "mc_program_bind_output_memory: %s is %s; memory is bound in ordinary "
+                       "programs only", pname, p->sym ? "a program with symbolic dimensions" : "tensor parallel (mc_options.devices)");
+    if (index < 0 || index >= p->graph->noutputs)
+        return mc_fail(MC_ERR_INPUT, "mc_program_bind_output_memory: output %d of %s is out of range (it has %d "
+                       "output%s)", index, pname, p->graph->noutputs, p->graph->noutputs == 1 ? "" : "s");
+    int onode = p->graph->outputs[index], b = p->outputs[index];
+    const mc_node *o = &p->graph->nodes[onode];
+    const char *oname = o->name ? o->name : mc_node_name(p->graph, onode, unnamed, sizeof unnamed);
+    size_t want = 0;
+    node_bytes(o, &want);
+    if (data && bytes != want)
+        return mc_fail(MC_ERR_INPUT, "mc_program_bind_output_memory: output %d ('%s') is %s (%zu bytes) but %zu "
+                       "bytes were given", index, oname, node_type(o, type, sizeof type), want, bytes);
+    if (p->kp->buffers[b].kind != KBUF_OUTPUT)
+        return mc_fail(MC_ERR_INPUT, "mc_program_bind_output_memory: output %d ('%s') of %s is the %s '%s' itself: "
+                       "bind that instead (mc_program_bind_memory)", index, oname, pname, kind_word(o), oname);
+    snprintf(label, sizeof label, "output %d ('%s')", index, oname);
+    return bind_external(p, b, data, device, label);
+}
+
+mc_status mc_program_bind_output_memory(mc_program *p, int index, void *data, size_t bytes, bool device)
+{
+    if (!p)
+        return mc_fail(MC_ERR_INPUT, "mc_program_bind_output_memory: no program");
+    LOCKED(p, program_bind_output_memory(p, index, data, bytes, device));
+}
+
 /* ---- params shared between programs -------------------------------------------------------- */
 
 static mc_status program_share_params(mc_program *dst, mc_program *src, int *shared)
@@ -1439,7 +1616,8 @@ static mc_status program_share_params(mc_program *dst, mc_program *src, int *sha
         for (int d = 0; same && d < n->rank; d++)
             same = m->shape[d] == n->shape[d];
         int b = buffer_of(dst, i, true), sb = buffer_of(src, j, true);
-        if (!same || b < 0 || sb < 0 || !src->has_value[sb] || feedback_of(dst, b))
+        if (!same || b < 0 || sb < 0 || !src->has_value[sb] || feedback_of(dst, b) || dst->external[b] ||
+            src->external[sb])
             continue; /* another type, read by no kernel on one side, no value to share, or
                          an output is fed back to it (it changes with every run) */
         mc_status st = fresh(src, sb);

@@ -719,25 +719,23 @@ static mc_status cuda_run(mc_program *p)
  * captured graph, which holds the old addresses, is dropped: the next run executes the steps
  * and captures again. cuBLASLt and collective steps read s->buf at each launch. The runtime
  * has waited for the stream (nothing queued reads the old addresses). */
-static mc_status cuda_alias(mc_program *p, int ob, int ib, bool on, bool *done)
+/* Buffer b at device address `to` (0: its own memory again, after a copy of what it points at
+ * now into it); then the launch arguments and the graph, as above. */
+static mc_status repoint(mc_program *p, cuda_state *s, int b, CUdeviceptr to)
 {
-    cuda_state *s = p->state;
-    *done = false;
-    if (!s || s->pitched[ob] || s->pitched[ib] || s->buf_bytes[ob] != s->buf_bytes[ib])
-        return MC_OK; /* padded rows: the runtime copies instead */
     const kir_program *kp = p->kp;
     CU_CHECK(s->cu->cuCtxSetCurrent(s->ctx), "making the context current");
     if (!s->home && !(s->home = calloc((size_t)kp->nbuffers + 1, sizeof *s->home)))
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
-    if (!s->home[ob])
-        s->home[ob] = s->buf[ob];
-    if (on) {
-        s->buf[ob] = s->buf[ib];
+    if (!s->home[b])
+        s->home[b] = s->buf[b];
+    if (to) {
+        s->buf[b] = to;
     } else {
-        if (s->buf[ob] != s->home[ob])
-            CU_CHECK(s->cu->cuMemcpyDtoDAsync(s->home[ob], s->buf[ob], s->buf_bytes[ob], s->stream),
-                     "copying an output out of its input on the GPU");
-        s->buf[ob] = s->home[ob];
+        if (s->buf[b] != s->home[b])
+            CU_CHECK(s->cu->cuMemcpyDtoDAsync(s->home[b], s->buf[b], s->buf_bytes[b], s->stream),
+                     "copying a buffer back into the program's own memory on the GPU");
+        s->buf[b] = s->home[b];
     }
     for (int i = 0; i < s->nsteps; i++)
         if (s->steps[i].argv)
@@ -750,8 +748,28 @@ static mc_status cuda_alias(mc_program *p, int ob, int ib, bool on, bool *done)
         s->gexec = NULL;
     }
     s->graph_done = false;
-    *done = true;
     return MC_OK;
+}
+
+static mc_status cuda_alias(mc_program *p, int ob, int ib, bool on, bool *done)
+{
+    cuda_state *s = p->state;
+    *done = false;
+    if (!s || s->pitched[ob] || s->pitched[ib] || s->buf_bytes[ob] != s->buf_bytes[ib])
+        return MC_OK; /* padded rows: the runtime copies instead */
+    mc_status st = repoint(p, s, ob, on ? s->buf[ib] : 0);
+    *done = st == MC_OK;
+    return st;
+}
+
+/* mc_program_bind_memory with a device pointer (backends/backend.h, bind_device). */
+static mc_status cuda_bind_device(mc_program *p, int b, uint64_t addr)
+{
+    cuda_state *s = p->state;
+    if (s->pitched[b])
+        return mc_fail(MC_ERR_INPUT, "CUDA: this buffer is laid out with padded rows on the GPU (a GEMM's "
+                       "operand): it cannot be bound to the caller's device memory; bind host memory instead");
+    return repoint(p, s, b, (CUdeviceptr)addr);
 }
 
 /* mc_program_set_from_output (backends/backend.h, copy_output): src's output buffer ob into
@@ -1282,6 +1300,7 @@ const mc_backend mc_backend_cuda = {
     .launch = cuda_launch,
     .wait = cuda_wait,
     .alias = cuda_alias,
+    .bind_device = cuda_bind_device,
     .profile = cuda_profile,
     .time = cuda_time,
     .dump_code = cuda_dump_code,

@@ -1,0 +1,320 @@
+/* mc_program_bind_memory and mc_program_bind_output_memory (include/minic.h): inputs, params
+ * and outputs in the caller's own memory.
+ *
+ * On every backend it runs on, host memory: a run reads the caller's input array as it is at
+ * that run (changed between runs without a call), a param too (a matmul's weight: the cpu
+ * backend repacks it), queued runs as well; an output lands in the caller's array after
+ * mc_program_run and after mc_program_wait, and mc_program_output's data is that array; on ref
+ * and cpu nothing is copied (a run writes the array while it runs: checked by an output fed to
+ * nothing but the caller); binding the name again (mc_program_set) ends the binding without
+ * writing into the caller's array; data NULL ends it keeping the value; the errors (size,
+ * alignment, unknown name, out-of-range output, device memory on ref and cpu, a fed-back input
+ * either way, symbolic); `output x` of an input x bound to the caller's memory holds x. On cuda, also device memory (cuMemAlloc'd here):
+ * the kernels read and write it in place, a change to it between runs is seen, ending the
+ * binding keeps the value.
+ *
+ * Backends: ref and cpu, and cuda where a GPU is usable (else "cuda: skipped: no GPU");
+ * MINIC_TEST_BACKEND=ref|cpu|cuda runs that one only (cuda without a GPU: exit 77).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testlib.h"
+
+#include "minic.h"
+#include <dlfcn.h>
+#include <stdint.h>
+
+static mc_backend_kind backends[3];
+static int nbackends;
+
+static mc_program *compile(const char *text, mc_backend_kind kind)
+{
+    mc_graph *g = NULL;
+    if (mc_graph_parse_string("t.graph", text, &g) != MC_OK)
+        fail_msg("parse: %s", mc_error_message());
+    mc_options opt = mc_test_options();
+    opt.backend = kind;
+    opt.quiet = true;
+    if (kind == MC_BACKEND_CUDA)
+        opt.cuda_graph = 1;
+    mc_program *p = NULL;
+    if (mc_program_compile(g, &opt, &p) != MC_OK)
+        fail_msg("compile on %s: %s", mc_backend_name(kind), mc_error_message());
+    mc_graph_free(g);
+    return p;
+}
+
+static void ok(mc_status st, const char *what)
+{
+    if (st != MC_OK)
+        fail_msg("%s: %s", what, mc_error_message());
+}
+
+static void same(const float *got, const float *want, int n, const char *what, const mc_program *p)
+{
+    for (int i = 0; i < n; i++)
+        if (got[i] != want[i])
+            fail_msg("%s on %s: element %d is %g, expected %g", what, mc_program_backend(p), i, (double)got[i],
+                     (double)want[i]);
+}
+
+/* y = x @ w + 1, z = x * 2 */
+static const char graph[] = "graph mm\n"
+                            "input x : f32[2, 4]\n"
+                            "param w : f32[4, 3]\n"
+                            "m = matmul(x, w)\n"
+                            "y = add(m, 1)\n"
+                            "z = mul(x, 2)\n"
+                            "output y, z\n";
+
+static void expected(const float *x, const float *w, float *y, float *z)
+{
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++) {
+            y[3 * i + j] = 1;
+            for (int k = 0; k < 4; k++)
+                y[3 * i + j] += x[4 * i + k] * w[3 * k + j];
+        }
+    for (int i = 0; i < 8; i++)
+        z[i] = 2 * x[i];
+}
+
+static void host_on(mc_backend_kind kind, bool async)
+{
+    mc_program *p = compile(graph, kind);
+    float x[8], w[12], y[6], z[8], wy[6], wz[8];
+    for (int i = 0; i < 8; i++)
+        x[i] = (float)(i + 1);
+    for (int i = 0; i < 12; i++)
+        w[i] = (float)(i % 5) - 2;
+    ok(mc_program_bind_memory(p, "x", x, sizeof x, false), "bind x");
+    ok(mc_program_bind_memory(p, "w", w, sizeof w, false), "bind w");
+    ok(mc_program_bind_output_memory(p, 0, y, sizeof y, false), "bind y");
+    ok(mc_program_bind_output_memory(p, 1, z, sizeof z, false), "bind z");
+    for (int step = 0; step < 4; step++) {
+        x[step] += 10; /* changed in place between runs: no call */
+        w[step * 2] -= 1;
+        memset(y, 0, sizeof y);
+        ok(async ? mc_program_run_async(p) : mc_program_run(p), "run");
+        if (async)
+            ok(mc_program_wait(p), "wait");
+        expected(x, w, wy, wz);
+        same(y, wy, 6, "y in the caller's array", p);
+        same(z, wz, 8, "z in the caller's array", p);
+        mc_tensor t;
+        ok(mc_program_output(p, 0, &t), "output");
+        assert_ptr_equal(t.data, y);
+    }
+    /* mc_program_set ends the binding and does not write into the caller's array */
+    float x2[8] = {1, 1, 1, 1, 1, 1, 1, 1}, keep[8];
+    memcpy(keep, x, sizeof keep);
+    ok(mc_program_set(p, "x", x2, sizeof x2), "set x");
+    ok(mc_program_run(p), "run after set");
+    same(x, keep, 8, "the caller's x after mc_program_set", p);
+    expected(x2, w, wy, wz);
+    same(y, wy, 6, "y from the set x", p);
+    x[0] = 1000; /* no longer read */
+    ok(mc_program_run(p), "run");
+    same(y, wy, 6, "y after the caller's x changed, unbound", p);
+    /* NULL ends a binding, keeping the value */
+    ok(mc_program_bind_memory(p, "w", NULL, 0, false), "unbind w");
+    float wkeep[12];
+    memcpy(wkeep, w, sizeof w);
+    w[0] = 99;
+    ok(mc_program_bind_output_memory(p, 0, NULL, 0, false), "unbind y");
+    float y_before[6];
+    memcpy(y_before, y, sizeof y);
+    ok(mc_program_run(p), "run");
+    expected(x2, wkeep, wy, wz);
+    same(y, y_before, 6, "the caller's y after its binding ended", p);
+    float got[6];
+    ok(mc_program_read_output(p, 0, got, sizeof got), "read y");
+    same(got, wy, 6, "y with w's value kept", p);
+    mc_program_free(p);
+}
+
+static void test_host(void **state)
+{
+    (void)state;
+    for (int i = 0; i < nbackends; i++) {
+        host_on(backends[i], false);
+        host_on(backends[i], true);
+    }
+}
+
+static void expect_error(mc_status st, const char *const *words)
+{
+    assert_int_equal(st, MC_ERR_INPUT);
+    for (; *words; words++)
+        if (!strstr(mc_error_message(), *words))
+            fail_msg("the message lacks '%s': %s", *words, mc_error_message());
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    for (int i = 0; i < nbackends; i++) {
+        mc_program *p = compile(graph, backends[i]);
+        _Alignas(256) float buf[16] = {0};
+        expect_error(mc_program_bind_memory(p, "x", buf, 4, false),
+                     (const char *[]){"input 'x'", "f32[2, 4]", "32 bytes", "4 bytes", NULL});
+        expect_error(mc_program_bind_memory(p, "xx", buf, 32, false), (const char *[]){"'xx'", NULL});
+        expect_error(mc_program_bind_memory(p, "y", buf, 24, false), (const char *[]){"computed", NULL});
+        expect_error(mc_program_bind_memory(p, "x", (char *)buf + 2, 32, false),
+                     (const char *[]){"input 'x'", "not aligned to 4 bytes", NULL});
+        expect_error(mc_program_bind_output_memory(p, 2, buf, 24, false), (const char *[]){"output 2", "out of range", NULL});
+        expect_error(mc_program_bind_output_memory(p, 1, buf, 24, false),
+                     (const char *[]){"output 1 ('z')", "32 bytes", NULL});
+        expect_error(mc_program_bind_memory(NULL, "x", buf, 32, false), (const char *[]){"no program", NULL});
+        expect_error(mc_program_bind_output_memory(NULL, 0, buf, 24, false), (const char *[]){"no program", NULL});
+        if (backends[i] != MC_BACKEND_CUDA)
+            expect_error(mc_program_bind_memory(p, "x", buf, 32, true),
+                         (const char *[]){"device memory needs a program on the cuda backend", NULL});
+        else
+            expect_error(mc_program_bind_memory(p, "x", (char *)buf + 16, 32, true),
+                         (const char *[]){"not aligned to 256 bytes", NULL});
+        mc_program_free(p);
+
+        /* fed back inputs and outputs: either order refused */
+        p = compile("graph fb\ninput x : f32[4]\ny = add(x, 1)\noutput y, x\n", backends[i]);
+        _Alignas(16) float xo[4] = {0}, xin[4] = {1, 2, 3, 4};
+        if (mc_program_bind_output_memory(p, 1, xo, sizeof xo, false) == MC_OK) { /* `output x`: a copy of x */
+            ok(mc_program_set(p, "x", xin, sizeof xin), "set x");
+            ok(mc_program_run(p), "run");
+            same(xo, xin, 4, "output x in the caller's array", p);
+            ok(mc_program_bind_output_memory(p, 1, NULL, 0, false), "unbind output x");
+        } else {
+            expect_error(MC_ERR_INPUT, (const char *[]){"output 1 ('x')", "is the input 'x' itself", NULL});
+        }
+        ok(mc_program_bind_memory(p, "x", buf, 16, false), "bind x");
+        expect_error(mc_program_feed_back(p, "x", 0, NULL), (const char *[]){"bound to the caller's memory", NULL});
+        ok(mc_program_bind_memory(p, "x", NULL, 0, false), "unbind x");
+        ok(mc_program_feed_back(p, "x", 0, NULL), "feed back");
+        expect_error(mc_program_bind_memory(p, "x", buf, 16, false), (const char *[]){"is fed back", NULL});
+        expect_error(mc_program_bind_output_memory(p, 0, buf, 16, false), (const char *[]){"is fed back", NULL});
+        mc_program_free(p);
+        p = compile("graph sym\ninput x : f32[N, 2]\ny = add(x, 1)\noutput y\n", backends[i]);
+        expect_error(mc_program_bind_memory(p, "x", buf, 16, false), (const char *[]){"symbolic", NULL});
+        mc_program_free(p);
+    }
+}
+
+#ifdef MINIC_HAVE_CUDA_BACKEND
+/* cuda: device memory of the caller's, read and written in place. The driver's calls are
+ * looked up here (the tests are built without CUDA's headers). */
+typedef int (*cu_fn)();
+static void *cu_lib;
+static cu_fn cu(const char *name)
+{
+    cu_fn f = cu_lib ? (cu_fn)(uintptr_t)dlsym(cu_lib, name) : NULL;
+    if (!f)
+        fail_msg("libcuda: no %s", name);
+    return f;
+}
+
+static void test_device(void **state)
+{
+    (void)state;
+    bool any = false;
+    for (int i = 0; i < nbackends; i++)
+        any |= backends[i] == MC_BACKEND_CUDA;
+    if (!any)
+        return;
+    cu_lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    assert_non_null(cu_lib);
+    int dev = 0;
+    void *ctx = NULL;
+    unsigned long long dx = 0, dz = 0; /* CUdeviceptr */
+    assert_int_equal(((int (*)(unsigned))cu("cuInit"))(0), 0);
+    assert_int_equal(((int (*)(int *, int))cu("cuDeviceGet"))(&dev, 0), 0);
+    assert_int_equal(((int (*)(void **, int))cu("cuDevicePrimaryCtxRetain"))(&ctx, dev), 0);
+    assert_int_equal(((int (*)(void *))cu("cuCtxSetCurrent"))(ctx), 0);
+    int (*mem_alloc)(unsigned long long *, size_t) = (int (*)(unsigned long long *, size_t))cu("cuMemAlloc_v2");
+    int (*mem_free)(unsigned long long) = (int (*)(unsigned long long))cu("cuMemFree_v2");
+    /* synchronous copies: done when they return (the program's own queued work is waited for
+     * with mc_program_wait first) */
+    int (*htod)(unsigned long long, const void *, size_t) =
+        (int (*)(unsigned long long, const void *, size_t))cu("cuMemcpyHtoD_v2");
+    int (*dtoh)(void *, unsigned long long, size_t) = (int (*)(void *, unsigned long long, size_t))cu("cuMemcpyDtoH_v2");
+    mc_program *p = compile(graph, MC_BACKEND_CUDA);
+    assert_int_equal(mem_alloc(&dx, 256), 0);
+    assert_int_equal(mem_alloc(&dz, 256), 0);
+    float x[8], w[12], y[6], z[8], wy[6], wz[8];
+    for (int k = 0; k < 8; k++)
+        x[k] = (float)(k - 3);
+    for (int k = 0; k < 12; k++)
+        w[k] = (float)k / 4;
+    ok(mc_program_set(p, "w", w, sizeof w), "set w");
+    ok(mc_program_bind_memory(p, "x", (void *)(uintptr_t)dx, sizeof x, true), "bind x on the device");
+    ok(mc_program_bind_output_memory(p, 1, (void *)(uintptr_t)dz, sizeof z, true), "bind z on the device");
+    for (int step = 0; step < 3; step++) {
+        x[step] *= 3;
+        assert_int_equal(htod(dx, x, sizeof x), 0);
+        ok(step == 1 ? mc_program_run_async(p) : mc_program_run(p), "run");
+        ok(mc_program_wait(p), "wait");
+        assert_int_equal(dtoh(z, dz, sizeof z), 0);
+        expected(x, w, wy, wz);
+        same(z, wz, 8, "z in the caller's device memory", p);
+        ok(mc_program_read_output(p, 0, y, sizeof y), "read y");
+        same(y, wy, 6, "y from x in the caller's device memory", p);
+        ok(mc_program_read_output(p, 1, z, sizeof z), "read z");
+        same(z, wz, 8, "z read back from the caller's device memory", p);
+    }
+    /* ending the bindings keeps the values; the caller's memory is then free to go */
+    ok(mc_program_bind_memory(p, "x", NULL, 0, true), "unbind x");
+    ok(mc_program_bind_output_memory(p, 1, NULL, 0, true), "unbind z");
+    assert_int_equal(mem_free(dx), 0);
+    assert_int_equal(mem_free(dz), 0);
+    ok(mc_program_run(p), "run after the device memory was freed");
+    ok(mc_program_read_output(p, 1, z, sizeof z), "read z");
+    same(z, wz, 8, "z from x's kept value", p);
+    mc_program_free(p);
+    ((int (*)(int))cu("cuDevicePrimaryCtxRelease"))(dev);
+    dlclose(cu_lib);
+}
+#endif
+
+int main(void)
+{
+    const char *only = getenv("MINIC_TEST_BACKEND");
+    bool gpu = mc_test_have_gpu();
+    if (only && *only) {
+        mc_backend_kind k;
+        if (!strcmp(only, "ref"))
+            k = MC_BACKEND_REF;
+        else if (!strcmp(only, "cpu"))
+            k = MC_BACKEND_CPU;
+        else if (!strcmp(only, "cuda"))
+            k = MC_BACKEND_CUDA;
+        else {
+            fprintf(stderr, "MINIC_TEST_BACKEND=%s: expected ref, cpu or cuda\n", only);
+            return 1;
+        }
+        if (k == MC_BACKEND_CUDA && !gpu) {
+            printf("skipped: no GPU\n");
+            return 77;
+        }
+        backends[nbackends++] = k;
+    } else {
+        backends[nbackends++] = MC_BACKEND_REF;
+#ifdef MINIC_HAVE_CPU_BACKEND
+        backends[nbackends++] = MC_BACKEND_CPU;
+#endif
+        if (gpu)
+            backends[nbackends++] = MC_BACKEND_CUDA;
+        else
+            printf("cuda: skipped: no GPU\n");
+    }
+    for (int i = 0; i < nbackends; i++)
+        printf("backend %s\n", mc_backend_name(backends[i]));
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_host),
+        cmocka_unit_test(test_errors),
+#ifdef MINIC_HAVE_CUDA_BACKEND
+        cmocka_unit_test(test_device),
+#endif
+    };
+    return mc_test_run(tests);
+}
