@@ -431,6 +431,17 @@ static bool gemm_small(const kir_kernel *k)
  * accumulates in f32 and runs the kernel's whole epilogue. 16 keeps it within the FMA units'
  * reach for every float dtype; a measured crossover may move it. */
 #define GEMV_MAX_ROWS 16
+/* Except a large weight at more than GEMV_BIG_MAX_ROWS rows: there cuBLASLt's tiles reach the
+ * bandwidth and the GEMV's sums (rows x columns a warp, f32, beside the rows of A it holds)
+ * leave too few warps per SM to cover memory latency. Measured on an H200 (2026-11-28, bf16,
+ * GPT-2's tied LM head [R,768] x [768,50257]^T, 77 MB): at 8 rows the GEMV took 43.65 us,
+ * cuBLASLt 21.78; at 1 row (with the argmax in its epilogue) the GEMV 21.2 us, cuBLASLt with its
+ * epilogue kernel 31.7 us. 2 to 4 rows are not measured yet: 2 stays with the GEMV (half of the
+ * 8-row sums and A registers of 4 rows). Weights below GEMV_BIG_ELEMS (every linear of GPT-2
+ * small: at most 2.4M elements) ran 3-10x faster as GEMVs than through cuBLASLt at 1 row and made
+ * the 8-row decode step faster too (1.23 -> 0.92 ms, its LM head included). */
+#define GEMV_BIG_MAX_ROWS 2
+#define GEMV_BIG_ELEMS ((int64_t)1 << 24)
 
 static bool shape_empty(const kir_kernel *k)
 {
@@ -468,7 +479,8 @@ static bool gemm_gemv(const kir_program *kp, const kir_kernel *k, mc_cuda_gemm_p
     }
     if (!fold)
         rows = g->m;
-    if (rows > GEMV_MAX_ROWS || shape_empty(k))
+    if (rows > GEMV_MAX_ROWS || shape_empty(k) ||
+        (rows > GEMV_BIG_MAX_ROWS && g->n * g->k >= GEMV_BIG_ELEMS))
         return false;
     p->gemv = true;
     p->gemv_t = !n_contig;
