@@ -820,6 +820,84 @@ static void test_gemm_param_update(void **state)
     }
 }
 
+/* A conv-shaped GEMM: a param weight A [M, K] shared by the batch entries, an input B
+ * [batch, K, N] with N narrow, a bias along M and relu, then a second kernel adding a residual.
+ * The backend may compute such a GEMM swapped (C^T = B^T A^T, the weight packed once as B; the
+ * tile's lanes then run along M); MINIC_GEMM_SWAP=0 and =1 force either way, so both are checked
+ * here whatever the host's vector width makes the default. A new weight must repack it. */
+static kir_program *conv_gemms(int64_t nbatch, int64_t M, int64_t N, int64_t K, mc_dtype d)
+{
+    kir_program *kp = fx_program();
+    int w = fx_buffer(kp, KBUF_PARAM, d, M * K);
+    int x = fx_buffer(kp, KBUF_INPUT, d, nbatch * K * N);
+    int bias = fx_buffer(kp, KBUF_PARAM, d, M);
+    int res = fx_buffer(kp, KBUF_INPUT, d, nbatch * M * N);
+    int y0 = fx_buffer(kp, KBUF_OUTPUT, d, nbatch * M * N);
+    int y1 = fx_buffer(kp, KBUF_OUTPUT, MC_F32, nbatch * M * N);
+    for (int g = 0; g < 2; g++) {
+        kir_kernel *k = fx_kernel(kp, g ? "gemm_add_1" : "gemm_bias_relu_0", KIR_GEMM, 3, (int64_t[]){nbatch, M, N}, 3);
+        k->gemm.m = M;
+        k->gemm.n = N;
+        k->gemm.k = K;
+        k->gemm.a = fx_view(k, w, 0, (int64_t[]){0, K, 1});
+        k->gemm.b = fx_view(k, x, 0, (int64_t[]){K * N, N, 1});
+        fx_block(k, false);
+        int acc = fx_other(k, KI_ACC, MC_F32, 0);
+        if (g == 0) {
+            int a = fx_op(k, MC_OP_ADD, MC_F32, acc, fx_load(k, fx_view(k, bias, 0, (int64_t[]){0, 1, 0}), d), 0);
+            fx_store(k, fx_view_contig(k, y0), fx_op(k, MC_OP_RELU, d, a, 0, 0));
+        } else {
+            fx_store(k, fx_view_contig(k, y1), fx_op(k, MC_OP_ADD, MC_F32, acc, fx_load(k, fx_view_contig(k, res), d), 0));
+        }
+    }
+    return kp;
+}
+
+static void test_gemm_swapped(void **state)
+{
+    (void)state;
+    /* nbatch, M, N, K: 49 columns (ResNet's last convs), 10 (narrower than a tile's rows
+     * would be wide), M with an edge tile either way, K over several blocks */
+    int64_t sizes[4][4] = {{1, 96, 49, 600}, {2, 100, 10, 300}, {1, 7, 3, 5}, {3, 70, 33, 257}};
+    const char *modes[2] = {"0", "1"};
+    for (int m = 0; m < 2; m++) {
+        assert_int_equal(setenv("MINIC_GEMM_SWAP", modes[m], 1), 0);
+        for (int t = 0; t < 4; t++) {
+            mc_dtype d = t == 3 ? MC_BF16 : MC_F32;
+            kir_program *kp = conv_gemms(sizes[t][0], sizes[t][1], sizes[t][2], sizes[t][3], d);
+            char what[96];
+            snprintf(what, sizeof what, "conv-shaped gemm %lldx%lldx%lldx%lld swap=%s", (long long)sizes[t][0],
+                     (long long)sizes[t][1], (long long)sizes[t][2], (long long)sizes[t][3], modes[m]);
+            check_program(kp, 2, what);
+            fx_free(kp);
+        }
+        /* a new weight (buffer 0) is packed again */
+        kir_program *kp = conv_gemms(2, 96, 49, 600, MC_F32);
+        fake f;
+        fake_init(&f, kp, 2, 5);
+        f.p.dirty = calloc((size_t)kp->nbuffers, sizeof *f.p.dirty);
+        assert_non_null(f.p.dirty);
+        assert_int_equal(mc_backend_cpu.prepare(&f.p), MC_OK);
+        for (int round = 0; round < 3; round++) {
+            if (round > 0) {
+                float *w = f.p.host[0];
+                for (int64_t i = 0; i < kp->buffers[0].numel; i++)
+                    w[i] = (float)(((i * 5 + round * 11) % 13) - 6) / 6.0f;
+                memcpy(f.ref[0], w, (size_t)kp->buffers[0].numel * sizeof *w);
+                f.p.dirty[0] = true;
+            }
+            fx_eval(kp, f.ref);
+            assert_int_equal(mc_backend_cpu.run(&f.p), MC_OK);
+            compare_outputs(&f, round ? "conv-shaped gemm after a new weight" : "conv-shaped gemm");
+        }
+        mc_backend_cpu.release(&f.p);
+        free(f.p.dirty);
+        fake_free(&f);
+        fx_free(kp);
+    }
+    assert_int_equal(unsetenv("MINIC_GEMM_SWAP"), 0);
+}
+
 /* ---- the thread pool ------------------------------------------------------------------------ */
 
 typedef struct count_job {
@@ -1030,6 +1108,7 @@ int main(void)
         cmocka_unit_test(test_scaled_max),
         cmocka_unit_test(test_in_place_temps),
         cmocka_unit_test(test_gemm_param_update),
+        cmocka_unit_test(test_gemm_swapped),
         cmocka_unit_test(test_cache_and_dump),
         cmocka_unit_test(test_compile_in_parts),
         cmocka_unit_test(test_shared_kernel_code),

@@ -55,6 +55,8 @@ typedef struct gemm_plan {
     int64_t a_m, a_k, b_k, b_n; /* operand strides */
     bool packed_b;           /* B is a param, packed once by the runtime (llvm_pack_b) */
     bool direct_a;           /* A is read in place by the micro-kernel, not packed */
+    bool swap;               /* computes C^T = B^T A^T: A's view plays B, B's plays A (below) */
+    int va, vb;              /* the kernel views read as A and as B (swapped or not) */
     int64_t np;              /* packed B: N rounded up to NR, the length of a packed row */
     int64_t packed_bytes;    /* packed B: K * np floats */
 } gemm_plan;
@@ -184,6 +186,31 @@ static void emit_pack(llvm_ctx *c, LLVMValueRef dst, mc_dtype d, LLVMValueRef sr
     llvm_loop_end(c, &P);
 }
 
+/* The share of an M x N output that whole MR x NR tiles cover (edge tiles compute padding). */
+static double tile_use(int64_t M, int64_t N, int nr)
+{
+    return (double)M / (double)((M + MR - 1) / MR * MR) * (double)N / (double)((N + nr - 1) / nr * nr);
+}
+
+/* Swap the operands (compute C^T = B^T A^T, the tile's rows along N and its lanes along M)
+ * when A is a param shared by every batch entry (a conv's or linear's weight on the left) and
+ * N is narrow: ResNet's last convs are [512, 4608] x [4608, 49], where 49 columns fill 64 lanes
+ * of two NR = 32 panels and every unit repacks all of B; swapped, 512 columns are whole panels,
+ * the weight is packed once (as a param B is), and only the 49-row A^T is packed per call. */
+static bool swap_pays(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g)
+{
+    const char *e = getenv("MINIC_GEMM_SWAP");
+    const kir_view *a = &k->views[k->gemm.a], *b = &k->views[k->gemm.b];
+    if (c->kp->buffers[a->buffer].kind != KBUF_PARAM || c->kp->buffers[b->buffer].kind == KBUF_PARAM)
+        return false;
+    for (int d = 0; d < g->nb; d++)
+        if (a->stride[d] != 0)
+            return false;
+    if (e && (e[0] == '0' || e[0] == '1'))
+        return e[0] == '1';
+    return tile_use(g->N, g->M, g->nr) > 1.05 * tile_use(g->M, g->N, g->nr);
+}
+
 static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
 {
     memset(g, 0, sizeof *g);
@@ -201,11 +228,22 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
     g->lanes = c->native_lanes;
     g->nv = 2;
     g->nr = g->nv * g->lanes;
-    const kir_view *a = &k->views[k->gemm.a], *b = &k->views[k->gemm.b];
-    g->a_m = a->stride[g->nb];
-    g->a_k = a->stride[g->nb + 1];
-    g->b_k = b->stride[g->nb];
-    g->b_n = b->stride[g->nb + 1];
+    g->va = k->gemm.a;
+    g->vb = k->gemm.b;
+    g->swap = swap_pays(c, k, g);
+    if (g->swap) {
+        int64_t t = g->M;
+        g->M = g->N;
+        g->N = t;
+        g->va = k->gemm.b;
+        g->vb = k->gemm.a;
+    }
+    const kir_view *a = &k->views[g->va], *b = &k->views[g->vb];
+    /* (swapped: A^T's strides along M and K are B's along N and K, and so on) */
+    g->a_m = a->stride[g->nb + (g->swap ? 1 : 0)];
+    g->a_k = a->stride[g->nb + (g->swap ? 0 : 1)];
+    g->b_k = b->stride[g->nb + (g->swap ? 1 : 0)];
+    g->b_n = b->stride[g->nb + (g->swap ? 0 : 1)];
     mc_dtype da = c->kp->buffers[a->buffer].dtype, db = c->kp->buffers[b->buffer].dtype;
     if (!mc_dtype_is_float(da) || !mc_dtype_is_float(db))
         return mc_fail(MC_ERR_SYSTEM, "internal error: GEMM kernel %s on non-float operands", k->name);
@@ -218,7 +256,7 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
     if (mc_mul_overflows(g->K, g->np, &floats) || mc_mul_overflows(floats, 4, &bytes))
         g->packed_b = false; /* too large to hold packed: packed per call, as for inputs */
     g->packed_bytes = g->packed_b ? bytes : 0;
-    g->direct_a = da == MC_F32 && (g->a_k == 1 || g->M <= MC);
+    g->direct_a = da == MC_F32 && (g->a_k == 1 || (g->M <= MC && !g->swap));
     /* column blocks: NC wide, or, when B costs nothing per unit, narrowed (down to 4 panels)
      * until there are enough units for the threads */
     g->ncb = NC;
@@ -264,13 +302,15 @@ static bool epilogue_work_alloc(const kir_kernel *k, epilogue_work *w)
     return true;
 }
 
-/* The epilogue of one MR x NR tile at rows [m, m+MR), columns [n, n+NR) of batch offsets
+/* The epilogue of one MR x NR tile at rows [m, m+MR), columns [n, n+NR) (swapped: rows along
+ * the kernel's N, columns along its M) of batch offsets
  * `batch_off` (per view). acc[r * nv + v] are the accumulators. */
 static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, const epilogue_work *w,
                           LLVMValueRef *bases, LLVMValueRef *batch_idx, LLVMValueRef *batch_off, LLVMValueRef m,
                           LLVMValueRef n, LLVMValueRef m_end, LLVMValueRef *acc, LLVMValueRef tile)
 {
     int nb = g->nb, L = g->lanes;
+    int dm = g->swap ? nb + 1 : nb, dn = g->swap ? nb : nb + 1; /* the tile's rows and lanes */
     LLVMValueRef *cur = w->cur, *offs = w->offs;
     const int64_t(*strides)[MC_MAX_RANK] = (const int64_t(*)[MC_MAX_RANK])w->strides;
 
@@ -292,11 +332,11 @@ static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, 
     {
         llvm_loop R;
         llvm_loop_begin(c, &R, i64c(c, 0), i64c(c, MR), i64c(c, 1), "fr");
-        llvm_point pt = {.width = g->nr, .lane_dim = nb + 1, .stride = strides, .view_offset = offs};
+        llvm_point pt = {.width = g->nr, .lane_dim = dn, .stride = strides, .view_offset = offs};
         for (int d = 0; d < nb; d++)
             pt.idx[d] = batch_idx[d];
-        pt.idx[nb] = LLVMBuildAdd(B, m, R.index, "");
-        pt.idx[nb + 1] = n;
+        pt.idx[dm] = LLVMBuildAdd(B, m, R.index, "");
+        pt.idx[dn] = n;
         for (int vi = 0; vi < k->nviews; vi++)
             offs[vi] = LLVMBuildNSWAdd(B, batch_off[vi],
                                        LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, pt.idx[nb], i64c(c, strides[vi][nb]), ""),
@@ -321,8 +361,8 @@ static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, 
         llvm_point pt = {.width = 1, .lane_dim = -1, .stride = strides, .view_offset = offs};
         for (int d = 0; d < nb; d++)
             pt.idx[d] = batch_idx[d];
-        pt.idx[nb] = LLVMBuildAdd(B, m, R.index, "");
-        pt.idx[nb + 1] = LLVMBuildAdd(B, n, C.index, "");
+        pt.idx[dm] = LLVMBuildAdd(B, m, R.index, "");
+        pt.idx[dn] = LLVMBuildAdd(B, n, C.index, "");
         for (int vi = 0; vi < k->nviews; vi++)
             offs[vi] = LLVMBuildNSWAdd(B, batch_off[vi],
                                        LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, pt.idx[nb], i64c(c, strides[vi][nb]), ""),
@@ -431,7 +471,7 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     if (st != MC_OK)
         return st;
     int nb = g.nb, L = g.lanes, NR = g.nr, NV = g.nv;
-    const kir_view *va = &k->views[k->gemm.a], *vb = &k->views[k->gemm.b];
+    const kir_view *va = &k->views[g.va], *vb = &k->views[g.vb];
     mc_dtype da = c->kp->buffers[va->buffer].dtype, db = c->kp->buffers[vb->buffer].dtype;
     bool kblocks = g.K > KC;
     int64_t a_floats = g.direct_a ? 0 : (int64_t)MC * KC, b_floats = g.packed_b ? 0 : (int64_t)KC * NC;
@@ -503,7 +543,7 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
         bblock = fptr(c, bpacked, LLVMBuildAdd(B, LLVMBuildMul(B, P.index, i64c(c, g.np), ""), LLVMBuildMul(B, n0, kc, ""), ""));
     } else {
         /* pack B[pc:pc+kc, n0:n0+nc]: panels of NR columns */
-        LLVMValueRef boff = LLVMBuildNSWAdd(B, batch_off[k->gemm.b],
+        LLVMValueRef boff = LLVMBuildNSWAdd(B, batch_off[g.vb],
                                             LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, P.index, i64c(c, g.b_k), ""),
                                                             LLVMBuildNSWMul(B, n0, i64c(c, g.b_n), ""), ""), "");
         emit_pack(c, Bp, db, bbase, boff, nc, kc, g.b_n, g.b_k, NR);
@@ -513,7 +553,7 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     llvm_loop_begin(c, &I, m0, m1, i64c(c, MC), "ic");
     LLVMValueRef mc = min64(c, i64c(c, MC), LLVMBuildSub(B, m1, I.index, ""));
     if (!g.direct_a) {
-        LLVMValueRef aoff = LLVMBuildNSWAdd(B, batch_off[k->gemm.a],
+        LLVMValueRef aoff = LLVMBuildNSWAdd(B, batch_off[g.va],
                                             LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, I.index, i64c(c, g.a_m), ""),
                                                             LLVMBuildNSWMul(B, P.index, i64c(c, g.a_k), ""), ""), "");
         emit_pack(c, Ap, da, abase, aoff, mc, kc, g.a_m, g.a_k, MR);
@@ -528,7 +568,7 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     micro_args ma = {.g = &g, .accv = accv, .bpanel = fptr(c, bblock, LLVMBuildMul(B, J.index, kc, "")), .kc = kc};
     if (g.direct_a) {
         /* row r of the tile in place (clamped to the last row: edge rows are never stored) */
-        LLVMValueRef at = LLVMBuildNSWAdd(B, batch_off[k->gemm.a], LLVMBuildNSWMul(B, P.index, i64c(c, g.a_k), ""), "");
+        LLVMValueRef at = LLVMBuildNSWAdd(B, batch_off[g.va], LLVMBuildNSWMul(B, P.index, i64c(c, g.a_k), ""), "");
         for (int r = 0; r < MR; r++) {
             LLVMValueRef row = min64(c, LLVMBuildAdd(B, m_tile, i64c(c, r), ""), i64c(c, g.M - 1));
             ma.arow[r] = fptr(c, abase, LLVMBuildNSWAdd(B, at, LLVMBuildNSWMul(B, row, i64c(c, g.a_m), ""), ""));
