@@ -211,6 +211,30 @@ static bool swap_pays(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g)
     return tile_use(g->N, g->M, g->nr) > 1.05 * tile_use(g->M, g->N, g->nr);
 }
 
+/* Would the MR rows of a tile of an A read in place fall into few L1 sets? Rows whose stride
+ * is a multiple of 4 KiB (GPT-2's MLP down-projection, K = 3072: 12 KiB) all map to one set,
+ * and MR streams of them plus their prefetches may evict each other on an 8-way L1 (that GEMM
+ * ran at 39 GFLOP/s against 129-200 for the others on a Xeon's 2 cores). Packing such an A
+ * (contiguous MR-row panels) is an experiment for now, with MINIC_GEMM_ALIAS=1: on the AMD
+ * EPYC this was written on (48 KiB 12-way L1) it made that GEMM about 35% slower. */
+static bool rows_alias(const gemm_plan *g)
+{
+    const char *e = getenv("MINIC_GEMM_ALIAS");
+    if (g->M <= MC || !e || strcmp(e, "1") != 0)
+        return false;
+    int64_t sets[MR];
+    int distinct = 0;
+    for (int r = 0; r < MR; r++) {
+        int64_t set = (r * g->a_m * 4) % 4096 / 64;
+        bool seen = false;
+        for (int q = 0; q < distinct; q++)
+            seen |= sets[q] == set;
+        if (!seen)
+            sets[distinct++] = set;
+    }
+    return distinct < 3;
+}
+
 static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
 {
     memset(g, 0, sizeof *g);
@@ -256,7 +280,7 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
     if (mc_mul_overflows(g->K, g->np, &floats) || mc_mul_overflows(floats, 4, &bytes))
         g->packed_b = false; /* too large to hold packed: packed per call, as for inputs */
     g->packed_bytes = g->packed_b ? bytes : 0;
-    g->direct_a = da == MC_F32 && (g->a_k == 1 || (g->M <= MC && !g->swap));
+    g->direct_a = da == MC_F32 && ((g->a_k == 1 && !rows_alias(g)) || (g->M <= MC && !g->swap));
     /* column blocks: NC wide, or, when B costs nothing per unit, narrowed (down to 4 panels)
      * until there are enough units for the threads */
     g->ncb = NC;
