@@ -41,6 +41,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 
 #define B (c->b)
 
@@ -488,6 +489,197 @@ static void emit_micro_kernel(llvm_ctx *c, const micro_args *ma, int rows)
     llvm_loop_end(c, &Kl);
 }
 
+/* ---- a conv's B read from its input (llvm_im2col) ------------------------------------------ */
+
+static bool stores_to(const kir_kernel *k, int buf)
+{
+    for (int s = 0; s < k->nstores; s++)
+        if (k->views[k->stores[s].view].buffer == buf)
+            return true;
+    return false;
+}
+
+static bool uses(const kir_kernel *k, int buf)
+{
+    for (int v = 0; v < k->nviews; v++)
+        if (k->views[v].buffer == buf)
+            return true;
+    return false;
+}
+
+static bool temps_overlap(const kir_program *kp, int a, int b)
+{
+    const kir_buffer *x = &kp->buffers[a], *y = &kp->buffers[b];
+    if (x->kind != KBUF_TEMP || y->kind != KBUF_TEMP)
+        return a == b;
+    int64_t xe = x->offset + x->numel * (int64_t)mc_dtype_size(x->dtype);
+    int64_t ye = y->offset + y->numel * (int64_t)mc_dtype_size(y->dtype);
+    return x->offset < ye && y->offset < xe;
+}
+
+bool llvm_match_im2col(const kir_program *kp, int kernel, llvm_im2col *ic)
+{
+    const kir_kernel *k = &kp->kernels[kernel];
+    memset(ic, 0, sizeof *ic);
+    if (k->category != KIR_GEMM || k->rank != 3)
+        return false;
+    const kir_view *vb = &k->views[k->gemm.b];
+    int cols = vb->buffer;
+    int64_t K = k->gemm.k, N = k->gemm.n, nimg = k->shape[0];
+    const kir_buffer *cb = &kp->buffers[cols];
+    if (cb->kind != KBUF_TEMP || cb->dtype != MC_F32 || vb->offset != 0 || vb->stride[1] != N || vb->stride[2] != 1 ||
+        (nimg > 1 && vb->stride[0] != K * N) || cb->numel != nimg * K * N)
+        return false;
+    /* the copies: the kernels just before the GEMM that store into cols */
+    int first = kernel;
+    while (first > 0 && stores_to(&kp->kernels[first - 1], cols) && kernel - first < LLVM_IM2COL_MAX_TAPS)
+        first--;
+    int64_t T = kernel - first, C = 0;
+    if (getenv("I2CDBG")) fprintf(stderr, "im2col %s: T %lld\n", k->name, (long long)T);
+    if (T < 1 || K % T != 0)
+        return false;
+    C = K / T;
+    bool seen[LLVM_IM2COL_MAX_TAPS] = {false};
+    for (int j = first; j < kernel; j++) {
+        const kir_kernel *q = &kp->kernels[j];
+        if (q->category != KIR_COPY || q->nviews != 2 || q->nstores != 1 || q->ncode != 1 || q->nblocks != 1 ||
+            q->code[0].kind != KI_LOAD || q->stores[0].value != 0 || (q->rank != 4 && q->rank != 5))
+            return false;
+        const kir_view *dst = &q->views[q->stores[0].view], *src = &q->views[q->code[0].view];
+        if (dst->buffer != cols || src->buffer == cols)
+            return false;
+        const kir_buffer *xb = &kp->buffers[src->buffer];
+        int64_t oh = q->rank == 5 ? q->shape[3] : 1, ow = q->shape[q->rank - 1];
+        if (xb->dtype != MC_F32 || xb->numel >= INT32_MAX || q->shape[0] != nimg || q->shape[1] != C ||
+            q->shape[2] != 1 || oh * ow != N)
+            return false;
+        /* cols[b, c, t, oh, ow] = x at the window t */
+        if ((nimg > 1 && dst->stride[0] != K * N) || dst->stride[1] != T * N || dst->stride[q->rank - 1] != 1 ||
+            (q->rank == 5 && dst->stride[3] != ow) || dst->offset % N != 0)
+            return false;
+        int64_t t = dst->offset / N;
+        if (t < 0 || t >= T || seen[t])
+            return false;
+        seen[t] = true;
+        int64_t s_h = q->rank == 5 ? src->stride[3] : 0, s_w = src->stride[q->rank - 1];
+        if (j == first) {
+            ic->buffer = src->buffer;
+            ic->s_n = nimg > 1 ? src->stride[0] : 0;
+            ic->s_c = src->stride[1];
+            ic->s_h = s_h;
+            ic->s_w = s_w;
+            ic->ow = ow;
+        } else if (src->buffer != ic->buffer || (nimg > 1 && src->stride[0] != ic->s_n) ||
+                   src->stride[1] != ic->s_c || s_h != ic->s_h || s_w != ic->s_w || ow != ic->ow) {
+            return false;
+        }
+        if (src->offset < 0 || src->offset >= INT32_MAX)
+            return false;
+        ic->tap_off[t] = src->offset;
+    }
+    ic->taps = T;
+    /* cols is read by the GEMM alone and written by these copies alone; x is still intact when
+     * the GEMM runs (nothing runs in between) and no store of the GEMM can reach it */
+    for (int j = 0; j < kp->nkernels; j++)
+        if ((j < first || j > kernel) && uses(&kp->kernels[j], cols))
+            return false;
+    for (int s = 0; s < k->nstores; s++)
+        if (temps_overlap(kp, k->views[k->stores[s].view].buffer, ic->buffer))
+            return false;
+    for (int v = 0; v < k->nviews; v++)
+        if (v != k->gemm.b && k->views[v].buffer == cols)
+            return false;
+    return true;
+}
+
+/* Pack B[pc:pc+kc, n0:n0+nc] into NR-wide panels (emit_pack's layout) from x through ic: per
+ * panel, each vector of lanes gets its columns' offsets in x (n / ow rows down, n % ow along);
+ * per k, a plain vector load where the lanes are consecutive in x (stride-1 columns of one
+ * output row), else a masked gather (zeros past N). */
+static void emit_pack_im2col(llvm_ctx *c, const gemm_plan *g, const llvm_im2col *ic, LLVMValueRef dst,
+                             LLVMValueRef x, LLVMValueRef bidx, LLVMValueRef pc, LLVMValueRef kc, LLVMValueRef n0,
+                             LLVMValueRef nc)
+{
+    int L = g->lanes, NV = g->nv, NR = g->nr;
+    LLVMTypeRef vt = LLVMVectorType(c->t_f32, (unsigned)L);
+    LLVMTypeRef pt = LLVMPointerType(c->t_f32, 0), vpt = LLVMVectorType(pt, (unsigned)L);
+    LLVMValueRef taps[LLVM_IM2COL_MAX_TAPS];
+    for (int64_t t = 0; t < ic->taps; t++)
+        taps[t] = LLVMConstInt(c->t_i64, (unsigned long long)ic->tap_off[t], 1);
+    /* one table per distinct content, named by it, so that convs of the same shapes still
+     * come out as the same function (build_module shares their code) */
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t t = 0; t < ic->taps; t++)
+        h = (h ^ (uint64_t)ic->tap_off[t]) * 1099511628211ull;
+    char name[64];
+    snprintf(name, sizeof name, "im2col_taps_%lld_%016llx", (long long)ic->taps, (unsigned long long)h);
+    LLVMValueRef tab = LLVMGetNamedGlobal(c->mod, name);
+    if (!tab) {
+        tab = LLVMAddGlobal(c->mod, LLVMArrayType(c->t_i64, (unsigned)ic->taps), name);
+        LLVMSetInitializer(tab, LLVMConstArray(c->t_i64, taps, (unsigned)ic->taps));
+        LLVMSetGlobalConstant(tab, 1);
+        LLVMSetLinkage(tab, LLVMPrivateLinkage);
+    }
+    LLVMValueRef lane_iota[64];
+    for (int l = 0; l < L; l++)
+        lane_iota[l] = llvm_const_i32(c, l, 1);
+    LLVMValueRef iota = LLVMConstVector(lane_iota, (unsigned)L);
+    LLVMValueRef xb = LLVMBuildInBoundsGEP2(B, c->t_f32, x, (LLVMValueRef[]){LLVMBuildMul(B, bidx, i64c(c, ic->s_n), "")}, 1, "");
+
+    LLVMValueRef total = LLVMBuildMul(B, LLVMBuildSDiv(B, LLVMBuildAdd(B, nc, i64c(c, NR - 1), ""), i64c(c, NR), ""), i64c(c, NR), "");
+    llvm_loop P;
+    llvm_loop_begin(c, &P, i64c(c, 0), total, i64c(c, NR), "ip");
+    LLVMValueRef panel = LLVMBuildMul(B, P.index, kc, "");
+    LLVMValueRef noff[4], nfirst[4], contig[4], valid[4];
+    for (int v = 0; v < NV; v++) {
+        LLVMValueRef nv0 = LLVMBuildAdd(B, n0, LLVMBuildAdd(B, P.index, i64c(c, v * L), ""), "");
+        LLVMValueRef n32 = LLVMBuildTrunc(B, nv0, c->t_i32, "");
+        LLVMValueRef nvec = LLVMBuildAdd(B, llvm_splat(c, n32, L), iota, "");
+        valid[v] = LLVMBuildICmp(B, LLVMIntSLT, nvec, llvm_const_i32(c, g->N, L), "");
+        LLVMValueRef ov = llvm_const_i32(c, ic->ow, L);
+        LLVMValueRef oh = LLVMBuildUDiv(B, nvec, ov, ""), ow = LLVMBuildURem(B, nvec, ov, "");
+        noff[v] = LLVMBuildAdd(B, LLVMBuildMul(B, oh, llvm_const_i32(c, ic->s_h, L), ""),
+                               LLVMBuildMul(B, ow, llvm_const_i32(c, ic->s_w, L), ""), "");
+        LLVMValueRef oh0 = LLVMBuildUDiv(B, nv0, i64c(c, ic->ow), ""), ow0 = LLVMBuildURem(B, nv0, i64c(c, ic->ow), "");
+        nfirst[v] = LLVMBuildAdd(B, LLVMBuildMul(B, oh0, i64c(c, ic->s_h), ""), LLVMBuildMul(B, ow0, i64c(c, ic->s_w), ""), "");
+        contig[v] = ic->s_w == 1 ? LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, ow0, i64c(c, L), ""), i64c(c, ic->ow), ""),
+                                                 LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, nv0, i64c(c, L), ""), i64c(c, g->N), ""), "")
+                                 : LLVMConstInt(c->t_i1, 0, 0);
+    }
+    llvm_loop Kl;
+    llvm_loop_begin(c, &Kl, i64c(c, 0), kc, i64c(c, 1), "ik");
+    LLVMValueRef kk = LLVMBuildAdd(B, pc, Kl.index, "");
+    LLVMValueRef t = LLVMBuildURem(B, kk, i64c(c, ic->taps), ""), ch = LLVMBuildUDiv(B, kk, i64c(c, ic->taps), "");
+    LLVMValueRef toff = LLVMBuildLoad2(B, c->t_i64, LLVMBuildInBoundsGEP2(B, LLVMArrayType(c->t_i64, (unsigned)ic->taps), tab,
+                                                                         (LLVMValueRef[]){i64c(c, 0), t}, 2, ""), "");
+    LLVMValueRef row = LLVMBuildInBoundsGEP2(B, c->t_f32, xb, (LLVMValueRef[]){LLVMBuildAdd(B, toff, LLVMBuildMul(B, ch, i64c(c, ic->s_c), ""), "")}, 1, "");
+    for (int v = 0; v < NV; v++) {
+        LLVMBasicBlockRef bl = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_load");
+        LLVMBasicBlockRef bg = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_gather");
+        LLVMBasicBlockRef bj = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_done");
+        LLVMBuildCondBr(B, contig[v], bl, bg);
+        LLVMPositionBuilderAtEnd(B, bl);
+        LLVMValueRef lp = LLVMBuildBitCast(B, LLVMBuildInBoundsGEP2(B, c->t_f32, row, &nfirst[v], 1, ""), LLVMPointerType(vt, 0), "");
+        LLVMValueRef lv = LLVMBuildLoad2(B, vt, lp, "");
+        LLVMSetAlignment(lv, 4);
+        LLVMBuildBr(B, bj);
+        LLVMPositionBuilderAtEnd(B, bg);
+        LLVMValueRef ptrs = LLVMBuildInBoundsGEP2(B, c->t_f32, row, &noff[v], 1, "");
+        LLVMTypeRef tys[2] = {vt, vpt};
+        LLVMValueRef args[4] = {ptrs, llvm_const_i32(c, 4, 1), valid[v], llvm_const_f32(c, 0, L)};
+        LLVMValueRef gv = llvm_call_intrinsic(c, "llvm.masked.gather", tys, 2, args, 4);
+        LLVMBuildBr(B, bj);
+        LLVMPositionBuilderAtEnd(B, bj);
+        LLVMValueRef phi = LLVMBuildPhi(B, vt, "");
+        LLVMValueRef vals[2] = {lv, gv};
+        LLVMBasicBlockRef from[2] = {bl, bg};
+        LLVMAddIncoming(phi, vals, from, 2);
+        store_f32(c, dst, LLVMBuildAdd(B, panel, LLVMBuildAdd(B, LLVMBuildMul(B, Kl.index, i64c(c, NR), ""), i64c(c, v * L), ""), ""), phi, L);
+    }
+    llvm_loop_end(c, &Kl);
+    llvm_loop_end(c, &P);
+}
+
 mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info)
 {
     gemm_plan g;
@@ -497,6 +689,9 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     int nb = g.nb, L = g.lanes, NR = g.nr, NV = g.nv;
     const kir_view *va = &k->views[g.va], *vb = &k->views[g.vb];
     mc_dtype da = c->kp->buffers[va->buffer].dtype, db = c->kp->buffers[vb->buffer].dtype;
+    /* B read through the copies' source (not when swapped: B^T is then packed as A, per unit,
+     * where the copies that run once cost less) */
+    const llvm_im2col *im2col = c->im2col && !g.swap && !g.packed_b && nb == 1 ? c->im2col : NULL;
     bool kblocks = g.K > KC;
     int64_t a_floats = g.direct_a ? 0 : (int64_t)MC * KC, b_floats = g.packed_b ? 0 : (int64_t)KC * NC;
     int64_t c_floats = kblocks ? g.ms * g.ncb : 0;
@@ -565,6 +760,8 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     if (g.packed_b) {
         /* K block pc of the packed B starts at pc * np; column n's panel at n * kc in it */
         bblock = fptr(c, bpacked, LLVMBuildAdd(B, LLVMBuildMul(B, P.index, i64c(c, g.np), ""), LLVMBuildMul(B, n0, kc, ""), ""));
+    } else if (im2col) {
+        emit_pack_im2col(c, &g, im2col, Bp, llvm_buffer_base(c, buffers, bases, k->views[im2col->view].buffer), batch_idx[0], P.index, kc, n0, nc);
     } else {
         /* pack B[pc:pc+kc, n0:n0+nc]: panels of NR columns */
         LLVMValueRef boff = LLVMBuildNSWAdd(B, batch_off[g.vb],
@@ -674,6 +871,7 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     info->grain = 1;
     int64_t flops = 2 * g.nbatch * g.M * g.N * g.K;
     info->serial = flops < (1 << 20) || info->units < 2;
+    info->elide = im2col ? (int)im2col->taps : 0;
     info->scratch_bytes = (a_floats + b_floats + c_floats) * 4 + 64;
     free(bases);
     free(batch_off);
