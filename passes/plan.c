@@ -12,6 +12,10 @@
  * 256-byte aligned, enough for any vector load a backend may use. Only pairs of temps live at
  * the same time are ever compared (found by one sweep in kernel order), so a program of 10^5
  * kernels is planned in about linear time, not quadratic.
+ *
+ * The source of a copy that writes a GEMM's B operand just before the GEMM (a conv's im2col
+ * windows, passes/decompose.c) lives until the GEMM: a backend may then pack B from the
+ * copies' source and skip them (the CPU backend does: backends/cpu/llvm.h, llvm_im2col).
  */
 #include "passes/passes.h"
 
@@ -125,9 +129,38 @@ static bool in_place(const kir_program *kp, int in, int out)
     return reads;
 }
 
+/* See the top: the copies' sources live through the GEMM they feed. */
+static void extend_im2col_sources(kir_program *kp)
+{
+    for (int g = 0; g < kp->nkernels; g++) {
+        const kir_kernel *k = &kp->kernels[g];
+        if (k->category != KIR_GEMM)
+            continue;
+        int cols = k->views[k->gemm.b].buffer;
+        if (kp->buffers[cols].kind != KBUF_TEMP)
+            continue;
+        for (int j = g - 1; j >= 0; j--) {
+            const kir_kernel *q = &kp->kernels[j];
+            bool writes = false;
+            for (int s = 0; s < q->nstores; s++)
+                writes |= q->views[q->stores[s].view].buffer == cols;
+            if (q->category != KIR_COPY || !writes)
+                break;
+            for (int i = 0; i < q->ncode; i++) {
+                if (q->code[i].kind != KI_LOAD)
+                    continue;
+                kir_buffer *src = &kp->buffers[q->views[q->code[i].view].buffer];
+                if (src->kind == KBUF_TEMP && src->last < g)
+                    src->last = g;
+            }
+        }
+    }
+}
+
 void mc_plan_memory(kir_program *kp, bool share)
 {
     int n = kp->nbuffers, nt = 0;
+    extend_im2col_sources(kp);
     int *temps = malloc(sizeof *temps * (size_t)(n > 0 ? n : 1));
     int64_t unplanned = 0, arena = 0;
     for (int b = 0; b < n; b++)

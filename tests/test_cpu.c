@@ -820,6 +820,174 @@ static void test_gemm_param_update(void **state)
     }
 }
 
+/* A conv-shaped GEMM: a param weight A [M, K] shared by the batch entries, an input B
+ * [batch, K, N] with N narrow, a bias along M and relu, then a second kernel adding a residual.
+ * The backend may compute such a GEMM swapped (C^T = B^T A^T, the weight packed once as B; the
+ * tile's lanes then run along M); MINIC_GEMM_SWAP=0 and =1 force either way, so both are checked
+ * here whatever the host's vector width makes the default. A new weight must repack it. */
+static kir_program *conv_gemms(int64_t nbatch, int64_t M, int64_t N, int64_t K, mc_dtype d)
+{
+    kir_program *kp = fx_program();
+    int w = fx_buffer(kp, KBUF_PARAM, d, M * K);
+    int x = fx_buffer(kp, KBUF_INPUT, d, nbatch * K * N);
+    int bias = fx_buffer(kp, KBUF_PARAM, d, M);
+    int res = fx_buffer(kp, KBUF_INPUT, d, nbatch * M * N);
+    int y0 = fx_buffer(kp, KBUF_OUTPUT, d, nbatch * M * N);
+    int y1 = fx_buffer(kp, KBUF_OUTPUT, MC_F32, nbatch * M * N);
+    for (int g = 0; g < 2; g++) {
+        kir_kernel *k = fx_kernel(kp, g ? "gemm_add_1" : "gemm_bias_relu_0", KIR_GEMM, 3, (int64_t[]){nbatch, M, N}, 3);
+        k->gemm.m = M;
+        k->gemm.n = N;
+        k->gemm.k = K;
+        k->gemm.a = fx_view(k, w, 0, (int64_t[]){0, K, 1});
+        k->gemm.b = fx_view(k, x, 0, (int64_t[]){K * N, N, 1});
+        fx_block(k, false);
+        int acc = fx_other(k, KI_ACC, MC_F32, 0);
+        if (g == 0) {
+            int a = fx_op(k, MC_OP_ADD, MC_F32, acc, fx_load(k, fx_view(k, bias, 0, (int64_t[]){0, 1, 0}), d), 0);
+            fx_store(k, fx_view_contig(k, y0), fx_op(k, MC_OP_RELU, d, a, 0, 0));
+        } else {
+            fx_store(k, fx_view_contig(k, y1), fx_op(k, MC_OP_ADD, MC_F32, acc, fx_load(k, fx_view_contig(k, res), d), 0));
+        }
+    }
+    return kp;
+}
+
+static void test_gemm_swapped(void **state)
+{
+    (void)state;
+    /* nbatch, M, N, K: 49 columns (ResNet's last convs), 10 (narrower than a tile's rows
+     * would be wide), M with an edge tile either way, K over several blocks */
+    int64_t sizes[4][4] = {{1, 96, 49, 600}, {2, 100, 10, 300}, {1, 7, 3, 5}, {3, 70, 33, 257}};
+    const char *modes[2] = {"0", "1"};
+    for (int m = 0; m < 2; m++) {
+        assert_int_equal(setenv("MINIC_GEMM_SWAP", modes[m], 1), 0);
+        for (int t = 0; t < 4; t++) {
+            mc_dtype d = t == 3 ? MC_BF16 : MC_F32;
+            kir_program *kp = conv_gemms(sizes[t][0], sizes[t][1], sizes[t][2], sizes[t][3], d);
+            char what[96];
+            snprintf(what, sizeof what, "conv-shaped gemm %lldx%lldx%lldx%lld swap=%s", (long long)sizes[t][0],
+                     (long long)sizes[t][1], (long long)sizes[t][2], (long long)sizes[t][3], modes[m]);
+            check_program(kp, 2, what);
+            fx_free(kp);
+        }
+        /* a new weight (buffer 0) is packed again */
+        kir_program *kp = conv_gemms(2, 96, 49, 600, MC_F32);
+        fake f;
+        fake_init(&f, kp, 2, 5);
+        f.p.dirty = calloc((size_t)kp->nbuffers, sizeof *f.p.dirty);
+        assert_non_null(f.p.dirty);
+        assert_int_equal(mc_backend_cpu.prepare(&f.p), MC_OK);
+        for (int round = 0; round < 3; round++) {
+            if (round > 0) {
+                float *w = f.p.host[0];
+                for (int64_t i = 0; i < kp->buffers[0].numel; i++)
+                    w[i] = (float)(((i * 5 + round * 11) % 13) - 6) / 6.0f;
+                memcpy(f.ref[0], w, (size_t)kp->buffers[0].numel * sizeof *w);
+                f.p.dirty[0] = true;
+            }
+            fx_eval(kp, f.ref);
+            assert_int_equal(mc_backend_cpu.run(&f.p), MC_OK);
+            compare_outputs(&f, round ? "conv-shaped gemm after a new weight" : "conv-shaped gemm");
+        }
+        mc_backend_cpu.release(&f.p);
+        free(f.p.dirty);
+        fake_free(&f);
+        fx_free(kp);
+    }
+    assert_int_equal(unsetenv("MINIC_GEMM_SWAP"), 0);
+}
+
+/* A conv as passes/decompose.c lowers it: x padded into a temp xp (zeros, then x's copy into
+ * the interior), the kh x kw window copies of xp into cols [nimg, C kh kw, OH OW], the GEMM
+ * w [Co, C kh kw] x cols with relu. The CPU backend packs such a GEMM's B from xp itself and
+ * skips the copies (llvm_im2col); with `reader`, a later kernel also reads cols (copied into
+ * a second output), so the copies must run. */
+static kir_program *im2col_conv(int64_t nimg, int64_t C, int64_t H, int64_t W, int64_t Co, int kh, int kw, int stride,
+                                int pad, bool reader)
+{
+    int64_t Hp = H + 2 * pad, Wp = W + 2 * pad, OH = (Hp - kh) / stride + 1, OW = (Wp - kw) / stride + 1;
+    int64_t O = OH * OW, T = kh * kw, K = C * T;
+    kir_program *kp = fx_program();
+    int x = fx_buffer(kp, KBUF_INPUT, MC_F32, nimg * C * H * W);
+    int w = fx_buffer(kp, KBUF_PARAM, MC_F32, Co * K);
+    int xp = fx_buffer(kp, KBUF_TEMP, MC_F32, nimg * C * Hp * Wp);
+    int cols = fx_buffer(kp, KBUF_TEMP, MC_F32, nimg * K * O);
+    int y = fx_buffer(kp, KBUF_OUTPUT, MC_F32, nimg * Co * O);
+    kir_kernel *k = fx_kernel(kp, "pw_zero_0", KIR_POINTWISE, 1, (int64_t[]){nimg * C * Hp * Wp}, 1);
+    fx_block(k, false);
+    fx_store(k, fx_view_contig(k, xp), fx_const(k, 0, MC_F32));
+    k = fx_kernel(kp, "copy_pad_1", KIR_COPY, 4, (int64_t[]){nimg, C, H, W}, 4);
+    fx_block(k, false);
+    int v = fx_load(k, fx_view_contig(k, x), MC_F32);
+    fx_store(k, fx_view(k, xp, pad * Wp + pad, (int64_t[]){C * Hp * Wp, Hp * Wp, Wp, 1}), v);
+    for (int t = 0; t < T; t++) {
+        char name[32];
+        snprintf(name, sizeof name, "copy_conv_%d", 2 + t);
+        k = fx_kernel(kp, name, KIR_COPY, 5, (int64_t[]){nimg, C, 1, OH, OW}, 5);
+        fx_block(k, false);
+        v = fx_load(k, fx_view(k, xp, (t / kw) * Wp + t % kw, (int64_t[]){C * Hp * Wp, Hp * Wp, 0, stride * Wp, stride}), MC_F32);
+        fx_store(k, fx_view(k, cols, t * O, (int64_t[]){K * O, T * O, O, OW, 1}), v);
+    }
+    k = fx_kernel(kp, "gemm_conv_11", KIR_GEMM, 3, (int64_t[]){nimg, Co, O}, 3);
+    k->gemm.m = Co;
+    k->gemm.n = O;
+    k->gemm.k = K;
+    k->gemm.a = fx_view(k, w, 0, (int64_t[]){0, K, 1});
+    k->gemm.b = fx_view(k, cols, 0, (int64_t[]){K * O, O, 1});
+    fx_block(k, false);
+    fx_store(k, fx_view_contig(k, y), fx_op(k, MC_OP_RELU, MC_F32, fx_other(k, KI_ACC, MC_F32, 0), 0, 0));
+    if (reader) {
+        int y2 = fx_buffer(kp, KBUF_OUTPUT, MC_F32, nimg * K * O);
+        k = fx_kernel(kp, "copy_cols_12", KIR_COPY, 1, (int64_t[]){nimg * K * O}, 1);
+        fx_block(k, false);
+        fx_store(k, fx_view_contig(k, y2), fx_load(k, fx_view_contig(k, cols), MC_F32));
+    }
+    /* live ranges, as lowering records them (the plan is not run here: every temp has its own
+     * place) */
+    for (int b = 0; b < kp->nbuffers; b++)
+        kp->buffers[b].first = kp->buffers[b].last = -1;
+    for (int i = 0; i < kp->nkernels; i++)
+        for (int q = 0; q < kp->kernels[i].nviews; q++) {
+            kir_buffer *b = &kp->buffers[kp->kernels[i].views[q].buffer];
+            if (b->first < 0)
+                b->first = i;
+            b->last = i;
+        }
+    return kp;
+}
+
+static void test_gemm_im2col(void **state)
+{
+    (void)state;
+    /* nimg, C, H, W, Co, kh, kw, stride, pad: 3x3 stride 1 (rows of 7 outputs: vectors cross
+     * output rows), stride 2 (gathers), a wide row (plain loads), 1x5 */
+    int64_t cases[4][9] = {{2, 3, 7, 7, 5, 3, 3, 1, 1}, {1, 4, 8, 9, 7, 3, 3, 2, 1}, {1, 2, 5, 40, 3, 3, 3, 1, 1},
+                           {2, 3, 3, 11, 4, 1, 5, 1, 0}};
+    for (int c = 0; c < 4; c++)
+        for (int reader = 0; reader < 2; reader++) {
+            int64_t *a = cases[c];
+            kir_program *kp = im2col_conv(a[0], a[1], a[2], a[3], a[4], (int)a[5], (int)a[6], (int)a[7], (int)a[8], reader);
+            char what[96];
+            snprintf(what, sizeof what, "conv as im2col copies and a gemm, case %d%s", c, reader ? ", cols read again" : "");
+            check_program(kp, 2, what);
+            /* the GEMM packs from xp where nothing else reads cols (a choice of the backend
+             * that does not depend on the CPU) */
+            fake f;
+            fake_init(&f, kp, 2, 42);
+            assert_int_equal(mc_backend_cpu.prepare(&f.p), MC_OK);
+            char *text = dumped_code(&f.p);
+            if (reader)
+                assert_null(strstr(text, "im2col_taps"));
+            else
+                assert_non_null(strstr(text, "im2col_taps"));
+            free(text);
+            mc_backend_cpu.release(&f.p);
+            fake_free(&f);
+            fx_free(kp);
+        }
+}
+
 /* ---- the thread pool ------------------------------------------------------------------------ */
 
 typedef struct count_job {
@@ -1030,6 +1198,8 @@ int main(void)
         cmocka_unit_test(test_scaled_max),
         cmocka_unit_test(test_in_place_temps),
         cmocka_unit_test(test_gemm_param_update),
+        cmocka_unit_test(test_gemm_swapped),
+        cmocka_unit_test(test_gemm_im2col),
         cmocka_unit_test(test_cache_and_dump),
         cmocka_unit_test(test_compile_in_parts),
         cmocka_unit_test(test_shared_kernel_code),

@@ -280,6 +280,9 @@ static const window_spec window_specs[] = {
     {1, 1, 2, 3, 8, 1, 0, 2, 1, {2, 0}, {0, 0}, {1, 1}, 1, false, false},  /* maxpool 1-D */
     {2, 2, 2, 3, 7, 6, 0, 3, 2, {2, 1}, {1, 1}, {1, 1}, 1, false, false},  /* avgpool, padding left out */
     {2, 1, 2, 3, 9, 1, 0, 3, 1, {1, 0}, {1, 0}, {1, 1}, 1, false, false},  /* avgpool 1-D */
+    /* ungrouped, strided, padded, dilated, two images: on the CPU a GEMM that packs its B from
+     * the padded x (the im2col copies skipped, backends/cpu/llvm.h llvm_im2col) */
+    {0, 2, 2, 3, 9, 20, 5, 3, 2, {2, 1}, {1, 2}, {2, 1}, 1, true, true},
 };
 
 static int64_t window_out(int64_t len, int64_t k, int64_t s, int64_t p, int64_t d)
@@ -928,6 +931,7 @@ static const op_case cases[] = {
     CASE("conv2d_grouped_strided_dilated_bias_relu", window, F32, 0), CASE("conv1d_no_bias", window, F32, 1),
     CASE("conv2d_depthwise", window, F32, 2), CASE("conv2d_1x1_bias_relu", window, F32, 3),
     CASE("conv2d_f16", window, F16, 0), CASE("conv1d_bf16", window, BF16, 1),
+    CASE("conv2d_strided_padded_dilated_batch2", window, F32, 8),
     CASE("maxpool2d", window, F32, 4), CASE("maxpool1d", window, F32, 5), CASE("maxpool2d_bf16", window, BF16, 4),
     CASE("avgpool2d_padded", window, F32, 6), CASE("avgpool1d_padded", window, F32, 7),
     CASE("avgpool2d_f16", window, F16, 6),

@@ -106,6 +106,8 @@ typedef struct llvm_kernel_info {
     int64_t units;          /* the parallel index space: calls cover [0, units) */
     int64_t grain;          /* pool split: <= 0 static contiguous ranges, else dynamic chunks */
     bool serial;            /* too small to be worth waking the pool */
+    int elide;              /* a GEMM that packs its B from what the `elide` copy kernels just
+                               before it read (llvm_im2col): the runtime skips those copies */
     int64_t scratch_bytes;  /* per-thread workspace */
     /* A GEMM whose B operand is a param reads B packed once into a persistent buffer (bytes
      * > 0), which it finds in buffers[c->kp->nbuffers + kernel index]; the runtime fills it with
@@ -123,6 +125,23 @@ typedef struct llvm_kernel_info {
 } llvm_kernel_info;
 
 typedef struct llvm_packed_b llvm_packed_b;
+
+/* A conv's im2col matrix that need not exist: the GEMM kernel's B (cols, [batch, K, N]
+ * contiguous, a temp only it reads) is written by the T = `taps` copy kernels just before it,
+ * each copying one window of a padded x (a strided view of one buffer) into rows t, t + T, ...
+ * (passes/decompose.c's conv). Element (b, k, n) of B is then
+ *     x[tap_off[k % T] + (k / T) s_c + b s_n + (n / ow) s_h + (n % ow) s_w],
+ * which the GEMM's packing reads directly, and the copies are skipped (llvm_kernel_info.elide). */
+enum { LLVM_IM2COL_MAX_TAPS = 128 };
+typedef struct llvm_im2col {
+    int buffer;                 /* x's program buffer (emit_kernel adds a view of it: `view`) */
+    int view;
+    int64_t taps, tap_off[LLVM_IM2COL_MAX_TAPS];
+    int64_t s_n, s_c, s_h, s_w, ow;
+} llvm_im2col;
+
+/* Does GEMM kernel `kernel` of kp read such a B (llvm_gemm.c)? */
+bool llvm_match_im2col(const kir_program *kp, int kernel, llvm_im2col *ic);
 
 /* The number of K blocks of a packed B, and the packing of blocks [begin, end) of B (the
  * param's host array) into dst, converted to f32 (llvm_gemm.c, next to the code that reads
@@ -152,6 +171,7 @@ typedef struct llvm_ctx {
     LLVMValueRef fn;
     LLVMBasicBlockRef entry;  /* allocas and buffer bases; branches to the body when finished */
     LLVMBuilderRef entry_b;   /* positioned at the end of `entry` */
+    const struct llvm_im2col *im2col; /* the GEMM being built may read B through it, or NULL */
 } llvm_ctx;
 
 /* ---- llvm_math.c: values ------------------------------------------------------------------- */

@@ -55,6 +55,7 @@ typedef struct cpu_kernel {
     int same_as;              /* -1, or the earlier kernel whose code this one runs */
     float *packed;            /* GEMM with a param B: B packed (info.packed_b) */
     bool packed_valid;        /* `packed` holds the param's current value */
+    bool skipped;             /* an im2col copy whose GEMM reads its source instead (info.elide) */
 } cpu_kernel;
 
 typedef struct cpu_state {
@@ -98,7 +99,7 @@ static void set_target_attributes(llvm_ctx *c)
 static bool same_launch(const llvm_kernel_info *a, const llvm_kernel_info *b)
 {
     const llvm_packed_b *p = &a->packed_b, *q = &b->packed_b;
-    return a->units == b->units && a->grain == b->grain && a->serial == b->serial &&
+    return a->units == b->units && a->grain == b->grain && a->serial == b->serial && a->elide == b->elide &&
            a->scratch_bytes == b->scratch_bytes && p->bytes == q->bytes && p->dtype == q->dtype &&
            p->offset == q->offset && p->k == q->k && p->n == q->n && p->stride_k == q->stride_k &&
            p->stride_n == q->stride_n && p->kc == q->kc && p->nr == q->nr && p->np == q->np;
@@ -122,11 +123,21 @@ static bool same_code(const char *a, const char *b)
     return *a == *b;
 }
 
+/* MINIC_IM2COL=1 keeps a conv's im2col copies (for comparison): see llvm_im2col. */
+static bool no_im2col(void)
+{
+    const char *e = getenv("MINIC_IM2COL");
+    return e && strcmp(e, "1") == 0;
+}
+
 /* Generate kernel i against its own buffer numbering. */
 static mc_status emit_kernel(llvm_ctx *c, const kir_program *kp, int i, cpu_kernel *ck, int *local_of)
 {
     const kir_kernel *k = &kp->kernels[i];
-    int nv = k->nviews;
+    /* a conv's GEMM may read its input x instead of the im2col copies: x gets a view (last) */
+    llvm_im2col ic;
+    bool im2col = k->category == KIR_GEMM && !no_im2col() && llvm_match_im2col(kp, i, &ic);
+    int nv = k->nviews + (im2col ? 1 : 0);
     ck->global = malloc((size_t)(nv ? nv : 1) * sizeof *ck->global);
     kir_buffer *lb = malloc((size_t)(nv ? nv : 1) * sizeof *lb);
     kir_view *lv = malloc((size_t)(nv ? nv : 1) * sizeof *lv);
@@ -137,19 +148,25 @@ static mc_status emit_kernel(llvm_ctx *c, const kir_program *kp, int i, cpu_kern
     }
     ck->nlocal = 0;
     for (int v = 0; v < nv; v++) {
-        int b = k->views[v].buffer;
+        int b = v < k->nviews ? k->views[v].buffer : ic.buffer;
         if (local_of[b] < 0) {
             local_of[b] = ck->nlocal;
             ck->global[ck->nlocal] = b;
             lb[ck->nlocal++] = kp->buffers[b];
         }
-        lv[v] = k->views[v];
+        if (v < k->nviews)
+            lv[v] = k->views[v];
+        else
+            memset(&lv[v], 0, sizeof lv[v]);
         lv[v].buffer = local_of[b];
     }
     for (int l = 0; l < ck->nlocal; l++)
         local_of[ck->global[l]] = -1;
     kir_kernel lk = *k;
     lk.views = lv;
+    if (im2col)
+        ic.view = k->nviews; /* lk.nviews stays: no instruction reads x */
+    c->im2col = im2col ? &ic : NULL;
     kir_program lkp = {.buffers = lb, .nbuffers = ck->nlocal, .kernels = &lk, .nkernels = 1,
                        .arena_bytes = kp->arena_bytes, .unplanned_bytes = kp->unplanned_bytes};
     c->kp = &lkp;
@@ -157,6 +174,7 @@ static mc_status emit_kernel(llvm_ctx *c, const kir_program *kp, int i, cpu_kern
                    : k->category == KIR_ATTENTION ? llvm_emit_attention_kernel(c, &lk, &ck->info)
                                                   : llvm_emit_loop_kernel(c, &lk, &ck->info);
     c->kp = kp;
+    c->im2col = NULL;
     if (st == MC_OK && ck->info.packed_b.bytes > 0)
         ck->info.packed_b.buffer = ck->global[ck->info.packed_b.buffer];
     free(lb);
@@ -419,7 +437,11 @@ static mc_status cpu_prepare(mc_program *p)
 
     double tp = t0; /* the compile's phases (the profile, minic run --verbose) */
     mc_program_phase(p, "LLVM target", &tp);
-    if ((st = build_module(&c, kp, s->kernels)) != MC_OK)
+    if ((st = build_module(&c, kp, s->kernels)) == MC_OK)
+        for (int i = 0; i < kp->nkernels; i++)
+            for (int j = i - s->kernels[i].info.elide; j < i; j++)
+                s->kernels[j].skipped = true;
+    if (st != MC_OK)
         goto done;
     mc_program_phase(p, "LLVM IR", &tp);
     ir = LLVMPrintModuleToString(c.mod);
@@ -534,6 +556,8 @@ static void bind_buffers(mc_program *p, cpu_state *s)
 static void run_kernel(cpu_state *s, int i)
 {
     const cpu_kernel *k = &s->kernels[i];
+    if (k->skipped)
+        return;
     launch l = {.s = s, .k = k};
     if (k->info.serial)
         run_range(&l, 0, k->info.units, 0);

@@ -41,6 +41,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 
 #define B (c->b)
 
@@ -55,6 +56,8 @@ typedef struct gemm_plan {
     int64_t a_m, a_k, b_k, b_n; /* operand strides */
     bool packed_b;           /* B is a param, packed once by the runtime (llvm_pack_b) */
     bool direct_a;           /* A is read in place by the micro-kernel, not packed */
+    bool swap;               /* computes C^T = B^T A^T: A's view plays B, B's plays A (below) */
+    int va, vb;              /* the kernel views read as A and as B (swapped or not) */
     int64_t np;              /* packed B: N rounded up to NR, the length of a packed row */
     int64_t packed_bytes;    /* packed B: K * np floats */
 } gemm_plan;
@@ -184,6 +187,55 @@ static void emit_pack(llvm_ctx *c, LLVMValueRef dst, mc_dtype d, LLVMValueRef sr
     llvm_loop_end(c, &P);
 }
 
+/* The share of an M x N output that whole MR x NR tiles cover (edge tiles compute padding). */
+static double tile_use(int64_t M, int64_t N, int nr)
+{
+    return (double)M / (double)((M + MR - 1) / MR * MR) * (double)N / (double)((N + nr - 1) / nr * nr);
+}
+
+/* Swap the operands (compute C^T = B^T A^T, the tile's rows along N and its lanes along M)
+ * when A is a param shared by every batch entry (a conv's or linear's weight on the left) and
+ * N is narrow: ResNet's last convs are [512, 4608] x [4608, 49], where 49 columns fill 64 lanes
+ * of two NR = 32 panels and every unit repacks all of B; swapped, 512 columns are whole panels,
+ * the weight is packed once (as a param B is), and only the 49-row A^T is packed per call. */
+static bool swap_pays(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g)
+{
+    const char *e = getenv("MINIC_GEMM_SWAP");
+    const kir_view *a = &k->views[k->gemm.a], *b = &k->views[k->gemm.b];
+    if (c->kp->buffers[a->buffer].kind != KBUF_PARAM || c->kp->buffers[b->buffer].kind == KBUF_PARAM)
+        return false;
+    for (int d = 0; d < g->nb; d++)
+        if (a->stride[d] != 0)
+            return false;
+    if (e && (e[0] == '0' || e[0] == '1'))
+        return e[0] == '1';
+    return tile_use(g->N, g->M, g->nr) > 1.05 * tile_use(g->M, g->N, g->nr);
+}
+
+/* Would the MR rows of a tile of an A read in place fall into few L1 sets? Rows whose stride
+ * is a multiple of 4 KiB (GPT-2's MLP down-projection, K = 3072: 12 KiB) all map to one set,
+ * and MR streams of them plus their prefetches may evict each other on an 8-way L1 (that GEMM
+ * ran at 39 GFLOP/s against 129-200 for the others on a Xeon's 2 cores). Packing such an A
+ * (contiguous MR-row panels) is an experiment for now, with MINIC_GEMM_ALIAS=1: on the AMD
+ * EPYC this was written on (48 KiB 12-way L1) it made that GEMM about 35% slower. */
+static bool rows_alias(const gemm_plan *g)
+{
+    const char *e = getenv("MINIC_GEMM_ALIAS");
+    if (g->M <= MC || !e || strcmp(e, "1") != 0)
+        return false;
+    int64_t sets[MR];
+    int distinct = 0;
+    for (int r = 0; r < MR; r++) {
+        int64_t set = (r * g->a_m * 4) % 4096 / 64;
+        bool seen = false;
+        for (int q = 0; q < distinct; q++)
+            seen |= sets[q] == set;
+        if (!seen)
+            sets[distinct++] = set;
+    }
+    return distinct < 3;
+}
+
 static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
 {
     memset(g, 0, sizeof *g);
@@ -201,11 +253,22 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
     g->lanes = c->native_lanes;
     g->nv = 2;
     g->nr = g->nv * g->lanes;
-    const kir_view *a = &k->views[k->gemm.a], *b = &k->views[k->gemm.b];
-    g->a_m = a->stride[g->nb];
-    g->a_k = a->stride[g->nb + 1];
-    g->b_k = b->stride[g->nb];
-    g->b_n = b->stride[g->nb + 1];
+    g->va = k->gemm.a;
+    g->vb = k->gemm.b;
+    g->swap = swap_pays(c, k, g);
+    if (g->swap) {
+        int64_t t = g->M;
+        g->M = g->N;
+        g->N = t;
+        g->va = k->gemm.b;
+        g->vb = k->gemm.a;
+    }
+    const kir_view *a = &k->views[g->va], *b = &k->views[g->vb];
+    /* (swapped: A^T's strides along M and K are B's along N and K, and so on) */
+    g->a_m = a->stride[g->nb + (g->swap ? 1 : 0)];
+    g->a_k = a->stride[g->nb + (g->swap ? 0 : 1)];
+    g->b_k = b->stride[g->nb + (g->swap ? 1 : 0)];
+    g->b_n = b->stride[g->nb + (g->swap ? 0 : 1)];
     mc_dtype da = c->kp->buffers[a->buffer].dtype, db = c->kp->buffers[b->buffer].dtype;
     if (!mc_dtype_is_float(da) || !mc_dtype_is_float(db))
         return mc_fail(MC_ERR_SYSTEM, "internal error: GEMM kernel %s on non-float operands", k->name);
@@ -218,7 +281,7 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
     if (mc_mul_overflows(g->K, g->np, &floats) || mc_mul_overflows(floats, 4, &bytes))
         g->packed_b = false; /* too large to hold packed: packed per call, as for inputs */
     g->packed_bytes = g->packed_b ? bytes : 0;
-    g->direct_a = da == MC_F32 && (g->a_k == 1 || g->M <= MC);
+    g->direct_a = da == MC_F32 && ((g->a_k == 1 && !rows_alias(g)) || (g->M <= MC && !g->swap));
     /* column blocks: NC wide, or, when B costs nothing per unit, narrowed (down to 4 panels)
      * until there are enough units for the threads */
     g->ncb = NC;
@@ -264,13 +327,15 @@ static bool epilogue_work_alloc(const kir_kernel *k, epilogue_work *w)
     return true;
 }
 
-/* The epilogue of one MR x NR tile at rows [m, m+MR), columns [n, n+NR) of batch offsets
+/* The epilogue of one MR x NR tile at rows [m, m+MR), columns [n, n+NR) (swapped: rows along
+ * the kernel's N, columns along its M) of batch offsets
  * `batch_off` (per view). acc[r * nv + v] are the accumulators. */
 static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, const epilogue_work *w,
                           LLVMValueRef *bases, LLVMValueRef *batch_idx, LLVMValueRef *batch_off, LLVMValueRef m,
                           LLVMValueRef n, LLVMValueRef m_end, LLVMValueRef *acc, LLVMValueRef tile)
 {
     int nb = g->nb, L = g->lanes;
+    int dm = g->swap ? nb + 1 : nb, dn = g->swap ? nb : nb + 1; /* the tile's rows and lanes */
     LLVMValueRef *cur = w->cur, *offs = w->offs;
     const int64_t(*strides)[MC_MAX_RANK] = (const int64_t(*)[MC_MAX_RANK])w->strides;
 
@@ -292,11 +357,11 @@ static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, 
     {
         llvm_loop R;
         llvm_loop_begin(c, &R, i64c(c, 0), i64c(c, MR), i64c(c, 1), "fr");
-        llvm_point pt = {.width = g->nr, .lane_dim = nb + 1, .stride = strides, .view_offset = offs};
+        llvm_point pt = {.width = g->nr, .lane_dim = dn, .stride = strides, .view_offset = offs};
         for (int d = 0; d < nb; d++)
             pt.idx[d] = batch_idx[d];
-        pt.idx[nb] = LLVMBuildAdd(B, m, R.index, "");
-        pt.idx[nb + 1] = n;
+        pt.idx[dm] = LLVMBuildAdd(B, m, R.index, "");
+        pt.idx[dn] = n;
         for (int vi = 0; vi < k->nviews; vi++)
             offs[vi] = LLVMBuildNSWAdd(B, batch_off[vi],
                                        LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, pt.idx[nb], i64c(c, strides[vi][nb]), ""),
@@ -321,8 +386,8 @@ static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, 
         llvm_point pt = {.width = 1, .lane_dim = -1, .stride = strides, .view_offset = offs};
         for (int d = 0; d < nb; d++)
             pt.idx[d] = batch_idx[d];
-        pt.idx[nb] = LLVMBuildAdd(B, m, R.index, "");
-        pt.idx[nb + 1] = LLVMBuildAdd(B, n, C.index, "");
+        pt.idx[dm] = LLVMBuildAdd(B, m, R.index, "");
+        pt.idx[dn] = LLVMBuildAdd(B, n, C.index, "");
         for (int vi = 0; vi < k->nviews; vi++)
             offs[vi] = LLVMBuildNSWAdd(B, batch_off[vi],
                                        LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, pt.idx[nb], i64c(c, strides[vi][nb]), ""),
@@ -424,6 +489,204 @@ static void emit_micro_kernel(llvm_ctx *c, const micro_args *ma, int rows)
     llvm_loop_end(c, &Kl);
 }
 
+/* ---- a conv's B read from its input (llvm_im2col) ------------------------------------------ */
+
+static bool stores_to(const kir_kernel *k, int buf)
+{
+    for (int s = 0; s < k->nstores; s++)
+        if (k->views[k->stores[s].view].buffer == buf)
+            return true;
+    return false;
+}
+
+static bool uses(const kir_kernel *k, int buf)
+{
+    for (int v = 0; v < k->nviews; v++)
+        if (k->views[v].buffer == buf)
+            return true;
+    return false;
+}
+
+static bool temps_overlap(const kir_program *kp, int a, int b)
+{
+    const kir_buffer *x = &kp->buffers[a], *y = &kp->buffers[b];
+    if (x->kind != KBUF_TEMP || y->kind != KBUF_TEMP)
+        return a == b;
+    int64_t xe = x->offset + x->numel * (int64_t)mc_dtype_size(x->dtype);
+    int64_t ye = y->offset + y->numel * (int64_t)mc_dtype_size(y->dtype);
+    return x->offset < ye && y->offset < xe;
+}
+
+bool llvm_match_im2col(const kir_program *kp, int kernel, llvm_im2col *ic)
+{
+    const kir_kernel *k = &kp->kernels[kernel];
+    memset(ic, 0, sizeof *ic);
+    if (k->category != KIR_GEMM || k->rank != 3)
+        return false;
+    const kir_view *vb = &k->views[k->gemm.b];
+    int cols = vb->buffer;
+    int64_t K = k->gemm.k, N = k->gemm.n, nimg = k->shape[0];
+    const kir_buffer *cb = &kp->buffers[cols];
+    if (cb->kind != KBUF_TEMP || cb->dtype != MC_F32 || vb->offset != 0 || vb->stride[1] != N || vb->stride[2] != 1 ||
+        (nimg > 1 && vb->stride[0] != K * N) || cb->numel != nimg * K * N)
+        return false;
+    /* the copies: the kernels just before the GEMM that store into cols */
+    int first = kernel;
+    while (first > 0 && stores_to(&kp->kernels[first - 1], cols) && kernel - first < LLVM_IM2COL_MAX_TAPS)
+        first--;
+    int64_t T = kernel - first, C = 0;
+    if (getenv("I2CDBG")) fprintf(stderr, "im2col %s: T %lld\n", k->name, (long long)T);
+    if (T < 1 || K % T != 0)
+        return false;
+    C = K / T;
+    bool seen[LLVM_IM2COL_MAX_TAPS] = {false};
+    for (int j = first; j < kernel; j++) {
+        const kir_kernel *q = &kp->kernels[j];
+        if (q->category != KIR_COPY || q->nviews != 2 || q->nstores != 1 || q->ncode != 1 || q->nblocks != 1 ||
+            q->code[0].kind != KI_LOAD || q->stores[0].value != 0 || (q->rank != 4 && q->rank != 5))
+            return false;
+        const kir_view *dst = &q->views[q->stores[0].view], *src = &q->views[q->code[0].view];
+        if (dst->buffer != cols || src->buffer == cols)
+            return false;
+        const kir_buffer *xb = &kp->buffers[src->buffer];
+        int64_t oh = q->rank == 5 ? q->shape[3] : 1, ow = q->shape[q->rank - 1];
+        if (xb->dtype != MC_F32 || xb->numel >= INT32_MAX || q->shape[0] != nimg || q->shape[1] != C ||
+            q->shape[2] != 1 || oh * ow != N)
+            return false;
+        /* cols[b, c, t, oh, ow] = x at the window t */
+        if ((nimg > 1 && dst->stride[0] != K * N) || dst->stride[1] != T * N || dst->stride[q->rank - 1] != 1 ||
+            (q->rank == 5 && dst->stride[3] != ow) || dst->offset % N != 0)
+            return false;
+        int64_t t = dst->offset / N;
+        if (t < 0 || t >= T || seen[t])
+            return false;
+        seen[t] = true;
+        int64_t s_h = q->rank == 5 ? src->stride[3] : 0, s_w = src->stride[q->rank - 1];
+        if (j == first) {
+            ic->buffer = src->buffer;
+            ic->s_n = nimg > 1 ? src->stride[0] : 0;
+            ic->s_c = src->stride[1];
+            ic->s_h = s_h;
+            ic->s_w = s_w;
+            ic->ow = ow;
+        } else if (src->buffer != ic->buffer || (nimg > 1 && src->stride[0] != ic->s_n) ||
+                   src->stride[1] != ic->s_c || s_h != ic->s_h || s_w != ic->s_w || ow != ic->ow) {
+            return false;
+        }
+        if (src->offset < 0 || src->offset >= INT32_MAX)
+            return false;
+        ic->tap_off[t] = src->offset;
+    }
+    ic->taps = T;
+    /* cols is read by the GEMM alone and written by these copies alone; x is still intact when
+     * the GEMM runs (nothing runs in between) and no store of the GEMM can reach it */
+    for (int j = 0; j < kp->nkernels; j++)
+        if ((j < first || j > kernel) && uses(&kp->kernels[j], cols))
+            return false;
+    for (int s = 0; s < k->nstores; s++)
+        if (temps_overlap(kp, k->views[k->stores[s].view].buffer, ic->buffer))
+            return false;
+    for (int v = 0; v < k->nviews; v++)
+        if (v != k->gemm.b && k->views[v].buffer == cols)
+            return false;
+    return true;
+}
+
+/* Pack B[pc:pc+kc, n0:n0+nc] into NR-wide panels (emit_pack's layout) from x through ic: per
+ * panel, each vector of lanes gets its columns' offsets in x (n / ow rows down, n % ow along);
+ * per k, a plain vector load where the lanes are consecutive in x (stride-1 columns of one
+ * output row), else lane by lane (zeros past N). */
+static void emit_pack_im2col(llvm_ctx *c, const gemm_plan *g, const llvm_im2col *ic, LLVMValueRef dst,
+                             LLVMValueRef x, LLVMValueRef bidx, LLVMValueRef pc, LLVMValueRef kc, LLVMValueRef n0,
+                             LLVMValueRef nc)
+{
+    int L = g->lanes, NV = g->nv, NR = g->nr;
+    LLVMTypeRef vt = LLVMVectorType(c->t_f32, (unsigned)L);
+    LLVMValueRef taps[LLVM_IM2COL_MAX_TAPS];
+    for (int64_t t = 0; t < ic->taps; t++)
+        taps[t] = LLVMConstInt(c->t_i64, (unsigned long long)ic->tap_off[t], 1);
+    /* one table per distinct content, named by it, so that convs of the same shapes still
+     * come out as the same function (build_module shares their code) */
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t t = 0; t < ic->taps; t++)
+        h = (h ^ (uint64_t)ic->tap_off[t]) * 1099511628211ull;
+    char name[64];
+    snprintf(name, sizeof name, "im2col_taps_%lld_%016llx", (long long)ic->taps, (unsigned long long)h);
+    LLVMValueRef tab = LLVMGetNamedGlobal(c->mod, name);
+    if (!tab) {
+        tab = LLVMAddGlobal(c->mod, LLVMArrayType(c->t_i64, (unsigned)ic->taps), name);
+        LLVMSetInitializer(tab, LLVMConstArray(c->t_i64, taps, (unsigned)ic->taps));
+        LLVMSetGlobalConstant(tab, 1);
+        LLVMSetLinkage(tab, LLVMPrivateLinkage);
+    }
+    LLVMValueRef lane_iota[64];
+    for (int l = 0; l < L; l++)
+        lane_iota[l] = llvm_const_i32(c, l, 1);
+    LLVMValueRef iota = LLVMConstVector(lane_iota, (unsigned)L);
+    LLVMValueRef xb = LLVMBuildInBoundsGEP2(B, c->t_f32, x, (LLVMValueRef[]){LLVMBuildMul(B, bidx, i64c(c, ic->s_n), "")}, 1, "");
+
+    LLVMValueRef total = LLVMBuildMul(B, LLVMBuildSDiv(B, LLVMBuildAdd(B, nc, i64c(c, NR - 1), ""), i64c(c, NR), ""), i64c(c, NR), "");
+    llvm_loop P;
+    llvm_loop_begin(c, &P, i64c(c, 0), total, i64c(c, NR), "ip");
+    LLVMValueRef panel = LLVMBuildMul(B, P.index, kc, "");
+    LLVMValueRef noff[4], nfirst[4], contig[4], valid[4];
+    for (int v = 0; v < NV; v++) {
+        LLVMValueRef nv0 = LLVMBuildAdd(B, n0, LLVMBuildAdd(B, P.index, i64c(c, v * L), ""), "");
+        LLVMValueRef n32 = LLVMBuildTrunc(B, nv0, c->t_i32, "");
+        LLVMValueRef nvec = LLVMBuildAdd(B, llvm_splat(c, n32, L), iota, "");
+        valid[v] = LLVMBuildICmp(B, LLVMIntSLT, nvec, llvm_const_i32(c, g->N, L), "");
+        LLVMValueRef ov = llvm_const_i32(c, ic->ow, L);
+        LLVMValueRef oh = LLVMBuildUDiv(B, nvec, ov, ""), ow = LLVMBuildURem(B, nvec, ov, "");
+        noff[v] = LLVMBuildAdd(B, LLVMBuildMul(B, oh, llvm_const_i32(c, ic->s_h, L), ""),
+                               LLVMBuildMul(B, ow, llvm_const_i32(c, ic->s_w, L), ""), "");
+        LLVMValueRef oh0 = LLVMBuildUDiv(B, nv0, i64c(c, ic->ow), ""), ow0 = LLVMBuildURem(B, nv0, i64c(c, ic->ow), "");
+        nfirst[v] = LLVMBuildAdd(B, LLVMBuildMul(B, oh0, i64c(c, ic->s_h), ""), LLVMBuildMul(B, ow0, i64c(c, ic->s_w), ""), "");
+        contig[v] = ic->s_w == 1 ? LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, ow0, i64c(c, L), ""), i64c(c, ic->ow), ""),
+                                                 LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, nv0, i64c(c, L), ""), i64c(c, g->N), ""), "")
+                                 : LLVMConstInt(c->t_i1, 0, 0);
+    }
+    llvm_loop Kl;
+    llvm_loop_begin(c, &Kl, i64c(c, 0), kc, i64c(c, 1), "ik");
+    LLVMValueRef kk = LLVMBuildAdd(B, pc, Kl.index, "");
+    LLVMValueRef t = LLVMBuildURem(B, kk, i64c(c, ic->taps), ""), ch = LLVMBuildUDiv(B, kk, i64c(c, ic->taps), "");
+    LLVMValueRef toff = LLVMBuildLoad2(B, c->t_i64, LLVMBuildInBoundsGEP2(B, LLVMArrayType(c->t_i64, (unsigned)ic->taps), tab,
+                                                                         (LLVMValueRef[]){i64c(c, 0), t}, 2, ""), "");
+    LLVMValueRef row = LLVMBuildInBoundsGEP2(B, c->t_f32, xb, (LLVMValueRef[]){LLVMBuildAdd(B, toff, LLVMBuildMul(B, ch, i64c(c, ic->s_c), ""), "")}, 1, "");
+    for (int v = 0; v < NV; v++) {
+        LLVMBasicBlockRef bl = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_load");
+        LLVMBasicBlockRef bg = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_lanes");
+        LLVMBasicBlockRef bj = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_done");
+        LLVMBuildCondBr(B, contig[v], bl, bg);
+        LLVMPositionBuilderAtEnd(B, bl);
+        LLVMValueRef lp = LLVMBuildBitCast(B, LLVMBuildInBoundsGEP2(B, c->t_f32, row, &nfirst[v], 1, ""), LLVMPointerType(vt, 0), "");
+        LLVMValueRef lv = LLVMBuildLoad2(B, vt, lp, "");
+        LLVMSetAlignment(lv, 4);
+        LLVMBuildBr(B, bj);
+        LLVMPositionBuilderAtEnd(B, bg);
+        /* lane by lane, as the copies load (faster than a gather on the AMD EPYC this was
+         * measured on, and free of gathers' microcode costs on Intel): a lane past N reads
+         * the row's first element (inside x) and is zeroed */
+        LLVMValueRef safe = LLVMBuildSelect(B, valid[v], noff[v], llvm_const_i32(c, 0, L), "");
+        LLVMValueRef gv = llvm_const_f32(c, 0, L);
+        for (int l = 0; l < L; l++) {
+            LLVMValueRef li = llvm_const_i32(c, l, 1);
+            LLVMValueRef o = LLVMBuildExtractElement(B, safe, li, "");
+            LLVMValueRef e = LLVMBuildLoad2(B, c->t_f32, LLVMBuildInBoundsGEP2(B, c->t_f32, row, &o, 1, ""), "");
+            gv = LLVMBuildInsertElement(B, gv, e, li, "");
+        }
+        gv = LLVMBuildSelect(B, valid[v], gv, llvm_const_f32(c, 0, L), "");
+        LLVMBuildBr(B, bj);
+        LLVMPositionBuilderAtEnd(B, bj);
+        LLVMValueRef phi = LLVMBuildPhi(B, vt, "");
+        LLVMValueRef vals[2] = {lv, gv};
+        LLVMBasicBlockRef from[2] = {bl, bg};
+        LLVMAddIncoming(phi, vals, from, 2);
+        store_f32(c, dst, LLVMBuildAdd(B, panel, LLVMBuildAdd(B, LLVMBuildMul(B, Kl.index, i64c(c, NR), ""), i64c(c, v * L), ""), ""), phi, L);
+    }
+    llvm_loop_end(c, &Kl);
+    llvm_loop_end(c, &P);
+}
+
 mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info)
 {
     gemm_plan g;
@@ -431,8 +694,11 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     if (st != MC_OK)
         return st;
     int nb = g.nb, L = g.lanes, NR = g.nr, NV = g.nv;
-    const kir_view *va = &k->views[k->gemm.a], *vb = &k->views[k->gemm.b];
+    const kir_view *va = &k->views[g.va], *vb = &k->views[g.vb];
     mc_dtype da = c->kp->buffers[va->buffer].dtype, db = c->kp->buffers[vb->buffer].dtype;
+    /* B read through the copies' source (not when swapped: B^T is then packed as A, per unit,
+     * where the copies that run once cost less) */
+    const llvm_im2col *im2col = c->im2col && !g.swap && !g.packed_b && nb == 1 ? c->im2col : NULL;
     bool kblocks = g.K > KC;
     int64_t a_floats = g.direct_a ? 0 : (int64_t)MC * KC, b_floats = g.packed_b ? 0 : (int64_t)KC * NC;
     int64_t c_floats = kblocks ? g.ms * g.ncb : 0;
@@ -501,9 +767,11 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     if (g.packed_b) {
         /* K block pc of the packed B starts at pc * np; column n's panel at n * kc in it */
         bblock = fptr(c, bpacked, LLVMBuildAdd(B, LLVMBuildMul(B, P.index, i64c(c, g.np), ""), LLVMBuildMul(B, n0, kc, ""), ""));
+    } else if (im2col) {
+        emit_pack_im2col(c, &g, im2col, Bp, llvm_buffer_base(c, buffers, bases, k->views[im2col->view].buffer), batch_idx[0], P.index, kc, n0, nc);
     } else {
         /* pack B[pc:pc+kc, n0:n0+nc]: panels of NR columns */
-        LLVMValueRef boff = LLVMBuildNSWAdd(B, batch_off[k->gemm.b],
+        LLVMValueRef boff = LLVMBuildNSWAdd(B, batch_off[g.vb],
                                             LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, P.index, i64c(c, g.b_k), ""),
                                                             LLVMBuildNSWMul(B, n0, i64c(c, g.b_n), ""), ""), "");
         emit_pack(c, Bp, db, bbase, boff, nc, kc, g.b_n, g.b_k, NR);
@@ -513,7 +781,7 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     llvm_loop_begin(c, &I, m0, m1, i64c(c, MC), "ic");
     LLVMValueRef mc = min64(c, i64c(c, MC), LLVMBuildSub(B, m1, I.index, ""));
     if (!g.direct_a) {
-        LLVMValueRef aoff = LLVMBuildNSWAdd(B, batch_off[k->gemm.a],
+        LLVMValueRef aoff = LLVMBuildNSWAdd(B, batch_off[g.va],
                                             LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, I.index, i64c(c, g.a_m), ""),
                                                             LLVMBuildNSWMul(B, P.index, i64c(c, g.a_k), ""), ""), "");
         emit_pack(c, Ap, da, abase, aoff, mc, kc, g.a_m, g.a_k, MR);
@@ -528,7 +796,7 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     micro_args ma = {.g = &g, .accv = accv, .bpanel = fptr(c, bblock, LLVMBuildMul(B, J.index, kc, "")), .kc = kc};
     if (g.direct_a) {
         /* row r of the tile in place (clamped to the last row: edge rows are never stored) */
-        LLVMValueRef at = LLVMBuildNSWAdd(B, batch_off[k->gemm.a], LLVMBuildNSWMul(B, P.index, i64c(c, g.a_k), ""), "");
+        LLVMValueRef at = LLVMBuildNSWAdd(B, batch_off[g.va], LLVMBuildNSWMul(B, P.index, i64c(c, g.a_k), ""), "");
         for (int r = 0; r < MR; r++) {
             LLVMValueRef row = min64(c, LLVMBuildAdd(B, m_tile, i64c(c, r), ""), i64c(c, g.M - 1));
             ma.arow[r] = fptr(c, abase, LLVMBuildNSWAdd(B, at, LLVMBuildNSWMul(B, row, i64c(c, g.a_m), ""), ""));
@@ -610,6 +878,7 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     info->grain = 1;
     int64_t flops = 2 * g.nbatch * g.M * g.N * g.K;
     info->serial = flops < (1 << 20) || info->units < 2;
+    info->elide = im2col ? (int)im2col->taps : 0;
     info->scratch_bytes = (a_floats + b_floats + c_floats) * 4 + 64;
     free(bases);
     free(batch_off);
