@@ -680,17 +680,24 @@ void mc_cache_store(const char *kind, const char *key, const void *data, size_t 
     }
     char name[NAME_LEN + 1], temp[NAME_LEN + 64], temp_path[4400];
     entry_name(key, name);
-    int fd = -1;
+    /* Registered before the open, as in mc_file_write_atomic: no moment where the file exists
+     * and a SIGINT would not remove it. */
+    int fd = -1, slot = -1;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
         snprintf(temp, sizeof temp, "%s.tmp-%ld-%ld-%u", name, (long)getpid(), (long)gettid(),
                  atomic_fetch_add(&temp_counter, 1));
+        snprintf(temp_path, sizeof temp_path, "%s/%s", dir, temp);
+        slot = mc_temp_register(temp_path);
         fd = openat(dirfd, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 && errno != EEXIST)
-            break;
+        if (fd < 0) {
+            int err = errno;
+            mc_temp_unregister(slot);
+            slot = -1;
+            if (err != EEXIST)
+                break;
+        }
     }
     if (fd >= 0) {
-        snprintf(temp_path, sizeof temp_path, "%s/%s", dir, temp);
-        int slot = mc_temp_register(temp_path);
         size_t done = 0;
         while (done < bytes) {
             ssize_t w = write(fd, (const char *)entry + done, bytes - done);

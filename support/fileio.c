@@ -167,19 +167,28 @@ mc_status mc_file_write_atomic(const char *path, mc_status (*write)(FILE *f, voi
     char *tmp = malloc(len);
     if (!tmp)
         return mc_fail(MC_ERR_SYSTEM, "%s: out of memory", path);
-    int fd = -1;
+    /* The name is registered (for mc_temp_files_remove on SIGINT/SIGTERM) before the file is
+     * created: a signal between the open and a later registration would leave it behind. A
+     * name whose open fails is unregistered at once. */
+    int fd = -1, slot = -1;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
         snprintf(tmp, len, "%s.tmp-%ld-%u", path, (long)getpid(), counter++);
+        slot = mc_temp_register(tmp);
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-        if (fd < 0 && errno != EEXIST)
-            break;
+        if (fd < 0) {
+            int err = errno;
+            mc_temp_unregister(slot);
+            slot = -1;
+            errno = err;
+            if (err != EEXIST)
+                break;
+        }
     }
     if (fd < 0) {
         int err = errno;
         free(tmp);
         return mc_fail(errno_status(err), "%s: cannot create: %s", path, strerror(err));
     }
-    int slot = mc_temp_register(tmp); /* removed by mc_temp_files_remove on SIGINT/SIGTERM */
     FILE *f = fdopen(fd, "wb");
     if (!f) {
         int err = errno;
