@@ -52,7 +52,7 @@ typedef struct {
     int layers, heads, dmodel, vocab, positions, max_seq, batch, new_tokens, threads;
     mc_dtype dtype;
     mc_options opt;
-    bool no_cache, host_loop, quiet;
+    bool no_cache, host_loop, quiet, notes;
     int32_t *prompt;
     int nprompt;
 } config;
@@ -90,6 +90,8 @@ static const char usage[] =
     "  --write-graphs P   also write the two programs' graphs to P_prefill.graph and\n"
     "                     P_decode.graph (`minic dump`, `minic run --profile` read them;\n"
     "                     not with --no-cache)\n"
+    "  --notes            also print the programs' notes (a backend fallen back to, a program\n"
+    "                     that runs without a CUDA graph and why, compile progress)\n"
     "  --quiet            print the ids line only\n"
     "  --help             this text\n"
     "\n"
@@ -166,6 +168,10 @@ static int parse_args(config *c, int argc, char **argv)
             c->no_cache = true;
             continue;
         }
+        if (!strcmp(a, "--notes")) {
+            c->notes = true;
+            continue;
+        }
         if (!strcmp(a, "--host-loop")) {
             c->host_loop = true;
             continue;
@@ -233,7 +239,7 @@ static int parse_args(config *c, int argc, char **argv)
         }
     }
     c->opt.threads = c->threads;
-    c->opt.quiet = true;
+    c->opt.quiet = !c->notes;
     if (!prompt)
         return usage_error("%s", "--prompt is required");
     int rc = parse_prompt(c, prompt);
@@ -495,7 +501,7 @@ int main(int argc, char **argv)
     int32_t *seq = malloc((size_t)B * (size_t)total * sizeof *seq), *next = malloc((size_t)B * sizeof *next);
     mc_program *pre = NULL, *dec = NULL;
     char backend[16] = "";
-    double t_compile = 0, t_prefill = 0, t_decode = 0;
+    double t_compile = 0, t_prefill = 0, t_decode = 0, t_queue = -1; /* t_queue: the host's queueing */
     int shared = 0; /* params the decode program shares with the prefill program */
     int in_place_count = 0; /* decode outputs fed back in place (the rest: copied on the device) */
     if (!seq || !next) {
@@ -622,6 +628,7 @@ int main(int argc, char **argv)
                     rc = api_fail("running");
                     goto done;
                 }
+            t_queue = now() - t0;
             mc_program *last = N > 1 ? dec : pre; /* the history: prefill's if no step ran */
             int32_t *hist = malloc((size_t)B * (size_t)c.max_seq * sizeof *hist);
             if (!hist) {
@@ -666,8 +673,13 @@ int main(int argc, char **argv)
         if (!c.no_cache)
             printf("loop: %s\n", c.host_loop ? "on the host (argmax, ids and pos bound, caches handed on, each step waited for)"
                                               : "on the device");
-        if (!c.no_cache && !c.host_loop)
+        if (!c.no_cache && !c.host_loop) {
             printf("fed back: %d outputs, %d in place\n", 2 * c.layers + 3, in_place_count);
+            if (N > 1) /* well below the step's time: the GPU sets the pace, the host waits for it */
+                printf("host: %.3f ms per step to queue it\n", 1e3 * t_queue / (N - 1));
+        }
+        if (c.notes) /* what the library noted (a program running without a CUDA graph, ...) */
+            printf("notes:\n%s%s", pre ? mc_program_notes(pre) : "", dec ? mc_program_notes(dec) : "");
     }
 done:
     mc_program_free(pre);
