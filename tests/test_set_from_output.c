@@ -641,37 +641,9 @@ static void test_threads(void **state)
 
 int main(void)
 {
-    const char *only = getenv("MINIC_TEST_BACKEND");
-    bool gpu = mc_test_have_gpu();
-    if (only && *only) {
-        mc_backend_kind k;
-        if (!strcmp(only, "ref"))
-            k = MC_BACKEND_REF;
-        else if (!strcmp(only, "cpu"))
-            k = MC_BACKEND_CPU;
-        else if (!strcmp(only, "cuda"))
-            k = MC_BACKEND_CUDA;
-        else {
-            fprintf(stderr, "MINIC_TEST_BACKEND=%s: expected ref, cpu or cuda\n", only);
-            return 1;
-        }
-        if (k == MC_BACKEND_CUDA && !gpu) {
-            printf("skipped: no GPU\n");
-            return 77;
-        }
-        backends[nbackends++] = k;
-    } else {
-        backends[nbackends++] = MC_BACKEND_REF;
-#ifdef MINIC_HAVE_CPU_BACKEND
-        backends[nbackends++] = MC_BACKEND_CPU;
-#endif
-        if (gpu)
-            backends[nbackends++] = MC_BACKEND_CUDA;
-        else
-            printf("cuda: skipped: no GPU\n");
-    }
-    for (int i = 0; i < nbackends; i++)
-        printf("backend %s\n", mc_backend_name(backends[i]));
+    int rc = mc_test_backends(backends, &nbackends);
+    if (rc)
+        return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_errors),     cmocka_unit_test(test_values),
         cmocka_unit_test(test_self_feeding), cmocka_unit_test(test_symbolic),

@@ -114,6 +114,43 @@ bool mc_test_have_gpu(void)
 #endif
 }
 
+int mc_test_backends(mc_backend_kind out[3], int *n)
+{
+    const char *only = getenv("MINIC_TEST_BACKEND");
+    bool gpu = mc_test_have_gpu();
+    *n = 0;
+    if (only && *only) {
+        mc_backend_kind k;
+        if (!strcmp(only, "ref"))
+            k = MC_BACKEND_REF;
+        else if (!strcmp(only, "cpu"))
+            k = MC_BACKEND_CPU;
+        else if (!strcmp(only, "cuda"))
+            k = MC_BACKEND_CUDA;
+        else {
+            fprintf(stderr, "MINIC_TEST_BACKEND=%s: expected ref, cpu or cuda\n", only);
+            return 1;
+        }
+        if (k == MC_BACKEND_CUDA && !gpu) {
+            printf("skipped: no GPU\n");
+            return 77;
+        }
+        out[(*n)++] = k;
+    } else {
+        out[(*n)++] = MC_BACKEND_REF;
+#ifdef MINIC_HAVE_CPU_BACKEND
+        out[(*n)++] = MC_BACKEND_CPU;
+#endif
+        if (gpu)
+            out[(*n)++] = MC_BACKEND_CUDA;
+        else
+            printf("cuda: skipped: no GPU\n");
+    }
+    for (int i = 0; i < *n; i++)
+        printf("backend %s\n", mc_backend_name(out[i]));
+    return 0;
+}
+
 const char *mc_test_cpu_target(void)
 {
     const char *t = getenv("MINIC_TEST_CPU_TARGET");

@@ -24,6 +24,12 @@ const char *mc_test_src(const char *rel);
 double mc_test_rel_error(const double *a, const double *b, int64_t n);
 /* True when a CUDA GPU is usable here (the cuda backend's probe). */
 bool mc_test_have_gpu(void);
+/* The backends a test that runs on each of them covers: $MINIC_TEST_BACKEND (ref, cpu or cuda)
+ * alone, else ref, cpu where built and cuda where a GPU is usable ("cuda: skipped: no GPU"
+ * printed otherwise). Prints "backend NAME" for each. Returns 0, or the exit status the test's
+ * main should return at once: 77 (skipped) for MINIC_TEST_BACKEND=cuda without a GPU, 1 for an
+ * unknown name. */
+int mc_test_backends(mc_backend_kind out[3], int *n);
 
 /* The CPU target the CPU backend's tests run under: $MINIC_TEST_CPU_TARGET (an LLVM CPU name,
  * set by CTest for the tests registered once per target), NULL (the host) when unset or "host".
