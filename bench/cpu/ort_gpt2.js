@@ -1,7 +1,7 @@
 // Times ONNX Runtime (CPU, all graph optimizations) on bench/cpu/gpt2_onnx.py's model (or any
-// model with one input named `input`): loads DIR/model.onnx and DIR/input.npy (int64 ids [1, T],
-// or f32), runs 3 warm-ups then ITERS timed runs,
-// prints JSON: the median and minimum in ms, and the logits' relative error against
+// model whose first output is `output`): loads DIR/model.onnx and each input NAME from
+// DIR/NAME.npy (int64 ids [1, T], or f32: a decoding step's `past`), runs 3 warm-ups then ITERS
+// timed runs, prints JSON: the median and minimum in ms, and the logits' relative error against
 // DIR/expected.npy (PyTorch's). Writes nothing.
 //
 //   ORT=<dir>/node_modules/onnxruntime-node node bench/cpu/ort_gpt2.js DIR [THREADS=2] [ITERS=20]
@@ -23,10 +23,14 @@ function loadNpy(path) {
 
 (async () => {
   const [dir, threads = '2', iters = '20'] = process.argv.slice(2);
-  const ids = loadNpy(`${dir}/input.npy`), want = loadNpy(`${dir}/expected.npy`);
+  const want = loadNpy(`${dir}/expected.npy`);
   const s = await ort.InferenceSession.create(`${dir}/model.onnx`,
     {intraOpNumThreads: Number(threads), graphOptimizationLevel: 'all'});
-  const feeds = {input: new ort.Tensor(ids.data instanceof BigInt64Array ? 'int64' : 'float32', ids.data, ids.shape)};
+  const feeds = {};
+  for (const name of s.inputNames) { // each input from DIR/NAME.npy (a decoding step's `past` too)
+    const a = loadNpy(`${dir}/${name}.npy`);
+    feeds[name] = new ort.Tensor(a.data instanceof BigInt64Array ? 'int64' : 'float32', a.data, a.shape);
+  }
   let out;
   for (let i = 0; i < 3; i++) out = await s.run(feeds);
   const ts = [];
