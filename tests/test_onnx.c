@@ -1667,6 +1667,25 @@ static void test_cli(void **state)
             fail_msg("expected the overriding weights: %s %s", out, err);
         free(out);
         free(err);
+        /* ... and under its minic name, as `minic import --weights-out` writes it (it was
+         * ignored: the override looked up ONNX names only) */
+        const char header2[] = "{\"onnx__w\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}";
+        const float wnew2[4] = {5, 6, 7, 8};
+        snprintf(st, sizeof st, "%s/minic_names.safetensors", mc_test_tmpdir());
+        f = fopen(st, "wb");
+        assert_non_null(f);
+        len = sizeof header2 - 1;
+        for (int k = 0; k < 8; k++)
+            fputc((int)(len >> (8 * k)) & 0xff, f);
+        fwrite(header2, 1, len, f);
+        fwrite(wnew2, 1, sizeof wnew2, f);
+        fclose(f);
+        snprintf(args, sizeof args, "run %s --backend ref --quiet --weights %s --input x=%s", path, st, xnpy);
+        assert_int_equal(mc_test_minic(args, &out, &err), 0);
+        if (!strstr(out, "values: 5 6 7 8"))
+            fail_msg("expected the weights under their minic name: %s %s", out, err);
+        free(out);
+        free(err);
     }
     /* an unsupported model: exit 1 with the list */
     buf g = {0}, nd = {0}, in = {0}, o2 = {0};

@@ -181,7 +181,8 @@ static const char *input_name(const char *name)
 }
 
 /* --weights for an ONNX model: the tensors of the file that are params override the model's
- * values (by minic or ONNX name); the others are ignored. */
+ * values (by ONNX name, else by minic name, as `minic import --weights-out` writes them); the
+ * others are ignored. */
 static mc_status override_weights(mc_program *p, const char *path)
 {
     mc_safetensors *st;
@@ -189,6 +190,8 @@ static mc_status override_weights(mc_program *p, const char *path)
     for (int k = 0; s == MC_OK && k < mc_safetensors_count(st); k++) {
         const char *name = mc_safetensors_name(st, k);
         const char *mapped = mc_onnx_minic_name(onnx_model, name);
+        if (!mapped)
+            mapped = name; /* not an ONNX name: perhaps minic's (w_0 for 'w/0') */
         const mc_onnx_tensor *param = NULL;
         for (int i = 0; mapped && i < onnx_model->nparams; i++)
             if (!strcmp(onnx_model->params[i].name, mapped))
