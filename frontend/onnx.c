@@ -662,12 +662,23 @@ static bool tensor_bytes(ctx *c, htensor *t, mc_dtype d, void **data, size_t *by
     return true;
 }
 
+/* onnx_map_dtype for a named tensor: the reason names it (docs/FORMAT.md §7: a DOUBLE tensor is
+ * an error naming the tensor, not only the node that reads it). */
+static bool map_tensor_dtype(ctx *c, const slot *s, mc_dtype *d)
+{
+    if (onnx_map_dtype(c, s->c->elem, d))
+        return true;
+    char why[sizeof c->why], buf[160];
+    snprintf(why, sizeof why, "%s", c->why);
+    return onnx_why(c, "%s '%s': %s", s->initializer ? "initializer" : "tensor", shown(s->name, buf, sizeof buf),
+                    why);
+}
 
 static mc_value declare_param(ctx *c, slot *s)
 {
     htensor *t = s->c;
     mc_dtype d;
-    if (!onnx_map_dtype(c, t->elem, &d))
+    if (!map_tensor_dtype(c, s, &d))
         return MC_ERROR;
     if (t->n == 0) {
         onnx_why(c, "a zero-size tensor (minic has no zero-size dimensions)");
@@ -773,7 +784,7 @@ mc_value onnx_as_value(ctx *c, slot *s)
     }
     if (!s->initializer && t->n == 1) {
         mc_dtype d;
-        if (!onnx_map_dtype(c, t->elem, &d))
+        if (!map_tensor_dtype(c, s, &d))
             return MC_ERROR;
         if (d == MC_I32 && !fits_i32(c, t, s->name))
             return MC_ERROR;

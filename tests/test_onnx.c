@@ -460,6 +460,22 @@ static void test_int64_and_double(void **state)
     assert_int_equal(mc_onnx_load_memory(m.b, m.n, "d.onnx", MC_ONNX_F64_AS_F32, NULL, NULL, &o), MC_OK);
     assert_int_equal(o->inputs[0].dtype, MC_F32);
     mc_onnx_free(o);
+    /* a DOUBLE initializer: the error names the tensor, not only the node that reads it */
+    g.n = t.n = 0;
+    const double dvals[2] = {1, 2};
+    node(&nd, "Add", "x", "wd", "y");
+    field_msg(&g, 1, &nd);
+    tensor(&t, "wd", 11, dims, 1, dvals, sizeof dvals);
+    field_msg(&g, 5, &t);
+    value_info(&in, "x", 1, dims, 1);
+    field_msg(&g, 11, &in);
+    value_info(&out, "y", 1, dims, 1);
+    field_msg(&g, 12, &out);
+    model(&m, &g);
+    expect_error(&m, "initializer 'wd': unsupported dtype DOUBLE");
+    assert_int_equal(mc_onnx_load_memory(m.b, m.n, "d.onnx", MC_ONNX_F64_AS_F32, NULL, NULL, &o), MC_OK);
+    assert_int_equal(o->params[0].dtype, MC_F32);
+    mc_onnx_free(o);
 }
 
 /* Floor, Ceil and Round (composed until minic has them) are exact at the edges: huge values,
