@@ -279,6 +279,53 @@ static void test_bad_options(void **state)
     assert_starts_with(err, "minic: error: --stage: unknown stage 'nonsense'");
 }
 
+/* Edges of the command line: `--` ends the options (getopt's rule); an option before the
+ * command, a subcommand of `cache` and `minic help COMMAND`; an input given twice, a symbolic
+ * dimension bound to two sizes, and two written files under one name are refused before
+ * anything runs. */
+static void test_argument_edges(void **state)
+{
+    (void)state;
+    const char *g = mc_test_src("examples/mlp.graph");
+    assert_int_equal(minic("check -- %s", g), 0); /* was: unexpected argument '--' */
+    assert_contains(out, "output y");
+    assert_int_equal(minic("run --backend ref --quiet -- %s", g), 0);
+    assert_contains(out, "y: f32[32, 128]");
+    assert_int_equal(minic("run -- %s --quiet", g), 1); /* after --, nothing is an option */
+    assert_string_equal(err, "minic: error: run: unexpected argument '--quiet' (one graph file only)\n");
+
+    assert_int_equal(minic("--versio"), 1);
+    assert_starts_with(err, "minic: error: unknown option '--versio' (did you mean '--version'?");
+    assert_int_equal(minic("--backend ref run %s", g), 1);
+    assert_starts_with(err, "minic: error: unknown option '--backend' (before a command");
+    assert_int_equal(minic("help run"), 0); /* minic run --help */
+    assert_starts_with(out, "usage: minic run ");
+    assert_int_equal(minic("help ops"), 0);
+    assert_starts_with(out, "usage: minic ops ");
+    assert_int_equal(minic("cache infoo"), 1);
+    assert_string_equal(err, "minic: error: cache: unknown command 'infoo' (did you mean 'info'? usage: minic "
+                             "cache info|clear)\n");
+
+    static const char sym[] = "input x : f32[T]\ny = relu(x)\noutput y\n";
+    const char *sg = mc_test_write_file("edges_sym.graph", sym, sizeof sym - 1);
+    assert_int_equal(minic("run %s --backend ref --quiet --dim T=4 --dim T=5", sg), 1);
+    assert_string_equal(err, "minic: error: --dim T=5: 'T' is already bound to 4 by --dim T=4\n");
+    assert_int_equal(minic("run %s --backend ref --quiet --dim T=4 --dim T=4", sg), 0); /* the same: fine */
+    assert_contains(out, "y: f32[4]");
+    assert_int_equal(minic("run %s --backend ref --quiet --input x=a.npy --input x=b.npy", g), 1);
+    assert_string_equal(err, "minic: error: --input x=b.npy: 'x' is already given (--input x=a.npy); give "
+                             "each input once\n");
+
+    const char *st = tmp_path("edges_same.safetensors");
+    assert_int_equal(minic("run %s --backend ref --quiet --save-inputs %s --output %s", g, st, st), 1);
+    assert_starts_with(err, "minic: error: --output and --save-inputs name the same file");
+    assert_false(exists(st));
+    const char *js = tmp_path("edges_same.json");
+    assert_int_equal(minic("run %s --backend ref --quiet --profile-json %s --trace %s", g, js, js), 1);
+    assert_starts_with(err, "minic: error: --profile-json and --trace name the same file");
+    assert_false(exists(js));
+}
+
 /* ---- errors about files -------------------------------------------------------------------- */
 
 /* A file of raw bytes: a safetensors header naming fc1.b as `dtype`, the rest of mlp's
@@ -1267,6 +1314,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_bad_options),
+        cmocka_unit_test(test_argument_edges),
         cmocka_unit_test(test_did_you_mean),
         cmocka_unit_test(test_ops),
         cmocka_unit_test(test_missing_file),

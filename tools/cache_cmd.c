@@ -98,6 +98,11 @@ int cli_cache(int argc, char **argv)
         return cache_info();
     if (argc == 1 && !strcmp(argv[0], "clear"))
         return cache_clear();
+    static const char *const names[] = {"info", "clear"};
+    char near[64];
+    if (argc == 1 && mc_suggest(argv[0], strlen(argv[0]), names, 2, near, sizeof near))
+        return cli_error(CLI_USER, "cache: unknown command '%s' (did you mean %s? usage: minic cache info|clear)",
+                         argv[0], near);
     fputs(CACHE_HELP, stderr);
     return cli_error(CLI_USER, "cache: expected 'info' or 'clear'%s%s%s", argc ? ", got '" : "",
                      argc ? argv[0] : "", argc ? "'" : "");

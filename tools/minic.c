@@ -30,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ir/ir.h"
 #include "passes/passes.h"
@@ -299,6 +301,10 @@ static int set_value(cli_args *a, const option *o, const char *v)
         const char *eq = strchr(v, '=');
         if (!eq || eq == v || !eq[1])
             return cli_error(CLI_USER, "--input: expected NAME=FILE.npy, got '%s'", v);
+        for (int i = 0; i < a->ninputs; i++) /* which of two values would be meant is a guess */
+            if (strlen(a->inputs[i].name) == (size_t)(eq - v) && !strncmp(a->inputs[i].name, v, (size_t)(eq - v)))
+                return cli_error(CLI_USER, "--input %s: '%s' is already given (--input %s=%s); give each input once",
+                                 v, a->inputs[i].name, a->inputs[i].name, a->inputs[i].path);
         cli_input *grown = realloc(a->inputs, (size_t)(a->ninputs + 1) * sizeof *grown);
         char *name = strndup(v, (size_t)(eq - v));
         if (!grown || !name) {
@@ -377,6 +383,14 @@ static int set_value(cli_args *a, const option *o, const char *v)
         uint64_t size;
         if (!eq || eq == v || !parse_u64(eq + 1, &size) || size < 1 || size > ((uint64_t)1 << 40))
             return cli_error(CLI_USER, "--dim: expected NAME=SIZE with a positive SIZE, got '%s'", v);
+        for (int i = 0; i < a->ndims; i++) /* the same size twice is harmless; two are a contradiction */
+            if (strlen(a->dims[i].name) == (size_t)(eq - v) && !strncmp(a->dims[i].name, v, (size_t)(eq - v))) {
+                if ((uint64_t)a->dims[i].size == size)
+                    return CLI_OK;
+                return cli_error(CLI_USER, "--dim %s: '%s' is already bound to %lld by --dim %s=%lld", v,
+                                 a->dims[i].name, (long long)a->dims[i].size, a->dims[i].name,
+                                 (long long)a->dims[i].size);
+            }
         mc_onnx_dim *grown = realloc(a->dims, (size_t)(a->ndims + 1) * sizeof *grown);
         char *name = strndup(v, (size_t)(eq - v));
         if (!grown || !name) {
@@ -417,27 +431,58 @@ static int unknown_option(const command *c, const char *arg, size_t len)
     if (mc_suggest(arg, len, names, n, near, sizeof near))
         return cli_error(CLI_USER, "unknown option '%.*s' for 'minic %s' (did you mean %s? see minic %s --help)",
                          (int)len, arg, c->name, near, c->name);
+    if (access(arg, F_OK) == 0) /* a file whose name starts with '-' */
+        return cli_error(CLI_USER, "unknown option '%s' for 'minic %s' (to name the file %s, put it after --: "
+                         "minic %s -- %s)", arg, c->name, arg, c->name, arg);
     return cli_error(CLI_USER, "unknown option '%.*s' for 'minic %s' (see minic %s --help)",
                      (int)len, arg, c->name, c->name);
+}
+
+static bool same_file(const char *x, const char *y)
+{
+    struct stat sx, sy;
+    if (!strcmp(x, y))
+        return true;
+    return stat(x, &sx) == 0 && stat(y, &sy) == 0 && sx.st_dev == sy.st_dev && sx.st_ino == sy.st_ino;
+}
+
+/* Two files the command writes (or the model it reads and a file it writes) under one name:
+ * one would silently replace the other, so it is refused before anything runs. */
+static int distinct_files(const cli_args *a)
+{
+    const struct {
+        const char *option, *path;
+    } files[] = {{"the model", a->graph_path}, {"--output", a->output}, {"--save-inputs", a->save_inputs},
+                 {"--profile-json", a->profile_json}, {"--trace", a->trace}, {"--roofline", a->roofline},
+                 {"-o", a->out_graph}, {"--weights-out", a->weights_out}};
+    int n = (int)(sizeof files / sizeof files[0]);
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; files[i].path && j < n; j++)
+            if (files[j].path && same_file(files[i].path, files[j].path))
+                return cli_error(CLI_USER, "%s and %s name the same file '%s' (one would overwrite the other)",
+                                 files[i].option, files[j].option, files[j].path);
+    return -1;
 }
 
 /* Parse argv[2..] for command c. Returns -1 to go on, else an exit status (help: 0). */
 static int parse_args(const command *c, int argc, char **argv, cli_args *a)
 {
+    bool options_done = false;
     for (int i = 2; i < argc; i++) {
         const char *arg = argv[i];
-        if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+        if (!options_done && (!strcmp(arg, "-h") || !strcmp(arg, "--help"))) {
             print_command_help(c, stdout);
             return CLI_OK;
         }
-        if (arg[0] != '-' || !arg[1]) {
+        if (arg[0] != '-' || !arg[1] || options_done) {
             if (a->graph_path)
                 return cli_error(CLI_USER, "%s: unexpected argument '%s' (one graph file only)", c->name, arg);
             a->graph_path = arg;
             continue;
         }
-        if (!strcmp(arg, "--")) {
-            return cli_error(CLI_USER, "%s: unexpected argument '--'", c->name);
+        if (!strcmp(arg, "--")) { /* the end of the options, as getopt: a file may start with '-' */
+            options_done = true;
+            continue;
         }
         const char *eq = strchr(arg, '=');
         size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
@@ -467,7 +512,7 @@ static int parse_args(const command *c, int argc, char **argv, cli_args *a)
     }
     if (!a->graph_path)
         return cli_error(CLI_USER, "%s: no graph file given (usage: %s)", c->name, c->usage);
-    return -1;
+    return distinct_files(a);
 }
 
 /* "unknown command 'rnu' (did you mean 'run'? commands: run, bench, ...; see minic --help)" */
@@ -485,6 +530,19 @@ static int unknown_command(const char *name)
         return cli_error(CLI_USER, "unknown command '%s' (did you mean %s? commands: %s; see minic --help)",
                          name, near, list);
     return cli_error(CLI_USER, "unknown command '%s' (commands: %s; see minic --help)", name, list);
+}
+
+/* "unknown option '--versio' (did you mean '--version'? ...)" */
+static int unknown_top_option(const char *arg)
+{
+    static const char *const names[] = {"--help", "--version"};
+    size_t len = strcspn(arg, "=");
+    char near[256];
+    if (mc_suggest(arg, len, names, 2, near, sizeof near))
+        return cli_error(CLI_USER, "unknown option '%.*s' (did you mean %s? usage: minic COMMAND [MODEL.graph] "
+                         "[options]; see minic --help)", (int)len, arg, near);
+    return cli_error(CLI_USER, "unknown option '%.*s' (before a command minic takes --help or --version; "
+                     "usage: minic COMMAND [MODEL.graph] [options]; see minic --help)", (int)len, arg);
 }
 
 static void on_signal(int sig)
@@ -520,6 +578,10 @@ int main(int argc, char **argv)
         return CLI_USER;
     }
     const char *name = argv[1];
+    if (!strcmp(name, "help") && argc == 3) { /* `minic help run` is `minic run --help` */
+        name = argv[2];
+        argv[2] = "--help";
+    }
     if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
         print_main_help(stdout);
         return CLI_OK;
@@ -532,6 +594,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < NCOMMANDS; i++)
         if (!strcmp(commands[i].name, name))
             c = &commands[i];
+    if (!c && name[0] == '-') /* before the command, only --help and --version */
+        return unknown_top_option(name);
     if (!c)
         return unknown_command(name);
     if (c->mask == CMD_OPS) /* tools/ops_cmd.c */
