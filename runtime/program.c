@@ -745,6 +745,14 @@ static mc_status declaration_or_fail(const mc_program *p, const char *name, cons
     return mc_fail(MC_ERR_INPUT, "%s has no input or param named '%s'%s", graph, name, hint);
 }
 
+/* The same error for runtime/symbolic.c, whose programs bind by name too: name is not declared. */
+mc_status mc_program_undeclared(const mc_program *p, const char *name, const char *where)
+{
+    int node;
+    mc_status st = declaration_or_fail(p, name, where, &node);
+    return st != MC_OK ? st : mc_fail(MC_ERR_INPUT, "'%s' is declared", name); /* not reached */
+}
+
 /* Copy a checked value into node's buffer and mark it bound. A declaration no kernel reads has
  * no buffer: its value is kept aside instead, only so that mc_program_save_inputs can write it
  * (a saved file must hold every param, or --weights refuses it). A parallel program has no

@@ -38,6 +38,9 @@ mc_status mc_symbolic_run(mc_program *p);
 mc_status mc_symbolic_save_inputs(mc_program *p, const char *path);
 mc_program *mc_symbolic_current(const mc_program *p); /* the last run's program, or NULL */
 int mc_symbolic_compilations(const mc_program *p);
+/* runtime/program.c: the error for a name p's graph does not declare (a computed value, else
+ * the nearest declared names or their list), for symbolic.c's binding calls too. */
+mc_status mc_program_undeclared(const mc_program *p, const char *name, const char *where);
 /* ---- tensor-parallel programs (runtime/parallel.c) ---------------------------------------- */
 
 /* A program compiled with mc_options.devices >= 1: the plan and one program per rank.

@@ -94,12 +94,6 @@ static int find_declaration(const mc_graph *g, const char *name)
     return -1;
 }
 
-static mc_status no_declaration(const mc_graph *g, const char *name, const char *where)
-{
-    return mc_fail(MC_ERR_INPUT, "%s%sthe graph has no input or param named '%s'", where ? where : "",
-                   where ? ": " : "", name);
-}
-
 /* Who bound symbol k, for messages: "input 'ids'" or "mc_program_set_dim (--dim)". */
 static const char *bound_by(const mc_program *p, const sym_binding *b, int k, char *buf, size_t size)
 {
@@ -331,7 +325,7 @@ mc_status mc_symbolic_set(mc_program *p, const char *name, const void *data, siz
     const mc_graph *g = p->graph;
     int node = find_declaration(g, name);
     if (node < 0)
-        return no_declaration(g, name, NULL);
+        return mc_program_undeclared(p, name, NULL);
     const mc_node *n = &g->nodes[node];
     if (!data && bytes)
         return mc_fail(MC_ERR_INPUT, "mc_program_set: no data for '%s'", name);
@@ -396,7 +390,7 @@ mc_status mc_symbolic_load_file(mc_program *p, const char *name, const char *pat
 {
     int node = find_declaration(p->graph, name);
     if (node < 0)
-        return no_declaration(p->graph, name, path);
+        return mc_program_undeclared(p, name, path);
     const mc_node *n = &p->graph->nodes[node];
     mc_array a = {0};
     mc_safetensors *file = NULL;

@@ -315,6 +315,13 @@ static void test_argument_edges(void **state)
     assert_int_equal(minic("run %s --backend ref --quiet --input x=a.npy --input x=b.npy", g), 1);
     assert_string_equal(err, "minic: error: --input x=b.npy: 'x' is already given (--input x=a.npy); give "
                              "each input once\n");
+    /* a symbolic graph's unknown --input name gets the same hint as any graph's */
+    assert_int_equal(minic("run %s --backend ref --quiet --input xx=a.npy", sg), 1);
+    assert_string_equal(err, "minic: error: a.npy: the graph has no input or param named 'xx' (did you mean "
+                             "'x'?)\n");
+    assert_int_equal(minic("run %s --backend ref --quiet --input y=a.npy", sg), 1);
+    assert_string_equal(err, "minic: error: a.npy: 'y' is computed by the graph at line 2, not an input or "
+                             "param\n");
 
     const char *st = tmp_path("edges_same.safetensors");
     assert_int_equal(minic("run %s --backend ref --quiet --save-inputs %s --output %s", g, st, st), 1);
