@@ -293,6 +293,17 @@ static const char *category_name(kir_category c)
     return "?";
 }
 
+/* The category the profile shows (docs/FORMAT.md §5): the kernel IR's, except that the GEMM
+ * that computes a graph's `conv` is `conv` (its im2col copies stay `copy`). */
+static const char *kernel_category(const kir_kernel *k)
+{
+    if (k->category == KIR_GEMM)
+        for (int i = 0; i < k->nops; i++)
+            if (k->ops[i] == MC_OP_CONV)
+                return "conv";
+    return category_name(k->category);
+}
+
 /* "matmul,add,gelu" and "8-9" or "8,10" into buf. */
 static const char *ops_string(const kir_kernel *k, char *buf, size_t size)
 {
@@ -557,7 +568,7 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
         mc_kernel_rates r = mc_profile_kernel_rates(prof, k);
         double t = prof->time_us[k];
         char ops[256], lines[128], why[256];
-        fprintf(out, "%-*s %-9s", width, kern->name, category_name(kern->category));
+        fprintf(out, "%-*s %-9s", width, kern->name, kernel_category(kern));
         if (isnan(t))
             fprintf(out, " %9s", "-");
         else
@@ -608,12 +619,14 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
     free(group);
     free(sums);
     /* By category: where the time (or, unmeasured, the traffic) goes. */
-    for (int c = KIR_POINTWISE; c <= KIR_COLLECTIVE; c++) {
+    static const char *const categories[] = {"pointwise", "reduction", "gemm", "conv", "copy", "attention",
+                                             "collective"};
+    for (size_t c = 0; c < sizeof categories / sizeof categories[0]; c++) {
         int count = 0;
         double us = 0;
         int64_t cb = 0, cf = 0;
         for (int k = 0; k < n; k++) {
-            if (kp->kernels[k].category != (kir_category)c)
+            if (strcmp(kernel_category(&kp->kernels[k]), categories[c]))
                 continue;
             count++;
             us += prof->time_us[k] > 0 ? prof->time_us[k] : 0;
@@ -622,11 +635,11 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
         }
         if (!count)
             continue;
-        fprintf(out, "%-10s %3d kernels", category_name((kir_category)c), count);
+        fprintf(out, "%-10s %3d kernels", categories[c], count);
         if (timed)
             fprintf(out, ", %10.2f us (%5.1f%%)", us, kernel_us > 0 ? 100.0 * us / kernel_us : 0.0);
         fprintf(out, ", %lld FLOPs, %lld bytes", (long long)cf, (long long)cb);
-        if (c == KIR_COLLECTIVE) { /* what the all-reduces moved, and at what rate overall */
+        if (!strcmp(categories[c], "collective")) { /* what the all-reduces moved, and at what rate overall */
             int64_t reduced = 0;
             int ranks = 1;
             for (int k = 0; k < n; k++)
@@ -726,7 +739,7 @@ static mc_status write_json(FILE *f, void *ctx)
         fprintf(f, "%s\n    { \"name\": ", k ? "," : "");
         json_string(f, kern->name);
         fprintf(f, ", \"category\": ");
-        json_string(f, category_name(kern->category));
+        json_string(f, kernel_category(kern));
         fprintf(f, ", \"ops\": [");
         for (int i = 0; i < kern->nops; i++) {
             fprintf(f, "%s", i ? ", " : "");
@@ -955,7 +968,7 @@ static mc_status write_trace(FILE *f, void *ctx)
             fprintf(f, ",\n    { \"name\": ");
             json_string(f, kern->name);
             fprintf(f, ", \"cat\": ");
-            json_string(f, category_name(kern->category));
+            json_string(f, kernel_category(kern));
             fprintf(f, ", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": %d, "
                        "\"args\": { \"kernel\": %d, \"run\": %d, \"lane\": %d, \"offset_us\": %.3f",
                     ev->start_us, ev->end_us - ev->start_us, 2 + lane[e], ev->kernel, ev->run, lane[e],
@@ -985,7 +998,7 @@ static mc_status write_trace(FILE *f, void *ctx)
             fprintf(f, ",\n    { \"name\": ");
             json_string(f, kern->name);
             fprintf(f, ", \"cat\": ");
-            json_string(f, category_name(kern->category));
+            json_string(f, kernel_category(kern));
             fprintf(f, ", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 2, "
                        "\"args\": { \"kernel\": %d, \"flops\": %lld, \"bytes\": %lld, \"launches\": %d, "
                        "\"synthetic\": true } }",

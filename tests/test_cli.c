@@ -829,6 +829,38 @@ static mc_json *load_json(const char *path, mc_arena *arena, char **text)
     return root;
 }
 
+/* docs/FORMAT.md §5: the GEMM that computes a conv is category `conv` (it was `gemm`), in the
+ * JSON, the table and its by-category lines; its FLOPs are 2·MACs. */
+static void test_profile_conv_category(void **state)
+{
+    (void)state;
+    static const char text[] = "input x : f32[1, 2, 5, 5]\n"
+                               "param w : f32[3, 2, 3, 3]\n"
+                               "y = conv(x, w, padding=[1, 1])\n"
+                               "output y\n";
+    const char *g = mc_test_write_file("conv_profile.graph", text, sizeof text - 1);
+    const char *json = tmp_path("conv_profile.json");
+    assert_int_equal(minic("run %s --backend ref --quiet --iters 1 --profile --profile-json %s", g, json), 0);
+    assert_contains(out, "\nconv ");
+    mc_arena arena = {0};
+    char *jtext;
+    mc_json *root = load_json(json, &arena, &jtext);
+    int convs = 0;
+    for (const mc_json *k = mc_json_get(root, "kernels")->first; k; k = k->next) {
+        if (strcmp(mc_json_get(k, "category")->text, "conv"))
+            continue;
+        convs++;
+        int64_t flops;
+        assert_true(mc_json_int64(mc_json_get(k, "flops"), &flops));
+        assert_int_equal(flops, 2 * (1 * 3 * 5 * 5) * (2 * 3 * 3)); /* 2 · outputs · MACs each */
+        assert_string_equal(mc_json_get(k, "ops")->first->text, "conv");
+    }
+    if (convs != 1)
+        fail_msg("expected one kernel of category conv:\n%s", jtext);
+    mc_arena_free(&arena);
+    free(jtext);
+}
+
 static void test_iters_and_profile(void **state)
 {
     (void)state;
@@ -1339,6 +1371,7 @@ int main(void)
         cmocka_unit_test(test_seed_determinism),
         cmocka_unit_test(test_example_program_matches_cli),
         cmocka_unit_test(test_iters_and_profile),
+        cmocka_unit_test(test_profile_conv_category),
         cmocka_unit_test(test_compile_phases),
         cmocka_unit_test(test_profile_groups),
         cmocka_unit_test(test_profile_fresh_peaks),
