@@ -409,8 +409,8 @@ static mc_status parse_int_list(parser *p, list_kind kind, int64_t *list, int *n
     return parse_int_list_max(p, kind, list, n, first, MC_MAX_RANK);
 }
 
-/* A symbolic dimension at the current token (a NAME): declared (with its `<=` maximum) in a
- * declaration's type, looked up in an attribute list. */
+/* A symbolic dimension at the current token (a NAME), with its optional `<=` maximum: declared
+ * in a declaration's type, looked up (it must be declared already) in an attribute list. */
 static mc_status parse_symbol(parser *p, list_kind kind, int64_t *out)
 {
     mc_token name = p->tok;
@@ -422,13 +422,9 @@ static mc_status parse_symbol(parser *p, list_kind kind, int64_t *out)
         return error_at(p, &name, NAME_FMT " is a value (defined at line %d), not a dimension", NAME_ARGS(&name),
                         p->g->nodes[v].line);
     advance(p);
-    if (kind != LIST_DECLARED_DIMS) {
-        int k = mc_dim_find_sym(p->g, name.start, name.len);
-        if (k < 0)
-            return error_at(p, &name, NAME_FMT " is not a dimension declared in an input or param type", NAME_ARGS(&name));
-        *out = mc_dim_declare(p->g, name.start, name.len, 0, name.line, name.col);
-        return *out ? MC_OK : mc_error_status();
-    }
+    if (kind != LIST_DECLARED_DIMS && mc_dim_find_sym(p->g, name.start, name.len) < 0)
+        return error_at(p, &name, NAME_FMT " is not a dimension declared in an input or param type", NAME_ARGS(&name));
+    /* `NAME<=INT` at any use, an attribute list's too (docs/FORMAT.md §1: DIM in VALUE) */
     int64_t max = 0;
     if (p->tok.kind == MC_TOK_LE) {
         advance(p);

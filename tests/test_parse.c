@@ -284,6 +284,29 @@ static void test_attributes_as_written(void **state)
     mc_graph_free(g);
 }
 
+/* docs/FORMAT.md §1's grammar: DIM (`SYM<=INT` too) in an attribute's list, for a symbol an
+ * input or param declared; a different second maximum is the usual error, at the list. (The
+ * parser refused `<=` there: "expected ',' or ']', got '<='".) */
+static void test_symbol_maximum_in_attribute(void **state)
+{
+    (void)state;
+    mc_graph *g = parse_ok("input x : f32[B, T]\n"
+                           "y = reshape(x, shape=[B, T<=8, 1])\n"
+                           "z = iota(shape=[T <= 8], axis=0)\n"
+                           "output y, z\n");
+    int k = mc_dim_find_sym(g, "T", 1);
+    assert_true(k >= 0);
+    assert_int_equal(mc_dim_sym_max(g, k), 8);
+    assert_int_equal(mc_dim_sym_max(g, mc_dim_find_sym(g, "B", 1)), 0);
+    mc_graph_free(g);
+    expect_error("input x : f32[B, T<=4]\ny = reshape(x, shape=[B, T<=8])\noutput y\n", "2:26",
+                 "dimension 'T' was declared with maximum 4 at line 1; it cannot also be <= 8");
+    expect_error("input x : f32[B, T]\ny = reshape(x, shape=[B, Q<=8])\noutput y\n", "2:26",
+                 "'Q' is not a dimension declared in an input or param type");
+    expect_error("input x : f32[B, T]\ny = reshape(x, shape=[B, T<=0])\noutput y\n", "2:29",
+                 "the maximum of 'T' must be positive, not 0");
+}
+
 /* A number takes the dtype of the other value operand; f32 when there is none. */
 static void test_number_operands(void **state)
 {
@@ -798,6 +821,7 @@ int main(void)
         cmocka_unit_test(test_layout_and_numbers),
         cmocka_unit_test(test_attribute_defaults),
         cmocka_unit_test(test_attributes_as_written),
+        cmocka_unit_test(test_symbol_maximum_in_attribute),
         cmocka_unit_test(test_number_operands),
         cmocka_unit_test(test_large_inputs),
         cmocka_unit_test(test_syntax_errors),
