@@ -308,6 +308,19 @@ static void test_deep_nesting(void **state)
     free(next);
 }
 
+/* A whole text file, NUL-terminated (free it). */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char *text = calloc(1, 1 << 20);
+    assert_non_null(text);
+    size_t n = fread(text, 1, (1 << 20) - 1, f);
+    text[n] = 0;
+    fclose(f);
+    return text;
+}
+
 static void write_model(const char *path, const buf *m)
 {
     FILE *f = fopen(path, "wb");
@@ -1626,6 +1639,27 @@ static void test_cli(void **state)
     assert_int_equal(mc_test_minic(args, &out, &err), 0);
     free(out);
     free(err);
+    /* the text graph keeps the way back to the model's names (as check prints them) */
+    char gpath[4200];
+    snprintf(gpath, sizeof gpath, "%s/cli.graph", mc_test_tmpdir());
+    char *text = read_text(gpath);
+    if (!strstr(text, "\n# onnx input x_0 = 'x:0'\n"))
+        fail_msg("the imported graph lacks the ONNX input's name:\n%s", text);
+    free(text);
+    /* both files or neither: weights that cannot be written take the graph back */
+    remove(gpath);
+    snprintf(args, sizeof args, "import %s -o %s --weights-out %s/no_such_dir/w.safetensors --quiet", path,
+             gpath, mc_test_tmpdir());
+    assert_int_equal(mc_test_minic(args, &out, &err), 1);
+    assert_non_null(strstr(err, "no_such_dir/w.safetensors"));
+    assert_int_equal(access(gpath, F_OK), -1);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args, "import %s -o %s/cli.graph --weights-out %s/cli.safetensors --quiet",
+             path, mc_test_tmpdir(), mc_test_tmpdir());
+    assert_int_equal(mc_test_minic(args, &out, &err), 0);
+    free(out);
+    free(err);
     /* the text graph with its weights gives the model's outputs */
     snprintf(args, sizeof args, "run %s/cli.graph --weights %s/cli.safetensors --backend ref --quiet",
              mc_test_tmpdir(), mc_test_tmpdir());
@@ -1700,6 +1734,33 @@ static void test_cli(void **state)
         assert_int_equal(mc_test_minic(args, &out, &err), 0);
         if (!strstr(out, "values: 5 6 7 8"))
             fail_msg("expected the weights under their minic name: %s %s", out, err);
+        free(out);
+        free(err);
+    }
+    /* an ONNX name holding a newline cannot end its comment and add a statement to the file
+     * (it was written as it is: `# onnx input x_output_y = 'x` then a line `output y'`) */
+    {
+        buf g2 = {0}, n2 = {0}, i2 = {0}, o3 = {0};
+        node(&n2, "Relu", "x\noutput y", NULL, "y");
+        field_msg(&g2, 1, &n2);
+        value_info(&i2, "x\noutput y", 1, wd, 1);
+        field_msg(&g2, 11, &i2);
+        value_info(&o3, "y", 1, wd, 1);
+        field_msg(&g2, 12, &o3);
+        model(&m, &g2);
+        write_model(path, &m);
+        char gpath2[4200];
+        snprintf(gpath2, sizeof gpath2, "%s/evil.graph", mc_test_tmpdir());
+        snprintf(args, sizeof args, "import %s -o %s --quiet", path, gpath2);
+        assert_int_equal(mc_test_minic(args, &out, &err), 0);
+        free(out);
+        free(err);
+        char *etext = read_text(gpath2);
+        if (!strstr(etext, "# onnx input x_output_y = 'x\\x0aoutput y'\n"))
+            fail_msg("the name is not escaped:\n%s", etext);
+        free(etext);
+        snprintf(args, sizeof args, "check %s", gpath2); /* one output statement, still */
+        assert_int_equal(mc_test_minic(args, &out, &err), 0);
         free(out);
         free(err);
     }

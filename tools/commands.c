@@ -644,6 +644,49 @@ int cli_bench(const cli_args *a)
 
 /* ---- check and dump ------------------------------------------------------------------------ */
 
+/* An ONNX name inside a comment: quotes, backslashes, control characters (a newline would end
+ * the comment and start a statement of the file) and non-ASCII bytes (a graph file must be
+ * UTF-8, an ONNX name need not be) as \xHH. */
+static void print_quoted(FILE *f, const char *s)
+{
+    fputc('\'', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch < 0x20 || ch >= 0x7f || ch == '\'' || ch == '\\') /* bytes, not always UTF-8 */
+            fprintf(f, "\\x%02x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('\'', f);
+}
+
+/* The way back to an ONNX model's names, where minic renamed them (docs/FORMAT.md §7), as
+ * comments: `# onnx input x_1 = 'x:0'`. check prints them after the graph; import writes them
+ * into the .graph file. */
+static void print_onnx_names(FILE *f, const mc_graph *g)
+{
+    for (int k = 0; k < onnx_model->ninputs; k++)
+        if (strcmp(onnx_model->inputs[k].name, onnx_model->inputs[k].onnx_name)) {
+            fprintf(f, "# onnx input %s = ", onnx_model->inputs[k].name);
+            print_quoted(f, onnx_model->inputs[k].onnx_name);
+            fputc('\n', f);
+        }
+    for (int k = 0; k < onnx_model->nparams; k++)
+        if (strcmp(onnx_model->params[k].name, onnx_model->params[k].onnx_name)) {
+            fprintf(f, "# onnx initializer %s = ", onnx_model->params[k].name);
+            print_quoted(f, onnx_model->params[k].onnx_name);
+            fputc('\n', f);
+        }
+    for (int k = 0; k < onnx_model->noutputs; k++) {
+        const char *name = g->nodes[g->outputs[k]].name;
+        if (name && strcmp(name, onnx_model->out_onnx[k])) {
+            fprintf(f, "# onnx output %s = ", name);
+            print_quoted(f, onnx_model->out_onnx[k]);
+            fputc('\n', f);
+        }
+    }
+}
+
 int cli_check(const cli_args *a)
 {
     mc_graph *g = NULL;
@@ -653,20 +696,8 @@ int cli_check(const cli_args *a)
         if (st != MC_OK)
             rc = cli_library_error(st);
     }
-    if (rc == CLI_OK && onnx_model) {
-        /* the way back to the model's names, where they differ */
-        for (int k = 0; k < onnx_model->ninputs; k++)
-            if (strcmp(onnx_model->inputs[k].name, onnx_model->inputs[k].onnx_name))
-                printf("# onnx input %s = '%s'\n", onnx_model->inputs[k].name, onnx_model->inputs[k].onnx_name);
-        for (int k = 0; k < onnx_model->nparams; k++)
-            if (strcmp(onnx_model->params[k].name, onnx_model->params[k].onnx_name))
-                printf("# onnx initializer %s = '%s'\n", onnx_model->params[k].name, onnx_model->params[k].onnx_name);
-        for (int k = 0; k < onnx_model->noutputs; k++) {
-            const char *name = g->nodes[g->outputs[k]].name;
-            if (name && strcmp(name, onnx_model->out_onnx[k]))
-                printf("# onnx output %s = '%s'\n", name, onnx_model->out_onnx[k]);
-        }
-    }
+    if (rc == CLI_OK && onnx_model)
+        print_onnx_names(stdout, g);
     free_graph(g);
     return rc;
 }
@@ -755,7 +786,13 @@ int cli_dump(const cli_args *a)
 
 /* ---- import -------------------------------------------------------------------------------- */
 
-static mc_status print_graph_to(FILE *f, void *g) { return mc_graph_print(g, f); }
+static mc_status print_graph_to(FILE *f, void *g)
+{
+    mc_status st = mc_graph_print(g, f);
+    if (st == MC_OK)
+        print_onnx_names(f, g);
+    return st;
+}
 
 int cli_import(const cli_args *a)
 {
@@ -768,18 +805,22 @@ int cli_import(const cli_args *a)
         free_graph(g);
         return cli_error(CLI_USER, "import: %s is not an ONNX model", a->graph_path);
     }
+    /* both files or neither: a graph whose weights could not be written is removed again */
     if (rc == CLI_OK) {
         mc_status st = mc_file_write_atomic(a->out_graph, print_graph_to, g);
         if (st != MC_OK)
             rc = cli_library_error(st);
-        else if (!a->opt.quiet)
-            fprintf(stderr, "minic: wrote %s\n", a->out_graph);
     }
     if (rc == CLI_OK && a->weights_out) {
         mc_status st = mc_onnx_save_weights(onnx_model, a->weights_out);
-        if (st != MC_OK)
+        if (st != MC_OK) {
             rc = cli_library_error(st);
-        else if (!a->opt.quiet)
+            remove(a->out_graph);
+        }
+    }
+    if (rc == CLI_OK && !a->opt.quiet) {
+        fprintf(stderr, "minic: wrote %s\n", a->out_graph);
+        if (a->weights_out)
             fprintf(stderr, "minic: wrote %s\n", a->weights_out);
     }
     free_graph(g);
