@@ -7,6 +7,10 @@
  * created with open(O_EXCL, 0666) rather than mkstemp so that the final file gets the usual
  * permissions under the user's umask.
  *
+ * Two destinations are not renamed over: a device, FIFO or socket (`--profile-json /dev/null`,
+ * `--trace /dev/stdout`) is written in place, since a rename would put a regular file where the
+ * device node was; and a symbolic link keeps being a link, its target replaced.
+ *
  * Errors name the file the user gave, never the temporary. A missing directory, a permission
  * problem or a destination that is a directory are the user's mistakes (MC_ERR_INPUT); a full
  * disk or an I/O error is the system's (MC_ERR_SYSTEM).
@@ -159,11 +163,64 @@ void mc_temp_files_remove(void)
             (void)unlink(temp_slots[i].path);
 }
 
+static mc_status write_atomic(const char *path, const char *dest, mc_status (*write)(FILE *f, void *ctx),
+                              void *ctx);
+
+/* A destination that is a device, a FIFO or a socket (/dev/null, /dev/stdout on a terminal or
+ * a pipe) is written in place: renaming a temporary over it would replace the device node with
+ * a regular file (as root, /dev/null itself). There is nothing to keep whole there. A FIFO with
+ * no reader is an error, not a wait. */
+static mc_status write_in_place(const char *path, mc_status (*write)(FILE *f, void *ctx), void *ctx)
+{
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        int err = errno;
+        if (err == ENXIO)
+            return mc_fail(MC_ERR_INPUT, "%s: cannot write: a FIFO with no reader", path);
+        return mc_fail(errno_status(err), "%s: cannot write: %s", path, strerror(err));
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags >= 0)
+        (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        int err = errno;
+        close(fd);
+        return mc_fail(MC_ERR_SYSTEM, "%s: cannot write: %s", path, strerror(err));
+    }
+    mc_status st = write(f, ctx);
+    errno = 0;
+    int err = st == MC_OK && (fflush(f) != 0 || ferror(f)) ? (errno ? errno : EIO) : 0;
+    if (fclose(f) != 0 && st == MC_OK && !err)
+        err = errno ? errno : EIO;
+    if (st == MC_OK && err)
+        st = mc_fail(MC_ERR_SYSTEM, "%s: write failed: %s", path, strerror(err));
+    return st;
+}
+
 mc_status mc_file_write_atomic(const char *path, mc_status (*write)(FILE *f, void *ctx),
                                void *ctx)
 {
+    struct stat dest;
+    if (stat(path, &dest) == 0 && !S_ISREG(dest.st_mode) && !S_ISDIR(dest.st_mode))
+        return write_in_place(path, write, ctx);
+    /* A symbolic link to a file: the file is replaced, the link kept (renaming over the link
+     * would turn it into a regular file). A dangling link is replaced as a file would be. */
+    char *target = NULL;
+    if (lstat(path, &dest) == 0 && S_ISLNK(dest.st_mode))
+        target = realpath(path, NULL);
+    mc_status st = write_atomic(path, target ? target : path, write, ctx);
+    free(target);
+    return st;
+}
+
+/* Write through a temporary beside `dest` renamed over it; messages name `path`, the name the
+ * user gave. */
+static mc_status write_atomic(const char *path, const char *dest, mc_status (*write)(FILE *f, void *ctx),
+                              void *ctx)
+{
     static _Atomic unsigned counter;
-    size_t len = strlen(path) + 64;
+    size_t len = strlen(dest) + 64;
     char *tmp = malloc(len);
     if (!tmp)
         return mc_fail(MC_ERR_SYSTEM, "%s: out of memory", path);
@@ -172,7 +229,7 @@ mc_status mc_file_write_atomic(const char *path, mc_status (*write)(FILE *f, voi
      * name whose open fails is unregistered at once. */
     int fd = -1, slot = -1;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        snprintf(tmp, len, "%s.tmp-%ld-%u", path, (long)getpid(), counter++);
+        snprintf(tmp, len, "%s.tmp-%ld-%u", dest, (long)getpid(), counter++);
         slot = mc_temp_register(tmp);
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd < 0) {
@@ -207,7 +264,7 @@ mc_status mc_file_write_atomic(const char *path, mc_status (*write)(FILE *f, voi
         err = errno ? errno : EIO;
     if (st == MC_OK && err)
         st = mc_fail(MC_ERR_SYSTEM, "%s: write failed: %s", path, strerror(err));
-    if (st == MC_OK && rename(tmp, path) != 0) {
+    if (st == MC_OK && rename(tmp, dest) != 0) {
         err = errno;
         st = mc_fail(errno_status(err), "%s: cannot write: %s", path, strerror(err));
     }

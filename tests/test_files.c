@@ -101,6 +101,70 @@ static void test_special_files_refused(void **state)
     unlink(fifo);
 }
 
+static mc_status write_hello(FILE *f, void *ctx)
+{
+    (void)ctx;
+    return fputs("hello\n", f) >= 0 ? MC_OK : MC_ERR_SYSTEM;
+}
+
+/* Files minic writes that are not regular files: a FIFO (as /dev/stdout into a pipe) is written
+ * in place and stays a FIFO (a temporary renamed over it replaced it, as it would have replaced
+ * /dev/null run as root); one with no reader is an error at once, not a wait; a symbolic link
+ * stays a link, its target written. */
+static void test_special_destinations(void **state)
+{
+    (void)state;
+    signal(SIGALRM, on_alarm);
+    alarm(30);
+    char fifo[4200], got[64] = "";
+    snprintf(fifo, sizeof fifo, "%s/out_pipe", mc_test_tmpdir());
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    mc_status st = mc_file_write_atomic(fifo, write_hello, NULL); /* no reader */
+    assert_int_equal(st, MC_ERR_INPUT);
+    if (!strstr(mc_error_message(), "no reader"))
+        fail_msg("%s", mc_error_message());
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        int fd = open(fifo, O_RDONLY);
+        char buf[64] = "";
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+        _exit(n == 6 && !strcmp(buf, "hello\n") ? 0 : 3);
+    }
+    for (int tries = 0; tries < 200; tries++) { /* until the child has it open for reading */
+        st = mc_file_write_atomic(fifo, write_hello, NULL);
+        if (st == MC_OK)
+            break;
+        usleep(10000);
+    }
+    assert_int_equal(st, MC_OK);
+    int status;
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct stat sb;
+    assert_int_equal(lstat(fifo, &sb), 0);
+    assert_true(S_ISFIFO(sb.st_mode));
+    unlink(fifo);
+    alarm(0);
+
+    char target[4200], link[4200];
+    snprintf(target, sizeof target, "%s/target.txt", mc_test_tmpdir());
+    snprintf(link, sizeof link, "%s/link.txt", mc_test_tmpdir());
+    FILE *f = fopen(target, "w");
+    fputs("old\n", f);
+    fclose(f);
+    unlink(link);
+    assert_int_equal(symlink("target.txt", link), 0);
+    assert_int_equal(mc_file_write_atomic(link, write_hello, NULL), MC_OK);
+    assert_int_equal(lstat(link, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    f = fopen(target, "r");
+    assert_non_null(fgets(got, sizeof got, f));
+    fclose(f);
+    assert_string_equal(got, "hello\n");
+}
+
 static long peak_rss_kb(void)
 {
     FILE *f = fopen("/proc/self/status", "r");
@@ -190,6 +254,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_special_files_refused),
+        cmocka_unit_test(test_special_destinations),
         cmocka_unit_test(test_unused_tensor_costs_nothing),
         cmocka_unit_test(test_unaligned_header_read_aligned),
     };
