@@ -141,6 +141,9 @@ static void test_did_you_mean(void **state)
     assert_contains(err, "did you mean '--profile' or '--profile-json'?");
     assert_int_equal(minic("dump %s --stgae fuse", g), 1);
     assert_contains(err, "did you mean '--stage'?");
+    assert_int_equal(minic("dump %s --stage fsued", g), 1); /* a stage's name too (it listed them only) */
+    assert_starts_with(err, "minic: error: --stage: unknown stage 'fsued' (did you mean 'fused'");
+    assert_contains(err, "stages: ir, ");
     assert_int_equal(minic("check %s --bakend ref", g), 1); /* only what applies to check */
     assert_null(strstr(err, "did you mean"));
 

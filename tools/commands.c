@@ -761,8 +761,21 @@ static int dump_stage(const cli_args *a, const mc_graph *g)
     mc_compile_options co = {.fuse = a->opt.fuse, .plan_memory = a->opt.plan_memory,
                              .verify = true, .tf32 = a->opt.tf32};
     mc_status st = mc_dump_stage(g, &co, a->stage, stdout);
-    if (st == MC_ERR_INPUT && !strncmp(mc_error_message(), "unknown stage", 13))
+    if (st == MC_ERR_INPUT && !strncmp(mc_error_message(), "unknown stage", 13)) {
+        /* the nearest stage first, as for an unknown option (docs/FORMAT.md §3) */
+        const char *names[32];
+        int n = 0;
+        for (int k = 0; mc_dump_stages[k] && n < 29; k++)
+            names[n++] = mc_dump_stages[k];
+        names[n++] = "fused";
+        names[n++] = "code";
+        names[n++] = "shard";
+        char near[256];
+        const char *list = strchr(mc_error_message(), '(');
+        if (list && mc_suggest(a->stage, strlen(a->stage), names, n, near, sizeof near))
+            return cli_error(CLI_USER, "--stage: unknown stage '%s' (did you mean %s? %s", a->stage, near, list + 1);
         return cli_error(CLI_USER, "--stage: %s", mc_error_message());
+    }
     return st == MC_OK ? CLI_OK : cli_library_error(st);
 }
 
