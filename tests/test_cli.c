@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "passes/passes.h"
@@ -334,6 +335,35 @@ static void test_argument_edges(void **state)
     assert_int_equal(minic("run %s --backend ref --quiet --profile-json %s --trace %s", g, js, js), 1);
     assert_starts_with(err, "minic: error: --profile-json and --trace name the same file");
     assert_false(exists(js));
+}
+
+static char *slurp(const char *path, size_t *size);
+
+/* A summary that cannot be written (stdout on a full disk: /dev/full) is the system's failure,
+ * exit status 2 with a message; it was a silent 0 for run, ops and --help. */
+static void test_stdout_write_error(void **state)
+{
+    (void)state;
+    if (access("/dev/full", W_OK) != 0) {
+        print_message("skipped: no /dev/full\n");
+        return;
+    }
+    const char *bin = getenv("MINIC_BIN");
+    const char *forms[] = {"run %s --backend ref --quiet", "check %s", "ops", "--help"};
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+        char args[4500], cmd[9000];
+        snprintf(args, sizeof args, forms[i], mc_test_src("examples/mlp.graph"));
+        snprintf(cmd, sizeof cmd, "%s %s </dev/null >/dev/full 2>'%s'", bin ? bin : "build/minic", args,
+                 tmp_path("full_err.txt"));
+        int status = system(cmd);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) != 2)
+            fail_msg("`minic %s > /dev/full`: exit status %d, expected 2", args, WEXITSTATUS(status));
+        size_t size;
+        char *text = slurp(tmp_path("full_err.txt"), &size);
+        assert_contains(text, "minic: error: ");
+        free(text);
+    }
 }
 
 /* ---- errors about files -------------------------------------------------------------------- */
@@ -1357,6 +1387,7 @@ int main(void)
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_argument_edges),
+        cmocka_unit_test(test_stdout_write_error),
         cmocka_unit_test(test_did_you_mean),
         cmocka_unit_test(test_ops),
         cmocka_unit_test(test_missing_file),

@@ -570,7 +570,24 @@ static void install_signal_handlers(void)
     }
 }
 
+static int run_command(int argc, char **argv);
+
+/* What the command printed must have reached stdout: a full disk or a closed descriptor
+ * (`minic run m.graph > /dev/full`) is the system's failure, not a silent success with the
+ * summary lost (coreutils' rule). */
 int main(int argc, char **argv)
+{
+    int status = run_command(argc, argv);
+    errno = 0;
+    if ((fflush(stdout) != 0 || ferror(stdout)) && status == CLI_OK) { /* else said already */
+        int err = errno;
+        fprintf(stderr, "minic: error: writing standard output: %s\n", err ? strerror(err) : "I/O error");
+        status = CLI_SYSTEM;
+    }
+    return status;
+}
+
+static int run_command(int argc, char **argv)
 {
     install_signal_handlers();
     if (argc < 2) {
