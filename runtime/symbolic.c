@@ -76,6 +76,23 @@ static const char *declared_type(const mc_graph *g, const mc_node *n, char *buf,
     return buf;
 }
 
+/* Symbol k is bound by nothing at a run: the error names it and the first input or param whose
+ * type uses it (SPEC §1: an unbound name is an input error naming the input and the dimension). */
+static mc_status unbound(const mc_graph *g, int k)
+{
+    const char *name = mc_dim_sym_name(g, k);
+    char uses[512] = "";
+    for (int i = 0; i < g->nnodes && !uses[0]; i++)
+        for (int d = 0; is_declaration(&g->nodes[i]) && d < g->nodes[i].rank && !uses[0]; d++)
+            if (mc_dim_is_sym(g->nodes[i].shape[d]) && mc_dim_as_sym(g, g->nodes[i].shape[d]) == k) {
+                char type[256];
+                snprintf(uses, sizeof uses, "; %s '%s' (declared %s) uses it and was not given",
+                         kind_word(&g->nodes[i]), g->nodes[i].name, declared_type(g, &g->nodes[i], type, sizeof type));
+            }
+    return mc_fail(MC_ERR_INPUT, "dimension '%s' is unbound: give an input whose type uses it, or --dim %s=INT "
+                   "(mc_program_set_dim)%s", name, name, uses);
+}
+
 static const char *array_type(mc_dtype dtype, const int64_t *shape, int rank, char *buf, size_t size)
 {
     size_t used = (size_t)snprintf(buf, size, "%s[", mc_dtype_name(dtype));
@@ -465,8 +482,7 @@ static mc_status specialised(mc_program *p, sym_entry **out)
     int nsyms = mc_graph_num_syms(g);
     for (int k = 0; k < nsyms; k++)
         if (!s->b.value[k])
-            return mc_fail(MC_ERR_INPUT, "dimension '%s' is unbound: give an input whose type uses it, or "
-                           "--dim %s=INT (mc_program_set_dim)", mc_dim_sym_name(g, k), mc_dim_sym_name(g, k));
+            return unbound(g, k);
     sym_entry *e = NULL;
     for (int i = 0; i < s->ncache && !e; i++)
         if (!memcmp(s->cache[i].key, s->b.value, sizeof(int64_t) * (size_t)nsyms))

@@ -314,6 +314,12 @@ static void test_argument_edges(void **state)
     const char *sg = mc_test_write_file("edges_sym.graph", sym, sizeof sym - 1);
     assert_int_equal(minic("run %s --backend ref --quiet --dim T=4 --dim T=5", sg), 1);
     assert_string_equal(err, "minic: error: --dim T=5: 'T' is already bound to 4 by --dim T=4\n");
+    /* a symbol nothing binds: the error names it and the input that uses it (SPEC §1) */
+    static const char sym2[] = "input x : f32[B, 4]\ninput m : f32[T, 4]\ny = sum(x)\nz = sum(m)\noutput y, z\n";
+    const char *sg2 = mc_test_write_file("edges_sym2.graph", sym2, sizeof sym2 - 1);
+    assert_int_equal(minic("run %s --backend ref --quiet --dim B=2", sg2), 1);
+    assert_string_equal(err, "minic: error: dimension 'T' is unbound: give an input whose type uses it, or --dim "
+                             "T=INT (mc_program_set_dim); input 'm' (declared f32[T, 4]) uses it and was not given\n");
     assert_int_equal(minic("run %s --backend ref --quiet --dim T=4 --dim T=4", sg), 0); /* the same: fine */
     assert_contains(out, "y: f32[4]");
     assert_int_equal(minic("run %s --backend ref --quiet --input x=a.npy --input x=b.npy", g), 1);
