@@ -211,6 +211,9 @@ static mc_status validate(mc_safetensors *st, const unsigned char *file, size_t 
                        "%s: too short for a safetensors file (%zu bytes, the header length "
                        "alone is 8)",
                        st->path, size);
+    if (!memcmp(file, "\x93NUMPY", 6)) /* the usual mix-up: --weights x.npy */
+        return mc_fail(MC_ERR_INPUT, "%s: a .npy file, not a .safetensors file (a .npy file gives one "
+                       "input or param: --input NAME=%s)", st->path, st->path);
     uint64_t header_len = 0;
     for (int i = 7; i >= 0; i--)
         header_len = header_len << 8 | file[i];

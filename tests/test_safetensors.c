@@ -248,6 +248,11 @@ static void test_bad_header_length(void **state)
     expect_open_error(make_st_lie(h, 4, 20), "invalid JSON");
     /* Longer than the JSON: the next bytes (data) become trailing garbage. */
     expect_open_error(make_st_lie(h, 4, (long long)strlen(h) + 2), "invalid JSON");
+    /* a .npy file given as weights is named as what it is (it was 'header length 3796... runs
+     * past the end of the file') */
+    static const char npy[] = "\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }";
+    memcpy(image, npy, sizeof npy - 1);
+    expect_open_error(sizeof npy - 1, "a .npy file, not a .safetensors file");
 }
 
 static void test_bad_json(void **state)
