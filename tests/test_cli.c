@@ -314,6 +314,11 @@ static void test_argument_edges(void **state)
     const char *sg = mc_test_write_file("edges_sym.graph", sym, sizeof sym - 1);
     assert_int_equal(minic("run %s --backend ref --quiet --dim T=4 --dim T=5", sg), 1);
     assert_string_equal(err, "minic: error: --dim T=5: 'T' is already bound to 4 by --dim T=4\n");
+    /* --dim on a graph without symbolic dimensions names nothing: an error for run too (run
+     * ignored it, check refused it) */
+    assert_int_equal(minic("run %s --backend ref --quiet --dim T=4", g), 1);
+    assert_starts_with(err, "minic: error: --dim T=4: ");
+    assert_contains(err, "has no symbolic dimension 'T' (it has none)");
     /* a symbol nothing binds: the error names it and the input that uses it (SPEC §1) */
     static const char sym2[] = "input x : f32[B, 4]\ninput m : f32[T, 4]\ny = sum(x)\nz = sum(m)\noutput y, z\n";
     const char *sg2 = mc_test_write_file("edges_sym2.graph", sym2, sizeof sym2 - 1);

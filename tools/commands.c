@@ -81,6 +81,8 @@ static void hold_unsupported(void *ctx, const char *line)
 /* An ONNX model: its dim_params become symbolic dimensions, bound when it runs (from --input
  * files or --dim, as a .graph file's). Where the importer cannot compute a shape over a symbolic
  * dimension and --dim gives sizes, the model is imported again with those sizes fixed. */
+static bool dims_fixed_at_load; /* load_onnx imported the model with the --dim sizes fixed */
+
 static int load_onnx(const cli_args *a, mc_graph **g)
 {
     unsigned flags = a->f64_as_f32 ? MC_ONNX_F64_AS_F32 : 0;
@@ -89,6 +91,7 @@ static int load_onnx(const cli_args *a, mc_graph **g)
     if (st != MC_OK && a->ndims > 0) {
         free(held.text);
         st = mc_onnx_load_with_dims(a->graph_path, flags, a->dims, a->ndims, print_unsupported, NULL, &onnx_model);
+        dims_fixed_at_load = st == MC_OK;
         if (st == MC_OK && !a->opt.quiet)
             fprintf(stderr, "minic: %s: imported with the --dim sizes fixed (a shape computation over its symbolic "
                             "dimensions is not supported)\n", a->graph_path);
@@ -106,15 +109,33 @@ static int load_onnx(const cli_args *a, mc_graph **g)
     return CLI_OK;
 }
 
-static int load_graph(const cli_args *a, mc_graph **g)
+static void free_graph(mc_graph *g);
+
+/* --dim for a graph without symbolic dimensions names nothing: an error for every command (run
+ * ignored it), as a name the graph does not have is. */
+static int check_dims_apply(const cli_args *a, mc_graph *g)
 {
-    if (is_onnx(a->graph_path))
-        return load_onnx(a, g);
-    mc_status st = mc_graph_parse_file(a->graph_path, g);
-    return st == MC_OK ? CLI_OK : cli_library_error(st);
+    if (!a->ndims || dims_fixed_at_load || mc_graph_num_syms(g) > 0)
+        return CLI_OK;
+    free_graph(g);
+    return cli_error(CLI_USER, "--dim %s=%lld: %s has no symbolic dimension '%s' (it has none)", a->dims[0].name,
+                     (long long)a->dims[0].size, a->graph_path, a->dims[0].name);
 }
 
-static void free_graph(mc_graph *g);
+static int load_graph(const cli_args *a, mc_graph **g)
+{
+    int rc;
+    if (is_onnx(a->graph_path))
+        rc = load_onnx(a, g);
+    else {
+        mc_status st = mc_graph_parse_file(a->graph_path, g);
+        rc = st == MC_OK ? CLI_OK : cli_library_error(st);
+    }
+    if (rc == CLI_OK && (rc = check_dims_apply(a, *g)) != CLI_OK)
+        *g = NULL;
+    return rc;
+}
+
 
 /* check, dump and bench of a graph with symbolic dimensions (a .graph file's, an ONNX model's
  * dim_params): with --dim for each, the graph specialised to those sizes (docs/FORMAT.md §1);
