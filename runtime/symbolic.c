@@ -77,7 +77,7 @@ static const char *declared_type(const mc_graph *g, const mc_node *n, char *buf,
 }
 
 /* Symbol k is bound by nothing at a run: the error names it and the first input or param whose
- * type uses it (SPEC §1: an unbound name is an input error naming the input and the dimension). */
+ * type uses it (docs/FORMAT.md §1: an input error naming the input and the dimension). */
 static mc_status unbound(const mc_graph *g, int k)
 {
     const char *name = mc_dim_sym_name(g, k);

@@ -319,7 +319,7 @@ static void test_argument_edges(void **state)
     assert_int_equal(minic("run %s --backend ref --quiet --dim T=4", g), 1);
     assert_starts_with(err, "minic: error: --dim T=4: ");
     assert_contains(err, "has no symbolic dimension 'T' (it has none)");
-    /* a symbol nothing binds: the error names it and the input that uses it (SPEC §1) */
+    /* a symbol nothing binds: the error names it and the input that uses it (docs/FORMAT.md §1) */
     static const char sym2[] = "input x : f32[B, 4]\ninput m : f32[T, 4]\ny = sum(x)\nz = sum(m)\noutput y, z\n";
     const char *sg2 = mc_test_write_file("edges_sym2.graph", sym2, sizeof sym2 - 1);
     assert_int_equal(minic("run %s --backend ref --quiet --dim B=2", sg2), 1);
