@@ -441,9 +441,12 @@ static int unknown_option(const command *c, const char *arg, size_t len)
 static bool same_file(const char *x, const char *y)
 {
     struct stat sx, sy;
+    bool x_exists = stat(x, &sx) == 0;
+    if (x_exists && !S_ISREG(sx.st_mode)) /* /dev/null twice: written in place, nothing replaced */
+        return false;
     if (!strcmp(x, y))
         return true;
-    return stat(x, &sx) == 0 && stat(y, &sy) == 0 && sx.st_dev == sy.st_dev && sx.st_ino == sy.st_ino;
+    return x_exists && stat(y, &sy) == 0 && sx.st_dev == sy.st_dev && sx.st_ino == sy.st_ino;
 }
 
 /* Two files the command writes (or the model it reads and a file it writes) under one name:
