@@ -71,7 +71,7 @@ static int only_user(const finder *F, int i)
 
 static bool is_scalar_const(const finder *F, int i)
 {
-    return N(F, i)->op == MC_OP_CONST && N(F, i)->rank == 0;
+    return N(F, i)->op == MC_OP_CONST && N(F, i)->rank == 0 && !N(F, i)->attr.per;
 }
 
 static bool same_shape(const mc_node *a, const mc_node *b)
@@ -145,7 +145,7 @@ static bool affine_of(const finder *F, int i, const mc_cmap *m, affine *out, int
         return true;
     }
     case MC_OP_CONST: case MC_OP_FULL:
-        if (!small_integer(n->attr.value))
+        if (!small_integer(n->attr.value) || n->attr.per)
             return false;
         out->c0 = (int64_t)n->attr.value;
         return true;

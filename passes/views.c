@@ -12,13 +12,50 @@
 
 /* ---- maps and views ----------------------------------------------------------------------- */
 
-void mc_contiguous_strides(const int64_t *shape, int rank, int64_t *strides)
+/* Strides and offsets are dims too in a symbolic graph (a product of symbolic sizes is an
+ * expression of g's table), or 0 (a broadcast, no offset), which no dim is. Between constants
+ * the arithmetic is plain, as it always was. A symbolic product or sum cannot fail for the graphs
+ * passes/pipeline.c lets through with symbols (monomials, no negative steps): asserted. */
+int64_t mc_stride_mul(const mc_graph *g, int64_t a, int64_t b)
+{
+    if (!mc_dim_is_sym(a) && !mc_dim_is_sym(b))
+        return a * b;
+    if (a == 0 || b == 0)
+        return 0;
+    int64_t out = 0;
+    bool ok = mc_dim_mul(g, a, b, &out);
+    MC_ASSERT(ok);
+    return out;
+}
+
+int64_t mc_stride_add(const mc_graph *g, int64_t a, int64_t b)
+{
+    if (!mc_dim_is_sym(a) && !mc_dim_is_sym(b))
+        return a + b;
+    if (a == 0 || b == 0)
+        return a == 0 ? b : a;
+    int64_t out = 0;
+    bool ok = mc_dim_add(g, a, b, &out);
+    MC_ASSERT(ok);
+    return out;
+}
+
+void mc_contiguous_strides(const mc_graph *g, const int64_t *shape, int rank, int64_t *strides)
 {
     int64_t s = 1;
     for (int i = rank - 1; i >= 0; i--) {
         strides[i] = s;
-        s *= shape[i];
+        if (i > 0)
+            s = mc_stride_mul(g, s, shape[i]);
     }
+}
+
+int64_t mc_shape_numel(const mc_graph *g, const int64_t *shape, int rank)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n = mc_stride_mul(g, n, shape[i]);
+    return n;
 }
 
 void mc_cmap_identity(mc_cmap *m, int rank)
