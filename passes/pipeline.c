@@ -53,12 +53,12 @@ static bool has_symbol(const mc_node *n)
 }
 
 /* Does operator n take symbolic sizes through decompose, fusion and lowering? Pointwise work,
- * reductions and the normalizations over any axis (1/n is KI_SIZE), GEMMs, and the shape
- * operators whose views move no offsets and multiply no sizes (transpose, expand). Not yet:
- * reshape and slice (views that multiply or offset by sizes), concat, iota, full, gather,
- * update, cumsum, argmax/argmin, convolutions, pools, pad, allreduce; layernorm over a symbolic
- * last axis (its overflow guard scales by a power of two chosen from n); a rank-1 linear (a
- * reshape). */
+ * reductions and the normalizations over any axis (1/n is KI_SIZE), GEMMs, the shape
+ * operators whose views move no offsets (transpose, expand), and a reshape that keeps each
+ * symbol a dim of its own ([B, T, 768] as [B, T, 12, 64]). Not yet: a reshape that merges or
+ * splits a symbol (quotients of run-time sizes), slice (offsets by sizes), concat, iota, full,
+ * gather, update, cumsum, argmax/argmin, convolutions, pools, pad, allreduce; layernorm over a
+ * symbolic last axis (its overflow guard scales by a power of two chosen from n). */
 static bool takes_symbols(const mc_graph *g, const mc_node *n)
 {
     switch (mc_op_table[n->op].kind) {
@@ -74,8 +74,10 @@ static bool takes_symbols(const mc_graph *g, const mc_node *n)
         return n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX || n->op == MC_OP_RMSNORM;
     }
     case MC_KIND_MATMUL:
-        return g->nodes[n->in[0]].rank >= 2 && g->nodes[n->in[1]].rank >= 2;
+        return true;
     case MC_KIND_SHAPE:
+        if (n->op == MC_OP_RESHAPE)
+            return mc_reshape_takes_symbols(&g->nodes[n->in[0]], n);
         return n->op == MC_OP_TRANSPOSE || n->op == MC_OP_EXPAND;
     case MC_KIND_CREATE: case MC_KIND_SPATIAL: case MC_KIND_GATHER: case MC_KIND_COLLECTIVE:
         return false;
