@@ -54,10 +54,10 @@ static bool has_symbol(const mc_node *n)
 
 /* Does operator n take symbolic sizes through decompose, fusion and lowering? Pointwise work,
  * reductions and the normalizations over any axis (1/n is KI_SIZE), GEMMs, the shape
- * operators whose views move no offsets (transpose, expand), and a reshape that keeps each
- * symbol a dim of its own ([B, T, 768] as [B, T, 12, 64]). Not yet: a reshape that merges or
- * splits a symbol (quotients of run-time sizes), slice (offsets by sizes), concat, iota, full,
- * gather, update, cumsum, argmax/argmin, convolutions, pools, pad, allreduce; layernorm over a
+ * operators whose views move no offsets (transpose, expand), a reshape that keeps each
+ * symbol a dim of its own ([B, T, 768] as [B, T, 12, 64]), iota and full (a causal mask).
+ * Not yet: a reshape that merges or splits a symbol (quotients of run-time sizes), slice
+ * (offsets by sizes), concat, gather, update, cumsum, argmax/argmin, convolutions, pools, pad, allreduce; layernorm over a
  * symbolic last axis (its overflow guard scales by a power of two chosen from n). */
 static bool takes_symbols(const mc_graph *g, const mc_node *n)
 {
@@ -79,7 +79,9 @@ static bool takes_symbols(const mc_graph *g, const mc_node *n)
         if (n->op == MC_OP_RESHAPE)
             return mc_reshape_takes_symbols(&g->nodes[n->in[0]], n);
         return n->op == MC_OP_TRANSPOSE || n->op == MC_OP_EXPAND;
-    case MC_KIND_CREATE: case MC_KIND_SPATIAL: case MC_KIND_GATHER: case MC_KIND_COLLECTIVE:
+    case MC_KIND_CREATE: /* a coordinate or a number at each point: no size in its code */
+        return n->op == MC_OP_IOTA || n->op == MC_OP_FULL;
+    case MC_KIND_SPATIAL: case MC_KIND_GATHER: case MC_KIND_COLLECTIVE:
         return false;
     }
     return false;
