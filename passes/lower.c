@@ -807,11 +807,11 @@ static void lower_group(lower_ctx *L, int gi)
             memset(&tv, 0, sizeof tv);
             tv.base = G->anchor;
             mc_contiguous_strides(L->g, c->shape, c->rank, tv.stride);
-            tv.offset = start * tv.stride[c->attr.axis];
+            tv.offset = mc_stride_mul(L->g, start, tv.stride[c->attr.axis]);
             int view = compose_view(&b, &tv, &id);
             if (GROW(L, b.stores, b.nstores, b.capstores))
                 b.stores[b.nstores++] = (kir_store){.block = 0, .view = view, .value = v};
-            start += x->shape[c->attr.axis];
+            start = mc_stride_add(L->g, start, x->shape[c->attr.axis]);
             kir_kernel *kk = new_kernel(L);
             if (kk) {
                 kk->category = KIR_COPY;

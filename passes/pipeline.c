@@ -52,12 +52,33 @@ static bool has_symbol(const mc_node *n)
     return false;
 }
 
+/* Can concat n's copies be placed: each part's offset, the sizes before it times the axis's
+ * stride, an expression of the table (lower.c makes the same ones)? */
+static bool concat_offsets(const mc_graph *g, const mc_node *n)
+{
+    int64_t stride = 1, start = 0;
+    for (int d = n->rank - 1; d > n->attr.axis; d--)
+        if (!mc_dim_mul(g, stride, n->shape[d], &stride))
+            return false;
+    for (int k = 0; k + 1 < n->nin; k++) {
+        int64_t size = g->nodes[n->in[k]].shape[n->attr.axis], offset;
+        if (k == 0)
+            start = size;
+        else if (!mc_dim_add(g, start, size, &start))
+            return false;
+        if (!mc_dim_mul(g, start, stride, &offset))
+            return false;
+    }
+    return true;
+}
+
 /* Does operator n take symbolic sizes through decompose, fusion and lowering? Pointwise work,
  * reductions and the normalizations over any axis (1/n is KI_SIZE), GEMMs, the shape
  * operators whose views move no offsets (transpose, expand), a reshape that keeps each
- * symbol a dim of its own ([B, T, 768] as [B, T, 12, 64]), iota and full (a causal mask).
- * Not yet: a reshape that merges or splits a symbol (quotients of run-time sizes), slice
- * (offsets by sizes), concat, gather, update, cumsum, argmax/argmin, convolutions, pools, pad, allreduce; layernorm over a
+ * symbol a dim of its own ([B, T, 768] as [B, T, 12, 64]), iota and full (a causal mask),
+ * slice from a fixed start with a positive step, concat (offsets are sums of sizes), gather.
+ * Not yet: a reshape that merges or splits a symbol (quotients of run-time sizes), a slice
+ * from the end of a symbolic axis or backwards, update, cumsum, argmax/argmin, convolutions, pools, pad, allreduce; layernorm over a
  * symbolic last axis (its overflow guard scales by a power of two chosen from n). */
 static bool takes_symbols(const mc_graph *g, const mc_node *n)
 {
@@ -78,10 +99,16 @@ static bool takes_symbols(const mc_graph *g, const mc_node *n)
     case MC_KIND_SHAPE:
         if (n->op == MC_OP_RESHAPE)
             return mc_reshape_takes_symbols(&g->nodes[n->in[0]], n);
+        if (n->op == MC_OP_SLICE) /* its offset start * stride; a start from the end is symbolic */
+            return !mc_dim_is_sym(n->attr.start) && n->attr.start >= 0 && n->attr.step >= 1;
+        if (n->op == MC_OP_CONCAT)
+            return concat_offsets(g, n);
         return n->op == MC_OP_TRANSPOSE || n->op == MC_OP_EXPAND;
     case MC_KIND_CREATE: /* a coordinate or a number at each point: no size in its code */
         return n->op == MC_OP_IOTA || n->op == MC_OP_FULL;
-    case MC_KIND_SPATIAL: case MC_KIND_GATHER: case MC_KIND_COLLECTIVE:
+    case MC_KIND_GATHER: /* its stride and checked size are dims in kir, bound per binding */
+        return n->op == MC_OP_GATHER;
+    case MC_KIND_SPATIAL: case MC_KIND_COLLECTIVE:
         return false;
     }
     return false;

@@ -278,10 +278,10 @@ bool mc_tview_compose(const mc_graph *g, int ni, const mc_tview *in, mc_tview *o
             out->stride[d] = (i < 0 || x->shape[i] == 1) ? 0 : in->stride[i];
         }
         return true;
-    case MC_OP_SLICE:
+    case MC_OP_SLICE: /* with symbols: a constant start and a positive step (pipeline.c) */
         memcpy(out->stride, in->stride, sizeof out->stride);
-        out->offset += n->attr.start * in->stride[n->attr.axis];
-        out->stride[n->attr.axis] *= n->attr.step;
+        out->offset = mc_stride_add(g, out->offset, mc_stride_mul(g, n->attr.start, in->stride[n->attr.axis]));
+        out->stride[n->attr.axis] = mc_stride_mul(g, out->stride[n->attr.axis], n->attr.step);
         return true;
     case MC_OP_RESHAPE: {
         const void *ctx[3] = {g, in, out};

@@ -437,6 +437,9 @@ static void run_against_oracle(mc_program *p, const mc_graph *g, const int64_t *
             continue;
         int64_t count = mc_node_numel(n);
         owned[i] = ramp(count, n->op == MC_OP_PARAM ? 0.05f : 0.1f);
+        if (n->dtype == MC_I32) /* indices: -5..5, within a table of 10 rows either way */
+            for (int64_t k = 0; k < count; k++)
+                ((int32_t *)owned[i])[k] = (int32_t)((k * 7) % 11 - 5);
         inputs[i] = owned[i];
         if (mc_program_set(p, n->name, owned[i], sizeof(float) * (size_t)count) != MC_OK)
             fail_msg("set %s: %s", n->name, mc_error_message());
@@ -549,6 +552,50 @@ static void test_compiles_once(void **state)
     mc_graph_free(g);
 }
 
+/* Slices from a fixed start and concats over symbolic axes: offsets that are expressions
+ * (start * stride, and the sizes of the parts before); an embedding's gather of [B, T] ids. */
+static void test_compiles_once_offsets(void **state)
+{
+    (void)state;
+    mc_graph *g = parse("input x : f32[B, T<=16, 4]\n"
+                        "input y : f32[B, S, 4]\n"
+                        "tail = slice(x, axis=1, start=1)\n"
+                        "c = concat(x, tail, y, axis=1)\n"
+                        "mid = slice(c, axis=2, start=1, end=3)\n"
+                        "e = exp(mid)\n"
+                        "first = slice(y, axis=1, start=0, end=1)\n"
+                        "z = add(x, first)\n"
+                        "input ids : i32[B, T]\n"
+                        "param table : f32[10, 4]\n"
+                        "emb = gather(table, ids, axis=0)\n"
+                        "ze = add(z, emb)\n"
+                        "output c, e, ze\n");
+    mc_program *p = compile_noting(g, MC_BACKEND_REF);
+    if (!strstr(mc_program_notes(p), "compiled once"))
+        fail_msg("notes: %s", mc_program_notes(p));
+    const int64_t bindings[][3] = {{2, 3, 1}, {1, 16, 5}, {3, 2, 2}};
+    for (size_t i = 0; i < sizeof bindings / sizeof bindings[0]; i++) {
+        run_against_oracle(p, g, bindings[i], 1e-6);
+        assert_int_equal(mc_program_compilations(p), 1);
+    }
+    /* an index past the table is the run's input error, checked against the bound size */
+    int32_t bad[3 * 2] = {0, 1, 2, 10, 4, 5};
+    if (mc_program_set(p, "ids", bad, sizeof bad) != MC_OK) /* B=3, T=2 as the last run */
+        fail_msg("set ids: %s", mc_error_message());
+    assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "index 10 is outside [-10, 10)"));
+    bad[3] = -10;
+    assert_int_equal(mc_program_set(p, "ids", bad, sizeof bad), MC_OK);
+    assert_int_equal(mc_program_run(p), MC_OK); /* after a run, T may change */
+    /* a binding that leaves the slice nothing is the input error it always was */
+    float x1[3 * 4] = {0};
+    assert_int_equal(mc_program_set(p, "x", x1, sizeof x1), MC_OK); /* B=3: T=1 */
+    assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "sym.graph:3:8: error: slice: start=1, end=1 select nothing"));
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+
 /* What does not take symbolic sizes yet compiles per binding, as before, and says why. */
 static void test_sized_fallbacks(void **state)
 {
@@ -558,7 +605,7 @@ static void test_sized_fallbacks(void **state)
     } cases[] = {
         {"input x : f32[B, 2, 3]\ny = reshape(x, shape=[-1, 3])\noutput y\n",
          "compiled per binding (reshape at line 2 does not take symbolic sizes yet)"},
-        {"input x : f32[T<=8, 4]\ny = slice(x, axis=0, start=1)\noutput y\n",
+        {"input x : f32[T<=8, 4]\ny = slice(x, axis=0, start=-1)\noutput y\n",
          "compiled per binding (slice at line 2 does not take symbolic sizes yet)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -787,7 +834,7 @@ int main(void)
         cmocka_unit_test(test_run_bindings),    cmocka_unit_test(test_cache_bound),
         cmocka_unit_test(test_bad_bindings),    cmocka_unit_test(test_files),
         cmocka_unit_test(test_cli),             cmocka_unit_test(test_compiles_once),
-        cmocka_unit_test(test_sized_fallbacks),
+        cmocka_unit_test(test_compiles_once_offsets), cmocka_unit_test(test_sized_fallbacks),
     };
     return mc_test_run(tests);
 }
