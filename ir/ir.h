@@ -229,6 +229,7 @@ bool mc_dim_div_exact(const mc_graph *g, int64_t a, int64_t b, int64_t *out);
 /* The least value d takes over every binding (each symbol >= 1): false when there is none that
  * can be shown (a symbol's term with a negative coefficient: `4 - T`). `T - 1` gives 0. */
 bool mc_dim_lower_bound(const mc_graph *g, int64_t d, int64_t *lo);
+bool mc_dim_uses_sym(const mc_graph *g, int64_t d, int k); /* does symbol k appear in d? */
 /* d's size when symbol k has values[k]; false on overflow. */
 bool mc_dim_eval(const mc_graph *g, int64_t d, const int64_t *values, int64_t *out);
 /* The same over a table alone (a kernel program's copy, kir/kir.h): */

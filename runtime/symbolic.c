@@ -255,7 +255,7 @@ static mc_status compile_sized(mc_program *p)
     sized_refusal(p, why, sizeof why);
     if (!why[0]) {
         mc_compile_options co = mc_compile_options_for(&p->opt);
-        co.no_attention = true; /* an attention kernel with a symbolic Tq or Tk: not yet */
+        co.no_attention = !p->backend->attention;
         co.symbolic = true;
         co.refused = why;
         mc_status st = mc_compile_kernels(p->graph, &co, &p->sym->sized);
