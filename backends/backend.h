@@ -33,6 +33,10 @@ typedef struct mc_backend {
                            chains unfused for this backend (mc_compile_options.no_attention) */
     bool conv_gather;   /* conv's im2col as one gather (mc_compile_options.conv_gather): faster
                            on the GPU; the CPU copies window by window, which it does faster */
+    bool runtime_sizes; /* a symbolic program compiles its kernels once and hands each binding
+                           to `prepare` as a kir_bind'ed copy, which costs this backend no
+                           compile (ref: it interprets); false: the runtime compiles the graph
+                           per binding (runtime/symbolic.c) */
     /* Is the backend usable here? MC_OK, or MC_ERR_SYSTEM with a message that says why
      * (no driver, no device, driver too old). Optional: NULL means always available. */
     mc_status (*probe)(void);

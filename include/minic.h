@@ -255,7 +255,9 @@ mc_status mc_program_load_weights(mc_program *p, const char *safetensors_path);
  * uses a changed symbol is dropped (bind it again, or let the generator fill it). A graph
  * without that symbol: MC_ERR_INPUT. */
 mc_status mc_program_set_dim(mc_program *p, const char *name, int64_t size);
-/* How many times p compiled code: 1 for a graph without symbolic dimensions; for one with them,
+/* How many times p compiled code: 1 for a graph without symbolic dimensions, and for one with
+ * them whose kernels take their sizes when they run (compiled once by mc_program_compile: a new
+ * binding compiles nothing; docs/FORMAT.md §1 says which graphs and backends); for the others,
  * the number of bindings compiled so far (one program per binding is kept, the 8 most recently
  * run, so running again with a binding seen before compiles nothing). */
 int mc_program_compilations(const mc_program *p);

@@ -292,6 +292,32 @@ bool mc_dim_eval(const mc_graph *g, int64_t d, const int64_t *values, int64_t *o
     return true;
 }
 
+bool mc_dim_uses_sym(const mc_graph *g, int64_t d, int k)
+{
+    if (!mc_dim_is_sym(d) || !mc_dim_valid(g, d))
+        return false;
+    const dim_poly *p = poly_of(g, d);
+    for (int i = 0; i < p->nterms; i++)
+        if (p->t[i].pow[k])
+            return true;
+    return false;
+}
+
+/* The graph functions only read g->dims: a graph that is nothing but the table stands in. */
+bool mc_dims_eval(const mc_dims *t, int64_t d, const int64_t *values, int64_t *out)
+{
+    const mc_graph shell = {.dims = (mc_dims *)t};
+    return mc_dim_eval(&shell, d, values, out);
+}
+
+const char *mc_dims_str(const mc_dims *t, int64_t d, char *buf, size_t size)
+{
+    const mc_graph shell = {.dims = (mc_dims *)t};
+    return mc_dim_str(&shell, d, buf, size);
+}
+
+int mc_dims_num_syms(const mc_dims *t) { return t ? t->nsyms : 0; }
+
 bool mc_dim_lower_bound(const mc_graph *g, int64_t d, int64_t *lo)
 {
     static const uint8_t zero[MC_MAX_SYMS];

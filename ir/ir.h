@@ -111,6 +111,8 @@ typedef struct mc_attrs {
                                   (exclusive; MC_END: to the axis's end in the step's direction) */
     int64_t step;              /* slice: not 0; negative walks backward */
     double value;              /* const, full: the number; layernorm, rmsnorm: eps */
+    int64_t per;               /* const: 0, or a dim n: the value is value / n (mean's 1/n over a
+                                  symbolic axis, passes/decompose.c; lowered to KI_SIZE) */
     mc_dtype dtype;            /* cast: target; iota, full: result dtype */
     double alpha;              /* leaky_relu: the slope below 0 */
     double lo, hi;             /* clip: the bounds that has_lo, has_hi say are given */
@@ -227,8 +229,13 @@ bool mc_dim_div_exact(const mc_graph *g, int64_t a, int64_t b, int64_t *out);
 /* The least value d takes over every binding (each symbol >= 1): false when there is none that
  * can be shown (a symbol's term with a negative coefficient: `4 - T`). `T - 1` gives 0. */
 bool mc_dim_lower_bound(const mc_graph *g, int64_t d, int64_t *lo);
+bool mc_dim_uses_sym(const mc_graph *g, int64_t d, int k); /* does symbol k appear in d? */
 /* d's size when symbol k has values[k]; false on overflow. */
 bool mc_dim_eval(const mc_graph *g, int64_t d, const int64_t *values, int64_t *out);
+/* The same over a table alone (a kernel program's copy, kir/kir.h): */
+bool mc_dims_eval(const mc_dims *t, int64_t d, const int64_t *values, int64_t *out);
+const char *mc_dims_str(const mc_dims *t, int64_t d, char *buf, size_t size);
+int mc_dims_num_syms(const mc_dims *t);
 const char *mc_dim_str(const mc_graph *g, int64_t d, char *buf, size_t size); /* "B*T*12", "7" */
 void mc_dims_free(mc_dims *t);
 mc_dims *mc_dims_clone(const mc_dims *t); /* NULL for NULL or on OOM */

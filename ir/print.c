@@ -266,6 +266,10 @@ static void print_node(const printer *p, int i)
             return;
         fprintf(out, "%s = full(shape=[], value=", name);
         print_number(out, n->attr.value);
+        if (n->attr.per) { /* not the file format: only the passes make these (1/n over a symbol) */
+            char dim[96];
+            fprintf(out, "/(%s)", mc_dim_str(p->g, n->attr.per, dim, sizeof dim));
+        }
         fprintf(out, ", dtype=%s)  # ", mc_dtype_name(n->dtype));
         print_type(p, n, false);
         fputc('\n', out);
@@ -295,7 +299,7 @@ mc_status mc_graph_print(const mc_graph *g, FILE *out)
     mc_status st = MC_OK;
     for (int i = 0; i < g->nnodes; i++) {
         const mc_node *n = &g->nodes[i];
-        p.statement[i] = n->op != MC_OP_CONST || n->name;
+        p.statement[i] = n->op != MC_OP_CONST || n->name || n->attr.per;
         if (n->name && !mc_name_map_put(&p.users, n->name, i))
             st = mc_fail(MC_ERR_SYSTEM, "out of memory printing the graph");
         for (int j = 0; j < n->nin; j++)

@@ -18,6 +18,7 @@ void kir_program_free(kir_program *kp)
 {
     if (!kp)
         return;
+    mc_dims_free(kp->dims);
     mc_arena_free(&kp->arena);
     free(kp);
 }
@@ -291,13 +292,18 @@ static void print_view(const kir_program *kp, const kir_kernel *k, int v, const 
     fprintf(out, "]\n");
 }
 
-static void print_instr(const kir_kernel *k, int i, FILE *out)
+static void print_instr(const kir_program *kp, const kir_kernel *k, int i, FILE *out)
 {
     const kir_instr *in = &k->code[i];
     fprintf(out, "      %%%d = ", i);
     switch (in->kind) {
     case KI_LOAD: fprintf(out, "load v%d", in->view); break;
     case KI_CONST: fprintf(out, "const %.9g", in->value); break;
+    case KI_SIZE: {
+        char dim[96];
+        fprintf(out, "size %.9g / %s", in->value, mc_dims_str(kp->dims, in->size, dim, sizeof dim));
+        break;
+    }
     case KI_INDEX: fprintf(out, "index d%d", in->view); break;
     case KI_ROWVAL: fprintf(out, "rowval r%d", in->view); break;
     case KI_ACC: fprintf(out, "acc"); break;
@@ -385,7 +391,7 @@ void kir_print_kernel(const kir_program *kp, const kir_kernel *k, const mc_graph
         const kir_block *bl = &k->blocks[b];
         fprintf(out, "    block %d (%s):\n", b, bl->loop ? "loop" : "row");
         for (int i = bl->first; i < bl->first + bl->count; i++)
-            print_instr(k, i, out);
+            print_instr(kp, k, i, out);
         for (int r = 0; r < k->nreds; r++)
             if (k->reds[r].block == b)
                 fprintf(out, "      r%d = %s%s %%%d : %s\n", r, k->reds[r].scan ? "scan " : "",

@@ -77,6 +77,17 @@
  * prefix, as the float64 reference needs: 1e-5 at any length); an i32 scan wraps, as sum does.
  * After the loop block, KI_ROWVAL r is the row's total (rounded to f32 for floats).
  *
+ * Sizes known when the program runs (docs/design/symbolic-dimensions.md, step 3). A program
+ * lowered from a graph with symbolic dimensions has `dims` (the graph's table of expressions,
+ * ir/dims.c): then every size below may be a dim, a constant or an expression of the symbols
+ * in the same int64 encoding as the graph's shapes: a buffer's numel, a kernel's shape, a view's
+ * offset and strides (0 stays 0: a broadcast), gemm m/n/k, attention tq/tk, a gather's stride
+ * and size, a check's size and extent, a collective's count; and KI_SIZE computes `value / n`
+ * for a dim n (mean's 1/n over a symbolic axis). kir_bind evaluates all of them for one binding
+ * of the symbols into a plain program (KI_SIZE becomes KI_CONST), which is what the verifier,
+ * the counter, the memory plan and backends without run-time sizes read; such a program is
+ * neither planned nor counted until it is bound. Attention steps (band bounds) stay constants.
+ *
  * Arithmetic: every KI_OP computes in f32 for float dtypes (f16 and bf16 are converted when
  * loaded and rounded when stored), in i32 for i32, and bool for bool; `dtype` is the value's
  * dtype in the graph, so a backend knows what a store converts to.
@@ -118,6 +129,8 @@ typedef enum {
     KI_ACC,    /* GEMM epilogue: the accumulator at this point */
     KI_OP,     /* op applied to arg[0..nin) */
     KI_GATHER, /* view at the point + index(arg[0]) * stride, checked against size (above) */
+    KI_SIZE,   /* value / size, size a dim of kir_program.dims (see "Sizes known when the
+                  program runs" above); kir_bind turns it into a KI_CONST */
 } kir_instr_kind;
 
 typedef struct kir_instr {
@@ -128,7 +141,7 @@ typedef struct kir_instr {
     int view;      /* KI_LOAD: view index; KI_INDEX: dimension; KI_ROWVAL: reduction index */
     double value;  /* KI_CONST */
     int64_t stride;/* KI_GATHER: elements between consecutive indices of the gathered axis */
-    int64_t size;  /* KI_GATHER: the gathered axis's length n */
+    int64_t size;  /* KI_GATHER: the gathered axis's length n; KI_SIZE: the divisor (a dim) */
     int check;     /* KI_GATHER: its entry in kir_program.checks */
 } kir_instr;
 
@@ -252,10 +265,18 @@ typedef struct kir_program {
     int nchecks;
     const char **notes;     /* why attention chains were not fused (kir_print shows them) */
     int nnotes;
+    int ngraph;             /* entries of graph_buffer: the user graph's nodes */
+    mc_dims *dims;          /* symbolic sizes (above): the graph's table, owned; NULL: every
+                               size is a constant */
     mc_arena arena;         /* everything above lives here */
 } kir_program;
 
 void kir_program_free(kir_program *kp);
+/* kp (with dims) for one binding: symbol k of kp->dims has values[k] (each >= 1). A copy in
+ * which every size is a constant and KI_SIZE is a KI_CONST, temps not yet placed (plan it),
+ * counts not yet made (kir/bind.c). NULL with MC_ERR_INPUT set when a size overflows, or
+ * MC_ERR_SYSTEM when out of memory. */
+kir_program *kir_bind(const kir_program *kp, const int64_t *values);
 /* Check every invariant above (kir/verify.c): blocks, operands within reach, views inside their
  * buffers, and with `planned` the temps inside the arena. MC_OK, or an internal error naming
  * `stage` and the kernel. The pipeline runs it after lowering and after planning when

@@ -215,6 +215,8 @@ static mc_status check_kernel(const checker *c, int *block_of)
                 return broken(c, ": instruction %lld reads an accumulator outside a GEMM or attention", (long long)(i));
             break;
         case KI_CONST: break;
+        case KI_SIZE:
+            return broken(c, ": instruction %lld is a size in a program bound to its sizes", (long long)(i));
         case KI_GATHER: {
             if (in->view < 0 || in->view >= k->nviews || in->stride < 0 || in->size < 1 || in->check < 0 ||
                 in->check >= kp->nchecks || !readable(k, block_of, in->arg[0], i, b) || in->dtype != kp->buffers[k->views[in->view].buffer].dtype ||
@@ -301,6 +303,8 @@ static mc_status check_kernel(const checker *c, int *block_of)
 mc_status kir_verify(const kir_program *kp, const char *stage, bool planned)
 {
     checker c = {.stage = stage, .kp = kp, .planned = planned};
+    if (kp->dims) /* sizes are expressions: checked for each binding, once bound (kir_bind) */
+        return MC_OK;
     for (int b = 0; b < kp->nbuffers; b++) {
         const kir_buffer *buf = &kp->buffers[b];
         if ((int)buf->dtype < 0 || buf->dtype >= MC_NUM_DTYPES || buf->numel < 1)

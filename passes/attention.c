@@ -71,7 +71,7 @@ static int only_user(const finder *F, int i)
 
 static bool is_scalar_const(const finder *F, int i)
 {
-    return N(F, i)->op == MC_OP_CONST && N(F, i)->rank == 0;
+    return N(F, i)->op == MC_OP_CONST && N(F, i)->rank == 0 && !N(F, i)->attr.per;
 }
 
 static bool same_shape(const mc_node *a, const mc_node *b)
@@ -145,7 +145,7 @@ static bool affine_of(const finder *F, int i, const mc_cmap *m, affine *out, int
         return true;
     }
     case MC_OP_CONST: case MC_OP_FULL:
-        if (!small_integer(n->attr.value))
+        if (!small_integer(n->attr.value) || n->attr.per)
             return false;
         out->c0 = (int64_t)n->attr.value;
         return true;
@@ -366,6 +366,20 @@ static bool score_step(chain *c, const finder *F, int i, const mc_node *scores, 
     return reject(c, F, i, "stands between the matmul and the softmax");
 }
 
+/* A symbolic Tq or Tk (a program compiled once for every binding, kir/kir.h) is checked
+ * against the limits and bounds the skipped pairs at its largest value: every symbol at its
+ * declared maximum. False when one of its symbols has none. */
+static bool largest(const mc_graph *g, int64_t *size)
+{
+    if (!mc_dim_is_sym(*size))
+        return true;
+    int64_t most[MC_MAX_SYMS] = {0};
+    for (int k = 0; k < mc_graph_num_syms(g); k++)
+        if (!(most[k] = mc_dim_sym_max(g, k)) && mc_dim_uses_sym(g, *size, k))
+            return false;
+    return mc_dim_eval(g, *size, most, size);
+}
+
 /* Which pairs can be skipped: those outside a band whose fill is -inf, when every later step
  * keeps -inf at -inf (a positive finite scale; a where whose own fill is -inf). */
 static void plan_skip(mc_attention *a, int64_t tq, int64_t tk)
@@ -466,6 +480,14 @@ static bool match(chain *c, const finder *F, int pv, int p, const int soft[5], i
     const mc_node *q = N(F, c->a.q), *v = N(F, c->a.v);
     int64_t d = q->shape[q->rank - 1], dv = v->shape[v->rank - 1];
     int64_t tq = qk->shape[qk->rank - 2], tk = qk->shape[qk->rank - 1];
+    if (mc_dim_is_sym(d) || mc_dim_is_sym(dv)) {
+        snprintf(c->why, sizeof c->why, "its head dimension is symbolic");
+        return false;
+    }
+    if (!largest(F->g, &tq) || !largest(F->g, &tk)) {
+        snprintf(c->why, sizeof c->why, "its queries or keys are symbolic without a declared maximum");
+        return false;
+    }
     if (d > MC_ATTENTION_MAX_HEAD || dv > MC_ATTENTION_MAX_HEAD) {
         snprintf(c->why, sizeof c->why, "head dimension %lld is over %d",
                  (long long)(d > dv ? d : dv), MC_ATTENTION_MAX_HEAD);

@@ -117,15 +117,26 @@ static mc_value softmax(ctx *c, mc_value x, bool log_form)
     return narrow(c, op2(c, MC_OP_DIV, e, s));
 }
 
+static mc_value over(ctx *c, double value, int64_t n, mc_dtype d);
+
 /* sum(v)/n over the last axis, keepdim. */
 static mc_value row_mean(ctx *c, mc_value v, const mc_node *x)
 {
     int64_t axis = x->rank - 1;
     mc_value s = reduce(c, MC_OP_SUM, v, &axis, 1, true);
-    return op2(c, MC_OP_MUL, s, constant(c, 1.0 / (double)x->shape[axis], compute_dtype(x->dtype)));
+    return op2(c, MC_OP_MUL, s, over(c, 1.0, x->shape[axis], compute_dtype(x->dtype)));
 }
 
 static mc_value f32(ctx *c, double v) { return constant(c, v, MC_F32); }
+
+/* value / n in dtype d: a number where n is a size, else a constant the kernels compute from
+ * n's value when they run (KI_SIZE), so that one compiled program serves every binding. */
+static mc_value over(ctx *c, double value, int64_t n, mc_dtype d)
+{
+    if (!mc_dim_is_sym(n))
+        return constant(c, value / (double)n, d);
+    return mc_rewrite_const_per(c->rw, c->n, value, n, d);
+}
 static mc_value mul(ctx *c, mc_value a, mc_value b) { return op2(c, MC_OP_MUL, a, b); }
 
 static mc_value where(ctx *c, mc_value cond, mc_value a, mc_value b)
@@ -208,7 +219,7 @@ static mc_value rmsnorm(ctx *c, const mc_value *in)
     int64_t axis = x->rank - 1;
     mc_value xf = widen(c, in[0]);
     mc_value q = reduce(c, MC_OP_SUM, mul(c, xf, xf), &axis, 1, true);
-    mc_value inv_n = f32(c, 1 / (double)x->shape[axis]);
+    mc_value inv_n = over(c, 1.0, x->shape[axis], MC_F32);
     mc_value rs = op1(c, MC_OP_RSQRT, op2(c, MC_OP_ADD, mul(c, q, inv_n), f32(c, eps)));
     /* (x 2^-80)^2 where the plain sum overflows; with eps = 0, (x 2^64)^2 where it falls below
      * 2^-60 and (x 2^100)^2 where that one does too (a row of subnormals) */
@@ -272,8 +283,15 @@ static mc_value mean(ctx *c, mc_value x)
     mc_attrs a = c->n->attr;
     x = widen(c, x);
     mc_value s = mc_rewrite_node(c->rw, c->n, MC_OP_SUM, &x, 1, &a);
-    int64_t count = mc_node_numel(xn) / (mc_node_numel(c->n) > 0 ? mc_node_numel(c->n) : 1);
-    return narrow(c, op2(c, MC_OP_MUL, s, constant(c, 1.0 / (double)count, compute_dtype(c->n->dtype))));
+    int64_t count = 1; /* the product of the reduced dims (a dim: symbolic ones are expressions) */
+    for (int d = 0; d < xn->rank; d++) {
+        bool reduced = !a.has_list;
+        for (int j = 0; j < a.nlist && !reduced; j++)
+            reduced = a.list[j] == d;
+        if (reduced && !mc_dim_mul(c->rw->dst, count, xn->shape[d], &count))
+            return mc_fail(MC_ERR_INPUT, "mean: the count of its reduced elements overflows"), MC_ERROR;
+    }
+    return narrow(c, op2(c, MC_OP_MUL, s, over(c, 1.0, count, compute_dtype(c->n->dtype))));
 }
 
 /* where(x < 0, x * alpha, x): NaN and -0 stay themselves. f16/bf16 compute in f32. */

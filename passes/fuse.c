@@ -209,7 +209,7 @@ static void add_member(walk *w, int i, int group, bool stored)
         memset(&fn->view, 0, sizeof fn->view);
         fn->view.base = i;
         const mc_node *n = &w->g->nodes[i];
-        mc_contiguous_strides(n->shape, n->rank, fn->view.stride);
+        mc_contiguous_strides(w->g, n->shape, n->rank, fn->view.stride);
     }
     w->next_member[i] = w->first_member[group];
     w->first_member[group] = i;
@@ -237,7 +237,7 @@ static void require_view(walk *w, int j)
     fn->has_view = true;
     memset(&fn->view, 0, sizeof fn->view);
     fn->view.base = j;
-    mc_contiguous_strides(n->shape, n->rank, fn->view.stride);
+    mc_contiguous_strides(w->g, n->shape, n->rank, fn->view.stride);
 }
 
 /* Make node j a buffer of its own, contiguous over its shape (an allreduce's operand): as
@@ -253,7 +253,7 @@ static void require_buffer(walk *w, int j)
     fn->has_view = true;
     memset(&fn->view, 0, sizeof fn->view);
     fn->view.base = j;
-    mc_contiguous_strides(n->shape, n->rank, fn->view.stride);
+    mc_contiguous_strides(w->g, n->shape, n->rank, fn->view.stride);
 }
 
 /* Would storing node i in group G create a cycle between groups? True when a path leaves i
@@ -555,7 +555,7 @@ static mc_status decide(walk *w, int i)
         fn->kind = MC_FN_LEAF;
         fn->has_view = true;
         fn->view.base = i;
-        mc_contiguous_strides(n->shape, n->rank, fn->view.stride);
+        mc_contiguous_strides(w->g, n->shape, n->rank, fn->view.stride);
         return MC_OK;
     }
     if (!w->live[i])
@@ -666,7 +666,7 @@ static void elide_copies(walk *w)
         mc_tview v;
         memset(&v, 0, sizeof v);
         v.base = s;
-        mc_contiguous_strides(g->nodes[s].shape, g->nodes[s].rank, v.stride);
+        mc_contiguous_strides(g, g->nodes[s].shape, g->nodes[s].rank, v.stride);
         int x = s;
         bool ok = true;
         while (ok && is_shape(&g->nodes[x])) {

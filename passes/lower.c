@@ -129,11 +129,12 @@ static int compose_view(kbuild *b, const mc_tview *tv, const mc_cmap *m)
     v.buffer = b->L->buffer_of[tv->base];
     MC_ASSERT(v.buffer >= 0);
     v.offset = tv->offset;
+    const mc_graph *g = b->L->g;
     for (int d = 0; d < m->rank; d++) {
-        v.offset += tv->stride[d] * m->off[d];
+        v.offset = mc_stride_add(g, v.offset, mc_stride_mul(g, tv->stride[d], m->off[d]));
         for (int j = 0; j < MC_MAX_RANK; j++)
             if (m->coef[d][j] != 0)
-                v.stride[b->inv[j]] += tv->stride[d] * m->coef[d][j];
+                v.stride[b->inv[j]] = mc_stride_add(g, v.stride[b->inv[j]], mc_stride_mul(g, tv->stride[d], m->coef[d][j]));
     }
     return add_view(b, &v);
 }
@@ -234,7 +235,10 @@ static int emit(kbuild *b, int i, const mc_cmap *m, int stage)
     }
     int r;
     bool member = b->group >= 0 && fn->kind == MC_FN_MEMBER && fn->group == b->group;
-    if (n->op == MC_OP_CONST || (member && n->op == MC_OP_FULL)) {
+    if (n->op == MC_OP_CONST && n->attr.per) {
+        kir_instr in = {.kind = KI_SIZE, .dtype = n->dtype, .value = n->attr.value, .size = n->attr.per};
+        r = add_instr(b, in, block);
+    } else if (n->op == MC_OP_CONST || (member && n->op == MC_OP_FULL)) {
         r = instr_const(b, n->attr.value, n->dtype, block);
     } else if (!member) {
         MC_ASSERT(fn->has_view);
@@ -339,7 +343,7 @@ static int add_buffer(lower_ctx *L, kir_buffer_kind kind, int node, int user_nod
     memset(buf, 0, sizeof *buf);
     buf->kind = kind;
     buf->dtype = n->dtype;
-    buf->numel = mc_node_numel(n);
+    buf->numel = mc_shape_numel(L->g, n->shape, n->rank);
     buf->node = user_node;
     buf->first = buf->last = -1;
     return L->nbuffers++;
@@ -664,13 +668,13 @@ static void lower_attention(lower_ctx *L, int gi, const int *members, int nm)
 /* ---- allreduce ------------------------------------------------------------------------------ */
 
 /* Is tensor view tv row-major contiguous over node n's dims, from its offset? */
-static bool view_contiguous(const mc_tview *tv, const mc_node *n)
+static bool view_contiguous(const mc_graph *g, const mc_tview *tv, const mc_node *n)
 {
     int64_t want = 1;
     for (int d = n->rank - 1; d >= 0; d--) {
         if (n->shape[d] != 1 && tv->stride[d] != want)
             return false;
-        want *= n->shape[d];
+        want = mc_stride_mul(g, want, n->shape[d]);
     }
     return true;
 }
@@ -688,7 +692,7 @@ static void copy_kernel(lower_ctx *L, int shape_of, int src, int src_temp, const
     mc_cmap_identity(&id, n->rank);
     kir_view contiguous;
     memset(&contiguous, 0, sizeof contiguous);
-    mc_contiguous_strides(n->shape, n->rank, contiguous.stride);
+    mc_contiguous_strides(L->g, n->shape, n->rank, contiguous.stride);
     int v;
     if (src >= 0) {
         v = emit(&b, src, &id, 0);
@@ -732,7 +736,7 @@ static void lower_allreduce(lower_ctx *L, int a)
     memset(&in, 0, sizeof in);
     memset(&out, 0, sizeof out);
     in.stride[0] = out.stride[0] = 1;
-    if (fx->has_view && fx->kind != MC_FN_CONST && view_contiguous(&fx->view, &g->nodes[n->in[0]])) {
+    if (fx->has_view && fx->kind != MC_FN_CONST && view_contiguous(L->g, &fx->view, &g->nodes[n->in[0]])) {
         in.buffer = L->buffer_of[fx->view.base];
         in.offset = fx->view.offset;
     } else {
@@ -741,7 +745,7 @@ static void lower_allreduce(lower_ctx *L, int a)
             return;
         copy_kernel(L, a, n->in[0], -1, NULL, in.buffer, a);
     }
-    bool direct = view_contiguous(&fa->view, n);
+    bool direct = view_contiguous(L->g, &fa->view, n);
     if (direct) {
         out.buffer = L->buffer_of[fa->view.base];
         out.offset = fa->view.offset;
@@ -802,12 +806,12 @@ static void lower_group(lower_ctx *L, int gi)
             mc_tview tv;
             memset(&tv, 0, sizeof tv);
             tv.base = G->anchor;
-            mc_contiguous_strides(c->shape, c->rank, tv.stride);
-            tv.offset = start * tv.stride[c->attr.axis];
+            mc_contiguous_strides(L->g, c->shape, c->rank, tv.stride);
+            tv.offset = mc_stride_mul(L->g, start, tv.stride[c->attr.axis]);
             int view = compose_view(&b, &tv, &id);
             if (GROW(L, b.stores, b.nstores, b.capstores))
                 b.stores[b.nstores++] = (kir_store){.block = 0, .view = view, .value = v};
-            start += x->shape[c->attr.axis];
+            start = mc_stride_add(L->g, start, x->shape[c->attr.axis]);
             kir_kernel *kk = new_kernel(L);
             if (kk) {
                 kk->category = KIR_COPY;
@@ -850,7 +854,7 @@ static void lower_group(lower_ctx *L, int gi)
         memset(&tv, 0, sizeof tv);
         tv.base = -1;
         const mc_node *x = &g->nodes[G->anchor];
-        mc_contiguous_strides(x->shape, x->rank, tv.stride);
+        mc_contiguous_strides(L->g, x->shape, x->rank, tv.stride);
         kir_view kv;
         memset(&kv, 0, sizeof kv);
         kv.buffer = add_buffer(L, KBUF_OUTPUT, G->anchor, L->user->outputs[G->out_index]);
@@ -865,7 +869,7 @@ static void lower_group(lower_ctx *L, int gi)
         mc_tview tv;
         memset(&tv, 0, sizeof tv);
         tv.base = G->anchor;
-        mc_contiguous_strides(G->shape, G->rank, tv.stride);
+        mc_contiguous_strides(L->g, G->shape, G->rank, tv.stride);
         int view = compose_view(&b, &tv, &id);
         if (GROW(L, b.stores, b.nstores, b.capstores))
             b.stores[b.nstores++] = (kir_store){.block = 0, .view = view, .value = v};
@@ -1029,6 +1033,9 @@ mc_status mc_lower(const mc_fusion *f, const mc_graph *user, const mc_compile_op
         kp->kernels = mc_arena_alloc(&kp->arena, sizeof *kp->kernels * (size_t)(L.nkernels > 0 ? L.nkernels : 1));
         kp->graph_buffer = mc_arena_alloc(&kp->arena, sizeof *kp->graph_buffer * (size_t)(user->nnodes > 0 ? user->nnodes : 1));
         L.failed = !kp->buffers || !kp->kernels || !kp->graph_buffer;
+        /* the sizes of a symbolic graph's kernels are expressions of its table (kir/kir.h) */
+        if (!L.failed && g->dims)
+            L.failed = !(kp->dims = mc_dims_clone(g->dims));
         if (!L.failed && L.nchecks > 0) {
             kp->checks = mc_arena_alloc(&kp->arena, sizeof *kp->checks * (size_t)L.nchecks);
             L.failed = !kp->checks;
@@ -1054,6 +1061,7 @@ mc_status mc_lower(const mc_fusion *f, const mc_graph *user, const mc_compile_op
     kp->nbuffers = L.nbuffers;
     memcpy(kp->kernels, L.kernels, sizeof *kp->kernels * (size_t)L.nkernels);
     kp->nkernels = L.nkernels;
+    kp->ngraph = user->nnodes;
     for (int i = 0; i < user->nnodes; i++)
         kp->graph_buffer[i] = -1;
     for (int b = 0; b < kp->nbuffers; b++) { /* inputs, params, outputs: by construction */

@@ -41,10 +41,25 @@ typedef struct mc_compile_options {
     bool conv_gather;  /* conv's im2col as one gather over computed indices, not a padded copy
                           of x and a copy per window position (passes/decompose.c) */
     mc_pipeline_times *times; /* not NULL: mc_compile_kernels fills in its phases' times */
+    bool symbolic;     /* the graph may keep symbolic dimensions (mc_runsizes_refusal said it
+                          can): mc_compile_kernels passes, fuses and lowers it into kernels whose
+                          sizes are expressions (kir/kir.h), neither planned nor counted: each
+                          binding is kir_bind'ed, then planned and counted */
+    char *refused;     /* with symbolic: MC_COMPILE_REFUSED bytes; where the graph after the
+                          passes does not take symbolic sizes after all, mc_compile_kernels
+                          writes why here and returns MC_OK with no program (NULL) */
 } mc_compile_options;
+enum { MC_COMPILE_REFUSED = 160 };
 
 /* The options the pipeline takes from the user's: verify is on in debug builds (no NDEBUG). */
 mc_compile_options mc_compile_options_for(const mc_options *opt);
+
+/* Can one kernel list read g's symbolic sizes when it runs (mc_compile_options.symbolic), or
+ * must a program compile g per binding of its symbols (runtime/symbolic.c)? NULL when it can;
+ * else why not, in buf, for the program's notes. The one place that decides it (pipeline.c):
+ * every value whose type or operands' types hold a symbol must be computed by an operator whose
+ * passes and lowering take symbolic sizes. */
+const char *mc_runsizes_refusal(const mc_graph *g, char *buf, size_t size);
 
 /* The graph passes in order, NULL-terminated. */
 extern const mc_pass *const mc_graph_passes[];
@@ -87,6 +102,8 @@ mc_value mc_rewrite_copy(mc_rewrite *rw, int i);
 mc_value mc_rewrite_node(mc_rewrite *rw, const mc_node *like, mc_op op, const mc_value *in,
                          int nin, const mc_attrs *attr);
 mc_value mc_rewrite_const(mc_rewrite *rw, const mc_node *like, double value, mc_dtype dtype);
+/* A scalar constant value / per, per a dim (ir/dims.c; 0: plain value): 1/n over a symbolic axis. */
+mc_value mc_rewrite_const_per(mc_rewrite *rw, const mc_node *like, double value, int64_t per, mc_dtype dtype);
 /* Set dst's outputs to the mapped src outputs and swap dst into g (the old contents freed). */
 mc_status mc_rewrite_finish(mc_rewrite *rw, mc_graph *g);
 void mc_rewrite_abort(mc_rewrite *rw);
@@ -245,7 +262,13 @@ void mc_cmap_identity(mc_cmap *m, int rank);
 bool mc_cmap_operand(const mc_graph *g, int n, int slot, const mc_cmap *m, mc_cmap *out);
 /* The view of shape node n over its operand's view; false when it needs a copy. */
 bool mc_tview_compose(const mc_graph *g, int n, const mc_tview *in, mc_tview *out);
-void mc_contiguous_strides(const int64_t *shape, int rank, int64_t *strides);
+void mc_contiguous_strides(const mc_graph *g, const int64_t *shape, int rank, int64_t *strides);
+/* Arithmetic on strides, offsets and sizes that may be dims of g's table (views.c says when). */
+int64_t mc_stride_mul(const mc_graph *g, int64_t a, int64_t b);
+int64_t mc_stride_add(const mc_graph *g, int64_t a, int64_t b);
+int64_t mc_shape_numel(const mc_graph *g, const int64_t *shape, int rank); /* a dim */
+/* Does reshape n of x keep every symbolic dim whole, in a group of its own (views.c)? */
+bool mc_reshape_takes_symbols(const mc_node *x, const mc_node *n);
 bool mc_cmap_equal(const mc_cmap *a, const mc_cmap *b);
 /* The view of shape operator n's operand that makes n read as v (a value stored straight into
  * the place a transpose or reshape copy would have put it); false for a slice or expand, which

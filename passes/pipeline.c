@@ -42,6 +42,106 @@ static bool known_stage(const char *name)
     return false;
 }
 
+/* ---- symbolic sizes read when the kernels run --------------------------------------------- */
+
+static bool has_symbol(const mc_node *n)
+{
+    for (int d = 0; d < n->rank; d++)
+        if (mc_dim_is_sym(n->shape[d]))
+            return true;
+    return false;
+}
+
+/* Can concat n's copies be placed: each part's offset, the sizes before it times the axis's
+ * stride, an expression of the table (lower.c makes the same ones)? */
+static bool concat_offsets(const mc_graph *g, const mc_node *n)
+{
+    int64_t stride = 1, start = 0;
+    for (int d = n->rank - 1; d > n->attr.axis; d--)
+        if (!mc_dim_mul(g, stride, n->shape[d], &stride))
+            return false;
+    for (int k = 0; k + 1 < n->nin; k++) {
+        int64_t size = g->nodes[n->in[k]].shape[n->attr.axis], offset;
+        if (k == 0)
+            start = size;
+        else if (!mc_dim_add(g, start, size, &start))
+            return false;
+        if (!mc_dim_mul(g, start, stride, &offset))
+            return false;
+    }
+    return true;
+}
+
+/* Does operator n take symbolic sizes through decompose, fusion and lowering? Pointwise work,
+ * reductions and the normalizations over any axis (1/n is KI_SIZE), GEMMs, the shape
+ * operators whose views move no offsets (transpose, expand), a reshape that keeps each
+ * symbol a dim of its own ([B, T, 768] as [B, T, 12, 64]), iota and full (a causal mask),
+ * slice from a fixed start with a positive step, concat (offsets are sums of sizes), gather.
+ * Not yet: a reshape that merges or splits a symbol (quotients of run-time sizes), a slice
+ * from the end of a symbolic axis or backwards, update, cumsum, argmax/argmin, convolutions, pools, pad, allreduce; layernorm over a
+ * symbolic last axis (its overflow guard scales by a power of two chosen from n). */
+static bool takes_symbols(const mc_graph *g, const mc_node *n)
+{
+    switch (mc_op_table[n->op].kind) {
+    case MC_KIND_LEAF: case MC_KIND_UNARY: case MC_KIND_BINARY: case MC_KIND_COMPARE:
+    case MC_KIND_SELECT: case MC_KIND_CAST:
+        return true;
+    case MC_KIND_REDUCE:
+        return n->op == MC_OP_SUM || n->op == MC_OP_MEAN || n->op == MC_OP_MAX || n->op == MC_OP_MIN;
+    case MC_KIND_NORM: {
+        const mc_node *x = &g->nodes[n->in[0]];
+        if (n->op == MC_OP_LAYERNORM)
+            return !mc_dim_is_sym(x->shape[x->rank - 1]);
+        return n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX || n->op == MC_OP_RMSNORM;
+    }
+    case MC_KIND_MATMUL:
+        return true;
+    case MC_KIND_SHAPE:
+        if (n->op == MC_OP_RESHAPE)
+            return mc_reshape_takes_symbols(&g->nodes[n->in[0]], n);
+        if (n->op == MC_OP_SLICE) /* its offset start * stride; a start from the end is symbolic */
+            return !mc_dim_is_sym(n->attr.start) && n->attr.start >= 0 && n->attr.step >= 1;
+        if (n->op == MC_OP_CONCAT)
+            return concat_offsets(g, n);
+        return n->op == MC_OP_TRANSPOSE || n->op == MC_OP_EXPAND;
+    case MC_KIND_CREATE: /* a coordinate or a number at each point: no size in its code */
+        return n->op == MC_OP_IOTA || n->op == MC_OP_FULL;
+    case MC_KIND_GATHER: /* its stride and checked size are dims in kir, bound per binding */
+        return n->op == MC_OP_GATHER;
+    case MC_KIND_SPATIAL: case MC_KIND_COLLECTIVE:
+        return false;
+    }
+    return false;
+}
+
+const char *mc_runsizes_refusal(const mc_graph *g, char *buf, size_t size)
+{
+    for (int i = 0; i < g->nnodes; i++) {
+        const mc_node *n = &g->nodes[i];
+        bool symbolic = has_symbol(n);
+        for (int k = 0; k < n->nin && !symbolic; k++)
+            symbolic = n->in[k] >= 0 && has_symbol(&g->nodes[n->in[k]]);
+        if (!symbolic)
+            continue;
+        char where[32] = "";
+        if (n->line > 0)
+            snprintf(where, sizeof where, " at line %d", n->line);
+        if (!takes_symbols(g, n)) {
+            snprintf(buf, size, "%s%s does not take symbolic sizes yet", mc_op_table[n->op].name, where);
+            return buf;
+        }
+        /* every size a view multiplies out is a product of the node's dims: make each once here,
+         * so that mc_stride_mul cannot fail later (a polynomial past the table's limit) */
+        int64_t numel = 1;
+        for (int d = n->rank - 1; d >= 0; d--)
+            if (!mc_dim_mul(g, numel, n->shape[d], &numel)) {
+                snprintf(buf, size, "the sizes of %s%s are too large an expression", mc_op_table[n->op].name, where);
+                return buf;
+            }
+    }
+    return NULL;
+}
+
 mc_status mc_run_passes(const mc_graph *g, const mc_compile_options *opt, const char *stop_after,
                         mc_graph **out)
 {
@@ -53,7 +153,7 @@ mc_status mc_run_passes(const mc_graph *g, const mc_compile_options *opt, const 
             len += (size_t)snprintf(names + len, sizeof names - len, ", %s", mc_graph_passes[i]->name);
         return mc_fail(MC_ERR_INPUT, "unknown stage '%s' (stages: %s, fused, code)", stop_after, names);
     }
-    if (mc_graph_num_syms(g) > 0 && !(stop_after && strcmp(stop_after, "ir") == 0))
+    if (mc_graph_num_syms(g) > 0 && !(opt && opt->symbolic) && !(stop_after && strcmp(stop_after, "ir") == 0))
         return mc_fail(MC_ERR_INPUT, "the graph has symbolic dimensions (%s%s): the passes need them bound "
                                      "(a program binds them when it runs: minic run --dim NAME=INT or inputs)",
                        mc_dim_sym_name(g, 0), mc_graph_num_syms(g) > 1 ? ", ..." : "");
@@ -100,6 +200,15 @@ mc_status mc_compile_kernels(const mc_graph *g, const mc_compile_options *opt, k
     LAP(passes);
     if (st != MC_OK)
         return st;
+    char why[MC_COMPILE_REFUSED];
+    if (opt->symbolic && mc_graph_num_syms(pg) > 0 && mc_runsizes_refusal(pg, why, sizeof why)) {
+        /* the user's graph passed, but a composite became something that does not: the caller
+         * compiles per binding instead (runtime/symbolic.c) */
+        mc_graph_free(pg);
+        MC_ASSERT(opt->refused);
+        snprintf(opt->refused, MC_COMPILE_REFUSED, "after the graph passes, %s", why);
+        return MC_OK;
+    }
     mc_fusion f;
     st = mc_fuse(pg, opt, &f);
     LAP(fuse);
@@ -111,6 +220,8 @@ mc_status mc_compile_kernels(const mc_graph *g, const mc_compile_options *opt, k
     if (st == MC_OK && opt->verify)
         st = kir_verify(*out, "lower", false);
     LAP(lower);
+    if (st == MC_OK && (*out)->dims)
+        return MC_OK; /* planned and counted per binding, after kir_bind */
     if (st == MC_OK) {
         mc_plan_memory(*out, opt->plan_memory);
         if (opt->verify)

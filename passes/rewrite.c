@@ -29,6 +29,11 @@ mc_status mc_rewrite_begin(mc_rewrite *rw, const mc_graph *src)
         rw->map[i] = MC_NONE;
     rw->dst->file = dup_or_null(&rw->dst->arena, src->file);
     rw->dst->text = dup_or_null(&rw->dst->arena, src->text);
+    /* a symbolic graph's types name expressions of its table: the copy keeps the same numbers */
+    if (src->dims && !(rw->dst->dims = mc_dims_clone(src->dims))) {
+        mc_rewrite_abort(rw);
+        return mc_fail(MC_ERR_SYSTEM, "out of memory rewriting the graph");
+    }
     if ((src->file && !rw->dst->file) || (src->text && !rw->dst->text)) {
         mc_rewrite_abort(rw);
         return mc_fail(MC_ERR_SYSTEM, "out of memory rewriting the graph");
@@ -77,6 +82,14 @@ mc_value mc_rewrite_const(mc_rewrite *rw, const mc_node *like, double value, mc_
     return v;
 }
 
+mc_value mc_rewrite_const_per(mc_rewrite *rw, const mc_node *like, double value, int64_t per, mc_dtype dtype)
+{
+    mc_value v = mc_rewrite_const(rw, like, value, dtype);
+    if (v >= 0 && per)
+        rw->dst->nodes[v].attr.per = per; /* mc_scalar makes a node of its own: nothing shares it */
+    return v;
+}
+
 mc_value mc_rewrite_copy(mc_rewrite *rw, int i)
 {
     const mc_node *n = &rw->src->nodes[i];
@@ -85,7 +98,7 @@ mc_value mc_rewrite_copy(mc_rewrite *rw, int i)
         v = mc_graph_declare(rw->dst, n->op, n->name, n->dtype, n->shape, n->rank, n->line, n->col);
         keep_place(rw, v, n);
     } else if (n->op == MC_OP_CONST) {
-        v = mc_rewrite_const(rw, n, n->attr.value, n->dtype);
+        v = mc_rewrite_const_per(rw, n, n->attr.value, n->attr.per, n->dtype);
     } else {
         mc_value in[64] = {0};
         mc_value *ins = n->nin <= 64 ? in : malloc(sizeof(mc_value) * (size_t)n->nin);

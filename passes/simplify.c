@@ -21,7 +21,7 @@ static const mc_node *dst(const mc_rewrite *rw, mc_value v) { return &rw->dst->n
 static bool is_const(const mc_rewrite *rw, mc_value v, double value)
 {
     const mc_node *n = dst(rw, v);
-    return n->op == MC_OP_CONST && n->attr.value == value;
+    return n->op == MC_OP_CONST && !n->attr.per && n->attr.value == value;
 }
 
 static bool same_type(const mc_node *a, const mc_node *b)
@@ -45,7 +45,7 @@ static mc_value simpler(mc_rewrite *rw, const mc_node *n, const mc_value *in)
         bool all_const = true;
         double v[3] = {0, 0, 0};
         for (int k = 0; k < n->nin && k < 3; k++) {
-            all_const = all_const && dst(rw, in[k])->op == MC_OP_CONST;
+            all_const = all_const && dst(rw, in[k])->op == MC_OP_CONST && !dst(rw, in[k])->attr.per;
             if (all_const)
                 v[k] = dst(rw, in[k])->attr.value;
         }

@@ -12,13 +12,50 @@
 
 /* ---- maps and views ----------------------------------------------------------------------- */
 
-void mc_contiguous_strides(const int64_t *shape, int rank, int64_t *strides)
+/* Strides and offsets are dims too in a symbolic graph (a product of symbolic sizes is an
+ * expression of g's table), or 0 (a broadcast, no offset), which no dim is. Between constants
+ * the arithmetic is plain, as it always was. A symbolic product or sum cannot fail for the graphs
+ * passes/pipeline.c lets through with symbols (monomials, no negative steps): asserted. */
+int64_t mc_stride_mul(const mc_graph *g, int64_t a, int64_t b)
+{
+    if (!mc_dim_is_sym(a) && !mc_dim_is_sym(b))
+        return a * b;
+    if (a == 0 || b == 0)
+        return 0;
+    int64_t out = 0;
+    bool ok = mc_dim_mul(g, a, b, &out);
+    MC_ASSERT(ok);
+    return out;
+}
+
+int64_t mc_stride_add(const mc_graph *g, int64_t a, int64_t b)
+{
+    if (!mc_dim_is_sym(a) && !mc_dim_is_sym(b))
+        return a + b;
+    if (a == 0 || b == 0)
+        return a == 0 ? b : a;
+    int64_t out = 0;
+    bool ok = mc_dim_add(g, a, b, &out);
+    MC_ASSERT(ok);
+    return out;
+}
+
+void mc_contiguous_strides(const mc_graph *g, const int64_t *shape, int rank, int64_t *strides)
 {
     int64_t s = 1;
     for (int i = rank - 1; i >= 0; i--) {
         strides[i] = s;
-        s *= shape[i];
+        if (i > 0)
+            s = mc_stride_mul(g, s, shape[i]);
     }
+}
+
+int64_t mc_shape_numel(const mc_graph *g, const int64_t *shape, int rank)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n = mc_stride_mul(g, n, shape[i]);
+    return n;
 }
 
 void mc_cmap_identity(mc_cmap *m, int rank)
@@ -59,7 +96,11 @@ static int64_t transpose_from(const mc_node *n, int d)
 }
 
 /* Reshape groups: runs of input and output dims with equal products (size-1 dims aside).
- * Calls back once per group with [i0, i1) input dims and [o0, o1) output dims. */
+ * Calls back once per group with [i0, i1) input dims and [o0, o1) output dims. A symbolic dim
+ * groups only with the very same dim on the other side ([B, T, 768] as [B, T, 12, 64]): a
+ * group that would multiply a symbol out, or split it, maps coordinates by quotients of sizes
+ * nobody knows yet, so such a reshape is no view (false), and passes/pipeline.c keeps it off
+ * the kernels that read sizes when they run (mc_reshape_takes_symbols). */
 typedef bool (*reshape_group_fn)(void *ctx, const mc_node *x, const mc_node *n, int i0, int i1,
                                  int o0, int o1);
 
@@ -76,12 +117,14 @@ static bool reshape_groups(const mc_node *x, const mc_node *n, reshape_group_fn 
         int i0 = i, o0 = o;
         int64_t pi = x->shape[i++], po = n->shape[o++];
         while (pi != po) {
+            if (mc_dim_is_sym(pi) || mc_dim_is_sym(po))
+                return false;
             if (pi < po) {
-                if (i >= x->rank)
+                if (i >= x->rank || mc_dim_is_sym(x->shape[i]))
                     return false;
                 pi *= x->shape[i++];
             } else {
-                if (o >= n->rank)
+                if (o >= n->rank || mc_dim_is_sym(n->shape[o]))
                     return false;
                 po *= n->shape[o++];
             }
@@ -91,6 +134,12 @@ static bool reshape_groups(const mc_node *x, const mc_node *n, reshape_group_fn 
     }
 }
 
+static bool accept_group(void *ctx, const mc_node *x, const mc_node *n, int i0, int i1, int o0, int o1)
+{
+    (void)ctx, (void)x, (void)n, (void)i0, (void)i1, (void)o0, (void)o1;
+    return true;
+}
+
 static bool reshape_map_group(void *ctx, const mc_node *x, const mc_node *n, int i0, int i1, int o0,
                               int o1)
 {
@@ -98,20 +147,21 @@ static bool reshape_map_group(void *ctx, const mc_node *x, const mc_node *n, int
     mc_cmap *out = ((mc_cmap **)ctx)[1];
     int which = -1, count = 0;
     for (int k = i0; k < i1; k++)
-        if (x->shape[k] > 1) {
+        if (x->shape[k] > 1 || mc_dim_is_sym(x->shape[k])) {
             which = k;
             count++;
         }
     if (count != 1)
         return false; /* input coordinates would be quotients and remainders */
-    int64_t s = 1;
+    int64_t s = 1; /* a constant: a group with a symbol is that one dim (reshape_groups) */
     for (int d = o1 - 1; d >= o0; d--) {
-        if (n->shape[d] > 1) {
+        if (n->shape[d] > 1 || mc_dim_is_sym(n->shape[d])) {
             out->off[which] += m->off[d] * s;
             for (int j = 0; j < MC_MAX_RANK; j++)
                 out->coef[which][j] += m->coef[d][j] * s;
         }
-        s *= n->shape[d];
+        if (d > o0)
+            s *= n->shape[d];
     }
     return true;
 }
@@ -182,25 +232,33 @@ bool mc_cmap_operand(const mc_graph *g, int ni, int slot, const mc_cmap *m, mc_c
     return false;
 }
 
+/* ctx: {the graph (strides may be dims), the view in, the view out} */
 static bool reshape_view_group(void *ctx, const mc_node *x, const mc_node *n, int i0, int i1, int o0,
                                int o1)
 {
-    const mc_tview *in = ((const mc_tview **)ctx)[0];
-    mc_tview *out = ((mc_tview **)ctx)[1];
+    const mc_graph *g = ((const void **)ctx)[0];
+    const mc_tview *in = ((const mc_tview **)ctx)[1];
+    mc_tview *out = ((mc_tview **)ctx)[2];
     int last = -1;
     for (int k = i0; k < i1; k++) {
         if (x->shape[k] == 1)
             continue;
-        if (last >= 0 && in->stride[last] != in->stride[k] * x->shape[k])
+        if (last >= 0 && in->stride[last] != mc_stride_mul(g, in->stride[k], x->shape[k]))
             return false; /* merging dims that are not adjacent in memory */
         last = k;
     }
     int64_t s = in->stride[last];
     for (int d = o1 - 1; d >= o0; d--) {
         out->stride[d] = s;
-        s *= n->shape[d];
+        if (d > o0)
+            s = mc_stride_mul(g, s, n->shape[d]);
     }
     return true;
+}
+
+bool mc_reshape_takes_symbols(const mc_node *x, const mc_node *n)
+{
+    return reshape_groups(x, n, accept_group, NULL);
 }
 
 bool mc_tview_compose(const mc_graph *g, int ni, const mc_tview *in, mc_tview *out)
@@ -220,13 +278,13 @@ bool mc_tview_compose(const mc_graph *g, int ni, const mc_tview *in, mc_tview *o
             out->stride[d] = (i < 0 || x->shape[i] == 1) ? 0 : in->stride[i];
         }
         return true;
-    case MC_OP_SLICE:
+    case MC_OP_SLICE: /* with symbols: a constant start and a positive step (pipeline.c) */
         memcpy(out->stride, in->stride, sizeof out->stride);
-        out->offset += n->attr.start * in->stride[n->attr.axis];
-        out->stride[n->attr.axis] *= n->attr.step;
+        out->offset = mc_stride_add(g, out->offset, mc_stride_mul(g, n->attr.start, in->stride[n->attr.axis]));
+        out->stride[n->attr.axis] = mc_stride_mul(g, out->stride[n->attr.axis], n->attr.step);
         return true;
     case MC_OP_RESHAPE: {
-        const void *ctx[2] = {in, out};
+        const void *ctx[3] = {g, in, out};
         return reshape_groups(x, n, reshape_view_group, (void *)ctx);
     }
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_NEG: case MC_OP_ABS:
@@ -262,7 +320,7 @@ bool mc_tview_invert(const mc_graph *g, int ni, const mc_tview *v, mc_tview *out
         return true;
     }
     if (n->op == MC_OP_RESHAPE) {
-        const void *ctx[2] = {v, out};
+        const void *ctx[3] = {g, v, out};
         return reshape_groups(n, in, reshape_view_group, (void *)ctx);
     }
     return false; /* a slice or expand sees only part of its operand */

@@ -514,6 +514,35 @@ static mc_status compile_program(const mc_graph *g, const mc_options *opt, mc_pr
     return MC_OK;
 }
 
+mc_status mc_program_instantiate(const mc_graph *g, kir_program *kp, const mc_options *opt, mc_program **out)
+{
+    *out = NULL;
+    double t0 = mc_now_ms(), t = t0;
+    mc_program *p = new_program();
+    if (!p) {
+        kir_program_free(kp);
+        return MC_ERR_SYSTEM;
+    }
+    p->opt = *opt;
+    p->kp = kp;
+    mc_status st = choose_backend(p);
+    if (st == MC_OK && !(p->graph = mc_graph_clone(g)))
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory");
+    if (st == MC_OK)
+        st = allocate_host(p);
+    mc_program_phase(p, "host memory", &t);
+    if (st == MC_OK)
+        st = p->backend->prepare(p);
+    mc_program_phase(p, "backend prepare", &t);
+    if (st != MC_OK) {
+        mc_program_free(p);
+        return st;
+    }
+    p->compile_ms = mc_now_ms() - t0;
+    *out = p;
+    return MC_OK;
+}
+
 mc_status mc_program_compile(const mc_graph *g, const mc_options *opt, mc_program **out)
 {
     return compile_program(g, opt, NULL, 0, 0, NULL, out);

@@ -35,6 +35,10 @@ mc_status mc_symbolic_fill_random(mc_program *p, uint64_t seed);
 mc_status mc_symbolic_set_array(mc_program *p, int node, mc_dtype dtype, const int64_t *shape, int rank,
                                 const void *data, size_t bytes);
 mc_status mc_symbolic_run(mc_program *p);
+/* A program of static graph g (one binding's specialisation of a symbolic graph) over kernels
+ * compiled once for every binding and bound to this one (kir_bind, planned, counted): host
+ * memory and the backend's prepare, no passes. Takes kp (freed on failure). */
+mc_status mc_program_instantiate(const mc_graph *g, kir_program *kp, const mc_options *opt, mc_program **out);
 mc_status mc_symbolic_save_inputs(mc_program *p, const char *path);
 mc_program *mc_symbolic_current(const mc_program *p); /* the last run's program, or NULL */
 int mc_symbolic_compilations(const mc_program *p);

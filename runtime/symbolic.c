@@ -16,13 +16,25 @@
  * binding seen before compiles nothing; `compilations` counts what was compiled. The values
  * are handed to that program (only when something changed since it last had them), and the
  * outputs, their shapes included, are its. This is step 2 of docs/design/symbolic-dimensions.md:
- * a new size compiles a new program. Its step 3 (sizes read at run time by the kernels) makes
- * one program serve every size.
+ * a new size compiles a new program.
+ *
+ * Step 3, where it applies: mc_symbolic_new compiles the symbolic graph once into kernels
+ * whose sizes are expressions of the symbols (kir/kir.h, "Sizes known when the program runs"),
+ * and a binding's program is then that kernel list bound to the binding (kir_bind: arithmetic),
+ * planned and handed to the backend (mc_program_instantiate), which compiles nothing: a new
+ * size compiles nothing. It applies when the backend takes bound kernel lists without a
+ * compile (`runtime_sizes`: ref today) and every operator over a symbol takes symbolic sizes
+ * (mc_runsizes_refusal); else, or with MINIC_SPECIALIZE=1, every binding compiles as above,
+ * and the program's notes say why. The bound programs share the cache and its LRU. Each plans
+ * its intermediates for its own binding (a plan is arithmetic over the kernels too), so a
+ * declared maximum is checked, not planned for.
  *
  * The program's mutex is held by every call here (runtime/program.c's public functions take it
  * and dispatch), so the inner programs are used from one thread at a time.
  */
 #include "runtime/runtime.h"
+
+#include "passes/passes.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +69,8 @@ struct mc_symbolic {
     uint64_t clock;
     uint64_t generation;        /* bumped by every change to values, bindings or the seed */
     int compilations;
+    kir_program *sized;         /* the kernels compiled once for every binding (step 3, above),
+                                   or NULL: each binding compiles its own program */
 };
 
 static bool is_declaration(const mc_node *n) { return n->op == MC_OP_INPUT || n->op == MC_OP_PARAM; }
@@ -236,6 +250,76 @@ static bool array_bytes(mc_dtype dtype, const int64_t *shape, int rank, size_t *
     return true;
 }
 
+/* ---- kernels compiled once, bound per binding (step 3) ------------------------------------- */
+
+/* Why this program cannot compile once for every binding, into why; "" when it can. */
+static void sized_refusal(const mc_program *p, char *why, size_t size)
+{
+    const char *force = getenv("MINIC_SPECIALIZE");
+    why[0] = '\0';
+    if (force && strcmp(force, "1") == 0)
+        snprintf(why, size, "MINIC_SPECIALIZE=1");
+    else if (!p->backend->runtime_sizes)
+        snprintf(why, size, "the %s backend does not take sizes at run time yet", p->backend->name);
+    else
+        mc_runsizes_refusal(p->graph, why, size);
+}
+
+/* Compile the kernels once with symbolic sizes where the backend and the graph allow it. */
+static mc_status compile_sized(mc_program *p)
+{
+    char why[MC_COMPILE_REFUSED];
+    sized_refusal(p, why, sizeof why);
+    if (!why[0]) {
+        mc_compile_options co = mc_compile_options_for(&p->opt);
+        co.no_attention = !p->backend->attention;
+        co.symbolic = true;
+        co.refused = why;
+        mc_status st = mc_compile_kernels(p->graph, &co, &p->sym->sized);
+        if (st != MC_OK)
+            return st;
+        if (p->sym->sized) {
+            p->sym->compilations = 1;
+            mc_program_note(p, "symbolic dimensions: compiled once, sizes bound when it runs");
+            return MC_OK;
+        }
+    }
+    mc_program_note(p, "symbolic dimensions: compiled per binding (%s)", why);
+    return MC_OK;
+}
+
+/* The program for the current binding from the kernels compiled once: bound, planned and
+ * counted here, prepared by the backend without a compile. */
+static mc_status bound_program(mc_program *p, mc_program **out)
+{
+    mc_symbolic *s = p->sym;
+    mc_graph *sg = NULL;
+    mc_status st = mc_graph_specialize(p->graph, s->b.value, &sg); /* types, for the checks */
+    if (st != MC_OK)
+        return st;
+    kir_program *kp = kir_bind(s->sized, s->b.value);
+    if (!kp) {
+        mc_graph_free(sg);
+        return mc_error_status();
+    }
+    mc_compile_options co = mc_compile_options_for(&p->opt);
+    mc_plan_memory(kp, co.plan_memory);
+    if (co.verify && (st = kir_verify(kp, "bind", true)) != MC_OK) {
+        kir_program_free(kp);
+        mc_graph_free(sg);
+        return st;
+    }
+    for (int k = 0; k < kp->nkernels; k++)
+        kir_count(kp, &kp->kernels[k]);
+    mc_options o = p->opt;
+    o.backend = mc_program_backend_kind(p);
+    o.note = mc_program_forward_note;
+    o.note_ctx = p;
+    st = mc_program_instantiate(sg, kp, &o, out);
+    mc_graph_free(sg);
+    return st;
+}
+
 /* ---- the calls runtime/program.c dispatches to ------------------------------------------- */
 
 mc_status mc_symbolic_new(mc_program *p)
@@ -247,7 +331,7 @@ mc_status mc_symbolic_new(mc_program *p)
     }
     s->current = -1;
     p->sym = s;
-    return MC_OK;
+    return compile_sized(p);
 }
 
 void mc_symbolic_free(mc_program *p)
@@ -259,6 +343,7 @@ void mc_symbolic_free(mc_program *p)
         mc_program_free(s->cache[i].program);
     for (int i = 0; s->values && i < p->graph->nnodes; i++)
         free(s->values[i].data);
+    kir_program_free(s->sized);
     free(s->values);
     free(s);
     p->sym = NULL;
@@ -473,6 +558,24 @@ mc_status mc_symbolic_fill_random(mc_program *p, uint64_t seed)
 }
 
 
+/* A program compiled for the current binding (step 2, above). */
+static mc_status compiled_program(mc_program *p, mc_program **out)
+{
+    mc_graph *sg = NULL;
+    mc_status st = mc_graph_specialize(p->graph, p->sym->b.value, &sg);
+    if (st != MC_OK)
+        return st;
+    mc_options o = p->opt;
+    o.backend = mc_program_backend_kind(p);
+    o.note = mc_program_forward_note;
+    o.note_ctx = p;
+    st = mc_program_compile(sg, &o, out);
+    mc_graph_free(sg);
+    if (st == MC_OK)
+        p->sym->compilations++;
+    return st;
+}
+
 /* The compiled program for the current binding, from the cache or compiled now, with every
  * value handed to it: what run and save_inputs work on. */
 static mc_status specialised(mc_program *p, sym_entry **out)
@@ -488,20 +591,10 @@ static mc_status specialised(mc_program *p, sym_entry **out)
         if (!memcmp(s->cache[i].key, s->b.value, sizeof(int64_t) * (size_t)nsyms))
             e = &s->cache[i];
     if (!e) {
-        mc_graph *sg = NULL;
-        mc_status st = mc_graph_specialize(g, s->b.value, &sg);
-        if (st != MC_OK)
-            return st;
-        mc_options o = p->opt;
-        o.backend = mc_program_backend_kind(p);
-        o.note = mc_program_forward_note;
-        o.note_ctx = p;
         mc_program *inner = NULL;
-        st = mc_program_compile(sg, &o, &inner);
-        mc_graph_free(sg);
+        mc_status st = s->sized ? bound_program(p, &inner) : compiled_program(p, &inner);
         if (st != MC_OK)
             return st;
-        s->compilations++;
         if (s->ncache == MC_SPECIALIZED_MAX) { /* drop the least recently run */
             int lru = 0;
             for (int i = 1; i < s->ncache; i++)

@@ -373,12 +373,15 @@ static void test_run_bindings(void **state)
     mc_graph_free(g);
 }
 
-/* At most 8 bindings keep their program: the least recently run goes first. */
+/* At most 8 bindings keep their program: the least recently run goes first (compiled per
+ * binding: MINIC_SPECIALIZE=1, else ref compiles exp once for every N). */
 static void test_cache_bound(void **state)
 {
     (void)state;
     mc_graph *g = parse("input x : f32[N]\ny = exp(x)\noutput y\n");
+    setenv("MINIC_SPECIALIZE", "1", 1);
     mc_program *p = compile_for(g, MC_BACKEND_REF);
+    unsetenv("MINIC_SPECIALIZE");
     float x[12] = {0};
     for (int n = 1; n <= 9; n++) {
         assert_int_equal(mc_program_set(p, "x", x, sizeof(float) * (size_t)n), MC_OK);
@@ -399,6 +402,251 @@ static void test_cache_bound(void **state)
     assert_int_equal(mc_program_compilations(p), 10);
     mc_program_free(p);
     mc_graph_free(g);
+}
+
+/* ---- step 3: kernels compiled once, sizes bound when they run ------------------------------- */
+
+static void ignore_note(void *ctx, const char *note) { (void)ctx, (void)note; }
+
+static mc_program *compile_noting(const mc_graph *g, mc_backend_kind kind)
+{
+    mc_options o = mc_test_options();
+    o.backend = kind;
+    o.quiet = false;
+    o.note = ignore_note;
+    mc_program *p = NULL;
+    if (mc_program_compile(g, &o, &p) != MC_OK)
+        fail_msg("compile: %s", mc_error_message());
+    return p;
+}
+
+/* Give every input and param of symbolic graph g a ramp of its size under binding `values`,
+ * run, and check every output against the float64 evaluation of g specialised to it. */
+static void run_against_oracle(mc_program *p, const mc_graph *g, const int64_t *values, double tolerance)
+{
+    mc_graph *s = NULL;
+    assert_int_equal(mc_graph_specialize(g, values, &s), MC_OK);
+    const void *inputs[256] = {0};
+    float *owned[256] = {0};
+    assert_true(s->nnodes <= 256);
+    for (int k = 0; k < mc_graph_num_syms(g); k++)
+        assert_int_equal(mc_program_set_dim(p, mc_dim_sym_name(g, k), values[k]), MC_OK);
+    for (int i = 0; i < s->nnodes; i++) {
+        const mc_node *n = &s->nodes[i];
+        if (n->op != MC_OP_INPUT && n->op != MC_OP_PARAM)
+            continue;
+        int64_t count = mc_node_numel(n);
+        owned[i] = ramp(count, n->op == MC_OP_PARAM ? 0.05f : 0.1f);
+        if (n->dtype == MC_I32) /* indices: -5..5, within a table of 10 rows either way */
+            for (int64_t k = 0; k < count; k++)
+                ((int32_t *)owned[i])[k] = (int32_t)((k * 7) % 11 - 5);
+        inputs[i] = owned[i];
+        if (mc_program_set(p, n->name, owned[i], sizeof(float) * (size_t)count) != MC_OK)
+            fail_msg("set %s: %s", n->name, mc_error_message());
+    }
+    if (mc_program_run(p) != MC_OK)
+        fail_msg("run: %s", mc_error_message());
+    double *want[16];
+    assert_true(s->noutputs <= 16);
+    assert_int_equal(mc_graph_eval(s, inputs, true, want), MC_OK);
+    for (int o = 0; o < s->noutputs; o++) {
+        mc_tensor t;
+        assert_int_equal(mc_program_output(p, o, &t), MC_OK);
+        const mc_node *n = &s->nodes[s->outputs[o]];
+        assert_int_equal(t.rank, n->rank);
+        assert_memory_equal(t.shape, n->shape, sizeof(int64_t) * (size_t)n->rank);
+        int64_t count = mc_node_numel(n);
+        assert_int_equal((int64_t)(t.bytes / sizeof(float)), count);
+        double *got = malloc(sizeof(double) * (size_t)count);
+        for (int64_t k = 0; k < count; k++)
+            got[k] = ((const float *)t.data)[k];
+        double err = mc_test_rel_error(got, want[o], count);
+        if (!(err <= tolerance))
+            fail_msg("output %s: error %g", t.name, err);
+        free(got);
+        free(want[o]);
+    }
+    for (int i = 0; i < 256; i++)
+        free(owned[i]);
+    mc_graph_free(s);
+}
+
+/* Pointwise work with broadcasts, mean, softmax and max over the symbolic axis, layernorm and
+ * rmsnorm over a fixed one, matmuls with a symbolic M and a symbolic N and K (x times its own
+ * transpose), a transpose, an expand, and attention over heads split off and merged back by
+ * reshapes that keep B and T whole: every operator that takes symbolic sizes. */
+static const char *sized_model =
+    "graph sized\n"
+    "input x : f32[B, T<=32, 8]\n"
+    "input bias : f32[T, 8]\n"
+    "param g : f32[8]\n"
+    "param b : f32[8]\n"
+    "param w : f32[8, 6]\n"
+    "param lw : f32[5, 8]\n"
+    "xb = add(x, bias)\n"
+    "y = gelu(xb)\n"
+    "m = mean(y, axis=1, keepdim=true)\n"
+    "d = sub(y, m)\n"
+    "s = softmax(d, axis=1)\n"
+    "ln = layernorm(d, g, b)\n"
+    "mm = matmul(ln, w)\n"
+    "lin = linear(x, lw)\n"
+    "xt = transpose(x, perm=[0, 2, 1])\n"
+    "sc = matmul(x, xt)\n"
+    "p = softmax(sc, axis=-1)\n"
+    "top = max(p, axis=2)\n"
+    "rn = rmsnorm(y, g)\n"
+    "all = mean(rn)\n"
+    "ex = expand(all, shape=[B, T])\n"
+    "half = full(shape=[B, T], value=0.5)\n"
+    "e = add(ex, half)\n"
+    "ls = log_softmax(sc, axis=1)\n"
+    "x4 = reshape(x, shape=[B, T, 2, 4])\n"
+    "q = transpose(x4, perm=[0, 2, 1, 3])\n"
+    "kt = transpose(q, perm=[0, 1, 3, 2])\n"
+    "att = matmul(q, kt)\n"
+    "row = iota(shape=[T, T], axis=0)\n"
+    "col = iota(shape=[T, T], axis=1)\n"
+    "causal = le(col, row)\n"
+    "attm = where(causal, att, -1e9)\n"
+    "pa = softmax(attm, axis=-1)\n"
+    "o = matmul(pa, q)\n"
+    "ot = transpose(o, perm=[0, 2, 1, 3])\n"
+    "om = reshape(ot, shape=[B, T, 8])\n"
+    "output s, mm, lin, p, top, e, ls, om\n";
+
+/* Issue 23's "running with a new size compiles nothing": one compile, then every binding is
+ * the same kernels with other sizes, with the float64 evaluation's results. */
+static void test_compiles_once(void **state)
+{
+    (void)state;
+    mc_graph *g = parse(sized_model);
+    mc_program *p = compile_noting(g, MC_BACKEND_REF);
+    assert_int_equal(mc_program_compilations(p), 1); /* at compile time */
+    assert_non_null(strstr(mc_program_notes(p), "compiled once"));
+    const int64_t bindings[][2] = {{2, 3}, {1, 7}, {3, 32}, {1, 1}, {2, 3}, {4, 5}};
+    for (size_t i = 0; i < sizeof bindings / sizeof bindings[0]; i++) {
+        run_against_oracle(p, g, bindings[i], 1e-4); /* docs/FORMAT.md §6: f32 with a matmul */
+        assert_int_equal(mc_program_compilations(p), 1);
+    }
+    /* the kernels of a run are the compiled ones with this binding's sizes */
+    mc_program *ran = mc_program_ran(p);
+    assert_non_null(ran);
+    bool saw_t = false;
+    for (int k = 0; k < ran->kp->nkernels; k++)
+        for (int d = 0; d < ran->kp->kernels[k].rank; d++) {
+            assert_true(ran->kp->kernels[k].shape[d] >= 1);
+            saw_t |= ran->kp->kernels[k].shape[d] == 5;
+        }
+    assert_true(saw_t);
+    assert_null(ran->kp->dims);
+    bool attention = false; /* the causal chain over the heads is one kernel, Tq = Tk = T */
+    for (int k = 0; k < ran->kp->nkernels; k++)
+        if (ran->kp->kernels[k].category == KIR_ATTENTION) {
+            attention = true;
+            assert_int_equal(ran->kp->kernels[k].attn.tq, 5);
+            assert_int_equal(ran->kp->kernels[k].attn.tk, 5);
+        }
+    assert_true(attention);
+    mc_program_free(p);
+    /* the same with MINIC_SPECIALIZE=1: one compile per binding, the same numbers */
+    setenv("MINIC_SPECIALIZE", "1", 1);
+    p = compile_noting(g, MC_BACKEND_REF);
+    unsetenv("MINIC_SPECIALIZE");
+    assert_non_null(strstr(mc_program_notes(p), "compiled per binding (MINIC_SPECIALIZE=1)"));
+    run_against_oracle(p, g, bindings[0], 1e-4);
+    run_against_oracle(p, g, bindings[1], 1e-4);
+    assert_int_equal(mc_program_compilations(p), 2);
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+
+/* Slices from a fixed start and concats over symbolic axes: offsets that are expressions
+ * (start * stride, and the sizes of the parts before); an embedding's gather of [B, T] ids. */
+static void test_compiles_once_offsets(void **state)
+{
+    (void)state;
+    mc_graph *g = parse("input x : f32[B, T<=16, 4]\n"
+                        "input y : f32[B, S, 4]\n"
+                        "tail = slice(x, axis=1, start=1)\n"
+                        "c = concat(x, tail, y, axis=1)\n"
+                        "mid = slice(c, axis=2, start=1, end=3)\n"
+                        "e = exp(mid)\n"
+                        "first = slice(y, axis=1, start=0, end=1)\n"
+                        "z = add(x, first)\n"
+                        "input ids : i32[B, T]\n"
+                        "param table : f32[10, 4]\n"
+                        "emb = gather(table, ids, axis=0)\n"
+                        "ze = add(z, emb)\n"
+                        "output c, e, ze\n");
+    mc_program *p = compile_noting(g, MC_BACKEND_REF);
+    if (!strstr(mc_program_notes(p), "compiled once"))
+        fail_msg("notes: %s", mc_program_notes(p));
+    const int64_t bindings[][3] = {{2, 3, 1}, {1, 16, 5}, {3, 2, 2}};
+    for (size_t i = 0; i < sizeof bindings / sizeof bindings[0]; i++) {
+        run_against_oracle(p, g, bindings[i], 1e-6);
+        assert_int_equal(mc_program_compilations(p), 1);
+    }
+    /* an index past the table is the run's input error, checked against the bound size */
+    int32_t bad[3 * 2] = {0, 1, 2, 10, 4, 5};
+    if (mc_program_set(p, "ids", bad, sizeof bad) != MC_OK) /* B=3, T=2 as the last run */
+        fail_msg("set ids: %s", mc_error_message());
+    assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "index 10 is outside [-10, 10)"));
+    bad[3] = -10;
+    assert_int_equal(mc_program_set(p, "ids", bad, sizeof bad), MC_OK);
+    assert_int_equal(mc_program_run(p), MC_OK); /* after a run, T may change */
+    /* a binding that leaves the slice nothing is the input error it always was */
+    float x1[3 * 4] = {0};
+    assert_int_equal(mc_program_set(p, "x", x1, sizeof x1), MC_OK); /* B=3: T=1 */
+    assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
+    assert_non_null(strstr(mc_error_message(), "sym.graph:3:8: error: slice: start=1, end=1 select nothing"));
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+
+/* What does not take symbolic sizes yet compiles per binding, as before, and says why. */
+static void test_sized_fallbacks(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text, *why;
+    } cases[] = {
+        {"input x : f32[B, 2, 3]\ny = reshape(x, shape=[-1, 3])\noutput y\n",
+         "compiled per binding (reshape at line 2 does not take symbolic sizes yet)"},
+        {"input x : f32[T<=8, 4]\ny = slice(x, axis=0, start=-1)\noutput y\n",
+         "compiled per binding (slice at line 2 does not take symbolic sizes yet)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mc_graph *g = parse(cases[i].text);
+        mc_program *p = compile_noting(g, MC_BACKEND_REF);
+        if (!strstr(mc_program_notes(p), cases[i].why))
+            fail_msg("notes: %s", mc_program_notes(p));
+        assert_int_equal(mc_program_compilations(p), 0);
+        run_against_oracle(p, g, (int64_t[]){2}, 1e-5);
+        run_against_oracle(p, g, (int64_t[]){3}, 1e-5);
+        assert_int_equal(mc_program_compilations(p), 2);
+        mc_program_free(p);
+        mc_graph_free(g);
+    }
+    /* layernorm over a symbolic last axis: its overflow guard's scale depends on n */
+    mc_graph *g = parse("input x : f32[2, T]\nparam w : f32[T]\nparam b : f32[T]\ny = layernorm(x, w, b)\noutput y\n");
+    mc_program *p = compile_noting(g, MC_BACKEND_REF);
+    assert_non_null(strstr(mc_program_notes(p), "layernorm at line 4 does not take symbolic sizes yet"));
+    run_against_oracle(p, g, (int64_t[]){5}, 1e-5);
+    mc_program_free(p);
+    mc_graph_free(g);
+#ifdef MINIC_HAVE_CPU_BACKEND
+    /* a backend without run-time sizes compiles per binding (cpu, until its kernels read them) */
+    g = parse(sized_model);
+    p = compile_noting(g, MC_BACKEND_CPU);
+    assert_non_null(strstr(mc_program_notes(p), "the cpu backend does not take sizes at run time yet"));
+    run_against_oracle(p, g, (int64_t[]){2, 3}, 1e-4);
+    run_against_oracle(p, g, (int64_t[]){1, 9}, 1e-4);
+    assert_int_equal(mc_program_compilations(p), 2);
+    mc_program_free(p);
+    mc_graph_free(g);
+#endif
 }
 
 static void expect_error(mc_status st, const char *phrase)
@@ -594,7 +842,8 @@ int main(void)
         cmocka_unit_test(test_specialize),      cmocka_unit_test(test_unbound_refused),
         cmocka_unit_test(test_run_bindings),    cmocka_unit_test(test_cache_bound),
         cmocka_unit_test(test_bad_bindings),    cmocka_unit_test(test_files),
-        cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_cli),             cmocka_unit_test(test_compiles_once),
+        cmocka_unit_test(test_compiles_once_offsets), cmocka_unit_test(test_sized_fallbacks),
     };
     return mc_test_run(tests);
 }

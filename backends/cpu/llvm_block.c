@@ -288,7 +288,7 @@ static bool lane_uniform(const kir_kernel *k, int blk, int i, const llvm_point *
         return false;
     const kir_instr *in = &k->code[i];
     switch (in->kind) {
-    case KI_CONST: case KI_ROWVAL: return true;
+    case KI_CONST: case KI_SIZE: case KI_ROWVAL: return true;
     case KI_LOAD: return pt->stride[in->view][pt->lane_dim] == 0;
     case KI_INDEX: return (pt->dim_of ? pt->dim_of[in->view] : in->view) != pt->lane_dim;
     case KI_ACC: return false;
@@ -494,6 +494,7 @@ void llvm_emit_block_planned(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValu
             break;
         }
         case KI_CONST: v = llvm_const_value(c, in->dtype, in->value, w); break;
+        case KI_SIZE: MC_UNREACHABLE("a size in a program bound to its sizes (kir_bind)");
         case KI_INDEX: v = emit_index(c, pt, in->view, in->dtype); break;
         case KI_ROWVAL: MC_ASSERT(rowvals && rowvals[in->view]); v = llvm_splat(c, rowvals[in->view], w); break;
         case KI_ACC: MC_ASSERT(pt->acc); v = pt->acc; break;

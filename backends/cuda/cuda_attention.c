@@ -217,6 +217,7 @@ static bool emit_store(actx *c)
                 return false;
             break;
         case KI_LOAD: case KI_INDEX: case KI_ROWVAL: case KI_GATHER:
+        case KI_SIZE: /* cuda is handed bound programs only (kir_bind) */
             return false; /* lowering makes none: the row block is the accumulator's store */
         }
         mc_sb_puts(sb, ";\n");

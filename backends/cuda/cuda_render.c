@@ -270,6 +270,8 @@ static bool emit_value_unsaturated(rctx *c, int i, int k_iter)
     case KI_CONST:
         mc_c_literal(sb, ins->value, ins->dtype);
         return true;
+    case KI_SIZE: /* cuda is handed bound programs only (kir_bind) */
+        return false;
     case KI_INDEX: {
         const char *cast = ins->dtype == MC_I32 ? "(int)" : ins->dtype == MC_BOOL ? "(bool)" :
                                                                                      "(float)";
@@ -489,7 +491,7 @@ static bool chunk_uniform(const kir_kernel *k, int i, int depth)
     if (depth > 16)
         return false;
     switch (in->kind) {
-    case KI_CONST: case KI_ROWVAL: return true;
+    case KI_CONST: case KI_SIZE: case KI_ROWVAL: return true;
     case KI_LOAD: return k->views[in->view].stride[k->rank - 1] == 0;
     case KI_INDEX: return in->view != k->rank - 1;
     case KI_ACC: return false;

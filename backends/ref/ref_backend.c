@@ -135,6 +135,7 @@ static void run_block(kctx *c, const kir_block *bl)
         case KI_LOAD: r = load(c, in->view); break;
         case KI_GATHER: r = gather(c, in); break;
         case KI_CONST: r = mc_round_to_dtype(in->value, in->dtype); break;
+        case KI_SIZE: MC_UNREACHABLE("a size in a program bound to its sizes (kir_bind)");
         case KI_INDEX: r = (double)c->idx[in->view]; break;
         case KI_ROWVAL: {
             double v = c->rowval[in->view];
@@ -367,6 +368,7 @@ const mc_backend mc_backend_ref = {
     .name = "ref",
     .runs_on_host = true,
     .attention = true,
+    .runtime_sizes = true, /* an interpreter: a bound kernel list is all it needs */
     .probe = NULL,      /* always available */
     .prepare = ref_prepare,
     .no_peaks = true,
