@@ -545,6 +545,15 @@ static bool gemm_epilogue_candidate(walk *w, int i, int depth)
     return false;
 }
 
+/* Is group gi so far only a graph output that reshapes node i to another shape? */
+static bool output_reshape_of(const walk *w, int i, int gi)
+{
+    const mc_fgroup *G = &w->f->groups[gi];
+    const mc_node *s = &w->g->nodes[G->anchor];
+    return G->kind == MC_FG_POINTWISE && G->nmembers == 1 && s->op == MC_OP_RESHAPE && s->in[0] == i &&
+           w->is_output[G->anchor] && !same_shape(s->shape, s->rank, w->g->nodes[i].shape, w->g->nodes[i].rank);
+}
+
 /* Decide node i (all its users are decided). */
 static mc_status decide(walk *w, int i)
 {
@@ -606,8 +615,13 @@ static mc_status decide(walk *w, int i)
                     groups[ng++] = fu->group;
             }
         }
-        /* A GEMM epilogue stays with its GEMM rather than joining a reduction. */
+        /* A GEMM epilogue stays with its GEMM rather than joining a reduction, or the reshape
+         * of it that is a graph output (a conv's [N, C, H*W] seen as [N, C, H, W]): that one's
+         * copy is then elided (elide_copies), the GEMM's kernel storing into the output. */
         if (ok && ng >= 1 && w->f->groups[groups[0]].nred > 0 && gemm_epilogue_candidate(w, i, 0))
+            ok = false;
+        if (ok && ng == 1 && output_reshape_of(w, i, groups[0]) &&
+            (n->op == MC_OP_MATMUL || gemm_epilogue_candidate(w, i, 0)))
             ok = false;
         mc_cmap maps[MAX_MAPS];
         int nmaps = 0;
@@ -654,8 +668,7 @@ static void elide_copies(walk *w)
     for (int gi = 0; gi < f->ngroups; gi++) {
         mc_fgroup *G = &f->groups[gi];
         int s = G->anchor;
-        if ((G->kind != MC_FG_RESHAPE && G->kind != MC_FG_POINTWISE) || !is_shape(&g->nodes[s]) ||
-            w->is_output[s])
+        if ((G->kind != MC_FG_RESHAPE && G->kind != MC_FG_POINTWISE) || !is_shape(&g->nodes[s]))
             continue;
         bool only_shapes = true;
         for (int m = w->first_member[gi]; m >= 0; m = w->next_member[m])
@@ -681,9 +694,11 @@ static void elide_copies(walk *w)
         }
         mc_fnode *src = &f->nodes[x];
         int user = -1;
+        /* an output reshape only of a GEMM's kernel (decide() kept its epilogue out of it) */
         if (!ok || src->kind != MC_FN_MEMBER || !src->stored || src->group == gi || w->is_output[x] ||
             live_users(w, x, &user) != 1 ||
-            (f->groups[src->group].kind != MC_FG_POINTWISE && f->groups[src->group].kind != MC_FG_ATTENTION))
+            (f->groups[src->group].kind != MC_FG_POINTWISE && f->groups[src->group].kind != MC_FG_ATTENTION) ||
+            (w->is_output[s] && (f->groups[src->group].gemm < 0 || x != g->nodes[s].in[0])))
             continue;
         src->view = v;
         G->kind = MC_FG_ELIDED;

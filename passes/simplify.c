@@ -6,9 +6,16 @@
  *   - x*1, 1*x, x/1, x+0, 0+x, x-0 become x when that changes neither shape nor dtype;
  *   - neg(neg(x)) becomes x;
  *   - transpose(transpose(x)) becomes one transpose (or x), reshape(reshape(x)) one reshape;
- *     a transpose, reshape, expand or slice that changes nothing becomes x.
- * Graph outputs are left as they are (an output stays its own value). What becomes unused is
- * removed by dce. An allreduce is never folded, not even of a constant: over n ranks it is n
+ *     a transpose, reshape, expand or slice that changes nothing becomes x;
+ *   - a pointwise operator reading a reshape that splits the last axis of a GEMM's result (or of
+ *     pointwise work over one) is computed before the reshape: f(reshape(y), r) becomes
+ *     reshape(f(y, reshape(r))) (sink_reshape below), so that it sits in the GEMM's index space
+ *     and joins its epilogue. A conv's GEMM is [N, C_out, H*W] and what follows the conv (bias,
+ *     relu, a residual add) is [N, C_out, H, W]: without this they would be a kernel of their own.
+ *     MINIC_CONV_EPILOGUE=0 in the environment turns this rewrite off (the earlier kernels, for
+ *     comparison).
+ * Graph outputs are left as they are (an output stays its own value), but for that last rewrite,
+ * which keeps the output's name on the reshape. What becomes unused is removed by dce. An allreduce is never folded, not even of a constant: over n ranks it is n
  * times its operand.
  */
 #include "passes/passes.h"
@@ -142,6 +149,124 @@ static mc_value simpler(mc_rewrite *rw, const mc_node *n, const mc_value *in)
     return MC_NONE;
 }
 
+/* Does dst value v come from a GEMM through pointwise work (at most `depth` steps)? */
+static bool from_gemm(const mc_rewrite *rw, mc_value v, int depth)
+{
+    const mc_node *n = dst(rw, v);
+    if (n->op == MC_OP_MATMUL)
+        return true;
+    mc_op_kind kind = mc_op_table[n->op].kind;
+    if (depth == 0 || !(kind == MC_KIND_UNARY || kind == MC_KIND_BINARY || kind == MC_KIND_SELECT ||
+                        kind == MC_KIND_CAST))
+        return false;
+    for (int k = 0; k < n->nin; k++)
+        if (n->in[k] >= 0 && from_gemm(rw, n->in[k], depth - 1))
+            return true;
+    return false;
+}
+
+/* r = reshape(y) splits y's last axis into r's axes ra-1 .. (ra = y's rank), the others equal. */
+static bool splits_last_axis(const mc_node *r, const mc_node *y)
+{
+    int ra = y->rank;
+    if (ra < 1 || r->rank <= ra)
+        return false;
+    int64_t p = 1;
+    for (int d = ra - 1; d < r->rank; d++)
+        p *= r->shape[d];
+    return p == y->shape[ra - 1] && memcmp(r->shape, y->shape, sizeof(int64_t) * (size_t)(ra - 1)) == 0;
+}
+
+/* The shape operand x (broadcast against n's shape, right-aligned) takes in y's space when the
+ * split axes ra-1 .. of n are merged back: each split axis of x is 1 (broadcast), or each is
+ * n's. False when x mixes the two (it cannot be read at the merged index). */
+static bool merged_shape(const mc_node *x, const mc_node *n, int ra, int64_t *shape)
+{
+    int64_t e[MC_MAX_RANK];
+    int pad = n->rank - x->rank;
+    for (int d = 0; d < n->rank; d++)
+        e[d] = d < pad ? 1 : x->shape[d - pad];
+    bool ones = true, full = true;
+    int64_t p = 1;
+    for (int d = ra - 1; d < n->rank; d++) {
+        ones = ones && e[d] == 1;
+        full = full && e[d] == n->shape[d];
+        p *= n->shape[d];
+    }
+    if (!ones && !full)
+        return false;
+    memcpy(shape, e, sizeof(int64_t) * (size_t)(ra - 1));
+    shape[ra - 1] = ones ? 1 : p;
+    return true;
+}
+
+/* f(.., reshape(y), ..) as reshape(f(.., y, ..)) where the reshape splits the last axis of y,
+ * y comes from a GEMM, and nothing else reads the reshape (users: per src node, how many
+ * operand slots read it; outputs count too): the other operands are seen in y's space through
+ * reshapes (views, which fusion reads through strides), a scalar as it is. MC_NONE when the
+ * rewrite does not apply. */
+static mc_value sink_reshape(mc_rewrite *rw, const mc_node *n, const mc_value *in, const int *users)
+{
+    mc_op_kind kind = mc_op_table[n->op].kind;
+    if (!(kind == MC_KIND_UNARY || kind == MC_KIND_BINARY || kind == MC_KIND_COMPARE ||
+          kind == MC_KIND_SELECT || kind == MC_KIND_CAST) || n->nin > 3)
+        return MC_NONE;
+    int slot = -1;
+    for (int k = 0; k < n->nin && slot < 0; k++) {
+        const mc_node *r = dst(rw, in[k]);
+        if (r->op == MC_OP_RESHAPE && users[n->in[k]] == 1 &&
+            r->rank == n->rank && memcmp(r->shape, n->shape, sizeof(int64_t) * (size_t)n->rank) == 0 &&
+            splits_last_axis(r, dst(rw, r->in[0])) && from_gemm(rw, r->in[0], 8))
+            slot = k;
+    }
+    if (slot < 0)
+        return MC_NONE;
+    mc_value y = dst(rw, in[slot])->in[0];
+    int ra = dst(rw, y)->rank;
+    mc_value ops[3];
+    int64_t shapes[3][MC_MAX_RANK];
+    for (int k = 0; k < n->nin; k++)
+        if (k != slot && dst(rw, in[k])->rank > 0 && !merged_shape(dst(rw, in[k]), n, ra, shapes[k]))
+            return MC_NONE;
+    for (int k = 0; k < n->nin; k++) {
+        const mc_node *x = dst(rw, in[k]);
+        ops[k] = in[k];
+        if (k == slot) {
+            ops[k] = y;
+        } else if (x->rank > 0) {
+            if (x->op == MC_OP_RESHAPE && dst(rw, x->in[0])->rank == ra &&
+                memcmp(dst(rw, x->in[0])->shape, shapes[k], sizeof(int64_t) * (size_t)ra) == 0) {
+                ops[k] = x->in[0];
+                continue;
+            }
+            mc_attrs r;
+            memset(&r, 0, sizeof r);
+            r.has_list = true;
+            r.nlist = ra;
+            memcpy(r.list, shapes[k], sizeof(int64_t) * (size_t)ra);
+            ops[k] = mc_rewrite_node(rw, n, MC_OP_RESHAPE, &in[k], 1, &r);
+        }
+    }
+    mc_value f = mc_rewrite_node(rw, n, n->op, ops, n->nin, &n->attr);
+    if (f < 0)
+        return f;
+    mc_attrs r;
+    memset(&r, 0, sizeof r);
+    r.has_list = true;
+    r.nlist = n->rank;
+    memcpy(r.list, n->shape, sizeof(int64_t) * (size_t)n->rank);
+    mc_value v = mc_rewrite_node(rw, n, MC_OP_RESHAPE, &f, 1, &r);
+    if (v >= 0 && n->name)
+        mc_value_set_name(rw->dst, v, n->name); /* cosmetic: a clash only loses the name */
+    return v;
+}
+
+static bool sink_reshapes(void)
+{
+    const char *e = getenv("MINIC_CONV_EPILOGUE");
+    return !(e && strcmp(e, "0") == 0);
+}
+
 mc_status mc_pass_simplify(mc_graph *g, const mc_compile_options *opt)
 {
     (void)opt;
@@ -150,34 +275,48 @@ mc_status mc_pass_simplify(mc_graph *g, const mc_compile_options *opt)
     if (st != MC_OK)
         return st;
     bool *is_output = calloc((size_t)(g->nnodes > 0 ? g->nnodes : 1), sizeof *is_output);
-    if (!is_output) {
+    int *users = calloc((size_t)(g->nnodes > 0 ? g->nnodes : 1), sizeof *users);
+    if (!is_output || !users) {
+        free(users);
+        free(is_output);
         mc_rewrite_abort(&rw);
         return mc_fail(MC_ERR_SYSTEM, "out of memory in simplify");
     }
-    for (int o = 0; o < g->noutputs; o++)
+    bool sink = sink_reshapes();
+    for (int o = 0; o < g->noutputs; o++) {
         is_output[g->outputs[o]] = true;
+        users[g->outputs[o]]++;
+    }
+    for (int i = 0; i < g->nnodes; i++)
+        for (int k = 0; k < g->nodes[i].nin; k++)
+            if (g->nodes[i].in[k] >= 0)
+                users[g->nodes[i].in[k]]++;
     for (int i = 0; i < g->nnodes; i++) {
         const mc_node *n = &g->nodes[i];
         mc_value v = MC_NONE;
-        if (!is_output[i] && n->op != MC_OP_CONCAT && n->nin <= 3 && n->nin > 0) {
+        if (n->op != MC_OP_CONCAT && n->nin <= 3 && n->nin > 0) {
             mc_value in[3] = {MC_NONE, MC_NONE, MC_NONE};
             bool ok = true;
             for (int k = 0; k < n->nin; k++) {
                 in[k] = n->in[k] >= 0 ? rw.map[n->in[k]] : MC_NONE;
                 ok = ok && in[k] >= 0;
             }
-            if (ok)
+            if (ok && !is_output[i])
                 v = simpler(&rw, n, in);
+            if (ok && v == MC_NONE && sink)
+                v = sink_reshape(&rw, n, in, users);
         }
         if (v == MC_NONE)
             v = mc_rewrite_copy(&rw, i);
         if (v < 0) {
+            free(users);
             free(is_output);
             mc_rewrite_abort(&rw);
             return mc_error_status() != MC_OK ? mc_error_status() : MC_ERR_SYSTEM;
         }
         rw.map[i] = v;
     }
+    free(users);
     free(is_output);
     return mc_rewrite_finish(&rw, g);
 }

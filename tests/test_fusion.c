@@ -290,6 +290,65 @@ static void test_copy_elided_into_producer(void **state)
     mc_graph_free(g);
 }
 
+/* conv + bias (+ residual) + relu: the GEMM's index space is [N, C_out, H*W] and the user's
+ * work after the conv is at [N, C_out, H, W]; simplify computes it before the reshape, so it is
+ * the GEMM's epilogue: no pointwise kernel after the GEMM, and the graph output (a reshape of
+ * the GEMM's result) is stored by the GEMM itself. Both im2col forms (copies: cpu, ref; one
+ * gather: cuda). r2 varies along W only, so it cannot be read at the merged H*W: its add and
+ * relu stay a kernel of their own. */
+static int count_category(const kir_program *kp, kir_category c)
+{
+    int n = 0;
+    for (int k = 0; k < kp->nkernels; k++)
+        n += kp->kernels[k].category == c;
+    return n;
+}
+
+static void test_conv_epilogue(void **state)
+{
+    (void)state;
+    for (int variant = 0; variant < 3; variant++)
+        for (int gather = 0; gather < 2; gather++) {
+            mc_graph *g = mc_graph_new("conv_epilogue");
+            int64_t xs[] = {2, 3, 6, 5}, ws[] = {4, 3, 3, 3}, bs[] = {4}, rs[] = {2, 4, 6, 5}, r2s[] = {5};
+            int64_t one[] = {1, 1};
+            mc_value x = mc_input(g, "x", MC_F32, xs, 4), w = mc_param(g, "w", MC_F32, ws, 4);
+            mc_value y = mc_conv(g, x, w, mc_param(g, "b", MC_F32, bs, 1), one, one, one, 2, 1);
+            if (variant == 1)
+                y = mc_add(g, y, mc_input(g, "r", MC_F32, rs, 4));
+            if (variant == 2)
+                y = mc_add(g, y, mc_input(g, "r2", MC_F32, r2s, 1));
+            y = mc_relu(g, y);
+            mc_graph_set_outputs(g, &y, 1);
+            mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = gather};
+            kir_program *kp = NULL;
+            assert_int_equal(mc_compile_kernels(g, &co, &kp), MC_OK);
+            assert_int_equal(count_category(kp, KIR_GEMM), 1);
+            const kir_kernel *last = &kp->kernels[kp->nkernels - 1];
+            if (variant < 2) {
+                assert_int_equal(last->category, KIR_GEMM); /* nothing after it */
+                assert_true(has_op(last, MC_OP_CONV)); /* the user's operators it computes */
+                assert_true(has_op(last, MC_OP_RELU));
+                assert_int_equal(has_op(last, MC_OP_ADD), variant == 1);
+                assert_int_equal(last->nstores, 1);
+                /* stored straight into the output, [2, 4, 30] contiguous */
+                const kir_view *sv = &last->views[last->stores[0].view];
+                assert_int_equal(kp->buffers[sv->buffer].kind, KBUF_OUTPUT);
+                assert_int_equal(sv->stride[0], 4 * 30);
+                assert_int_equal(sv->stride[1], 30);
+                assert_int_equal(sv->stride[2], 1);
+                /* 2MNK, then the bias add and the relu (and the residual add) per output */
+                assert_int_equal(last->flops, 2 * 2 * 4 * 30 * 27 + (variant == 1 ? 3 : 2) * 2 * 4 * 30);
+            } else {
+                assert_int_equal(last->category, KIR_POINTWISE);
+                assert_true(has_op(last, MC_OP_RELU));
+            }
+            kir_program_free(kp);
+            assert_matches_oracle(g);
+            mc_graph_free(g);
+        }
+}
+
 static void test_outputs_that_are_inputs_or_views(void **state)
 {
     (void)state;
@@ -507,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_merge_of_transposed_is_one_copy),
         cmocka_unit_test(test_copy_elided_into_producer),
         cmocka_unit_test(test_outputs_that_are_inputs_or_views),
+        cmocka_unit_test(test_conv_epilogue),
         cmocka_unit_test(test_concat_and_creation),
         cmocka_unit_test(test_simplify_identities),
         cmocka_unit_test(test_allreduce_is_a_barrier),

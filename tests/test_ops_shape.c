@@ -269,20 +269,27 @@ typedef struct {
     int64_t co, k0, k1;       /* conv: w [co, c/groups, k0(, k1)]; pools: the kernel */
     int64_t stride[2], padding[2], dilation[2], groups;
     bool bias, relu;
+    int residual;             /* conv: 1 adds an input r of the output's shape before the relu,
+                                 2 one of [O1] (broadcast over the rest) */
 } window_spec;
 
 static const window_spec window_specs[] = {
-    {0, 2, 2, 4, 7, 6, 6, 3, 3, {2, 1}, {1, 1}, {1, 2}, 2, true, true},    /* grouped, strided, dilated */
-    {0, 1, 2, 3, 9, 1, 5, 2, 1, {1, 0}, {0, 0}, {1, 1}, 1, false, false},  /* 1-D, no bias */
-    {0, 2, 1, 4, 5, 5, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 4, true, false},   /* depthwise */
-    {0, 2, 2, 5, 4, 3, 3, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, true},    /* 1x1 */
-    {1, 2, 2, 3, 7, 6, 0, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, false, false},  /* maxpool 3x3 s2 p1 */
-    {1, 1, 2, 3, 8, 1, 0, 2, 1, {2, 0}, {0, 0}, {1, 1}, 1, false, false},  /* maxpool 1-D */
-    {2, 2, 2, 3, 7, 6, 0, 3, 2, {2, 1}, {1, 1}, {1, 1}, 1, false, false},  /* avgpool, padding left out */
-    {2, 1, 2, 3, 9, 1, 0, 3, 1, {1, 0}, {1, 0}, {1, 1}, 1, false, false},  /* avgpool 1-D */
+    {0, 2, 2, 4, 7, 6, 6, 3, 3, {2, 1}, {1, 1}, {1, 2}, 2, true, true, 0},    /* grouped, strided, dilated */
+    {0, 1, 2, 3, 9, 1, 5, 2, 1, {1, 0}, {0, 0}, {1, 1}, 1, false, false, 0},  /* 1-D, no bias */
+    {0, 2, 1, 4, 5, 5, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 4, true, false, 0},   /* depthwise */
+    {0, 2, 2, 5, 4, 3, 3, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1, true, true, 0},    /* 1x1 */
+    {1, 2, 2, 3, 7, 6, 0, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, false, false, 0},  /* maxpool 3x3 s2 p1 */
+    {1, 1, 2, 3, 8, 1, 0, 2, 1, {2, 0}, {0, 0}, {1, 1}, 1, false, false, 0},  /* maxpool 1-D */
+    {2, 2, 2, 3, 7, 6, 0, 3, 2, {2, 1}, {1, 1}, {1, 1}, 1, false, false, 0},  /* avgpool, padding left out */
+    {2, 1, 2, 3, 9, 1, 0, 3, 1, {1, 0}, {1, 0}, {1, 1}, 1, false, false, 0},  /* avgpool 1-D */
     /* ungrouped, strided, padded, dilated, two images: on the CPU a GEMM that packs its B from
      * the padded x (the im2col copies skipped, backends/cpu/llvm.h llvm_im2col) */
-    {0, 2, 2, 3, 9, 20, 5, 3, 2, {2, 1}, {1, 2}, {2, 1}, 1, true, true},
+    {0, 2, 2, 3, 9, 20, 5, 3, 2, {2, 1}, {1, 2}, {2, 1}, 1, true, true, 0},
+    /* ResNet's block end, relu(conv(x, w, b) + r): one GEMM with the bias, the residual add and
+     * the relu in its epilogue (passes/simplify.c computes them in the GEMM's [N, C, H*W]) */
+    {0, 2, 2, 3, 6, 5, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, true, 1},
+    /* r of [O1] varies along W only: not readable at the GEMM's merged H*W, a kernel of its own */
+    {0, 2, 1, 3, 6, 5, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, true, 2},
 };
 
 static int64_t window_out(int64_t len, int64_t k, int64_t s, int64_t p, int64_t d)
@@ -305,6 +312,13 @@ static mc_status build_window(const op_case *c, mc_graph *g)
                             : mc_param(g, "w", c->dtype, SHAPE(s->co, cg, s->k0));
     mc_value b = s->bias ? mc_param(g, "b", c->dtype, SHAPE(s->co)) : MC_NONE;
     mc_value y = mc_conv(g, x, w, b, s->stride, s->padding, s->dilation, s->sr, s->groups);
+    if (s->residual) {
+        int64_t ys[MC_MAX_RANK]; /* (copied: adding a node may move the node array) */
+        int yr = g->nodes[y].rank;
+        memcpy(ys, g->nodes[y].shape, sizeof ys);
+        mc_value r = s->residual == 1 ? mc_input(g, "r", c->dtype, ys, yr) : mc_input(g, "r", c->dtype, SHAPE(ys[yr - 1]));
+        y = mc_add(g, y, r);
+    }
     return OUTPUTS(g, s->relu ? mc_relu(g, y) : y);
 }
 
@@ -318,6 +332,7 @@ static void expect_window(const op_case *c, double *const *in, double **out)
     int64_t O1 = s->sr == 2 ? window_out(s->s1, K1, st1, p1, d1) : 1;
     int64_t co = s->kind == 0 ? s->co : s->c, cg = s->c / s->groups, og = co / s->groups;
     const double *x = in[0], *w = s->kind == 0 ? in[1] : NULL, *b = s->bias ? in[2] : NULL;
+    const double *r = s->residual ? in[s->bias ? 3 : 2] : NULL;
     int e = 0;
     for (int64_t n = 0; n < s->n; n++)
         for (int64_t o = 0; o < co; o++)
@@ -343,6 +358,8 @@ static void expect_window(const op_case *c, double *const *in, double **out)
                             }
                     if (s->kind == 0 && b)
                         v += b[o];
+                    if (r)
+                        v += s->residual == 1 ? r[e] : r[j];
                     if (s->kind == 0 && s->relu)
                         v = v > 0 ? v : 0;
                     out[0][e++] = s->kind == 2 ? v / inside : v;
@@ -932,6 +949,8 @@ static const op_case cases[] = {
     CASE("conv2d_depthwise", window, F32, 2), CASE("conv2d_1x1_bias_relu", window, F32, 3),
     CASE("conv2d_f16", window, F16, 0), CASE("conv1d_bf16", window, BF16, 1),
     CASE("conv2d_strided_padded_dilated_batch2", window, F32, 8),
+    CASE("conv2d_bias_residual_relu", window, F32, 9), CASE("conv2d_bias_residual_relu_bf16", window, BF16, 9),
+    CASE("conv2d_bias_row_residual_relu", window, F32, 10),
     CASE("maxpool2d", window, F32, 4), CASE("maxpool1d", window, F32, 5), CASE("maxpool2d_bf16", window, BF16, 4),
     CASE("avgpool2d_padded", window, F32, 6), CASE("avgpool1d_padded", window, F32, 7),
     CASE("avgpool2d_f16", window, F16, 6),
