@@ -14,8 +14,10 @@
  * kernels is planned in about linear time, not quadratic.
  *
  * The source of a copy that writes a GEMM's B operand just before the GEMM (a conv's im2col
- * windows, passes/decompose.c) lives until the GEMM: a backend may then pack B from the
- * copies' source and skip them (the CPU backend does: backends/cpu/llvm.h, llvm_im2col).
+ * windows, passes/decompose.c) lives until the GEMM, and so does what the kernels just before
+ * those copies read to write that source (the padding's copies of the unpadded input): a
+ * backend may then pack B from either and skip the copies (the CPU backend does:
+ * backends/cpu/llvm.h, llvm_im2col).
  */
 #include "passes/passes.h"
 
@@ -129,9 +131,12 @@ static bool in_place(const kir_program *kp, int in, int out)
     return reads;
 }
 
-/* See the top: the copies' sources live through the GEMM they feed. */
+/* See the top: the copies' sources live through the GEMM they feed, and so do, through the
+ * kernels just before them that write those sources (a padding's zero fills and copies), the
+ * sources of those: the unpadded input, which a backend may read instead of the padded one. */
 static void extend_im2col_sources(kir_program *kp)
 {
+    enum { MAXS = 16 };
     for (int g = 0; g < kp->nkernels; g++) {
         const kir_kernel *k = &kp->kernels[g];
         if (k->category != KIR_GEMM)
@@ -139,19 +144,44 @@ static void extend_im2col_sources(kir_program *kp)
         int cols = k->views[k->gemm.b].buffer;
         if (kp->buffers[cols].kind != KBUF_TEMP)
             continue;
+        int set[MAXS] = {cols}, nset = 1; /* buffers whose writers are followed */
+        bool windows = true;              /* still in the copies that write cols */
         for (int j = g - 1; j >= 0; j--) {
             const kir_kernel *q = &kp->kernels[j];
-            bool writes = false;
+            bool writes_cols = false, writes = false;
             for (int s = 0; s < q->nstores; s++)
-                writes |= q->views[q->stores[s].view].buffer == cols;
-            if (q->category != KIR_COPY || !writes)
+                for (int b = 0; b < nset; b++) {
+                    writes |= q->views[q->stores[s].view].buffer == set[b];
+                    writes_cols |= q->views[q->stores[s].view].buffer == cols;
+                }
+            if (windows && !writes_cols) {
+                windows = false;
+                nset--; /* from here on: the windows' sources only */
+                memmove(set, set + 1, sizeof *set * (size_t)nset);
+                writes = false;
+                for (int s = 0; s < q->nstores; s++)
+                    for (int b = 0; b < nset; b++)
+                        writes |= q->views[q->stores[s].view].buffer == set[b];
+            }
+            bool loads = false;
+            for (int i = 0; i < q->ncode; i++)
+                loads |= q->code[i].kind == KI_LOAD;
+            /* copies, and pointwise kernels that load nothing (a padding's zeros) */
+            if ((windows && q->category != KIR_COPY) || !writes ||
+                (q->category != KIR_COPY && (q->category != KIR_POINTWISE || loads)))
                 break;
             for (int i = 0; i < q->ncode; i++) {
                 if (q->code[i].kind != KI_LOAD)
                     continue;
-                kir_buffer *src = &kp->buffers[q->views[q->code[i].view].buffer];
+                int b = q->views[q->code[i].view].buffer;
+                kir_buffer *src = &kp->buffers[b];
                 if (src->kind == KBUF_TEMP && src->last < g)
                     src->last = g;
+                bool seen = false;
+                for (int s = 0; s < nset; s++)
+                    seen |= set[s] == b;
+                if (!seen && nset < MAXS)
+                    set[nset++] = b;
             }
         }
     }

@@ -366,6 +366,23 @@ static void expect_window(const op_case *c, double *const *in, double **out)
                 }
 }
 
+/* A ResNet basic block and a strided conv padded along H only, against the float64 oracle:
+ * z = relu(conv(relu(conv(x, w1, b1)), w2, b2) + x), both 3x3 padded 1 (the second padding's
+ * zeros are the first's, shared: on the CPU each GEMM packs its B from the unpadded input and
+ * skips the padding's copies, backends/cpu/llvm.h, but the zeros the other reads still run),
+ * then conv(z, w3) with a [3, 1] kernel, stride 2, padding [1, 0] (one level of padding). */
+static mc_status build_conv_block(const op_case *c, mc_graph *g)
+{
+    int64_t one[2] = {1, 1}, pad1[2] = {1, 0}, s2[2] = {2, 2};
+    mc_value x = mc_input(g, "x", c->dtype, SHAPE(2, 4, 7, 6));
+    mc_value w1 = mc_param(g, "w1", c->dtype, SHAPE(4, 4, 3, 3)), b1 = mc_param(g, "b1", c->dtype, SHAPE(4));
+    mc_value w2 = mc_param(g, "w2", c->dtype, SHAPE(4, 4, 3, 3)), b2 = mc_param(g, "b2", c->dtype, SHAPE(4));
+    mc_value w3 = mc_param(g, "w3", c->dtype, SHAPE(5, 4, 3, 1));
+    mc_value y = mc_relu(g, mc_conv(g, x, w1, b1, one, one, one, 2, 1));
+    mc_value z = mc_relu(g, mc_add(g, mc_conv(g, y, w2, b2, one, one, one, 2, 1), x));
+    return OUTPUTS(g, z, mc_conv(g, z, w3, MC_NONE, s2, pad1, one, 2, 1));
+}
+
 /* pad of x [3, 4] (and a rank-3 one), batchnorm of x [2, 3, 4, 5] and [4, 3] */
 static mc_status build_pad(const op_case *c, mc_graph *g)
 {
@@ -951,6 +968,7 @@ static const op_case cases[] = {
     CASE("conv2d_strided_padded_dilated_batch2", window, F32, 8),
     CASE("conv2d_bias_residual_relu", window, F32, 9), CASE("conv2d_bias_residual_relu_bf16", window, BF16, 9),
     CASE("conv2d_bias_row_residual_relu", window, F32, 10),
+    {"graph_conv_block_padded", build_conv_block, NULL, NULL, MC_F32, 0, NULL, NULL, NULL, NULL, 0, false, 0, NULL},
     CASE("maxpool2d", window, F32, 4), CASE("maxpool1d", window, F32, 5), CASE("maxpool2d_bf16", window, BF16, 4),
     CASE("avgpool2d_padded", window, F32, 6), CASE("avgpool1d_padded", window, F32, 7),
     CASE("avgpool2d_f16", window, F16, 6),

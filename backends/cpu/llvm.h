@@ -106,8 +106,8 @@ typedef struct llvm_kernel_info {
     int64_t units;          /* the parallel index space: calls cover [0, units) */
     int64_t grain;          /* pool split: <= 0 static contiguous ranges, else dynamic chunks */
     bool serial;            /* too small to be worth waking the pool */
-    int elide;              /* a GEMM that packs its B from what the `elide` copy kernels just
-                               before it read (llvm_im2col): the runtime skips those copies */
+    int elide;              /* a GEMM that packs its B from what the `elide` kernels just before
+                               it read (llvm_im2col): the runtime skips the copies among them */
     int64_t scratch_bytes;  /* per-thread workspace */
     /* A GEMM whose B operand is a param reads B packed once into a persistent buffer (bytes
      * > 0), which it finds in buffers[c->kp->nbuffers + kernel index]; the runtime fills it with
@@ -138,6 +138,15 @@ typedef struct llvm_im2col {
     int view;
     int64_t taps, tap_off[LLVM_IM2COL_MAX_TAPS];
     int64_t s_n, s_c, s_h, s_w, ow;
+    int64_t elide;              /* the kernels just before the GEMM that it makes unnecessary */
+    /* pad: x above is the padded input, and the kernels before the copies that pad it (zero
+     * fills and the concat's copies, decompose's pad_with) are elided too: B is read from the
+     * unpadded input u (`buffer` is then u's), element (b, k, n) being, with t = k % T, c = k / T,
+     * h = (n / ow) sth + tap_h[t] - ph and w = (n % ow) stw + tap_w[t] - pw,
+     *     u[u_off + b s_n + c s_c + h u_h + w u_w]   where 0 <= h < H and 0 <= w < W, else 0. */
+    bool pad;
+    int64_t tap_h[LLVM_IM2COL_MAX_TAPS], tap_w[LLVM_IM2COL_MAX_TAPS];
+    int64_t sth, stw, ph, pw, H, W, u_off, u_h, u_w;
 } llvm_im2col;
 
 /* Does GEMM kernel `kernel` of kp read such a B (llvm_gemm.c)? */

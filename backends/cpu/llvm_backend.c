@@ -440,7 +440,7 @@ static mc_status cpu_prepare(mc_program *p)
     if ((st = build_module(&c, kp, s->kernels)) == MC_OK)
         for (int i = 0; i < kp->nkernels; i++)
             for (int j = i - s->kernels[i].info.elide; j < i; j++)
-                s->kernels[j].skipped = true;
+                s->kernels[j].skipped = kp->kernels[j].category == KIR_COPY; /* not a padding's zeros */
     if (st != MC_OK)
         goto done;
     mc_program_phase(p, "LLVM IR", &tp);

@@ -39,6 +39,7 @@
  */
 #include "backends/cpu/llvm.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -517,6 +518,175 @@ static bool temps_overlap(const kir_program *kp, int a, int b)
     return x->offset < ye && y->offset < xe;
 }
 
+/* A pointwise kernel that stores the constant 0 (a pad's `full`), into *buf. */
+static bool zero_fill(const kir_kernel *q, int *buf)
+{
+    if (q->category != KIR_POINTWISE || q->nstores != 1 || q->ncode != 1 || q->code[0].kind != KI_CONST ||
+        q->code[0].value != 0 || signbit(q->code[0].value) || q->stores[0].value != 0)
+        return false;
+    *buf = q->views[q->stores[0].view].buffer;
+    return true;
+}
+
+/* Is temp z written only by zero fills (anywhere in the program)? */
+static bool zero_buffer(const kir_program *kp, int z)
+{
+    if (kp->buffers[z].kind != KBUF_TEMP || kp->buffers[z].dtype != MC_F32)
+        return false;
+    bool any = false;
+    for (int j = 0; j < kp->nkernels; j++) {
+        int b;
+        if (!stores_to(&kp->kernels[j], z))
+            continue;
+        if (!zero_fill(&kp->kernels[j], &b) || b != z)
+            return false;
+        any = true;
+    }
+    return any;
+}
+
+static bool plain_copy(const kir_kernel *q)
+{
+    return q->category == KIR_COPY && q->nviews == 2 && q->nstores == 1 && q->ncode == 1 && q->code[0].kind == KI_LOAD &&
+           q->stores[0].value == 0 && q->nblocks == 1;
+}
+
+/* The placement of copy q's [N, C, Hs, Ws] inside its destination, a contiguous [N, C, Hd, Wd]:
+ * at rows h0.., columns w0.. */
+static bool placed(const kir_program *kp, const kir_kernel *q, int64_t nimg, int64_t *Hd, int64_t *Wd, int64_t *h0, int64_t *w0)
+{
+    const kir_view *d = &q->views[q->stores[0].view];
+    if (q->rank != 4 || q->shape[0] != nimg || d->stride[3] != 1 || d->stride[2] <= 0 || d->stride[1] <= 0 ||
+        d->stride[1] % d->stride[2] != 0 || (nimg > 1 && d->stride[0] != d->stride[1] * q->shape[1]) ||
+        kp->buffers[d->buffer].numel != nimg * q->shape[1] * d->stride[1] || d->offset < 0 || d->offset >= d->stride[1])
+        return false;
+    *Wd = d->stride[2];
+    *Hd = d->stride[1] / d->stride[2];
+    *h0 = d->offset / *Wd;
+    *w0 = d->offset % *Wd;
+    return *h0 + q->shape[2] <= *Hd && *w0 + q->shape[3] <= *Wd;
+}
+
+/* The padding of x (ic->buffer, just matched) by the kernels just before `first`: a run of
+ * zero fills and copies that write x (and the buffers it is copied from) from zero buffers and
+ * from one interior copy each, one or two levels (decompose pads one axis per concat), down to
+ * an unpadded u that the run does not write. On success ic reads u (ic->pad) and `*start` is the
+ * run's first kernel. */
+static bool match_pad(const kir_program *kp, int kernel, int first, llvm_im2col *ic, int *start)
+{
+    enum { MAXB = 8 };
+    int need[MAXB] = {ic->buffer}, interior[MAXB] = {-1}, nneed = 1, zeros[MAXB], nzeros = 0, r0 = first;
+    const kir_kernel *g = &kp->kernels[kernel];
+    int64_t nimg = g->shape[0], C = g->gemm.k / ic->taps;
+    for (int j = first - 1; j >= 0 && first - j <= 16; j--) {
+        const kir_kernel *q = &kp->kernels[j];
+        int zb, d, s, i;
+        if (zero_fill(q, &zb)) {
+            for (i = 0; i < nzeros && zeros[i] != zb; i++)
+                ;
+            if (i == nzeros)
+                break;
+            r0 = j;
+            continue;
+        }
+        if (!plain_copy(q))
+            break;
+        d = q->views[q->stores[0].view].buffer;
+        s = q->views[q->code[0].view].buffer;
+        for (i = 0; i < nneed && need[i] != d; i++)
+            ;
+        if (i == nneed)
+            break;
+        if (zero_buffer(kp, s)) {
+            if (nzeros == MAXB)
+                return false;
+            zeros[nzeros++] = s;
+        } else {
+            if (interior[i] >= 0 || nneed == MAXB || s == d)
+                return false;
+            interior[i] = j;
+            interior[nneed] = -1;
+            need[nneed++] = s;
+        }
+        r0 = j;
+    }
+    if (r0 == first || interior[0] < 0)
+        return false;
+    /* the chain x <- p1 (<- u) */
+    int64_t ph = 0, pw = 0, Hd, Wd, h0, w0;
+    int level = 0;
+    const kir_kernel *q = &kp->kernels[interior[0]];
+    if (!placed(kp, q, nimg, &Hd, &Wd, &h0, &w0) || q->shape[1] != C || Wd * Hd != ic->s_c || ic->s_h % Wd != 0)
+        return false;
+    ic->sth = ic->s_h / Wd;
+    ic->stw = ic->s_w;
+    for (int64_t t = 0; t < ic->taps; t++) {
+        ic->tap_h[t] = ic->tap_off[t] / Wd;
+        ic->tap_w[t] = ic->tap_off[t] % Wd;
+    }
+    for (;;) {
+        ph += h0;
+        pw += w0;
+        const kir_view *sv = &q->views[q->code[0].view];
+        int next = -1;
+        for (int i = 0; i < nneed; i++)
+            if (need[i] == sv->buffer && interior[i] >= 0)
+                next = i;
+        if (next < 0) { /* u (which the run must not write: checked below) */
+            ic->buffer = sv->buffer;
+            ic->s_n = nimg > 1 ? sv->stride[0] : 0;
+            ic->s_c = sv->stride[1];
+            ic->u_h = sv->stride[2];
+            ic->u_w = sv->stride[3];
+            ic->u_off = sv->offset;
+            ic->H = q->shape[2];
+            ic->W = q->shape[3];
+            break;
+        }
+        if (++level > 2)
+            return false;
+        /* the copy reads all of p1, contiguously: p1's own placement gives its shape */
+        const kir_kernel *q1 = &kp->kernels[interior[next]];
+        int64_t Hd1, Wd1;
+        if (!placed(kp, q1, nimg, &Hd1, &Wd1, &h0, &w0) || q1->shape[1] != C || sv->offset != 0 ||
+            sv->stride[3] != 1 || sv->stride[2] != Wd1 || sv->stride[1] != Hd1 * Wd1 || q->shape[2] != Hd1 ||
+            q->shape[3] != Wd1 || (nimg > 1 && sv->stride[0] != C * Hd1 * Wd1))
+            return false;
+        q = q1;
+    }
+    const kir_buffer *ub = &kp->buffers[ic->buffer];
+    if (ub->dtype != MC_F32 || ub->numel >= INT32_MAX || ic->u_off < 0 || ic->u_off >= INT32_MAX || ic->H <= 0 || ic->W <= 0)
+        return false;
+    /* what the run's copies write is read only by the run, the windows and the GEMM (its zero
+     * fills still run: other convs' paddings may share their zeros); u is written by none of
+     * them (its memory shared with nothing live there) */
+    for (int j = r0; j <= kernel; j++) {
+        const kir_kernel *w = &kp->kernels[j];
+        for (int st = 0; st < w->nstores; st++) {
+            int b = w->views[w->stores[st].view].buffer;
+            if (temps_overlap(kp, b, ic->buffer))
+                return false;
+            if (j == kernel || w->category != KIR_COPY)
+                continue;
+            for (int o = 0; o < kp->nkernels; o++)
+                if ((o < r0 || o > kernel) && uses(&kp->kernels[o], b))
+                    return false;
+        }
+    }
+    ic->ph = ph;
+    ic->pw = pw;
+    ic->pad = true;
+    *start = r0;
+    return true;
+}
+
+/* MINIC_IM2COL_PAD=1 keeps the padding's copies (the GEMM reads the padded x). */
+static bool keep_pad(void)
+{
+    const char *e = getenv("MINIC_IM2COL_PAD");
+    return e && strcmp(e, "1") == 0;
+}
+
 bool llvm_match_im2col(const kir_program *kp, int kernel, llvm_im2col *ic)
 {
     const kir_kernel *k = &kp->kernels[kernel];
@@ -535,7 +705,6 @@ bool llvm_match_im2col(const kir_program *kp, int kernel, llvm_im2col *ic)
     while (first > 0 && stores_to(&kp->kernels[first - 1], cols) && kernel - first < LLVM_IM2COL_MAX_TAPS)
         first--;
     int64_t T = kernel - first, C = 0;
-    if (getenv("I2CDBG")) fprintf(stderr, "im2col %s: T %lld\n", k->name, (long long)T);
     if (T < 1 || K % T != 0)
         return false;
     C = K / T;
@@ -589,6 +758,13 @@ bool llvm_match_im2col(const kir_program *kp, int kernel, llvm_im2col *ic)
     for (int v = 0; v < k->nviews; v++)
         if (v != k->gemm.b && k->views[v].buffer == cols)
             return false;
+    ic->elide = T;
+    int start;
+    llvm_im2col padded = *ic;
+    if (!keep_pad() && ic->s_w > 0 && match_pad(kp, kernel, first, &padded, &start)) {
+        *ic = padded;
+        ic->elide = kernel - start;
+    }
     return true;
 }
 
@@ -687,6 +863,128 @@ static void emit_pack_im2col(llvm_ctx *c, const gemm_plan *g, const llvm_im2col 
     llvm_loop_end(c, &P);
 }
 
+/* A private constant table of n i64s, named by its content (see emit_pack_im2col). */
+static LLVMValueRef i64_table(llvm_ctx *c, const char *what, const int64_t *v, int64_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t t = 0; t < n; t++)
+        h = (h ^ (uint64_t)v[t]) * 1099511628211ull;
+    char name[80];
+    snprintf(name, sizeof name, "%s_%lld_%016llx", what, (long long)n, (unsigned long long)h);
+    LLVMValueRef tab = LLVMGetNamedGlobal(c->mod, name);
+    if (!tab) {
+        LLVMValueRef vals[LLVM_IM2COL_MAX_TAPS];
+        for (int64_t t = 0; t < n; t++)
+            vals[t] = LLVMConstInt(c->t_i64, (unsigned long long)v[t], 1);
+        tab = LLVMAddGlobal(c->mod, LLVMArrayType(c->t_i64, (unsigned)n), name);
+        LLVMSetInitializer(tab, LLVMConstArray(c->t_i64, vals, (unsigned)n));
+        LLVMSetGlobalConstant(tab, 1);
+        LLVMSetLinkage(tab, LLVMPrivateLinkage);
+    }
+    return tab;
+}
+
+static LLVMValueRef table_at(llvm_ctx *c, LLVMValueRef tab, int64_t n, LLVMValueRef i)
+{
+    return LLVMBuildLoad2(B, c->t_i64, LLVMBuildInBoundsGEP2(B, LLVMArrayType(c->t_i64, (unsigned)n), tab,
+                                                             (LLVMValueRef[]){i64c(c, 0), i}, 2, ""), "");
+}
+
+/* emit_pack_im2col from the unpadded input (ic->pad): per panel, each vector of lanes gets its
+ * columns' rows and columns in u before the tap (h = oh sth - ph, w = ow stw - pw); per k, the
+ * tap's offsets are added and lanes outside [0, H) x [0, W) read 0. A vector whose lanes are
+ * consecutive in u (one output row, stride 1) is one masked load (nothing when its row is
+ * outside), else lane by lane. */
+static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2col *ic, LLVMValueRef dst,
+                                 LLVMValueRef x, LLVMValueRef bidx, LLVMValueRef pc, LLVMValueRef kc, LLVMValueRef n0,
+                                 LLVMValueRef nc)
+{
+    int L = g->lanes, NV = g->nv, NR = g->nr;
+    LLVMTypeRef vt = LLVMVectorType(c->t_f32, (unsigned)L), vit = LLVMVectorType(c->t_i32, (unsigned)L);
+    LLVMValueRef tab_h = i64_table(c, "im2col_tap_h", ic->tap_h, ic->taps);
+    LLVMValueRef tab_w = i64_table(c, "im2col_tap_w", ic->tap_w, ic->taps);
+    LLVMValueRef lane_iota[64];
+    for (int l = 0; l < L; l++)
+        lane_iota[l] = llvm_const_i32(c, l, 1);
+    LLVMValueRef iota = LLVMConstVector(lane_iota, (unsigned)L);
+    LLVMValueRef xb = LLVMBuildInBoundsGEP2(B, c->t_f32, x, (LLVMValueRef[]){LLVMBuildAdd(B, LLVMBuildMul(B, bidx, i64c(c, ic->s_n), ""), i64c(c, ic->u_off), "")}, 1, "");
+    bool rows = ic->stw == 1 && ic->u_w == 1; /* lanes of one output row are consecutive in u */
+
+    LLVMValueRef total = LLVMBuildMul(B, LLVMBuildSDiv(B, LLVMBuildAdd(B, nc, i64c(c, NR - 1), ""), i64c(c, NR), ""), i64c(c, NR), "");
+    llvm_loop P;
+    llvm_loop_begin(c, &P, i64c(c, 0), total, i64c(c, NR), "ip");
+    LLVMValueRef panel = LLVMBuildMul(B, P.index, kc, "");
+    LLVMValueRef hv[4], wv[4], valid[4], h0[4], w0[4], contig[4];
+    for (int v = 0; v < NV; v++) {
+        LLVMValueRef nv0 = LLVMBuildAdd(B, n0, LLVMBuildAdd(B, P.index, i64c(c, v * L), ""), "");
+        LLVMValueRef nvec = LLVMBuildAdd(B, llvm_splat(c, LLVMBuildTrunc(B, nv0, c->t_i32, ""), L), iota, "");
+        valid[v] = LLVMBuildICmp(B, LLVMIntSLT, nvec, llvm_const_i32(c, g->N, L), "");
+        LLVMValueRef ov = llvm_const_i32(c, ic->ow, L);
+        hv[v] = LLVMBuildSub(B, LLVMBuildMul(B, LLVMBuildUDiv(B, nvec, ov, ""), llvm_const_i32(c, ic->sth, L), ""), llvm_const_i32(c, ic->ph, L), "");
+        wv[v] = LLVMBuildSub(B, LLVMBuildMul(B, LLVMBuildURem(B, nvec, ov, ""), llvm_const_i32(c, ic->stw, L), ""), llvm_const_i32(c, ic->pw, L), "");
+        LLVMValueRef oh0 = LLVMBuildUDiv(B, nv0, i64c(c, ic->ow), ""), ow0 = LLVMBuildURem(B, nv0, i64c(c, ic->ow), "");
+        h0[v] = LLVMBuildSub(B, LLVMBuildMul(B, oh0, i64c(c, ic->sth), ""), i64c(c, ic->ph), "");
+        w0[v] = LLVMBuildSub(B, LLVMBuildMul(B, ow0, i64c(c, ic->stw), ""), i64c(c, ic->pw), "");
+        contig[v] = rows ? LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, ow0, i64c(c, L), ""), i64c(c, ic->ow), ""),
+                                        LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, nv0, i64c(c, L), ""), i64c(c, g->N), ""), "")
+                         : LLVMConstInt(c->t_i1, 0, 0);
+    }
+    llvm_loop Kl;
+    llvm_loop_begin(c, &Kl, i64c(c, 0), kc, i64c(c, 1), "ik");
+    LLVMValueRef kk = LLVMBuildAdd(B, pc, Kl.index, "");
+    LLVMValueRef t = LLVMBuildURem(B, kk, i64c(c, ic->taps), ""), ch = LLVMBuildUDiv(B, kk, i64c(c, ic->taps), "");
+    LLVMValueRef th = table_at(c, tab_h, ic->taps, t), tw = table_at(c, tab_w, ic->taps, t);
+    LLVMValueRef th32 = llvm_splat(c, LLVMBuildTrunc(B, th, c->t_i32, ""), L), tw32 = llvm_splat(c, LLVMBuildTrunc(B, tw, c->t_i32, ""), L);
+    LLVMValueRef row = LLVMBuildInBoundsGEP2(B, c->t_f32, xb, (LLVMValueRef[]){LLVMBuildMul(B, ch, i64c(c, ic->s_c), "")}, 1, "");
+    LLVMValueRef Hv = llvm_const_i32(c, ic->H, L), Wv = llvm_const_i32(c, ic->W, L);
+    for (int v = 0; v < NV; v++) {
+        LLVMBasicBlockRef bl = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_row");
+        LLVMBasicBlockRef bg = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_lanes");
+        LLVMBasicBlockRef bj = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_done");
+        LLVMBuildCondBr(B, contig[v], bl, bg);
+        /* one output row: the row h is in u or not; the columns w.. are masked */
+        LLVMPositionBuilderAtEnd(B, bl);
+        LLVMValueRef h = LLVMBuildAdd(B, h0[v], th, "");
+        LLVMValueRef hin = LLVMBuildICmp(B, LLVMIntULT, h, i64c(c, ic->H), "");
+        LLVMValueRef ww = LLVMBuildAdd(B, wv[v], tw32, "");
+        LLVMValueRef mask = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, ww, Wv, ""), llvm_splat(c, hin, L), "");
+        /* (not inbounds: a masked-off lane may lie before u's start) */
+        LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildSelect(B, hin, h, i64c(c, 0), ""), i64c(c, ic->u_h), ""),
+                                        LLVMBuildAdd(B, w0[v], tw, ""), "");
+        LLVMValueRef lp = LLVMBuildBitCast(B, LLVMBuildGEP2(B, c->t_f32, row, &off, 1, ""), LLVMPointerType(vt, 0), "");
+        LLVMTypeRef mt[2] = {vt, LLVMPointerType(vt, 0)};
+        LLVMValueRef margs[4] = {lp, llvm_const_i32(c, 4, 1), mask, llvm_const_f32(c, 0, L)};
+        LLVMValueRef lv = llvm_call_intrinsic(c, "llvm.masked.load", mt, 2, margs, 4);
+        LLVMBuildBr(B, bj);
+        LLVMBasicBlockRef bl_end = LLVMGetInsertBlock(B);
+        /* lane by lane: a lane outside u (or past N) reads u's row start and is zeroed */
+        LLVMPositionBuilderAtEnd(B, bg);
+        LLVMValueRef hh = LLVMBuildAdd(B, hv[v], th32, ""), wl = LLVMBuildAdd(B, wv[v], tw32, "");
+        LLVMValueRef ok = LLVMBuildAnd(B, valid[v], LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, hh, Hv, ""),
+                                                                 LLVMBuildICmp(B, LLVMIntULT, wl, Wv, ""), ""), "");
+        LLVMValueRef lo = LLVMBuildAdd(B, LLVMBuildMul(B, hh, llvm_const_i32(c, ic->u_h, L), ""),
+                                       LLVMBuildMul(B, wl, llvm_const_i32(c, ic->u_w, L), ""), "");
+        LLVMValueRef safe = LLVMBuildSelect(B, ok, lo, LLVMConstNull(vit), "");
+        LLVMValueRef gv = llvm_const_f32(c, 0, L);
+        for (int l = 0; l < L; l++) {
+            LLVMValueRef li = llvm_const_i32(c, l, 1);
+            LLVMValueRef o = LLVMBuildExtractElement(B, safe, li, "");
+            LLVMValueRef e = LLVMBuildLoad2(B, c->t_f32, LLVMBuildInBoundsGEP2(B, c->t_f32, row, &o, 1, ""), "");
+            gv = LLVMBuildInsertElement(B, gv, e, li, "");
+        }
+        gv = LLVMBuildSelect(B, ok, gv, llvm_const_f32(c, 0, L), "");
+        LLVMBuildBr(B, bj);
+        LLVMPositionBuilderAtEnd(B, bj);
+        LLVMValueRef phi = LLVMBuildPhi(B, vt, "");
+        LLVMValueRef vals[2] = {lv, gv};
+        LLVMBasicBlockRef from[2] = {bl_end, bg};
+        LLVMAddIncoming(phi, vals, from, 2);
+        store_f32(c, dst, LLVMBuildAdd(B, panel, LLVMBuildAdd(B, LLVMBuildMul(B, Kl.index, i64c(c, NR), ""), i64c(c, v * L), ""), ""), phi, L);
+    }
+    llvm_loop_end(c, &Kl);
+    llvm_loop_end(c, &P);
+}
+
 mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info)
 {
     gemm_plan g;
@@ -768,7 +1066,8 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
         /* K block pc of the packed B starts at pc * np; column n's panel at n * kc in it */
         bblock = fptr(c, bpacked, LLVMBuildAdd(B, LLVMBuildMul(B, P.index, i64c(c, g.np), ""), LLVMBuildMul(B, n0, kc, ""), ""));
     } else if (im2col) {
-        emit_pack_im2col(c, &g, im2col, Bp, llvm_buffer_base(c, buffers, bases, k->views[im2col->view].buffer), batch_idx[0], P.index, kc, n0, nc);
+        (im2col->pad ? emit_pack_im2col_pad : emit_pack_im2col)(c, &g, im2col, Bp, llvm_buffer_base(c, buffers, bases, k->views[im2col->view].buffer),
+                                                               batch_idx[0], P.index, kc, n0, nc);
     } else {
         /* pack B[pc:pc+kc, n0:n0+nc]: panels of NR columns */
         LLVMValueRef boff = LLVMBuildNSWAdd(B, batch_off[g.vb],
@@ -878,7 +1177,7 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     info->grain = 1;
     int64_t flops = 2 * g.nbatch * g.M * g.N * g.K;
     info->serial = flops < (1 << 20) || info->units < 2;
-    info->elide = im2col ? (int)im2col->taps : 0;
+    info->elide = im2col ? (int)im2col->elide : 0;
     info->scratch_bytes = (a_floats + b_floats + c_floats) * 4 + 64;
     free(bases);
     free(batch_off);

@@ -13,7 +13,8 @@ all graph optimizations, 3 warm-ups, then --iters runs: the median and minimum),
 --backend cpu --threads N --iters ITERS` (its median after a warm-up), each under `taskset -c
 CPUS`; rounds alternate so that a busy minute of a shared machine hits both. With --old, each
 round also runs minic with MINIC_IM2COL=1 MINIC_GEMM_SWAP=0 (the im2col copies kept, no operand
-swap: the CPU GEMM paths before 2026-11-28 06:00). ONNX Runtime is Python's onnxruntime when it
+swap: the CPU GEMM paths before 2026-11-28 06:00); --variant NAME:VAR=VALUE,.. adds a run with
+those environment variables (e.g. "no epilogue:MINIC_CONV_EPILOGUE=0"). ONNX Runtime is Python's onnxruntime when it
 imports, else onnxruntime-node through bench/cpu/ort_gpt2.js ($ORT names its directory).
 Prints one line per round and the medians over the rounds. Needs numpy, torch, torchvision.
 """
@@ -77,6 +78,8 @@ def main():
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--work", default="/tmp/rn18_ort")
     ap.add_argument("--old", action="store_true")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="NAME:VAR=VALUE[,VAR=VALUE..]: also run minic with those environment variables")
     a = ap.parse_args()
     import numpy as np
     model = export(a.work)
@@ -91,6 +94,9 @@ def main():
         python_ort = False
     want = np.load(os.path.join(a.work, "expected64.npy"))
     variants = [("minic", {})] + ([("minic old", {"MINIC_IM2COL": "1", "MINIC_GEMM_SWAP": "0"})] if a.old else [])
+    for v in a.variant:
+        name, _, envs = v.partition(":")
+        variants.append((name, dict(e.split("=", 1) for e in envs.split(",") if e)))
     res = {"ORT": []}
     for name, _ in variants:
         res[name] = []
