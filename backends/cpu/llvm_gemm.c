@@ -929,59 +929,71 @@ static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2
                                         LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, nv0, i64c(c, L), ""), i64c(c, g->N), ""), "")
                          : LLVMConstInt(c->t_i1, 0, 0);
     }
-    llvm_loop Kl;
-    llvm_loop_begin(c, &Kl, i64c(c, 0), kc, i64c(c, 1), "ik");
-    LLVMValueRef kk = LLVMBuildAdd(B, pc, Kl.index, "");
-    LLVMValueRef t = LLVMBuildURem(B, kk, i64c(c, ic->taps), ""), ch = LLVMBuildUDiv(B, kk, i64c(c, ic->taps), "");
+    /* per tap t: the masks and offsets, then the channels: k = t, t + T, .. within [pc, pc + kc) */
+    llvm_loop Tl;
+    llvm_loop_begin(c, &Tl, i64c(c, 0), i64c(c, ic->taps), i64c(c, 1), "it");
+    LLVMValueRef t = Tl.index;
     LLVMValueRef th = table_at(c, tab_h, ic->taps, t), tw = table_at(c, tab_w, ic->taps, t);
     LLVMValueRef th32 = llvm_splat(c, LLVMBuildTrunc(B, th, c->t_i32, ""), L), tw32 = llvm_splat(c, LLVMBuildTrunc(B, tw, c->t_i32, ""), L);
-    LLVMValueRef row = LLVMBuildInBoundsGEP2(B, c->t_f32, xb, (LLVMValueRef[]){LLVMBuildMul(B, ch, i64c(c, ic->s_c), "")}, 1, "");
     LLVMValueRef Hv = llvm_const_i32(c, ic->H, L), Wv = llvm_const_i32(c, ic->W, L);
+    LLVMValueRef cmask[4], coff[4], lok[4], lsafe[4];
+    for (int v = 0; v < NV; v++) {
+        /* one output row: the row h is in u or not; the columns w.. are masked */
+        LLVMValueRef h = LLVMBuildAdd(B, h0[v], th, "");
+        LLVMValueRef hin = LLVMBuildICmp(B, LLVMIntULT, h, i64c(c, ic->H), "");
+        LLVMValueRef ww = LLVMBuildAdd(B, wv[v], tw32, "");
+        cmask[v] = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, ww, Wv, ""), llvm_splat(c, hin, L), "");
+        coff[v] = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildSelect(B, hin, h, i64c(c, 0), ""), i64c(c, ic->u_h), ""),
+                               LLVMBuildAdd(B, w0[v], tw, ""), "");
+        /* lane by lane: a lane outside u (or past N) reads u's row start and is zeroed */
+        LLVMValueRef hh = LLVMBuildAdd(B, hv[v], th32, ""), wl = LLVMBuildAdd(B, wv[v], tw32, "");
+        lok[v] = LLVMBuildAnd(B, valid[v], LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, hh, Hv, ""),
+                                                        LLVMBuildICmp(B, LLVMIntULT, wl, Wv, ""), ""), "");
+        LLVMValueRef lo = LLVMBuildAdd(B, LLVMBuildMul(B, hh, llvm_const_i32(c, ic->u_h, L), ""),
+                                       LLVMBuildMul(B, wl, llvm_const_i32(c, ic->u_w, L), ""), "");
+        lsafe[v] = LLVMBuildSelect(B, lok[v], lo, LLVMConstNull(vit), "");
+    }
+    /* the first k >= pc of tap t */
+    LLVMValueRef k0 = LLVMBuildAdd(B, pc, LLVMBuildURem(B, LLVMBuildSub(B, LLVMBuildAdd(B, t, i64c(c, ic->taps), ""),
+                                                                         LLVMBuildURem(B, pc, i64c(c, ic->taps), ""), ""),
+                                                         i64c(c, ic->taps), ""), "");
+    llvm_loop Kl;
+    llvm_loop_begin(c, &Kl, k0, LLVMBuildAdd(B, pc, kc, ""), i64c(c, ic->taps), "ik");
+    LLVMValueRef ch = LLVMBuildUDiv(B, Kl.index, i64c(c, ic->taps), "");
+    LLVMValueRef kl = LLVMBuildSub(B, Kl.index, pc, "");
+    LLVMValueRef row = LLVMBuildInBoundsGEP2(B, c->t_f32, xb, (LLVMValueRef[]){LLVMBuildMul(B, ch, i64c(c, ic->s_c), "")}, 1, "");
     for (int v = 0; v < NV; v++) {
         LLVMBasicBlockRef bl = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_row");
         LLVMBasicBlockRef bg = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_lanes");
         LLVMBasicBlockRef bj = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_done");
         LLVMBuildCondBr(B, contig[v], bl, bg);
-        /* one output row: the row h is in u or not; the columns w.. are masked */
         LLVMPositionBuilderAtEnd(B, bl);
-        LLVMValueRef h = LLVMBuildAdd(B, h0[v], th, "");
-        LLVMValueRef hin = LLVMBuildICmp(B, LLVMIntULT, h, i64c(c, ic->H), "");
-        LLVMValueRef ww = LLVMBuildAdd(B, wv[v], tw32, "");
-        LLVMValueRef mask = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, ww, Wv, ""), llvm_splat(c, hin, L), "");
         /* (not inbounds: a masked-off lane may lie before u's start) */
-        LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildSelect(B, hin, h, i64c(c, 0), ""), i64c(c, ic->u_h), ""),
-                                        LLVMBuildAdd(B, w0[v], tw, ""), "");
-        LLVMValueRef lp = LLVMBuildBitCast(B, LLVMBuildGEP2(B, c->t_f32, row, &off, 1, ""), LLVMPointerType(vt, 0), "");
+        LLVMValueRef lp = LLVMBuildBitCast(B, LLVMBuildGEP2(B, c->t_f32, row, &coff[v], 1, ""), LLVMPointerType(vt, 0), "");
         LLVMTypeRef mt[2] = {vt, LLVMPointerType(vt, 0)};
-        LLVMValueRef margs[4] = {lp, llvm_const_i32(c, 4, 1), mask, llvm_const_f32(c, 0, L)};
+        LLVMValueRef margs[4] = {lp, llvm_const_i32(c, 4, 1), cmask[v], llvm_const_f32(c, 0, L)};
         LLVMValueRef lv = llvm_call_intrinsic(c, "llvm.masked.load", mt, 2, margs, 4);
         LLVMBuildBr(B, bj);
         LLVMBasicBlockRef bl_end = LLVMGetInsertBlock(B);
-        /* lane by lane: a lane outside u (or past N) reads u's row start and is zeroed */
         LLVMPositionBuilderAtEnd(B, bg);
-        LLVMValueRef hh = LLVMBuildAdd(B, hv[v], th32, ""), wl = LLVMBuildAdd(B, wv[v], tw32, "");
-        LLVMValueRef ok = LLVMBuildAnd(B, valid[v], LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, hh, Hv, ""),
-                                                                 LLVMBuildICmp(B, LLVMIntULT, wl, Wv, ""), ""), "");
-        LLVMValueRef lo = LLVMBuildAdd(B, LLVMBuildMul(B, hh, llvm_const_i32(c, ic->u_h, L), ""),
-                                       LLVMBuildMul(B, wl, llvm_const_i32(c, ic->u_w, L), ""), "");
-        LLVMValueRef safe = LLVMBuildSelect(B, ok, lo, LLVMConstNull(vit), "");
         LLVMValueRef gv = llvm_const_f32(c, 0, L);
         for (int l = 0; l < L; l++) {
             LLVMValueRef li = llvm_const_i32(c, l, 1);
-            LLVMValueRef o = LLVMBuildExtractElement(B, safe, li, "");
+            LLVMValueRef o = LLVMBuildExtractElement(B, lsafe[v], li, "");
             LLVMValueRef e = LLVMBuildLoad2(B, c->t_f32, LLVMBuildInBoundsGEP2(B, c->t_f32, row, &o, 1, ""), "");
             gv = LLVMBuildInsertElement(B, gv, e, li, "");
         }
-        gv = LLVMBuildSelect(B, ok, gv, llvm_const_f32(c, 0, L), "");
+        gv = LLVMBuildSelect(B, lok[v], gv, llvm_const_f32(c, 0, L), "");
         LLVMBuildBr(B, bj);
         LLVMPositionBuilderAtEnd(B, bj);
         LLVMValueRef phi = LLVMBuildPhi(B, vt, "");
         LLVMValueRef vals[2] = {lv, gv};
         LLVMBasicBlockRef from[2] = {bl_end, bg};
         LLVMAddIncoming(phi, vals, from, 2);
-        store_f32(c, dst, LLVMBuildAdd(B, panel, LLVMBuildAdd(B, LLVMBuildMul(B, Kl.index, i64c(c, NR), ""), i64c(c, v * L), ""), ""), phi, L);
+        store_f32(c, dst, LLVMBuildAdd(B, panel, LLVMBuildAdd(B, LLVMBuildMul(B, kl, i64c(c, NR), ""), i64c(c, v * L), ""), ""), phi, L);
     }
     llvm_loop_end(c, &Kl);
+    llvm_loop_end(c, &Tl);
     llvm_loop_end(c, &P);
 }
 
