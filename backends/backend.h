@@ -222,6 +222,8 @@ bool mc_profile_place_runs(mc_profile_event *ev, int n, int iters, const double 
 
 /* What a backend's `profile` slot fills (runtime/profile.h reads it; the arrays are allocated
  * by mc_profile_init with the counts, the times unknown). */
+enum { MC_PEAK_SIZES = 4 };
+
 struct mc_profile {
     const mc_program *program; /* the program profiled (its kp's kernels, in order) */
     int nkernels;              /* == program->kp->nkernels */
@@ -231,6 +233,11 @@ struct mc_profile {
     double *peak_flops;        /* per kernel: the device's peak FLOP/s for this kernel's kind and
                                   dtype (tensor cores for an f16 GEMM, ...); 0: unknown */
     double peak_bytes_per_s;   /* the device's memory bandwidth; 0: unknown */
+    /* CPU: copy bandwidth measured at smaller working sets (bytes read + written, ascending),
+     * the ceiling of a kernel whose bytes are that small: its data stays in the caches, which
+     * a DRAM-sized copy does not measure (runtime/peaks.c). nbw_sizes 0: DRAM only. */
+    int nbw_sizes;
+    double bw_size_bytes[MC_PEAK_SIZES], bw_size_bytes_per_s[MC_PEAK_SIZES];
     double wall_us;            /* median host time of one whole execution; NaN: not measured */
     int iters;                 /* executions measured, after the warm-up */
     char device[128];          /* the device's name ("" where the backend does not say) */

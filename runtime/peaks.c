@@ -80,6 +80,9 @@ static mc_status write_peaks(FILE *f, void *ctx)
     for (int d = 0; d < MC_NUM_DTYPES; d++)
         if (gemm_key[d])
             fprintf(f, "%s %.6g\n", gemm_key[d], pk->gemm_flops_per_s[d]);
+    for (int s = 0; s < MC_PEAK_SIZES; s++)
+        if (pk->size_bytes[s] > 0)
+            fprintf(f, "copy_at %.0f %.6g\n", pk->size_bytes[s], pk->size_bytes_per_s[s]);
     return MC_OK;
 }
 
@@ -91,6 +94,22 @@ mc_status mc_peaks_save(const mc_peaks *pk)
     if (!mc_cache_dir("peaks", true, dir, sizeof dir))
         return mc_fail(MC_ERR_SYSTEM, "%s: cannot create the directory: %s", dir, strerror(errno));
     return mc_file_write_atomic(path, write_peaks, (void *)pk);
+}
+
+/* A "copy_at BYTES RATE" line of the cache (its value part): kept where both numbers are
+ * positive and finite and BYTES is above the sizes before it (an entry is untrusted). */
+static void add_size(mc_peaks *pk, const char *v)
+{
+    char *end;
+    double bytes = strtod(v, &end), rate = strtod(end, NULL);
+    int s = 0;
+    while (s < MC_PEAK_SIZES && pk->size_bytes[s] > 0)
+        s++;
+    if (s == MC_PEAK_SIZES || !isfinite(bytes) || !isfinite(rate) || !(bytes > 0) || !(rate > 0) ||
+        (s > 0 && !(bytes > pk->size_bytes[s - 1])))
+        return;
+    pk->size_bytes[s] = bytes;
+    pk->size_bytes_per_s[s] = rate;
 }
 
 bool mc_peaks_load(const char *device, mc_peaks *pk)
@@ -138,6 +157,8 @@ bool mc_peaks_load(const char *device, mc_peaks *pk)
             pk->disagrees = x != 0;
         else if (!strcmp(line, "online_cpus"))
             pk->online_cpus = (int)fmin(x, 1 << 20);
+        else if (!strcmp(line, "copy_at"))
+            add_size(pk, v);
         else
             for (int d = 0; d < MC_NUM_DTYPES; d++)
                 if (gemm_key[d] && !strcmp(line, gemm_key[d]))
@@ -212,6 +233,20 @@ static void *copy_worker(void *arg)
 {
     worker *w = arg;
     memcpy(w->dst, w->src, w->bytes);
+    return NULL;
+}
+
+/* A copy that stays in the caches: the same two buffers copied back and forth `iters` times
+ * (dst to src on odd passes, so no pass repeats the one before it). */
+static void *cached_copy_worker(void *arg)
+{
+    worker *w = arg;
+    for (int64_t i = 0; i < w->iters; i++) {
+        if (i & 1)
+            memcpy((char *)w->src, w->dst, w->bytes);
+        else
+            memcpy(w->dst, w->src, w->bytes);
+    }
     return NULL;
 }
 
@@ -387,6 +422,32 @@ mc_status mc_peaks_measure_cpu(const mc_peaks_config *cfg, mc_peaks *pk)
         for (int r = 0; r < reps; r++)
             t[r] = 2.0 * (double)total / t[r];
         pk->copy_bytes_per_s = best_of(t, reps, &pk->copy_spread_pct);
+    }
+    /* Working sets of 32 KiB to 16 MiB per thread (source + destination): the rates a kernel
+     * whose data fits a core's L1, L2 or the shared cache can reach. No cache sizes are read
+     * (sysfs may not have them, cpuid's L3 may be the whole package's): a kernel is held to the
+     * rate measured at the smallest of these sizes that holds its bytes, else to the DRAM copy
+     * (runtime/profile.c mc_profile_bw_peak). */
+    for (int s = 0; s < MC_PEAK_SIZES && st == MC_OK; s++) {
+        size_t per = ((size_t)32 << 10 << (3 * s)) / 2 / 64 * 64; /* one buffer of a thread */
+        if (per >= bytes)
+            break;
+        int64_t loops = (int64_t)(((size_t)256 << 20) / (2 * per * (size_t)n)) + 1;
+        double spread;
+        for (int r = 0; r < reps && st == MC_OK; r++) {
+            for (int i = 0; i < n; i++)
+                w[i] = (worker){.dst = dst + (size_t)i * bytes, .src = src + (size_t)i * bytes,
+                                .bytes = per, .iters = loops};
+            t[r] = run_threads(cached_copy_worker, w, n);
+            if (!(t[r] > 0))
+                st = mc_fail(MC_ERR_SYSTEM, "peaks: cannot start %d threads", n);
+            else
+                t[r] = 2.0 * (double)per * (double)n * (double)loops / t[r];
+        }
+        if (st == MC_OK) {
+            pk->size_bytes[s] = 2.0 * (double)per * (double)n;
+            pk->size_bytes_per_s[s] = best_of(t, reps, &spread);
+        }
     }
 
     void *(*fma)(void *) = fma_worker_generic;
@@ -603,9 +664,11 @@ bool mc_peaks_get(const char *device, bool gpu, mc_peaks *pk, bool *measured_now
         memset(pk, 0, sizeof *pk);
         return false;
     }
-    mc_peaks_save(pk); /* not cached (no home): measured again next time, still correct */
+    /* Not cached (no home, a read-only cache): measured again next time, still correct. */
     if (measured_now)
         *measured_now = true;
+    if (mc_peaks_save(pk) != MC_OK)
+        snprintf(pk->not_cached, sizeof pk->not_cached, "%s", mc_error_message());
     return true;
 }
 
@@ -647,6 +710,12 @@ void mc_peaks_apply_with(mc_profile *prof, const mc_peaks *measured, const mc_cl
         if (measured->copy_bytes_per_s > 0) {
             prof->peak_bytes_per_s = measured->copy_bytes_per_s;
             used = true;
+            prof->nbw_sizes = 0;
+            for (int s = 0; !gpu && s < MC_PEAK_SIZES && measured->size_bytes[s] > 0; s++) {
+                prof->bw_size_bytes[s] = measured->size_bytes[s];
+                prof->bw_size_bytes_per_s[s] = measured->size_bytes_per_s[s];
+                prof->nbw_sizes = s + 1;
+            }
         }
         for (int k = 0; k < prof->nkernels; k++) {
             const kir_kernel *kk = &kp->kernels[k];
@@ -700,8 +769,11 @@ void mc_peaks_apply(mc_profile *prof)
     bool now = false;
     const mc_backend *b = prof->program->backend;
     bool have = prof->device[0] && !b->no_peaks && mc_peaks_get(prof->device, b->is_gpu, &pk, &now);
-    if (now)
+    if (now && !pk.not_cached[0])
         snprintf(prof->peaks_note, sizeof prof->peaks_note, "measured on first use and cached");
+    else if (now)
+        snprintf(prof->peaks_note, sizeof prof->peaks_note, "measured on first use, not cached: %.200s",
+                 pk.not_cached);
     mc_clocks c = {0};
     if (prof->program->backend->is_gpu) {
         apply_datasheet(prof);

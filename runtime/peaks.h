@@ -14,6 +14,9 @@
 typedef struct mc_peaks {
     char device[128];            /* the name the entry is keyed by */
     double copy_bytes_per_s;     /* memory copy bandwidth, read + write bytes; 0: not measured */
+    /* CPU: the same copy at working sets that fit the caches (MC_PEAK_SIZES sizes, bytes read +
+     * written in all threads, ascending; 0: not measured), each the best of `reps`. */
+    double size_bytes[MC_PEAK_SIZES], size_bytes_per_s[MC_PEAK_SIZES];
     double fma_flops_per_s;      /* CPU: f32 vector FMA rate on all threads (2 FLOPs per FMA) */
     double gemm_flops_per_s[MC_NUM_DTYPES]; /* GPU: GEMM rate per input dtype; 0: not measured */
     double sm_mhz;               /* GPU: SM clock while measuring; 0: unknown */
@@ -28,6 +31,7 @@ typedef struct mc_peaks {
     double datasheet_fma_flops_per_s;
     bool disagrees;
     int online_cpus;             /* the machine the entry was measured on: CPUs online */
+    char not_cached[256];        /* mc_peaks_get: why a fresh measurement was not cached ("") */
 } mc_peaks;
 
 typedef struct mc_clocks {

@@ -225,6 +225,20 @@ mc_status mc_profile_collect(mc_program *p, int iters, mc_profile *prof)
     return st;
 }
 
+double mc_profile_bw_peak(const mc_profile *prof, int k, int64_t *size)
+{
+    int64_t bytes = prof->program->kp->kernels[k].bytes;
+    if (size)
+        *size = 0;
+    for (int s = 0; s < prof->nbw_sizes; s++)
+        if ((double)bytes <= prof->bw_size_bytes[s] && prof->bw_size_bytes_per_s[s] > 0) {
+            if (size)
+                *size = (int64_t)prof->bw_size_bytes[s];
+            return fmax(prof->bw_size_bytes_per_s[s], prof->peak_bytes_per_s);
+        }
+    return prof->peak_bytes_per_s;
+}
+
 mc_kernel_rates mc_profile_kernel_rates(const mc_profile *prof, int k)
 {
     const kir_kernel *kern = &prof->program->kp->kernels[k];
@@ -249,7 +263,7 @@ mc_kernel_rates mc_profile_kernel_rates(const mc_profile *prof, int k)
         return r;
     r.flops_per_s = (double)kern->flops / (t * 1e-6);
     r.bytes_per_s = (double)kern->bytes / (t * 1e-6);
-    double pf = prof->peak_flops[k], pb = prof->peak_bytes_per_s;
+    double pf = prof->peak_flops[k], pb = mc_profile_bw_peak(prof, k, NULL);
     if (pf > 0)
         r.pct_peak_flops = 100.0 * r.flops_per_s / pf;
     if (pb > 0)
@@ -489,6 +503,9 @@ static const char *suspect(const mc_profile *prof, int k, const mc_kernel_rates 
     buf[0] = '\0';
     if (!isnan(t) && t <= 0)
         snprintf(buf, size, "  (suspect: zero or negative time)");
+    else if (r->pct_peak_bw > 100 && prof->nbw_sizes > 0)
+        snprintf(buf, size, "  (suspect: above the copy bandwidth measured at its size, %lld "
+                 "bytes; the time or the byte count is wrong)", (long long)kern->bytes);
     else if (r->pct_peak_bw > 100 && !prof->program->backend->is_gpu &&
              kern->bytes <= last_level_cache_bytes())
         snprintf(buf, size, "  (above the memory peak: its %lld bytes fit in the CPU's caches, "
@@ -546,6 +563,13 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
     fprintf(out, "peaks: %s", prof->peaks_source ? prof->peaks_source : "none");
     if (prof->peaks_note[0])
         fprintf(out, " (%s)", prof->peaks_note);
+    if (prof->nbw_sizes > 0) { /* the memory ceilings a small kernel is held to (%pkBW) */
+        fprintf(out, "; memory by working set:");
+        for (int s = 0; s < prof->nbw_sizes; s++)
+            fprintf(out, " %.0f KiB %.1f GB/s,", prof->bw_size_bytes[s] / 1024,
+                    prof->bw_size_bytes_per_s[s] * 1e-9);
+        fprintf(out, " larger %.1f GB/s", prof->peak_bytes_per_s * 1e-9);
+    }
     if (prof->clocks_known)
         fprintf(out, "; clocks: SM %.0f/%.0f MHz, memory %.0f/%.0f MHz (compute peaks x%.3f)\n",
                 prof->sm_mhz, prof->sm_max_mhz, prof->mem_mhz, prof->mem_max_mhz,
@@ -758,6 +782,9 @@ static mc_status write_json(FILE *f, void *ctx)
         json_number(f, prof->peak_flops[k] > 0 && t > 0 ? r.pct_peak_flops : -1);
         fprintf(f, ", \"pct_peak_bw\": ");
         json_number(f, prof->peak_bytes_per_s > 0 && t > 0 ? r.pct_peak_bw : -1);
+        fprintf(f, ", \"peak_bw_bytes_per_s\": ");
+        double kpb = mc_profile_bw_peak(prof, k, NULL);
+        json_number(f, kpb > 0 ? kpb : -1);
         fprintf(f, ", \"intensity\": ");
         json_number(f, r.intensity);
         fprintf(f, ", \"bound\": ");
@@ -813,6 +840,13 @@ static mc_status write_json(FILE *f, void *ctx)
     json_string(f, prof->peaks_source ? prof->peaks_source : "none");
     fprintf(f, ", \"note\": ");
     json_string(f, prof->peaks_note);
+    fprintf(f, ", \"bytes_per_s_by_size\": [");
+    for (int s = 0; s < prof->nbw_sizes; s++) {
+        fprintf(f, "%s{ \"bytes\": %.0f, \"bytes_per_s\": ", s ? ", " : "", prof->bw_size_bytes[s]);
+        json_number(f, prof->bw_size_bytes_per_s[s]);
+        fprintf(f, " }");
+    }
+    fprintf(f, "]");
     fprintf(f, ", \"per_kernel_flops\": [");
     for (int k = 0; k < prof->nkernels; k++) {
         fprintf(f, "%s", k ? ", " : "");

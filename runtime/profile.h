@@ -38,6 +38,10 @@ void mc_profile_release(mc_profile *prof);
  * backend's per-kernel times where it has a `profile` slot. */
 mc_status mc_profile_collect(mc_program *p, int iters, mc_profile *prof);
 mc_kernel_rates mc_profile_kernel_rates(const mc_profile *prof, int kernel);
+/* The memory ceiling kernel k is held to: on the CPU the copy bandwidth measured at the smallest
+ * working set that holds its bytes (its data stays in the caches), else the DRAM copy peak
+ * (prof->peak_bytes_per_s). `size` (may be NULL) gets that working set, 0 for DRAM. */
+double mc_profile_bw_peak(const mc_profile *prof, int kernel, int64_t *size);
 /* Total bytes of the program's memory: inputs, params, outputs and the planned arena. */
 int64_t mc_profile_peak_memory(const mc_program *p);
 /* The table of docs/FORMAT.md §5 (kernels sorted by time where measured, else in program order) */

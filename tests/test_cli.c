@@ -1228,6 +1228,34 @@ static void test_profile_fresh_peaks(void **state)
     char peaks_dir[4400];
     snprintf(peaks_dir, sizeof peaks_dir, "%s/minic/peaks", dir);
     assert_true(exists(peaks_dir));
+    assert_contains(out, "memory by working set: "); /* the ceilings of kernels that fit caches */
+    /* A cache that cannot be written (its directory is a file, which holds even as root): the
+     * profile says the peaks were not cached, and `minic peaks` prints its numbers, then says
+     * why they are not cached and exits 2. */
+    char blocked[4400];
+    snprintf(blocked, sizeof blocked, "%s/not_a_dir", mc_test_tmpdir());
+    FILE *f = fopen(blocked, "w");
+    assert_non_null(f);
+    fclose(f);
+    old = getenv("XDG_CACHE_HOME");
+    saved = old ? strdup(old) : NULL;
+    setenv("XDG_CACHE_HOME", blocked, 1);
+    int rc_profile = minic("run %s --backend cpu --iters 2 --profile", g);
+    char *profile_out = strdup(out);
+    int rc_peaks = minic("peaks --backend cpu");
+    if (saved) {
+        setenv("XDG_CACHE_HOME", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("XDG_CACHE_HOME");
+    }
+    assert_int_equal(rc_profile, 0);
+    assert_non_null(strstr(profile_out, "measured on first use, not cached: "));
+    free(profile_out);
+    assert_int_equal(rc_peaks, 2);
+    assert_contains(out, "NOT cached in");
+    assert_contains(out, "copy bandwidth");
+    assert_contains(err, "measured, but not cached: ");
 #else
     skip();
 #endif

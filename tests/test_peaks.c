@@ -254,6 +254,75 @@ static void test_measure_cpu(void **state)
     teardown_fixture(&f);
 }
 
+/* CPU memory ceilings by working set: measured at several sizes below the DRAM copy, cached
+ * (an entry out of order or not a number is dropped), and each kernel held to the rate at the
+ * smallest size that holds its bytes, so a kernel whose data stays in the caches is not shown
+ * above 100% of a DRAM peak; larger kernels keep the DRAM copy. */
+static void test_bandwidth_by_size(void **state)
+{
+    (void)state;
+    use_tmp_cache();
+    mc_peaks_config cfg = {.threads = 2, .copy_bytes = 16 << 20, .reps = 2, .fma_iters = 1000};
+    mc_peaks pk;
+    assert_int_equal(mc_peaks_measure_cpu(&cfg, &pk), MC_OK);
+    /* 8 MiB per thread of DRAM copy: 32 KiB, 256 KiB and 2 MiB per thread fit below it */
+    assert_float_equal(pk.size_bytes[0], 65536.0, 0);
+    assert_float_equal(pk.size_bytes[2], 4194304.0, 0);
+    assert_true(pk.size_bytes[3] == 0);
+    for (int s = 0; s < 3; s++)
+        assert_true(pk.size_bytes_per_s[s] > 1e8);
+    assert_int_equal(mc_peaks_save(&pk), MC_OK);
+    mc_peaks back;
+    assert_true(mc_peaks_load(pk.device, &back));
+    for (int s = 0; s < 3; s++)
+        assert_float_equal(back.size_bytes_per_s[s], pk.size_bytes_per_s[s], pk.size_bytes_per_s[s] * 1e-5);
+    /* An untrusted entry: sizes out of order, negative, not numbers, too many. */
+    char path[4096];
+    assert_true(mc_peaks_path(pk.device, path, sizeof path));
+    FILE *f = fopen(path, "a");
+    assert_non_null(f);
+    fprintf(f, "copy_at 100 5e9\ncopy_at 1e12 -1\ncopy_at nan 1\ncopy_at 3e7 abc\ncopy_at 9e9 1e9\ncopy_at 9e10 1e9\n");
+    fclose(f);
+    assert_true(mc_peaks_load(pk.device, &back));
+    assert_float_equal(back.size_bytes[2], pk.size_bytes[2], 0);
+    assert_float_equal(back.size_bytes[3], 9e9, 0); /* the one entry that still fits, in order */
+    /* Applied to a CPU profile: mlp's kernels are a few hundred KB. */
+    fixture fx;
+    setup_fixture(&fx, &fake_cpu);
+    mc_peaks m = {.copy_bytes_per_s = 10e9, .fma_flops_per_s = 1e11, .reps = 2,
+                  .size_bytes = {64e3, 1e6}, .size_bytes_per_s = {200e9, 80e9}};
+    mc_peaks_apply_with(&fx.prof, &m, NULL);
+    assert_int_equal(fx.prof.nbw_sizes, 2);
+    int64_t bytes = fx.p->kp->kernels[fx.gemm].bytes, size;
+    assert_true(bytes > 64000 && bytes <= 1000000);
+    assert_float_equal(mc_profile_bw_peak(&fx.prof, fx.gemm, &size), 80e9, 0);
+    assert_int_equal(size, 1000000);
+    /* 50 GB/s of traffic: 500% of the DRAM copy, 62.5% of the 1 MB ceiling; not suspect */
+    fx.prof.time_us[fx.gemm] = (double)bytes / 50e9 * 1e6;
+    mc_kernel_rates r = mc_profile_kernel_rates(&fx.prof, fx.gemm);
+    assert_float_equal(r.pct_peak_bw, 62.5, 1e-6);
+    fx.prof.nbw_sizes = 0; /* DRAM only: 500%, flagged with the reason */
+    r = mc_profile_kernel_rates(&fx.prof, fx.gemm);
+    assert_float_equal(r.pct_peak_bw, 500, 1e-6);
+    fx.prof.nbw_sizes = 2;
+    fx.prof.time_us[fx.gemm] = (double)bytes / 160e9 * 1e6; /* 200% of its own ceiling */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    mc_profile_print(&fx.prof, out);
+    fclose(out);
+    assert_non_null(strstr(buf, "memory by working set: 62 KiB 200.0 GB/s, 977 KiB 80.0 GB/s, larger 10.0 GB/s"));
+    assert_non_null(strstr(buf, "suspect: above the copy bandwidth measured at its size"));
+    free(buf);
+    /* A GPU profile takes no working-set ceilings. */
+    teardown_fixture(&fx);
+    setup_fixture(&fx, &fake_cuda);
+    mc_peaks_apply_with(&fx.prof, &m, NULL);
+    assert_int_equal(fx.prof.nbw_sizes, 0);
+    assert_float_equal(mc_profile_bw_peak(&fx.prof, fx.gemm, NULL), 10e9, 0);
+    teardown_fixture(&fx);
+}
+
 /* The CPU datasheet ceiling: positive where the clock is known, with its factors; a measured
  * rate more than 2x away from it is flagged and the profile takes the datasheet instead. */
 static void test_cpu_datasheet_flag(void **state)
@@ -294,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_no_clocks_and_suspect),
         cmocka_unit_test(test_measure_cpu),
         cmocka_unit_test(test_cpu_datasheet_flag),
+        cmocka_unit_test(test_bandwidth_by_size),
     };
     return mc_test_run(tests);
 }

@@ -21,7 +21,8 @@ int cli_peaks(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: minic peaks [--backend cpu|cuda]\n"
-                   "measure this machine's ceilings (cpu: memory copy bandwidth and f32 FMA rate;\n"
+                   "measure this machine's ceilings (cpu: memory copy bandwidth, also at working sets\n"
+                   "that fit the caches, and f32 FMA rate;\n"
                    "cuda: device copy bandwidth and GEMM rate per dtype) and cache them, keyed by\n"
                    "device name, under $XDG_CACHE_HOME/minic/peaks/; --profile uses them, and measures\n"
                    "them itself on first use when the cache has none (or one older than minic)\n");
@@ -54,13 +55,19 @@ int cli_peaks(int argc, char **argv)
     } else {
         return cli_error(CLI_USER, "peaks: unknown backend '%s' (expected cpu or cuda)", backend);
     }
-    if (mc_peaks_save(&pk) != MC_OK)
-        return cli_error(CLI_SYSTEM, "peaks: %s", mc_error_message());
-    char path[4096];
-    mc_peaks_path(pk.device, path, sizeof path);
-    printf("peaks of %s (measured, best of %d, cached in %s):\n", pk.device, pk.reps, path);
+    /* The numbers are printed even when they cannot be cached (then exit 2, saying why). */
+    bool saved = mc_peaks_save(&pk) == MC_OK;
+    char path[4096], why_not[512];
+    snprintf(why_not, sizeof why_not, "%s", saved ? "" : mc_error_message());
+    if (!mc_peaks_path(pk.device, path, sizeof path))
+        snprintf(path, sizeof path, "nowhere");
+    printf("peaks of %s (measured, best of %d, %s %s):\n", pk.device, pk.reps,
+           saved ? "cached in" : "NOT cached in", path);
     printf("  copy bandwidth  %10.1f GB/s (read + write; spread %.0f%%)\n",
            pk.copy_bytes_per_s * 1e-9, pk.copy_spread_pct);
+    for (int s = 0; s < MC_PEAK_SIZES && pk.size_bytes[s] > 0; s++)
+        printf("  copy in %5.0f KiB %8.1f GB/s (the ceiling of kernels of at most that many bytes)\n",
+               pk.size_bytes[s] / 1024, pk.size_bytes_per_s[s] * 1e-9);
     if (pk.fma_flops_per_s > 0)
         printf("  f32 FMA rate    %10.1f GFLOP/s (%d threads; spread %.0f%%)\n",
                pk.fma_flops_per_s * 1e-9, pk.threads, pk.fma_spread_pct);
@@ -79,5 +86,7 @@ int cli_peaks(int argc, char **argv)
         printf("  GEMM spread     %10.0f%%\n", pk.gemm_spread_pct);
     if (pk.sm_mhz > 0)
         printf("  at SM clock     %10.0f MHz\n", pk.sm_mhz);
+    if (!saved)
+        return cli_error(CLI_SYSTEM, "peaks: measured, but not cached: %s", why_not);
     return CLI_OK;
 }

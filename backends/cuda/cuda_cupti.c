@@ -111,6 +111,8 @@ static const char *result_string(CUptiResult r)
 
 enum { BUFFER_BYTES = 4 << 20, ALIGN = 8 };
 
+static CUpti_ActivityKind kernel_kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
     *buffer = aligned_alloc(ALIGN, BUFFER_BYTES);
@@ -174,6 +176,12 @@ mc_status mc_cupti_begin(int device)
     }
     recording = true;
     only_device = device;
+    /* MINIC_CUPTI_SERIAL=1: CUPTI's serialized kernel records (each kernel alone on the GPU, as
+     * Nsight Compute runs them), a diagnostic: the default records kernels as they overlap in
+     * the real run (docs/PROFILING.md). */
+    const char *serial = getenv("MINIC_CUPTI_SERIAL");
+    kernel_kind = serial && !strcmp(serial, "1") ? CUPTI_ACTIVITY_KIND_KERNEL
+                                                 : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
     nrecords = 0;
     out_of_memory = false;
     pthread_mutex_unlock(&lock);
@@ -183,7 +191,7 @@ mc_status mc_cupti_begin(int device)
         registered = r == CUPTI_SUCCESS;
     }
     if (r == CUPTI_SUCCESS)
-        r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+        r = api.cuptiActivityEnable(kernel_kind);
     if (r != CUPTI_SUCCESS) {
         pthread_mutex_lock(&lock);
         recording = false;
@@ -223,7 +231,7 @@ mc_status mc_cupti_end(mc_cupti_kernel **out, int *n)
 {
     int count;
     mc_status st = mc_cupti_flush(&count);
-    api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    api.cuptiActivityDisable(kernel_kind);
     api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); /* nothing left behind */
     pthread_mutex_lock(&lock);
     recording = false;
