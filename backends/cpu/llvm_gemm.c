@@ -768,6 +768,35 @@ bool llvm_match_im2col(const kir_program *kp, int kernel, llvm_im2col *ic)
     return true;
 }
 
+/* Lane by lane, as the copies load (faster than a gather on the AMD EPYC this was measured on,
+ * and free of gathers' microcode costs on Intel): lane l of the result is row[offs[l]] where
+ * ok[l], else 0 (offs must point inside the row's buffer where a lane is not ok). */
+static LLVMValueRef load_lanes(llvm_ctx *c, LLVMValueRef row, LLVMValueRef offs, LLVMValueRef ok, int L)
+{
+    LLVMValueRef gv = llvm_const_f32(c, 0, L);
+    for (int l = 0; l < L; l++) {
+        LLVMValueRef li = llvm_const_i32(c, l, 1);
+        LLVMValueRef o = LLVMBuildExtractElement(B, offs, li, "");
+        LLVMValueRef e = LLVMBuildLoad2(B, c->t_f32, LLVMBuildInBoundsGEP2(B, c->t_f32, row, &o, 1, ""), "");
+        gv = LLVMBuildInsertElement(B, gv, e, li, "");
+    }
+    return LLVMBuildSelect(B, ok, gv, llvm_const_f32(c, 0, L), "");
+}
+
+/* From the lane-by-lane block (current) to `join`, where the vector loaded in block `fast`
+ * (already branching to `join`) or the lanes' vector arrives: the phi of the two. */
+static LLVMValueRef join_loads(llvm_ctx *c, LLVMTypeRef vt, LLVMBasicBlockRef join, LLVMValueRef fast_v,
+                               LLVMBasicBlockRef fast, LLVMValueRef lanes_v)
+{
+    LLVMBasicBlockRef lanes = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, join);
+    LLVMValueRef phi = LLVMBuildPhi(B, vt, "");
+    LLVMValueRef vals[2] = {fast_v, lanes_v};
+    LLVMBasicBlockRef from[2] = {fast, lanes};
+    LLVMAddIncoming(phi, vals, from, 2);
+    return phi;
+}
 /* Pack B[pc:pc+kc, n0:n0+nc] into NR-wide panels (emit_pack's layout) from x through ic: per
  * panel, each vector of lanes gets its columns' offsets in x (n / ow rows down, n % ow along);
  * per k, a plain vector load where the lanes are consecutive in x (stride-1 columns of one
@@ -839,24 +868,10 @@ static void emit_pack_im2col(llvm_ctx *c, const gemm_plan *g, const llvm_im2col 
         LLVMSetAlignment(lv, 4);
         LLVMBuildBr(B, bj);
         LLVMPositionBuilderAtEnd(B, bg);
-        /* lane by lane, as the copies load (faster than a gather on the AMD EPYC this was
-         * measured on, and free of gathers' microcode costs on Intel): a lane past N reads
-         * the row's first element (inside x) and is zeroed */
+        /* a lane past N reads the row's first element (inside x) and is zeroed */
         LLVMValueRef safe = LLVMBuildSelect(B, valid[v], noff[v], llvm_const_i32(c, 0, L), "");
-        LLVMValueRef gv = llvm_const_f32(c, 0, L);
-        for (int l = 0; l < L; l++) {
-            LLVMValueRef li = llvm_const_i32(c, l, 1);
-            LLVMValueRef o = LLVMBuildExtractElement(B, safe, li, "");
-            LLVMValueRef e = LLVMBuildLoad2(B, c->t_f32, LLVMBuildInBoundsGEP2(B, c->t_f32, row, &o, 1, ""), "");
-            gv = LLVMBuildInsertElement(B, gv, e, li, "");
-        }
-        gv = LLVMBuildSelect(B, valid[v], gv, llvm_const_f32(c, 0, L), "");
-        LLVMBuildBr(B, bj);
-        LLVMPositionBuilderAtEnd(B, bj);
-        LLVMValueRef phi = LLVMBuildPhi(B, vt, "");
-        LLVMValueRef vals[2] = {lv, gv};
-        LLVMBasicBlockRef from[2] = {bl, bg};
-        LLVMAddIncoming(phi, vals, from, 2);
+        LLVMValueRef gv = load_lanes(c, row, safe, valid[v], L);
+        LLVMValueRef phi = join_loads(c, vt, bj, lv, bl, gv);
         store_f32(c, dst, LLVMBuildAdd(B, panel, LLVMBuildAdd(B, LLVMBuildMul(B, Kl.index, i64c(c, NR), ""), i64c(c, v * L), ""), ""), phi, L);
     }
     llvm_loop_end(c, &Kl);
@@ -976,20 +991,8 @@ static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2
         LLVMBuildBr(B, bj);
         LLVMBasicBlockRef bl_end = LLVMGetInsertBlock(B);
         LLVMPositionBuilderAtEnd(B, bg);
-        LLVMValueRef gv = llvm_const_f32(c, 0, L);
-        for (int l = 0; l < L; l++) {
-            LLVMValueRef li = llvm_const_i32(c, l, 1);
-            LLVMValueRef o = LLVMBuildExtractElement(B, lsafe[v], li, "");
-            LLVMValueRef e = LLVMBuildLoad2(B, c->t_f32, LLVMBuildInBoundsGEP2(B, c->t_f32, row, &o, 1, ""), "");
-            gv = LLVMBuildInsertElement(B, gv, e, li, "");
-        }
-        gv = LLVMBuildSelect(B, lok[v], gv, llvm_const_f32(c, 0, L), "");
-        LLVMBuildBr(B, bj);
-        LLVMPositionBuilderAtEnd(B, bj);
-        LLVMValueRef phi = LLVMBuildPhi(B, vt, "");
-        LLVMValueRef vals[2] = {lv, gv};
-        LLVMBasicBlockRef from[2] = {bl_end, bg};
-        LLVMAddIncoming(phi, vals, from, 2);
+        LLVMValueRef gv = load_lanes(c, row, lsafe[v], lok[v], L);
+        LLVMValueRef phi = join_loads(c, vt, bj, lv, bl_end, gv);
         store_f32(c, dst, LLVMBuildAdd(B, panel, LLVMBuildAdd(B, LLVMBuildMul(B, kl, i64c(c, NR), ""), i64c(c, v * L), ""), ""), phi, L);
     }
     llvm_loop_end(c, &Kl);
