@@ -502,9 +502,63 @@ static mc_value window_view(ctx *c, mc_value xp, int sr, const int64_t *pos, con
     return xp;
 }
 
+/* A padded pool without the padded copy (mc_compile_options.conv_gather): for each window
+ * position (u, v), x's element at o s - p + (u, v) per spatial axis, gathered along x's
+ * flattened spatial axis (clamped into x) and replaced by `fill` where an axis fell outside;
+ * the positions combined with `combine`. The indices are computed from one iota over the
+ * flattened output positions O (o0 = o / O1, o1 = o - o0 O1), so every step is pointwise over
+ * [N, C, O] (the index work broadcast, never reshaped) and fusion makes the pool one kernel
+ * that reads x and writes y. The copies made 4-5 passes over the stem's 112x112 activations in
+ * ResNet; window_gather's [K, O] grid would be a reduction over K = 9, a poor shape for one. */
+static mc_value pool_gathered(ctx *c, mc_value x, const mc_node *xn, int sr, const int64_t *out, mc_op combine,
+                              double fill)
+{
+    const mc_attrs *at = &c->n->attr;
+    int64_t N = xn->shape[0], C = xn->shape[1], P = 1, O = 1, ks[2] = {at->kernel[0], sr > 1 ? at->kernel[1] : 1};
+    for (int i = 0; i < sr; i++) {
+        P *= xn->shape[2 + i];
+        O *= out[i];
+    }
+    int64_t flat[3] = {N, C, P};
+    mc_dtype d = c->rw->dst->nodes[x].dtype;
+    x = shape_op(c, MC_OP_RESHAPE, x, flat, 3);
+    mc_value o = iota(c, &O, 1, 0), zero = constant(c, 0.0, MC_I32), coord[2] = {o, MC_NONE}, base[2];
+    if (sr > 1) {
+        mc_value w = constant(c, (double)out[1], MC_I32);
+        coord[0] = op2(c, MC_OP_DIV, o, w);
+        coord[1] = op2(c, MC_OP_SUB, o, op2(c, MC_OP_MUL, coord[0], w));
+    }
+    for (int i = 0; i < sr; i++) /* o s - p */
+        base[i] = op2(c, MC_OP_SUB, op2(c, MC_OP_MUL, coord[i], constant(c, (double)at->stride[i], MC_I32)),
+                      constant(c, (double)at->padding[i], MC_I32));
+    mc_value acc = MC_NONE;
+    for (int64_t u = 0; u < ks[0]; u++)
+        for (int64_t v = 0; v < ks[1]; v++) {
+            mc_value idx = MC_NONE, inside = MC_NONE;
+            for (int i = 0; i < sr; i++) {
+                int64_t off = i == 0 ? u : v, L = xn->shape[2 + i];
+                mc_value pos = off ? op2(c, MC_OP_ADD, base[i], constant(c, (double)off, MC_I32)) : base[i];
+                mc_value in = op2(c, MC_OP_AND, op2(c, MC_OP_GE, pos, zero), op2(c, MC_OP_LT, pos, constant(c, (double)L, MC_I32)));
+                pos = op2(c, MC_OP_MINIMUM, op2(c, MC_OP_MAXIMUM, pos, zero), constant(c, (double)(L - 1), MC_I32));
+                inside = inside == MC_NONE ? in : op2(c, MC_OP_AND, inside, in);
+                idx = idx == MC_NONE ? pos : op2(c, MC_OP_ADD, op2(c, MC_OP_MUL, idx, constant(c, (double)L, MC_I32)), pos);
+            }
+            mc_attrs ga;
+            memset(&ga, 0, sizeof ga);
+            ga.axis = 2;
+            mc_value gin[2] = {x, idx};
+            mc_value t = mc_rewrite_node(c->rw, c->n, MC_OP_GATHER, gin, 2, &ga); /* [N, C, O] */
+            t = where(c, inside, t, constant(c, fill, d));
+            acc = acc == MC_NONE ? t : op2(c, combine, acc, t);
+        }
+    int64_t ys[4] = {N, C, out[0], sr > 1 ? out[1] : 0};
+    return shape_op(c, MC_OP_RESHAPE, acc, ys, 2 + sr);
+}
+
 /* maxpool: the maximum of the kernel's strided views of x padded with -inf; avgpool: their sum
  * (x padded with 0) divided by how many of the window's elements lie inside x, computed from
- * indices: (min(o s - p + k, L) - max(o s - p, 0)) per spatial axis. */
+ * indices: (min(o s - p + k, L) - max(o s - p, 0)) per spatial axis. With padding on a backend
+ * that prefers gathers to copies (conv_gather), the windows are gathered instead of copied. */
 static mc_value pool(ctx *c, mc_value x)
 {
     const mc_attrs *at = &c->n->attr;
@@ -516,14 +570,22 @@ static mc_value pool(ctx *c, mc_value x)
         before[2 + i] = at->padding[i];
         out[i] = c->n->shape[2 + i];
     }
-    x = pad_with(c, widen(c, x), before, before, is_max ? -INFINITY : 0.0);
+    bool padded = false;
+    for (int i = 0; i < sr; i++)
+        padded = padded || at->padding[i] > 0;
     mc_value acc = MC_NONE;
-    for (int64_t u = 0; u < k0; u++)
-        for (int64_t v = 0; v < k1; v++) {
-            int64_t pos[2] = {u, v};
-            mc_value t = window_view(c, x, sr, pos, at->stride, out);
-            acc = acc == MC_NONE ? t : op2(c, is_max ? MC_OP_MAXIMUM : MC_OP_ADD, acc, t);
-        }
+    if (padded && c->conv_gather) {
+        acc = pool_gathered(c, is_max ? x : widen(c, x), xn, sr, out, is_max ? MC_OP_MAXIMUM : MC_OP_ADD,
+                            is_max ? -INFINITY : 0.0);
+    } else {
+        x = pad_with(c, widen(c, x), before, before, is_max ? -INFINITY : 0.0);
+        for (int64_t u = 0; u < k0; u++)
+            for (int64_t v = 0; v < k1; v++) {
+                int64_t pos[2] = {u, v};
+                mc_value t = window_view(c, x, sr, pos, at->stride, out);
+                acc = acc == MC_NONE ? t : op2(c, is_max ? MC_OP_MAXIMUM : MC_OP_ADD, acc, t);
+            }
+    }
     if (!is_max) {
         mc_value count = MC_NONE;
         for (int i = 0; i < sr; i++) {

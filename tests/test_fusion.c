@@ -304,6 +304,38 @@ static int count_category(const kir_program *kp, kir_category c)
     return n;
 }
 
+/* A padded pool (ResNet's 3x3 stride-2 maxpool, an avgpool) where the backend gathers
+ * (conv_gather, the cuda backend's choice): one kernel that reads x and writes y, the relu after
+ * it in the same kernel; without, the padded copies. Both equal the oracle. */
+static void test_padded_pool_one_kernel(void **state)
+{
+    (void)state;
+    for (int avg = 0; avg < 2; avg++)
+        for (int gather = 0; gather < 2; gather++) {
+            mc_graph *g = mc_graph_new("pool");
+            int64_t xs[] = {2, 3, 9, 8}, k[] = {3, 3}, s[] = {2, 2}, p[] = {1, 1};
+            mc_value x = mc_input(g, "x", MC_F32, xs, 4);
+            mc_value y = mc_relu(g, (avg ? mc_avgpool : mc_maxpool)(g, x, k, s, p, 2));
+            mc_graph_set_outputs(g, &y, 1);
+            mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = gather};
+            kir_program *kp = NULL;
+            assert_int_equal(mc_compile_kernels(g, &co, &kp), MC_OK);
+            if (gather) {
+                assert_int_equal(kp->nkernels, 1);
+                assert_int_equal(kp->kernels[0].category, KIR_POINTWISE);
+                assert_true(has_op(&kp->kernels[0], avg ? MC_OP_AVGPOOL : MC_OP_MAXPOOL));
+                assert_true(has_op(&kp->kernels[0], MC_OP_RELU));
+                /* x read and y written once: no padded temporary */
+                assert_int_equal(kp->kernels[0].bytes, (2 * 3 * 9 * 8 + 2 * 3 * 5 * 4) * 4);
+            } else {
+                assert_true(count_category(kp, KIR_COPY) >= 2); /* the padding's concats */
+            }
+            kir_program_free(kp);
+            assert_matches_oracle(g);
+            mc_graph_free(g);
+        }
+}
+
 static void test_conv_epilogue(void **state)
 {
     (void)state;
@@ -567,6 +599,7 @@ int main(void)
         cmocka_unit_test(test_copy_elided_into_producer),
         cmocka_unit_test(test_outputs_that_are_inputs_or_views),
         cmocka_unit_test(test_conv_epilogue),
+        cmocka_unit_test(test_padded_pool_one_kernel),
         cmocka_unit_test(test_concat_and_creation),
         cmocka_unit_test(test_simplify_identities),
         cmocka_unit_test(test_allreduce_is_a_barrier),
