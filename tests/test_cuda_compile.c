@@ -597,6 +597,93 @@ static void test_attention_kernels(void **state)
             }
     assert_int_equal(kernels, 36);
 }
+
+/* The decode kernel (a few queries over a KV cache: flash-decoding, split over the keys)
+ * renders and compiles for f32, f16 and bf16: GPT-2's decode step (one query, caches read
+ * through le(iota, pos), q/k/v and the output as separate views, 16-byte loads), 3 queries with
+ * keys given transposed (plain loads) and an additive mask, 2 queries under a causal band, head
+ * sizes 64, 80 and 128; MINIC_CUDA_ATTN_DECODE=0 gives the flash kernels back. */
+static void test_decode_attention_kernels(void **state)
+{
+    (void)state;
+    static const char *const dtypes[] = {"f32", "f16", "bf16"};
+    static const int heads[] = {64, 80, 128};
+    int kernels = 0;
+    for (int t = 0; t < 3; t++)
+        for (int hd = 0; hd < 3; hd++)
+            for (int shape = 0; shape < 3; shape++) {
+                const char *dt = dtypes[t];
+                int d = heads[hd];
+                char text[2048];
+                if (shape == 0) /* GPT-2's decode attention: batch 2, 3 heads, cache of 256 */
+                    snprintf(text, sizeof text,
+                             "graph a\ninput q : %s[2, 3, 1, %d]\ninput kc : %s[2, 3, 256, %d]\n"
+                             "input vc : %s[2, 3, 256, %d]\ninput pos : i32[]\n"
+                             "kt = transpose(kc, perm=[0, 1, 3, 2])\ns0 = matmul(q, kt)\ns = mul(s0, 0.125)\n"
+                             "col = iota(shape=[1, 256], axis=1)\nkeep = le(col, pos)\nm = where(keep, s, -inf)\n"
+                             "p = softmax(m)\ny0 = matmul(p, vc)\ny1 = transpose(y0, perm=[0, 2, 1, 3])\n"
+                             "y = reshape(y1, shape=[2, 1, %d])\noutput y\n",
+                             dt, d, dt, d, dt, d, 3 * d);
+                else if (shape == 1) /* 3 queries, keys as columns, an additive mask, 1000 keys */
+                    snprintf(text, sizeof text,
+                             "graph a\ninput q : %s[4, 3, %d]\ninput kt : %s[4, %d, 1000]\ninput v : %s[4, 1000, %d]\n"
+                             "input mk : %s[3, 1000]\ns0 = matmul(q, kt)\ns = div(s0, 8)\nm = add(s, mk)\n"
+                             "p = softmax(m)\ny = matmul(p, v)\noutput y\n",
+                             dt, d, dt, d, dt, d, dt);
+                else /* 2 queries, causal (bottom-right), 300 keys: a band that skips nothing here */
+                    snprintf(text, sizeof text,
+                             "graph a\ninput q : %s[1, 2, %d]\ninput kt : %s[1, %d, 300]\ninput v : %s[1, 300, %d]\n"
+                             "s0 = matmul(q, kt)\ns = mul(s0, 0.1)\nrow = iota(shape=[2, 300], axis=0)\n"
+                             "col = iota(shape=[2, 300], axis=1)\nrow2 = add(row, 298)\nkeep = ge(row2, col)\n"
+                             "m = where(keep, s, -inf)\np = softmax(m)\ny = matmul(p, v)\noutput y\n",
+                             dt, d, dt, d, dt, d);
+                mc_graph *g;
+                if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
+                    fail_msg("%s\n%s", mc_error_message(), text);
+                for (int off = 0; off <= 1; off++) {
+                    if (off)
+                        setenv("MINIC_CUDA_ATTN_DECODE", "0", 1);
+                    mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true};
+                    kir_program *kp;
+                    if (mc_compile_kernels(g, &co, &kp) != MC_OK)
+                        fail_msg("%s", mc_error_message());
+                    mc_cuda_kernel_plan *pl = compile_all(kp);
+                    unsetenv("MINIC_CUDA_ATTN_DECODE");
+                    int found = 0;
+                    for (int k = 0; k < kp->nkernels; k++) {
+                        if (kp->kernels[k].category != KIR_ATTENTION)
+                            continue;
+                        found++;
+                        const char *src = pl[k].code.src.data;
+                        if (off) {
+                            assert_string_not_equal(pl[k].code.scheme, "attention-decode");
+                            continue;
+                        }
+                        assert_string_equal(pl[k].code.scheme, "attention-decode");
+                        /* split over the keys: every shape here has CTAs per batch entry to spare */
+                        assert_non_null(strstr(src, "__device__ float mc_part["));
+                        assert_true(pl[k].code.grid[0] > (shape == 0 ? 6u : shape == 1 ? 4u : 1u));
+                        /* 16-byte loads of rows of 16-byte chunks (d 80 in a 16-bit type is 10
+                         * chunks of 8); keys given as columns load element by element */
+                        bool vec_k = shape == 0 && (t == 0 || d % 8 == 0);
+                        const char *vload = t == 0 ? "reinterpret_cast<const float4 *>" : "reinterpret_cast<const uint4 *>";
+                        if (vec_k || shape > 0)
+                            assert_non_null(strstr(src, vload)); /* V (and K on shape 0) */
+                        if (shape > 0)
+                            assert_non_null(strstr(src, "kr[u][x] = (j < j1) && col <"));
+                    }
+                    if (found != 1) {
+                        kir_print(kp, g, stderr);
+                        fail_msg("%d attention kernels in\n%s", found, text);
+                    }
+                    kernels += found;
+                    mc_cuda_plans_free(pl, kp->nkernels);
+                    kir_program_free(kp);
+                }
+                mc_graph_free(g);
+            }
+    assert_int_equal(kernels, 54);
+}
 #endif
 
 /* Without a GPU the probe says why, in the words docs/FORMAT.md §3's exit-2 message needs. */
@@ -669,6 +756,7 @@ int main(void)
 #ifdef MINIC_HAVE_PASSES
         cmocka_unit_test(test_examples),
         cmocka_unit_test(test_attention_kernels),
+        cmocka_unit_test(test_decode_attention_kernels),
         cmocka_unit_test(test_more_operators),
 #endif
     };
