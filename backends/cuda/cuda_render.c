@@ -676,12 +676,14 @@ static bool emit_row_block(rctx *c, int b, int depth, const char *lane0)
  * runtime makes the two buffers one (mc_program_feed_back in place, or the memory plan), an
  * element where y is selected would be rewritten with itself: the kernel compares the two
  * addresses (mc_same_) and then neither loads y nor stores those elements, so that an update
- * of one position of a cache moves the position's bytes, not the whole cache twice. */
+ * of one position of a cache moves the position's bytes, not the whole cache twice.
+ * MINIC_CUDA_WHERE_IN_PLACE=0: every element loaded and stored, as before 2026-11-28. */
 static void find_in_place(rctx *c)
 {
     const kir_kernel *k = c->k;
     c->ip_view = c->ip_store = c->ip_cond = -1;
-    if (k->category != KIR_POINTWISE || k->nblocks != 1 || k->nstores != 1 || k->nreds != 0 || c->acc_scratch ||
+    const char *e = getenv("MINIC_CUDA_WHERE_IN_PLACE");
+    if ((e && strcmp(e, "0") == 0) || k->category != KIR_POINTWISE || k->nblocks != 1 || k->nstores != 1 || k->nreds != 0 || c->acc_scratch ||
         c->V <= 1)
         return;
     const kir_store *st = &k->stores[0];
