@@ -1047,6 +1047,10 @@ static bool render_decode(actx *c)
     int64_t sms = c->t->num_sms > 0 ? c->t->num_sms : 1;
     int64_t want = (2 * sms + batch - 1) / batch, most = (nkeys + 31) / 32;
     int64_t nsplit = want < most ? want : most;
+    /* experiments: MINIC_CUDA_ATTN_DECODE_SPLITS=N caps the chunks per batch entry at N */
+    const char *es = getenv("MINIC_CUDA_ATTN_DECODE_SPLITS");
+    if (es && atoi(es) > 0 && nsplit > atoi(es))
+        nsplit = atoi(es);
     if (nsplit < 1)
         nsplit = 1;
     int64_t chunk = (nkeys + nsplit - 1) / nsplit;
