@@ -22,6 +22,8 @@ typedef enum {
     MASK_WINDOW,     /* two bands: causal and j > i - window */
     MASK_FINITE,     /* causal with fill -1e9: no pair may be skipped */
     MASK_CAUSAL_ADD, /* causal, then an additive mask */
+    MASK_POS,        /* where(le(iota([1, tk], axis=1), pos), s, -inf), pos an i32 input: a KV
+                        cache read up to a position (examples/gpt2_generate.c's decode step) */
 } mask_kind;
 
 typedef struct {
@@ -35,6 +37,7 @@ typedef struct {
     bool qkv;           /* q, k, v as slices of one [b, t, 3 h d] projection (tq == tk, d == dv) */
     bool out_bthd;      /* the output transposed back to [b, tq, h dv] and scaled (GPT-2's layout:
                            the attention kernel stores rows h dv apart, columns contiguous) */
+    int32_t pos;        /* MASK_POS: the keys 0..pos are read (-1: none, every row NaN) */
 } attn_case;
 
 /* The graph text of case c (a buffer of `size` bytes). */
@@ -96,6 +99,12 @@ static void graph_text(const attn_case *c, char *buf, size_t size)
             } else {
                 snprintf(masked, sizeof masked, "mk");
             }
+        } else if (c->mask == MASK_POS) {
+            P("input pos : i32[]\n");
+            P("col = iota(shape=[1, %lld], axis=1)\n", (long long)c->tk);
+            P("keep = le(col, pos)\n");
+            P("mk = where(keep, %s, -inf)\n", cur);
+            snprintf(masked, sizeof masked, "mk");
         } else if (c->mask == MASK_BOOL) {
             P("input m : bool[%lld, %lld]\n", (long long)c->tq, (long long)c->tk);
             P("mk = where(m, %s, -inf)\n", cur);
@@ -172,7 +181,7 @@ static bool has_note(const kir_program *kp, const char *text)
 static void test_recognises_causal_block(void **state)
 {
     (void)state;
-    attn_case c = {"causal", MC_F32, 2, 3, 37, 37, 32, 32, MASK_CAUSAL, 0.125, false, false, true, false};
+    attn_case c = {"causal", MC_F32, 2, 3, 37, 37, 32, 32, MASK_CAUSAL, 0.125, false, false, true, false, 0};
     mc_graph *g = parse_case(&c);
     kir_program *kp = check_kernels(g, true);
     assert_non_null(kp);
@@ -210,7 +219,7 @@ static void test_recognises_steps(void **state)
 {
     (void)state;
     /* mask before the scale, a division, an inverted boolean mask that broadcasts */
-    attn_case c = {"steps", MC_F32, 2, 2, 5, 9, 16, 24, MASK_BOOL_DROP, 0.5, true, true, false, false};
+    attn_case c = {"steps", MC_F32, 2, 2, 5, 9, 16, 24, MASK_BOOL_DROP, 0.5, true, true, false, false, 0};
     mc_graph *g = parse_case(&c);
     kir_program *kp = check_kernels(g, true);
     const kir_kernel *k = attention_kernel(kp);
@@ -234,7 +243,7 @@ static void test_recognises_steps(void **state)
     mc_graph_free(g);
 
     /* a sliding window: two bands, both skipping */
-    attn_case w = {"window", MC_F32, 1, 1, 20, 20, 8, 8, MASK_WINDOW, 0, false, false, false, false};
+    attn_case w = {"window", MC_F32, 1, 1, 20, 20, 8, 8, MASK_WINDOW, 0, false, false, false, false, 0};
     g = parse_case(&w);
     kp = check_kernels(g, true);
     k = attention_kernel(kp);
@@ -245,18 +254,43 @@ static void test_recognises_steps(void **state)
     mc_graph_free(g);
 
     /* a finite fill, or an additive mask after the band: nothing may be skipped */
-    attn_case f = {"finite", MC_F32, 1, 1, 6, 6, 8, 8, MASK_FINITE, 0, false, false, false, false};
+    attn_case f = {"finite", MC_F32, 1, 1, 6, 6, 8, 8, MASK_FINITE, 0, false, false, false, false, 0};
     g = parse_case(&f);
     kp = check_kernels(g, true);
     assert_false(attention_kernel(kp)->attn.skip);
     assert_int_equal(kir_attention_pairs(attention_kernel(kp)), 36);
     kir_program_free(kp);
     mc_graph_free(g);
-    attn_case ca = {"causal_add", MC_F32, 1, 1, 6, 6, 8, 8, MASK_CAUSAL_ADD, 0, false, false, false, false};
+    attn_case ca = {"causal_add", MC_F32, 1, 1, 6, 6, 8, 8, MASK_CAUSAL_ADD, 0, false, false, false, false, 0};
     g = parse_case(&ca);
     kp = check_kernels(g, true);
     assert_int_equal(attention_kernel(kp)->attn.nsteps, 2);
     assert_false(attention_kernel(kp)->attn.skip);
+    kir_program_free(kp);
+    mc_graph_free(g);
+}
+
+/* The read of a KV cache up to a position (le(iota, pos) as a where mask, gpt2_generate's decode
+ * step): one query, a boolean mask step loaded from the mask tensor, no pair skipped. */
+static void test_recognises_position_bound(void **state)
+{
+    (void)state;
+    attn_case c = {"pos", MC_F32, 2, 3, 1, 256, 64, 64, MASK_POS, 0.125, false, false, false, true, 9};
+    mc_graph *g = parse_case(&c);
+    kir_program *kp = check_kernels(g, true);
+    const kir_kernel *k = attention_kernel(kp);
+    const kir_attention *a = &k->attn;
+    assert_int_equal(a->tq, 1);
+    assert_int_equal(a->tk, 256);
+    assert_int_equal(a->nsteps, 2);
+    assert_int_equal(a->steps[0].kind, KIR_STEP_MUL);
+    assert_int_equal(a->steps[1].kind, KIR_STEP_WHERE);
+    assert_true(a->steps[1].keep);
+    assert_false(a->skip);
+    const kir_view *m = &k->views[a->steps[1].view];
+    assert_int_equal(m->stride[0], 0);
+    assert_int_equal(m->stride[1], 0);
+    assert_int_equal(m->stride[3], 1);
     kir_program_free(kp);
     mc_graph_free(g);
 }
@@ -337,36 +371,50 @@ static void test_band_mask_costs_nothing(void **state)
 /* ---- numbers on every backend ------------------------------------------------------------------ */
 
 static const attn_case cases[] = {
-    {"causal_f32_d32", MC_F32, 2, 3, 37, 37, 32, 32, MASK_CAUSAL, 0.17677669529663687, false, false, false, false},
-    {"plain_tq_ne_tk_d64", MC_F32, 1, 2, 17, 45, 64, 64, MASK_NONE, 0.125, true, false, false, false},
-    {"bool_mask_d80", MC_F32, 2, 2, 19, 23, 80, 80, MASK_BOOL, 0.11180339887498948, false, false, false, false},
-    {"key_padding_d64", MC_F32, 3, 2, 9, 70, 64, 48, MASK_BOOL_DROP, 0.125, false, true, false, false},
-    {"additive_d128", MC_F32, 1, 2, 33, 40, 128, 128, MASK_ADD, 0.08838834764831845, false, false, false, false},
-    {"causal_f16_d64", MC_F16, 2, 2, 70, 70, 64, 64, MASK_CAUSAL, 0.125, false, false, false, false},
-    {"causal_bf16_qkv", MC_BF16, 2, 2, 33, 33, 64, 64, MASK_CAUSAL, 0.125, false, false, true, false},
-    {"causal_f32_qkv_d80", MC_F32, 1, 3, 65, 65, 80, 80, MASK_CAUSAL, 0.11180339887498948, false, false, true, false},
-    {"empty_rows", MC_F32, 1, 2, 24, 10, 32, 32, MASK_CAUSAL, 0.17677669529663687, false, false, false, false},
+    {"causal_f32_d32", MC_F32, 2, 3, 37, 37, 32, 32, MASK_CAUSAL, 0.17677669529663687, false, false, false, false, 0},
+    {"plain_tq_ne_tk_d64", MC_F32, 1, 2, 17, 45, 64, 64, MASK_NONE, 0.125, true, false, false, false, 0},
+    {"bool_mask_d80", MC_F32, 2, 2, 19, 23, 80, 80, MASK_BOOL, 0.11180339887498948, false, false, false, false, 0},
+    {"key_padding_d64", MC_F32, 3, 2, 9, 70, 64, 48, MASK_BOOL_DROP, 0.125, false, true, false, false, 0},
+    {"additive_d128", MC_F32, 1, 2, 33, 40, 128, 128, MASK_ADD, 0.08838834764831845, false, false, false, false, 0},
+    {"causal_f16_d64", MC_F16, 2, 2, 70, 70, 64, 64, MASK_CAUSAL, 0.125, false, false, false, false, 0},
+    {"causal_bf16_qkv", MC_BF16, 2, 2, 33, 33, 64, 64, MASK_CAUSAL, 0.125, false, false, true, false, 0},
+    {"causal_f32_qkv_d80", MC_F32, 1, 3, 65, 65, 80, 80, MASK_CAUSAL, 0.11180339887498948, false, false, true, false, 0},
+    {"empty_rows", MC_F32, 1, 2, 24, 10, 32, 32, MASK_CAUSAL, 0.17677669529663687, false, false, false, false, 0},
     /* scores up to a few hundred: exp overflows f32 without the max subtracted (larger ones
      * would measure f32's rounding of the scores, unfused as much as fused) */
-    {"huge_logits", MC_F32, 2, 2, 40, 40, 32, 32, MASK_CAUSAL, 30.0, false, false, false, false},
+    {"huge_logits", MC_F32, 2, 2, 40, 40, 32, 32, MASK_CAUSAL, 30.0, false, false, false, false, 0},
     /* long enough for whole key tiles below the diagonal, where the CUDA kernels keep raw scores
      * and fold the scale into the exponent (mc_full): FMA (f32) and tensor-core (f16) kernels */
-    {"huge_logits_full_tiles", MC_F32, 1, 2, 100, 100, 64, 64, MASK_CAUSAL, 30.0, false, false, false, false},
-    {"huge_logits_f16_d64", MC_F16, 1, 2, 140, 140, 64, 64, MASK_CAUSAL, 30.0, false, false, false, false},
-    {"window_f32", MC_F32, 1, 2, 50, 50, 32, 32, MASK_WINDOW, 0.17677669529663687, false, false, false, false},
-    {"finite_fill", MC_F32, 1, 2, 21, 21, 32, 32, MASK_FINITE, 0.17677669529663687, false, false, false, false},
-    {"causal_add_bf16", MC_BF16, 1, 2, 30, 30, 32, 64, MASK_CAUSAL_ADD, 0.17677669529663687, false, false, false, false},
-    {"additive_f16_d128", MC_F16, 1, 1, 130, 130, 128, 128, MASK_ADD, 0.08838834764831845, false, false, false, false},
-    {"bool_bf16_d32", MC_BF16, 2, 1, 64, 64, 32, 32, MASK_BOOL, 0.17677669529663687, false, false, false, false},
+    {"huge_logits_full_tiles", MC_F32, 1, 2, 100, 100, 64, 64, MASK_CAUSAL, 30.0, false, false, false, false, 0},
+    {"huge_logits_f16_d64", MC_F16, 1, 2, 140, 140, 64, 64, MASK_CAUSAL, 30.0, false, false, false, false, 0},
+    {"window_f32", MC_F32, 1, 2, 50, 50, 32, 32, MASK_WINDOW, 0.17677669529663687, false, false, false, false, 0},
+    {"finite_fill", MC_F32, 1, 2, 21, 21, 32, 32, MASK_FINITE, 0.17677669529663687, false, false, false, false, 0},
+    {"causal_add_bf16", MC_BF16, 1, 2, 30, 30, 32, 64, MASK_CAUSAL_ADD, 0.17677669529663687, false, false, false, false, 0},
+    {"additive_f16_d128", MC_F16, 1, 1, 130, 130, 128, 128, MASK_ADD, 0.08838834764831845, false, false, false, false, 0},
+    {"bool_bf16_d32", MC_BF16, 2, 1, 64, 64, 32, 32, MASK_BOOL, 0.17677669529663687, false, false, false, false, 0},
     /* the output in [b, t, h dv] (stored transposed, columns along the vector lanes): whole
      * query blocks and a partial last one; dv 40 leaves columns past the last whole vector */
-    {"gpt2_layout_qkv", MC_F32, 2, 3, 100, 100, 64, 64, MASK_CAUSAL, 0.125, false, false, true, true},
-    {"gpt2_layout_dv40", MC_F32, 1, 3, 70, 70, 32, 40, MASK_CAUSAL, 0.17677669529663687, false, false, false, true},
+    {"gpt2_layout_qkv", MC_F32, 2, 3, 100, 100, 64, 64, MASK_CAUSAL, 0.125, false, false, true, true, 0},
+    {"gpt2_layout_dv40", MC_F32, 1, 3, 70, 70, 32, 40, MASK_CAUSAL, 0.17677669529663687, false, false, false, true, 0},
     /* key blocks cut into segments by the first query vector that keeps their keys, with the
      * diagonal off the blocks' corners (Tq < Tk: j - i <= 30) and a band with two sides */
-    {"causal_tq_lt_tk", MC_F32, 1, 2, 100, 130, 64, 64, MASK_CAUSAL, 0.125, false, false, false, false},
-    {"window_long", MC_F32, 1, 2, 150, 150, 32, 32, MASK_WINDOW, 0.17677669529663687, false, false, false, false},
-    {"gpt2_layout_bf16_d80", MC_BF16, 1, 2, 64, 64, 80, 80, MASK_NONE, 0.11180339887498948, false, false, true, true},
+    {"causal_tq_lt_tk", MC_F32, 1, 2, 100, 130, 64, 64, MASK_CAUSAL, 0.125, false, false, false, false, 0},
+    {"window_long", MC_F32, 1, 2, 150, 150, 32, 32, MASK_WINDOW, 0.17677669529663687, false, false, false, false, 0},
+    {"gpt2_layout_bf16_d80", MC_BF16, 1, 2, 64, 64, 80, 80, MASK_NONE, 0.11180339887498948, false, false, true, true, 0},
+    /* decode-shaped (a few queries over a long KV cache: CUDA's decode kernel, split over the
+     * keys, in f32 and in the 16-bit types): GPT-2's decode step (one query, the cache read up
+     * to pos, the output in [b, 1, h dv]), a position inside the last chunk, none (every row
+     * NaN), huge logits, 3 and 4 queries, causal, a boolean mask, d 80 and 128 */
+    {"decode_pos_f32", MC_F32, 2, 3, 1, 1024, 64, 64, MASK_POS, 0.125, false, false, false, true, 700},
+    {"decode_pos_bf16", MC_BF16, 2, 3, 1, 1024, 64, 64, MASK_POS, 0.125, false, false, false, true, 1000},
+    {"decode_pos_last_f16", MC_F16, 1, 2, 1, 256, 64, 64, MASK_POS, 0.125, false, false, false, false, 255},
+    {"decode_pos_none", MC_F32, 1, 2, 1, 256, 64, 64, MASK_POS, 0.125, false, false, false, false, -1},
+    {"decode_pos_none_bf16", MC_BF16, 2, 2, 1, 130, 64, 64, MASK_POS, 0.125, false, false, false, false, -1},
+    {"decode_huge_logits", MC_F32, 1, 2, 1, 777, 64, 64, MASK_POS, 30.0, false, false, false, false, 776},
+    {"decode_tq3_d128_f16", MC_F16, 1, 2, 3, 300, 128, 128, MASK_POS, 0.08838834764831845, false, false, false, false, 150},
+    {"decode_causal_tq4_d80", MC_F32, 2, 2, 4, 500, 80, 80, MASK_CAUSAL, 0.11180339887498948, false, false, false, true, 0},
+    {"decode_bool_tq2_bf16", MC_BF16, 2, 2, 2, 333, 32, 32, MASK_BOOL, 0.17677669529663687, false, false, false, false, 0},
+    {"decode_add_tq1_d80_bf16", MC_BF16, 1, 3, 1, 2000, 80, 80, MASK_ADD, 0.11180339887498948, false, false, false, false, 0},
 };
 
 typedef struct {
@@ -395,6 +443,8 @@ static bool check_case(const attn_case *c, mc_backend_kind backend, bool fuse, u
     if (fuse && p->backend->attention && attention_kernels(p->kp) != 1)
         fail_msg("%s on %s: %d attention kernels", c->name, mc_backend_name(backend), attention_kernels(p->kp));
     assert_int_equal(mc_program_fill_random(p, seed), MC_OK);
+    if (c->mask == MASK_POS)
+        assert_int_equal(mc_program_set(p, "pos", &c->pos, sizeof c->pos), MC_OK);
     assert_int_equal(mc_program_run(p), MC_OK);
     const void **inputs = calloc((size_t)g->nnodes, sizeof *inputs);
     for (int i = 0; i < g->nnodes; i++)
@@ -422,6 +472,8 @@ static bool check_case(const attn_case *c, mc_backend_kind backend, bool fuse, u
                  fuse ? "fused" : "unfused", err, tol);
     if (strcmp(c->name, "empty_rows") == 0) /* rows 0..13 have no key: NaN, as unfused */
         assert_int_equal(nan_rows, 1 * 2 * 14 * 32);
+    else if (c->mask == MASK_POS && c->pos < 0) /* no key at all: every row NaN */
+        assert_int_equal(nan_rows, n);
     else if (c->mask != MASK_BOOL && c->mask != MASK_BOOL_DROP)
         assert_int_equal(nan_rows, 0);
     free(got);
@@ -490,6 +542,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_recognises_causal_block),
         cmocka_unit_test(test_recognises_steps),
+        cmocka_unit_test(test_recognises_position_bound),
         cmocka_unit_test(test_not_fused_says_why),
         cmocka_unit_test(test_band_mask_costs_nothing),
         cmocka_unit_test(test_ref_backend),

@@ -597,6 +597,132 @@ static void test_attention_kernels(void **state)
             }
     assert_int_equal(kernels, 36);
 }
+
+/* The decode kernel (a few queries over a KV cache: flash-decoding, split over the keys)
+ * renders and compiles for f32, f16 and bf16: GPT-2's decode step (one query, caches read
+ * through le(iota, pos), q/k/v and the output as separate views, 16-byte loads; head size 64),
+ * 3 queries with keys given transposed (plain loads) and an additive mask (head size 128), 2
+ * queries under a causal band (80); MINIC_CUDA_ATTN_DECODE=0 plans the flash kernels again (not
+ * compiled here: test_attention_kernels does). */
+static void test_decode_attention_kernels(void **state)
+{
+    (void)state;
+    static const char *const dtypes[] = {"f32", "f16", "bf16"};
+    int kernels = 0;
+    for (int t = 0; t < 3; t++)
+        for (int shape = 0; shape < 3; shape++) {
+            const char *dt = dtypes[t];
+            int d = shape == 0 ? 64 : shape == 1 ? 128 : 80;
+            char text[2048];
+            if (shape == 0) /* GPT-2's decode attention: batch 2, 3 heads, cache of 256 */
+                snprintf(text, sizeof text,
+                         "graph a\ninput q : %s[2, 3, 1, %d]\ninput kc : %s[2, 3, 256, %d]\n"
+                         "input vc : %s[2, 3, 256, %d]\ninput pos : i32[]\n"
+                         "kt = transpose(kc, perm=[0, 1, 3, 2])\ns0 = matmul(q, kt)\ns = mul(s0, 0.125)\n"
+                         "col = iota(shape=[1, 256], axis=1)\nkeep = le(col, pos)\nm = where(keep, s, -inf)\n"
+                         "p = softmax(m)\ny0 = matmul(p, vc)\ny1 = transpose(y0, perm=[0, 2, 1, 3])\n"
+                         "y = reshape(y1, shape=[2, 1, %d])\noutput y\n",
+                         dt, d, dt, d, dt, d, 3 * d);
+            else if (shape == 1) /* 3 queries, keys as columns, an additive mask, 1000 keys */
+                snprintf(text, sizeof text,
+                         "graph a\ninput q : %s[4, 3, %d]\ninput kt : %s[4, %d, 1000]\ninput v : %s[4, 1000, %d]\n"
+                         "input mk : %s[3, 1000]\ns0 = matmul(q, kt)\ns = div(s0, 8)\nm = add(s, mk)\n"
+                         "p = softmax(m)\ny = matmul(p, v)\noutput y\n",
+                         dt, d, dt, d, dt, d, dt);
+            else /* 2 queries, causal (bottom-right), 300 keys */
+                snprintf(text, sizeof text,
+                         "graph a\ninput q : %s[1, 2, %d]\ninput kt : %s[1, %d, 300]\ninput v : %s[1, 300, %d]\n"
+                         "s0 = matmul(q, kt)\ns = mul(s0, 0.1)\nrow = iota(shape=[2, 300], axis=0)\n"
+                         "col = iota(shape=[2, 300], axis=1)\nrow2 = add(row, 298)\nkeep = ge(row2, col)\n"
+                         "m = where(keep, s, -inf)\np = softmax(m)\ny = matmul(p, v)\noutput y\n",
+                         dt, d, dt, d, dt, d);
+            mc_graph *g;
+            if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
+                fail_msg("%s\n%s", mc_error_message(), text);
+            mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true};
+            kir_program *kp;
+            if (mc_compile_kernels(g, &co, &kp) != MC_OK)
+                fail_msg("%s", mc_error_message());
+            mc_cuda_kernel_plan *pl = compile_all(kp);
+            int found = 0;
+            for (int k = 0; k < kp->nkernels; k++) {
+                if (kp->kernels[k].category != KIR_ATTENTION)
+                    continue;
+                found++;
+                const char *src = pl[k].code.src.data;
+                assert_string_equal(pl[k].code.scheme, "attention-decode");
+                /* split over the keys: every shape here has CTAs per batch entry to spare */
+                assert_non_null(strstr(src, "__device__ float mc_part["));
+                assert_true(pl[k].code.grid[0] > (shape == 0 ? 6u : shape == 1 ? 4u : 1u));
+                /* 16-byte loads of V's rows (and K's in GPT-2's layout); keys given as columns
+                 * load element by element */
+                assert_non_null(strstr(src, t == 0 ? "reinterpret_cast<const float4 *>" : "reinterpret_cast<const uint4 *>"));
+                if (shape > 0)
+                    assert_non_null(strstr(src, "kr[u][x] = (j < j1) && col <"));
+            }
+            if (found != 1) {
+                kir_print(kp, g, stderr);
+                fail_msg("%d attention kernels in\n%s", found, text);
+            }
+            kernels += found;
+            mc_cuda_plans_free(pl, kp->nkernels);
+            /* the flash kernels again with MINIC_CUDA_ATTN_DECODE=0 */
+            int *align = calloc((size_t)kp->nbuffers + 1, sizeof(int));
+            assert_non_null(align);
+            mc_cuda_buffer_align(kp, align);
+            setenv("MINIC_CUDA_ATTN_DECODE", "0", 1);
+            if (mc_cuda_plan_program(kp, &target, align, &pl) != MC_OK)
+                fail_msg("%s", mc_error_message());
+            unsetenv("MINIC_CUDA_ATTN_DECODE");
+            for (int k = 0; k < kp->nkernels; k++)
+                if (kp->kernels[k].category == KIR_ATTENTION)
+                    assert_string_not_equal(pl[k].code.scheme, "attention-decode");
+            mc_cuda_plans_free(pl, kp->nkernels);
+            free(align);
+            kir_program_free(kp);
+            mc_graph_free(g);
+        }
+    assert_int_equal(kernels, 9);
+}
+
+/* A KV cache's update (where(sel, new, cache) stored over the cache's own layout) is written
+ * for both cases: two buffers (every element stored), or one when mc_program_feed_back makes
+ * the output the input itself (mc_same_: the cache neither loaded nor stored outside the new
+ * entries); a where whose kept operand is laid out otherwise (broadcast) is not. */
+static void test_in_place_update_kernel(void **state)
+{
+    (void)state;
+    static const char *const graphs[] = {
+        "graph u\ninput cache : f32[2, 3, 16, 8]\ninput new : f32[2, 3, 1, 8]\ninput pos : i32[]\n"
+        "out = update(cache, new, pos, axis=2)\noutput out\n",
+        "graph u\ninput cache : bf16[2, 3, 16, 64]\ninput new : bf16[2, 3, 2, 64]\ninput pos : i32[]\n"
+        "out = update(cache, new, pos, axis=2)\noutput out\n",
+        "graph w\ninput s : f32[4, 64]\ninput keep : bool[4, 64]\nout = where(keep, s, -inf)\noutput out\n",
+        "graph b\ninput s : f32[1, 64]\ninput keep : bool[4, 64]\nout = where(keep, s, -inf)\noutput out\n",
+    };
+    for (int i = 0; i < 4; i++) {
+        mc_graph *g;
+        if (mc_graph_parse_string("u.graph", graphs[i], &g) != MC_OK)
+            fail_msg("%s", mc_error_message());
+        mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true};
+        kir_program *kp;
+        if (mc_compile_kernels(g, &co, &kp) != MC_OK)
+            fail_msg("%s", mc_error_message());
+        mc_cuda_kernel_plan *pl = compile_all(kp);
+        const char *src = pl[kp->nkernels - 1].code.src.data; /* the last kernel stores out */
+        if (i < 3) {
+            assert_non_null(strstr(src, "const bool mc_same_ = (const void *)p"));
+            assert_non_null(strstr(src, i == 1 ? "mc_same_ ? mc_vec<__nv_bfloat16, 8>{}" : "mc_same_ ? mc_vec<float, 4>{}"));
+            assert_non_null(strstr(src, i < 2 ? "if (v" : "if (!v")); /* the mirror: x kept where keep is false */
+            assert_null(strstr(src, "__restrict__")); /* two pointers compared */
+        } else {
+            assert_null(strstr(src, "mc_same_"));
+        }
+        mc_cuda_plans_free(pl, kp->nkernels);
+        kir_program_free(kp);
+        mc_graph_free(g);
+    }
+}
 #endif
 
 /* Without a GPU the probe says why, in the words docs/FORMAT.md §3's exit-2 message needs. */
@@ -669,6 +795,8 @@ int main(void)
 #ifdef MINIC_HAVE_PASSES
         cmocka_unit_test(test_examples),
         cmocka_unit_test(test_attention_kernels),
+        cmocka_unit_test(test_decode_attention_kernels),
+        cmocka_unit_test(test_in_place_update_kernel),
         cmocka_unit_test(test_more_operators),
 #endif
     };

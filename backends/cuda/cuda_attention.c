@@ -28,6 +28,12 @@
  *     output row in registers; K and V tiles of 32 keys in shared memory are read as float4
  *     broadcasts, each G-slice padded so the G lanes of a row hit different banks; a score is
  *     the slices' partial dot products summed by shuffles.
+ *
+ * Decode (every dtype, at most DECODE_MAX_TQ queries per batch entry: a decoder step over its
+ * KV cache; render_decode): flash-decoding on the FMA units, the keys of each batch entry split
+ * over several CTAs whose partial softmax states the last one to finish merges, so that batch 1
+ * keeps the GPU busy; K and V are read once, straight from global memory, 16 bytes a load.
+ * MINIC_CUDA_ATTN_DECODE=0 keeps the kernels above for such shapes too.
  */
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_prelude.h"
@@ -918,6 +924,288 @@ static bool render_fma_split(actx *c)
     return true;
 }
 
+/* ---- the decode kernel ------------------------------------------------------------------------ */
+
+/* Queries per (batch entry) up to which the decode kernel applies. Each query costs a lane 16
+ * registers (its q slice and output slice, 8 columns each) and its scores; at 4 the loads of
+ * two keys in flight, q, o and the scores stay under ~128 registers a thread. Every query
+ * reuses the same K and V rows, so with Tq <= 4 the kernel stays bound by reading the cache
+ * (f32, d 64: 4 * 2 * (64 + 64) flops per 512 bytes of K and V = 2 flops a byte, where an H200's
+ * FMA units do about 14), while the flash kernels' 64-query tiles would leave 60 of 64 rows idle
+ * and run one CTA per batch entry. */
+#define DECODE_MAX_TQ 4
+
+/* The decode kernel's lanes per key (a group): each lane holds 8 columns of q, of a key row
+ * and of the output, so G * 8 >= max(d, dv). */
+static int decode_group(const kir_attention *a)
+{
+    int64_t wide = a->d > a->dv ? a->d : a->dv;
+    return wide <= 64 ? 8 : wide <= 128 ? 16 : 32;
+}
+
+static bool decode_applies(const kir_attention *a)
+{
+    const char *e = getenv("MINIC_CUDA_ATTN_DECODE");
+    if (e && strcmp(e, "0") == 0)
+        return false;
+    return a->tq <= DECODE_MAX_TQ && (a->d > a->dv ? a->d : a->dv) <= 256;
+}
+
+/* Elements of view v per vector load in the decode kernel: 16 bytes (4 f32 or 8 halves) where
+ * rows are 16-byte chunks (chunked_by), else 1 (plain loads through mc_ld). */
+static int decode_vec(const actx *c, int v, int64_t cols)
+{
+    mc_dtype dt = view_dtype(c, v);
+    int per = dt == MC_F32 ? 4 : (dt == MC_F16 || dt == MC_BF16) ? 8 : 0;
+    return per > 0 && chunked_by(c, v, cols, per) ? per : 1;
+}
+
+/* The lane's 8 columns of row `row` of view v (vec elements per load, see decode_vec) into
+ * float dst[8]: column (x * MC_G + gl) * vec + e is dst[x * vec + e]; zeros past `cols` or
+ * where `ok` is false (nothing is read there). */
+static void emit_decode_row(actx *c, int v, int vec, int64_t cols, const char *row, const char *ok, const char *dst)
+{
+    mc_strbuf *sb = c->sb;
+    const kir_view *w = &c->k->views[v];
+    int p = c->view_param[v];
+    if (vec == 1) {
+        mc_sb_puts(sb, "#pragma unroll\n      for (int x = 0; x < 8; ++x) {\n        const int col = x * MC_G + gl;\n");
+        mc_sb_printf(sb, "        %s[x] = (%s) && col < %lld ? mc_ld(", dst, ok, (long long)cols);
+        view_at(c, v, row, "col");
+        mc_sb_puts(sb, ") : 0.0f;\n      }\n");
+        return;
+    }
+    mc_sb_printf(sb, "#pragma unroll\n      for (int x = 0; x < %d; ++x) {\n", 8 / vec);
+    mc_sb_printf(sb, "        const int col = (x * MC_G + gl) * %d;\n", vec);
+    mc_sb_puts(sb, vec == 4 ? "        float4 t = make_float4(0.0f, 0.0f, 0.0f, 0.0f);\n"
+                            : "        uint4 t = make_uint4(0u, 0u, 0u, 0u);\n");
+    mc_sb_printf(sb, "        if ((%s) && col < %lld) t = *reinterpret_cast<const %s *>(&p%d[ob%d + (%s)(%s) * (%s)%lld + col]);\n",
+                 ok, (long long)cols, vec == 4 ? "float4" : "uint4", p, v, c->I, row, c->I, (long long)w->stride[c->nb]);
+    if (vec == 4) {
+        mc_sb_printf(sb, "        %s[4 * x] = t.x; %s[4 * x + 1] = t.y; %s[4 * x + 2] = t.z; %s[4 * x + 3] = t.w;\n",
+                     dst, dst, dst, dst);
+    } else {
+        bool bf = view_dtype(c, v) == MC_BF16;
+        mc_sb_printf(sb, "        const %s *h = reinterpret_cast<const %s *>(&t);\n", bf ? "__nv_bfloat162" : "__half2",
+                     bf ? "__nv_bfloat162" : "__half2");
+        mc_sb_printf(sb, "#pragma unroll\n        for (int e = 0; e < 4; ++e) {\n"
+                         "          const float2 f = %s(h[e]);\n"
+                         "          %s[8 * x + 2 * e] = f.x;\n          %s[8 * x + 2 * e + 1] = f.y;\n        }\n",
+                     bf ? "__bfloat1622float2" : "__half22float2", dst, dst);
+    }
+    mc_sb_puts(sb, "      }\n");
+}
+
+/* The decode kernel ("flash-decoding"; the choice is in mc_cuda_render_attention): a few
+ * queries per batch entry (Tq <= DECODE_MAX_TQ), typically one token's query over a KV cache.
+ * The keys of each batch entry are cut into MC_SPLIT chunks, one CTA of 4 warps per (batch
+ * entry, chunk), so that even batch 1 with 12 heads keeps the GPU's SMs reading. In a CTA a
+ * group of MC_G lanes takes one key at a time (keys grp, grp + MC_NG, ... of the chunk, MC_U of
+ * them loaded at once: their K and V rows in flight together); each lane holds 8 columns of
+ * each query, of the key's K and V rows and of its output rows, so a score is 8 FMAs a lane and
+ * log2(MC_G) shuffles. Each group keeps its own running max m, sum l and unnormalised output o
+ * per query (the online softmax: the same rescaling as the flash kernels, a factor of exactly
+ * 1 where the max did not move, so that a query with no key yet keeps l = 0 and not NaN); the
+ * groups of a warp merge by shuffles, the 4 warps through shared memory. With one chunk the
+ * CTA stores o / l. Otherwise each CTA writes its (m, l, o) to a partial buffer of the module
+ * (__device__ globals: every kernel of a program runs on its one stream, one after another,
+ * so the identical layers that share a module share them safely), and the CTA that finishes
+ * a batch entry last (a counter per batch entry, reset by that CTA for the next run) merges the
+ * chunks in chunk order: the result does not depend on which CTA came last. All in one kernel,
+ * so a CUDA graph replays it like any other. Merging scales by exp(m_part - m): a query with no
+ * key in any chunk has l = 0 and gets 0 / 0 = NaN, as the unfused softmax does.
+ *
+ * It honours what the flash kernels do: the score steps in order (scale, bands, boolean and
+ * additive masks loaded at (query, key)), the key range the bands leave (MC_JLO, MC_JHI: keys
+ * outside it are never read), the views' batch, row and column strides and offsets (16-byte
+ * vector loads where rows are 16-byte chunks, plain loads otherwise), and the row block (the
+ * store through any view, with its conversion).
+ *
+ * The floor: every kept key's K and V rows are read once, (d + dv) * element size bytes per
+ * key and batch entry, plus q, the masks and the output (small). GPT-2 small's decode step at a
+ * 256-entry cache, batch 1 (12 heads, d 64): f32 12 * 256 * 128 * 4 = 1.5 MiB per layer, about
+ * 0.33 us at an H200's ~4.8 TB/s; bf16 half of it. At such sizes the kernel is bound by a round
+ * of DRAM latency (each CTA's keys are loaded at once) and the launch, not by bandwidth. */
+static bool render_decode(actx *c)
+{
+    const kir_attention *a = &c->k->attn;
+    mc_strbuf *sb = c->sb;
+    int G = decode_group(a), NG = 128 / G, U = a->tq <= 2 ? 4 : 2;
+    int vk = decode_vec(c, a->k, a->d), vv = decode_vec(c, a->v, a->dv);
+    int64_t batch = c->out->grid[1];
+    /* the keys some query keeps by the bands: [jlo, jhi) (the flash kernels' emit_key_range
+     * with i0 = 0, nrows = tq) */
+    int64_t jlo = 0, jhi = a->tk;
+    if (a->skip) {
+        if (a->skip_lo > 0)
+            jlo = a->skip_lo < a->tk ? a->skip_lo : a->tk;
+        if (a->skip_hi < a->tk)
+            jhi = a->tq + a->skip_hi < jhi ? a->tq + a->skip_hi : jhi;
+    }
+    int64_t nkeys = jhi > jlo ? jhi - jlo : 0;
+    /* chunks: enough CTAs for about two per SM, each at least 32 keys, a multiple of MC_NG */
+    int64_t sms = c->t->num_sms > 0 ? c->t->num_sms : 1;
+    int64_t want = (2 * sms + batch - 1) / batch, most = (nkeys + 31) / 32;
+    int64_t nsplit = want < most ? want : most;
+    /* experiments: MINIC_CUDA_ATTN_DECODE_SPLITS=N caps the chunks per batch entry at N */
+    const char *es = getenv("MINIC_CUDA_ATTN_DECODE_SPLITS");
+    if (es && atoi(es) > 0 && nsplit > atoi(es))
+        nsplit = atoi(es);
+    if (nsplit < 1)
+        nsplit = 1;
+    int64_t chunk = (nkeys + nsplit - 1) / nsplit;
+    chunk = (chunk + NG - 1) / NG * NG;
+    nsplit = chunk > 0 ? (nkeys + chunk - 1) / chunk : 1;
+    if (nsplit < 1)
+        nsplit = 1;
+    c->threads = 128;
+    mc_sb_printf(sb, "#define MC_G %d\n#define MC_NG %d\n#define MC_U %d\n#define MC_TQ %lld\n#define MC_DV %lld\n"
+                     "#define MC_DVP %d\n#define MC_SPLIT %lld\n#define MC_CHUNK %lld\n#define MC_JLO %lld\n"
+                     "#define MC_JHI %lld\n",
+                 G, NG, U, (long long)a->tq, (long long)a->dv, 8 * G, (long long)nsplit, (long long)chunk,
+                 (long long)jlo, (long long)jhi);
+    if (nsplit > 1)
+        mc_sb_printf(sb, "/* per (batch entry, chunk, query): m, l, then o[MC_DV] */\n"
+                         "__device__ float mc_part[%lld];\n__device__ unsigned mc_count[%lld];\n",
+                     (long long)(batch * nsplit * a->tq * (a->dv + 2)), (long long)batch);
+    emit_signature(c);
+    mc_sb_puts(sb, "  __shared__ float sM[4][MC_TQ], sL[4][MC_TQ], sO[4][MC_TQ][MC_DVP];\n"
+                   "  const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, gl = lane % MC_G, grp = tid / MC_G;\n"
+                   "  const int split = (int)blockIdx.x % MC_SPLIT, bid_ = (int)blockIdx.x / MC_SPLIT;\n"
+                   "  (void)split;\n");
+    emit_batch_offsets(c, "bid_");
+    emit_steps(c);
+    if (!emit_store(c))
+        return false;
+    /* q at the K rows' columns */
+    mc_sb_puts(sb, "  float q[MC_TQ][8], o[MC_TQ][8], m[MC_TQ], l[MC_TQ];\n"
+                   "#pragma unroll\n"
+                   "  for (int i = 0; i < MC_TQ; ++i) {\n"
+                   "    m[i] = -MC_INF;\n    l[i] = 0.0f;\n"
+                   "#pragma unroll\n"
+                   "    for (int x = 0; x < 8; ++x) {\n");
+    mc_sb_printf(sb, "      const int col = (x / %d * MC_G + gl) * %d + x %% %d;\n", vk, vk, vk);
+    mc_sb_printf(sb, "      q[i][x] = col < %lld ? mc_ld(", (long long)a->d);
+    view_at(c, a->q, "i", "col");
+    mc_sb_puts(sb, ") : 0.0f;\n"
+                   "      o[i][x] = 0.0f;\n"
+                   "    }\n"
+                   "  }\n"
+                   "  const int j0 = MC_JLO + split * MC_CHUNK, j1 = min(j0 + MC_CHUNK, MC_JHI);\n"
+                   "  for (int jb = j0; jb < j1; jb += MC_NG * MC_U) { /* the same bounds for every lane */\n"
+                   "    float kr[MC_U][8], vr[MC_U][8];\n"
+                   "#pragma unroll\n"
+                   "    for (int u = 0; u < MC_U; ++u) {\n"
+                   "      const int j = jb + u * MC_NG + grp;\n");
+    emit_decode_row(c, a->k, vk, a->d, "j", "j < j1", "kr[u]");
+    emit_decode_row(c, a->v, vv, a->dv, "j", "j < j1", "vr[u]");
+    mc_sb_puts(sb, "    }\n"
+                   "#pragma unroll\n"
+                   "    for (int i = 0; i < MC_TQ; ++i) {\n"
+                   "      float s[MC_U], mx = -MC_INF;\n"
+                   "#pragma unroll\n"
+                   "      for (int u = 0; u < MC_U; ++u) {\n"
+                   "        float acc = 0.0f;\n"
+                   "#pragma unroll\n"
+                   "        for (int x = 0; x < 8; ++x) acc = fmaf(q[i][x], kr[u][x], acc);\n"
+                   "#pragma unroll\n"
+                   "        for (int w = MC_G / 2; w > 0; w >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, w);\n"
+                   "        const int j = jb + u * MC_NG + grp;\n"
+                   "        /* keys past the chunk load no mask */\n"
+                   "        s[u] = j < j1 ? mc_steps(acc, i, j) : -MC_INF;\n"
+                   "        mx = fmaxf(mx, s[u]);\n"
+                   "      }\n"
+                   "      const float mn = fmaxf(m[i], mx);\n"
+                   "      const float alpha = m[i] == mn ? 1.0f : expf(m[i] - mn), sub = mn == -MC_INF ? 0.0f : mn;\n"
+                   "      m[i] = mn;\n"
+                   "      l[i] *= alpha;\n"
+                   "#pragma unroll\n"
+                   "      for (int x = 0; x < 8; ++x) o[i][x] *= alpha;\n"
+                   "#pragma unroll\n"
+                   "      for (int u = 0; u < MC_U; ++u) {\n"
+                   "        const float p = expf(s[u] - sub);\n"
+                   "        l[i] += p;\n"
+                   "#pragma unroll\n"
+                   "        for (int x = 0; x < 8; ++x) o[i][x] = fmaf(p, vr[u][x], o[i][x]);\n"
+                   "      }\n"
+                   "    }\n"
+                   "  }\n"
+                   "  /* the groups of a warp merge (lanes gl of every group end with the warp's sums) */\n"
+                   "#pragma unroll\n"
+                   "  for (int off = MC_G; off < 32; off <<= 1)\n"
+                   "#pragma unroll\n"
+                   "    for (int i = 0; i < MC_TQ; ++i) {\n"
+                   "      const float mo = __shfl_xor_sync(0xffffffffu, m[i], off), lo = __shfl_xor_sync(0xffffffffu, l[i], off);\n"
+                   "      const float mn = fmaxf(m[i], mo);\n"
+                   "      const float fa = m[i] == mn ? 1.0f : expf(m[i] - mn), fb = mo == mn ? 1.0f : expf(mo - mn);\n"
+                   "      m[i] = mn;\n"
+                   "      l[i] = l[i] * fa + lo * fb;\n"
+                   "#pragma unroll\n"
+                   "      for (int x = 0; x < 8; ++x) o[i][x] = o[i][x] * fa + __shfl_xor_sync(0xffffffffu, o[i][x], off) * fb;\n"
+                   "    }\n"
+                   "  if (lane < MC_G) {\n"
+                   "#pragma unroll\n"
+                   "    for (int i = 0; i < MC_TQ; ++i) {\n"
+                   "      if (lane == 0) { sM[warp][i] = m[i]; sL[warp][i] = l[i]; }\n"
+                   "#pragma unroll\n"
+                   "      for (int x = 0; x < 8; ++x)\n");
+    mc_sb_printf(sb, "        sO[warp][i][(x / %d * MC_G + gl) * %d + x %% %d] = o[i][x];\n", vv, vv, vv);
+    mc_sb_puts(sb, "    }\n"
+                   "  }\n"
+                   "  __syncthreads();\n"
+                   "  /* the 4 warps merge: a factor of exactly 1 where a warp's max is the max, so that a\n"
+                   "   * query with no key keeps l = 0 (then 0 / 0 = NaN, as the unfused softmax) */\n"
+                   "  for (int e = tid; e < MC_TQ * MC_DV; e += 128) {\n"
+                   "    const int i = e / MC_DV, col = e - i * MC_DV;\n"
+                   "    float M = -MC_INF, L = 0.0f, O = 0.0f;\n"
+                   "#pragma unroll\n"
+                   "    for (int w = 0; w < 4; ++w) M = fmaxf(M, sM[w][i]);\n"
+                   "#pragma unroll\n"
+                   "    for (int w = 0; w < 4; ++w) {\n"
+                   "      const float f = sM[w][i] == M ? 1.0f : expf(sM[w][i] - M);\n"
+                   "      L = fmaf(sL[w][i], f, L);\n"
+                   "      O = fmaf(sO[w][i][col], f, O);\n"
+                   "    }\n");
+    if (nsplit == 1) {
+        mc_sb_puts(sb, "    mc_store(i, col, O / L);\n  }\n}\n");
+    } else {
+        mc_sb_puts(sb, "    float *pp = mc_part + ((bid_ * MC_SPLIT + split) * MC_TQ + i) * (MC_DV + 2);\n"
+                       "    if (col == 0) { pp[0] = M; pp[1] = L; }\n"
+                       "    pp[2 + col] = O;\n"
+                       "  }\n"
+                       "  /* the last CTA of the batch entry merges the chunks, in chunk order */\n"
+                       "  __shared__ bool sLast;\n"
+                       "  __threadfence();\n"
+                       "  __syncthreads();\n"
+                       "  if (tid == 0) sLast = atomicAdd(&mc_count[bid_], 1u) == (unsigned)(MC_SPLIT - 1);\n"
+                       "  __syncthreads();\n"
+                       "  if (!sLast) return;\n"
+                       "  __threadfence();\n"
+                       "  for (int e = tid; e < MC_TQ * MC_DV; e += 128) {\n"
+                       "    const int i = e / MC_DV, col = e - i * MC_DV;\n"
+                       "    const float *pb = mc_part + (bid_ * MC_SPLIT * MC_TQ + i) * (MC_DV + 2);\n"
+                       "    float M = -MC_INF, L = 0.0f, O = 0.0f;\n"
+                       "    for (int sp = 0; sp < MC_SPLIT; ++sp) M = fmaxf(M, __ldcg(pb + sp * MC_TQ * (MC_DV + 2)));\n"
+                       "    for (int sp = 0; sp < MC_SPLIT; ++sp) {\n"
+                       "      const float *ps = pb + sp * MC_TQ * (MC_DV + 2);\n"
+                       "      const float ms = __ldcg(ps);\n"
+                       "      const float f = ms == M ? 1.0f : expf(ms - M);\n"
+                       "      L = fmaf(__ldcg(ps + 1), f, L);\n"
+                       "      O = fmaf(__ldcg(ps + 2 + col), f, O);\n"
+                       "    }\n"
+                       "    mc_store(i, col, O / L);\n"
+                       "  }\n"
+                       "  if (tid == 0) mc_count[bid_] = 0u; /* for the next run */\n"
+                       "}\n");
+    }
+    c->out->block = 128;
+    c->out->grid[0] = batch * nsplit;
+    c->out->grid[1] = 1;
+    c->out->smem = 0;
+    c->out->scheme = "attention-decode";
+    return true;
+}
+
 mc_status mc_cuda_render_attention(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
                                    mc_cuda_code *out)
 {
@@ -958,17 +1246,20 @@ mc_status mc_cuda_render_attention(const kir_program *kp, int ki, const mc_cuda_
     mc_dtype dq = view_dtype(&c, a->q);
     bool tc = t->sm >= 80 && (dq == MC_F16 || dq == MC_BF16) && view_dtype(&c, a->k) == dq &&
               view_dtype(&c, a->v) == dq;
+    bool decode = decode_applies(a);
     mc_sb_puts(c.sb, mc_cuda_prelude);
     out->body = c.sb->len;
     mc_sb_printf(c.sb, "/* minic kernel %s (attention, %s): [%lld batch x %lld queries] x %lld keys, d %lld, dv %lld */\n",
-                 out->entry, tc ? "tensor cores" : "FMA", (long long)batch, (long long)a->tq, (long long)a->tk,
+                 out->entry, decode ? "decode, FMA" : tc ? "tensor cores" : "FMA", (long long)batch, (long long)a->tq, (long long)a->tk,
                  (long long)a->d, (long long)a->dv);
     out->grid[1] = batch; /* the renderers read it, then make the grid one-dimensional */
     /* f32: the register-blocked kernel where it applies; MINIC_CUDA_ATTN_F32=old keeps the
      * one-row-per-lane-group kernel (the default until 2026-11-27) reachable */
     const char *ef = getenv("MINIC_CUDA_ATTN_F32");
     bool split = !tc && fma_split_applies(a) && !(ef && strcmp(ef, "old") == 0);
-    bool ok = tc ? render_tc(&c) : split ? render_fma_split(&c) : render_fma(&c);
+    /* a few queries (a decode step over a KV cache): the decode kernel, for every dtype;
+     * MINIC_CUDA_ATTN_DECODE=0 keeps the kernels above (the only ones until 2026-11-28) */
+    bool ok = decode ? render_decode(&c) : tc ? render_tc(&c) : split ? render_fma_split(&c) : render_fma(&c);
     out->grid[2] = 1;
     out->vec = 1;
     free(c.view_param);

@@ -53,6 +53,11 @@ typedef struct rctx {
                           arrays L<v>[u]); -1 elsewhere */
     int phase;         /* emit_chunk: 0 everything, 1 vector loads only, 2 all but those */
     bool *gather_vec;  /* per instruction: a gather read as one vector per chunk (G<i>) */
+    /* pointwise, written in place (find_in_place): the store's view ip_store takes
+     * where(cond, x, load of view ip_view) (ip_keep: x where cond holds; else the mirror),
+     * ip_view the same elements of another buffer; -1: none */
+    int ip_view, ip_store, ip_cond;
+    bool ip_keep;
 } rctx;
 
 /* Measured on an H200 (docs/PERFORMANCE.md): a grid of one chunk group per thread, scheduled
@@ -382,7 +387,11 @@ static bool emit_chunk(rctx *c, int b, int k_iter, int depth)
         done[v] = true;
         if (c->cached[cv] && c->cache_filled[cv])
             continue;
-        if (view_vectorized(c, v) && c->u >= 0)
+        if (view_vectorized(c, v) && c->u >= 0 && v == c->ip_view)
+            mc_sb_printf(sb, "%sL%d[%d] = mc_same_ ? mc_vec<%s, %d>{} : *(const mc_vec<%s, %d> *)(p%d + o%d);\n", in, v,
+                         c->u, storage_type(view_buffer(c, v)->dtype), c->V, storage_type(view_buffer(c, v)->dtype),
+                         c->V, c->view_param[v], v);
+        else if (view_vectorized(c, v) && c->u >= 0)
             mc_sb_printf(sb, "%sL%d[%d] = *(const mc_vec<%s, %d> *)(p%d + o%d);\n", in, v, c->u,
                          storage_type(view_buffer(c, v)->dtype), c->V, c->view_param[v], v);
         else if (view_vectorized(c, v))
@@ -456,6 +465,18 @@ static bool emit_chunk(rctx *c, int b, int k_iter, int depth)
             continue;
         int v = st->view;
         mc_dtype bd = view_buffer(c, v)->dtype;
+        if (v == c->ip_store && c->u >= 0) { /* in place: the elements x is selected for */
+            mc_sb_printf(sb, "%sif (mc_same_) {\n", in);
+            for (int j = 0; j < c->V; j++) {
+                c->j = j;
+                mc_sb_printf(sb, "%s  if (%s", in, c->ip_keep ? "" : "!");
+                operand_name(sb, c->ip_cond, c);
+                mc_sb_printf(sb, ") p%d[o%d + %d] = %s(", c->view_param[v], v, j, cvt_fn(bd));
+                operand_name(sb, st->value, c);
+                mc_sb_puts(sb, ");\n");
+            }
+            mc_sb_printf(sb, "%s} else\n", in);
+        }
         if (view_vectorized(c, v)) {
             mc_sb_printf(sb, "%s{\n%s  mc_vec<%s, %d> S_;\n", in, in, storage_type(bd), c->V);
             for (int j = 0; j < c->V; j++) {
@@ -583,8 +604,10 @@ static void emit_signature(rctx *c, mc_cuda_code *out, int block_threads)
     const kir_kernel *k = c->k;
     const kir_program *kp = c->kp;
     mc_strbuf *sb = c->sb;
-    /* restrict only when no two parameters can overlap (temps share the arena) */
-    bool restrict_ok = true;
+    /* restrict only when no two parameters can overlap (temps share the arena), and not where
+     * the kernel compares two of them (find_in_place: a compiler may take restrict pointers
+     * for different) */
+    bool restrict_ok = c->ip_view < 0;
     for (int a = 0; a < out->nparams; a++)
         for (int b = a + 1; b < out->nparams; b++) {
             int ba = out->param[a], bb = out->param[b];
@@ -647,6 +670,61 @@ static bool emit_row_block(rctx *c, int b, int depth, const char *lane0)
     return true;
 }
 
+/* A pointwise kernel whose one store is where(cond, x, y) with y loaded from the very elements
+ * the store writes, of another buffer (same dtype, offset and strides: a KV cache's update,
+ * y the old cache and the store the new one) and read nowhere else, both as vectors. When the
+ * runtime makes the two buffers one (mc_program_feed_back in place, or the memory plan), an
+ * element where y is selected would be rewritten with itself: the kernel compares the two
+ * addresses (mc_same_) and then neither loads y nor stores those elements, so that an update
+ * of one position of a cache moves the position's bytes, not the whole cache twice.
+ * MINIC_CUDA_WHERE_IN_PLACE=0: every element loaded and stored, as before 2026-11-28. */
+static void find_in_place(rctx *c)
+{
+    const kir_kernel *k = c->k;
+    c->ip_view = c->ip_store = c->ip_cond = -1;
+    const char *e = getenv("MINIC_CUDA_WHERE_IN_PLACE");
+    if ((e && strcmp(e, "0") == 0) || k->category != KIR_POINTWISE || k->nblocks != 1 || k->nstores != 1 || k->nreds != 0 || c->acc_scratch ||
+        c->V <= 1)
+        return;
+    const kir_store *st = &k->stores[0];
+    const kir_instr *w = &k->code[st->value];
+    if (w->kind != KI_OP || w->op != MC_OP_WHERE || !view_vectorized(c, st->view))
+        return;
+    for (int side = 2; side >= 1; side--) {
+        int li = w->arg[side];
+        const kir_instr *ld = &k->code[li];
+        if (ld->kind != KI_LOAD || w->arg[3 - side] == li || w->arg[0] == li)
+            continue;
+        const kir_view *a = &k->views[ld->view], *b = &k->views[st->view];
+        const kir_buffer *ba = &c->kp->buffers[a->buffer], *bb = &c->kp->buffers[b->buffer];
+        bool same = a->buffer != b->buffer && ba->dtype == bb->dtype && a->offset == b->offset &&
+                    view_vectorized(c, ld->view);
+        for (int d = 0; d < k->rank && same; d++)
+            same = a->stride[d] == b->stride[d] || k->shape[d] == 1;
+        /* y's buffer read by this load only; the load used by the where only, the where by the
+         * store only */
+        for (int i = 0; i < k->ncode && same; i++) {
+            const kir_instr *in = &k->code[i];
+            if (in->kind == KI_LOAD && i != li && k->views[in->view].buffer == a->buffer)
+                same = false;
+            if (in->kind == KI_GATHER && k->views[in->view].buffer == a->buffer)
+                same = false;
+            int nin = in->kind == KI_GATHER ? 1 : in->kind != KI_OP || i == st->value ? 0
+                      : in->op == MC_OP_CAST ? 1 : mc_op_table[in->op].max_in;
+            for (int x = 0; x < nin && x < 3; x++)
+                if (in->arg[x] == li || in->arg[x] == st->value)
+                    same = false;
+        }
+        if (same) {
+            c->ip_view = ld->view;
+            c->ip_store = st->view;
+            c->ip_cond = w->arg[0];
+            c->ip_keep = side == 2;
+            return;
+        }
+    }
+}
+
 static bool render_pointwise(rctx *c, mc_cuda_code *out)
 {
     const kir_kernel *k = c->k;
@@ -662,8 +740,14 @@ static bool render_pointwise(rctx *c, mc_cuda_code *out)
     out->grid[1] = out->grid[2] = 1;
     out->block = threads;
     out->scheme = "pointwise";
+    find_in_place(c);
     emit_signature(c, out, threads);
     mc_strbuf *sb = c->sb;
+    if (c->ip_view >= 0)
+        mc_sb_printf(sb, "  /* written in place when p%d is p%d: only the elements x is selected for */\n"
+                         "  const bool mc_same_ = (const void *)p%d == (const void *)p%d;\n",
+                     c->view_param[c->ip_view], c->view_param[c->ip_store], c->view_param[c->ip_view],
+                     c->view_param[c->ip_store]);
     /* each iteration: U chunks per thread, a block's threads side by side in each; all their
      * vector loads first (several 16-byte loads in flight), then the arithmetic and stores */
     mc_sb_printf(sb, "  for (%s base_ = (%s)blockIdx.x * %d + threadIdx.x; base_ < (%s)%lld;"
@@ -1385,7 +1469,7 @@ mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t,
     if (k->category == KIR_ATTENTION)
         return mc_cuda_render_attention(kp, ki, t, align, out);
     rctx c = {.kp = kp, .k = k, .t = t, .align = align, .sb = &out->src, .j = -1, .u = -1,
-              .acc_scratch = acc_scratch, .acc_dtype = acc_dtype};
+              .acc_scratch = acc_scratch, .acc_dtype = acc_dtype, .ip_view = -1, .ip_store = -1, .ip_cond = -1};
     int nv = k->nviews + 1;
     c.view_param = calloc((size_t)nv, sizeof(int));
     c.canon = calloc((size_t)nv, sizeof(int));
