@@ -404,6 +404,24 @@ static bool conv_gather(const mc_backend *b)
     return b->conv_gather;
 }
 
+mc_compile_options mc_compile_options_of_backend(const mc_options *opt)
+{
+    mc_compile_options co = mc_compile_options_for(opt);
+    const mc_backend *b = built_backend(opt->backend);
+    if (opt->backend == MC_BACKEND_AUTO) { /* as choose_backend picks, without its notes */
+        b = built_backend(MC_BACKEND_CUDA);
+        if (!b || probe(b) != MC_OK)
+            b = built_backend(MC_BACKEND_CPU);
+        if (!b || probe(b) != MC_OK)
+            b = &mc_backend_ref;
+    }
+    if (b) {
+        co.no_attention = !b->attention;
+        co.conv_gather = conv_gather(b);
+    }
+    return co;
+}
+
 static mc_status compile_program(const mc_graph *g, const mc_options *opt, mc_program *parent, int rank,
                                  int nranks, mc_comm *comm, mc_program **out)
 {

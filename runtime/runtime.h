@@ -8,6 +8,7 @@
 #define MINIC_RUNTIME_H
 
 #include "backends/backend.h"
+#include "passes/passes.h"
 
 /* Find the buffer of an input or param by name; -1 if none. */
 int mc_program_find(const mc_program *p, const char *name);
@@ -45,6 +46,10 @@ int mc_symbolic_compilations(const mc_program *p);
 /* runtime/program.c: the error for a name p's graph does not declare (a computed value, else
  * the nearest declared names or their list), for symbolic.c's binding calls too. */
 mc_status mc_program_undeclared(const mc_program *p, const char *name, const char *where);
+/* The compile options a program on opt's backend gets (the backend's attention and conv
+ * choices; AUTO picked as a compile picks it), for `minic dump`'s stages, which compile no
+ * program: what they print is what that backend runs. */
+mc_compile_options mc_compile_options_of_backend(const mc_options *opt);
 /* ---- tensor-parallel programs (runtime/parallel.c) ---------------------------------------- */
 
 /* A program compiled with mc_options.devices >= 1: the plan and one program per rank.

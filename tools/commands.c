@@ -754,7 +754,7 @@ static int dump_code(const cli_args *a, const mc_graph *g)
 
 static int dump_fused(const cli_args *a, const mc_graph *g)
 {
-    mc_compile_options co = mc_compile_options_for(&a->opt);
+    mc_compile_options co = mc_compile_options_of_backend(&a->opt);
     co.verify = true;
     kir_program *kp = NULL;
     mc_status st = mc_compile_kernels(g, &co, &kp);
@@ -779,8 +779,8 @@ static int dump_shard(const cli_args *a, const mc_graph *g)
 /* ir, a graph pass, fuse, lower or plan: the pass manager prints what that stage made. */
 static int dump_stage(const cli_args *a, const mc_graph *g)
 {
-    mc_compile_options co = {.fuse = a->opt.fuse, .plan_memory = a->opt.plan_memory,
-                             .verify = true, .tf32 = a->opt.tf32};
+    mc_compile_options co = mc_compile_options_of_backend(&a->opt);
+    co.verify = true;
     mc_status st = mc_dump_stage(g, &co, a->stage, stdout);
     if (st == MC_ERR_INPUT && !strncmp(mc_error_message(), "unknown stage", 13)) {
         /* the nearest stage first, as for an unknown option (docs/FORMAT.md §3) */
