@@ -1388,6 +1388,20 @@ static void test_dump(void **state)
         assert_int_equal(rc, 2);
         assert_contains(err, "not available");
     }
+    /* The fused stage is what the named backend runs: a padded maxpool is one gather kernel on
+     * cuda (built or not: then the default choices), the padding's copies on ref. */
+    const char *mp = tmp_path("dump_pool.graph");
+    FILE *f = fopen(mp, "w");
+    assert_non_null(f);
+    fputs("input x : f32[2, 3, 9, 8]\ny = maxpool(x, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\noutput y\n", f);
+    fclose(f);
+    assert_int_equal(minic("dump %s --stage fused --backend ref", mp), 0);
+    assert_contains(out, "copy_maxpool");
+#ifdef MINIC_HAVE_CUDA
+    assert_int_equal(minic("dump %s --stage fused --backend cuda", mp), 0);
+    assert_contains(out, "kernels: 1;");
+    assert_null(strstr(out, "copy_maxpool"));
+#endif
 }
 
 /* --cpu-target NAME: the cpu backend's code for that CPU (dump shows it: AVX-512's 16-float
