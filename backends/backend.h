@@ -33,6 +33,8 @@ typedef struct mc_backend {
                            chains unfused for this backend (mc_compile_options.no_attention) */
     bool conv_gather;   /* conv's im2col as one gather (mc_compile_options.conv_gather): faster
                            on the GPU; the CPU copies window by window, which it does faster */
+    bool conv_implicit; /* f16/bf16 convs without groups as one implicit GEMM whose im2col
+                           operand is never stored (mc_compile_options.conv_implicit) */
     bool runtime_sizes; /* a symbolic program compiles its kernels once and hands each binding
                            to `prepare` as a kir_bind'ed copy, which costs this backend no
                            compile (ref: it interprets); false: the runtime compiles the graph

@@ -382,6 +382,38 @@ static void eval_matmul(const op_ctx *c)
     }
 }
 
+/* matmul of a [M, C kh kw] and the im2col of x [N, C, *S] (ir/infer.c): each image's columns
+ * [C kh kw, O] built in a scratch copy (0 in the padding), then the same gemm. */
+static mc_status eval_matmul_im2col(const op_ctx *c)
+{
+    const mc_node *n = c->n, *x = c->in[1];
+    const mc_attrs *at = &n->attr;
+    int sr = at->nkernel;
+    int64_t M = n->shape[1], O = n->shape[2], C = x->shape[1];
+    int64_t L[2] = {x->shape[2], sr > 1 ? x->shape[3] : 1}, kk[2] = {at->kernel[0], sr > 1 ? at->kernel[1] : 1};
+    int64_t s[2] = {at->stride[0], sr > 1 ? at->stride[1] : 1}, p[2] = {at->padding[0], sr > 1 ? at->padding[1] : 0};
+    int64_t d[2] = {at->dilation[0], sr > 1 ? at->dilation[1] : 1};
+    int64_t ow = sr > 1 ? (L[1] + 2 * p[1] - d[1] * (kk[1] - 1) - 1) / s[1] + 1 : 1, K = C * kk[0] * kk[1];
+    double *cols = alloc_doubles(K * O);
+    if (!cols)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory evaluating the graph");
+    const double *av = operand(c, 0), *xv = operand(c, 1);
+    for (int64_t b = 0; b < x->shape[0]; b++) {
+        const double *xb = xv + b * C * L[0] * L[1];
+        for (int64_t k = 0; k < K; k++) {
+            int64_t ch = k / (kk[0] * kk[1]), ky = k / kk[1] % kk[0], kx = k % kk[1];
+            for (int64_t o = 0; o < O; o++) {
+                int64_t iy = o / ow * s[0] - p[0] + ky * d[0], ix = o % ow * s[1] - p[1] + kx * d[1];
+                bool in = iy >= 0 && iy < L[0] && ix >= 0 && ix < L[1];
+                cols[k * O + o] = in ? xb[(ch * L[0] + iy) * L[1] + ix] : 0.0;
+            }
+        }
+        gemm(av, cols, c->out + b * M * O, M, O, K);
+    }
+    free(cols);
+    return MC_OK;
+}
+
 /* linear: x [.., IN] @ w[OUT, IN]^T + b[OUT]: w transposed once into a scratch copy, then the
  * same gemm (sums over k in order), then the bias. */
 static mc_status eval_linear(const op_ctx *c)
@@ -672,6 +704,8 @@ static mc_status eval_node(const mc_graph *g, int i, const void *const *inputs, 
     case MC_KIND_MATMUL:
         if (n->op != MC_OP_MATMUL)
             return eval_linear(&c);
+        if (n->attr.nkernel > 0)
+            return eval_matmul_im2col(&c);
         eval_matmul(&c);
         break;
     case MC_KIND_SHAPE:

@@ -383,6 +383,27 @@ static mc_status infer_matmul(const infer *c)
         shape[a->rank - 1] = b->shape[0];
         return set_shape(c, shape, a->rank);
     }
+    if (n->attr.nkernel > 0) {
+        /* b's im2col (passes/decompose.c, an implicit-GEMM conv): a [M, C kh kw] @ im2col(b
+         * [N, C, *S]) is [N, M, prod(out)] */
+        const mc_attrs *at = &n->attr;
+        int sr = at->nkernel;
+        if (sr > 2 || b->rank != 2 + sr || a->rank != 2)
+            return fail(c, "an im2col matmul takes [M, K] and [N, C, *spatial], not %s @ %s", SHAPE(a), SHAPE(b));
+        int64_t K = b->shape[1], O = 1;
+        for (int i = 0; i < sr; i++) {
+            int64_t L = b->shape[2 + i], span = at->dilation[i] * (at->kernel[i] - 1) + 1;
+            if (L < 1 || at->kernel[i] < 1 || at->stride[i] < 1 || at->dilation[i] < 1 || at->padding[i] < 0 ||
+                L + 2 * at->padding[i] < span)
+                return fail(c, "im2col window does not fit %s", SHAPE(b));
+            K *= at->kernel[i];
+            O *= (L + 2 * at->padding[i] - span) / at->stride[i] + 1;
+        }
+        if (a->shape[1] != K)
+            return fail(c, "inner dimensions differ: %s @ im2col of %s", SHAPE(a), SHAPE(b));
+        int64_t s3[3] = {b->shape[0], a->shape[0], O};
+        return set_shape(c, s3, 3);
+    }
     if (a->rank < 2 || b->rank < 2)
         return fail(c, "operands must have rank >= 2, not %s @ %s", SHAPE(a), SHAPE(b));
     if (a->shape[a->rank - 1] != b->shape[b->rank - 2])

@@ -243,8 +243,20 @@ static void print_attrs(const printer *p, const mc_node *n)
             print_number(out, at->hi);
         }
         break;
+    case MC_KIND_MATMUL:
+        if (at->nkernel > 0) { /* an implicit-GEMM conv's im2col of b (passes/decompose.c) */
+            fprintf(out, "%sim2col_kernel=", sep);
+            print_list(out, at->kernel, at->nkernel);
+            fputs(", stride=", out);
+            print_list(out, at->stride, at->nstride);
+            fputs(", padding=", out);
+            print_list(out, at->padding, at->npadding);
+            fputs(", dilation=", out);
+            print_list(out, at->dilation, at->ndilation);
+        }
+        break;
     case MC_KIND_LEAF: case MC_KIND_BINARY: case MC_KIND_COMPARE: case MC_KIND_SELECT:
-    case MC_KIND_MATMUL: case MC_KIND_COLLECTIVE:
+    case MC_KIND_COLLECTIVE:
         break;
     }
 }

@@ -54,6 +54,21 @@ bool kir_attention_band_keeps(const kir_attention *a, int64_t i, int64_t j)
     return true;
 }
 
+int kir_gemm_b_shape(const kir_kernel *k, int64_t *shape)
+{
+    int nb = k->rank - 2;
+    memcpy(shape, k->shape, sizeof(int64_t) * MC_MAX_RANK);
+    if (!k->gemm.conv.on) {
+        shape[nb] = k->gemm.k;
+        shape[nb + 1] = k->gemm.n;
+        return k->rank;
+    }
+    shape[nb] = k->gemm.conv.c;
+    shape[nb + 1] = k->gemm.conv.h;
+    shape[nb + 2] = k->gemm.conv.w;
+    return nb + 3;
+}
+
 int64_t kir_attention_pairs(const kir_kernel *k)
 {
     const kir_attention *a = &k->attn;
@@ -195,12 +210,11 @@ void kir_count(const kir_program *kp, kir_kernel *k)
         memcpy(bshape, k->shape, sizeof bshape);
         ashape[nbat] = k->gemm.m;
         ashape[nbat + 1] = k->gemm.k;
-        bshape[nbat] = k->gemm.k;
-        bshape[nbat + 1] = k->gemm.n;
+        int brank = kir_gemm_b_shape(k, bshape);
         const kir_view *a = &k->views[k->gemm.a], *bv = &k->views[k->gemm.b];
         int sa = view_slot[k->gemm.a], sb = view_slot[k->gemm.b];
         read[sa] = sat_add(read[sa], view_touches(a->stride, ashape, k->rank));
-        read[sb] = sat_add(read[sb], view_touches(bv->stride, bshape, k->rank));
+        read[sb] = sat_add(read[sb], view_touches(bv->stride, bshape, brank));
     }
     if (k->category == KIR_ATTENTION) {
         const kir_attention *at = &k->attn;
@@ -379,6 +393,14 @@ void kir_print_kernel(const kir_program *kp, const kir_kernel *k, const mc_graph
         fprintf(out, "  gemm: m %lld n %lld k %lld  a v%d  b v%d%s\n", (long long)k->gemm.m,
                 (long long)k->gemm.n, (long long)k->gemm.k, k->gemm.a, k->gemm.b,
                 k->gemm.tf32 ? "  tf32" : "");
+    if (k->category == KIR_GEMM && k->gemm.conv.on) {
+        const kir_conv *cv = &k->gemm.conv;
+        fprintf(out, "  b: im2col of x [%lld, %lld, %lld], window %lldx%lld, stride %lld %lld, padding %lld %lld, "
+                     "dilation %lld %lld, out %lldx%lld\n",
+                (long long)cv->c, (long long)cv->h, (long long)cv->w, (long long)cv->kh, (long long)cv->kw,
+                (long long)cv->sh, (long long)cv->sw, (long long)cv->ph, (long long)cv->pw, (long long)cv->dh,
+                (long long)cv->dw, (long long)cv->oh, (long long)cv->ow);
+    }
     if (k->category == KIR_ATTENTION)
         print_attention(k, out);
     if (k->category == KIR_COLLECTIVE)

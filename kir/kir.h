@@ -165,10 +165,25 @@ typedef struct kir_store {
     int value;   /* instruction stored (converted to the buffer's dtype) */
 } kir_store;
 
+/* A GEMM whose B operand is the im2col of a convolution's input x, never stored: B[k, o] at
+ * batch index i is x[i, c, oy sh - ph + ky dh, ox sw - pw + kx dw] (0 where that falls outside
+ * x) for k = (c kh + ky) kw + kx and o = oy ow + ox. The B view then addresses x itself: its
+ * stride[0..nb) are the batch strides as usual, and stride[nb], stride[nb+1], stride[nb+2]
+ * are x's strides along c, y and x (a 1-D conv has h = kh = oh = 1 and stride[nb+1] = 0).
+ * Only passes/decompose.c makes one (mc_compile_options.conv_implicit), from a conv without
+ * groups; k = c kh kw and n = oh ow. */
+typedef struct kir_conv {
+    bool on;
+    int64_t c, h, w;        /* x's channels and spatial size */
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    int64_t oh, ow;         /* output spatial size */
+} kir_conv;
+
 typedef struct kir_gemm {
     int a, b;        /* views (see above) */
     int64_t m, n, k; /* the index space is [batch.., m, n]; nb = rank - 2 */
     bool tf32;
+    kir_conv conv;   /* conv.on: B is an im2col view of x (above) */
 } kir_gemm;
 
 /* One step of an attention kernel's score chain, applied to s in order. i is the query's index
@@ -288,6 +303,9 @@ mc_status kir_verify(const kir_program *kp, const char *stage, bool planned);
  * once per point where it is evaluated; bytes: each distinct buffer read once, each written
  * once, at its dtype's size. */
 void kir_count(const kir_program *kp, kir_kernel *k);
+/* The shape a GEMM kernel's B view is read over (for range checks and byte counts): the
+ * kernel's batch dims then [k, n], or for an im2col B (kir_conv) [c, h, w]. Returns its rank. */
+int kir_gemm_b_shape(const kir_kernel *k, int64_t *shape);
 /* The (query, key) pairs of one batch entry of attention kernel k that its bands keep. */
 int64_t kir_attention_pairs(const kir_kernel *k);
 /* Does key j pass every band of attention a for query i (a step that needs no memory)? */

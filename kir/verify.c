@@ -277,9 +277,10 @@ static mc_status check_kernel(const checker *c, int *block_of)
         } else if (gemm && (v == k->gemm.a || v == k->gemm.b)) {
             int64_t shape[MC_MAX_RANK];
             memcpy(shape, k->shape, sizeof shape);
-            shape[nb] = v == k->gemm.a ? k->gemm.m : k->gemm.k;
-            shape[nb + 1] = v == k->gemm.a ? k->gemm.k : k->gemm.n;
-            st = check_view_range(c, v, shape, k->rank);
+            shape[nb] = k->gemm.m;
+            shape[nb + 1] = k->gemm.k;
+            int rank = v == k->gemm.a ? k->rank : kir_gemm_b_shape(k, shape);
+            st = check_view_range(c, v, shape, rank);
         } else {
             bool in_loop = false;
             for (int i = 0; i < k->ncode; i++)
@@ -297,6 +298,14 @@ static mc_status check_kernel(const checker *c, int *block_of)
     if (gemm && (k->gemm.a < 0 || k->gemm.a >= k->nviews || k->gemm.b < 0 || k->gemm.b >= k->nviews ||
                  k->rank < 2 || k->shape[nb] != k->gemm.m || k->shape[nb + 1] != k->gemm.n))
         return broken(c, ": GEMM operands or shape do not match (m %lld, n %lld)", (long long)(k->gemm.m), (long long)(k->gemm.n));
+    const kir_conv *cv = &k->gemm.conv;
+    if (gemm && cv->on &&
+        (nb + 3 > MC_MAX_RANK || k->gemm.k != cv->c * cv->kh * cv->kw || k->gemm.n != cv->oh * cv->ow ||
+         cv->sh < 1 || cv->sw < 1 || cv->dh < 1 || cv->dw < 1 || cv->ph < 0 || cv->pw < 0 ||
+         cv->oh != (cv->h + 2 * cv->ph - cv->dh * (cv->kh - 1) - 1) / cv->sh + 1 ||
+         cv->ow != (cv->w + 2 * cv->pw - cv->dw * (cv->kw - 1) - 1) / cv->sw + 1))
+        return broken(c, ": its im2col operand does not match (k %lld, n %lld)", (long long)k->gemm.k,
+                      (long long)k->gemm.n);
     return MC_OK;
 }
 

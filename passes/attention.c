@@ -283,7 +283,7 @@ static bool looks_like_scores(const finder *F, int i, const mc_node *shape, int 
     if (!same_shape(n, shape) || !mc_dtype_is_float(n->dtype) || depth > KIR_MAX_STEPS + 2)
         return false;
     if (n->op == MC_OP_MATMUL)
-        return true;
+        return n->attr.nkernel == 0; /* not a conv's implicit GEMM */
     if (n->op == MC_OP_CAST || n->op == MC_OP_DIV)
         return looks_like_scores(F, n->in[0], shape, depth + 1);
     if (n->op == MC_OP_MUL || n->op == MC_OP_ADD)
@@ -575,7 +575,7 @@ mc_status mc_attention_find(const mc_graph *g, const int *user_start, const int 
     }
     for (int pv = 0; pv < g->nnodes && !F.oom; pv++) {
         const mc_node *n = &g->nodes[pv];
-        if (n->op != MC_OP_MATMUL)
+        if (n->op != MC_OP_MATMUL || n->attr.nkernel > 0)
             continue;
         int p = n->in[0];
         while (is_float_cast(&F, p))

@@ -51,6 +51,7 @@ typedef struct {
     mc_rewrite *rw;
     const mc_node *n; /* the composite */
     bool conv_gather; /* mc_compile_options.conv_gather */
+    bool conv_implicit; /* mc_compile_options.conv_implicit */
 } ctx;
 
 static mc_value op1(ctx *c, mc_op op, mc_value a)
@@ -704,6 +705,58 @@ static mc_value conv_cols(ctx *c, mc_value x, const mc_node *xn, int sr, const i
     return cols;
 }
 
+/* An implicit GEMM (mc_compile_options.conv_implicit): w seen as [C_out, C kh kw] times the
+ * im2col of x, which is never stored: one matmul node whose attributes (kernel, stride,
+ * padding, dilation) describe the im2col of its B operand x (ir/infer.c), lowered to a GEMM
+ * kernel with kir_gemm.conv that the backend renders as one kernel (the CUDA backend's
+ * tensor-core implicit GEMM, backends/cuda/cuda_conv.c). It is the conv that the graph and the
+ * kernel IR still see, so fusion gives it the GEMM's epilogue (bias, activation, residual),
+ * and the verifier, the memory plan and the profile (category conv, its FLOPs and bytes) read
+ * one kernel. Taken for f16 and bf16 (tensor cores), without groups (a grouped or depthwise
+ * conv keeps the gather and batched GEMM below), with every size known (no symbolic dims), and
+ * not for a 1x1 conv with stride 1 and no padding, which is a plain GEMM on x already. */
+static bool implicit_applies(const ctx *c, const mc_node *xn, const mc_node *wn, int sr)
+{
+    const mc_attrs *at = &c->n->attr;
+    if (!c->conv_implicit || at->groups != 1 || (xn->dtype != MC_F16 && xn->dtype != MC_BF16) || wn->dtype != xn->dtype)
+        return false;
+    bool direct = true;
+    for (int d = 0; d < xn->rank; d++)
+        if (xn->shape[d] < 1 || wn->shape[d] < 1 || c->n->shape[d] < 1)
+            return false;
+    for (int i = 0; i < sr; i++)
+        direct = direct && wn->shape[2 + i] == 1 && at->stride[i] == 1 && at->padding[i] == 0;
+    return !direct;
+}
+
+static mc_value conv_implicit(ctx *c, const mc_value *in, const mc_node *xn, int sr, const int64_t *ks,
+                              const int64_t *out)
+{
+    const mc_attrs *at = &c->n->attr;
+    int64_t N = xn->shape[0], C = xn->shape[1], Co = c->n->shape[1], K = 1, O = 1;
+    for (int i = 0; i < sr; i++) {
+        K *= ks[i];
+        O *= out[i];
+    }
+    mc_attrs ma;
+    memset(&ma, 0, sizeof ma);
+    ma.nkernel = ma.nstride = ma.npadding = ma.ndilation = sr;
+    for (int i = 0; i < sr; i++) {
+        ma.kernel[i] = ks[i];
+        ma.stride[i] = at->stride[i];
+        ma.padding[i] = at->padding[i];
+        ma.dilation[i] = at->dilation[i];
+    }
+    int64_t ws[2] = {Co, C * K}, bs[2] = {Co, 1};
+    mc_value mm[2] = {shape_op(c, MC_OP_RESHAPE, in[1], ws, 2), in[0]};
+    mc_value y = mc_rewrite_node(c->rw, c->n, MC_OP_MATMUL, mm, 2, &ma); /* [N, C_out, O] */
+    if (in[2] != MC_NONE && in[2] >= 0)
+        y = op2(c, MC_OP_ADD, y, shape_op(c, MC_OP_RESHAPE, in[2], bs, 2));
+    int64_t ys[4] = {N, Co, out[0], sr > 1 ? out[1] : 0};
+    (void)O;
+    return shape_op(c, MC_OP_RESHAPE, y, ys, 2 + sr);
+}
+
 static mc_value conv(ctx *c, const mc_value *in)
 {
     const mc_attrs *at = &c->n->attr;
@@ -713,6 +766,8 @@ static mc_value conv(ctx *c, const mc_value *in)
     int64_t ks[2] = {wn->shape[2], sr > 1 ? wn->shape[3] : 1}, out[2] = {1, 1}, K, O;
     for (int i = 0; i < sr; i++)
         out[i] = c->n->shape[2 + i];
+    if (implicit_applies(c, xn, wn, sr))
+        return conv_implicit(c, in, xn, sr, ks, out);
     mc_value cols = conv_cols(c, in[0], xn, sr, ks, out, &K, &O);
     /* without groups the GEMM is [N, C_out, O], so that pointwise work after the conv maps
      * onto its index space (O split into the spatial axes) and joins its epilogue */
@@ -761,7 +816,7 @@ mc_status mc_pass_decompose(mc_graph *g, const mc_compile_options *opt)
         if (!mc_op_is_composite(n->op) && !(n->op == MC_OP_CUMSUM && n->rank < MC_MAX_RANK && quadratic_cumsum())) {
             rw.map[i] = mc_rewrite_copy(&rw, i);
         } else {
-            ctx c = {&rw, n, opt && opt->conv_gather};
+            ctx c = {&rw, n, opt && opt->conv_gather, opt && opt->conv_implicit};
             mc_value in[3] = {MC_NONE, MC_NONE, MC_NONE};
             for (int k = 0; k < n->nin && k < 3; k++)
                 in[k] = n->in[k] >= 0 ? rw.map[n->in[k]] : MC_NONE;

@@ -567,6 +567,42 @@ static void gemm_view(kbuild *b, int operand, int nb, bool is_a, int *out)
     *out = add_view(b, &v);
 }
 
+/* An implicit-GEMM conv's B (kir_conv): x [N, C, *S] read through its view, batch stride along
+ * the kernel's one batch dim (N), then x's strides along c, y, x (kir/kir.h). */
+static void conv_view(kbuild *b, const mc_node *mm, kir_gemm *gm)
+{
+    const mc_graph *g = b->L->g;
+    const mc_node *x = &g->nodes[mm->in[1]];
+    const mc_fnode *fx = &b->L->f->nodes[mm->in[1]];
+    const mc_attrs *at = &mm->attr;
+    MC_ASSERT(fx->has_view && x->rank == 2 + at->nkernel && mm->rank == 3);
+    bool two = at->nkernel > 1;
+    kir_view v;
+    memset(&v, 0, sizeof v);
+    v.buffer = b->L->buffer_of[fx->view.base];
+    v.offset = fx->view.offset;
+    v.stride[0] = x->shape[0] == 1 ? 0 : fx->view.stride[0];
+    v.stride[1] = fx->view.stride[1];
+    v.stride[2] = two ? fx->view.stride[2] : 0;
+    v.stride[3] = fx->view.stride[two ? 3 : 2];
+    gm->b = add_view(b, &v);
+    kir_conv *cv = &gm->conv;
+    cv->on = true;
+    cv->c = x->shape[1];
+    cv->h = two ? x->shape[2] : 1;
+    cv->w = x->shape[two ? 3 : 2];
+    cv->kh = two ? at->kernel[0] : 1;
+    cv->kw = at->kernel[two ? 1 : 0];
+    cv->sh = two ? at->stride[0] : 1;
+    cv->sw = at->stride[two ? 1 : 0];
+    cv->ph = two ? at->padding[0] : 0;
+    cv->pw = at->padding[two ? 1 : 0];
+    cv->dh = two ? at->dilation[0] : 1;
+    cv->dw = at->dilation[two ? 1 : 0];
+    cv->oh = (cv->h + 2 * cv->ph - cv->dh * (cv->kh - 1) - 1) / cv->sh + 1;
+    cv->ow = (cv->w + 2 * cv->pw - cv->dw * (cv->kw - 1) - 1) / cv->sw + 1;
+}
+
 /* The view of node x (read through its tensor view) as a matrix operand of a kernel with nb
  * batch dims: batch strides aligned to the right (0 where x broadcasts), then the strides along
  * x's last two dims, swapped when `transposed` (k is read from kT). A mask of rank below 2
@@ -961,7 +997,10 @@ static void lower_group(lower_ctx *L, int gi)
         const mc_node *mm = &g->nodes[G->gemm];
         int nb = G->rank - 2;
         gemm_view(&b, mm->in[0], nb, true, &k->gemm.a);
-        gemm_view(&b, mm->in[1], nb, false, &k->gemm.b);
+        if (mm->attr.nkernel > 0)
+            conv_view(&b, mm, &k->gemm);
+        else
+            gemm_view(&b, mm->in[1], nb, false, &k->gemm.b);
         k->gemm.m = G->shape[nb];
         k->gemm.n = G->shape[nb + 1];
         const mc_node *a = &g->nodes[mm->in[0]];

@@ -40,6 +40,9 @@ typedef struct mc_compile_options {
                           KIR_ATTENTION kernel; passes/attention.c) */
     bool conv_gather;  /* conv's im2col as one gather over computed indices, not a padded copy
                           of x and a copy per window position (passes/decompose.c) */
+    bool conv_implicit;/* an f16/bf16 conv without groups as one matmul whose B operand is the
+                          im2col of x described by the matmul's attributes (passes/decompose.c),
+                          lowered to a GEMM kernel with kir_gemm.conv: the backend renders it */
     mc_pipeline_times *times; /* not NULL: mc_compile_kernels fills in its phases' times */
     bool symbolic;     /* the graph may keep symbolic dimensions (mc_runsizes_refusal said it
                           can): mc_compile_kernels passes, fuses and lowers it into kernels whose

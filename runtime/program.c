@@ -404,6 +404,19 @@ static bool conv_gather(const mc_backend *b)
     return b->conv_gather;
 }
 
+/* conv as an implicit GEMM (passes/decompose.c): the backend's choice, or
+ * MINIC_CUDA_IMPLICIT_CONV=0 to keep the im2col gather and cuBLASLt (the path before
+ * 2026-11-28, to time both in one run). The ref interpreter reads kir_conv too but keeps the
+ * decomposed conv unless MINIC_REF_IMPLICIT_CONV=1 (the tests run the implicit GEMM's kernel IR
+ * against the oracle there, on machines without a GPU). */
+static bool conv_implicit(const mc_backend *b)
+{
+    const char *e = getenv("MINIC_CUDA_IMPLICIT_CONV"), *r = getenv("MINIC_REF_IMPLICIT_CONV");
+    if (b == &mc_backend_ref)
+        return r && strcmp(r, "1") == 0;
+    return b->conv_implicit && !(e && strcmp(e, "0") == 0);
+}
+
 mc_compile_options mc_compile_options_of_backend(const mc_options *opt)
 {
     mc_compile_options co = mc_compile_options_for(opt);
@@ -418,6 +431,7 @@ mc_compile_options mc_compile_options_of_backend(const mc_options *opt)
     if (b) {
         co.no_attention = !b->attention;
         co.conv_gather = conv_gather(b);
+        co.conv_implicit = conv_implicit(b);
     }
     return co;
 }
@@ -489,6 +503,7 @@ static mc_status compile_program(const mc_graph *g, const mc_options *opt, mc_pr
     mc_compile_options co = mc_compile_options_for(&o);
     co.no_attention = !p->backend->attention;
     co.conv_gather = conv_gather(p->backend);
+    co.conv_implicit = conv_implicit(p->backend);
     mc_pipeline_times pt = {0};
     co.times = &pt;
     st = mc_compile_kernels(p->graph, &co, &p->kp);
@@ -601,6 +616,7 @@ mc_status mc_program_compile_unprepared(const mc_graph *g, const mc_options *opt
     mc_compile_options co = mc_compile_options_for(opt);
     co.no_attention = !p->backend->attention;
     co.conv_gather = conv_gather(p->backend);
+    co.conv_implicit = conv_implicit(p->backend);
     mc_status st = mc_compile_kernels(p->graph, &co, &p->kp);
     if (st == MC_OK)
         st = allocate_host(p);

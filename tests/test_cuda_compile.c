@@ -520,6 +520,106 @@ static void test_more_operators(void **state)
     assert_true(compiled > 20);
 }
 
+/* f16/bf16 convs as the implicit GEMM on tensor cores (mc_compile_options.conv_implicit, the
+ * cuda backend's choice): ResNet-18's shapes (a 3x3 layer of each width, the 7x7 stem, the 1x1
+ * stride-2 downsample) and odd ones (dilation, asymmetric padding and strides, 1-D, K not a
+ * multiple of 8: weights element by element), each one kernel with its bias, residual and relu,
+ * category conv, planned as the conv kernel with the tile mc_cuda_conv_tile picks; compiled
+ * fused and unfused. A grouped conv keeps the gather and cuBLASLt (no conv plan). */
+static void test_implicit_conv_kernels(void **state)
+{
+    (void)state;
+    /* x [n, c, h, w], w [co, c, kh, kw], stride, padding, dilation (per axis), residual */
+    static const struct {
+        int64_t n, c, h, w, co, kh, kw, s0, s1, p0, p1, d0, d1;
+        bool residual;
+        int bm, bn; /* the tile expected on 132 SMs */
+    } cases[] = {
+        {32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, true, 64, 128},      /* layer 1 */
+        {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, false, 64, 128},  /* layer 2 */
+        {32, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, true, 64, 64},    /* layer 3 */
+        {32, 256, 14, 14, 512, 3, 3, 2, 2, 1, 1, 1, 1, false, 64, 64},   /* into layer 4 */
+        {32, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 64, 128},   /* the stem */
+        {32, 64, 56, 56, 128, 1, 1, 2, 2, 0, 0, 1, 1, false, 64, 128},   /* downsample */
+        {512, 64, 56, 56, 256, 3, 3, 1, 1, 1, 1, 1, 1, false, 128, 128}, /* big enough for 128x128 */
+        {2, 20, 15, 14, 40, 3, 3, 2, 2, 1, 1, 1, 1, true, 64, 64},       /* K = 180 */
+        {2, 8, 12, 12, 24, 3, 3, 1, 1, 2, 2, 2, 2, false, 64, 64},       /* dilated */
+        {2, 8, 9, 17, 20, 3, 5, 2, 1, 1, 0, 1, 3, true, 64, 64},         /* asymmetric */
+    };
+    static const char *const dtypes[] = {"f16", "bf16"};
+    int convs = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int t = 0; t < 2; t++) {
+            const char *dt = dtypes[t];
+            char text[2048];
+            int64_t oh = (cases[i].h + 2 * cases[i].p0 - cases[i].d0 * (cases[i].kh - 1) - 1) / cases[i].s0 + 1;
+            int64_t ow = (cases[i].w + 2 * cases[i].p1 - cases[i].d1 * (cases[i].kw - 1) - 1) / cases[i].s1 + 1;
+            snprintf(text, sizeof text,
+                     "graph a\ninput x : %s[%lld, %lld, %lld, %lld]\nparam w : %s[%lld, %lld, %lld, %lld]\n"
+                     "param b : %s[%lld]\ninput r : %s[%lld, %lld, %lld, %lld]\n"
+                     "y = conv(x, w, b, stride=[%lld, %lld], padding=[%lld, %lld], dilation=[%lld, %lld])\n"
+                     "a = %s\nz = relu(a)\noutput z\n",
+                     dt, (long long)cases[i].n, (long long)cases[i].c, (long long)cases[i].h, (long long)cases[i].w,
+                     dt, (long long)cases[i].co, (long long)cases[i].c, (long long)cases[i].kh, (long long)cases[i].kw,
+                     dt, (long long)cases[i].co, dt, (long long)cases[i].n, (long long)cases[i].co, (long long)oh,
+                     (long long)ow, (long long)cases[i].s0, (long long)cases[i].s1, (long long)cases[i].p0,
+                     (long long)cases[i].p1, (long long)cases[i].d0, (long long)cases[i].d1,
+                     cases[i].residual ? "add(y, r)" : "mul(y, 1)");
+            mc_graph *g;
+            if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
+                fail_msg("%s\n%s", mc_error_message(), text);
+            for (int fuse = 1; fuse >= 0; fuse--) {
+                mc_compile_options co = {.fuse = fuse, .plan_memory = true, .verify = true, .conv_gather = true,
+                                         .conv_implicit = true};
+                kir_program *kp;
+                if (mc_compile_kernels(g, &co, &kp) != MC_OK)
+                    fail_msg("%s\n%s", mc_error_message(), text);
+                mc_cuda_kernel_plan *pl = compile_all(kp);
+                int nconv = 0;
+                for (int k = 0; k < kp->nkernels; k++) {
+                    if (!pl[k].is_gemm || !pl[k].gemm.conv)
+                        continue;
+                    nconv++;
+                    const kir_kernel *kk = &kp->kernels[k];
+                    assert_true(kk->gemm.conv.on);
+                    assert_string_equal(pl[k].code.scheme, "conv-implicit-mma");
+                    assert_false(pl[k].gemm.use_lt);
+                    assert_non_null(strstr(pl[k].code.src.data, "mma.sync.aligned.m16n8k16"));
+                    assert_int_equal(kk->flops >= 2 * kk->gemm.m * kk->gemm.n * kk->gemm.k * cases[i].n, 1);
+                    if (fuse) { /* conv, bias, residual (or the mul), relu: one kernel */
+                        assert_int_equal(kp->nkernels, 1);
+                        assert_int_equal(pl[k].gemm.conv_bm, cases[i].bm);
+                        assert_int_equal(pl[k].gemm.conv_bn, cases[i].bn);
+                        int64_t out = cases[i].n * cases[i].co * oh * ow, esz = 2;
+                        int64_t xb = cases[i].n * cases[i].c * cases[i].h * cases[i].w;
+                        int64_t wb = cases[i].co * cases[i].c * cases[i].kh * cases[i].kw;
+                        /* x read once (not its im2col), w, b, r (if any), z */
+                        assert_int_equal(kk->bytes, esz * (xb + wb + cases[i].co + out * (cases[i].residual ? 2 : 1)));
+                    }
+                }
+                assert_int_equal(nconv, 1);
+                convs++;
+                mc_cuda_plans_free(pl, kp->nkernels);
+                kir_program_free(kp);
+            }
+            mc_graph_free(g);
+        }
+    assert_int_equal(convs, 40);
+    /* groups: the gather and a batched GEMM, as before */
+    mc_graph *g;
+    if (mc_graph_parse_string("a.graph",
+                              "graph a\ninput x : f16[2, 8, 9, 9]\nparam w : f16[8, 4, 3, 3]\n"
+                              "y = conv(x, w, padding=[1, 1], groups=2)\noutput y\n", &g) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = true, .conv_implicit = true};
+    kir_program *kp;
+    assert_int_equal(mc_compile_kernels(g, &co, &kp), MC_OK);
+    for (int k = 0; k < kp->nkernels; k++)
+        assert_false(kp->kernels[k].category == KIR_GEMM && kp->kernels[k].gemm.conv.on);
+    kir_program_free(kp);
+    mc_graph_free(g);
+}
+
 /* Attention kernels of every kind render and compile: f32, f16 and bf16 (tensor cores for the
  * 16-bit types), head sizes 32, 80 and 128 (the largest needs more than 48 KB of shared
  * memory), q/k/v as views of a QKV projection (16-byte chunks, cp.async) and as odd strides
@@ -798,6 +898,7 @@ int main(void)
         cmocka_unit_test(test_decode_attention_kernels),
         cmocka_unit_test(test_in_place_update_kernel),
         cmocka_unit_test(test_more_operators),
+        cmocka_unit_test(test_implicit_conv_kernels),
 #endif
     };
     return mc_test_run(tests);

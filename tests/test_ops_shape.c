@@ -290,6 +290,23 @@ static const window_spec window_specs[] = {
     {0, 2, 2, 3, 6, 5, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, true, 1},
     /* r of [O1] varies along W only: not readable at the GEMM's merged H*W, a kernel of its own */
     {0, 2, 1, 3, 6, 5, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, true, 2},
+    /* In f16/bf16 the cuda backend runs these as its implicit GEMM (kir_gemm.conv; ref with
+     * MINIC_REF_IMPLICIT_CONV=1), so they cross its tiles: C_out past a 64-row tile, pixels
+     * (batch included) past a 128-wide one, K in several 32-deep steps, the last one partial.
+     * 11: 3x3 padded, K = 144 (weights in 16-byte chunks), bias, residual, relu */
+    {0, 2, 2, 16, 13, 11, 70, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, true, 1},
+    /* 12: stride 2, K = 180 (weights element by element), three images */
+    {0, 2, 3, 20, 15, 14, 40, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, true, true, 0},
+    /* 13: dilation 2, padding 2, no relu */
+    {0, 2, 2, 8, 12, 12, 24, 3, 3, {1, 1}, {2, 2}, {2, 2}, 1, true, false, 0},
+    /* 14: ResNet's 1x1 stride-2 downsample, no bias */
+    {0, 2, 2, 24, 10, 10, 48, 1, 1, {2, 2}, {0, 0}, {1, 1}, 1, false, false, 0},
+    /* 15: the 7x7 stride-2 stem, padding 3, C = 3 (K = 147) */
+    {0, 2, 2, 3, 23, 23, 16, 7, 7, {2, 2}, {3, 3}, {1, 1}, 1, true, true, 0},
+    /* 16: 1-D, stride 2, padding 2 */
+    {0, 1, 2, 8, 30, 1, 12, 5, 1, {2, 0}, {2, 0}, {1, 1}, 1, true, true, 0},
+    /* 17: asymmetric window and strides, padding along H only, residual */
+    {0, 2, 2, 8, 9, 17, 20, 3, 5, {2, 1}, {1, 0}, {1, 3}, 1, true, true, 1},
 };
 
 static int64_t window_out(int64_t len, int64_t k, int64_t s, int64_t p, int64_t d)
@@ -968,6 +985,16 @@ static const op_case cases[] = {
     CASE("conv2d_strided_padded_dilated_batch2", window, F32, 8),
     CASE("conv2d_bias_residual_relu", window, F32, 9), CASE("conv2d_bias_residual_relu_bf16", window, BF16, 9),
     CASE("conv2d_bias_row_residual_relu", window, F32, 10),
+    CASE("conv2d_implicit_3x3_residual_relu_f16", window, F16, 11),
+    CASE("conv2d_implicit_3x3_residual_relu_bf16", window, BF16, 11),
+    CASE("conv2d_implicit_stride2_f16", window, F16, 12), CASE("conv2d_implicit_stride2_bf16", window, BF16, 12),
+    CASE("conv2d_implicit_dilated_f16", window, F16, 13), CASE("conv2d_implicit_dilated_bf16", window, BF16, 13),
+    CASE("conv2d_implicit_1x1_stride2_f16", window, F16, 14), CASE("conv2d_implicit_1x1_stride2_bf16", window, BF16, 14),
+    CASE("conv2d_implicit_stem7x7_f16", window, F16, 15), CASE("conv2d_implicit_stem7x7_bf16", window, BF16, 15),
+    CASE("conv1d_implicit_f16", window, F16, 16), CASE("conv1d_implicit_bf16", window, BF16, 16),
+    CASE("conv2d_implicit_asymmetric_residual_f16", window, F16, 17),
+    CASE("conv2d_implicit_asymmetric_residual_bf16", window, BF16, 17),
+    CASE("conv2d_implicit_asymmetric_residual_f32", window, F32, 17),
     {"graph_conv_block_padded", build_conv_block, NULL, NULL, MC_F32, 0, NULL, NULL, NULL, NULL, 0, false, 0, NULL},
     CASE("maxpool2d", window, F32, 4), CASE("maxpool1d", window, F32, 5), CASE("maxpool2d_bf16", window, BF16, 4),
     CASE("avgpool2d_padded", window, F32, 6), CASE("avgpool1d_padded", window, F32, 7),

@@ -89,6 +89,11 @@ struct mc_cuda_gemm_plan {
     /* few rows (<= GEMV_MAX_ROWS, cuda_gemm.c): the generated GEMV kernel, which reads B once
      * with 16-byte loads and runs the whole epilogue (then !use_lt, !small) */
     bool gemv;
+    /* an implicit-GEMM conv (kir_gemm.conv): the generated tensor-core kernel
+     * (backends/cuda/cuda_render.c, render_conv_mma) with the epilogue inlined (then !use_lt);
+     * conv_bm x conv_bn is its CTA tile, chosen by shape (mc_cuda_conv_tile) */
+    bool conv;
+    int conv_bm, conv_bn;
     bool gemv_t;      /* gemv: B contiguous along K (a transposed weight: the tied LM head);
                          else contiguous along N (a linear layer's [K, N]) */
     bool gemv_fold;   /* gemv: B is the same matrix at every batch index, whose rows are folded
@@ -122,6 +127,9 @@ struct mc_cuda_gemm_plan {
     int64_t pad_slack; /* bytes the padded rows read past A's (and the bias's) end */
 };
 
+/* The CTA tile (rows of C_out x output pixels) of an implicit-GEMM conv of m output channels
+ * over `pixels` output pixels (batch included) on `sms` multiprocessors (cuda_render.c). */
+void mc_cuda_conv_tile(int64_t m, int64_t pixels, int sms, int *bm, int *bn);
 /* Decide how kernel ki (a KIR_GEMM) runs: which epilogue cuBLASLt takes, operand layouts and
  * batching, gemv (very few rows, B contiguous along N or K: the generated GEMV kernel; not with
  * MINIC_NO_GEMV=1), small (few rows, both operands contiguous along K: the generated warp-dot

@@ -313,36 +313,6 @@ static void emit_tile_loader(actx *c, const char *name, int v, int64_t cols, con
     mc_sb_printf(sb, "      dst[r * %s + d] = x;\n    }\n  };\n", ld);
 }
 
-static const char tc_helpers[] =
-    "MC_D unsigned mc_pack2(float lo, float hi) {\n"
-    "  MC_T2 h = MC_PACK(lo, hi);\n"
-    "  return *reinterpret_cast<unsigned *>(&h);\n"
-    "}\n"
-    "MC_D void mc_mma(float *d, const unsigned *a, unsigned b0, unsigned b1) {\n"
-    "  asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.\" MC_PTX \".\" MC_PTX \".f32 {%0, %1, %2, %3}, \"\n"
-    "               \"{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\"\n"
-    "               : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
-    "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b0), \"r\"(b1));\n"
-    "}\n"
-    "MC_D void mc_ldsm4(unsigned *r, const void *p) {\n"
-    "  const unsigned s = (unsigned)__cvta_generic_to_shared(p);\n"
-    "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
-    "               : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(s));\n"
-    "}\n"
-    "MC_D void mc_ldsm4t(unsigned *r, const void *p) {\n"
-    "  const unsigned s = (unsigned)__cvta_generic_to_shared(p);\n"
-    "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
-    "               : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(s));\n"
-    "}\n";
-
-/* cp.async (sm_80 and later): 16 bytes from global to shared memory, zeros where bytes is 0 */
-static const char cp_helpers[] =
-    "MC_D void mc_cp16(void *dst, const void *src, int bytes) {\n"
-    "  const unsigned s = (unsigned)__cvta_generic_to_shared(dst);\n"
-    "  asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\" :: \"r\"(s), \"l\"(src), \"r\"(bytes));\n"
-    "}\n"
-    "MC_D void mc_cp_commit() { asm volatile(\"cp.async.commit_group;\\n\" ::); }\n"
-    "MC_D void mc_cp_wait1() { asm volatile(\"cp.async.wait_group 1;\\n\" ::: \"memory\"); }\n";
 
 /* Can the output go out through shared memory in 16-byte rows? The row block is the plain
  * store of the accumulator into a view of the inputs' 16-bit type, contiguous along Dv. */
@@ -379,8 +349,8 @@ static bool render_tc(actx *c)
     mc_sb_printf(sb, "typedef %s mc_t;\n#define MC_T2 %s\n#define MC_PACK %s\n#define MC_PTX \"%s\"\n",
                  bf ? "__nv_bfloat16" : "__half", bf ? "__nv_bfloat162" : "__half2",
                  bf ? "__floats2bfloat162_rn" : "__floats2half2_rn", bf ? "bf16" : "f16");
-    mc_sb_puts(sb, tc_helpers);
-    mc_sb_puts(sb, cp_helpers);
+    mc_sb_puts(sb, mc_cuda_mma_helpers);
+    mc_sb_puts(sb, mc_cuda_cp_helpers);
     mc_sb_printf(sb, "#define MC_WM %d\n#define MC_BM (64 * MC_WM)\n#define MC_BN 64\n#define MC_DP %lld\n"
                      "#define MC_DVP %lld\n", wm, (long long)dp, (long long)dvp);
     mc_sb_puts(sb, "#define MC_QS ((MC_DP > MC_DVP ? MC_DP : MC_DVP) + 8)\n#define MC_KS (MC_DP + 8)\n"
@@ -779,7 +749,7 @@ static bool render_fma_split(actx *c)
     c->threads = nt;
     bool kasync = async && chunked_by(c, a->k, a->d, 4), vasync = async && chunked_by(c, a->v, a->dv, 4);
     if (kasync || vasync)
-        mc_sb_puts(sb, cp_helpers);
+        mc_sb_puts(sb, mc_cuda_cp_helpers);
     else
         mc_sb_puts(sb, "MC_D void mc_cp_commit() {}\nMC_D void mc_cp_wait1() {}\n");
     mc_sb_printf(sb, "#define MC_NT %d\n#define MC_BN 32\n#define MC_DP %lld\n#define MC_DVP %lld\n", nt, (long long)dp,

@@ -1294,6 +1294,7 @@ const mc_backend mc_backend_cuda = {
     .is_gpu = true,
     .attention = true,
     .conv_gather = true,
+    .conv_implicit = true,
     .probe = cuda_probe,
     .prepare = cuda_prepare,
     .run = cuda_run,

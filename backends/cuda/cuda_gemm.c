@@ -496,6 +496,19 @@ static bool gemm_gemv(const kir_program *kp, const kir_kernel *k, mc_cuda_gemm_p
  * event timing can't tell their candidates apart; measured: tuning made small_mlp slower). */
 void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
 {
+    const kir_kernel *k = &kp->kernels[ki];
+    if (k->gemm.conv.on) { /* no cuBLASLt layout reads an im2col that is never stored */
+        memset(p, 0, sizeof *p);
+        p->bias_buffer = p->pad_buffer = -1;
+        p->alpha = 1.0f;
+        p->conv = true;
+        p->m = k->gemm.n;
+        p->n = k->gemm.m;
+        p->k = k->gemm.k;
+        p->batch = k->shape[0];
+        mc_cuda_conv_tile(k->gemm.m, k->gemm.n * k->shape[0], 132, &p->conv_bm, &p->conv_bn);
+        return; /* (mc_cuda_plan_program picks the tile again for the target's SM count) */
+    }
     plan_layout(kp, ki, p, true);
     if (gemm_gemv(kp, &kp->kernels[ki], p)) {
         p->use_lt = false;
@@ -538,6 +551,11 @@ void mc_cuda_gemm_plan_describe(const mc_cuda_gemm_plan *p, mc_strbuf *sb)
                          "MINIC_NO_GEMV=1 turns it off)",
                      (long long)p->gemv_rows, GEMV_MAX_ROWS, p->gemv_t ? "K" : "N",
                      p->gemv_fold ? "" : ", a batch loop");
+        return;
+    }
+    if (p->conv) {
+        mc_sb_printf(sb, "generated implicit-GEMM conv on tensor cores (CTA tile %d x %d, the im2col computed "
+                         "while loading; MINIC_CUDA_IMPLICIT_CONV=0 turns it off)", p->conv_bm, p->conv_bn);
         return;
     }
     if (!p->use_lt) {
@@ -592,6 +610,9 @@ mc_status mc_cuda_plan_program(const kir_program *kp, const mc_cuda_target *t, c
         if (kp->kernels[i].category == KIR_GEMM) {
             pl->is_gemm = true;
             mc_cuda_gemm_plan_make(kp, i, &pl->gemm);
+            if (pl->gemm.conv)
+                mc_cuda_conv_tile(kp->kernels[i].gemm.m, kp->kernels[i].gemm.n * kp->kernels[i].shape[0],
+                                  t->num_sms > 0 ? t->num_sms : 1, &pl->gemm.conv_bm, &pl->gemm.conv_bn);
             if (pl->gemm.use_lt && pl->gemm.full)
                 continue; /* cuBLASLt does it all */
         }

@@ -128,4 +128,40 @@ static const char mc_cuda_prelude[] =
     "MC_D float mc_red_min(float a, float b) { return mc_minimum(a, b); }\n"
     "MC_D int mc_red_min(int a, int b) { return mc_minimum(a, b); }\n";
 
+/* Tensor-core helpers (sm_80 and later) for the kernels that use mma.sync: flash attention
+ * (cuda_attention.c) and the implicit-GEMM conv (cuda_render.c). The kernel defines MC_T2 (the
+ * two-element vector of its 16-bit type), MC_PACK (two floats into one) and MC_PTX ("f16" or
+ * "bf16") first. mc_mma: D += A B, m16n8k16, f32 accumulators; mc_ldsm4 / mc_ldsm4t: four 8x8
+ * matrices of 16-bit elements from shared memory (ldmatrix, plain and transposed). */
+static const char mc_cuda_mma_helpers[] =
+    "MC_D unsigned mc_pack2(float lo, float hi) {\n"
+    "  MC_T2 h = MC_PACK(lo, hi);\n"
+    "  return *reinterpret_cast<unsigned *>(&h);\n"
+    "}\n"
+    "MC_D void mc_mma(float *d, const unsigned *a, unsigned b0, unsigned b1) {\n"
+    "  asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.\" MC_PTX \".\" MC_PTX \".f32 {%0, %1, %2, %3}, \"\n"
+    "               \"{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\"\n"
+    "               : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
+    "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b0), \"r\"(b1));\n"
+    "}\n"
+    "MC_D void mc_ldsm4(unsigned *r, const void *p) {\n"
+    "  const unsigned s = (unsigned)__cvta_generic_to_shared(p);\n"
+    "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
+    "               : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(s));\n"
+    "}\n"
+    "MC_D void mc_ldsm4t(unsigned *r, const void *p) {\n"
+    "  const unsigned s = (unsigned)__cvta_generic_to_shared(p);\n"
+    "  asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
+    "               : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(s));\n"
+    "}\n";
+
+/* cp.async (sm_80 and later): 16 bytes from global to shared memory, zeros where bytes is 0 */
+static const char mc_cuda_cp_helpers[] =
+    "MC_D void mc_cp16(void *dst, const void *src, int bytes) {\n"
+    "  const unsigned s = (unsigned)__cvta_generic_to_shared(dst);\n"
+    "  asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\" :: \"r\"(s), \"l\"(src), \"r\"(bytes));\n"
+    "}\n"
+    "MC_D void mc_cp_commit() { asm volatile(\"cp.async.commit_group;\\n\" ::); }\n"
+    "MC_D void mc_cp_wait1() { asm volatile(\"cp.async.wait_group 1;\\n\" ::: \"memory\"); }\n";
+
 #endif

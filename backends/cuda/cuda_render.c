@@ -1127,6 +1127,191 @@ static bool render_gemm_dot(rctx *c, mc_cuda_code *out)
     return true;
 }
 
+/* ---- implicit-GEMM convolution on tensor cores (the plan's conv, kir_gemm.conv) -------------
+ *
+ * Why this shape. A conv reaches the backend as one GEMM kernel, C_out x (N OH OW) x (C kh kw),
+ * whose B operand is the im2col of x described in kir_gemm.conv (kir/kir.h) and never stored
+ * (passes/decompose.c: an f16/bf16 conv without groups; grouped and depthwise convs keep the
+ * gather + batched cuBLASLt path, and so does everything with MINIC_CUDA_IMPLICIT_CONV=0). The
+ * representation is the GEMM kernel the rest of the compiler already knows, plus that
+ * description, so the kernel IR, the verifier, the memory plan and the profile (category conv,
+ * 2 M N K FLOPs, x read once) see one kernel, and fusion gives it the GEMM's epilogue (bias,
+ * activation, residual add, casts), rendered here by emit_chunk at each output like the other
+ * generated GEMMs. Before it, the im2col gather wrote cols [N, C kh kw, OH OW], ~9x x for a 3x3
+ * conv, and cuBLASLt read it back: that traffic was the gap to PyTorch (docs/PERFORMANCE.md).
+ *
+ * The kernel. A CTA computes a BM x BN tile of D[C_out, pixels], the pixel axis running over
+ * the batch too (n OH OW: layer 4's 7x7 images would waste most of a 128-wide tile), with
+ * 2 BM threads: warps in a (BM / 32) x 2 grid, each a 32 x BN/2 tile of m16n8k16 mma.sync
+ * (f32 accumulators). K goes by BK = 32: A (the weights [C_out, C kh kw], row-major, contiguous
+ * along K) by cp.async 16-byte chunks where its rows allow, element by element otherwise (the
+ * 7x7 stem's K = 147); B element by element: each thread owns one pixel column of the tile
+ * (consecutive threads, consecutive pixels: coalesced along x's rows for stride 1), decodes
+ * that pixel once, then for each of its K rows (c, ky, kx) computes the source element of x or
+ * 0 in the padding and loads it to registers; the next K tile's loads are in flight while the
+ * tensor cores work on this one, and land in the other half of the double-buffered shared
+ * memory (A [BM][BK+8], B [BK][BN+8]: rows padded 16 bytes so ldmatrix is conflict-free; B's
+ * fragments by ldmatrix.trans). Tile sizes by shape (mc_cuda_conv_tile): 128 x 128 where there
+ * are enough CTAs, 64-row tiles for C_out = 64, and 64 x 64 for the small late layers.
+ *
+ * The floor, for ResNet-18's 3x3 64-channel layer at batch 32 (56x56, H200): 2 * 64 * 100352 *
+ * 576 = 7.40 GFLOP, 9.9 us at ~750 TFLOP/s dense f16; x and y 12.8 MB each (a residual 12.8 MB
+ * more), 25.7 MB / 4.8 TB/s = 5.4 us (8.0 us with a residual): compute-bound, ~10 us. */
+#define CONV_BK 32
+
+void mc_cuda_conv_tile(int64_t m, int64_t pixels, int sms, int *bm, int *bn)
+{
+    static const int tiles[3][2] = {{128, 128}, {64, 128}, {64, 64}};
+    for (int t = 0; t < 3; t++) {
+        *bm = tiles[t][0];
+        *bn = tiles[t][1];
+        if (*bm == 128 && m <= 64)
+            continue;
+        if ((m + *bm - 1) / *bm * ((pixels + *bn - 1) / *bn) >= 2 * (int64_t)sms)
+            return;
+    }
+}
+
+static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *out)
+{
+    const kir_kernel *k = c->k;
+    mc_strbuf *sb = c->sb;
+    const kir_gemm *g = &k->gemm;
+    const kir_conv *cv = &g->conv;
+    const kir_view *A = &k->views[g->a], *X = &k->views[g->b];
+    const char *I = c->I;
+    mc_dtype dt = view_buffer(c, g->a)->dtype;
+    if (k->rank != 3 || (dt != MC_F16 && dt != MC_BF16) || view_buffer(c, g->b)->dtype != dt ||
+        (A->stride[0] != 0 && k->shape[0] != 1) || c->t->sm < 80)
+        return false;
+    int BM = pl->conv_bm > 0 ? pl->conv_bm : 64, BN = pl->conv_bn > 0 ? pl->conv_bn : 64;
+    int T = 2 * BM, WN = BN / 2, MT = 2, NT = WN / 8, BK = CONV_BK;
+    int64_t M = g->m, K = g->k, O = g->n, P = k->shape[0] * O, KHW = cv->kh * cv->kw;
+    int64_t mtiles = (M + BM - 1) / BM, ptiles = (P + BN - 1) / BN;
+    /* A in 16-byte chunks: contiguous along K, rows and offset multiples of 8 elements, the
+     * buffer 16-byte aligned */
+    bool avec = A->stride[2] == 1 && K % 8 == 0 && A->stride[1] % 8 == 0 && A->offset % 8 == 0 &&
+                c->align[A->buffer] >= 16;
+    bool bf = dt == MC_BF16;
+    out->grid[0] = mtiles * ptiles;
+    out->grid[1] = out->grid[2] = 1;
+    out->block = T;
+    out->scheme = "conv-implicit-mma";
+    mc_sb_printf(sb, "typedef %s mc_t;\n#define MC_T2 %s\n#define MC_PACK %s\n#define MC_PTX \"%s\"\n",
+                 bf ? "__nv_bfloat16" : "__half", bf ? "__nv_bfloat162" : "__half2",
+                 bf ? "__floats2bfloat162_rn" : "__floats2half2_rn", bf ? "bf16" : "f16");
+    mc_sb_puts(sb, mc_cuda_mma_helpers);
+    mc_sb_puts(sb, mc_cuda_cp_helpers);
+    mc_sb_printf(sb, "/* implicit GEMM: C_out %lld x pixels %lld (%lld images of %lldx%lld) x K %lld (C %lld, window "
+                     "%lldx%lld, stride %lld %lld, padding %lld %lld, dilation %lld %lld, x %lldx%lld); tile %dx%dx%d, "
+                     "A by %s */\n",
+                 (long long)M, (long long)P, (long long)k->shape[0], (long long)cv->oh, (long long)cv->ow,
+                 (long long)K, (long long)cv->c, (long long)cv->kh, (long long)cv->kw, (long long)cv->sh,
+                 (long long)cv->sw, (long long)cv->ph, (long long)cv->pw, (long long)cv->dh, (long long)cv->dw,
+                 (long long)cv->h, (long long)cv->w, BM, BN, BK, avec ? "cp.async" : "element loads");
+    emit_signature(c, out, T);
+    int pa = c->view_param[g->a], px = c->view_param[g->b];
+    mc_sb_printf(sb, "  __shared__ __align__(16) unsigned short As[2][%d][%d];\n", BM, BK + 8);
+    mc_sb_printf(sb, "  __shared__ __align__(16) unsigned short Bs[2][%d][%d];\n", BK, BN + 8);
+    mc_sb_printf(sb, "  const unsigned short *wa_ = reinterpret_cast<const unsigned short *>(p%d);\n", pa);
+    mc_sb_printf(sb, "  const unsigned short *xa_ = reinterpret_cast<const unsigned short *>(p%d);\n", px);
+    mc_sb_puts(sb, "  const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;\n");
+    mc_sb_printf(sb, "  const %s m0 = (%s)(blockIdx.x %% %lld) * %d, n0 = (%s)(blockIdx.x / %lld) * %d;\n", I, I,
+                 (long long)mtiles, BM, I, (long long)mtiles, BN);
+    mc_sb_printf(sb, "  const int wm0 = (warp >> 1) * 32, wn0 = (warp & 1) * %d;\n", WN);
+    /* this thread's pixel column of B: decoded once */
+    mc_sb_printf(sb, "  const int bn_ = tid %% %d, bk_ = tid / %d;\n", BN, BN);
+    mc_sb_printf(sb, "  const %s pix_ = n0 + bn_;\n  const bool pv_ = pix_ < (%s)%lld;\n", I, I, (long long)P);
+    mc_sb_printf(sb, "  const %s img_ = pix_ / %lld, o_ = pix_ - img_ * %lld;\n", I, (long long)O, (long long)O);
+    mc_sb_printf(sb, "  const int iy0_ = (int)(o_ / %lld) * %lld - %lld, ix0_ = (int)(o_ %% %lld) * %lld - %lld;\n",
+                 (long long)cv->ow, (long long)cv->sh, (long long)cv->ph, (long long)cv->ow, (long long)cv->sw,
+                 (long long)cv->pw);
+    mc_sb_printf(sb, "  const %s xb_ = (%s)%lld + img_ * (%s)%lld;\n", I, I, (long long)X->offset, I,
+                 (long long)X->stride[0]);
+    int nb_ld = BK * BN / T; /* B elements per thread per tile */
+    int kstep = T / BN;
+    mc_sb_printf(sb, "  unsigned short rb_[%d];\n", nb_ld);
+    /* B: global to registers for K tile kt */
+    mc_sb_puts(sb, "  auto load_b = [&](int kt) {\n#pragma unroll\n");
+    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", nb_ld);
+    mc_sb_printf(sb, "      const int kk = kt * %d + bk_ + j * %d;\n", BK, kstep);
+    mc_sb_puts(sb, "      unsigned short v = 0;\n");
+    mc_sb_printf(sb, "      if (pv_ && kk < %lld) {\n", (long long)K);
+    mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
+                 (long long)KHW, (long long)KHW, (long long)cv->kw, (long long)cv->kw);
+    mc_sb_printf(sb, "        const int iy = iy0_ + ky * %lld, ix = ix0_ + kx * %lld;\n", (long long)cv->dh,
+                 (long long)cv->dw);
+    mc_sb_printf(sb, "        if ((unsigned)iy < %lluu && (unsigned)ix < %lluu)\n", (unsigned long long)cv->h,
+                 (unsigned long long)cv->w);
+    mc_sb_printf(sb, "          v = xa_[xb_ + (%s)ch * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld];\n", I, I,
+                 (long long)X->stride[1], I, I, (long long)X->stride[2], I, I, (long long)X->stride[3]);
+    mc_sb_puts(sb, "      }\n      rb_[j] = v;\n    }\n  };\n");
+    mc_sb_puts(sb, "  auto store_b = [&](int buf) {\n#pragma unroll\n");
+    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) Bs[buf][bk_ + j * %d][bn_] = rb_[j];\n  };\n", nb_ld, kstep);
+    /* A: global to shared memory for K tile kt */
+    mc_sb_puts(sb, "  auto load_a = [&](int kt, int buf) {\n#pragma unroll\n");
+    if (avec) {
+        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", BM * BK / 8 / T);
+        mc_sb_printf(sb, "      const int q = tid + j * %d, r = q >> 2, kc = (q & 3) * 8;\n", T);
+        mc_sb_printf(sb, "      const %s m = m0 + r, kk = (%s)kt * %d + kc;\n", I, I, BK);
+        mc_sb_printf(sb, "      const bool ok = m < (%s)%lld && kk < (%s)%lld;\n", I, (long long)M, I, (long long)K);
+        mc_sb_printf(sb, "      mc_cp16(&As[buf][r][kc], ok ? wa_ + (%s)%lld + m * (%s)%lld + kk : wa_, ok ? 16 : 0);\n",
+                     I, (long long)A->offset, I, (long long)A->stride[1]);
+        mc_sb_puts(sb, "    }\n    mc_cp_commit();\n  };\n");
+    } else {
+        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", BM * BK / T);
+        mc_sb_printf(sb, "      const int e = tid + j * %d, r = e / %d, kc = e %% %d;\n", T, BK, BK);
+        mc_sb_printf(sb, "      const %s m = m0 + r, kk = (%s)kt * %d + kc;\n", I, I, BK);
+        mc_sb_printf(sb, "      As[buf][r][kc] = m < (%s)%lld && kk < (%s)%lld ? wa_[(%s)%lld + m * (%s)%lld + kk * (%s)%lld] : "
+                         "(unsigned short)0;\n",
+                     I, (long long)M, I, (long long)K, I, (long long)A->offset, I, (long long)A->stride[1], I,
+                     (long long)A->stride[2]);
+        mc_sb_puts(sb, "    }\n  };\n");
+    }
+    mc_sb_printf(sb, "  float acc_[%d][%d][4];\n", MT, NT);
+    mc_sb_printf(sb, "#pragma unroll\n  for (int a = 0; a < %d; ++a)\n#pragma unroll\n    for (int b = 0; b < %d; ++b)\n"
+                     "#pragma unroll\n      for (int r = 0; r < 4; ++r) acc_[a][b][r] = 0.0f;\n", MT, NT);
+    mc_sb_printf(sb, "  const int ntiles = %lld;\n", (long long)((K + BK - 1) / BK));
+    mc_sb_puts(sb, "  load_a(0, 0);\n  load_b(0);\n  store_b(0);\n");
+    if (avec)
+        mc_sb_puts(sb, "  asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
+    mc_sb_puts(sb, "  __syncthreads();\n");
+    mc_sb_puts(sb, "  for (int kt = 0; kt < ntiles; ++kt) {\n"
+                   "    const int cur = kt & 1;\n"
+                   "    if (kt + 1 < ntiles) {\n      load_a(kt + 1, cur ^ 1);\n      load_b(kt + 1);\n    }\n");
+    mc_sb_printf(sb, "#pragma unroll\n    for (int ks = 0; ks < %d; ++ks) {\n", BK / 16);
+    mc_sb_printf(sb, "      unsigned af[%d][4];\n#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n", MT, MT);
+    mc_sb_puts(sb, "        mc_ldsm4(af[mt], &As[cur][wm0 + mt * 16 + (lane & 15)][ks * 16 + (lane >> 4) * 8]);\n");
+    mc_sb_printf(sb, "#pragma unroll\n      for (int nt = 0; nt < %d; ++nt) {\n", NT / 2);
+    mc_sb_puts(sb, "        unsigned bf[4];\n"
+                   "        mc_ldsm4t(bf, &Bs[cur][ks * 16 + (lane & 15)][wn0 + nt * 16 + (lane >> 4) * 8]);\n");
+    mc_sb_printf(sb, "#pragma unroll\n        for (int mt = 0; mt < %d; ++mt) {\n", MT);
+    mc_sb_puts(sb, "          mc_mma(acc_[mt][2 * nt], af[mt], bf[0], bf[1]);\n"
+                   "          mc_mma(acc_[mt][2 * nt + 1], af[mt], bf[2], bf[3]);\n"
+                   "        }\n      }\n    }\n");
+    mc_sb_puts(sb, "    if (kt + 1 < ntiles)\n      store_b(cur ^ 1);\n");
+    if (avec)
+        mc_sb_puts(sb, "    asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
+    mc_sb_puts(sb, "    __syncthreads();\n  }\n");
+    /* the epilogue at each accumulator: (i0, i1, i2) = (image, output channel, pixel) */
+    mc_sb_printf(sb, "#pragma unroll\n  for (int nt = 0; nt < %d; ++nt)\n#pragma unroll\n    for (int e = 0; e < 2; ++e) {\n",
+                 NT);
+    mc_sb_printf(sb, "      const %s pp_ = n0 + wn0 + nt * 8 + t4 * 2 + e;\n", I);
+    mc_sb_printf(sb, "      if (pp_ >= (%s)%lld) continue;\n", I, (long long)P);
+    mc_sb_printf(sb, "      const %s i0 = pp_ / %lld, i2 = pp_ - i0 * %lld;\n", I, (long long)O, (long long)O);
+    mc_sb_printf(sb, "#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n#pragma unroll\n        for (int h = 0; h < 2; ++h) {\n",
+                 MT);
+    mc_sb_printf(sb, "          const %s i1 = m0 + wm0 + mt * 16 + g + h * 8;\n", I);
+    mc_sb_printf(sb, "          if (i1 < (%s)%lld) {\n", I, (long long)M);
+    mc_sb_puts(sb, "            const float acc = acc_[mt][nt][h * 2 + e];\n");
+    emit_view_offsets(c, 0, 0, 6, false);
+    if (!emit_chunk(c, 0, 0, 6))
+        return false;
+    mc_sb_puts(sb, "          }\n        }\n    }\n");
+    mc_sb_puts(sb, "  (void)xb_;\n}\n");
+    return true;
+}
+
 /* ---- GEMV: a GEMM of few rows (the plan's gemv, cuda_gemm.c) ---------------------------------
  * Bound by reading B once: every B element is loaded by one thread, in 16-byte vectors where
  * B's offset, strides, extent and alignment allow (else element by element, still once), and
@@ -1580,7 +1765,8 @@ mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t,
     mc_sb_printf(sb, "], %d row dims, vector width %d */\n", k->nrow, c.V);
     bool ok;
     if (k->category == KIR_GEMM && !acc_scratch)
-        ok = gemm && gemm->gemv ? (gemm->gemv_t ? render_gemv_t(&c, gemm, out) : render_gemv_n(&c, gemm, out))
+        ok = gemm && gemm->conv ? render_conv_mma(&c, gemm, out)
+             : gemm && gemm->gemv ? (gemm->gemv_t ? render_gemv_t(&c, gemm, out) : render_gemv_n(&c, gemm, out))
              : gemm && gemm->small ? render_gemm_dot(&c, out) : render_gemm_tiled(&c, out);
     else if (k->category == KIR_REDUCTION && kir_kernel_scans(k))
         ok = render_scan(&c, out);

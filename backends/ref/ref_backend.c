@@ -114,8 +114,24 @@ static double gemm_acc(const kctx *c)
         bo += c->idx[d] * b->stride[d];
     }
     ao += c->idx[nb] * a->stride[nb];
-    bo += c->idx[nb + 1] * b->stride[nb + 1];
     double s = 0;
+    if (k->gemm.conv.on) { /* B is the im2col of x (kir/kir.h): 0 in the padding */
+        const kir_conv *cv = &k->gemm.conv;
+        int64_t o = c->idx[nb + 1], oy = o / cv->ow, ox = o % cv->ow;
+        for (int64_t kk = 0; kk < k->gemm.k; kk++) {
+            int64_t ch = kk / (cv->kh * cv->kw), ky = kk / cv->kw % cv->kh, kx = kk % cv->kw;
+            int64_t iy = oy * cv->sh - cv->ph + ky * cv->dh, ix = ox * cv->sw - cv->pw + kx * cv->dw;
+            if (iy < 0 || iy >= cv->h || ix < 0 || ix >= cv->w)
+                continue;
+            int64_t ai = ao + kk * a->stride[nb + 1];
+            int64_t bi = bo + ch * b->stride[nb] + iy * b->stride[nb + 1] + ix * b->stride[nb + 2];
+            MC_ASSERT(ai >= 0 && ai < c->kp->buffers[a->buffer].numel);
+            MC_ASSERT(bi >= 0 && bi < c->kp->buffers[b->buffer].numel);
+            s += mc_load_element(c->data[a->buffer], da, ai) * mc_load_element(c->data[b->buffer], db, bi);
+        }
+        return s;
+    }
+    bo += c->idx[nb + 1] * b->stride[nb + 1];
     for (int64_t kk = 0; kk < k->gemm.k; kk++) {
         int64_t ai = ao + kk * a->stride[nb + 1], bi = bo + kk * b->stride[nb];
         MC_ASSERT(ai >= 0 && ai < c->kp->buffers[a->buffer].numel);
