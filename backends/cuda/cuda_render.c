@@ -27,6 +27,7 @@
 #include "backends/cuda/cuda.h"
 #include "backends/cuda/cuda_prelude.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1162,6 +1163,14 @@ static bool render_gemm_dot(rctx *c, mc_cuda_code *out)
 void mc_cuda_conv_tile(int64_t m, int64_t pixels, int sms, int *bm, int *bn)
 {
     static const int tiles[3][2] = {{128, 128}, {64, 128}, {64, 64}};
+    /* MINIC_CUDA_CONV_TILE=BMxBN (64 or 128 each): one tile for every conv, for experiments */
+    const char *e = getenv("MINIC_CUDA_CONV_TILE");
+    int em = 0, en = 0;
+    if (e && sscanf(e, "%dx%d", &em, &en) == 2 && (em == 64 || em == 128) && (en == 64 || en == 128)) {
+        *bm = em;
+        *bn = en;
+        return;
+    }
     for (int t = 0; t < 3; t++) {
         *bm = tiles[t][0];
         *bn = tiles[t][1];
@@ -1193,6 +1202,9 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     bool avec = A->stride[2] == 1 && K % 8 == 0 && A->stride[1] % 8 == 0 && A->offset % 8 == 0 &&
                 c->align[A->buffer] >= 16;
     bool bf = dt == MC_BF16;
+    /* MINIC_CUDA_CONV_KTAB=0: each thread decodes its K rows itself (three divisions an element) */
+    const char *ek = getenv("MINIC_CUDA_CONV_KTAB");
+    bool ktab = !(ek && strcmp(ek, "0") == 0);
     out->grid[0] = mtiles * ptiles;
     out->grid[1] = out->grid[2] = 1;
     out->block = T;
@@ -1228,12 +1240,39 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
                  (long long)cv->pw);
     mc_sb_printf(sb, "  const %s xb_ = (%s)%lld + img_ * (%s)%lld;\n", I, I, (long long)X->offset, I,
                  (long long)X->stride[0]);
+    if (ktab) {
+        /* K row kk's (c, ky, kx) as an offset into x and a displacement in y and x, for the K
+         * tile's BK rows, computed by BK threads two tiles ahead (the whole CTA reads the same
+         * rows: one shared-memory broadcast per element instead of three divisions); rows past
+         * K displace y by 2^24, a pixel past the end has y at -2^28: both read 0 */
+        mc_sb_printf(sb, "  __shared__ int4 kt_[2][%d];\n", BK);
+        mc_sb_puts(sb, "  auto fill_tab = [&](int kt, int buf) {\n");
+        mc_sb_printf(sb, "    if (tid < %d) {\n      const int kk = kt * %d + tid;\n      int4 t = make_int4(0, 1 << 24, 0, 0);\n",
+                     BK, BK);
+        mc_sb_printf(sb, "      if (kk < %lld) {\n", (long long)K);
+        mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
+                     (long long)KHW, (long long)KHW, (long long)cv->kw, (long long)cv->kw);
+        mc_sb_printf(sb, "        t = make_int4(ch * %lld + ky * %lld + kx * %lld, ky * %lld, kx * %lld, 0);\n",
+                     (long long)X->stride[1], (long long)(cv->dh * X->stride[2]), (long long)(cv->dw * X->stride[3]),
+                     (long long)cv->dh, (long long)cv->dw);
+        mc_sb_puts(sb, "      }\n      kt_[buf][tid] = t;\n    }\n  };\n");
+        mc_sb_puts(sb, "  const int iy1_ = pv_ ? iy0_ : -(1 << 28);\n");
+        mc_sb_printf(sb, "  const %s pb_ = pv_ ? xb_ + (%s)iy0_ * (%s)%lld + (%s)ix0_ * (%s)%lld : (%s)0;\n", I, I, I,
+                     (long long)X->stride[2], I, I, (long long)X->stride[3], I);
+    }
     int nb_ld = BK * BN / T; /* B elements per thread per tile */
     int kstep = T / BN;
     mc_sb_printf(sb, "  unsigned short rb_[%d];\n", nb_ld);
     /* B: global to registers for K tile kt */
     mc_sb_puts(sb, "  auto load_b = [&](int kt) {\n#pragma unroll\n");
     mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", nb_ld);
+    if (ktab) {
+        mc_sb_printf(sb, "      const int4 t = kt_[kt & 1][bk_ + j * %d];\n", kstep);
+        mc_sb_puts(sb, "      const int iy = iy1_ + t.y, ix = ix0_ + t.z;\n");
+        mc_sb_printf(sb, "      rb_[j] = (unsigned)iy < %lluu && (unsigned)ix < %lluu ? xa_[pb_ + t.x] : (unsigned short)0;\n",
+                     (unsigned long long)cv->h, (unsigned long long)cv->w);
+        mc_sb_puts(sb, "    }\n  };\n");
+    } else {
     mc_sb_printf(sb, "      const int kk = kt * %d + bk_ + j * %d;\n", BK, kstep);
     mc_sb_puts(sb, "      unsigned short v = 0;\n");
     mc_sb_printf(sb, "      if (pv_ && kk < %lld) {\n", (long long)K);
@@ -1246,6 +1285,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     mc_sb_printf(sb, "          v = xa_[xb_ + (%s)ch * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld];\n", I, I,
                  (long long)X->stride[1], I, I, (long long)X->stride[2], I, I, (long long)X->stride[3]);
     mc_sb_puts(sb, "      }\n      rb_[j] = v;\n    }\n  };\n");
+    }
     mc_sb_puts(sb, "  auto store_b = [&](int buf) {\n#pragma unroll\n");
     mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) Bs[buf][bk_ + j * %d][bn_] = rb_[j];\n  };\n", nb_ld, kstep);
     /* A: global to shared memory for K tile kt */
@@ -1272,6 +1312,8 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     mc_sb_printf(sb, "#pragma unroll\n  for (int a = 0; a < %d; ++a)\n#pragma unroll\n    for (int b = 0; b < %d; ++b)\n"
                      "#pragma unroll\n      for (int r = 0; r < 4; ++r) acc_[a][b][r] = 0.0f;\n", MT, NT);
     mc_sb_printf(sb, "  const int ntiles = %lld;\n", (long long)((K + BK - 1) / BK));
+    if (ktab)
+        mc_sb_puts(sb, "  fill_tab(0, 0);\n  fill_tab(1, 1);\n  __syncthreads();\n");
     mc_sb_puts(sb, "  load_a(0, 0);\n  load_b(0);\n  store_b(0);\n");
     if (avec)
         mc_sb_puts(sb, "  asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
@@ -1279,6 +1321,8 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     mc_sb_puts(sb, "  for (int kt = 0; kt < ntiles; ++kt) {\n"
                    "    const int cur = kt & 1;\n"
                    "    if (kt + 1 < ntiles) {\n      load_a(kt + 1, cur ^ 1);\n      load_b(kt + 1);\n    }\n");
+    if (ktab) /* tile kt's table was read by load_b(kt) in the last iteration, before its sync */
+        mc_sb_puts(sb, "    fill_tab(kt + 2, cur);\n");
     mc_sb_printf(sb, "#pragma unroll\n    for (int ks = 0; ks < %d; ++ks) {\n", BK / 16);
     mc_sb_printf(sb, "      unsigned af[%d][4];\n#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n", MT, MT);
     mc_sb_puts(sb, "        mc_ldsm4(af[mt], &As[cur][wm0 + mt * 16 + (lane & 15)][ks * 16 + (lane >> 4) * 8]);\n");
