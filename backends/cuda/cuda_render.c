@@ -1163,10 +1163,11 @@ static bool render_gemm_dot(rctx *c, mc_cuda_code *out)
 void mc_cuda_conv_tile(int64_t m, int64_t pixels, int sms, int *bm, int *bn)
 {
     static const int tiles[3][2] = {{128, 128}, {64, 128}, {64, 64}};
-    /* MINIC_CUDA_CONV_TILE=BMxBN (64 or 128 each): one tile for every conv, for experiments */
+    /* MINIC_CUDA_CONV_TILE=BMxBN (BM 64 or 128, BN 32, 64 or 128): one tile for every conv, for
+     * experiments */
     const char *e = getenv("MINIC_CUDA_CONV_TILE");
     int em = 0, en = 0;
-    if (e && sscanf(e, "%dx%d", &em, &en) == 2 && (em == 64 || em == 128) && (en == 64 || en == 128)) {
+    if (e && sscanf(e, "%dx%d", &em, &en) == 2 && (em == 64 || em == 128) && (en == 32 || en == 64 || en == 128)) {
         *bm = em;
         *bn = en;
         return;
@@ -1289,6 +1290,8 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     mc_sb_puts(sb, "  auto store_b = [&](int buf) {\n#pragma unroll\n");
     mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) Bs[buf][bk_ + j * %d][bn_] = rb_[j];\n  };\n", nb_ld, kstep);
     /* A: global to shared memory for K tile kt */
+    if (!avec)
+        mc_sb_printf(sb, "  unsigned short ra_[%d];\n", BM * BK / T);
     mc_sb_puts(sb, "  auto load_a = [&](int kt, int buf) {\n#pragma unroll\n");
     if (avec) {
         mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", BM * BK / 8 / T);
@@ -1299,22 +1302,29 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
                      I, (long long)A->offset, I, (long long)A->stride[1]);
         mc_sb_puts(sb, "    }\n    mc_cp_commit();\n  };\n");
     } else {
+        /* to registers, stored by store_a after this tile's mma (like B) */
         mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", BM * BK / T);
         mc_sb_printf(sb, "      const int e = tid + j * %d, r = e / %d, kc = e %% %d;\n", T, BK, BK);
         mc_sb_printf(sb, "      const %s m = m0 + r, kk = (%s)kt * %d + kc;\n", I, I, BK);
-        mc_sb_printf(sb, "      As[buf][r][kc] = m < (%s)%lld && kk < (%s)%lld ? wa_[(%s)%lld + m * (%s)%lld + kk * (%s)%lld] : "
+        mc_sb_printf(sb, "      ra_[j] = m < (%s)%lld && kk < (%s)%lld ? wa_[(%s)%lld + m * (%s)%lld + kk * (%s)%lld] : "
                          "(unsigned short)0;\n",
                      I, (long long)M, I, (long long)K, I, (long long)A->offset, I, (long long)A->stride[1], I,
                      (long long)A->stride[2]);
-        mc_sb_puts(sb, "    }\n  };\n");
+        mc_sb_puts(sb, "    }\n    (void)buf;\n  };\n");
     }
+    mc_sb_puts(sb, "  auto store_a = [&](int buf) {\n");
+    if (!avec) {
+        mc_sb_printf(sb, "#pragma unroll\n    for (int j = 0; j < %d; ++j) {\n", BM * BK / T);
+        mc_sb_printf(sb, "      const int e = tid + j * %d;\n      As[buf][e / %d][e %% %d] = ra_[j];\n    }\n", T, BK, BK);
+    }
+    mc_sb_puts(sb, "    (void)buf;\n  };\n");
     mc_sb_printf(sb, "  float acc_[%d][%d][4];\n", MT, NT);
     mc_sb_printf(sb, "#pragma unroll\n  for (int a = 0; a < %d; ++a)\n#pragma unroll\n    for (int b = 0; b < %d; ++b)\n"
                      "#pragma unroll\n      for (int r = 0; r < 4; ++r) acc_[a][b][r] = 0.0f;\n", MT, NT);
     mc_sb_printf(sb, "  const int ntiles = %lld;\n", (long long)((K + BK - 1) / BK));
     if (ktab)
         mc_sb_puts(sb, "  fill_tab(0, 0);\n  fill_tab(1, 1);\n  __syncthreads();\n");
-    mc_sb_puts(sb, "  load_a(0, 0);\n  load_b(0);\n  store_b(0);\n");
+    mc_sb_puts(sb, "  load_a(0, 0);\n  load_b(0);\n  store_a(0);\n  store_b(0);\n");
     if (avec)
         mc_sb_puts(sb, "  asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
     mc_sb_puts(sb, "  __syncthreads();\n");
@@ -1333,7 +1343,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     mc_sb_puts(sb, "          mc_mma(acc_[mt][2 * nt], af[mt], bf[0], bf[1]);\n"
                    "          mc_mma(acc_[mt][2 * nt + 1], af[mt], bf[2], bf[3]);\n"
                    "        }\n      }\n    }\n");
-    mc_sb_puts(sb, "    if (kt + 1 < ntiles)\n      store_b(cur ^ 1);\n");
+    mc_sb_puts(sb, "    if (kt + 1 < ntiles) {\n      store_a(cur ^ 1);\n      store_b(cur ^ 1);\n    }\n");
     if (avec)
         mc_sb_puts(sb, "    asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
     mc_sb_puts(sb, "    __syncthreads();\n  }\n");
