@@ -59,6 +59,7 @@ typedef struct rctx {
      * ip_view the same elements of another buffer; -1: none */
     int ip_view, ip_store, ip_cond;
     bool ip_keep;
+    int minb;          /* > 0: __launch_bounds__'s minimum blocks per SM */
 } rctx;
 
 /* Measured on an H200 (docs/PERFORMANCE.md): a grid of one chunk group per thread, scheduled
@@ -622,8 +623,12 @@ static void emit_signature(rctx *c, mc_cuda_code *out, int block_threads)
             if (x->offset < ye && y->offset < xe)
                 restrict_ok = false;
         }
-    mc_sb_printf(sb, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", block_threads,
-                 out->entry);
+    if (c->minb > 0)
+        mc_sb_printf(sb, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(", block_threads, c->minb,
+                     out->entry);
+    else
+        mc_sb_printf(sb, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", block_threads,
+                     out->entry);
     for (int p = 0; p < out->nparams; p++) {
         int b = out->param[p];
         if (p)
@@ -1195,7 +1200,13 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
         (A->stride[0] != 0 && k->shape[0] != 1) || c->t->sm < 80)
         return false;
     int BM = pl->conv_bm > 0 ? pl->conv_bm : 64, BN = pl->conv_bn > 0 ? pl->conv_bn : 64;
-    int T = 2 * BM, WN = BN / 2, MT = 2, NT = WN / 8, BK = CONV_BK;
+    /* warps: BM / 32 along C_out, WARPS_N along the pixels (2; MINIC_CUDA_CONV_WARPS_N=4 for
+     * experiments, where BN / 4 >= 16); MINIC_CUDA_CONV_MINB=N asks for N CTAs per SM */
+    const char *ew = getenv("MINIC_CUDA_CONV_WARPS_N"), *eb = getenv("MINIC_CUDA_CONV_MINB");
+    int WARPS_N = ew && atoi(ew) == 4 && BN / 4 >= 16 ? 4 : 2;
+    if (eb && atoi(eb) > 0 && atoi(eb) <= 8)
+        c->minb = atoi(eb);
+    int T = 32 * (BM / 32) * WARPS_N, WN = BN / WARPS_N, MT = 2, NT = WN / 8, BK = CONV_BK;
     int64_t M = g->m, K = g->k, O = g->n, P = k->shape[0] * O, KHW = cv->kh * cv->kw;
     int64_t mtiles = (M + BM - 1) / BM, ptiles = (P + BN - 1) / BN;
     /* A in 16-byte chunks: contiguous along K, rows and offset multiples of 8 elements, the
@@ -1231,7 +1242,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     mc_sb_puts(sb, "  const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;\n");
     mc_sb_printf(sb, "  const %s m0 = (%s)(blockIdx.x %% %lld) * %d, n0 = (%s)(blockIdx.x / %lld) * %d;\n", I, I,
                  (long long)mtiles, BM, I, (long long)mtiles, BN);
-    mc_sb_printf(sb, "  const int wm0 = (warp >> 1) * 32, wn0 = (warp & 1) * %d;\n", WN);
+    mc_sb_printf(sb, "  const int wm0 = (warp / %d) * 32, wn0 = (warp %% %d) * %d;\n", WARPS_N, WARPS_N, WN);
     /* this thread's pixel column of B: decoded once */
     mc_sb_printf(sb, "  const int bn_ = tid %% %d, bk_ = tid / %d;\n", BN, BN);
     mc_sb_printf(sb, "  const %s pix_ = n0 + bn_;\n  const bool pv_ = pix_ < (%s)%lld;\n", I, I, (long long)P);
