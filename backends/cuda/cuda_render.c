@@ -1168,11 +1168,11 @@ static bool render_gemm_dot(rctx *c, mc_cuda_code *out)
 void mc_cuda_conv_tile(int64_t m, int64_t pixels, int sms, int *bm, int *bn)
 {
     static const int tiles[3][2] = {{128, 128}, {64, 128}, {64, 64}};
-    /* MINIC_CUDA_CONV_TILE=BMxBN (BM 64 or 128, BN 32, 64 or 128): one tile for every conv, for
-     * experiments */
+    /* MINIC_CUDA_CONV_TILE=BMxBN (BM 32, 64 or 128, BN 32, 64 or 128): one tile for every conv,
+     * for experiments */
     const char *e = getenv("MINIC_CUDA_CONV_TILE");
     int em = 0, en = 0;
-    if (e && sscanf(e, "%dx%d", &em, &en) == 2 && (em == 64 || em == 128) && (en == 32 || en == 64 || en == 128)) {
+    if (e && sscanf(e, "%dx%d", &em, &en) == 2 && (em == 32 || em == 64 || em == 128) && (en == 32 || en == 64 || en == 128)) {
         *bm = em;
         *bn = en;
         return;
@@ -1204,6 +1204,8 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
      * experiments, where BN / 4 >= 16); MINIC_CUDA_CONV_MINB=N asks for N CTAs per SM */
     const char *ew = getenv("MINIC_CUDA_CONV_WARPS_N"), *eb = getenv("MINIC_CUDA_CONV_MINB");
     int WARPS_N = ew && atoi(ew) == 4 && BN / 4 >= 16 ? 4 : 2;
+    if (BM / 32 * WARPS_N * 32 < BN) /* every thread one pixel column of B: a 32-row tile takes 4 */
+        WARPS_N = 4;
     if (eb && atoi(eb) > 0 && atoi(eb) <= 8)
         c->minb = atoi(eb);
     int T = 32 * (BM / 32) * WARPS_N, WN = BN / WARPS_N, MT = 2, NT = WN / 8, BK = CONV_BK;
