@@ -605,8 +605,33 @@ static void test_implicit_conv_kernels(void **state)
             mc_graph_free(g);
         }
     assert_int_equal(convs, 40);
-    /* groups: the gather and a batched GEMM, as before */
+    /* K split three ways (MINIC_CUDA_CONV_SPLITK): the zeroed f32 region is a parameter, as big
+     * as the output in f32 plus a counter per tile */
     mc_graph *g;
+    if (mc_graph_parse_string("a.graph",
+                              "graph a\ninput x : bf16[32, 512, 7, 7]\nparam w : bf16[512, 512, 3, 3]\n"
+                              "param b : bf16[512]\ny = conv(x, w, b, padding=[1, 1])\nz = relu(y)\noutput z\n",
+                              &g) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    setenv("MINIC_CUDA_CONV_SPLITK", "3", 1);
+    {
+        mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = true,
+                                 .conv_implicit = true};
+        kir_program *kp;
+        assert_int_equal(mc_compile_kernels(g, &co, &kp), MC_OK);
+        mc_cuda_kernel_plan *pl = compile_all(kp);
+        assert_int_equal(kp->nkernels, 1);
+        assert_int_equal(pl[0].gemm.conv_split, 3);
+        int64_t tiles = (512 / pl[0].gemm.conv_bm) * ((32 * 49 + pl[0].gemm.conv_bn - 1) / pl[0].gemm.conv_bn);
+        assert_int_equal(pl[0].gemm.conv_ws_bytes, (512 * 32 * 49 + tiles) * 4);
+        assert_int_equal(pl[0].code.param[pl[0].code.nparams - 1], MC_CUDA_PARAM_SPLITK);
+        assert_int_equal(pl[0].code.grid[0], tiles * 3);
+        mc_cuda_plans_free(pl, kp->nkernels);
+        kir_program_free(kp);
+    }
+    unsetenv("MINIC_CUDA_CONV_SPLITK");
+    mc_graph_free(g);
+    /* groups: the gather and a batched GEMM, as before */
     if (mc_graph_parse_string("a.graph",
                               "graph a\ninput x : f16[2, 8, 9, 9]\nparam w : f16[8, 4, 3, 3]\n"
                               "y = conv(x, w, padding=[1, 1], groups=2)\noutput y\n", &g) != MC_OK)

@@ -26,6 +26,10 @@ typedef struct mc_cuda_target {
  * is MC_CUDA_PARAM_SCRATCH, or of the error word where it is MC_CUDA_PARAM_ERROR. */
 #define MC_CUDA_PARAM_SCRATCH (-1)
 #define MC_CUDA_PARAM_ERROR (-2) /* the gathers' error word (int[2]: check + 1, index) */
+#define MC_CUDA_PARAM_SPLITK (-3) /* a split-K conv's f32 partial sums and tile counters: zeroed
+                                     when allocated, and left zeroed by every kernel that uses it
+                                     (the program's kernels run one after another, so one region
+                                     of the largest size serves them all) */
 typedef struct mc_cuda_code {
     mc_strbuf src;     /* the whole translation unit: prelude, then the kernel */
     size_t body;       /* offset of the kernel after the prelude (for dumps) */
@@ -94,6 +98,9 @@ struct mc_cuda_gemm_plan {
      * conv_bm x conv_bn is its CTA tile, chosen by shape (mc_cuda_conv_tile) */
     bool conv;
     int conv_bm, conv_bn;
+    int conv_split;        /* > 1: K split over that many CTAs per tile, summed in
+                              MC_CUDA_PARAM_SPLITK (MINIC_CUDA_CONV_SPLITK=S) */
+    int64_t conv_ws_bytes; /* the bytes of that region the kernel needs */
     bool gemv_t;      /* gemv: B contiguous along K (a transposed weight: the tied LM head);
                          else contiguous along N (a linear layer's [K, N]) */
     bool gemv_fold;   /* gemv: B is the same matrix at every batch index, whose rows are folded
@@ -130,6 +137,8 @@ struct mc_cuda_gemm_plan {
 /* The CTA tile (rows of C_out x output pixels) of an implicit-GEMM conv of m output channels
  * over `pixels` output pixels (batch included) on `sms` multiprocessors (cuda_render.c). */
 void mc_cuda_conv_tile(int64_t m, int64_t pixels, int sms, int *bm, int *bn);
+/* The conv fields of p (conv, its tile, its K split) for conv kernel k on `sms` SMs. */
+void mc_cuda_conv_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p);
 /* Decide how kernel ki (a KIR_GEMM) runs: which epilogue cuBLASLt takes, operand layouts and
  * batching, gemv (very few rows, B contiguous along N or K: the generated GEMV kernel; not with
  * MINIC_NO_GEMV=1), small (few rows, both operands contiguous along K: the generated warp-dot

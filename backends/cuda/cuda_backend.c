@@ -67,6 +67,8 @@ typedef struct cuda_state {
     size_t *buf_bytes;
     const mc_cuda_gemm_plan **pitched; /* per kp buffer: the GEMM plan that pads its rows, or NULL */
     CUdeviceptr scratch, workspace;
+    CUdeviceptr splitk;       /* split-K convs' zeroed f32 region (MC_CUDA_PARAM_SPLITK), or 0 */
+    size_t splitk_bytes;
     CUdeviceptr gather_error; /* int[2]: a failed gather's check + 1 (0: none) and its index;
                                  0 when the program has no gathers */
     int32_t gather_seen[2];   /* its copy on the host after a run */
@@ -162,6 +164,8 @@ static mc_status layout_memory(mc_program *p, cuda_state *s, size_t *scratch_byt
     size_t err_at = total;
     if (kp->nchecks > 0)
         total += 256;
+    size_t splitk_at = total;
+    total += (s->splitk_bytes + 255) / 256 * 256;
     /* padded GEMMs read a little past their weights (cuda_gemm.c): keep it inside */
     size_t slack = 0;
     for (int b = 0; b < kp->nbuffers; b++)
@@ -189,6 +193,10 @@ static mc_status layout_memory(mc_program *p, cuda_state *s, size_t *scratch_byt
     s->scratch = s->mem + scratch_at;
     s->workspace = need_workspace ? s->mem + ws_at : 0;
     free(off);
+    if (s->splitk_bytes > 0) { /* zero once: every kernel that uses it leaves it zeroed */
+        s->splitk = s->mem + splitk_at;
+        CU_CHECK(s->cu->cuMemsetD8Async(s->splitk, 0, s->splitk_bytes, s->stream), "clearing the split-K sums");
+    }
     if (kp->nchecks > 0) {
         s->gather_error = s->mem + err_at;
         CU_CHECK(s->cu->cuMemsetD8Async(s->gather_error, 0, 8, s->stream), "clearing the gathers' error word");
@@ -202,7 +210,8 @@ static void bind_args(cuda_state *s, step *st, const mc_cuda_code *code)
 {
     for (int i = 0; i < code->nparams; i++) {
         int b = code->param[i];
-        st->argv[i] = b == MC_CUDA_PARAM_SCRATCH ? s->scratch : b == MC_CUDA_PARAM_ERROR ? s->gather_error : s->buf[b];
+        st->argv[i] = b == MC_CUDA_PARAM_SCRATCH ? s->scratch : b == MC_CUDA_PARAM_ERROR ? s->gather_error
+                      : b == MC_CUDA_PARAM_SPLITK ? s->splitk : s->buf[b];
         st->args[i] = &st->argv[i];
     }
 }
@@ -330,6 +339,8 @@ static mc_status cuda_prepare(mc_program *p)
     bool any_lt = false;
     for (int i = 0; i < kp->nkernels; i++) {
         const mc_cuda_kernel_plan *pl = &s->plans[i];
+        if (pl->is_gemm && pl->gemm.conv && (size_t)pl->gemm.conv_ws_bytes > s->splitk_bytes)
+            s->splitk_bytes = (size_t)pl->gemm.conv_ws_bytes;
         if (pl->is_gemm && pl->gemm.use_lt) {
             any_lt = true;
             size_t bytes = (size_t)pl->gemm.scratch_elems * mc_dtype_size(pl->gemm.scratch_dtype);

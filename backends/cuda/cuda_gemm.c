@@ -506,8 +506,8 @@ void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
         p->n = k->gemm.m;
         p->k = k->gemm.k;
         p->batch = k->shape[0];
-        mc_cuda_conv_tile(k->gemm.m, k->gemm.n * k->shape[0], 132, &p->conv_bm, &p->conv_bn);
-        return; /* (mc_cuda_plan_program picks the tile again for the target's SM count) */
+        mc_cuda_conv_plan(k, 132, p);
+        return; /* (mc_cuda_plan_program plans it again for the target's SM count) */
     }
     plan_layout(kp, ki, p, true);
     if (gemm_gemv(kp, &kp->kernels[ki], p)) {
@@ -554,8 +554,9 @@ void mc_cuda_gemm_plan_describe(const mc_cuda_gemm_plan *p, mc_strbuf *sb)
         return;
     }
     if (p->conv) {
-        mc_sb_printf(sb, "generated implicit-GEMM conv on tensor cores (CTA tile %d x %d, the im2col computed "
-                         "while loading; MINIC_CUDA_IMPLICIT_CONV=0 turns it off)", p->conv_bm, p->conv_bn);
+        mc_sb_printf(sb, "generated implicit-GEMM conv on tensor cores (CTA tile %d x %d%s, the im2col computed "
+                         "while loading; MINIC_CUDA_IMPLICIT_CONV=0 turns it off)", p->conv_bm, p->conv_bn,
+                     p->conv_split > 1 ? ", K split" : "");
         return;
     }
     if (!p->use_lt) {
@@ -611,8 +612,7 @@ mc_status mc_cuda_plan_program(const kir_program *kp, const mc_cuda_target *t, c
             pl->is_gemm = true;
             mc_cuda_gemm_plan_make(kp, i, &pl->gemm);
             if (pl->gemm.conv)
-                mc_cuda_conv_tile(kp->kernels[i].gemm.m, kp->kernels[i].gemm.n * kp->kernels[i].shape[0],
-                                  t->num_sms > 0 ? t->num_sms : 1, &pl->gemm.conv_bm, &pl->gemm.conv_bn);
+                mc_cuda_conv_plan(&kp->kernels[i], t->num_sms > 0 ? t->num_sms : 1, &pl->gemm);
             if (pl->gemm.use_lt && pl->gemm.full)
                 continue; /* cuBLASLt does it all */
         }

@@ -642,6 +642,10 @@ static void emit_signature(rctx *c, mc_cuda_code *out, int block_threads)
             mc_sb_puts(sb, "int *mc_err");
             continue;
         }
+        if (b == MC_CUDA_PARAM_SPLITK) {
+            mc_sb_puts(sb, "float *mc_ws");
+            continue;
+        }
         bool written = false;
         for (int s = 0; s < k->nstores; s++)
             if (k->views[k->stores[s].view].buffer == b)
@@ -1187,6 +1191,23 @@ void mc_cuda_conv_tile(int64_t m, int64_t pixels, int sms, int *bm, int *bn)
     }
 }
 
+void mc_cuda_conv_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
+{
+    int64_t pixels = k->gemm.n * k->shape[0];
+    mc_cuda_conv_tile(k->gemm.m, pixels, sms, &p->conv_bm, &p->conv_bn);
+    int64_t tiles = (k->gemm.m + p->conv_bm - 1) / p->conv_bm * ((pixels + p->conv_bn - 1) / p->conv_bn);
+    int64_t ktiles = (k->gemm.k + CONV_BK - 1) / CONV_BK;
+    /* MINIC_CUDA_CONV_SPLITK=S: K split S ways (at least 4 K tiles each), for experiments */
+    const char *e = getenv("MINIC_CUDA_CONV_SPLITK");
+    int s = e ? atoi(e) : 1;
+    if (s > 8)
+        s = 8;
+    while (s > 1 && ktiles / s < 4)
+        s--;
+    p->conv_split = s > 1 ? s : 1;
+    p->conv_ws_bytes = p->conv_split > 1 ? (k->gemm.m * pixels + tiles) * 4 : 0;
+}
+
 static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *out)
 {
     const kir_kernel *k = c->k;
@@ -1219,10 +1240,13 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     /* MINIC_CUDA_CONV_KTAB=0: each thread decodes its K rows itself (three divisions an element) */
     const char *ek = getenv("MINIC_CUDA_CONV_KTAB");
     bool ktab = !(ek && strcmp(ek, "0") == 0);
-    out->grid[0] = mtiles * ptiles;
+    int S = pl->conv_split > 1 ? pl->conv_split : 1;
+    out->grid[0] = mtiles * ptiles * S;
     out->grid[1] = out->grid[2] = 1;
     out->block = T;
     out->scheme = "conv-implicit-mma";
+    if (S > 1)
+        out->param[out->nparams++] = MC_CUDA_PARAM_SPLITK;
     mc_sb_printf(sb, "typedef %s mc_t;\n#define MC_T2 %s\n#define MC_PACK %s\n#define MC_PTX \"%s\"\n",
                  bf ? "__nv_bfloat16" : "__half", bf ? "__nv_bfloat162" : "__half2",
                  bf ? "__floats2bfloat162_rn" : "__floats2half2_rn", bf ? "bf16" : "f16");
@@ -1242,7 +1266,10 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     mc_sb_printf(sb, "  const unsigned short *wa_ = reinterpret_cast<const unsigned short *>(p%d);\n", pa);
     mc_sb_printf(sb, "  const unsigned short *xa_ = reinterpret_cast<const unsigned short *>(p%d);\n", px);
     mc_sb_puts(sb, "  const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;\n");
-    mc_sb_printf(sb, "  const %s m0 = (%s)(blockIdx.x %% %lld) * %d, n0 = (%s)(blockIdx.x / %lld) * %d;\n", I, I,
+    /* CTA: its tile (C_out tiles the fastest: neighbours read the same pixels), its K split */
+    mc_sb_printf(sb, "  const int bt_ = (int)(blockIdx.x %% %lldu), bs_ = (int)(blockIdx.x / %lldu);\n",
+                 (long long)(mtiles * ptiles), (long long)(mtiles * ptiles));
+    mc_sb_printf(sb, "  const %s m0 = (%s)(bt_ %% %lld) * %d, n0 = (%s)(bt_ / %lld) * %d;\n", I, I,
                  (long long)mtiles, BM, I, (long long)mtiles, BN);
     mc_sb_printf(sb, "  const int wm0 = (warp / %d) * 32, wn0 = (warp %% %d) * %d;\n", WARPS_N, WARPS_N, WN);
     /* this thread's pixel column of B: decoded once */
@@ -1334,16 +1361,18 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     mc_sb_printf(sb, "  float acc_[%d][%d][4];\n", MT, NT);
     mc_sb_printf(sb, "#pragma unroll\n  for (int a = 0; a < %d; ++a)\n#pragma unroll\n    for (int b = 0; b < %d; ++b)\n"
                      "#pragma unroll\n      for (int r = 0; r < 4; ++r) acc_[a][b][r] = 0.0f;\n", MT, NT);
-    mc_sb_printf(sb, "  const int ntiles = %lld;\n", (long long)((K + BK - 1) / BK));
+    /* this CTA's K tiles [kt0, kt1) (all of them without a split); buffers by the tile's parity */
+    mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %d, kt1 = (bs_ + 1) * %lld / %d;\n", (long long)((K + BK - 1) / BK), S,
+                 (long long)((K + BK - 1) / BK), S);
     if (ktab)
-        mc_sb_puts(sb, "  fill_tab(0, 0);\n  fill_tab(1, 1);\n  __syncthreads();\n");
-    mc_sb_puts(sb, "  load_a(0, 0);\n  load_b(0);\n  store_a(0);\n  store_b(0);\n");
+        mc_sb_puts(sb, "  fill_tab(kt0, kt0 & 1);\n  fill_tab(kt0 + 1, (kt0 + 1) & 1);\n  __syncthreads();\n");
+    mc_sb_puts(sb, "  load_a(kt0, kt0 & 1);\n  load_b(kt0);\n  store_a(kt0 & 1);\n  store_b(kt0 & 1);\n");
     if (avec)
         mc_sb_puts(sb, "  asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
     mc_sb_puts(sb, "  __syncthreads();\n");
-    mc_sb_puts(sb, "  for (int kt = 0; kt < ntiles; ++kt) {\n"
+    mc_sb_puts(sb, "  for (int kt = kt0; kt < kt1; ++kt) {\n"
                    "    const int cur = kt & 1;\n"
-                   "    if (kt + 1 < ntiles) {\n      load_a(kt + 1, cur ^ 1);\n      load_b(kt + 1);\n    }\n");
+                   "    if (kt + 1 < kt1) {\n      load_a(kt + 1, cur ^ 1);\n      load_b(kt + 1);\n    }\n");
     if (ktab) /* tile kt's table was read by load_b(kt) in the last iteration, before its sync */
         mc_sb_puts(sb, "    fill_tab(kt + 2, cur);\n");
     mc_sb_printf(sb, "#pragma unroll\n    for (int ks = 0; ks < %d; ++ks) {\n", BK / 16);
@@ -1356,10 +1385,33 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     mc_sb_puts(sb, "          mc_mma(acc_[mt][2 * nt], af[mt], bf[0], bf[1]);\n"
                    "          mc_mma(acc_[mt][2 * nt + 1], af[mt], bf[2], bf[3]);\n"
                    "        }\n      }\n    }\n");
-    mc_sb_puts(sb, "    if (kt + 1 < ntiles) {\n      store_a(cur ^ 1);\n      store_b(cur ^ 1);\n    }\n");
+    mc_sb_puts(sb, "    if (kt + 1 < kt1) {\n      store_a(cur ^ 1);\n      store_b(cur ^ 1);\n    }\n");
     if (avec)
         mc_sb_puts(sb, "    asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
     mc_sb_puts(sb, "    __syncthreads();\n  }\n");
+    if (S > 1) {
+        /* split K: every CTA of the tile adds its sums into the f32 region (red.global.add),
+         * the last to finish (a counter per tile) reads the totals back, leaves zeros behind,
+         * resets the counter and runs the epilogue */
+        mc_sb_printf(sb, "  unsigned *cnt_ = reinterpret_cast<unsigned *>(mc_ws + %lld);\n", (long long)(M * P));
+        mc_sb_printf(sb, "#pragma unroll\n  for (int nt = 0; nt < %d; ++nt)\n#pragma unroll\n    for (int e = 0; e < 2; ++e)\n"
+                         "#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n#pragma unroll\n        for (int h = 0; h < 2; ++h) {\n",
+                     NT, MT);
+        mc_sb_printf(sb, "          const %s pp_ = n0 + wn0 + nt * 8 + t4 * 2 + e, mm_ = m0 + wm0 + mt * 16 + g + h * 8;\n", I);
+        mc_sb_printf(sb, "          if (pp_ < (%s)%lld && mm_ < (%s)%lld) atomicAdd(mc_ws + mm_ * (%s)%lld + pp_, acc_[mt][nt][h * 2 + e]);\n",
+                     I, (long long)P, I, (long long)M, I, (long long)P);
+        mc_sb_puts(sb, "        }\n  __threadfence();\n  __syncthreads();\n  __shared__ int last_;\n");
+        mc_sb_printf(sb, "  if (tid == 0) last_ = atomicAdd(cnt_ + bt_, 1u) == %du;\n  __syncthreads();\n  if (!last_) return;\n"
+                         "  __threadfence();\n", S - 1);
+        mc_sb_printf(sb, "#pragma unroll\n  for (int nt = 0; nt < %d; ++nt)\n#pragma unroll\n    for (int e = 0; e < 2; ++e)\n"
+                         "#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n#pragma unroll\n        for (int h = 0; h < 2; ++h) {\n",
+                     NT, MT);
+        mc_sb_printf(sb, "          const %s pp_ = n0 + wn0 + nt * 8 + t4 * 2 + e, mm_ = m0 + wm0 + mt * 16 + g + h * 8;\n", I);
+        mc_sb_printf(sb, "          if (pp_ < (%s)%lld && mm_ < (%s)%lld) {\n", I, (long long)P, I, (long long)M);
+        mc_sb_printf(sb, "            float *w_ = mc_ws + mm_ * (%s)%lld + pp_;\n", I, (long long)P);
+        mc_sb_puts(sb, "            acc_[mt][nt][h * 2 + e] = __ldcg(w_);\n            __stcg(w_, 0.0f);\n          }\n        }\n");
+        mc_sb_puts(sb, "  if (tid == 0) cnt_[bt_] = 0u;\n");
+    }
     /* the epilogue at each accumulator: (i0, i1, i2) = (image, output channel, pixel) */
     mc_sb_printf(sb, "#pragma unroll\n  for (int nt = 0; nt < %d; ++nt)\n#pragma unroll\n    for (int e = 0; e < 2; ++e) {\n",
                  NT);
