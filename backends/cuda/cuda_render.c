@@ -60,6 +60,7 @@ typedef struct rctx {
     int ip_view, ip_store, ip_cond;
     bool ip_keep;
     int minb;          /* > 0: __launch_bounds__'s minimum blocks per SM */
+    bool acc_pair;     /* KI_ACC is accp_[j] (render_conv_mma's epilogue over pairs of outputs) */
 } rctx;
 
 /* Measured on an H200 (docs/PERFORMANCE.md): a grid of one chunk group per thread, scheduled
@@ -326,6 +327,8 @@ static bool emit_value_unsaturated(rctx *c, int i, int k_iter)
             mc_sb_printf(sb, "mc_ld(LA.x[%d])", c->j);
         else if (c->acc_scratch)
             mc_sb_printf(sb, "mc_ld(acc_p[e_])");
+        else if (c->acc_pair)
+            mc_sb_printf(sb, "accp_[%d]", c->j > 0 ? c->j : 0);
         else
             mc_sb_puts(sb, "acc");
         return true;
@@ -1412,7 +1415,36 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
         mc_sb_puts(sb, "            acc_[mt][nt][h * 2 + e] = __ldcg(w_);\n            __stcg(w_, 0.0f);\n          }\n        }\n");
         mc_sb_puts(sb, "  if (tid == 0) cnt_[bt_] = 0u;\n");
     }
-    /* the epilogue at each accumulator: (i0, i1, i2) = (image, output channel, pixel) */
+    /* the epilogue over each pair of accumulators (two neighbouring pixels, the same image where
+     * OH OW is even): (i0, i1, i2) = (image, output channel, pixel); the views contiguous along
+     * the pixels are read and written two elements at a time where their offsets and alignment
+     * allow (MINIC_CUDA_CONV_PAIR=0: one at a time) */
+    bool *eused = calloc((size_t)k->nviews + 1, 1);
+    if (!eused)
+        return false;
+    mark_used(k, 0, eused);
+    const char *ep = getenv("MINIC_CUDA_CONV_PAIR");
+    bool pair = !(ep && strcmp(ep, "0") == 0) && O % 2 == 0 && choose_vec(c->kp, k, c->align, eused, false, MC_F32) >= 2;
+    free(eused);
+    if (pair) {
+        c->V = 2;
+        c->acc_pair = true;
+        out->vec = 2;
+        mc_sb_printf(sb, "#pragma unroll\n  for (int nt = 0; nt < %d; ++nt) {\n", NT);
+        mc_sb_printf(sb, "    const %s pp_ = n0 + wn0 + nt * 8 + t4 * 2;\n", I);
+        mc_sb_printf(sb, "    if (pp_ >= (%s)%lld) continue;\n", I, (long long)P);
+        mc_sb_printf(sb, "    const %s i0 = pp_ / %lld, i2 = pp_ - i0 * %lld;\n", I, (long long)O, (long long)O);
+        mc_sb_printf(sb, "#pragma unroll\n    for (int mt = 0; mt < %d; ++mt)\n#pragma unroll\n      for (int h = 0; h < 2; ++h) {\n",
+                     MT);
+        mc_sb_printf(sb, "        const %s i1 = m0 + wm0 + mt * 16 + g + h * 8;\n", I);
+        mc_sb_printf(sb, "        if (i1 < (%s)%lld) {\n", I, (long long)M);
+        mc_sb_puts(sb, "          const float accp_[2] = {acc_[mt][nt][h * 2], acc_[mt][nt][h * 2 + 1]};\n");
+        emit_view_offsets(c, 0, 0, 5, false);
+        if (!emit_chunk(c, 0, 0, 5))
+            return false;
+        mc_sb_puts(sb, "        }\n      }\n  }\n  (void)xb_;\n}\n");
+        return true;
+    }
     mc_sb_printf(sb, "#pragma unroll\n  for (int nt = 0; nt < %d; ++nt)\n#pragma unroll\n    for (int e = 0; e < 2; ++e) {\n",
                  NT);
     mc_sb_printf(sb, "      const %s pp_ = n0 + wn0 + nt * 8 + t4 * 2 + e;\n", I);
