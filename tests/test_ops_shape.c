@@ -307,6 +307,8 @@ static const window_spec window_specs[] = {
     {0, 1, 2, 8, 30, 1, 12, 5, 1, {2, 0}, {2, 0}, {1, 1}, 1, true, true, 0},
     /* 17: asymmetric window and strides, padding along H only, residual */
     {0, 2, 2, 8, 9, 17, 20, 3, 5, {2, 1}, {1, 0}, {1, 3}, 1, true, true, 1},
+    /* 18: an even number of output pixels (the epilogue's pairs), residual, two pixel tiles */
+    {0, 2, 2, 16, 12, 10, 70, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, true, 1},
 };
 
 static int64_t window_out(int64_t len, int64_t k, int64_t s, int64_t p, int64_t d)
@@ -995,6 +997,8 @@ static const op_case cases[] = {
     CASE("conv2d_implicit_asymmetric_residual_f16", window, F16, 17),
     CASE("conv2d_implicit_asymmetric_residual_bf16", window, BF16, 17),
     CASE("conv2d_implicit_asymmetric_residual_f32", window, F32, 17),
+    CASE("conv2d_implicit_even_residual_f16", window, F16, 18),
+    CASE("conv2d_implicit_even_residual_bf16", window, BF16, 18),
     {"graph_conv_block_padded", build_conv_block, NULL, NULL, MC_F32, 0, NULL, NULL, NULL, NULL, 0, false, 0, NULL},
     CASE("maxpool2d", window, F32, 4), CASE("maxpool1d", window, F32, 5), CASE("maxpool2d_bf16", window, BF16, 4),
     CASE("avgpool2d_padded", window, F32, 6), CASE("avgpool1d_padded", window, F32, 7),
