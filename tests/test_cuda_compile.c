@@ -538,7 +538,7 @@ static void test_implicit_conv_kernels(void **state)
         {32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, true, 64, 128},      /* layer 1 */
         {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, false, 64, 128},  /* layer 2 */
         {32, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, true, 64, 64},    /* layer 3 */
-        {32, 256, 14, 14, 512, 3, 3, 2, 2, 1, 1, 1, 1, false, 64, 64},   /* into layer 4 */
+        {32, 256, 14, 14, 512, 3, 3, 2, 2, 1, 1, 1, 1, false, 64, 64},   /* into layer 4 (K split) */
         {32, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 64, 128},   /* the stem */
         {32, 64, 56, 56, 128, 1, 1, 2, 2, 0, 0, 1, 1, false, 64, 128},   /* downsample */
         {512, 64, 56, 56, 256, 3, 3, 1, 1, 1, 1, 1, 1, false, 128, 128}, /* big enough for 128x128 */
@@ -590,6 +590,8 @@ static void test_implicit_conv_kernels(void **state)
                         assert_int_equal(kp->nkernels, 1);
                         assert_int_equal(pl[k].gemm.conv_bm, cases[i].bm);
                         assert_int_equal(pl[k].gemm.conv_bn, cases[i].bn);
+                        /* fewer tiles than 2 per SM (132) and K long enough: split in two */
+                        assert_int_equal(pl[k].gemm.conv_split, i == 3 ? 2 : 1);
                         int64_t out = cases[i].n * cases[i].co * oh * ow, esz = 2;
                         int64_t xb = cases[i].n * cases[i].c * cases[i].h * cases[i].w;
                         int64_t wb = cases[i].co * cases[i].c * cases[i].kh * cases[i].kw;

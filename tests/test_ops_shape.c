@@ -309,6 +309,9 @@ static const window_spec window_specs[] = {
     {0, 2, 2, 8, 9, 17, 20, 3, 5, {2, 1}, {1, 0}, {1, 3}, 1, true, true, 1},
     /* 18: an even number of output pixels (the epilogue's pairs), residual, two pixel tiles */
     {0, 2, 2, 16, 12, 10, 70, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, true, 1},
+    /* 19: K = 576 (18 K tiles) over few tiles: on cuda K split in two (the partial sums added
+     * up in f32 by the tile's last CTA), residual */
+    {0, 2, 2, 64, 9, 9, 40, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, true, 1},
 };
 
 static int64_t window_out(int64_t len, int64_t k, int64_t s, int64_t p, int64_t d)
@@ -999,6 +1002,7 @@ static const op_case cases[] = {
     CASE("conv2d_implicit_asymmetric_residual_f32", window, F32, 17),
     CASE("conv2d_implicit_even_residual_f16", window, F16, 18),
     CASE("conv2d_implicit_even_residual_bf16", window, BF16, 18),
+    CASE("conv2d_implicit_split_k_f16", window, F16, 19), CASE("conv2d_implicit_split_k_bf16", window, BF16, 19),
     {"graph_conv_block_padded", build_conv_block, NULL, NULL, MC_F32, 0, NULL, NULL, NULL, NULL, 0, false, 0, NULL},
     CASE("maxpool2d", window, F32, 4), CASE("maxpool1d", window, F32, 5), CASE("maxpool2d_bf16", window, BF16, 4),
     CASE("avgpool2d_padded", window, F32, 6), CASE("avgpool1d_padded", window, F32, 7),

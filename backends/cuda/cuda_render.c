@@ -1200,12 +1200,22 @@ void mc_cuda_conv_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
     mc_cuda_conv_tile(k->gemm.m, pixels, sms, &p->conv_bm, &p->conv_bn);
     int64_t tiles = (k->gemm.m + p->conv_bm - 1) / p->conv_bm * ((pixels + p->conv_bn - 1) / p->conv_bn);
     int64_t ktiles = (k->gemm.k + CONV_BK - 1) / CONV_BK;
-    /* MINIC_CUDA_CONV_SPLITK=S: K split S ways (at least 4 K tiles each), for experiments */
+    /* Fewer tiles than two per SM (ResNet-18's last stage at batch 32: 200 64x64 tiles, K 4608):
+     * K split in up to four, each part at least 8 K tiles, so that every SM has two CTAs or more.
+     * MINIC_CUDA_CONV_SPLITK=S: S ways for every conv (1: never), for experiments. */
     const char *e = getenv("MINIC_CUDA_CONV_SPLITK");
-    int s = e ? atoi(e) : 1;
+    int s = 1, least = 8;
+    if (e && atoi(e) >= 1) {
+        s = atoi(e);
+        least = 4;
+    } else if (tiles < 2 * (int64_t)sms) {
+        s = (int)((2 * (int64_t)sms + tiles - 1) / tiles);
+    }
     if (s > 8)
         s = 8;
-    while (s > 1 && ktiles / s < 4)
+    if (!e && s > 4)
+        s = 4;
+    while (s > 1 && ktiles / s < least)
         s--;
     p->conv_split = s > 1 ? s : 1;
     p->conv_ws_bytes = p->conv_split > 1 ? (k->gemm.m * pixels + tiles) * 4 : 0;
