@@ -525,7 +525,7 @@ static void test_more_operators(void **state)
  * stride-2 downsample) and odd ones (dilation, asymmetric padding and strides, 1-D, K not a
  * multiple of 8: weights element by element), each one kernel with its bias, residual and relu,
  * category conv, planned as the conv kernel with the tile mc_cuda_conv_tile picks; compiled
- * fused and unfused. A grouped conv keeps the gather and cuBLASLt (no conv plan). */
+ * fused (the first also unfused). A grouped conv keeps the gather and cuBLASLt (no conv plan). */
 static void test_implicit_conv_kernels(void **state)
 {
     (void)state;
@@ -538,18 +538,22 @@ static void test_implicit_conv_kernels(void **state)
         {32, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, true, 64, 128},      /* layer 1 */
         {32, 128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, false, 64, 128},  /* layer 2 */
         {32, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, true, 64, 64},    /* layer 3 */
-        {32, 256, 14, 14, 512, 3, 3, 2, 2, 1, 1, 1, 1, false, 64, 64},   /* into layer 4 (K split) */
+        {32, 256, 14, 14, 512, 3, 3, 2, 2, 1, 1, 1, 1, false, 64, 32},   /* into layer 4 */
         {32, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, 64, 128},   /* the stem */
         {32, 64, 56, 56, 128, 1, 1, 2, 2, 0, 0, 1, 1, false, 64, 128},   /* downsample */
         {512, 64, 56, 56, 256, 3, 3, 1, 1, 1, 1, 1, 1, false, 128, 128}, /* big enough for 128x128 */
-        {2, 20, 15, 14, 40, 3, 3, 2, 2, 1, 1, 1, 1, true, 64, 64},       /* K = 180 */
-        {2, 8, 12, 12, 24, 3, 3, 1, 1, 2, 2, 2, 2, false, 64, 64},       /* dilated */
-        {2, 8, 9, 17, 20, 3, 5, 2, 1, 1, 0, 1, 3, true, 64, 64},         /* asymmetric */
+        {2, 20, 15, 14, 40, 3, 3, 2, 2, 1, 1, 1, 1, true, 64, 32},       /* K = 180 */
+        {2, 8, 12, 12, 24, 3, 3, 1, 1, 2, 2, 2, 2, false, 64, 32},       /* dilated */
+        {2, 8, 9, 17, 20, 3, 5, 2, 1, 1, 0, 1, 3, true, 64, 32},         /* asymmetric */
+        {32, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, true, 64, 32},      /* layer 4 */
     };
     static const char *const dtypes[] = {"f16", "bf16"};
     int convs = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int t = 0; t < 2; t++) {
+            /* (NVRTC is slow: both dtypes for every third case, one for the others) */
+            if (i % 3 != 0 && t != (int)(i % 2))
+                continue;
             const char *dt = dtypes[t];
             char text[2048];
             int64_t oh = (cases[i].h + 2 * cases[i].p0 - cases[i].d0 * (cases[i].kh - 1) - 1) / cases[i].s0 + 1;
@@ -568,7 +572,7 @@ static void test_implicit_conv_kernels(void **state)
             mc_graph *g;
             if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
                 fail_msg("%s\n%s", mc_error_message(), text);
-            for (int fuse = 1; fuse >= 0; fuse--) {
+            for (int fuse = 1; fuse >= (i == 0 ? 0 : 1); fuse--) { /* unfused: the first case */
                 mc_compile_options co = {.fuse = fuse, .plan_memory = true, .verify = true, .conv_gather = true,
                                          .conv_implicit = true};
                 kir_program *kp;
@@ -590,8 +594,8 @@ static void test_implicit_conv_kernels(void **state)
                         assert_int_equal(kp->nkernels, 1);
                         assert_int_equal(pl[k].gemm.conv_bm, cases[i].bm);
                         assert_int_equal(pl[k].gemm.conv_bn, cases[i].bn);
-                        /* fewer tiles than 2 per SM (132) and K long enough: split in two */
-                        assert_int_equal(pl[k].gemm.conv_split, i == 3 ? 2 : 1);
+                        /* K split only where even 64x32 tiles are fewer than 2 per SM */
+                        assert_int_equal(pl[k].gemm.conv_split, 1);
                         int64_t out = cases[i].n * cases[i].co * oh * ow, esz = 2;
                         int64_t xb = cases[i].n * cases[i].c * cases[i].h * cases[i].w;
                         int64_t wb = cases[i].co * cases[i].c * cases[i].kh * cases[i].kw;
@@ -606,7 +610,7 @@ static void test_implicit_conv_kernels(void **state)
             }
             mc_graph_free(g);
         }
-    assert_int_equal(convs, 40);
+    assert_int_equal(convs, 17); /* 15 fused, 2 unfused */
     /* K split three ways (MINIC_CUDA_CONV_SPLITK): the zeroed f32 region is a parameter, as big
      * as the output in f32 plus a counter per tile */
     mc_graph *g;
