@@ -220,10 +220,10 @@ typedef struct mc_profile_event {
  * end. Returns true when the host times were used for every run. */
 bool mc_profile_place_runs(mc_profile_event *ev, int n, int iters, const double *host, double *span);
 
+enum { MC_PEAK_SIZES = 4 }; /* mc_profile's memory ceilings by working set */
+
 /* What a backend's `profile` slot fills (runtime/profile.h reads it; the arrays are allocated
  * by mc_profile_init with the counts, the times unknown). */
-enum { MC_PEAK_SIZES = 4 };
-
 struct mc_profile {
     const mc_program *program; /* the program profiled (its kp's kernels, in order) */
     int nkernels;              /* == program->kp->nkernels */
