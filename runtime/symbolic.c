@@ -261,6 +261,8 @@ static void sized_refusal(const mc_program *p, char *why, size_t size)
         snprintf(why, size, "MINIC_SPECIALIZE=1");
     else if (!p->backend->runtime_sizes)
         snprintf(why, size, "the %s backend does not take sizes at run time yet", p->backend->name);
+    else if (p->backend->runtime_sizes_off && p->backend->runtime_sizes_off())
+        snprintf(why, size, "%s", p->backend->runtime_sizes_off());
     else
         mc_runsizes_refusal(p->graph, why, size);
 }
@@ -315,8 +317,10 @@ static mc_status bound_program(mc_program *p, mc_program **out)
     o.backend = mc_program_backend_kind(p);
     o.note = mc_program_forward_note;
     o.note_ctx = p;
-    st = mc_program_instantiate(sg, kp, &o, out);
+    st = mc_program_instantiate(sg, kp, s->sized, s->b.value, &o, out);
     mc_graph_free(sg);
+    if (st == MC_OK && (*out)->kernels_specialized > 0)
+        s->compilations++; /* the backend rendered kernels for this binding (its notes say why) */
     return st;
 }
 
@@ -663,3 +667,5 @@ mc_program *mc_symbolic_current(const mc_program *p)
 }
 
 int mc_symbolic_compilations(const mc_program *p) { return p->sym->compilations; }
+
+int mc_symbolic_cached(const mc_program *p) { return p->sym ? p->sym->ncache : 0; }

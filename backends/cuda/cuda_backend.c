@@ -85,6 +85,11 @@ typedef struct cuda_state {
     bool uploaded_once;
 } cuda_state;
 
+/* CUDA graphs instantiated and not yet destroyed, in every program (mc_cuda_live_graphs). */
+static atomic_int live_graphs;
+
+int mc_cuda_live_graphs(void) { return atomic_load(&live_graphs); }
+
 #define CU_CHECK(call, what)                                                                  \
     do {                                                                                      \
         CUresult r_ = (call);                                                                 \
@@ -202,6 +207,10 @@ static void bind_args(cuda_state *s, step *st, const mc_cuda_code *code)
 {
     for (int i = 0; i < code->nparams; i++) {
         int b = code->param[i];
+        if (b == MC_CUDA_PARAM_SIZES) { /* struct mc_sz by value: the launch copies it */
+            st->args[i] = (void *)code->sizes;
+            continue;
+        }
         st->argv[i] = b == MC_CUDA_PARAM_SCRATCH ? s->scratch : b == MC_CUDA_PARAM_ERROR ? s->gather_error : s->buf[b];
         st->args[i] = &st->argv[i];
     }
@@ -320,7 +329,17 @@ static mc_status cuda_prepare(mc_program *p)
     if (!align)
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     mc_cuda_buffer_align(kp, align);
-    mc_status st = mc_cuda_plan_program(kp, &s->target, align, &s->plans);
+    mc_status st;
+    if (p->sized) { /* one binding of kernels compiled once: their sources hold no binding */
+        char why[200] = "";
+        st = mc_cuda_plan_program_sized(kp, p->sized, p->sized_values, &s->target, align, &s->plans,
+                                        &p->kernels_specialized, why, sizeof why);
+        if (st == MC_OK && p->kernels_specialized > 0)
+            mc_program_note(p, "symbolic dimensions: %d kernel%s compiled for this binding (%s)",
+                            p->kernels_specialized, p->kernels_specialized == 1 ? "" : "s", why);
+    } else {
+        st = mc_cuda_plan_program(kp, &s->target, align, &s->plans);
+    }
     if (st != MC_OK) {
         free(align);
         return st;
@@ -392,6 +411,11 @@ static mc_status cuda_prepare(mc_program *p)
             mc_cuda_code_free(&pl->code);
             st = mc_cuda_render(kp, i, &s->target, align, &pl->gemm, &pl->code);
             pl->has_code = st == MC_OK;
+            if (p->sized && mc_cuda_kernel_sized(&p->sized->kernels[i])) {
+                p->kernels_specialized++; /* the tiled GEMM with this binding's sizes */
+                mc_program_note(p, "symbolic dimensions: kernel %s compiled for this binding (cuBLASLt has no "
+                                "algorithm for it)", kp->kernels[i].name);
+            }
         }
     }
     free(align);
@@ -576,6 +600,7 @@ static bool capture(cuda_state *s, const kir_program *kp, char *why, size_t size
         snprintf(why, size, "instantiating the graph failed: %s", mc_cuda_errstr(r));
         return false;
     }
+    atomic_fetch_add(&live_graphs, 1);
     return true;
 }
 
@@ -746,6 +771,7 @@ static mc_status repoint(mc_program *p, cuda_state *s, int b, CUdeviceptr to)
     if (s->gexec) {
         s->cu->cuGraphExecDestroy(s->gexec);
         s->gexec = NULL;
+        atomic_fetch_sub(&live_graphs, 1);
     }
     s->graph_done = false;
     return MC_OK;
@@ -1207,8 +1233,10 @@ static void cuda_release(mc_program *p)
         cu->cuCtxSetCurrent(s->ctx);
     if (cu && s->stream)
         cu->cuStreamSynchronize(s->stream);
-    if (s->gexec)
+    if (s->gexec) {
         cu->cuGraphExecDestroy(s->gexec);
+        atomic_fetch_sub(&live_graphs, 1);
+    }
     if (s->steps)
         for (int i = 0; i < s->nsteps; i++) {
             free(s->steps[i].argv);
@@ -1275,8 +1303,10 @@ static void cuda_comm_release(mc_program **ranks, int n)
             continue;
         s->cu->cuCtxSetCurrent(s->ctx);
         s->cu->cuStreamSynchronize(s->stream);
-        if (s->gexec)
+        if (s->gexec) {
             s->cu->cuGraphExecDestroy(s->gexec);
+            atomic_fetch_sub(&live_graphs, 1);
+        }
         s->gexec = NULL;
     }
     for (int r = 0; r < n; r++) {
@@ -1289,9 +1319,18 @@ static void cuda_comm_release(mc_program **ranks, int n)
     }
 }
 
+/* MINIC_CUDA_SIZED=0: symbolic programs compile per binding, as before run-time sizes. */
+static const char *cuda_sizes_off(void)
+{
+    const char *e = getenv("MINIC_CUDA_SIZED");
+    return e && strcmp(e, "0") == 0 ? "MINIC_CUDA_SIZED=0" : NULL;
+}
+
 const mc_backend mc_backend_cuda = {
     .name = "cuda",
     .is_gpu = true,
+    .runtime_sizes = true,
+    .runtime_sizes_off = cuda_sizes_off,
     .attention = true,
     .conv_gather = true,
     .probe = cuda_probe,
