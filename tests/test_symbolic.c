@@ -868,7 +868,7 @@ static const char *block_model =
  * source (what the disk cache and the loaded modules key on), with the binding's sizes only in
  * their launch (grid, the S_ parameter), and that source compiles with NVRTC. Kernels that
  * cannot read sizes yet (attention over a symbolic T) are rendered per binding and say so. */
-static void check_sized_sources(const char *text, int want_specialized, const char *why_part)
+static void check_sized_sources(const char *text, int want_specialized, const char *why_part, int want_with_sizes)
 {
     mc_graph *g = parse(text);
     mc_options o = mc_test_options();
@@ -902,7 +902,7 @@ static void check_sized_sources(const char *text, int want_specialized, const ch
         if (why_part && !strstr(why, why_part))
             fail_msg("why: %s", why);
         for (int k = 0; k < kp->nkernels; k++) {
-            if (!pl[k].has_code || sized->kernels[k].category == KIR_ATTENTION)
+            if (!pl[k].has_code || (want_specialized && sized->kernels[k].category == KIR_ATTENTION))
                 continue;
             if (b == 0) {
                 first[k] = strdup(pl[k].code.src.data);
@@ -932,7 +932,7 @@ static void check_sized_sources(const char *text, int want_specialized, const ch
         free(align);
         kir_program_free(kp);
     }
-    assert_true(with_sizes >= 2);
+    assert_true(with_sizes >= want_with_sizes);
     for (int k = 0; k < sized->nkernels; k++)
         free(first[k]);
     free(first);
@@ -947,8 +947,17 @@ static void test_cuda_sized_sources(void **state)
         printf("cuda: skipped: no NVRTC (%s)\n", mc_error_message());
         return;
     }
-    check_sized_sources(block_model, 0, NULL);
-    check_sized_sources(sized_model, 1, "attention over symbolic lengths");
+    check_sized_sources(block_model, 0, NULL, 2);
+    check_sized_sources(sized_model, 0, NULL, 2); /* attention over T too (f32: on the FMA units) */
+    /* bf16 causal attention over T: the tensor-core kernel */
+    check_sized_sources("input q : bf16[B, 2, T<=128, 64]\ninput k : bf16[B, 2, T, 64]\ninput v : bf16[B, 2, T, 64]\n"
+                        "kt = transpose(k, perm=[0, 1, 3, 2])\ns0 = matmul(q, kt)\ns = mul(s0, 0.125)\n"
+                        "row = iota(shape=[T, T], axis=0)\ncol = iota(shape=[T, T], axis=1)\nkeep = ge(row, col)\n"
+                        "sm = where(keep, s, -inf)\np = softmax(sm, axis=-1)\ny = matmul(p, v)\noutput y\n",
+                        0, NULL, 1);
+    setenv("MINIC_CUDA_SIZED_ATTENTION", "0", 1); /* the previous path: attention per binding */
+    check_sized_sources(sized_model, 1, "attention over symbolic lengths", 2);
+    unsetenv("MINIC_CUDA_SIZED_ATTENTION");
 }
 #endif
 
@@ -986,13 +995,25 @@ static void test_cuda_compiles_once(void **state)
     assert_int_equal(mc_symbolic_cached(p), 8);
     mc_program_free(p);
     assert_int_equal(mc_cuda_live_graphs(), graphs_before);
-    /* attention over a symbolic T: that kernel is compiled per binding, the rest once */
+    /* every operator that takes symbolic sizes, attention over a symbolic T among them */
     mc_graph *ga = parse(sized_model);
     p = compile_noting(ga, MC_BACKEND_CUDA);
-    run_against_oracle(p, ga, bindings[0], 2e-3);
-    run_against_oracle(p, ga, bindings[1], 2e-3);
+    const int64_t abind[][2] = {{2, 3}, {1, 7}, {3, 32}, {1, 1}, {2, 3}, {4, 5}};
+    for (size_t i = 0; i < sizeof abind / sizeof abind[0]; i++) {
+        run_against_oracle(p, ga, abind[i], 2e-3);
+        if (mc_program_compilations(p) != 1)
+            fail_msg("binding %zu: %d compilations; notes: %s", i, mc_program_compilations(p), mc_program_notes(p));
+    }
+    mc_program_free(p);
+    /* MINIC_CUDA_SIZED_ATTENTION=0: the attention kernel per binding (the previous path) */
+    setenv("MINIC_CUDA_SIZED_ATTENTION", "0", 1);
+    p = compile_noting(ga, MC_BACKEND_CUDA);
+    run_against_oracle(p, ga, abind[0], 2e-3);
+    run_against_oracle(p, ga, abind[1], 2e-3);
+    unsetenv("MINIC_CUDA_SIZED_ATTENTION");
     if (!strstr(mc_program_notes(p), "attention over symbolic lengths"))
         fail_msg("notes: %s", mc_program_notes(p));
+    assert_int_equal(mc_program_compilations(p), 3);
     mc_program_free(p);
     mc_graph_free(ga);
     /* the previous path, for comparison: a compile per binding */

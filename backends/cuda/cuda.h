@@ -46,6 +46,22 @@ typedef struct mc_cuda_code {
     int nsizes;
 } mc_cuda_code;
 
+/* Run-time sizes of one kernel being rendered (mc_cuda_render_sized): the kernel list's table
+ * (NULL: every size a literal, as always) and the binding the launch is for. Each distinct
+ * size the source needs is a slot of the kernel's `S_` parameter: a product of dims (in a
+ * fixed order) times a constant over a divisor, whose value for this binding goes to
+ * out->sizes. The source depends on the table only, never on the binding. */
+typedef struct mc_cuda_sizes {
+    const mc_dims *dims;
+    const int64_t *values;
+    mc_cuda_code *out;
+    int64_t key[MC_CUDA_MAX_SIZES][MC_MAX_RANK + 3]; /* nsym, dims.., constant, divisor */
+    bool error; /* more slots than MC_CUDA_MAX_SIZES, or a size past int64 */
+} mc_cuda_sizes;
+/* The product of f[0..n) over div (exact at every binding: the caller makes sure), as a
+ * literal or `S_.v[slot]` (the slot made here on first use) in buf. */
+const char *mc_cuda_size(mc_cuda_sizes *z, const int64_t *f, int n, int64_t div, char *buf, size_t size);
+
 typedef struct mc_cuda_gemm_plan mc_cuda_gemm_plan;
 /* Render kernel `ki` of kp for target t. `align[b]` is the byte alignment (a power of two,
  * at most 256) of buffer b's device address. A GEMM kernel comes with its plan: when the plan
@@ -75,7 +91,7 @@ mc_status mc_cuda_render_sized(const kir_program *sized, const int64_t *values, 
  * f16/bf16 on sm_80 and later, on the FMA units otherwise (f32 keeps its tolerance without
  * TF32). mc_cuda_render calls it for KIR_ATTENTION kernels. */
 mc_status mc_cuda_render_attention(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
-                                   mc_cuda_code *out);
+                                   const int64_t *values, mc_cuda_code *out);
 
 /* ---- GEMMs through cuBLASLt ------------------------------------------------------------------
  * cuBLASLt is column-major: minic computes row-major D[M,N] = A[M,K] B[K,N] as the
@@ -188,6 +204,8 @@ mc_status mc_cuda_plan_program_sized(const kir_program *kp, const kir_program *s
  * symbolic program keeps one per binding in its cache (runtime/symbolic.c, at most 8), so
  * this stays bounded however many bindings run (tests/test_symbolic.c). */
 int mc_cuda_live_graphs(void);
+/* Does attention a run as the decode kernel (few queries, cuda_attention.c)? */
+bool mc_cuda_attention_decodes(const kir_attention *a);
 /* Does kernel k use a size that is not a constant (cuda_render.c)? */
 bool mc_cuda_kernel_sized(const kir_kernel *k);
 

@@ -65,26 +65,26 @@ typedef struct rctx {
      * mc_cuda_code.sizes. The source depends on the table only, never on the binding. */
     const mc_dims *dims;
     const int64_t *values;
-    mc_cuda_code *out;
-    int64_t slot_key[MC_CUDA_MAX_SIZES][MC_MAX_RANK + 3]; /* nsym, syms.., constant, divisor */
-    bool size_error;   /* more slots than MC_CUDA_MAX_SIZES, or a size past int64 */
+    mc_cuda_sizes z;   /* the slots */
 } rctx;
 
-/* A size: the product of f[0..n) times 1 over div (exact at every binding, which the callers
- * make sure of), as a literal or `S_.v[slot]` (a slot of the kernel's sizes, made here), in
- * buf. Without a table every f is a constant. */
 static const char *size_expr(rctx *c, const int64_t *f, int n, int64_t div, char *buf, size_t size)
+{
+    return mc_cuda_size(&c->z, f, n, div, buf, size);
+}
+
+const char *mc_cuda_size(mc_cuda_sizes *c, const int64_t *f, int n, int64_t div, char *buf, size_t size)
 {
     int64_t cst = 1, key[MC_MAX_RANK + 3] = {0};
     int nsym = 0;
     for (int i = 0; i < n; i++) {
         if (!mc_dim_is_sym(f[i])) {
             if (mc_mul_overflows(cst, f[i], &cst))
-                c->size_error = true;
+                c->error = true;
             continue;
         }
         if (nsym >= MC_MAX_RANK) {
-            c->size_error = true;
+            c->error = true;
             break;
         }
         int at = nsym++; /* sorted, so that the same product is the same slot */
@@ -102,20 +102,20 @@ static const char *size_expr(rctx *c, const int64_t *f, int n, int64_t div, char
     key[nsym + 1] = cst;
     key[nsym + 2] = div;
     int slot = 0;
-    while (slot < c->out->nsizes && memcmp(c->slot_key[slot], key, sizeof key) != 0)
+    while (slot < c->out->nsizes && memcmp(c->key[slot], key, sizeof key) != 0)
         slot++;
     if (slot == c->out->nsizes) {
         if (slot >= MC_CUDA_MAX_SIZES) {
-            c->size_error = true;
+            c->error = true;
             snprintf(buf, size, "0");
             return buf;
         }
-        memcpy(c->slot_key[slot], key, sizeof key);
+        memcpy(c->key[slot], key, sizeof key);
         int64_t v = cst;
         for (int i = 0; i < nsym; i++) {
             int64_t x = 0;
             if (!mc_dims_eval(c->dims, key[1 + i], c->values, &x) || mc_mul_overflows(v, x, &v))
-                c->size_error = true;
+                c->error = true;
         }
         c->out->sizes[slot] = div > 1 ? v / div : v;
         c->out->nsizes++;
@@ -1680,8 +1680,13 @@ mc_status mc_cuda_render_sized(const kir_program *sized, const int64_t *values, 
     memset(out, 0, sizeof *out);
     if (!mc_cuda_kernel_sized(k)) /* its source cannot depend on the binding: rendered as always */
         return render(sized, ki, t, align, gemm, NULL, out);
-    if (k->category == KIR_ATTENTION)
-        snprintf(why, why_size, "attention over symbolic lengths");
+    const char *ea = getenv("MINIC_CUDA_SIZED_ATTENTION");
+    if (k->category == KIR_ATTENTION && ea && strcmp(ea, "0") == 0)
+        snprintf(why, why_size, "attention over symbolic lengths with MINIC_CUDA_SIZED_ATTENTION=0");
+    else if (k->category == KIR_ATTENTION && (mc_dim_is_sym(k->attn.d) || mc_dim_is_sym(k->attn.dv)))
+        snprintf(why, why_size, "attention over a symbolic head size");
+    else if (k->category == KIR_ATTENTION && mc_cuda_attention_decodes(&k->attn))
+        snprintf(why, why_size, "decode attention (few queries) over symbolic keys");
     else if (k->category == KIR_GEMM && !(gemm && gemm->use_lt))
         snprintf(why, why_size, "a GEMM run by a generated kernel (%s)",
                  gemm && gemm->gemv ? "GEMV" : gemm && gemm->small ? "warp-dot" : "tiled");
@@ -1705,10 +1710,11 @@ static mc_status render(const kir_program *kp, int ki, const mc_cuda_target *t, 
     memset(out, 0, sizeof *out);
     const kir_kernel *k = &kp->kernels[ki];
     if (k->category == KIR_ATTENTION)
-        return mc_cuda_render_attention(kp, ki, t, align, out);
+        return mc_cuda_render_attention(kp, ki, t, align, values, out);
     rctx c = {.kp = kp, .k = k, .t = t, .align = align, .sb = &out->src, .j = -1, .u = -1,
               .acc_scratch = acc_scratch, .acc_dtype = acc_dtype, .ip_view = -1, .ip_store = -1, .ip_cond = -1,
-              .dims = values ? kp->dims : NULL, .values = values, .out = out};
+              .dims = values ? kp->dims : NULL, .values = values,
+              .z = {.dims = values ? kp->dims : NULL, .values = values, .out = out}};
     int nv = k->nviews + 1;
     c.view_param = calloc((size_t)nv, sizeof(int));
     c.canon = calloc((size_t)nv, sizeof(int));
@@ -1836,7 +1842,7 @@ static mc_status render(const kir_program *kp, int ki, const mc_cuda_target *t, 
     else if (!ok)
         st = mc_fail(MC_ERR_SYSTEM, "internal error: kernel %s has IR the CUDA renderer cannot "
                                     "express", k->name);
-    else if (c.size_error)
+    else if (c.z.error)
         out->nsizes = -1; /* mc_cuda_render_sized falls back */
 done:
     free(c.gather_vec);
