@@ -34,9 +34,11 @@ typedef struct mc_backend {
     bool conv_gather;   /* conv's im2col as one gather (mc_compile_options.conv_gather): faster
                            on the GPU; the CPU copies window by window, which it does faster */
     bool runtime_sizes; /* a symbolic program compiles its kernels once and hands each binding
-                           to `prepare` as a kir_bind'ed copy, which costs this backend no
-                           compile (ref: it interprets); false: the runtime compiles the graph
-                           per binding (runtime/symbolic.c) */
+                           to `prepare` as a kir_bind'ed copy (with the symbolic list in
+                           mc_program.sized), which costs this backend no compile (ref: it
+                           interprets; cuda: its kernels read their sizes as a parameter);
+                           false: the runtime compiles the graph per binding
+                           (runtime/symbolic.c) */
     /* Optional, with runtime_sizes: why the backend does not take sizes at run time in this
      * process after all (cuda: "MINIC_CUDA_SIZED=0", to compare with compiling per binding);
      * NULL: it does. */
