@@ -995,6 +995,15 @@ static void test_cuda_compiles_once(void **state)
     assert_int_equal(mc_symbolic_cached(p), 8);
     mc_program_free(p);
     assert_int_equal(mc_cuda_live_graphs(), graphs_before);
+    /* without the disk cache too: the second binding loads nothing, its modules are shared */
+    setenv("MINIC_NO_CACHE", "1", 1);
+    p = compile_noting(g, MC_BACKEND_CUDA);
+    run_against_oracle(p, g, bindings[0], 2e-3);
+    run_against_oracle(p, g, bindings[1], 2e-3);
+    unsetenv("MINIC_NO_CACHE");
+    assert_int_equal(mc_program_ran(p)->kernels_compiled, 0);
+    assert_int_equal(mc_program_compilations(p), 1);
+    mc_program_free(p);
     /* every operator that takes symbolic sizes, attention over a symbolic T among them */
     mc_graph *ga = parse(sized_model);
     p = compile_noting(ga, MC_BACKEND_CUDA);

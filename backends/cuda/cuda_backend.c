@@ -74,6 +74,7 @@ typedef struct cuda_state {
     char device_name[128];
     mc_cuda_kernel_plan *plans;
     CUmodule *modules;        /* per kernel, or NULL */
+    bool *shared;             /* per kernel: modules[i] is held in the shared list (below) */
     int *owner;               /* per kernel: the kernel whose module (and entry) it runs: itself,
                                  or an earlier one whose source differs only by the name */
     cublasLtHandle_t lt_handle;
@@ -84,6 +85,70 @@ typedef struct cuda_state {
     bool graph_done;          /* capture attempted */
     bool uploaded_once;
 } cuda_state;
+
+/* Modules of the bindings of symbolic programs (mc_program.sized), shared: every binding renders
+ * the same sources, so the first one's loaded module serves the others (no compile, no cache
+ * lookup, no load). Keyed by context and whole source; counted references, unloaded with the
+ * last program that holds one. */
+typedef struct shared_module {
+    CUcontext ctx;
+    char *src;
+    CUmodule mod;
+    int refs;
+    struct shared_module *next;
+} shared_module;
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static shared_module *shared_modules;
+
+/* The shared module of src in ctx with one more reference, or NULL. */
+static CUmodule shared_find(CUcontext ctx, const char *src)
+{
+    CUmodule m = NULL;
+    pthread_mutex_lock(&shared_lock);
+    for (shared_module *e = shared_modules; e && !m; e = e->next)
+        if (e->ctx == ctx && strcmp(e->src, src) == 0) {
+            e->refs++;
+            m = e->mod;
+        }
+    pthread_mutex_unlock(&shared_lock);
+    return m;
+}
+
+/* Share module m of src (one reference, the caller's); false when out of memory. */
+static bool shared_add(CUcontext ctx, const char *src, CUmodule m)
+{
+    shared_module *e = calloc(1, sizeof *e);
+    if (!e || !(e->src = strdup(src))) {
+        free(e);
+        return false;
+    }
+    e->ctx = ctx;
+    e->mod = m;
+    e->refs = 1;
+    pthread_mutex_lock(&shared_lock);
+    e->next = shared_modules;
+    shared_modules = e;
+    pthread_mutex_unlock(&shared_lock);
+    return true;
+}
+
+/* Drop one reference to shared module m; unload it with the last. */
+static void shared_release(const mc_cuda_api *cu, CUmodule m)
+{
+    pthread_mutex_lock(&shared_lock);
+    for (shared_module **e = &shared_modules; *e; e = &(*e)->next)
+        if ((*e)->mod == m) {
+            if (--(*e)->refs == 0) {
+                shared_module *dead = *e;
+                *e = dead->next;
+                cu->cuModuleUnload(dead->mod);
+                free(dead->src);
+                free(dead);
+            }
+            break;
+        }
+    pthread_mutex_unlock(&shared_lock);
+}
 
 /* CUDA graphs instantiated and not yet destroyed, in every program (mc_cuda_live_graphs). */
 static atomic_int live_graphs;
@@ -430,8 +495,9 @@ static mc_status cuda_prepare(mc_program *p)
     void **cubins = calloc((size_t)kp->nkernels + 1, sizeof(void *));
     size_t *sizes = calloc((size_t)kp->nkernels + 1, sizeof(size_t));
     s->modules = calloc((size_t)kp->nkernels + 1, sizeof(CUmodule));
+    s->shared = calloc((size_t)kp->nkernels + 1, sizeof(bool));
     s->owner = calloc((size_t)kp->nkernels + 1, sizeof(int));
-    if (!srcs || !entries || !which || !cubins || !sizes || !s->modules || !s->owner) {
+    if (!srcs || !entries || !which || !cubins || !sizes || !s->modules || !s->shared || !s->owner) {
         st = mc_fail(MC_ERR_SYSTEM, "out of memory");
         goto compiled;
     }
@@ -454,6 +520,10 @@ static mc_status cuda_prepare(mc_program *p)
     int n = 0;
     for (int i = 0; i < kp->nkernels; i++)
         if (s->plans[i].has_code && s->owner[i] == i) {
+            if (p->sized && (s->modules[i] = shared_find(s->ctx, s->plans[i].code.src.data))) {
+                s->shared[i] = true; /* another binding's program loaded it */
+                continue;
+            }
             srcs[n] = s->plans[i].code.src.data;
             entries[n] = s->plans[i].code.entry;
             which[n++] = i;
@@ -476,6 +546,8 @@ static mc_status cuda_prepare(mc_program *p)
                              mc_cuda_errstr(r));
         }
         trace(p, "module load", &t0);
+        for (int j = 0; j < n && st == MC_OK && p->sized; j++) /* for the other bindings */
+            s->shared[which[j]] = shared_add(s->ctx, srcs[j], s->modules[which[j]]);
         if (st == MC_OK || compiled == n || attempt > 0)
             break;
         for (int j = 0; j < n; j++) {
@@ -1250,11 +1322,14 @@ static void cuda_release(mc_program *p)
     free(s->gemms);
     if (s->lt_handle)
         s->lt->cublasLtDestroy(s->lt_handle);
-    if (s->modules)
-        for (int i = 0; i < kp->nkernels; i++)
-            if (s->modules[i])
-                cu->cuModuleUnload(s->modules[i]);
+    for (int i = 0; s->modules && i < kp->nkernels; i++) {
+        if (s->modules[i] && s->shared && s->shared[i])
+            shared_release(cu, s->modules[i]);
+        else if (s->modules[i])
+            cu->cuModuleUnload(s->modules[i]);
+    }
     free(s->modules);
+    free(s->shared);
     free(s->owner);
     mc_cuda_plans_free(s->plans, kp->nkernels);
     if (s->mem)
