@@ -1698,6 +1698,9 @@ mc_status mc_cuda_render_sized(const kir_program *sized, const int64_t *values, 
     if (st == MC_OK && out->nsizes < 0) { /* render's mark for a size it could not hold */
         mc_cuda_code_free(out);
         snprintf(why, why_size, "more than %d run-time sizes, or one past 2^63", MC_CUDA_MAX_SIZES);
+    } else if (st != MC_OK) { /* IR it cannot render with run-time sizes: the bound kernel, noted */
+        snprintf(why, why_size, "%s", mc_error_message());
+        st = MC_OK;
     }
     return st;
 }
