@@ -955,6 +955,11 @@ static void test_cuda_sized_sources(void **state)
                         "row = iota(shape=[T, T], axis=0)\ncol = iota(shape=[T, T], axis=1)\nkeep = ge(row, col)\n"
                         "sm = where(keep, s, -inf)\np = softmax(sm, axis=-1)\ny = matmul(p, v)\noutput y\n",
                         0, NULL, 1);
+    /* one query over symbolic keys is the decode kernel's, which is rendered per binding yet */
+    check_sized_sources("input q : f32[B, 2, 1, 16]\ninput k : f32[B, 2, S<=64, 16]\ninput v : f32[B, 2, S, 16]\n"
+                        "kt = transpose(k, perm=[0, 1, 3, 2])\ns0 = matmul(q, kt)\np = softmax(s0, axis=-1)\n"
+                        "y = matmul(p, v)\noutput y\n",
+                        1, "decode attention (few queries) over symbolic keys", 0);
     setenv("MINIC_CUDA_SIZED_ATTENTION", "0", 1); /* the previous path: attention per binding */
     check_sized_sources(sized_model, 1, "attention over symbolic lengths", 2);
     unsetenv("MINIC_CUDA_SIZED_ATTENTION");
