@@ -36,9 +36,15 @@ typedef struct mc_backend {
     bool conv_implicit; /* f16/bf16 convs without groups as one implicit GEMM whose im2col
                            operand is never stored (mc_compile_options.conv_implicit) */
     bool runtime_sizes; /* a symbolic program compiles its kernels once and hands each binding
-                           to `prepare` as a kir_bind'ed copy, which costs this backend no
-                           compile (ref: it interprets); false: the runtime compiles the graph
-                           per binding (runtime/symbolic.c) */
+                           to `prepare` as a kir_bind'ed copy (with the symbolic list in
+                           mc_program.sized), which costs this backend no compile (ref: it
+                           interprets; cuda: its kernels read their sizes as a parameter);
+                           false: the runtime compiles the graph per binding
+                           (runtime/symbolic.c) */
+    /* Optional, with runtime_sizes: why the backend does not take sizes at run time in this
+     * process after all (cuda: "MINIC_CUDA_SIZED=0", to compare with compiling per binding);
+     * NULL: it does. */
+    const char *(*runtime_sizes_off)(void);
     /* Is the backend usable here? MC_OK, or MC_ERR_SYSTEM with a message that says why
      * (no driver, no device, driver too old). Optional: NULL means always available. */
     mc_status (*probe)(void);
@@ -175,6 +181,16 @@ struct mc_program {
     mc_compile_phase compile_phases[MC_MAX_COMPILE_PHASES]; /* where compile_ms went, in order */
     int ncompile_phases;
     int kernels_compiled;     /* backend compiles this run (0: all from cache) */
+    /* One binding of a symbolic program whose kernels were compiled once (runtime/symbolic.c,
+     * backend->runtime_sizes): `sized` is that kernel list with its sizes as expressions
+     * (owned by the symbolic program, which outlives this one) and sized_values[k] symbol k's
+     * size in this binding; kp is the same list bound to them (kir_bind). A backend that
+     * generates code renders it from `sized` (the same source for every binding) and counts
+     * in kernels_specialized the kernels it had to render from kp instead (this binding's
+     * sizes in their source: runtime/symbolic.c then counts a compilation). NULL otherwise. */
+    const kir_program *sized;
+    int64_t sized_values[MC_MAX_SYMS];
+    int kernels_specialized;
     int64_t runs;             /* completed mc_program_run calls (outputs are valid after one) */
     char *notes;              /* mc_program_notes: every note, one per line; NULL when none */
     size_t notes_len;
@@ -222,10 +238,10 @@ typedef struct mc_profile_event {
  * end. Returns true when the host times were used for every run. */
 bool mc_profile_place_runs(mc_profile_event *ev, int n, int iters, const double *host, double *span);
 
+enum { MC_PEAK_SIZES = 4 }; /* mc_profile's memory ceilings by working set */
+
 /* What a backend's `profile` slot fills (runtime/profile.h reads it; the arrays are allocated
  * by mc_profile_init with the counts, the times unknown). */
-enum { MC_PEAK_SIZES = 4 };
-
 struct mc_profile {
     const mc_program *program; /* the program profiled (its kp's kernels, in order) */
     int nkernels;              /* == program->kp->nkernels */

@@ -33,7 +33,7 @@
  * apart ("first step"): a program's first run is its warm-up (on cuda: each kernel's first
  * launch, then the capture of the CUDA graph every later step replays), paid once like the
  * compile. "decode" is the steps after it (the steady state, as Hugging Face's time is taken
- * after a warm-up generate); the first line also gives the mean with the first step in.
+ * after a warm-up generate); the "first step" line also gives the mean with the first step in.
  *
  * --no-cache is the baseline and the check: every step runs a prefill program over the whole
  * sequence so far (compiled for each length) and takes its last row's argmax; tests/gpt2_generate.sh

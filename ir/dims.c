@@ -318,6 +318,46 @@ const char *mc_dims_str(const mc_dims *t, int64_t d, char *buf, size_t size)
 
 int mc_dims_num_syms(const mc_dims *t) { return t ? t->nsyms : 0; }
 
+bool mc_dims_multiple_of(const mc_dims *t, int64_t d, int64_t m)
+{
+    if (m <= 1)
+        return true;
+    if (!mc_dim_is_sym(d))
+        return d % m == 0;
+    const mc_graph shell = {.dims = (mc_dims *)t};
+    if (!mc_dim_valid(&shell, d))
+        return false;
+    const dim_poly *p = poly_of(&shell, d);
+    for (int i = 0; i < p->nterms; i++) /* every binding's value is a sum of these terms */
+        if (p->t[i].coef % m != 0)
+            return false;
+    return true;
+}
+
+bool mc_dims_max(const mc_dims *t, int64_t d, int64_t *out)
+{
+    if (!mc_dim_is_sym(d)) {
+        *out = d;
+        return true;
+    }
+    const mc_graph shell = {.dims = (mc_dims *)t};
+    if (!mc_dim_valid(&shell, d))
+        return false;
+    const dim_poly *p = poly_of(&shell, d);
+    int64_t at[MC_MAX_SYMS] = {0};
+    for (int i = 0; i < p->nterms; i++) {
+        if (p->t[i].coef < 0)
+            return false; /* not increasing in its symbols: no bound shown this way */
+        for (int s = 0; s < t->nsyms; s++)
+            if (p->t[i].pow[s]) {
+                if (t->syms[s].max <= 0)
+                    return false;
+                at[s] = t->syms[s].max;
+            }
+    }
+    return mc_dim_eval(&shell, d, at, out);
+}
+
 bool mc_dim_lower_bound(const mc_graph *g, int64_t d, int64_t *lo)
 {
     static const uint8_t zero[MC_MAX_SYMS];

@@ -236,6 +236,12 @@ bool mc_dim_eval(const mc_graph *g, int64_t d, const int64_t *values, int64_t *o
 bool mc_dims_eval(const mc_dims *t, int64_t d, const int64_t *values, int64_t *out);
 const char *mc_dims_str(const mc_dims *t, int64_t d, char *buf, size_t size);
 int mc_dims_num_syms(const mc_dims *t);
+/* Is d a multiple of m at every binding (a constant that is; an expression each of whose
+ * coefficients is)? False where that cannot be shown. */
+bool mc_dims_multiple_of(const mc_dims *t, int64_t d, int64_t m);
+/* d's largest value over the bindings within the declared maxima: false when a symbol it uses
+ * has no maximum, a coefficient is negative, or the value overflows. */
+bool mc_dims_max(const mc_dims *t, int64_t d, int64_t *out);
 const char *mc_dim_str(const mc_graph *g, int64_t d, char *buf, size_t size); /* "B*T*12", "7" */
 void mc_dims_free(mc_dims *t);
 mc_dims *mc_dims_clone(const mc_dims *t); /* NULL for NULL or on OOM */

@@ -106,6 +106,7 @@ static void add_size(mc_peaks *pk, const char *v)
     while (s < MC_PEAK_SIZES && pk->size_bytes[s] > 0)
         s++;
     if (s == MC_PEAK_SIZES || !isfinite(bytes) || !isfinite(rate) || !(bytes > 0) || !(rate > 0) ||
+        bytes > 0x1p52 ||
         (s > 0 && !(bytes > pk->size_bytes[s - 1])))
         return;
     pk->size_bytes[s] = bytes;
@@ -427,7 +428,8 @@ mc_status mc_peaks_measure_cpu(const mc_peaks_config *cfg, mc_peaks *pk)
      * whose data fits a core's L1, L2 or the shared cache can reach. No cache sizes are read
      * (sysfs may not have them, cpuid's L3 may be the whole package's): a kernel is held to the
      * rate measured at the smallest of these sizes that holds its bytes, else to the DRAM copy
-     * (runtime/profile.c mc_profile_bw_peak). */
+     * (runtime/profile.c mc_profile_bw_peak). Each thread's bytes over its own CPU time, like the
+     * FMA rate: the copies are short, and thread start-up or another process would count. */
     for (int s = 0; s < MC_PEAK_SIZES && st == MC_OK; s++) {
         size_t per = ((size_t)32 << 10 << (3 * s)) / 2 / 64 * 64; /* one buffer of a thread */
         if (per >= bytes)
@@ -437,12 +439,12 @@ mc_status mc_peaks_measure_cpu(const mc_peaks_config *cfg, mc_peaks *pk)
         for (int r = 0; r < reps && st == MC_OK; r++) {
             for (int i = 0; i < n; i++)
                 w[i] = (worker){.dst = dst + (size_t)i * bytes, .src = src + (size_t)i * bytes,
-                                .bytes = per, .iters = loops};
-            t[r] = run_threads(cached_copy_worker, w, n);
-            if (!(t[r] > 0))
+                                .bytes = per, .iters = loops, .fn = cached_copy_worker};
+            if (!(run_threads(cpu_timed, w, n) > 0))
                 st = mc_fail(MC_ERR_SYSTEM, "peaks: cannot start %d threads", n);
-            else
-                t[r] = 2.0 * (double)per * (double)n * (double)loops / t[r];
+            t[r] = 0;
+            for (int i = 0; i < n && st == MC_OK; i++)
+                t[r] += w[i].cpu_s > 0 ? 2.0 * (double)per * (double)loops / w[i].cpu_s : 0;
         }
         if (st == MC_OK) {
             pk->size_bytes[s] = 2.0 * (double)per * (double)n;

@@ -500,12 +500,14 @@ static const char *suspect(const mc_profile *prof, int k, const mc_kernel_rates 
 {
     double t = prof->time_us[k];
     const kir_kernel *kern = &prof->program->kp->kernels[k];
+    int64_t at = 0;
     buf[0] = '\0';
     if (!isnan(t) && t <= 0)
         snprintf(buf, size, "  (suspect: zero or negative time)");
-    else if (r->pct_peak_bw > 100 && prof->nbw_sizes > 0)
-        snprintf(buf, size, "  (suspect: above the copy bandwidth measured at its size, %lld "
-                 "bytes; the time or the byte count is wrong)", (long long)kern->bytes);
+    else if (r->pct_peak_bw > 100 && prof->nbw_sizes > 0 && (mc_profile_bw_peak(prof, k, &at), at > 0))
+        snprintf(buf, size, "  (suspect: above the copy bandwidth measured for %lld bytes, which "
+                 "hold its %lld; the time or the byte count is wrong)", (long long)at,
+                 (long long)kern->bytes);
     else if (r->pct_peak_bw > 100 && !prof->program->backend->is_gpu &&
              kern->bytes <= last_level_cache_bytes())
         snprintf(buf, size, "  (above the memory peak: its %lld bytes fit in the CPU's caches, "

@@ -547,7 +547,8 @@ static mc_status compile_program(const mc_graph *g, const mc_options *opt, mc_pr
     return MC_OK;
 }
 
-mc_status mc_program_instantiate(const mc_graph *g, kir_program *kp, const mc_options *opt, mc_program **out)
+mc_status mc_program_instantiate(const mc_graph *g, kir_program *kp, const kir_program *sized, const int64_t *values,
+                                 const mc_options *opt, mc_program **out)
 {
     *out = NULL;
     double t0 = mc_now_ms(), t = t0;
@@ -558,6 +559,9 @@ mc_status mc_program_instantiate(const mc_graph *g, kir_program *kp, const mc_op
     }
     p->opt = *opt;
     p->kp = kp;
+    p->sized = sized;
+    for (int k = 0; sized && k < mc_dims_num_syms(sized->dims) && k < MC_MAX_SYMS; k++)
+        p->sized_values[k] = values[k];
     mc_status st = choose_backend(p);
     if (st == MC_OK && !(p->graph = mc_graph_clone(g)))
         st = mc_fail(MC_ERR_SYSTEM, "out of memory");

@@ -38,11 +38,17 @@ mc_status mc_symbolic_set_array(mc_program *p, int node, mc_dtype dtype, const i
 mc_status mc_symbolic_run(mc_program *p);
 /* A program of static graph g (one binding's specialisation of a symbolic graph) over kernels
  * compiled once for every binding and bound to this one (kir_bind, planned, counted): host
- * memory and the backend's prepare, no passes. Takes kp (freed on failure). */
-mc_status mc_program_instantiate(const mc_graph *g, kir_program *kp, const mc_options *opt, mc_program **out);
+ * memory and the backend's prepare, no passes. Takes kp (freed on failure). `sized` (the
+ * kernels compiled once, borrowed: it must outlive the program) and values (the binding) go
+ * to the backend (mc_program.sized). */
+mc_status mc_program_instantiate(const mc_graph *g, kir_program *kp, const kir_program *sized, const int64_t *values,
+                                 const mc_options *opt, mc_program **out);
 mc_status mc_symbolic_save_inputs(mc_program *p, const char *path);
 mc_program *mc_symbolic_current(const mc_program *p); /* the last run's program, or NULL */
 int mc_symbolic_compilations(const mc_program *p);
+/* Programs of bindings kept in p's cache (at most 8, least recently run dropped): on cuda each
+ * holds its CUDA graph. 0 for a program without symbols. */
+int mc_symbolic_cached(const mc_program *p);
 /* runtime/program.c: the error for a name p's graph does not declare (a computed value, else
  * the nearest declared names or their list), for symbolic.c's binding calls too. */
 mc_status mc_program_undeclared(const mc_program *p, const char *name, const char *where);

@@ -23,7 +23,10 @@
  * and a binding's program is then that kernel list bound to the binding (kir_bind: arithmetic),
  * planned and handed to the backend (mc_program_instantiate), which compiles nothing: a new
  * size compiles nothing. It applies when the backend takes bound kernel lists without a
- * compile (`runtime_sizes`: ref today) and every operator over a symbol takes symbolic sizes
+ * compile (`runtime_sizes`: ref, which interprets them, and cuda, which renders the kernels
+ * from the symbolic list handed along with the binding, mc_program.sized: the same source for
+ * every binding; a kernel it has to render for the binding counts as a compilation) and every
+ * operator over a symbol takes symbolic sizes
  * (mc_runsizes_refusal); else, or with MINIC_SPECIALIZE=1, every binding compiles as above,
  * and the program's notes say why. The bound programs share the cache and its LRU. Each plans
  * its intermediates for its own binding (a plan is arithmetic over the kernels too), so a
@@ -261,6 +264,8 @@ static void sized_refusal(const mc_program *p, char *why, size_t size)
         snprintf(why, size, "MINIC_SPECIALIZE=1");
     else if (!p->backend->runtime_sizes)
         snprintf(why, size, "the %s backend does not take sizes at run time yet", p->backend->name);
+    else if (p->backend->runtime_sizes_off && p->backend->runtime_sizes_off())
+        snprintf(why, size, "%s", p->backend->runtime_sizes_off());
     else
         mc_runsizes_refusal(p->graph, why, size);
 }
@@ -315,8 +320,10 @@ static mc_status bound_program(mc_program *p, mc_program **out)
     o.backend = mc_program_backend_kind(p);
     o.note = mc_program_forward_note;
     o.note_ctx = p;
-    st = mc_program_instantiate(sg, kp, &o, out);
+    st = mc_program_instantiate(sg, kp, s->sized, s->b.value, &o, out);
     mc_graph_free(sg);
+    if (st == MC_OK && (*out)->kernels_specialized > 0)
+        s->compilations++; /* the backend rendered kernels for this binding (its notes say why) */
     return st;
 }
 
@@ -663,3 +670,5 @@ mc_program *mc_symbolic_current(const mc_program *p)
 }
 
 int mc_symbolic_compilations(const mc_program *p) { return p->sym->compilations; }
+
+int mc_symbolic_cached(const mc_program *p) { return p->sym ? p->sym->ncache : 0; }

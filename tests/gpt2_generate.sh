@@ -78,6 +78,10 @@ for b in $backends; do
     [ "$(tr ',' '\n' <<<"$got" | sort -u | wc -l)" -gt $((new / 3)) ] ||
       fail "$b $fuse: too few distinct ids ($got): the model proves little"
     grep -q '^decode: .* tokens/s' "$work/cached" || fail "$b $fuse: no decode tokens/s: $(cat "$work/cached")"
+    # the first decode step (the program's warm-up) timed apart: the rest are the steps after it
+    grep -q "^decode: .* ($((new - 2)) steps of 1 token, after the first)" "$work/cached" &&
+      grep -q '^first step: [0-9.]* ms (the decode program.s first run: its warm-up' "$work/cached" ||
+      fail "$b $fuse: the first step not timed apart: $(grep -E '^(decode|first)' "$work/cached")"
     # the step's loop on the device: the 4 caches at least written in place
     inplace=$(sed -n 's/^fed back: 7 outputs, \([0-9]*\) in place$/\1/p' "$work/cached")
     [ -n "$inplace" ] && [ "$inplace" -ge 4 ] || fail "$b $fuse: $(grep '^fed back' "$work/cached")"

@@ -11,6 +11,9 @@
 #include "ir/ir.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
+#ifdef MINIC_HAVE_CUDA
+#include "backends/cuda/cuda.h"
+#endif
 
 #define SHAPE(...) (int64_t[]){__VA_ARGS__}, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
 
@@ -834,6 +837,242 @@ static void test_cli(void **state)
     free(err);
 }
 
+/* ---- step 3 on cuda: kernels that read their sizes when they run ------------------------- */
+
+/* A transformer block's kernel kinds over [B, T, C]: layernorm, GEMMs with M = B*T (cuBLASLt
+ * per binding, a generated epilogue), gelu, a residual, softmax over C and over a symbolic
+ * axis (x times its own transpose: a batched GEMM of T x T), mean over T. */
+static const char *block_model =
+    "graph blk\n"
+    "input x : f32[B, T<=64, 32]\n"
+    "param g1 : f32[32]\n"
+    "param b1 : f32[32]\n"
+    "param w1 : f32[32, 64]\n"
+    "param c1 : f32[64]\n"
+    "param w2 : f32[64, 32]\n"
+    "h = layernorm(x, g1, b1)\n"
+    "u = matmul(h, w1)\n"
+    "ub = add(u, c1)\n"
+    "a = gelu(ub)\n"
+    "d = matmul(a, w2)\n"
+    "r = add(x, d)\n"
+    "s = softmax(r, axis=-1)\n"
+    "m = mean(r, axis=1)\n"
+    "xt = transpose(x, perm=[0, 2, 1])\n"
+    "sc = matmul(x, xt)\n"
+    "p = softmax(sc, axis=-1)\n"
+    "output r, s, m, p\n";
+
+#ifdef MINIC_HAVE_CUDA
+/* Without a GPU: the kernels of a symbolic program rendered for several bindings are the same
+ * source (what the disk cache and the loaded modules key on), with the binding's sizes only in
+ * their launch (grid, the S_ parameter), and that source compiles with NVRTC. Kernels that
+ * cannot read sizes yet (attention over a symbolic T) are rendered per binding and say so. */
+static void check_sized_sources(const char *text, int want_specialized, const char *why_part, int want_with_sizes)
+{
+    mc_graph *g = parse(text);
+    mc_options o = mc_test_options();
+    o.backend = MC_BACKEND_CUDA;
+    mc_compile_options co = mc_compile_options_for(&o);
+    char refused[MC_COMPILE_REFUSED] = "";
+    co.symbolic = true;
+    co.refused = refused;
+    kir_program *sized = NULL;
+    if (mc_compile_kernels(g, &co, &sized) != MC_OK || !sized)
+        fail_msg("compile: %s %s", mc_error_message(), refused);
+    const mc_cuda_target t = {.sm = 90, .num_sms = 132};
+    const int64_t bindings[][2] = {{2, 3}, {1, 7}, {3, 32}, {1, 1}};
+    char **first = calloc((size_t)sized->nkernels + 1, sizeof *first);
+    assert_non_null(first);
+    int with_sizes = 0;
+    for (size_t b = 0; b < sizeof bindings / sizeof bindings[0]; b++) {
+        kir_program *kp = kir_bind(sized, bindings[b]);
+        assert_non_null(kp);
+        mc_plan_memory(kp, co.plan_memory);
+        int *align = calloc((size_t)kp->nbuffers + 1, sizeof(int));
+        assert_non_null(align);
+        mc_cuda_buffer_align(kp, align);
+        mc_cuda_kernel_plan *pl = NULL;
+        int specialized = -1;
+        char why[200];
+        if (mc_cuda_plan_program_sized(kp, sized, bindings[b], &t, align, &pl, &specialized, why, sizeof why) != MC_OK)
+            fail_msg("plan: %s", mc_error_message());
+        if (specialized != want_specialized)
+            fail_msg("%d kernels rendered for binding %zu (%s)", specialized, b, why);
+        if (why_part && !strstr(why, why_part))
+            fail_msg("why: %s", why);
+        for (int k = 0; k < kp->nkernels; k++) {
+            if (!pl[k].has_code || (want_specialized && sized->kernels[k].category == KIR_ATTENTION))
+                continue;
+            if (b == 0) {
+                first[k] = strdup(pl[k].code.src.data);
+                with_sizes += strstr(first[k], "S_.v[") != NULL;
+            } else {
+                assert_non_null(first[k]);
+                assert_string_equal(pl[k].code.src.data, first[k]); /* nothing to compile */
+            }
+            assert_true(pl[k].code.grid[0] >= 1);
+        }
+        if (b == 0) { /* every source of the first binding compiles */
+            const char *srcs[64], *entries[64];
+            void *cubins[64] = {0};
+            size_t sizes[64];
+            int n = 0, compiled = 0;
+            for (int k = 0; k < kp->nkernels && n < 64; k++)
+                if (pl[k].has_code) {
+                    srcs[n] = pl[k].code.src.data;
+                    entries[n++] = pl[k].code.entry;
+                }
+            if (mc_cuda_compile(srcs, entries, n, t.sm, NULL, NULL, cubins, sizes, &compiled) != MC_OK)
+                fail_msg("NVRTC: %s", mc_error_message());
+            for (int i = 0; i < n; i++)
+                free(cubins[i]);
+        }
+        mc_cuda_plans_free(pl, kp->nkernels);
+        free(align);
+        kir_program_free(kp);
+    }
+    assert_true(with_sizes >= want_with_sizes);
+    for (int k = 0; k < sized->nkernels; k++)
+        free(first[k]);
+    free(first);
+    kir_program_free(sized);
+    mc_graph_free(g);
+}
+
+static void test_cuda_sized_sources(void **state)
+{
+    (void)state;
+    if (!mc_cuda_have_nvrtc()) {
+        printf("cuda: skipped: no NVRTC (%s)\n", mc_error_message());
+        return;
+    }
+    check_sized_sources(block_model, 0, NULL, 2);
+    check_sized_sources(sized_model, 0, NULL, 2); /* attention over T too (f32: on the FMA units) */
+    /* bf16 causal attention over T: the tensor-core kernel */
+    check_sized_sources("input q : bf16[B, 2, T<=128, 64]\ninput k : bf16[B, 2, T, 64]\ninput v : bf16[B, 2, T, 64]\n"
+                        "kt = transpose(k, perm=[0, 1, 3, 2])\ns0 = matmul(q, kt)\ns = mul(s0, 0.125)\n"
+                        "row = iota(shape=[T, T], axis=0)\ncol = iota(shape=[T, T], axis=1)\nkeep = ge(row, col)\n"
+                        "sm = where(keep, s, -inf)\np = softmax(sm, axis=-1)\ny = matmul(p, v)\noutput y\n",
+                        0, NULL, 1);
+    /* one query over symbolic keys is the decode kernel's, which is rendered per binding yet */
+    check_sized_sources("input q : f32[B, 2, 1, 16]\ninput k : f32[B, 2, S<=64, 16]\ninput v : f32[B, 2, S, 16]\n"
+                        "kt = transpose(k, perm=[0, 1, 3, 2])\ns0 = matmul(q, kt)\np = softmax(s0, axis=-1)\n"
+                        "y = matmul(p, v)\noutput y\n",
+                        1, "decode attention (few queries) over symbolic keys", 0);
+    setenv("MINIC_CUDA_SIZED_ATTENTION", "0", 1); /* the previous path: attention per binding */
+    check_sized_sources(sized_model, 1, "attention over symbolic lengths", 2);
+    unsetenv("MINIC_CUDA_SIZED_ATTENTION");
+}
+#endif
+
+/* On a GPU: a symbolic program compiles once and every binding runs its kernels with the
+ * binding's sizes, against the float64 evaluation; each binding's CUDA graph lives with its
+ * program in the cache (8), so the graphs stay bounded. MINIC_SPECIALIZE=1 and
+ * MINIC_CUDA_SIZED=0 compile per binding, with the same numbers. */
+static void test_cuda_compiles_once(void **state)
+{
+    (void)state;
+#ifdef MINIC_HAVE_CUDA
+    if (!mc_test_have_gpu()) {
+        printf("cuda: skipped: no GPU\n");
+        return;
+    }
+    mc_graph *g = parse(block_model);
+    mc_program *p = compile_noting(g, MC_BACKEND_CUDA);
+    if (!strstr(mc_program_notes(p), "compiled once"))
+        fail_msg("notes: %s", mc_program_notes(p));
+    const int64_t bindings[][2] = {{2, 3}, {1, 7}, {3, 64}, {1, 1}, {2, 3}, {4, 5}, {5, 9}, {1, 33}, {2, 17},
+                                   {7, 2}, {3, 3}, {1, 64}, {2, 3}};
+    int graphs_before = mc_cuda_live_graphs();
+    mc_program *first = NULL;
+    for (size_t i = 0; i < sizeof bindings / sizeof bindings[0]; i++) {
+        run_against_oracle(p, g, bindings[i], 2e-3); /* f32 GEMMs on cuBLASLt */
+        if (mc_program_compilations(p) != 1)
+            fail_msg("binding %zu: %d compilations; notes: %s", i, mc_program_compilations(p), mc_program_notes(p));
+        mc_program *ran = mc_program_ran(p);
+        assert_non_null(ran);
+        assert_int_equal(ran->kernels_specialized, 0);
+        /* the first binding's program compiled (or took from the disk cache) every kernel;
+         * every other one (binding (2, 3) again runs the first one's) compiled nothing */
+        if (i == 0)
+            first = ran;
+        else if (ran != first && ran->kernels_compiled != 0)
+            fail_msg("binding %zu: %d kernels compiled", i, ran->kernels_compiled);
+        assert_true(mc_symbolic_cached(p) <= 8);
+        assert_true(mc_cuda_live_graphs() - graphs_before <= 8);
+    }
+    assert_int_equal(mc_symbolic_cached(p), 8);
+    mc_program_free(p);
+    assert_int_equal(mc_cuda_live_graphs(), graphs_before);
+    /* without the disk cache too: the second binding loads nothing, its modules are shared */
+    setenv("MINIC_NO_CACHE", "1", 1);
+    p = compile_noting(g, MC_BACKEND_CUDA);
+    run_against_oracle(p, g, bindings[0], 2e-3);
+    run_against_oracle(p, g, bindings[1], 2e-3);
+    unsetenv("MINIC_NO_CACHE");
+    assert_int_equal(mc_program_ran(p)->kernels_compiled, 0);
+    assert_int_equal(mc_program_compilations(p), 1);
+    mc_program_free(p);
+    /* every operator that takes symbolic sizes, attention over a symbolic T among them */
+    mc_graph *ga = parse(sized_model);
+    p = compile_noting(ga, MC_BACKEND_CUDA);
+    const int64_t abind[][2] = {{2, 3}, {1, 7}, {3, 32}, {1, 1}, {2, 3}, {4, 5}};
+    for (size_t i = 0; i < sizeof abind / sizeof abind[0]; i++) {
+        run_against_oracle(p, ga, abind[i], 2e-3);
+        if (mc_program_compilations(p) != 1)
+            fail_msg("binding %zu: %d compilations; notes: %s", i, mc_program_compilations(p), mc_program_notes(p));
+    }
+    mc_program_free(p);
+    /* MINIC_CUDA_SIZED_ATTENTION=0: the attention kernel per binding (the previous path) */
+    setenv("MINIC_CUDA_SIZED_ATTENTION", "0", 1);
+    p = compile_noting(ga, MC_BACKEND_CUDA);
+    run_against_oracle(p, ga, abind[0], 2e-3);
+    run_against_oracle(p, ga, abind[1], 2e-3);
+    unsetenv("MINIC_CUDA_SIZED_ATTENTION");
+    if (!strstr(mc_program_notes(p), "attention over symbolic lengths"))
+        fail_msg("notes: %s", mc_program_notes(p));
+    assert_int_equal(mc_program_compilations(p), 3);
+    mc_program_free(p);
+    mc_graph_free(ga);
+    /* the previous path, for comparison: a compile per binding */
+    setenv("MINIC_CUDA_SIZED", "0", 1);
+    p = compile_noting(g, MC_BACKEND_CUDA);
+    unsetenv("MINIC_CUDA_SIZED");
+    if (!strstr(mc_program_notes(p), "compiled per binding (MINIC_CUDA_SIZED=0)"))
+        fail_msg("notes: %s", mc_program_notes(p));
+    run_against_oracle(p, g, bindings[0], 2e-3);
+    run_against_oracle(p, g, bindings[1], 2e-3);
+    assert_int_equal(mc_program_compilations(p), 2);
+    mc_program_free(p);
+    setenv("MINIC_SPECIALIZE", "1", 1);
+    p = compile_noting(g, MC_BACKEND_CUDA);
+    unsetenv("MINIC_SPECIALIZE");
+    run_against_oracle(p, g, bindings[0], 2e-3);
+    run_against_oracle(p, g, bindings[1], 2e-3);
+    assert_int_equal(mc_program_compilations(p), 2);
+    mc_program_free(p);
+    mc_graph_free(g);
+#else
+    printf("cuda: skipped: not built\n");
+#endif
+}
+
+/* The block on ref: the same graph compiles once there too (the oracle agrees). */
+static void test_block_ref(void **state)
+{
+    (void)state;
+    mc_graph *g = parse(block_model);
+    mc_program *p = compile_noting(g, MC_BACKEND_REF);
+    if (!strstr(mc_program_notes(p), "compiled once"))
+        fail_msg("notes: %s", mc_program_notes(p));
+    run_against_oracle(p, g, (int64_t[]){2, 3}, 1e-4);
+    run_against_oracle(p, g, (int64_t[]){1, 9}, 1e-4);
+    assert_int_equal(mc_program_compilations(p), 1);
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -844,6 +1083,10 @@ int main(void)
         cmocka_unit_test(test_bad_bindings),    cmocka_unit_test(test_files),
         cmocka_unit_test(test_cli),             cmocka_unit_test(test_compiles_once),
         cmocka_unit_test(test_compiles_once_offsets), cmocka_unit_test(test_sized_fallbacks),
+        cmocka_unit_test(test_block_ref),       cmocka_unit_test(test_cuda_compiles_once),
+#ifdef MINIC_HAVE_CUDA
+        cmocka_unit_test(test_cuda_sized_sources),
+#endif
     };
     return mc_test_run(tests);
 }

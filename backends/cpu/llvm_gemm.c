@@ -797,6 +797,7 @@ static LLVMValueRef join_loads(llvm_ctx *c, LLVMTypeRef vt, LLVMBasicBlockRef jo
     LLVMAddIncoming(phi, vals, from, 2);
     return phi;
 }
+
 /* Pack B[pc:pc+kc, n0:n0+nc] into NR-wide panels (emit_pack's layout) from x through ic: per
  * panel, each vector of lanes gets its columns' offsets in x (n / ow rows down, n % ow along);
  * per k, a plain vector load where the lanes are consecutive in x (stride-1 columns of one

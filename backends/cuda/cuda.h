@@ -26,7 +26,9 @@ typedef struct mc_cuda_target {
  * is MC_CUDA_PARAM_SCRATCH, or of the error word where it is MC_CUDA_PARAM_ERROR. */
 #define MC_CUDA_PARAM_SCRATCH (-1)
 #define MC_CUDA_PARAM_ERROR (-2) /* the gathers' error word (int[2]: check + 1, index) */
-#define MC_CUDA_PARAM_SPLITK (-3) /* a split-K conv's f32 partial sums and tile counters: zeroed
+#define MC_CUDA_PARAM_SIZES (-3) /* run-time sizes: struct mc_sz by value, from sizes[] */
+#define MC_CUDA_MAX_SIZES 16     /* slots of one kernel's run-time sizes */
+#define MC_CUDA_PARAM_SPLITK (-4) /* a split-K conv's f32 partial sums and tile counters: zeroed
                                      when allocated, and left zeroed by every kernel that uses it
                                      (the program's kernels run one after another, so one region
                                      of the largest size serves them all) */
@@ -42,7 +44,27 @@ typedef struct mc_cuda_code {
     int vec;       /* elements per thread access (1: scalar), for dump and tests */
     const char *scheme; /* "pointwise", "row-per-warp", "row-per-block", "gemm-tiled", "gemm-dot",
                            "gemv-n", "gemv-t", ... */
+    /* mc_cuda_render_sized: the values of the kernel's run-time sizes for the binding it was
+     * rendered for (the MC_CUDA_PARAM_SIZES parameter); grid as well is this binding's */
+    long long sizes[MC_CUDA_MAX_SIZES];
+    int nsizes;
 } mc_cuda_code;
+
+/* Run-time sizes of one kernel being rendered (mc_cuda_render_sized): the kernel list's table
+ * (NULL: every size a literal, as always) and the binding the launch is for. Each distinct
+ * size the source needs is a slot of the kernel's `S_` parameter: a product of dims (in a
+ * fixed order) times a constant over a divisor, whose value for this binding goes to
+ * out->sizes. The source depends on the table only, never on the binding. */
+typedef struct mc_cuda_sizes {
+    const mc_dims *dims;
+    const int64_t *values;
+    mc_cuda_code *out;
+    int64_t key[MC_CUDA_MAX_SIZES][MC_MAX_RANK + 3]; /* nsym, dims.., constant, divisor */
+    bool error; /* more slots than MC_CUDA_MAX_SIZES, or a size past int64 */
+} mc_cuda_sizes;
+/* The product of f[0..n) over div (exact at every binding: the caller makes sure), as a
+ * literal or `S_.v[slot]` (the slot made here on first use) in buf. */
+const char *mc_cuda_size(mc_cuda_sizes *z, const int64_t *f, int n, int64_t div, char *buf, size_t size);
 
 typedef struct mc_cuda_gemm_plan mc_cuda_gemm_plan;
 /* Render kernel `ki` of kp for target t. `align[b]` is the byte alignment (a power of two,
@@ -55,11 +77,25 @@ typedef struct mc_cuda_gemm_plan mc_cuda_gemm_plan;
 mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
                          const mc_cuda_gemm_plan *gemm, mc_cuda_code *out);
 void mc_cuda_code_free(mc_cuda_code *c);
+/* Kernel ki of a kernel list whose sizes are expressions (kir_program.dims, kir/kir.h "Sizes
+ * known when the program runs"), rendered once for every binding: the source reads each size
+ * that is not a constant from its last parameter (`const mc_sz S_`, MC_CUDA_PARAM_SIZES) and
+ * depends on the list alone, so every binding's program loads the same cubin; out->sizes and
+ * the grid are for binding `values`. Every choice the static renderer makes from a size (the
+ * vector width, 32- or 64-bit indices, a reduction's schedule) is made from what holds at
+ * every binding: divisibility shown by the expression's coefficients, the declared maxima.
+ * `gemm`: the binding's GEMM plan (its epilogue kernel, when cuBLASLt runs the product).
+ * MC_OK with why[0] set when the kernel cannot be rendered so (a whole generated GEMM, a
+ * scan, attention over symbolic lengths, a reduction over a symbolic extent without a
+ * maximum): why says what, and the caller renders the bound kernel instead. */
+mc_status mc_cuda_render_sized(const kir_program *sized, const int64_t *values, int ki, const mc_cuda_target *t,
+                               const int *align, const mc_cuda_gemm_plan *gemm, mc_cuda_code *out, char *why,
+                               size_t why_size);
 /* An attention kernel (backends/cuda/cuda_attention.c): flash attention on tensor cores for
  * f16/bf16 on sm_80 and later, on the FMA units otherwise (f32 keeps its tolerance without
  * TF32). mc_cuda_render calls it for KIR_ATTENTION kernels. */
 mc_status mc_cuda_render_attention(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
-                                   mc_cuda_code *out);
+                                   const int64_t *values, mc_cuda_code *out);
 
 /* ---- GEMMs through cuBLASLt ------------------------------------------------------------------
  * cuBLASLt is column-major: minic computes row-major D[M,N] = A[M,K] B[K,N] as the
@@ -171,6 +207,24 @@ void mc_cuda_buffer_align(const kir_program *kp, int *align);
 mc_status mc_cuda_plan_program(const kir_program *kp, const mc_cuda_target *t, const int *align,
                                mc_cuda_kernel_plan **plans);
 void mc_cuda_plans_free(mc_cuda_kernel_plan *plans, int n);
+/* The same for kp, one binding (`values`) of the kernel list `sized` compiled once for every
+ * binding (mc_program.sized): each kernel rendered from `sized` (mc_cuda_render_sized), the
+ * GEMMs planned with this binding's sizes (cuBLASLt's layouts per (m, n, k)), except that a
+ * GEMM whose sizes are symbolic goes to cuBLASLt where its layout allows rather than to a
+ * generated GEMV or warp-dot kernel made for its size. A kernel that cannot be rendered so is
+ * rendered from kp (this binding's sizes in its source): *specialized counts them and why
+ * holds the first one's reason. */
+mc_status mc_cuda_plan_program_sized(const kir_program *kp, const kir_program *sized, const int64_t *values,
+                                     const mc_cuda_target *t, const int *align, mc_cuda_kernel_plan **plans,
+                                     int *specialized, char *why, size_t why_size);
+/* CUDA graphs instantiated and not yet destroyed, over every program of the process: a
+ * symbolic program keeps one per binding in its cache (runtime/symbolic.c, at most 8), so
+ * this stays bounded however many bindings run (tests/test_symbolic.c). */
+int mc_cuda_live_graphs(void);
+/* Does attention a run as the decode kernel (few queries, cuda_attention.c)? */
+bool mc_cuda_attention_decodes(const kir_attention *a);
+/* Does kernel k use a size that is not a constant (cuda_render.c)? */
+bool mc_cuda_kernel_sized(const kir_kernel *k);
 
 /* Compile n CUDA sources to cubins for sm_<sm> with NVRTC, in parallel threads, through the
  * disk cache (backends/cuda/cuda_nvrtc.c; needs NVRTC but no driver). cubins[i] is malloc'd.

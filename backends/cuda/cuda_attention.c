@@ -54,7 +54,55 @@ typedef struct actx {
     const char *I;     /* offset type */
     int minb;          /* min CTAs per SM in __launch_bounds__ (0: none given) */
     int threads;       /* threads per CTA (__launch_bounds__) */
+    mc_cuda_sizes z;   /* run-time sizes (mc_cuda_render_sized): z.dims NULL for literals */
+    int64_t batch_v, tq_v; /* this binding's batch entries and queries (the grid's) */
 } actx;
+
+/* Dim d as C: a literal as always, or (with run-time sizes) `(int)S_.v[slot]`. */
+static const char *dim_int(actx *c, int64_t d, char *buf, size_t size)
+{
+    char x[48];
+    mc_cuda_size(&c->z, &d, 1, 1, x, sizeof x);
+    snprintf(buf, size, x[0] == 'S' ? "(int)%s" : "%s", x);
+    return buf;
+}
+
+/* Dim d as a literal or `S_.v[slot]` (a long long), to follow an index-type cast. */
+static const char *dim_raw(actx *c, int64_t d, char *buf, size_t size)
+{
+    return mc_cuda_size(&c->z, &d, 1, 1, buf, size);
+}
+
+/* The last query index Tq - 1. */
+static const char *last_query(actx *c, char *buf, size_t size)
+{
+    if (!mc_dim_is_sym(c->k->attn.tq)) {
+        snprintf(buf, size, "%lld", (long long)(c->k->attn.tq - 1));
+        return buf;
+    }
+    char x[64];
+    snprintf(buf, size, "(%s - 1)", dim_int(c, c->k->attn.tq, x, sizeof x));
+    return buf;
+}
+
+/* `qt_ = <query tiles - 1> - blockIdx.x / <batch>, bid_ = blockIdx.x % <batch>` for tiles of
+ * `rows` queries; *grid the binding's tiles times batch entries. */
+static void emit_tile_order(actx *c, int64_t rows, int64_t *grid)
+{
+    const kir_attention *a = &c->k->attn;
+    char last[96], bx[64], tq[64];
+    int64_t nqt = (c->tq_v + rows - 1) / rows;
+    *grid = nqt * c->batch_v;
+    if (mc_dim_is_sym(a->tq))
+        snprintf(last, sizeof last, "((%s + %lld) / %lld - 1)", dim_int(c, a->tq, tq, sizeof tq), (long long)(rows - 1),
+                 (long long)rows);
+    else
+        snprintf(last, sizeof last, "%lld", (long long)(nqt - 1));
+    char braw[48];
+    mc_cuda_size(&c->z, c->k->shape, c->nb, 1, braw, sizeof braw);
+    snprintf(bx, sizeof bx, braw[0] == 'S' ? "(int)%s" : "%s", braw);
+    mc_sb_printf(c->sb, "  const int qt_ = %s - (int)blockIdx.x / %s, bid_ = (int)blockIdx.x %% %s;\n", last, bx, bx);
+}
 
 static const char *storage_type(mc_dtype d)
 {
@@ -87,18 +135,19 @@ static void emit_batch_offsets(actx *c, const char *index)
 {
     const kir_kernel *k = c->k;
     mc_sb_printf(c->sb, "  int bt_ = %s;\n", index);
+    char x[64];
     for (int d = c->nb - 1; d >= 0; d--) {
-        mc_sb_printf(c->sb, "  const int b%d = bt_ %% %lld;\n", d, (long long)k->shape[d]);
-        mc_sb_printf(c->sb, "  bt_ /= %lld;\n", (long long)k->shape[d]);
+        mc_sb_printf(c->sb, "  const int b%d = bt_ %% %s;\n", d, dim_int(c, k->shape[d], x, sizeof x));
+        mc_sb_printf(c->sb, "  bt_ /= %s;\n", dim_int(c, k->shape[d], x, sizeof x));
     }
     mc_sb_puts(c->sb, "  (void)bt_;\n");
     for (int v = 0; v < k->nviews; v++) {
         if (c->view_param[v] < 0)
             continue;
-        mc_sb_printf(c->sb, "  const %s ob%d = (%s)%lld", c->I, v, c->I, (long long)k->views[v].offset);
+        mc_sb_printf(c->sb, "  const %s ob%d = (%s)%s", c->I, v, c->I, dim_raw(c, k->views[v].offset, x, sizeof x));
         for (int d = 0; d < c->nb; d++)
             if (k->views[v].stride[d] != 0)
-                mc_sb_printf(c->sb, " + (%s)b%d * (%s)%lld", c->I, d, c->I, (long long)k->views[v].stride[d]);
+                mc_sb_printf(c->sb, " + (%s)b%d * (%s)%s", c->I, d, c->I, dim_raw(c, k->views[v].stride[d], x, sizeof x));
         mc_sb_puts(c->sb, ";\n");
     }
 }
@@ -107,11 +156,12 @@ static void emit_batch_offsets(actx *c, const char *index)
 static void view_at(actx *c, int v, const char *r, const char *col)
 {
     const kir_view *w = &c->k->views[v];
+    char x[48];
     mc_sb_printf(c->sb, "p%d[ob%d", c->view_param[v], v);
     if (w->stride[c->nb] != 0)
-        mc_sb_printf(c->sb, " + (%s)(%s) * (%s)%lld", c->I, r, c->I, (long long)w->stride[c->nb]);
+        mc_sb_printf(c->sb, " + (%s)(%s) * (%s)%s", c->I, r, c->I, dim_raw(c, w->stride[c->nb], x, sizeof x));
     if (w->stride[c->nb + 1] != 0)
-        mc_sb_printf(c->sb, " + (%s)(%s) * (%s)%lld", c->I, col, c->I, (long long)w->stride[c->nb + 1]);
+        mc_sb_printf(c->sb, " + (%s)(%s) * (%s)%s", c->I, col, c->I, dim_raw(c, w->stride[c->nb + 1], x, sizeof x));
     mc_sb_puts(c->sb, "]");
 }
 
@@ -122,8 +172,10 @@ static void emit_steps(actx *c)
     const kir_attention *a = &c->k->attn;
     mc_strbuf *sb = c->sb;
     mc_sb_puts(sb, "  auto mc_steps = [&](float s, int i, int j) -> float {\n");
+    char tq[64], last[96];
     if (a->nsteps > 0)
-        mc_sb_printf(sb, "    const int ic = i < %lld ? i : %lld;\n    (void)ic;\n", (long long)a->tq, (long long)(a->tq - 1));
+        mc_sb_printf(sb, "    const int ic = i < %s ? i : %s;\n    (void)ic;\n", dim_int(c, a->tq, tq, sizeof tq),
+                     last_query(c, last, sizeof last));
     for (int t = 0; t < a->nsteps; t++) {
         const kir_attn_step *st = &a->steps[t];
         mc_sb_puts(sb, "    s = ");
@@ -248,6 +300,10 @@ static void emit_signature(actx *c)
         mc_sb_printf(c->sb, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", c->threads, out->entry);
     for (int p = 0; p < out->nparams; p++) {
         int b = out->param[p];
+        if (b == MC_CUDA_PARAM_SIZES) {
+            mc_sb_puts(c->sb, ", const mc_sz S_");
+            continue;
+        }
         bool written = false;
         for (int s = 0; s < k->nstores; s++)
             written = written || k->views[k->stores[s].view].buffer == b;
@@ -261,7 +317,8 @@ static void emit_signature(actx *c)
 static void emit_key_range(actx *c)
 {
     const kir_attention *a = &c->k->attn;
-    mc_sb_printf(c->sb, "  int jlo = 0, jhi = %lld;\n", (long long)a->tk);
+    char tk[64];
+    mc_sb_printf(c->sb, "  int jlo = 0, jhi = %s;\n", dim_int(c, a->tk, tk, sizeof tk));
     if (a->skip) {
         mc_sb_printf(c->sb, "  jlo = max(jlo, i0 + (%lld));\n", (long long)a->skip_lo);
         mc_sb_printf(c->sb, "  jhi = min(jhi, i0 + nrows + (%lld));\n", (long long)a->skip_hi);
@@ -275,11 +332,12 @@ static bool chunked_by(const actx *c, int v, int64_t cols, int per)
     const kir_view *w = &c->k->views[v];
     if ((int64_t)mc_dtype_size(view_dtype(c, v)) * per != 16)
         return false;
-    if (w->stride[c->nb + 1] != 1 || cols % per != 0 || w->stride[c->nb] % per != 0 || w->offset % per != 0 ||
-        c->align[w->buffer] < 16)
+    const mc_dims *t = c->kp->dims;
+    if (w->stride[c->nb + 1] != 1 || cols % per != 0 || !mc_dims_multiple_of(t, w->stride[c->nb], per) ||
+        !mc_dims_multiple_of(t, w->offset, per) || c->align[w->buffer] < 16)
         return false;
     for (int d = 0; d < c->nb; d++)
-        if (w->stride[d] % per != 0)
+        if (!mc_dims_multiple_of(t, w->stride[d], per))
             return false;
     return true;
 }
@@ -299,17 +357,19 @@ static void emit_tile_loader(actx *c, const char *name, int v, int64_t cols, con
         mc_sb_printf(sb, "    for (int e = tid; e < %s * (%s / 8); e += 128) {\n", rows, colsp);
         mc_sb_printf(sb, "      const int r = e / (%s / 8), d = (e - r * (%s / 8)) * 8, row = r0 + r;\n", colsp, colsp);
         mc_sb_printf(sb, "      const bool ok = row < rlim && d < %lld;\n", (long long)cols);
-        mc_sb_printf(sb, "      const mc_t *src = ok ? p%d + ob%d + (%s)row * (%s)%lld + d : p%d;\n", p, v, c->I, c->I,
-                     (long long)w->stride[c->nb], p);
+        char x[48];
+        mc_sb_printf(sb, "      const mc_t *src = ok ? p%d + ob%d + (%s)row * (%s)%s + d : p%d;\n", p, v, c->I, c->I,
+                     dim_raw(c, w->stride[c->nb], x, sizeof x), p);
         mc_sb_printf(sb, "      mc_cp16(dst + r * %s + d, src, ok ? 16 : 0);\n", ld);
         mc_sb_puts(sb, "    }\n  };\n");
         return;
     }
     mc_sb_printf(sb, "    for (int e = tid; e < %s * %s; e += 128) {\n", rows, colsp);
     mc_sb_printf(sb, "      const int r = e / %s, d = e - r * %s, row = r0 + r;\n", colsp, colsp);
-    mc_sb_printf(sb, "      mc_t x = mc_zero;\n      if (row < rlim && d < %lld) x = p%d[ob%d + (%s)row * (%s)%lld + (%s)d * (%s)%lld];\n",
-                 (long long)cols, p, v, c->I, c->I, (long long)w->stride[c->nb], c->I, c->I,
-                 (long long)w->stride[c->nb + 1]);
+    char x0[48], x1[48];
+    mc_sb_printf(sb, "      mc_t x = mc_zero;\n      if (row < rlim && d < %lld) x = p%d[ob%d + (%s)row * (%s)%s + (%s)d * (%s)%s];\n",
+                 (long long)cols, p, v, c->I, c->I, dim_raw(c, w->stride[c->nb], x0, sizeof x0), c->I, c->I,
+                 dim_raw(c, w->stride[c->nb + 1], x1, sizeof x1));
     mc_sb_printf(sb, "      dst[r * %s + d] = x;\n    }\n  };\n", ld);
 }
 
@@ -362,11 +422,12 @@ static bool render_tc(actx *c)
                    "  const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;\n");
     /* one-dimensional grid: the last query tiles of every batch entry (the costliest under a
      * causal mask) first */
-    int64_t nqt = (a->tq + 64 * wm - 1) / (64 * wm), batch = c->out->grid[1];
-    mc_sb_printf(sb, "  const int qt_ = %lld - (int)blockIdx.x / %lld, bid_ = (int)blockIdx.x %% %lld;\n",
-                 (long long)(nqt - 1), (long long)batch, (long long)batch);
+    int64_t grid = 0;
+    char tq[64];
+    dim_int(c, a->tq, tq, sizeof tq);
+    emit_tile_order(c, 64 * wm, &grid);
     mc_sb_puts(sb, "  const int i0 = qt_ * MC_BM;\n");
-    mc_sb_printf(sb, "  const int nrows = min(MC_BM, %lld - i0);\n", (long long)a->tq);
+    mc_sb_printf(sb, "  const int nrows = min(MC_BM, %s - i0);\n", tq);
     emit_batch_offsets(c, "bid_");
     emit_key_range(c);
     emit_steps(c);
@@ -376,7 +437,7 @@ static bool render_tc(actx *c)
     emit_tile_loader(c, "load_q", a->q, a->d, "MC_DP", "MC_QS", "MC_BM", false);
     emit_tile_loader(c, "load_k", a->k, a->d, "MC_DP", "MC_KS", "MC_BN", kasync);
     emit_tile_loader(c, "load_v", a->v, a->dv, "MC_DVP", "MC_VS", "MC_BN", vasync);
-    mc_sb_printf(sb, "  load_q(sQ, i0, %lld);\n", (long long)a->tq);
+    mc_sb_printf(sb, "  load_q(sQ, i0, %s);\n", tq);
     mc_sb_puts(sb,
                "  const int ntiles = jhi > jlo ? (jhi - jlo + MC_BN - 1) / MC_BN : 0;\n"
                "  if (ntiles > 0) { load_k(sK, jlo, jhi); load_v(sV, jlo, jhi); }\n"
@@ -529,10 +590,11 @@ static bool render_tc(actx *c)
                    "  __syncthreads();\n");
         mc_sb_printf(sb, "  for (int e = tid; e < nrows * %lld; e += 128) {\n", (long long)(a->dv / 8));
         mc_sb_printf(sb, "    const int r = e / %lld, ch = e - r * %lld;\n", (long long)(a->dv / 8), (long long)(a->dv / 8));
-        mc_sb_printf(sb, "    *reinterpret_cast<uint4 *>(p%d + ob%d + (%s)(i0 + r) * (%s)%lld + ch * 8) =\n"
+        char x[48];
+        mc_sb_printf(sb, "    *reinterpret_cast<uint4 *>(p%d + ob%d + (%s)(i0 + r) * (%s)%s + ch * 8) =\n"
                          "        *reinterpret_cast<const uint4 *>(sQ + r * MC_QS + ch * 8);\n  }\n",
                      c->view_param[c->k->stores[0].view], c->k->stores[0].view, c->I, c->I,
-                     (long long)ov->stride[c->nb]);
+                     dim_raw(c, ov->stride[c->nb], x, sizeof x));
         mc_sb_puts(sb, "}\n");
     } else {
         mc_sb_puts(sb, "#pragma unroll\n"
@@ -542,13 +604,13 @@ static bool render_tc(actx *c)
                        "#pragma unroll\n"
                        "      for (int e = 0; e < 4; ++e) {\n"
                        "        const int col = n * 8 + t4 * 2 + (e & 1), i = rw + 16 * mt + 8 * (e >> 1);\n");
-        mc_sb_printf(sb, "        if (i < %lld && col < %lld) mc_store(i, col, o[mt][n][e] * inv[mt][e >> 1]);\n",
-                     (long long)a->tq, (long long)a->dv);
+        mc_sb_printf(sb, "        if (i < %s && col < %lld) mc_store(i, col, o[mt][n][e] * inv[mt][e >> 1]);\n",
+                     tq, (long long)a->dv);
         mc_sb_puts(sb, "      }\n}\n");
     }
     int64_t qs = (dp > dvp ? dp : dvp) + 8;
     c->out->block = 128;
-    c->out->grid[0] = nqt * batch;
+    c->out->grid[0] = grid;
     c->out->grid[1] = 1;
     c->out->smem = (int)((64 * wm * qs + 2 * 64 * (dp + 8) + 2 * 64 * (dvp + 8)) * 2);
     c->out->scheme = "attention-mma";
@@ -567,15 +629,16 @@ static bool render_fma(actx *c)
                      "#define MC_DVG %lld\n#define MC_KS (MC_G * (MC_DPG + 4))\n#define MC_VS (MC_G * (MC_DVG + 4))\n",
                  G, (long long)dpg, (long long)dvg);
     emit_signature(c);
-    int64_t nqt = (a->tq + 128 / G - 1) / (128 / G), batch = c->out->grid[1];
+    int64_t grid = 0;
+    char tq[64], last[96];
+    dim_int(c, a->tq, tq, sizeof tq);
+    last_query(c, last, sizeof last);
     mc_sb_puts(sb, "  __shared__ __align__(16) float sK[MC_BN * MC_KS];\n"
                    "  __shared__ __align__(16) float sV[MC_BN * MC_VS];\n"
                    "  const int tid = (int)threadIdx.x, h = tid % MC_G;\n");
-    mc_sb_printf(sb, "  const int qt_ = %lld - (int)blockIdx.x / %lld, bid_ = (int)blockIdx.x %% %lld;\n",
-                 (long long)(nqt - 1), (long long)batch, (long long)batch);
+    emit_tile_order(c, 128 / G, &grid);
     mc_sb_puts(sb, "  const int i0 = qt_ * MC_RM, i = i0 + tid / MC_G;\n");
-    mc_sb_printf(sb, "  const int nrows = min(MC_RM, %lld - i0), ic = i < %lld ? i : %lld;\n", (long long)a->tq,
-                 (long long)a->tq, (long long)(a->tq - 1));
+    mc_sb_printf(sb, "  const int nrows = min(MC_RM, %s - i0), ic = i < %s ? i : %s;\n", tq, tq, last);
     emit_batch_offsets(c, "bid_");
     emit_key_range(c);
     emit_steps(c);
@@ -673,10 +736,10 @@ static bool render_fma(actx *c)
                    "#pragma unroll\n"
                    "  for (int x = 0; x < MC_DVG; ++x) {\n"
                    "    const int col = h * MC_DVG + x;\n");
-    mc_sb_printf(sb, "    if (i < %lld && col < %lld) mc_store(i, col, o[x] * inv);\n  }\n  (void)nrows;\n}\n",
-                 (long long)a->tq, (long long)a->dv);
+    mc_sb_printf(sb, "    if (i < %s && col < %lld) mc_store(i, col, o[x] * inv);\n  }\n  (void)nrows;\n}\n",
+                 tq, (long long)a->dv);
     c->out->block = 128;
-    c->out->grid[0] = nqt * batch;
+    c->out->grid[0] = grid;
     c->out->grid[1] = 1;
     c->out->smem = 0;
     c->out->scheme = "attention-fma";
@@ -697,8 +760,9 @@ static void emit_fma_loader(actx *c, const char *name, int v, int64_t cols, int6
         mc_sb_printf(sb, "      const int r = e / %lld, d = (e - r * %lld) * 4, row = r0 + r;\n", (long long)(colsp / 4),
                      (long long)(colsp / 4));
         mc_sb_printf(sb, "      const bool ok = row < rlim && d < %lld;\n", (long long)cols);
-        mc_sb_printf(sb, "      const float *src = ok ? p%d + ob%d + (%s)row * (%s)%lld + d : p%d;\n", p, v, c->I, c->I,
-                     (long long)w->stride[c->nb], p);
+        char x[48];
+        mc_sb_printf(sb, "      const float *src = ok ? p%d + ob%d + (%s)row * (%s)%s + d : p%d;\n", p, v, c->I, c->I,
+                     dim_raw(c, w->stride[c->nb], x, sizeof x), p);
         mc_sb_printf(sb, "      mc_cp16(dst + r * %lld + d, src, ok ? 16 : 0);\n    }\n  };\n", (long long)colsp);
         return;
     }
@@ -755,15 +819,17 @@ static bool render_fma_split(actx *c)
     mc_sb_printf(sb, "#define MC_NT %d\n#define MC_BN 32\n#define MC_DP %lld\n#define MC_DVP %lld\n", nt, (long long)dp,
                  (long long)dvp);
     emit_signature(c);
-    int64_t nqt = (a->tq + nt - 1) / nt, batch = c->out->grid[1];
+    int64_t grid = 0;
+    char tq[64], last[96];
+    dim_int(c, a->tq, tq, sizeof tq);
+    last_query(c, last, sizeof last);
     mc_sb_puts(sb, "  __shared__ __align__(16) float sK[2 * MC_BN * MC_DP];\n"
                    "  __shared__ __align__(16) float sV[2 * MC_BN * MC_DVP];\n"
                    "  const int tid = (int)threadIdx.x, h = tid & 3;\n");
-    mc_sb_printf(sb, "  const int qt_ = %lld - (int)blockIdx.x / %lld, bid_ = (int)blockIdx.x %% %lld;\n",
-                 (long long)(nqt - 1), (long long)batch, (long long)batch);
+    emit_tile_order(c, nt, &grid);
     mc_sb_puts(sb, "  /* the CTA's rows from i0; the group's from ig; the lane's own row i; the warp's from w0 */\n"
                    "  const int i0 = qt_ * MC_NT, ig = i0 + (tid & ~3), i = ig + h, w0 = i0 + (tid & ~31);\n");
-    mc_sb_printf(sb, "  const int nrows = min(MC_NT, %lld - i0);\n", (long long)a->tq);
+    mc_sb_printf(sb, "  const int nrows = min(MC_NT, %s - i0);\n", tq);
     emit_batch_offsets(c, "bid_");
     emit_key_range(c);
     emit_steps(c);
@@ -775,8 +841,7 @@ static bool render_fma_split(actx *c)
     mc_sb_puts(sb, "  float q[4][MC_DP / 4], o[4][MC_DVP / 4];\n"
                    "#pragma unroll\n"
                    "  for (int k = 0; k < 4; ++k) {\n");
-    mc_sb_printf(sb, "    const int r = min(ig + (k ^ h), %lld); /* rows past Tq: computed, never stored */\n",
-                 (long long)(a->tq - 1));
+    mc_sb_printf(sb, "    const int r = min(ig + (k ^ h), %s); /* rows past Tq: computed, never stored */\n", last);
     mc_sb_puts(sb, "#pragma unroll\n"
                    "    for (int x = 0; x < MC_DP / 4; ++x) {\n"
                    "      const int d = (x >> 2) * 16 + h * 4 + (x & 3);\n"
@@ -884,10 +949,10 @@ static bool render_fma_split(actx *c)
                    "#pragma unroll\n"
                    "    for (int x = 0; x < MC_DVP / 4; ++x) {\n"
                    "      const int col = (x >> 2) * 16 + h * 4 + (x & 3);\n");
-    mc_sb_printf(sb, "      if (r < %lld && col < %lld) mc_store(r, col, o[k][x] * ik);\n    }\n  }\n  (void)nrows;\n}\n",
-                 (long long)a->tq, (long long)a->dv);
+    mc_sb_printf(sb, "      if (r < %s && col < %lld) mc_store(r, col, o[k][x] * ik);\n    }\n  }\n  (void)nrows;\n}\n",
+                 tq, (long long)a->dv);
     c->out->block = nt;
-    c->out->grid[0] = nqt * batch;
+    c->out->grid[0] = grid;
     c->out->grid[1] = 1;
     c->out->smem = 0;
     c->out->scheme = "attention-fma-split";
@@ -918,8 +983,10 @@ static bool decode_applies(const kir_attention *a)
     const char *e = getenv("MINIC_CUDA_ATTN_DECODE");
     if (e && strcmp(e, "0") == 0)
         return false;
-    return a->tq <= DECODE_MAX_TQ && (a->d > a->dv ? a->d : a->dv) <= 256;
+    return !mc_dim_is_sym(a->tq) && a->tq <= DECODE_MAX_TQ && (a->d > a->dv ? a->d : a->dv) <= 256;
 }
+
+bool mc_cuda_attention_decodes(const kir_attention *a) { return decode_applies(a); }
 
 /* Elements of view v per vector load in the decode kernel: 16 bytes (4 f32 or 8 halves) where
  * rows are 16-byte chunks (chunked_by), else 1 (plain loads through mc_ld). */
@@ -1177,12 +1244,15 @@ static bool render_decode(actx *c)
 }
 
 mc_status mc_cuda_render_attention(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
-                                   mc_cuda_code *out)
+                                   const int64_t *values, mc_cuda_code *out)
 {
     const kir_kernel *k = &kp->kernels[ki];
     const kir_attention *a = &k->attn;
+    const mc_dims *dims = values ? kp->dims : NULL;
     actx c = {.kp = kp, .k = k, .t = t, .align = align, .sb = &out->src, .out = out, .nb = k->rank - 2,
-              .threads = 128};
+              .threads = 128, .z = {.dims = dims, .values = values, .out = out}};
+    if (dims && (mc_dim_is_sym(a->d) || mc_dim_is_sym(a->dv)))
+        return mc_fail(MC_ERR_SYSTEM, "internal error: attention kernel %s has a symbolic head size", k->name);
     c.view_param = malloc(sizeof *c.view_param * (size_t)(k->nviews + 1));
     out->param = calloc((size_t)k->nviews + 1, sizeof *out->param);
     if (!c.view_param || !out->param) {
@@ -1190,7 +1260,7 @@ mc_status mc_cuda_render_attention(const kir_program *kp, int ki, const mc_cuda_
         mc_cuda_code_free(out);
         return mc_fail(MC_ERR_SYSTEM, "out of memory rendering CUDA kernel %s", k->name);
     }
-    /* parameters: each buffer once, in the order of its first view */
+    /* parameters: each buffer once, in the order of its first view; then the sizes */
     int64_t maxoff = 0;
     for (int v = 0; v < k->nviews; v++) {
         int b = k->views[v].buffer, p = 0;
@@ -1199,13 +1269,24 @@ mc_status mc_cuda_render_attention(const kir_program *kp, int ki, const mc_cuda_
         if (p == out->nparams)
             out->param[out->nparams++] = b;
         c.view_param[v] = p;
-        if (kp->buffers[b].numel > maxoff)
-            maxoff = kp->buffers[b].numel;
+        int64_t n = kp->buffers[b].numel;
+        if (dims && mc_dim_is_sym(n) && !mc_dims_max(dims, n, &n))
+            n = INT64_MAX / 2; /* no maximum: 64-bit offsets */
+        if (n > maxoff)
+            maxoff = n;
     }
     c.I = maxoff + ((int64_t)1 << 24) >= ((int64_t)1 << 31) ? "long long" : "int";
     int64_t batch = 1;
-    for (int d = 0; d < c.nb; d++)
-        batch *= k->shape[d];
+    c.tq_v = a->tq;
+    for (int d = 0; d < c.nb; d++) {
+        int64_t x = k->shape[d];
+        if (dims && mc_dim_is_sym(x) && !mc_dims_eval(dims, x, values, &x))
+            c.z.error = true;
+        batch *= x;
+    }
+    if (dims && mc_dim_is_sym(a->tq) && !mc_dims_eval(dims, a->tq, values, &c.tq_v))
+        c.z.error = true;
+    c.batch_v = batch;
     size_t n = 0;
     for (; k->name[n] && n + 1 < sizeof out->entry; n++) {
         char ch = k->name[n];
@@ -1219,9 +1300,17 @@ mc_status mc_cuda_render_attention(const kir_program *kp, int ki, const mc_cuda_
     bool decode = decode_applies(a);
     mc_sb_puts(c.sb, mc_cuda_prelude);
     out->body = c.sb->len;
-    mc_sb_printf(c.sb, "/* minic kernel %s (attention, %s): [%lld batch x %lld queries] x %lld keys, d %lld, dv %lld */\n",
-                 out->entry, decode ? "decode, FMA" : tc ? "tensor cores" : "FMA", (long long)batch, (long long)a->tq, (long long)a->tk,
-                 (long long)a->d, (long long)a->dv);
+    const char *kind = decode ? "decode, FMA" : tc ? "tensor cores" : "FMA";
+    if (dims) /* no binding's sizes in the source */
+        mc_sb_printf(c.sb, "/* minic kernel %s (attention, %s): queries and keys read when it runs, d %lld, dv %lld */\n"
+                           "struct mc_sz { long long v[%d]; };\n",
+                     out->entry, kind, (long long)a->d, (long long)a->dv, MC_CUDA_MAX_SIZES);
+    else
+        mc_sb_printf(c.sb, "/* minic kernel %s (attention, %s): [%lld batch x %lld queries] x %lld keys, d %lld, dv %lld */\n",
+                     out->entry, kind, (long long)batch, (long long)a->tq, (long long)a->tk,
+                     (long long)a->d, (long long)a->dv);
+    if (dims)
+        out->param[out->nparams++] = MC_CUDA_PARAM_SIZES;
     out->grid[1] = batch; /* the renderers read it, then make the grid one-dimensional */
     /* f32: the register-blocked kernel where it applies; MINIC_CUDA_ATTN_F32=old keeps the
      * one-row-per-lane-group kernel (the default until 2026-11-27) reachable */
@@ -1232,6 +1321,8 @@ mc_status mc_cuda_render_attention(const kir_program *kp, int ki, const mc_cuda_
     bool ok = decode ? render_decode(&c) : tc ? render_tc(&c) : split ? render_fma_split(&c) : render_fma(&c);
     out->grid[2] = 1;
     out->vec = 1;
+    if (c.z.error)
+        out->nsizes = -1; /* mc_cuda_render_sized falls back */
     free(c.view_param);
     if (c.sb->oom || !ok) {
         mc_cuda_code_free(out);

@@ -76,6 +76,7 @@ typedef struct cuda_state {
     char device_name[128];
     mc_cuda_kernel_plan *plans;
     CUmodule *modules;        /* per kernel, or NULL */
+    bool *shared;             /* per kernel: modules[i] is held in the shared list (below) */
     int *owner;               /* per kernel: the kernel whose module (and entry) it runs: itself,
                                  or an earlier one whose source differs only by the name */
     cublasLtHandle_t lt_handle;
@@ -86,6 +87,75 @@ typedef struct cuda_state {
     bool graph_done;          /* capture attempted */
     bool uploaded_once;
 } cuda_state;
+
+/* Modules of the bindings of symbolic programs (mc_program.sized), shared: every binding renders
+ * the same sources, so the first one's loaded module serves the others (no compile, no cache
+ * lookup, no load). Keyed by context and whole source; counted references, unloaded with the
+ * last program that holds one. */
+typedef struct shared_module {
+    CUcontext ctx;
+    char *src;
+    CUmodule mod;
+    int refs;
+    struct shared_module *next;
+} shared_module;
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static shared_module *shared_modules;
+
+/* The shared module of src in ctx with one more reference, or NULL. */
+static CUmodule shared_find(CUcontext ctx, const char *src)
+{
+    CUmodule m = NULL;
+    pthread_mutex_lock(&shared_lock);
+    for (shared_module *e = shared_modules; e && !m; e = e->next)
+        if (e->ctx == ctx && strcmp(e->src, src) == 0) {
+            e->refs++;
+            m = e->mod;
+        }
+    pthread_mutex_unlock(&shared_lock);
+    return m;
+}
+
+/* Share module m of src (one reference, the caller's); false when out of memory. */
+static bool shared_add(CUcontext ctx, const char *src, CUmodule m)
+{
+    shared_module *e = calloc(1, sizeof *e);
+    if (!e || !(e->src = strdup(src))) {
+        free(e);
+        return false;
+    }
+    e->ctx = ctx;
+    e->mod = m;
+    e->refs = 1;
+    pthread_mutex_lock(&shared_lock);
+    e->next = shared_modules;
+    shared_modules = e;
+    pthread_mutex_unlock(&shared_lock);
+    return true;
+}
+
+/* Drop one reference to shared module m; unload it with the last. */
+static void shared_release(const mc_cuda_api *cu, CUmodule m)
+{
+    pthread_mutex_lock(&shared_lock);
+    for (shared_module **e = &shared_modules; *e; e = &(*e)->next)
+        if ((*e)->mod == m) {
+            if (--(*e)->refs == 0) {
+                shared_module *dead = *e;
+                *e = dead->next;
+                cu->cuModuleUnload(dead->mod);
+                free(dead->src);
+                free(dead);
+            }
+            break;
+        }
+    pthread_mutex_unlock(&shared_lock);
+}
+
+/* CUDA graphs instantiated and not yet destroyed, in every program (mc_cuda_live_graphs). */
+static atomic_int live_graphs;
+
+int mc_cuda_live_graphs(void) { return atomic_load(&live_graphs); }
 
 #define CU_CHECK(call, what)                                                                  \
     do {                                                                                      \
@@ -210,6 +280,10 @@ static void bind_args(cuda_state *s, step *st, const mc_cuda_code *code)
 {
     for (int i = 0; i < code->nparams; i++) {
         int b = code->param[i];
+        if (b == MC_CUDA_PARAM_SIZES) { /* struct mc_sz by value: the launch copies it */
+            st->args[i] = (void *)code->sizes;
+            continue;
+        }
         st->argv[i] = b == MC_CUDA_PARAM_SCRATCH ? s->scratch : b == MC_CUDA_PARAM_ERROR ? s->gather_error
                       : b == MC_CUDA_PARAM_SPLITK ? s->splitk : s->buf[b];
         st->args[i] = &st->argv[i];
@@ -329,7 +403,17 @@ static mc_status cuda_prepare(mc_program *p)
     if (!align)
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     mc_cuda_buffer_align(kp, align);
-    mc_status st = mc_cuda_plan_program(kp, &s->target, align, &s->plans);
+    mc_status st;
+    if (p->sized) { /* one binding of kernels compiled once: their sources hold no binding */
+        char why[200] = "";
+        st = mc_cuda_plan_program_sized(kp, p->sized, p->sized_values, &s->target, align, &s->plans,
+                                        &p->kernels_specialized, why, sizeof why);
+        if (st == MC_OK && p->kernels_specialized > 0)
+            mc_program_note(p, "symbolic dimensions: %d kernel%s compiled for this binding (%s)",
+                            p->kernels_specialized, p->kernels_specialized == 1 ? "" : "s", why);
+    } else {
+        st = mc_cuda_plan_program(kp, &s->target, align, &s->plans);
+    }
     if (st != MC_OK) {
         free(align);
         return st;
@@ -403,6 +487,11 @@ static mc_status cuda_prepare(mc_program *p)
             mc_cuda_code_free(&pl->code);
             st = mc_cuda_render(kp, i, &s->target, align, &pl->gemm, &pl->code);
             pl->has_code = st == MC_OK;
+            if (p->sized && mc_cuda_kernel_sized(&p->sized->kernels[i])) {
+                p->kernels_specialized++; /* the tiled GEMM with this binding's sizes */
+                mc_program_note(p, "symbolic dimensions: kernel %s compiled for this binding (cuBLASLt has no "
+                                "algorithm for it)", kp->kernels[i].name);
+            }
         }
     }
     free(align);
@@ -417,8 +506,9 @@ static mc_status cuda_prepare(mc_program *p)
     void **cubins = calloc((size_t)kp->nkernels + 1, sizeof(void *));
     size_t *sizes = calloc((size_t)kp->nkernels + 1, sizeof(size_t));
     s->modules = calloc((size_t)kp->nkernels + 1, sizeof(CUmodule));
+    s->shared = calloc((size_t)kp->nkernels + 1, sizeof(bool));
     s->owner = calloc((size_t)kp->nkernels + 1, sizeof(int));
-    if (!srcs || !entries || !which || !cubins || !sizes || !s->modules || !s->owner) {
+    if (!srcs || !entries || !which || !cubins || !sizes || !s->modules || !s->shared || !s->owner) {
         st = mc_fail(MC_ERR_SYSTEM, "out of memory");
         goto compiled;
     }
@@ -441,6 +531,10 @@ static mc_status cuda_prepare(mc_program *p)
     int n = 0;
     for (int i = 0; i < kp->nkernels; i++)
         if (s->plans[i].has_code && s->owner[i] == i) {
+            if (p->sized && (s->modules[i] = shared_find(s->ctx, s->plans[i].code.src.data))) {
+                s->shared[i] = true; /* another binding's program loaded it */
+                continue;
+            }
             srcs[n] = s->plans[i].code.src.data;
             entries[n] = s->plans[i].code.entry;
             which[n++] = i;
@@ -463,6 +557,8 @@ static mc_status cuda_prepare(mc_program *p)
                              mc_cuda_errstr(r));
         }
         trace(p, "module load", &t0);
+        for (int j = 0; j < n && st == MC_OK && p->sized; j++) /* for the other bindings */
+            s->shared[which[j]] = shared_add(s->ctx, srcs[j], s->modules[which[j]]);
         if (st == MC_OK || compiled == n || attempt > 0)
             break;
         for (int j = 0; j < n; j++) {
@@ -587,6 +683,7 @@ static bool capture(cuda_state *s, const kir_program *kp, char *why, size_t size
         snprintf(why, size, "instantiating the graph failed: %s", mc_cuda_errstr(r));
         return false;
     }
+    atomic_fetch_add(&live_graphs, 1);
     return true;
 }
 
@@ -757,6 +854,7 @@ static mc_status repoint(mc_program *p, cuda_state *s, int b, CUdeviceptr to)
     if (s->gexec) {
         s->cu->cuGraphExecDestroy(s->gexec);
         s->gexec = NULL;
+        atomic_fetch_sub(&live_graphs, 1);
     }
     s->graph_done = false;
     return MC_OK;
@@ -1218,8 +1316,10 @@ static void cuda_release(mc_program *p)
         cu->cuCtxSetCurrent(s->ctx);
     if (cu && s->stream)
         cu->cuStreamSynchronize(s->stream);
-    if (s->gexec)
+    if (s->gexec) {
         cu->cuGraphExecDestroy(s->gexec);
+        atomic_fetch_sub(&live_graphs, 1);
+    }
     if (s->steps)
         for (int i = 0; i < s->nsteps; i++) {
             free(s->steps[i].argv);
@@ -1233,11 +1333,14 @@ static void cuda_release(mc_program *p)
     free(s->gemms);
     if (s->lt_handle)
         s->lt->cublasLtDestroy(s->lt_handle);
-    if (s->modules)
-        for (int i = 0; i < kp->nkernels; i++)
-            if (s->modules[i])
-                cu->cuModuleUnload(s->modules[i]);
+    for (int i = 0; s->modules && i < kp->nkernels; i++) {
+        if (s->modules[i] && s->shared && s->shared[i])
+            shared_release(cu, s->modules[i]);
+        else if (s->modules[i])
+            cu->cuModuleUnload(s->modules[i]);
+    }
     free(s->modules);
+    free(s->shared);
     free(s->owner);
     mc_cuda_plans_free(s->plans, kp->nkernels);
     if (s->mem)
@@ -1286,8 +1389,10 @@ static void cuda_comm_release(mc_program **ranks, int n)
             continue;
         s->cu->cuCtxSetCurrent(s->ctx);
         s->cu->cuStreamSynchronize(s->stream);
-        if (s->gexec)
+        if (s->gexec) {
             s->cu->cuGraphExecDestroy(s->gexec);
+            atomic_fetch_sub(&live_graphs, 1);
+        }
         s->gexec = NULL;
     }
     for (int r = 0; r < n; r++) {
@@ -1300,9 +1405,18 @@ static void cuda_comm_release(mc_program **ranks, int n)
     }
 }
 
+/* MINIC_CUDA_SIZED=0: symbolic programs compile per binding, as before run-time sizes. */
+static const char *cuda_sizes_off(void)
+{
+    const char *e = getenv("MINIC_CUDA_SIZED");
+    return e && strcmp(e, "0") == 0 ? "MINIC_CUDA_SIZED=0" : NULL;
+}
+
 const mc_backend mc_backend_cuda = {
     .name = "cuda",
     .is_gpu = true,
+    .runtime_sizes = true,
+    .runtime_sizes_off = cuda_sizes_off,
     .attention = true,
     .conv_gather = true,
     .conv_implicit = true,

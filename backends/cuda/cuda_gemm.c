@@ -626,3 +626,52 @@ mc_status mc_cuda_plan_program(const kir_program *kp, const mc_cuda_target *t, c
     *out = plans;
     return MC_OK;
 }
+
+mc_status mc_cuda_plan_program_sized(const kir_program *kp, const kir_program *sized, const int64_t *values,
+                                     const mc_cuda_target *t, const int *align, mc_cuda_kernel_plan **out,
+                                     int *specialized, char *why, size_t why_size)
+{
+    *out = NULL;
+    *specialized = 0;
+    why[0] = '\0';
+    mc_cuda_kernel_plan *plans = calloc((size_t)kp->nkernels + 1, sizeof *plans);
+    if (!plans)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory planning CUDA kernels");
+    for (int i = 0; i < kp->nkernels; i++) {
+        mc_cuda_kernel_plan *pl = &plans[i];
+        if (kp->kernels[i].category == KIR_COLLECTIVE)
+            continue;
+        if (kp->kernels[i].category == KIR_GEMM) {
+            pl->is_gemm = true;
+            mc_cuda_gemm_plan_make(kp, i, &pl->gemm);
+            if ((pl->gemm.gemv || pl->gemm.small) && mc_cuda_kernel_sized(&sized->kernels[i])) {
+                /* a kernel made for this size would be compiled for this binding */
+                mc_cuda_gemm_plan lt;
+                memset(&lt, 0, sizeof lt);
+                plan_layout(kp, i, &lt, true);
+                if (lt.use_lt) {
+                    lt.autotune = 2.0 * (double)lt.m * (double)lt.n * (double)lt.k * (double)lt.batch >= 1e9;
+                    pl->gemm = lt;
+                }
+            }
+            if (pl->gemm.use_lt && pl->gemm.full)
+                continue;
+        }
+        char reason[160];
+        mc_status st = mc_cuda_render_sized(sized, values, i, t, align, pl->is_gemm ? &pl->gemm : NULL, &pl->code,
+                                            reason, sizeof reason);
+        if (st == MC_OK && reason[0]) {
+            if (!why[0])
+                snprintf(why, why_size, "%s: %s", kp->kernels[i].name, reason);
+            (*specialized)++;
+            st = mc_cuda_render(kp, i, t, align, pl->is_gemm ? &pl->gemm : NULL, &pl->code);
+        }
+        if (st != MC_OK) {
+            mc_cuda_plans_free(plans, kp->nkernels);
+            return st;
+        }
+        pl->has_code = true;
+    }
+    *out = plans;
+    return MC_OK;
+}

@@ -61,7 +61,125 @@ typedef struct rctx {
     bool ip_keep;
     int minb;          /* > 0: __launch_bounds__'s minimum blocks per SM */
     bool acc_pair;     /* KI_ACC is accp_[j] (render_conv_mma's epilogue over pairs of outputs) */
+    /* Sizes read when the kernel runs (mc_cuda_render_sized): the kernel list's table (NULL:
+     * every size a literal, as always) and the binding the launch is for. Each distinct size
+     * the source needs is a slot of the kernel's `S_` parameter: a product of dims (in a fixed
+     * order) times a constant over a divisor, whose value for this binding goes to
+     * mc_cuda_code.sizes. The source depends on the table only, never on the binding. */
+    const mc_dims *dims;
+    const int64_t *values;
+    mc_cuda_sizes z;   /* the slots */
 } rctx;
+
+static const char *size_expr(rctx *c, const int64_t *f, int n, int64_t div, char *buf, size_t size)
+{
+    return mc_cuda_size(&c->z, f, n, div, buf, size);
+}
+
+const char *mc_cuda_size(mc_cuda_sizes *c, const int64_t *f, int n, int64_t div, char *buf, size_t size)
+{
+    int64_t cst = 1, key[MC_MAX_RANK + 3] = {0};
+    int nsym = 0;
+    for (int i = 0; i < n; i++) {
+        if (!mc_dim_is_sym(f[i])) {
+            if (mc_mul_overflows(cst, f[i], &cst))
+                c->error = true;
+            continue;
+        }
+        if (nsym >= MC_MAX_RANK) {
+            c->error = true;
+            break;
+        }
+        int at = nsym++; /* sorted, so that the same product is the same slot */
+        while (at > 0 && key[at] > f[i]) {
+            key[at + 1] = key[at];
+            at--;
+        }
+        key[at + 1] = f[i];
+    }
+    if (nsym == 0 || cst == 0 || !c->dims) {
+        snprintf(buf, size, "%lld", (long long)(div > 1 ? cst / div : cst));
+        return buf;
+    }
+    key[0] = nsym;
+    key[nsym + 1] = cst;
+    key[nsym + 2] = div;
+    int slot = 0;
+    while (slot < c->out->nsizes && memcmp(c->key[slot], key, sizeof key) != 0)
+        slot++;
+    if (slot == c->out->nsizes) {
+        if (slot >= MC_CUDA_MAX_SIZES) {
+            c->error = true;
+            snprintf(buf, size, "0");
+            return buf;
+        }
+        memcpy(c->key[slot], key, sizeof key);
+        int64_t v = cst;
+        for (int i = 0; i < nsym; i++) {
+            int64_t x = 0;
+            if (!mc_dims_eval(c->dims, key[1 + i], c->values, &x) || mc_mul_overflows(v, x, &v))
+                c->error = true;
+        }
+        c->out->sizes[slot] = div > 1 ? v / div : v;
+        c->out->nsizes++;
+    }
+    snprintf(buf, size, "S_.v[%d]", slot);
+    return buf;
+}
+
+/* One dim d, as size_expr prints it. */
+static const char *dim_expr(rctx *c, int64_t d, char *buf, size_t size)
+{
+    return size_expr(c, &d, 1, 1, buf, size);
+}
+
+/* Dim d as a literal (as the static source always printed it) or `(I)S_.v[slot]`. */
+static const char *cast_expr(rctx *c, int64_t d, char *buf, size_t size)
+{
+    char x[48];
+    dim_expr(c, d, x, sizeof x);
+    if (x[0] == 'S')
+        snprintf(buf, size, "(%s)%s", c->I, x);
+    else
+        snprintf(buf, size, "%s", x);
+    return buf;
+}
+
+/* The value of size f[0..n) / div in the binding being rendered (the same arithmetic). */
+static int64_t size_value(const rctx *c, const int64_t *f, int n, int64_t div)
+{
+    int64_t v = 1;
+    for (int i = 0; i < n; i++) {
+        int64_t x = f[i];
+        if (mc_dim_is_sym(x) && (!c->dims || !mc_dims_eval(c->dims, x, c->values, &x)))
+            return 0;
+        if (mc_mul_overflows(v, x, &v))
+            return 0;
+    }
+    return div > 1 ? v / div : v;
+}
+
+/* Largest value of size f[0..n) over the bindings within the declared maxima; -1: unknown. */
+static int64_t size_max(const rctx *c, const int64_t *f, int n)
+{
+    int64_t v = 1;
+    for (int i = 0; i < n; i++) {
+        int64_t x = f[i];
+        if (mc_dim_is_sym(x) && (!c->dims || !mc_dims_max(c->dims, x, &x)))
+            return -1;
+        if (mc_mul_overflows(v, x, &v))
+            return -1;
+    }
+    return v;
+}
+
+static bool any_sym(const int64_t *f, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (mc_dim_is_sym(f[i]))
+            return true;
+    return false;
+}
 
 /* Measured on an H200 (docs/PERFORMANCE.md): a grid of one chunk group per thread, scheduled
  * by the hardware, beat a persistent grid-stride grid by 10% (its last wave is uneven); more
@@ -149,13 +267,14 @@ static void operand_name(mc_strbuf *sb, int instr, void *ctx)
 static void view_offset(rctx *c, int v, int d0, int d1, const char *base)
 {
     const kir_view *w = &c->k->views[v];
+    char x[48];
     if (base)
         mc_sb_printf(c->sb, "%s", base);
     else
-        mc_sb_printf(c->sb, "(%s)%lld", c->I, (long long)w->offset);
+        mc_sb_printf(c->sb, "(%s)%s", c->I, dim_expr(c, w->offset, x, sizeof x));
     for (int d = d0; d < d1; d++)
         if (w->stride[d] != 0 && c->k->shape[d] != 1)
-            mc_sb_printf(c->sb, " + i%d * (%s)%lld", d, c->I, (long long)w->stride[d]);
+            mc_sb_printf(c->sb, " + i%d * (%s)%s", d, c->I, dim_expr(c, w->stride[d], x, sizeof x));
 }
 
 /* Decompose flat index `e` into coordinates i<d0>..i<d1-1> of the kernel's shape. */
@@ -167,9 +286,11 @@ static void emit_coords(rctx *c, const char *e, int d0, int d1, const char *inde
     for (int d = d1 - 1; d >= d0; d--) {
         if (d == d0)
             mc_sb_printf(c->sb, "%sconst %s i%d = t_;\n", indent, c->I, d);
-        else
-            mc_sb_printf(c->sb, "%sconst %s i%d = t_ %% %lld; t_ /= %lld;\n", indent, c->I, d,
-                         (long long)c->k->shape[d], (long long)c->k->shape[d]);
+        else {
+            char x[64];
+            cast_expr(c, c->k->shape[d], x, sizeof x);
+            mc_sb_printf(c->sb, "%sconst %s i%d = t_ %% %s; t_ /= %s;\n", indent, c->I, d, x, x);
+        }
     }
 }
 
@@ -179,6 +300,19 @@ static int64_t shape_prod(const kir_kernel *k, int d0, int d1)
     for (int d = d0; d < d1; d++)
         n *= k->shape[d];
     return n;
+}
+
+/* `+ stride * j` of the current element j of a chunk along the innermost dim (nothing at j 0
+ * or a broadcast). */
+static void element_step(rctx *c, int64_t s)
+{
+    if (c->j <= 0 || s == 0)
+        return;
+    char x[48];
+    if (mc_dim_is_sym(s))
+        mc_sb_printf(c->sb, " + (%s)%s * %d", c->I, dim_expr(c, s, x, sizeof x), c->j);
+    else
+        mc_sb_printf(c->sb, " + (%s)%lld", c->I, (long long)(s * c->j));
 }
 
 /* Is view v read/written as V-wide vectors along the innermost dimension? */
@@ -209,7 +343,7 @@ static int choose_vec(const kir_program *kp, const kir_kernel *k, const int *ali
     if (V > 8)
         V = 8;
     for (; V > 1; V /= 2) {
-        if (inner % V != 0)
+        if (!mc_dims_multiple_of(kp->dims, inner, V))
             continue;
         bool ok = true;
         for (int v = 0; v < k->nviews && ok; v++) {
@@ -217,10 +351,10 @@ static int choose_vec(const kir_program *kp, const kir_kernel *k, const int *ali
             if (!used[v] || w->stride[k->rank - 1] != 1)
                 continue;
             size_t s = mc_dtype_size(kp->buffers[w->buffer].dtype);
-            if (w->offset % V != 0 || (size_t)align[w->buffer] < s * (size_t)V)
+            if (!mc_dims_multiple_of(kp->dims, w->offset, V) || (size_t)align[w->buffer] < s * (size_t)V)
                 ok = false;
             for (int d = 0; d < k->rank - 1 && ok; d++)
-                if (w->stride[d] % V != 0 && k->shape[d] != 1)
+                if (!mc_dims_multiple_of(kp->dims, w->stride[d], V) && k->shape[d] != 1)
                     ok = false;
         }
         if (ok)
@@ -265,10 +399,8 @@ static bool emit_value_unsaturated(rctx *c, int i, int k_iter)
             else
                 mc_sb_printf(sb, "mc_ld(L%d.x[%d])", v, c->j);
         } else if (c->j >= 0) {
-            int64_t s = k->views[v].stride[k->rank - 1];
             mc_sb_printf(sb, "mc_ld(p%d[o%d", c->view_param[v], v);
-            if (c->j > 0 && s != 0)
-                mc_sb_printf(sb, " + (%s)%lld", c->I, (long long)(s * c->j));
+            element_step(c, k->views[v].stride[k->rank - 1]);
             mc_sb_puts(sb, "])");
         } else {
             mc_sb_printf(sb, "mc_ld(p%d[rb%d])", c->view_param[v], v);
@@ -278,8 +410,15 @@ static bool emit_value_unsaturated(rctx *c, int i, int k_iter)
     case KI_CONST:
         mc_c_literal(sb, ins->value, ins->dtype);
         return true;
-    case KI_SIZE: /* cuda is handed bound programs only (kir_bind) */
-        return false;
+    case KI_SIZE: { /* value / n, n read when it runs (kir_bind's KI_CONST: the same division) */
+        if (!c->dims || !mc_dtype_is_float(ins->dtype))
+            return false;
+        char x[48];
+        dim_expr(c, ins->size, x, sizeof x);
+        const char *round = ins->dtype == MC_F16 ? "mc_round_f16" : ins->dtype == MC_BF16 ? "mc_round_bf16" : "";
+        mc_sb_printf(sb, "%s((float)(%a / (double)%s))", round, ins->value, x);
+        return true;
+    }
     case KI_INDEX: {
         const char *cast = ins->dtype == MC_I32 ? "(int)" : ins->dtype == MC_BOOL ? "(bool)" :
                                                                                      "(float)";
@@ -307,17 +446,16 @@ static bool emit_value_unsaturated(rctx *c, int i, int k_iter)
             return true;
         }
         if (c->j >= 0) {
-            int64_t s = k->views[v].stride[k->rank - 1];
             mc_sb_printf(sb, "mc_ld(p%d[o%d", c->view_param[v], v);
-            if (c->j > 0 && s != 0)
-                mc_sb_printf(sb, " + (%s)%lld", c->I, (long long)(s * c->j));
+            element_step(c, k->views[v].stride[k->rank - 1]);
         } else {
             mc_sb_printf(sb, "mc_ld(p%d[rb%d", c->view_param[v], v);
         }
         mc_sb_printf(sb, " + (%s)mc_gather_index(", c->I);
         operand_name(sb, ins->arg[0], c);
-        mc_sb_printf(sb, ", %lldLL, mc_err, %d) * (%s)%lld])", (long long)ins->size, ins->check + 1, c->I,
-                     (long long)ins->stride);
+        char xs[48], xt[48];
+        mc_sb_printf(sb, ", %s%s, mc_err, %d) * (%s)%s])", dim_expr(c, ins->size, xs, sizeof xs),
+                     mc_dim_is_sym(ins->size) ? "" : "LL", ins->check + 1, c->I, dim_expr(c, ins->stride, xt, sizeof xt));
         return true;
     }
     case KI_ACC:
@@ -425,8 +563,10 @@ static bool emit_chunk(rctx *c, int b, int k_iter, int depth)
                 mc_sb_printf(sb, "%sconst mc_vec<%s, %d> G%d = *(const mc_vec<%s, %d> *)(p%d + o%d + (%s)mc_gather_index(",
                              in, st, c->V, i, st, c->V, c->view_param[ins->view], ins->view, c->I);
                 operand_name(sb, ins->arg[0], c);
-                mc_sb_printf(sb, ", %lldLL, mc_err, %d) * (%s)%lld);\n", (long long)ins->size, ins->check + 1, c->I,
-                             (long long)ins->stride);
+                char xs[48], xt[48];
+                mc_sb_printf(sb, ", %s%s, mc_err, %d) * (%s)%s);\n", dim_expr(c, ins->size, xs, sizeof xs),
+                             mc_dim_is_sym(ins->size) ? "" : "LL", ins->check + 1, c->I,
+                             dim_expr(c, ins->stride, xt, sizeof xt));
             }
             mc_sb_printf(sb, "%sconst %s v%d_%d = ", in, mc_c_arith_type(ins->dtype), i, j);
             if (!emit_value(c, i, k_iter))
@@ -498,8 +638,14 @@ static bool emit_chunk(rctx *c, int b, int k_iter, int depth)
                 if (j > 0 && stride == 0)
                     break; /* a broadcast store writes one element */
                 c->j = j;
-                mc_sb_printf(sb, "%sp%d[o%d + (%s)%lld] = %s(", in, c->view_param[v], v, c->I,
-                             (long long)(stride * j), cvt_fn(bd));
+                mc_sb_printf(sb, "%sp%d[o%d + ", in, c->view_param[v], v);
+                if (mc_dim_is_sym(stride)) {
+                    char x[48];
+                    mc_sb_printf(sb, "(%s)%s * %d", c->I, dim_expr(c, stride, x, sizeof x), j);
+                } else {
+                    mc_sb_printf(sb, "(%s)%lld", c->I, (long long)(stride * j));
+                }
+                mc_sb_printf(sb, "] = %s(", cvt_fn(bd));
                 operand_name(sb, st->value, c);
                 mc_sb_puts(sb, ");\n");
             }
@@ -621,11 +767,18 @@ static void emit_signature(rctx *c, mc_cuda_code *out, int block_threads)
             const kir_buffer *x = &kp->buffers[ba], *y = &kp->buffers[bb];
             if (x->kind != KBUF_TEMP || y->kind != KBUF_TEMP)
                 continue;
+            if (c->dims || mc_dim_is_sym(x->numel) || mc_dim_is_sym(y->numel)) {
+                /* placed per binding: the source may assume nothing of it */
+                restrict_ok = false;
+                continue;
+            }
             int64_t xe = x->offset + x->numel * (int64_t)mc_dtype_size(x->dtype);
             int64_t ye = y->offset + y->numel * (int64_t)mc_dtype_size(y->dtype);
             if (x->offset < ye && y->offset < xe)
                 restrict_ok = false;
         }
+    if (c->dims)
+        mc_sb_printf(sb, "struct mc_sz { long long v[%d]; };\n", MC_CUDA_MAX_SIZES);
     if (c->minb > 0)
         mc_sb_printf(sb, "extern \"C\" __global__ void __launch_bounds__(%d, %d) %s(", block_threads, c->minb,
                      out->entry);
@@ -647,6 +800,10 @@ static void emit_signature(rctx *c, mc_cuda_code *out, int block_threads)
         }
         if (b == MC_CUDA_PARAM_SPLITK) {
             mc_sb_puts(sb, "float *mc_ws");
+            continue;
+        }
+        if (b == MC_CUDA_PARAM_SIZES) {
+            mc_sb_puts(sb, "const mc_sz S_");
             continue;
         }
         bool written = false;
@@ -743,8 +900,14 @@ static bool render_pointwise(rctx *c, mc_cuda_code *out)
     const kir_kernel *k = c->k;
     if (k->nblocks != 1)
         return false;
-    int64_t total = shape_prod(k, 0, k->rank);
-    int64_t chunks = total / c->V;
+    int64_t chunks = c->dims ? 0 : shape_prod(k, 0, k->rank) / c->V;
+    char chunks_x[48];
+    if (c->dims) { /* run-time sizes: the count is a slot, the grid for this binding */
+        size_expr(c, k->shape, k->rank, c->V, chunks_x, sizeof chunks_x);
+        chunks = size_value(c, k->shape, k->rank, c->V);
+    } else {
+        snprintf(chunks_x, sizeof chunks_x, "%lld", (long long)chunks);
+    }
     int threads = 256;
     int U = c->t->pw_unroll > 0 && c->t->pw_unroll <= 8 ? c->t->pw_unroll : PW_UNROLL;
     int64_t blocks = (chunks + (int64_t)threads * U - 1) / ((int64_t)threads * U);
@@ -763,9 +926,9 @@ static bool render_pointwise(rctx *c, mc_cuda_code *out)
                      c->view_param[c->ip_store]);
     /* each iteration: U chunks per thread, a block's threads side by side in each; all their
      * vector loads first (several 16-byte loads in flight), then the arithmetic and stores */
-    mc_sb_printf(sb, "  for (%s base_ = (%s)blockIdx.x * %d + threadIdx.x; base_ < (%s)%lld;"
+    mc_sb_printf(sb, "  for (%s base_ = (%s)blockIdx.x * %d + threadIdx.x; base_ < (%s)%s;"
                      " base_ += (%s)gridDim.x * %d) {\n",
-                 c->I, c->I, threads * U, c->I, (long long)chunks, c->I, threads * U);
+                 c->I, c->I, threads * U, c->I, chunks_x, c->I, threads * U);
     bool *used = calloc((size_t)k->nviews + 1, 1);
     if (!used)
         return false;
@@ -788,7 +951,7 @@ static bool render_pointwise(rctx *c, mc_cuda_code *out)
             c->phase = phase;
             mc_sb_printf(sb, "    { /* chunk %d: %s */\n", u, phase == 1 ? "loads" : "compute");
             mc_sb_printf(sb, "      const %s ch_ = base_ + %d;\n", c->I, u * threads);
-            mc_sb_printf(sb, "      if (ch_ < (%s)%lld) {\n", c->I, (long long)chunks);
+            mc_sb_printf(sb, "      if (ch_ < (%s)%s) {\n", c->I, chunks_x);
             mc_sb_printf(sb, "        const %s e_ = ch_ * %d;\n", c->I, c->V);
             emit_coords(c, "e_", 0, k->rank, "        ");
             emit_view_offsets(c, 0, 0, 4, false);
@@ -807,9 +970,25 @@ static bool render_reduction(rctx *c, mc_cuda_code *out)
 {
     const kir_kernel *k = c->k;
     mc_strbuf *sb = c->sb;
-    int64_t nrows = shape_prod(k, 0, k->nrow);
-    int64_t red = shape_prod(k, k->nrow, k->rank);
-    int64_t C = red / c->V; /* chunks per row */
+    int64_t nrows = c->dims ? 0 : shape_prod(k, 0, k->nrow);
+    int64_t red = c->dims ? 0 : shape_prod(k, k->nrow, k->rank);
+    char nrows_x[48], C_x[48];
+    bool red_sym = false; /* run-time sizes with a symbolic reduced extent: the schedule is
+                             made for its maximum, every chunk guarded */
+    if (c->dims) {
+        size_expr(c, k->shape, k->nrow, 1, nrows_x, sizeof nrows_x);
+        nrows = size_value(c, k->shape, k->nrow, 1);
+        size_expr(c, k->shape + k->nrow, k->rank - k->nrow, c->V, C_x, sizeof C_x);
+        red_sym = any_sym(k->shape + k->nrow, k->rank - k->nrow);
+        red = red_sym ? size_max(c, k->shape + k->nrow, k->rank - k->nrow)
+                      : size_value(c, k->shape + k->nrow, k->rank - k->nrow, 1);
+        if (red < 1) /* no maximum: a block per row whose threads loop over the chunks */
+            red = (int64_t)1 << 40;
+    } else {
+        snprintf(nrows_x, sizeof nrows_x, "%lld", (long long)nrows);
+        snprintf(C_x, sizeof C_x, "%lld", (long long)(red / c->V));
+    }
+    int64_t C = red / c->V; /* chunks per row (at most, with red_sym) */
     bool warp = C <= 32 * 8;
     int T;
     if (warp) {
@@ -822,10 +1001,14 @@ static bool render_reduction(rctx *c, mc_cuda_code *out)
             T *= 2;
     }
     int64_t K = (C + T - 1) / T;
+    bool looped = c->dims && K > 64; /* run-time sizes, more chunks than are worth writing
+                                        out (or no maximum): a loop, no caches */
+    if (looped)
+        K = 1;
     int rpb = warp ? 8 : 1; /* rows per block */
     int threads = warp ? 256 : T;
     /* register caches: views loaded in two or more loop blocks */
-    if (K * c->V <= MAX_CACHE_ELEMS) {
+    if (K * c->V <= MAX_CACHE_ELEMS && !looped) {
         for (int v = 0; v < k->nviews; v++) {
             int cv = c->canon[v], nblk = 0;
             for (int b = 0; b < k->nblocks; b++) {
@@ -850,13 +1033,13 @@ static bool render_reduction(rctx *c, mc_cuda_code *out)
     emit_signature(c, out, threads);
     if (warp) {
         mc_sb_puts(sb, "  const int lane = threadIdx.x & 31;\n");
-        mc_sb_printf(sb, "  for (%s row = (%s)blockIdx.x * %d + (threadIdx.x >> 5); row < (%s)%lld;"
+        mc_sb_printf(sb, "  for (%s row = (%s)blockIdx.x * %d + (threadIdx.x >> 5); row < (%s)%s;"
                          " row += (%s)gridDim.x * %d) {\n",
-                     c->I, c->I, rpb, c->I, (long long)nrows, c->I, rpb);
+                     c->I, c->I, rpb, c->I, nrows_x, c->I, rpb);
     } else {
         mc_sb_puts(sb, "  const int lane = threadIdx.x;\n");
-        mc_sb_printf(sb, "  for (%s row = blockIdx.x; row < (%s)%lld; row += gridDim.x) {\n", c->I,
-                     c->I, (long long)nrows);
+        mc_sb_printf(sb, "  for (%s row = blockIdx.x; row < (%s)%s; row += gridDim.x) {\n", c->I,
+                     c->I, nrows_x);
     }
     emit_coords(c, "row", 0, k->nrow, "    ");
     if (!emit_row_bases(c))
@@ -882,12 +1065,15 @@ static bool render_reduction(rctx *c, mc_cuda_code *out)
         /* the chunk loop is written out unrolled, so register caches are indexed with
          * constants and stay in registers */
         for (int64_t kk = 0; kk < K; kk++) {
-            mc_sb_printf(sb, "    { /* chunk %lld */\n", (long long)kk);
-            mc_sb_printf(sb, "      const %s c_ = (%s)lane + %lld;\n", c->I, c->I,
-                         (long long)(kk * T));
-            bool guard = (kk + 1) * T > C;
+            if (looped)
+                mc_sb_printf(sb, "    for (%s c_ = (%s)lane; c_ < (%s)%s; c_ += %d) {\n", c->I, c->I, c->I, C_x, T);
+            else {
+                mc_sb_printf(sb, "    { /* chunk %lld */\n", (long long)kk);
+                mc_sb_printf(sb, "      const %s c_ = (%s)lane + %lld;\n", c->I, c->I, (long long)(kk * T));
+            }
+            bool guard = !looped && ((kk + 1) * T > C || red_sym);
             if (guard)
-                mc_sb_printf(sb, "      if (c_ < (%s)%lld) {\n", c->I, (long long)C);
+                mc_sb_printf(sb, "      if (c_ < (%s)%s) {\n", c->I, C_x);
             int dep = guard ? 4 : 3;
             mc_sb_printf(sb, "%sconst %s e_ = c_ * %d;\n", indent_of(dep), c->I, c->V);
             emit_coords(c, "e_", k->nrow, k->rank, indent_of(dep));
@@ -1803,22 +1989,84 @@ static void plan_gather_vectors(rctx *c)
     const kir_kernel *k = c->k;
     for (int i = 0; i < k->ncode; i++) {
         const kir_instr *in = &k->code[i];
-        c->gather_vec[i] = in->kind == KI_GATHER && view_vectorized(c, in->view) && in->stride % c->V == 0 &&
+        c->gather_vec[i] = in->kind == KI_GATHER && view_vectorized(c, in->view) &&
+                           mc_dims_multiple_of(c->kp->dims, in->stride, c->V) &&
                            chunk_uniform(k, in->arg[0], 0);
     }
 }
 
+bool mc_cuda_kernel_sized(const kir_kernel *k)
+{
+    bool sym = any_sym(k->shape, k->rank);
+    for (int v = 0; v < k->nviews && !sym; v++)
+        sym = mc_dim_is_sym(k->views[v].offset) || any_sym(k->views[v].stride, k->rank);
+    for (int i = 0; i < k->ncode && !sym; i++)
+        sym = k->code[i].kind == KI_SIZE ||
+              (k->code[i].kind == KI_GATHER && (mc_dim_is_sym(k->code[i].size) || mc_dim_is_sym(k->code[i].stride)));
+    if (k->category == KIR_GEMM)
+        sym |= mc_dim_is_sym(k->gemm.m) || mc_dim_is_sym(k->gemm.n) || mc_dim_is_sym(k->gemm.k);
+    if (k->category == KIR_ATTENTION)
+        sym |= mc_dim_is_sym(k->attn.tq) || mc_dim_is_sym(k->attn.tk) || mc_dim_is_sym(k->attn.d) ||
+               mc_dim_is_sym(k->attn.dv);
+    return sym;
+}
+
+static mc_status render(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
+                        const mc_cuda_gemm_plan *gemm, const int64_t *values, mc_cuda_code *out);
+
 mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
                          const mc_cuda_gemm_plan *gemm, mc_cuda_code *out)
+{
+    return render(kp, ki, t, align, gemm, NULL, out);
+}
+
+mc_status mc_cuda_render_sized(const kir_program *sized, const int64_t *values, int ki, const mc_cuda_target *t,
+                               const int *align, const mc_cuda_gemm_plan *gemm, mc_cuda_code *out, char *why,
+                               size_t why_size)
+{
+    const kir_kernel *k = &sized->kernels[ki];
+    why[0] = '\0';
+    memset(out, 0, sizeof *out);
+    if (!mc_cuda_kernel_sized(k)) /* its source cannot depend on the binding: rendered as always */
+        return render(sized, ki, t, align, gemm, NULL, out);
+    const char *ea = getenv("MINIC_CUDA_SIZED_ATTENTION");
+    if (k->category == KIR_ATTENTION && ea && strcmp(ea, "0") == 0)
+        snprintf(why, why_size, "attention over symbolic lengths with MINIC_CUDA_SIZED_ATTENTION=0");
+    else if (k->category == KIR_ATTENTION && (mc_dim_is_sym(k->attn.d) || mc_dim_is_sym(k->attn.dv)))
+        snprintf(why, why_size, "attention over a symbolic head size");
+    else if (k->category == KIR_ATTENTION && mc_cuda_attention_decodes(&k->attn))
+        snprintf(why, why_size, "decode attention (few queries) over symbolic keys");
+    else if (k->category == KIR_GEMM && !(gemm && gemm->use_lt))
+        snprintf(why, why_size, "a GEMM run by a generated kernel (%s)",
+                 gemm && gemm->gemv ? "GEMV" : gemm && gemm->small ? "warp-dot" : "tiled");
+    else if (k->category == KIR_REDUCTION && kir_kernel_scans(k))
+        snprintf(why, why_size, "a scan");
+    if (why[0])
+        return MC_OK;
+    mc_status st = render(sized, ki, t, align, gemm, values, out);
+    if (st == MC_OK && out->nsizes < 0) { /* render's mark for a size it could not hold */
+        mc_cuda_code_free(out);
+        snprintf(why, why_size, "more than %d run-time sizes, or one past 2^63", MC_CUDA_MAX_SIZES);
+    } else if (st != MC_OK) { /* IR it cannot render with run-time sizes: the bound kernel, noted */
+        snprintf(why, why_size, "%s", mc_error_message());
+        st = MC_OK;
+    }
+    return st;
+}
+
+static mc_status render(const kir_program *kp, int ki, const mc_cuda_target *t, const int *align,
+                        const mc_cuda_gemm_plan *gemm, const int64_t *values, mc_cuda_code *out)
 {
     bool acc_scratch = gemm && gemm->use_lt;
     mc_dtype acc_dtype = acc_scratch ? gemm->scratch_dtype : MC_F32;
     memset(out, 0, sizeof *out);
     const kir_kernel *k = &kp->kernels[ki];
     if (k->category == KIR_ATTENTION)
-        return mc_cuda_render_attention(kp, ki, t, align, out);
+        return mc_cuda_render_attention(kp, ki, t, align, values, out);
     rctx c = {.kp = kp, .k = k, .t = t, .align = align, .sb = &out->src, .j = -1, .u = -1,
-              .acc_scratch = acc_scratch, .acc_dtype = acc_dtype, .ip_view = -1, .ip_store = -1, .ip_cond = -1};
+              .acc_scratch = acc_scratch, .acc_dtype = acc_dtype, .ip_view = -1, .ip_store = -1, .ip_cond = -1,
+              .dims = values ? kp->dims : NULL, .values = values,
+              .z = {.dims = values ? kp->dims : NULL, .values = values, .out = out}};
     int nv = k->nviews + 1;
     c.view_param = calloc((size_t)nv, sizeof(int));
     c.canon = calloc((size_t)nv, sizeof(int));
@@ -1876,14 +2124,18 @@ mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t,
         gathers |= k->code[i].kind == KI_GATHER;
     if (gathers)
         out->param[out->nparams++] = MC_CUDA_PARAM_ERROR;
-    /* 32-bit indices unless an offset can pass 2^31 */
-    int64_t maxoff = shape_prod(k, 0, k->rank);
-    for (int v = 0; v < k->nviews; v++) {
+    if (c.dims)
+        out->param[out->nparams++] = MC_CUDA_PARAM_SIZES;
+    /* 32-bit indices unless an offset can pass 2^31 (at the maxima; unknown ones can) */
+    int64_t maxoff = c.dims ? size_max(&c, k->shape, k->rank) : shape_prod(k, 0, k->rank);
+    for (int v = 0; v < k->nviews && maxoff >= 0; v++) {
         int64_t n = kp->buffers[k->views[v].buffer].numel;
-        if (n > maxoff)
+        if (c.dims && (n = size_max(&c, &n, 1)) < 0)
+            maxoff = -1;
+        else if (n > maxoff)
             maxoff = n;
     }
-    c.I = maxoff + ((int64_t)1 << 24) >= ((int64_t)1 << 31) ? "long long" : "int";
+    c.I = maxoff < 0 || maxoff + ((int64_t)1 << 24) >= ((int64_t)1 << 31) ? "long long" : "int";
     if (k->category == KIR_GEMM && !acc_scratch) {
         c.V = 1;
     } else {
@@ -1924,8 +2176,8 @@ mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t,
     if (acc_scratch)
         mc_sb_puts(sb, " epilogue after cuBLASLt");
     mc_sb_puts(sb, "): shape [");
-    for (int d = 0; d < k->rank; d++)
-        mc_sb_printf(sb, "%s%lld", d ? ", " : "", (long long)k->shape[d]);
+    for (int d = 0; d < k->rank; d++) /* a symbolic size as `?`: the source holds no binding */
+        mc_sb_printf(sb, mc_dim_is_sym(k->shape[d]) ? "%s?" : "%s%lld", d ? ", " : "", (long long)k->shape[d]);
     mc_sb_printf(sb, "], %d row dims, vector width %d */\n", k->nrow, c.V);
     bool ok;
     if (k->category == KIR_GEMM && !acc_scratch)
@@ -1943,6 +2195,8 @@ mc_status mc_cuda_render(const kir_program *kp, int ki, const mc_cuda_target *t,
     else if (!ok)
         st = mc_fail(MC_ERR_SYSTEM, "internal error: kernel %s has IR the CUDA renderer cannot "
                                     "express", k->name);
+    else if (c.z.error)
+        out->nsizes = -1; /* mc_cuda_render_sized falls back */
 done:
     free(c.gather_vec);
     free(c.view_param);
