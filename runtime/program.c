@@ -99,6 +99,20 @@ const char *mc_program_notes(const mc_program *p)
     return p && p->notes ? p->notes : "";
 }
 
+/* AUTO: the first usable of cuda, cpu, ref; why says why cuda was passed over. */
+static const mc_backend *auto_backend(char *why, size_t n)
+{
+    snprintf(why, n, "this minic was built without the cuda backend");
+    const mc_backend *cuda = built_backend(MC_BACKEND_CUDA);
+    if (cuda) {
+        if (probe(cuda) == MC_OK)
+            return cuda;
+        snprintf(why, n, "no usable GPU: %s", mc_error_message());
+    }
+    const mc_backend *b = built_backend(MC_BACKEND_CPU);
+    return b && probe(b) == MC_OK ? b : &mc_backend_ref;
+}
+
 static mc_status choose_backend(mc_program *p)
 {
     const mc_options *opt = &p->opt;
@@ -119,21 +133,10 @@ static mc_status choose_backend(mc_program *p)
         *out = b;
         return MC_OK;
     }
-    /* AUTO: the first usable of cuda, cpu, ref; remember why cuda was passed over. */
-    char why[512] = "this minic was built without the cuda backend";
-    const mc_backend *cuda = built_backend(MC_BACKEND_CUDA);
-    if (cuda) {
-        if (probe(cuda) == MC_OK) {
-            *out = cuda;
-            return MC_OK;
-        }
-        snprintf(why, sizeof why, "no usable GPU: %s", mc_error_message());
-    }
-    const mc_backend *b = built_backend(MC_BACKEND_CPU);
-    if (!b || probe(b) != MC_OK)
-        b = &mc_backend_ref;
-    mc_program_note(p, "%s; using the %s backend", why, b->name);
-    *out = b;
+    char why[512];
+    *out = auto_backend(why, sizeof why);
+    if (*out != built_backend(MC_BACKEND_CUDA))
+        mc_program_note(p, "%s; using the %s backend", why, (*out)->name);
     return MC_OK;
 }
 
@@ -417,23 +420,23 @@ static bool conv_implicit(const mc_backend *b)
     return b->conv_implicit && !(e && strcmp(e, "0") == 0);
 }
 
-mc_compile_options mc_compile_options_of_backend(const mc_options *opt)
+mc_compile_options mc_compile_options_for_backend(const mc_options *opt, const mc_backend *b)
 {
     mc_compile_options co = mc_compile_options_for(opt);
-    const mc_backend *b = built_backend(opt->backend);
-    if (opt->backend == MC_BACKEND_AUTO) { /* as choose_backend picks, without its notes */
-        b = built_backend(MC_BACKEND_CUDA);
-        if (!b || probe(b) != MC_OK)
-            b = built_backend(MC_BACKEND_CPU);
-        if (!b || probe(b) != MC_OK)
-            b = &mc_backend_ref;
-    }
     if (b) {
         co.no_attention = !b->attention;
         co.conv_gather = conv_gather(b);
         co.conv_implicit = conv_implicit(b);
     }
     return co;
+}
+
+mc_compile_options mc_compile_options_of_backend(const mc_options *opt)
+{
+    char why[512];
+    const mc_backend *b = opt->backend == MC_BACKEND_AUTO ? auto_backend(why, sizeof why)
+                                                          : built_backend(opt->backend);
+    return mc_compile_options_for_backend(opt, b);
 }
 
 static mc_status compile_program(const mc_graph *g, const mc_options *opt, mc_program *parent, int rank,
@@ -500,10 +503,7 @@ static mc_status compile_program(const mc_graph *g, const mc_options *opt, mc_pr
         *out = p;
         return MC_OK;
     }
-    mc_compile_options co = mc_compile_options_for(&o);
-    co.no_attention = !p->backend->attention;
-    co.conv_gather = conv_gather(p->backend);
-    co.conv_implicit = conv_implicit(p->backend);
+    mc_compile_options co = mc_compile_options_for_backend(&o, p->backend);
     mc_pipeline_times pt = {0};
     co.times = &pt;
     st = mc_compile_kernels(p->graph, &co, &p->kp);
@@ -617,10 +617,7 @@ mc_status mc_program_compile_unprepared(const mc_graph *g, const mc_options *opt
         mc_program_free(p);
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     }
-    mc_compile_options co = mc_compile_options_for(opt);
-    co.no_attention = !p->backend->attention;
-    co.conv_gather = conv_gather(p->backend);
-    co.conv_implicit = conv_implicit(p->backend);
+    mc_compile_options co = mc_compile_options_for_backend(opt, p->backend);
     mc_status st = mc_compile_kernels(p->graph, &co, &p->kp);
     if (st == MC_OK)
         st = allocate_host(p);

@@ -56,6 +56,9 @@ mc_status mc_program_undeclared(const mc_program *p, const char *name, const cha
  * choices; AUTO picked as a compile picks it), for `minic dump`'s stages, which compile no
  * program: what they print is what that backend runs. */
 mc_compile_options mc_compile_options_of_backend(const mc_options *opt);
+/* The pipeline's options for compiling opt's graph to backend b (what b fuses and decomposes:
+ * attention, conv's gather or implicit GEMM); b NULL: the defaults. */
+mc_compile_options mc_compile_options_for_backend(const mc_options *opt, const mc_backend *b);
 /* ---- tensor-parallel programs (runtime/parallel.c) ---------------------------------------- */
 
 /* A program compiled with mc_options.devices >= 1: the plan and one program per rank.

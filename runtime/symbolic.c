@@ -276,8 +276,7 @@ static mc_status compile_sized(mc_program *p)
     char why[MC_COMPILE_REFUSED];
     sized_refusal(p, why, sizeof why);
     if (!why[0]) {
-        mc_compile_options co = mc_compile_options_for(&p->opt);
-        co.no_attention = !p->backend->attention;
+        mc_compile_options co = mc_compile_options_for_backend(&p->opt, p->backend);
         co.symbolic = true;
         co.refused = why;
         mc_status st = mc_compile_kernels(p->graph, &co, &p->sym->sized);

@@ -48,19 +48,11 @@ static bool exists(const char *path)
 
 #ifdef MINIC_HAVE_XXHASH
 
+/* A file's bytes (support's reader: regular files only, NULL when it cannot be read). */
 static unsigned char *read_file(const char *path, size_t *size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc((size_t)n + 1);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *size = (size_t)n;
-    return b;
+    char *data = NULL;
+    return mc_file_read_all(path, &data, size) == MC_OK ? (unsigned char *)data : NULL;
 }
 
 static void write_file(const char *path, const void *data, size_t size)

@@ -610,7 +610,7 @@ static bool emit_chunk(rctx *c, int b, int k_iter, int depth)
             continue;
         int v = st->view;
         mc_dtype bd = view_buffer(c, v)->dtype;
-        if (v == c->ip_store && c->u >= 0) { /* in place: the elements x is selected for */
+        if (v == c->ip_store && c->u >= 0) { /* in place: only where the where takes its other side */
             mc_sb_printf(sb, "%sif (mc_same_) {\n", in);
             for (int j = 0; j < c->V; j++) {
                 c->j = j;
