@@ -402,6 +402,15 @@ static mc_value cumsum_quadratic(ctx *c, mc_value x)
  * i32's limits: always outside gather's [-len, len), so the run fails with the gather's check,
  * whose kir_check names update as its origin and decodes pos from that index (kir/kir.c). One
  * fused kernel: the gather of new and the select of the cache, no backend code of its own. */
+/* pos clamped into [0, len) (an index that is always safe to read), and *inside: pos was
+ * already in it (where the read counts). Both i32. */
+static mc_value clamp_inside(ctx *c, mc_value pos, int64_t len, mc_value *inside)
+{
+    mc_value zero = constant(c, 0.0, MC_I32);
+    *inside = op2(c, MC_OP_AND, op2(c, MC_OP_GE, pos, zero), op2(c, MC_OP_LT, pos, constant(c, (double)len, MC_I32)));
+    return op2(c, MC_OP_MINIMUM, op2(c, MC_OP_MAXIMUM, pos, zero), constant(c, (double)(len - 1), MC_I32));
+}
+
 static mc_value update(ctx *c, const mc_value *in)
 {
     const mc_node *cn = &c->rw->src->nodes[c->n->in[0]], *nn = &c->rw->src->nodes[c->n->in[1]];
@@ -417,14 +426,13 @@ static mc_value update(ctx *c, const mc_value *in)
     mc_value before = op2(c, MC_OP_SUB, op2(c, MC_OP_MAXIMUM, pos, constant(c, (double)(INT32_MIN + len), MC_I32)),
                           constant(c, (double)len, MC_I32));
     mc_value bad = where(c, op2(c, MC_OP_LT, pos, zero), before, past);
-    mc_value clamped = op2(c, MC_OP_MINIMUM, op2(c, MC_OP_MAXIMUM, rel, zero), constant(c, (double)(len - 1), MC_I32));
-    mc_value idx = where(c, ok, clamped, bad);
+    mc_value inside;
+    mc_value idx = where(c, ok, clamp_inside(c, rel, len, &inside), bad);
     mc_attrs ga;
     memset(&ga, 0, sizeof ga);
     ga.axis = axis;
     mc_value gin[2] = {in[1], idx};
     mc_value g = mc_rewrite_node(c->rw, c->n, MC_OP_GATHER, gin, 2, &ga);
-    mc_value inside = op2(c, MC_OP_AND, op2(c, MC_OP_GE, rel, zero), op2(c, MC_OP_LT, rel, constant(c, (double)len, MC_I32)));
     int64_t shape[MC_MAX_RANK];
     for (int d = 0; d < r; d++)
         shape[d] = d == axis ? n : 1;
@@ -523,7 +531,7 @@ static mc_value pool_gathered(ctx *c, mc_value x, const mc_node *xn, int sr, con
     int64_t flat[3] = {N, C, P};
     mc_dtype d = c->rw->dst->nodes[x].dtype;
     x = shape_op(c, MC_OP_RESHAPE, x, flat, 3);
-    mc_value o = iota(c, &O, 1, 0), zero = constant(c, 0.0, MC_I32), coord[2] = {o, MC_NONE}, base[2];
+    mc_value o = iota(c, &O, 1, 0), coord[2] = {o, MC_NONE}, base[2];
     if (sr > 1) {
         mc_value w = constant(c, (double)out[1], MC_I32);
         coord[0] = op2(c, MC_OP_DIV, o, w);
@@ -539,8 +547,8 @@ static mc_value pool_gathered(ctx *c, mc_value x, const mc_node *xn, int sr, con
             for (int i = 0; i < sr; i++) {
                 int64_t off = i == 0 ? u : v, L = xn->shape[2 + i];
                 mc_value pos = off ? op2(c, MC_OP_ADD, base[i], constant(c, (double)off, MC_I32)) : base[i];
-                mc_value in = op2(c, MC_OP_AND, op2(c, MC_OP_GE, pos, zero), op2(c, MC_OP_LT, pos, constant(c, (double)L, MC_I32)));
-                pos = op2(c, MC_OP_MINIMUM, op2(c, MC_OP_MAXIMUM, pos, zero), constant(c, (double)(L - 1), MC_I32));
+                mc_value in;
+                pos = clamp_inside(c, pos, L, &in);
                 inside = inside == MC_NONE ? in : op2(c, MC_OP_AND, inside, in);
                 idx = idx == MC_NONE ? pos : op2(c, MC_OP_ADD, op2(c, MC_OP_MUL, idx, constant(c, (double)L, MC_I32)), pos);
             }
@@ -676,7 +684,7 @@ static mc_value conv_cols(ctx *c, mc_value x, const mc_node *xn, int sr, const i
         grid[i] = ks[i];
         grid[sr + i] = out[i];
     }
-    mc_value zero = constant(c, 0.0, MC_I32), idx = MC_NONE, inside = MC_NONE;
+    mc_value idx = MC_NONE, inside = MC_NONE;
     for (int i = 0; i < sr; i++) {
         int64_t L = xn->shape[2 + i];
         mc_value u = iota(c, grid, 2 * sr, i), o = iota(c, grid, 2 * sr, sr + i);
@@ -686,8 +694,7 @@ static mc_value conv_cols(ctx *c, mc_value x, const mc_node *xn, int sr, const i
             pos = op2(c, MC_OP_SUB, pos, constant(c, (double)at->padding[i], MC_I32));
         mc_value in = MC_NONE;
         if (padded) {
-            in = op2(c, MC_OP_AND, op2(c, MC_OP_GE, pos, zero), op2(c, MC_OP_LT, pos, constant(c, (double)L, MC_I32)));
-            pos = op2(c, MC_OP_MINIMUM, op2(c, MC_OP_MAXIMUM, pos, zero), constant(c, (double)(L - 1), MC_I32));
+            pos = clamp_inside(c, pos, L, &in);
             inside = inside == MC_NONE ? in : op2(c, MC_OP_AND, inside, in);
         }
         idx = idx == MC_NONE ? pos : op2(c, MC_OP_ADD, op2(c, MC_OP_MUL, idx, constant(c, (double)L, MC_I32)), pos);
