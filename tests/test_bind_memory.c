@@ -77,10 +77,25 @@ static cu_fn cu(const char *name)
 
 enum { CU_REGISTER_DEVICEMAP = 2, CU_ERROR_ALREADY_REGISTERED = 712 };
 
+/* The test's own hold on GPU 0's primary context, current on this thread: the driver's calls
+ * made here need one, also after the programs (which hold it too) are freed. */
+static void hold_context(void)
+{
+    static void *ctx;
+    static int dev;
+    if (!ctx) {
+        assert_int_equal(((int (*)(unsigned))cu("cuInit"))(0), 0);
+        assert_int_equal(((int (*)(int *, int))cu("cuDeviceGet"))(&dev, 0), 0);
+        assert_int_equal(((int (*)(void **, int))cu("cuDevicePrimaryCtxRetain"))(&ctx, dev), 0);
+    }
+    assert_int_equal(((int (*)(void *))cu("cuCtxSetCurrent"))(ctx), 0);
+}
+
 /* Is [data, data + bytes) page-locked now? Registering it again says so (and when it was not,
  * the registration made to find out is undone). */
 static bool page_locked(void *data, size_t bytes)
 {
+    hold_context();
     int r = ((int (*)(void *, size_t, unsigned))cu("cuMemHostRegister_v2"))(data, bytes, 0);
     if (r == 0)
         assert_int_equal(((int (*)(void *))cu("cuMemHostUnregister"))(data), 0);
@@ -348,6 +363,7 @@ static void test_mapped(void **state)
     float w[12], y[6], z[8], wy[6], wz[8];
     for (int k = 0; k < 12; k++)
         w[k] = (float)(k % 3) - 1;
+    hold_context();
     float *x = host_array();
     for (int k = 0; k < 8; k++)
         x[k] = (float)k / 2;
@@ -368,6 +384,7 @@ static void test_mapped(void **state)
     }
     ok(mc_program_bind_memory(p, "x", NULL, 0, MC_MEMORY_HOST_MAPPED), "unbind x");
     /* still registered: the caller's own registration, which the program left alone */
+    hold_context();
     assert_int_equal(((int (*)(void *))cu("cuMemHostUnregister"))(x), 0);
     float kept[8];
     memcpy(kept, x, sizeof kept);
