@@ -287,6 +287,13 @@ static mc_status layout_memory(mc_program *p, cuda_state *s, size_t *scratch_byt
                         (long long)arena, (long long)shared->bytes);
         shared = NULL;
     }
+    for (int b = 0; shared && b < kp->nbuffers; b++) /* padded rows read past A's end: in s->mem only */
+        if (s->pitched && s->pitched[b] && s->pitched[b]->pad_slack > 0 && s->pitched[b]->a.buffer >= 0 &&
+            kp->buffers[s->pitched[b]->a.buffer].kind == KBUF_TEMP) {
+            mc_program_note(p, "symbolic dimensions: a padded GEMM reads past an intermediate's end: this binding "
+                            "has an arena of its own");
+            shared = NULL;
+        }
     if (shared && !shared->addr) {
         mc_status st = shared_arena_new(s, shared);
         if (st != MC_OK) {
