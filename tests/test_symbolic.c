@@ -1125,6 +1125,49 @@ static void arena_at_maxima(mc_backend_kind kind, double tolerance)
     mc_graph_free(g);
 }
 
+/* passes/plan.c mc_plan_memory_like on its own: a binding within the maxima takes the plan made
+ * at them (same offsets, the same arena), and one beyond them is refused, saying which temp. */
+static void test_plan_like(void **state)
+{
+    (void)state;
+    mc_graph *g = sized_model_bounded();
+    mc_options o = mc_test_options();
+    mc_compile_options co = mc_compile_options_for(&o);
+    co.symbolic = true;
+    char why[400] = "";
+    co.refused = why;
+    kir_program *sized = NULL;
+    assert_int_equal(mc_compile_kernels(g, &co, &sized), MC_OK);
+    if (!sized)
+        fail_msg("not compiled once: %s", why);
+    kir_program *at_max = kir_bind(sized, (int64_t[]){4, 32}), *small = kir_bind(sized, (int64_t[]){2, 3});
+    kir_program *tiny = kir_bind(sized, (int64_t[]){1, 1});
+    assert_true(at_max && small && tiny);
+    mc_plan_memory(at_max, true);
+    mc_plan_memory(tiny, true);
+    assert_true(mc_plan_memory_like(small, at_max, why, sizeof why));
+    assert_int_equal(small->arena_bytes, at_max->arena_bytes);
+    int temps = 0;
+    for (int b = 0; b < small->nbuffers; b++)
+        if (small->buffers[b].kind == KBUF_TEMP) {
+            assert_int_equal(small->buffers[b].offset, at_max->buffers[b].offset);
+            temps++;
+        }
+    assert_true(temps > 0);
+    assert_int_equal(kir_verify(small, "like", true), MC_OK);
+    /* the plan of (1, 1) does not hold (4, 32): its temps are larger */
+    kir_program *big = kir_bind(sized, (int64_t[]){4, 32});
+    assert_false(mc_plan_memory_like(big, tiny, why, sizeof why));
+    if (!strstr(why, "more than its"))
+        fail_msg("why: %s", why);
+    kir_program_free(big);
+    kir_program_free(tiny);
+    kir_program_free(small);
+    kir_program_free(at_max);
+    kir_program_free(sized);
+    mc_graph_free(g);
+}
+
 static void test_arena_at_maxima(void **state)
 {
     (void)state;
@@ -1178,6 +1221,7 @@ int main(void)
         cmocka_unit_test(test_compiles_once_offsets), cmocka_unit_test(test_sized_fallbacks),
         cmocka_unit_test(test_block_ref),       cmocka_unit_test(test_cuda_compiles_once),
         cmocka_unit_test(test_arena_at_maxima), cmocka_unit_test(test_cuda_arena_at_maxima),
+        cmocka_unit_test(test_plan_like),
 #ifdef MINIC_HAVE_CUDA
         cmocka_unit_test(test_cuda_sized_sources),
 #endif
