@@ -28,9 +28,12 @@
  * every binding; a kernel it has to render for the binding counts as a compilation) and every
  * operator over a symbol takes symbolic sizes
  * (mc_runsizes_refusal); else, or with MINIC_SPECIALIZE=1, every binding compiles as above,
- * and the program's notes say why. The bound programs share the cache and its LRU. Each plans
- * its intermediates for its own binding (a plan is arithmetic over the kernels too), so a
- * declared maximum is checked, not planned for.
+ * and the program's notes say why. The bound programs share the cache and its LRU. When every
+ * symbol has a declared maximum, the intermediates are planned once, at the maxima
+ * (plan_at_maxima), and every binding's program uses that one arena (mc_program.arena: its
+ * runs never overlap, since a symbolic program runs one binding at a time, synchronously, under
+ * its mutex); else each binding plans and allocates its own, as do the programs compiled per
+ * binding (their kernel lists differ from binding to binding).
  *
  * The program's mutex is held by every call here (runtime/program.c's public functions take it
  * and dispatch), so the inner programs are used from one thread at a time.
@@ -74,6 +77,9 @@ struct mc_symbolic {
     int compilations;
     kir_program *sized;         /* the kernels compiled once for every binding (step 3, above),
                                    or NULL: each binding compiles its own program */
+    kir_program *at_max;        /* `sized` bound at the symbols' maxima and planned: the memory
+                                   plan every binding takes (mc_plan_memory_like), or NULL */
+    mc_shared_arena arena;      /* the arena of that plan, shared by the bindings' programs */
 };
 
 static bool is_declaration(const mc_node *n) { return n->op == MC_OP_INPUT || n->op == MC_OP_PARAM; }
@@ -270,6 +276,45 @@ static void sized_refusal(const mc_program *p, char *why, size_t size)
         mc_runsizes_refusal(p->graph, why, size);
 }
 
+/* Plan the intermediates once, at the symbols' maxima, for every binding to share: the kernel
+ * list bound at the maxima and planned; a binding takes its offsets when they are valid for its
+ * sizes (mc_plan_memory_like: every temp no larger, the same overlaps in place), and its
+ * program then uses the one arena (mc_program.arena) instead of allocating its own. A symbol
+ * without a maximum leaves each binding to plan and allocate its own, as before. */
+static void plan_at_maxima(mc_program *p, bool share)
+{
+    mc_symbolic *s = p->sym;
+    const mc_graph *g = p->graph;
+    int64_t max[MC_MAX_SYMS] = {0};
+    char list[256] = "";
+    size_t used = 0;
+    for (int k = 0; k < mc_graph_num_syms(g); k++) {
+        max[k] = mc_dim_sym_max(g, k);
+        if (!max[k]) {
+            mc_program_note(p, "symbolic dimensions: memory planned per binding ('%s' has no maximum; declare "
+                            "%s<=N to plan it once)", mc_dim_sym_name(g, k), mc_dim_sym_name(g, k));
+            return;
+        }
+        if (used < sizeof list)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s=%lld", k ? ", " : "", mc_dim_sym_name(g, k),
+                                     (long long)max[k]);
+    }
+    if (!share) {
+        mc_program_note(p, "symbolic dimensions: memory planned per binding (memory planning is off)");
+        return;
+    }
+    kir_program *kp = kir_bind(s->sized, max);
+    if (!kp) {
+        mc_program_note(p, "symbolic dimensions: memory planned per binding (at the maxima: %s)", mc_error_message());
+        return;
+    }
+    mc_plan_memory(kp, true);
+    s->at_max = kp;
+    s->arena.bytes = kp->arena_bytes;
+    mc_program_note(p, "symbolic dimensions: memory planned once at the maxima (%s): %lld bytes of intermediates, "
+                    "one arena shared by every binding", list, (long long)kp->arena_bytes);
+}
+
 /* Compile the kernels once with symbolic sizes where the backend and the graph allow it. */
 static mc_status compile_sized(mc_program *p)
 {
@@ -285,10 +330,12 @@ static mc_status compile_sized(mc_program *p)
         if (p->sym->sized) {
             p->sym->compilations = 1;
             mc_program_note(p, "symbolic dimensions: compiled once, sizes bound when it runs");
+            plan_at_maxima(p, co.plan_memory);
             return MC_OK;
         }
     }
-    mc_program_note(p, "symbolic dimensions: compiled per binding (%s)", why);
+    mc_program_note(p, "symbolic dimensions: compiled per binding (%s); each binding plans and allocates its own "
+                    "memory", why);
     return MC_OK;
 }
 
@@ -307,7 +354,13 @@ static mc_status bound_program(mc_program *p, mc_program **out)
         return mc_error_status();
     }
     mc_compile_options co = mc_compile_options_for(&p->opt);
-    mc_plan_memory(kp, co.plan_memory);
+    char why[200] = "";
+    bool shared = s->at_max && mc_plan_memory_like(kp, s->at_max, why, sizeof why);
+    if (!shared)
+        mc_plan_memory(kp, co.plan_memory);
+    if (s->at_max && !shared)
+        mc_program_note(p, "symbolic dimensions: a binding planned its own memory (the plan at the maxima does not "
+                        "fit it: %s)", why);
     if (co.verify && (st = kir_verify(kp, "bind", true)) != MC_OK) {
         kir_program_free(kp);
         mc_graph_free(sg);
@@ -319,7 +372,7 @@ static mc_status bound_program(mc_program *p, mc_program **out)
     o.backend = mc_program_backend_kind(p);
     o.note = mc_program_forward_note;
     o.note_ctx = p;
-    st = mc_program_instantiate(sg, kp, s->sized, s->b.value, &o, out);
+    st = mc_program_instantiate(sg, kp, s->sized, s->b.value, shared ? &s->arena : NULL, &o, out);
     mc_graph_free(sg);
     if (st == MC_OK && (*out)->kernels_specialized > 0)
         s->compilations++; /* the backend rendered kernels for this binding (its notes say why) */
@@ -347,6 +400,9 @@ void mc_symbolic_free(mc_program *p)
         return;
     for (int i = 0; i < s->ncache; i++)
         mc_program_free(s->cache[i].program);
+    if (s->arena.release) /* after every binding's program: none uses it any more */
+        s->arena.release(&s->arena);
+    kir_program_free(s->at_max);
     for (int i = 0; s->values && i < p->graph->nnodes; i++)
         free(s->values[i].data);
     kir_program_free(s->sized);
@@ -669,5 +725,12 @@ mc_program *mc_symbolic_current(const mc_program *p)
 }
 
 int mc_symbolic_compilations(const mc_program *p) { return p->sym->compilations; }
+
+int64_t mc_symbolic_arena(const mc_program *p, int *allocations)
+{
+    if (allocations)
+        *allocations = p->sym && p->sym->at_max ? p->sym->arena.allocations : 0;
+    return p->sym && p->sym->at_max ? p->sym->arena.bytes : 0;
+}
 
 int mc_symbolic_cached(const mc_program *p) { return p->sym ? p->sym->ncache : 0; }

@@ -65,6 +65,7 @@ typedef struct cpu_state {
     int nkernels;
     char *ir;                 /* the module as generated (dump_code) */
     void *arena;              /* intermediates */
+    bool own_arena;           /* false: the symbolic program's (mc_program.arena), not freed here */
     void **buffers;           /* per kp buffer: base address */
     mc_threadpool *pool;
     int nthreads;
@@ -328,7 +329,8 @@ static void cpu_release(mc_program *p)
     llvm_jit_dispose(&s->jit);
     free(s->kernels);
     free(s->ir);
-    free(s->arena);
+    if (s->own_arena)
+        free(s->arena);
     free(s->buffers);
     free(s->scratch);
     free(s);
@@ -346,9 +348,25 @@ static void *aligned_zalloc(size_t bytes)
 
 /* Memory: the arena of intermediates, the per-thread scratch, each kernel's argument array and
  * packed weight. */
-static mc_status allocate(cpu_state *s, const kir_program *kp)
+static void host_arena_release(mc_shared_arena *a)
 {
-    s->arena = aligned_zalloc((size_t)kp->arena_bytes);
+    free((void *)(uintptr_t)a->addr);
+    a->addr = 0;
+}
+
+static mc_status allocate(cpu_state *s, const kir_program *kp, mc_shared_arena *shared)
+{
+    if (shared && shared->bytes < kp->arena_bytes)
+        shared = NULL;
+    if (shared && !shared->addr) { /* the first binding of a symbolic program planned at its maxima */
+        if (!(shared->addr = (uintptr_t)aligned_zalloc((size_t)shared->bytes)))
+            return mc_fail(MC_ERR_SYSTEM, "out of memory allocating %lld bytes of intermediates",
+                           (long long)shared->bytes);
+        shared->allocations++;
+        shared->release = host_arena_release;
+    }
+    s->own_arena = !shared;
+    s->arena = shared ? (void *)(uintptr_t)shared->addr : aligned_zalloc((size_t)kp->arena_bytes);
     int64_t scratch = 0;
     for (int i = 0; i < kp->nkernels; i++)
         if (s->kernels[i].info.scratch_bytes > scratch)
@@ -486,7 +504,7 @@ static mc_status cpu_prepare(mc_program *p)
     if (st != MC_OK)
         goto done;
 
-    st = allocate(s, kp);
+    st = allocate(s, kp, p->arena);
     mc_program_phase(p, "memory", &tp);
 done:
     if (tm)

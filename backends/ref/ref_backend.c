@@ -25,8 +25,15 @@
 
 typedef struct {
     unsigned char *arena;
-    void **data; /* per buffer */
+    bool own_arena; /* false: the symbolic program's (p->arena), not freed here */
+    void **data;    /* per buffer */
 } ref_state;
+
+static void host_arena_release(mc_shared_arena *a)
+{
+    free((void *)(uintptr_t)a->addr);
+    a->addr = 0;
+}
 
 static mc_status ref_prepare(mc_program *p)
 {
@@ -38,7 +45,15 @@ static mc_status ref_prepare(mc_program *p)
     s->data = calloc((size_t)(kp->nbuffers > 0 ? kp->nbuffers : 1), sizeof *s->data);
     if ((uint64_t)kp->arena_bytes > SIZE_MAX / 2 || !s->data)
         return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the reference backend");
-    s->arena = calloc((size_t)kp->arena_bytes + 1, 1);
+    mc_shared_arena *shared = p->arena && p->arena->bytes >= kp->arena_bytes ? p->arena : NULL;
+    if (shared && !shared->addr) { /* the first binding of a symbolic program planned at its maxima */
+        if ((uint64_t)shared->bytes > SIZE_MAX / 2 || !(shared->addr = (uintptr_t)calloc((size_t)shared->bytes + 1, 1)))
+            return mc_fail(MC_ERR_SYSTEM, "out of memory: the intermediates need %lld bytes", (long long)shared->bytes);
+        shared->allocations++;
+        shared->release = host_arena_release;
+    }
+    s->own_arena = !shared;
+    s->arena = shared ? (unsigned char *)(uintptr_t)shared->addr : calloc((size_t)kp->arena_bytes + 1, 1);
     if (!s->arena)
         return mc_fail(MC_ERR_SYSTEM, "out of memory: the intermediates need %lld bytes",
                        (long long)kp->arena_bytes);
@@ -53,7 +68,8 @@ static void ref_release(mc_program *p)
     ref_state *s = p->state;
     if (!s)
         return;
-    free(s->arena);
+    if (s->own_arena)
+        free(s->arena);
     free(s->data);
     free(s);
     p->state = NULL;
