@@ -651,6 +651,62 @@ static void test_implicit_conv_kernels(void **state)
     mc_graph_free(g);
 }
 
+/* The deeper conv main loop (MINIC_CUDA_CONV_STAGES=3, 4: D = 2, 3 tiles in flight): the stem (A
+ * through registers), layer 1 with its residual, layer 4 split along K, an odd K of 180 and an
+ * asymmetric window compile, in dynamic shared memory (D + 1 buffers) with wait_group D - 1. */
+static void test_implicit_conv_stages(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *x, *w, *attrs, *dt;
+        int co, stages, split;
+    } cases[] = {
+        {"32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "f16", 64, 3, 0},
+        {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "bf16", 64, 3, 0},
+        {"32, 512, 7, 7", "512, 512, 3, 3", "padding=[1, 1]", "f16", 512, 3, 2},
+        {"2, 20, 15, 14", "40, 20, 3, 3", "stride=[2, 2], padding=[1, 1]", "f16", 40, 3, 0},
+        {"2, 8, 9, 17", "20, 8, 3, 5", "stride=[2, 1], padding=[1, 0], dilation=[1, 3]", "bf16", 20, 4, 0},
+        {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "f16", 64, 4, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[1024], st[8], sp[8];
+        snprintf(text, sizeof text,
+                 "graph a\ninput x : %s[%s]\nparam w : %s[%s]\nparam b : %s[%d]\n"
+                 "y = conv(x, w, b, %s)\nz = relu(y)\noutput z\n",
+                 cases[i].dt, cases[i].x, cases[i].dt, cases[i].w, cases[i].dt, cases[i].co, cases[i].attrs);
+        mc_graph *g;
+        if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
+            fail_msg("%s\n%s", mc_error_message(), text);
+        snprintf(st, sizeof st, "%d", cases[i].stages);
+        snprintf(sp, sizeof sp, "%d", cases[i].split);
+        setenv("MINIC_CUDA_CONV_STAGES", st, 1);
+        if (cases[i].split)
+            setenv("MINIC_CUDA_CONV_SPLITK", sp, 1);
+        mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = true,
+                                 .conv_implicit = true};
+        kir_program *kp;
+        if (mc_compile_kernels(g, &co, &kp) != MC_OK)
+            fail_msg("%s\n%s", mc_error_message(), text);
+        mc_cuda_kernel_plan *pl = compile_all(kp);
+        assert_int_equal(kp->nkernels, 1);
+        assert_string_equal(pl[0].code.scheme, "conv-implicit-mma");
+        assert_int_equal(pl[0].gemm.conv_split, cases[i].split ? cases[i].split : 1);
+        int bm = pl[0].gemm.conv_bm, bn = pl[0].gemm.conv_bn;
+        assert_int_equal(pl[0].code.smem, cases[i].stages * (bm * 40 + 32 * (bn + 8)) * 2);
+        char wait[64];
+        snprintf(wait, sizeof wait, "cp.async.wait_group %d;", cases[i].stages - 2);
+        /* the stem's A (K = 147) goes through registers: no cp.async */
+        assert_true((strstr(pl[0].code.src.data, wait) != NULL) == (i != 0));
+        assert_non_null(strstr(pl[0].code.src.data, "mma_tile(cur);"));
+        mc_cuda_plans_free(pl, kp->nkernels);
+        kir_program_free(kp);
+        mc_graph_free(g);
+        unsetenv("MINIC_CUDA_CONV_SPLITK");
+    }
+    /* the default: two buffers, static shared memory, as before */
+    unsetenv("MINIC_CUDA_CONV_STAGES");
+}
+
 /* Attention kernels of every kind render and compile: f32, f16 and bf16 (tensor cores for the
  * 16-bit types), head sizes 32, 80 and 128 (the largest needs more than 48 KB of shared
  * memory), q/k/v as views of a QKV projection (16-byte chunks, cp.async) and as odd strides
@@ -930,6 +986,7 @@ int main(void)
         cmocka_unit_test(test_in_place_update_kernel),
         cmocka_unit_test(test_more_operators),
         cmocka_unit_test(test_implicit_conv_kernels),
+        cmocka_unit_test(test_implicit_conv_stages),
 #endif
     };
     return mc_test_run(tests);

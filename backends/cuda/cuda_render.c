@@ -1410,6 +1410,158 @@ void mc_cuda_conv_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
     p->conv_ws_bytes = p->conv_split > 1 ? (k->gemm.m * pixels + tiles) * 4 : 0;
 }
 
+/* The main loop's depth: shared-memory buffers (MINIC_CUDA_CONV_STAGES=2..4), less one. 2 buffers
+ * (depth 1) is the first kernel: one K tile's loads in flight while the tensor cores work on the
+ * tile before. Deeper, D tiles' loads are in flight: A by cp.async groups (wait_group D - 1),
+ * B (and the stem's A) in D register sets, stored to shared memory one tile ahead. */
+static int conv_stages(int bm, int bn, int bk)
+{
+    const char *e = getenv("MINIC_CUDA_CONV_STAGES");
+    int stages = e && atoi(e) >= 2 && atoi(e) <= 4 ? atoi(e) : 2;
+    while (stages > 2 && stages * (bm * (bk + 8) + bk * (bn + 8)) * 2 > 200 * 1024)
+        stages--;
+    return stages - 1;
+}
+
+/* what emit_conv_pipelined needs of render_conv_mma's choices */
+typedef struct {
+    int BM, BN, BK, T, MT, NT, nb_ld, kstep, S, D;
+    bool avec, ktab;
+    int64_t M, K;
+    const kir_view *A, *X;
+    const kir_conv *cv;
+} conv_gen;
+
+/* The loads, the tensor-core loop and the K loop of render_conv_mma at depth D >= 2 (the
+ * buffers As[D + 1], Bs[D + 1], the K table kt_ and its fill_tab, the pixel's decoded
+ * coordinates in scope). Relative tile rr = kt - kt0 sits in buffer rr % (D + 1) and, while in
+ * flight, in register set rr % D; every iteration commits one cp.async group (empty past the
+ * end), so wait_group D - 1 leaves tile rr + 1 complete. */
+static void emit_conv_pipelined(rctx *c, const conv_gen *q)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    const kir_conv *cv = q->cv;
+    int D = q->D, NB = D + 1, BK = q->BK, NA = q->BM * BK / q->T;
+    int64_t KHW = cv->kh * cv->kw;
+    mc_sb_printf(sb, "  auto load_b = [&](int kt, unsigned short (&rb)[%d]) {\n#pragma unroll\n", q->nb_ld);
+    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", q->nb_ld);
+    if (q->ktab) {
+        mc_sb_printf(sb, "      const int4 t = kt_[kt & 1][bk_ + j * %d];\n", q->kstep);
+        mc_sb_puts(sb, "      const int iy = iy1_ + t.y, ix = ix0_ + t.z;\n");
+        mc_sb_printf(sb, "      rb[j] = (unsigned)iy < %lluu && (unsigned)ix < %lluu ? xa_[pb_ + t.x] : (unsigned short)0;\n",
+                     (unsigned long long)cv->h, (unsigned long long)cv->w);
+    } else {
+        mc_sb_printf(sb, "      const int kk = kt * %d + bk_ + j * %d;\n      unsigned short v = 0;\n", BK, q->kstep);
+        mc_sb_printf(sb, "      if (pv_ && kk < %lld) {\n", (long long)q->K);
+        mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
+                     (long long)KHW, (long long)KHW, (long long)cv->kw, (long long)cv->kw);
+        mc_sb_printf(sb, "        const int iy = iy0_ + ky * %lld, ix = ix0_ + kx * %lld;\n", (long long)cv->dh,
+                     (long long)cv->dw);
+        mc_sb_printf(sb, "        if ((unsigned)iy < %lluu && (unsigned)ix < %lluu)\n", (unsigned long long)cv->h,
+                     (unsigned long long)cv->w);
+        mc_sb_printf(sb, "          v = xa_[xb_ + (%s)ch * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld];\n", I, I,
+                     (long long)q->X->stride[1], I, I, (long long)q->X->stride[2], I, I, (long long)q->X->stride[3]);
+        mc_sb_puts(sb, "      }\n      rb[j] = v;\n");
+    }
+    mc_sb_puts(sb, "    }\n  };\n");
+    mc_sb_printf(sb, "  auto store_b = [&](int buf, const unsigned short (&rb)[%d]) {\n#pragma unroll\n", q->nb_ld);
+    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) Bs[buf][bk_ + j * %d][bn_] = rb[j];\n  };\n", q->nb_ld, q->kstep);
+    const kir_view *A = q->A;
+    if (q->avec) {
+        mc_sb_puts(sb, "  auto load_a = [&](int kt, int buf) {\n#pragma unroll\n");
+        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", q->BM * BK / 8 / q->T);
+        mc_sb_printf(sb, "      const int q = tid + j * %d, r = q >> 2, kc = (q & 3) * 8;\n", q->T);
+        mc_sb_printf(sb, "      const %s m = m0 + r, kk = (%s)kt * %d + kc;\n", I, I, BK);
+        mc_sb_printf(sb, "      const bool ok = m < (%s)%lld && kk < (%s)%lld;\n", I, (long long)q->M, I, (long long)q->K);
+        mc_sb_printf(sb, "      mc_cp16(&As[buf][r][kc], ok ? wa_ + (%s)%lld + m * (%s)%lld + kk : wa_, ok ? 16 : 0);\n",
+                     I, (long long)A->offset, I, (long long)A->stride[1]);
+        mc_sb_puts(sb, "    }\n  };\n");
+    } else {
+        mc_sb_printf(sb, "  auto load_a = [&](int kt, unsigned short (&ra)[%d]) {\n#pragma unroll\n", NA);
+        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", NA);
+        mc_sb_printf(sb, "      const int e = tid + j * %d, r = e / %d, kc = e %% %d;\n", q->T, BK, BK);
+        mc_sb_printf(sb, "      const %s m = m0 + r, kk = (%s)kt * %d + kc;\n", I, I, BK);
+        mc_sb_printf(sb, "      ra[j] = m < (%s)%lld && kk < (%s)%lld ? wa_[(%s)%lld + m * (%s)%lld + kk * (%s)%lld] : "
+                         "(unsigned short)0;\n    }\n  };\n",
+                     I, (long long)q->M, I, (long long)q->K, I, (long long)A->offset, I, (long long)A->stride[1], I,
+                     (long long)A->stride[2]);
+        mc_sb_printf(sb, "  auto store_a = [&](int buf, const unsigned short (&ra)[%d]) {\n#pragma unroll\n", NA);
+        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", NA);
+        mc_sb_printf(sb, "      const int e = tid + j * %d;\n      As[buf][e / %d][e %% %d] = ra[j];\n    }\n  };\n", q->T,
+                     BK, BK);
+    }
+    mc_sb_printf(sb, "  float acc_[%d][%d][4];\n", q->MT, q->NT);
+    mc_sb_printf(sb, "#pragma unroll\n  for (int a = 0; a < %d; ++a)\n#pragma unroll\n    for (int b = 0; b < %d; ++b)\n"
+                     "#pragma unroll\n      for (int r = 0; r < 4; ++r) acc_[a][b][r] = 0.0f;\n", q->MT, q->NT);
+    mc_sb_puts(sb, "  auto mma_tile = [&](int cur) {\n");
+    mc_sb_printf(sb, "#pragma unroll\n    for (int ks = 0; ks < %d; ++ks) {\n", BK / 16);
+    mc_sb_printf(sb, "      unsigned af[%d][4];\n#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n", q->MT, q->MT);
+    mc_sb_puts(sb, "        mc_ldsm4(af[mt], &As[cur][wm0 + mt * 16 + (lane & 15)][ks * 16 + (lane >> 4) * 8]);\n");
+    mc_sb_printf(sb, "#pragma unroll\n      for (int nt = 0; nt < %d; ++nt) {\n", q->NT / 2);
+    mc_sb_puts(sb, "        unsigned bf[4];\n"
+                   "        mc_ldsm4t(bf, &Bs[cur][ks * 16 + (lane & 15)][wn0 + nt * 16 + (lane >> 4) * 8]);\n");
+    mc_sb_printf(sb, "#pragma unroll\n        for (int mt = 0; mt < %d; ++mt) {\n", q->MT);
+    mc_sb_puts(sb, "          mc_mma(acc_[mt][2 * nt], af[mt], bf[0], bf[1]);\n"
+                   "          mc_mma(acc_[mt][2 * nt + 1], af[mt], bf[2], bf[3]);\n"
+                   "        }\n      }\n    }\n  };\n");
+    int64_t nk = (q->K + BK - 1) / BK;
+    mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %d, kt1 = (bs_ + 1) * %lld / %d, nkt = kt1 - kt0;\n", (long long)nk,
+                 q->S, (long long)nk, q->S);
+    for (int u = 0; u < D; u++) {
+        mc_sb_printf(sb, "  unsigned short rb%d_[%d];\n", u, q->nb_ld);
+        if (!q->avec)
+            mc_sb_printf(sb, "  unsigned short ra%d_[%d];\n", u, NA);
+    }
+    /* the prologue: tiles 0 .. D - 1 in flight (their K tables one by one), tile 0 stored */
+    for (int i = 0; i < D; i++) {
+        if (q->ktab)
+            mc_sb_printf(sb, "  fill_tab(kt0 + %d, (kt0 + %d) & 1);\n  __syncthreads();\n", i, i);
+        mc_sb_printf(sb, "  if (%d < nkt) {\n", i);
+        if (q->avec)
+            mc_sb_printf(sb, "    load_a(kt0 + %d, %d);\n", i, i);
+        else
+            mc_sb_printf(sb, "    load_a(kt0 + %d, ra%d_);\n", i, i);
+        mc_sb_printf(sb, "    load_b(kt0 + %d, rb%d_);\n  }\n", i, i);
+        if (q->avec)
+            mc_sb_puts(sb, "  mc_cp_commit();\n");
+    }
+    if (q->ktab)
+        mc_sb_printf(sb, "  fill_tab(kt0 + %d, (kt0 + %d) & 1);\n", D, D);
+    mc_sb_puts(sb, "  store_b(0, rb0_);\n");
+    if (!q->avec)
+        mc_sb_puts(sb, "  store_a(0, ra0_);\n");
+    else
+        mc_sb_printf(sb, "  asm volatile(\"cp.async.wait_group %d;\\n\" ::: \"memory\");\n", D - 1);
+    mc_sb_puts(sb, "  __syncthreads();\n");
+    /* the loop, unrolled D times so that every register set is named */
+    mc_sb_printf(sb, "  for (int r0 = 0; r0 < nkt; r0 += %d) {\n", D);
+    for (int u = 0; u < D; u++) {
+        int un = (u + 1) % D;
+        mc_sb_printf(sb, "    {\n      const int rr = r0 + %d, kt = kt0 + rr, cur = rr %% %d;\n      if (rr >= nkt)\n        break;\n",
+                     u, NB);
+        mc_sb_printf(sb, "      if (rr + %d < nkt) {\n", D);
+        if (q->avec)
+            mc_sb_printf(sb, "        load_a(kt + %d, (rr + %d) %% %d);\n", D, D, NB);
+        else
+            mc_sb_printf(sb, "        load_a(kt + %d, ra%d_);\n", D, u);
+        mc_sb_printf(sb, "        load_b(kt + %d, rb%d_);\n      }\n", D, u);
+        if (q->avec)
+            mc_sb_puts(sb, "      mc_cp_commit();\n");
+        if (q->ktab) /* the other parity: load_b above read kt + D's */
+            mc_sb_printf(sb, "      fill_tab(kt + %d, (kt + %d) & 1);\n", D + 1, D + 1);
+        mc_sb_puts(sb, "      mma_tile(cur);\n");
+        mc_sb_printf(sb, "      if (rr + 1 < nkt) {\n        store_b((rr + 1) %% %d, rb%d_);\n", NB, un);
+        if (!q->avec)
+            mc_sb_printf(sb, "        store_a((rr + 1) %% %d, ra%d_);\n", NB, un);
+        mc_sb_puts(sb, "      }\n");
+        if (q->avec)
+            mc_sb_printf(sb, "      asm volatile(\"cp.async.wait_group %d;\\n\" ::: \"memory\");\n", D - 1);
+        mc_sb_puts(sb, "      __syncthreads();\n    }\n");
+    }
+    mc_sb_puts(sb, "  }\n");
+}
+
 static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *out)
 {
     const kir_kernel *k = c->k;
@@ -1463,8 +1615,20 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
                  (long long)cv->h, (long long)cv->w, BM, BN, BK, avec ? "cp.async" : "element loads");
     emit_signature(c, out, T);
     int pa = c->view_param[g->a], px = c->view_param[g->b];
-    mc_sb_printf(sb, "  __shared__ __align__(16) unsigned short As[2][%d][%d];\n", BM, BK + 8);
-    mc_sb_printf(sb, "  __shared__ __align__(16) unsigned short Bs[2][%d][%d];\n", BK, BN + 8);
+    int D = conv_stages(BM, BN, BK);
+    if (D > 1) {
+        /* D + 1 buffers, in dynamic shared memory (beyond 48 KB for the larger tiles) */
+        int abytes = BM * (BK + 8) * 2, bbytes = BK * (BN + 8) * 2;
+        out->smem = (D + 1) * (abytes + bbytes);
+        mc_sb_puts(sb, "  extern __shared__ __align__(16) unsigned short smem_[];\n");
+        mc_sb_printf(sb, "  unsigned short (*As)[%d][%d] = reinterpret_cast<unsigned short (*)[%d][%d]>(smem_);\n", BM,
+                     BK + 8, BM, BK + 8);
+        mc_sb_printf(sb, "  unsigned short (*Bs)[%d][%d] = reinterpret_cast<unsigned short (*)[%d][%d]>(smem_ + %d);\n", BK,
+                     BN + 8, BK, BN + 8, (D + 1) * abytes / 2);
+    } else {
+        mc_sb_printf(sb, "  __shared__ __align__(16) unsigned short As[2][%d][%d];\n", BM, BK + 8);
+        mc_sb_printf(sb, "  __shared__ __align__(16) unsigned short Bs[2][%d][%d];\n", BK, BN + 8);
+    }
     mc_sb_printf(sb, "  const unsigned short *wa_ = reinterpret_cast<const unsigned short *>(p%d);\n", pa);
     mc_sb_printf(sb, "  const unsigned short *xa_ = reinterpret_cast<const unsigned short *>(p%d);\n", px);
     mc_sb_puts(sb, "  const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;\n");
@@ -1505,92 +1669,98 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     }
     int nb_ld = BK * BN / T; /* B elements per thread per tile */
     int kstep = T / BN;
-    mc_sb_printf(sb, "  unsigned short rb_[%d];\n", nb_ld);
-    /* B: global to registers for K tile kt */
-    mc_sb_puts(sb, "  auto load_b = [&](int kt) {\n#pragma unroll\n");
-    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", nb_ld);
-    if (ktab) {
-        mc_sb_printf(sb, "      const int4 t = kt_[kt & 1][bk_ + j * %d];\n", kstep);
-        mc_sb_puts(sb, "      const int iy = iy1_ + t.y, ix = ix0_ + t.z;\n");
-        mc_sb_printf(sb, "      rb_[j] = (unsigned)iy < %lluu && (unsigned)ix < %lluu ? xa_[pb_ + t.x] : (unsigned short)0;\n",
-                     (unsigned long long)cv->h, (unsigned long long)cv->w);
-        mc_sb_puts(sb, "    }\n  };\n");
+    if (D > 1) {
+        const conv_gen q = {.BM = BM, .BN = BN, .BK = BK, .T = T, .MT = MT, .NT = NT, .nb_ld = nb_ld, .kstep = kstep,
+                            .S = S, .D = D, .avec = avec, .ktab = ktab, .M = M, .K = K, .A = A, .X = X, .cv = cv};
+        emit_conv_pipelined(c, &q);
     } else {
-    mc_sb_printf(sb, "      const int kk = kt * %d + bk_ + j * %d;\n", BK, kstep);
-    mc_sb_puts(sb, "      unsigned short v = 0;\n");
-    mc_sb_printf(sb, "      if (pv_ && kk < %lld) {\n", (long long)K);
-    mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
-                 (long long)KHW, (long long)KHW, (long long)cv->kw, (long long)cv->kw);
-    mc_sb_printf(sb, "        const int iy = iy0_ + ky * %lld, ix = ix0_ + kx * %lld;\n", (long long)cv->dh,
-                 (long long)cv->dw);
-    mc_sb_printf(sb, "        if ((unsigned)iy < %lluu && (unsigned)ix < %lluu)\n", (unsigned long long)cv->h,
-                 (unsigned long long)cv->w);
-    mc_sb_printf(sb, "          v = xa_[xb_ + (%s)ch * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld];\n", I, I,
-                 (long long)X->stride[1], I, I, (long long)X->stride[2], I, I, (long long)X->stride[3]);
-    mc_sb_puts(sb, "      }\n      rb_[j] = v;\n    }\n  };\n");
+        mc_sb_printf(sb, "  unsigned short rb_[%d];\n", nb_ld);
+        /* B: global to registers for K tile kt */
+        mc_sb_puts(sb, "  auto load_b = [&](int kt) {\n#pragma unroll\n");
+        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", nb_ld);
+        if (ktab) {
+            mc_sb_printf(sb, "      const int4 t = kt_[kt & 1][bk_ + j * %d];\n", kstep);
+            mc_sb_puts(sb, "      const int iy = iy1_ + t.y, ix = ix0_ + t.z;\n");
+            mc_sb_printf(sb, "      rb_[j] = (unsigned)iy < %lluu && (unsigned)ix < %lluu ? xa_[pb_ + t.x] : (unsigned short)0;\n",
+                         (unsigned long long)cv->h, (unsigned long long)cv->w);
+            mc_sb_puts(sb, "    }\n  };\n");
+        } else {
+        mc_sb_printf(sb, "      const int kk = kt * %d + bk_ + j * %d;\n", BK, kstep);
+        mc_sb_puts(sb, "      unsigned short v = 0;\n");
+        mc_sb_printf(sb, "      if (pv_ && kk < %lld) {\n", (long long)K);
+        mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
+                     (long long)KHW, (long long)KHW, (long long)cv->kw, (long long)cv->kw);
+        mc_sb_printf(sb, "        const int iy = iy0_ + ky * %lld, ix = ix0_ + kx * %lld;\n", (long long)cv->dh,
+                     (long long)cv->dw);
+        mc_sb_printf(sb, "        if ((unsigned)iy < %lluu && (unsigned)ix < %lluu)\n", (unsigned long long)cv->h,
+                     (unsigned long long)cv->w);
+        mc_sb_printf(sb, "          v = xa_[xb_ + (%s)ch * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld];\n", I, I,
+                     (long long)X->stride[1], I, I, (long long)X->stride[2], I, I, (long long)X->stride[3]);
+        mc_sb_puts(sb, "      }\n      rb_[j] = v;\n    }\n  };\n");
+        }
+        mc_sb_puts(sb, "  auto store_b = [&](int buf) {\n#pragma unroll\n");
+        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) Bs[buf][bk_ + j * %d][bn_] = rb_[j];\n  };\n", nb_ld, kstep);
+        /* A: global to shared memory for K tile kt */
+        if (!avec)
+            mc_sb_printf(sb, "  unsigned short ra_[%d];\n", BM * BK / T);
+        mc_sb_puts(sb, "  auto load_a = [&](int kt, int buf) {\n#pragma unroll\n");
+        if (avec) {
+            mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", BM * BK / 8 / T);
+            mc_sb_printf(sb, "      const int q = tid + j * %d, r = q >> 2, kc = (q & 3) * 8;\n", T);
+            mc_sb_printf(sb, "      const %s m = m0 + r, kk = (%s)kt * %d + kc;\n", I, I, BK);
+            mc_sb_printf(sb, "      const bool ok = m < (%s)%lld && kk < (%s)%lld;\n", I, (long long)M, I, (long long)K);
+            mc_sb_printf(sb, "      mc_cp16(&As[buf][r][kc], ok ? wa_ + (%s)%lld + m * (%s)%lld + kk : wa_, ok ? 16 : 0);\n",
+                         I, (long long)A->offset, I, (long long)A->stride[1]);
+            mc_sb_puts(sb, "    }\n    mc_cp_commit();\n  };\n");
+        } else {
+            /* to registers, stored by store_a after this tile's mma (like B) */
+            mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", BM * BK / T);
+            mc_sb_printf(sb, "      const int e = tid + j * %d, r = e / %d, kc = e %% %d;\n", T, BK, BK);
+            mc_sb_printf(sb, "      const %s m = m0 + r, kk = (%s)kt * %d + kc;\n", I, I, BK);
+            mc_sb_printf(sb, "      ra_[j] = m < (%s)%lld && kk < (%s)%lld ? wa_[(%s)%lld + m * (%s)%lld + kk * (%s)%lld] : "
+                             "(unsigned short)0;\n",
+                         I, (long long)M, I, (long long)K, I, (long long)A->offset, I, (long long)A->stride[1], I,
+                         (long long)A->stride[2]);
+            mc_sb_puts(sb, "    }\n    (void)buf;\n  };\n");
+        }
+        mc_sb_puts(sb, "  auto store_a = [&](int buf) {\n");
+        if (!avec) {
+            mc_sb_printf(sb, "#pragma unroll\n    for (int j = 0; j < %d; ++j) {\n", BM * BK / T);
+            mc_sb_printf(sb, "      const int e = tid + j * %d;\n      As[buf][e / %d][e %% %d] = ra_[j];\n    }\n", T, BK, BK);
+        }
+        mc_sb_puts(sb, "    (void)buf;\n  };\n");
+        mc_sb_printf(sb, "  float acc_[%d][%d][4];\n", MT, NT);
+        mc_sb_printf(sb, "#pragma unroll\n  for (int a = 0; a < %d; ++a)\n#pragma unroll\n    for (int b = 0; b < %d; ++b)\n"
+                         "#pragma unroll\n      for (int r = 0; r < 4; ++r) acc_[a][b][r] = 0.0f;\n", MT, NT);
+        /* this CTA's K tiles [kt0, kt1) (all of them without a split); buffers by the tile's parity */
+        mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %d, kt1 = (bs_ + 1) * %lld / %d;\n", (long long)((K + BK - 1) / BK), S,
+                     (long long)((K + BK - 1) / BK), S);
+        if (ktab)
+            mc_sb_puts(sb, "  fill_tab(kt0, kt0 & 1);\n  fill_tab(kt0 + 1, (kt0 + 1) & 1);\n  __syncthreads();\n");
+        mc_sb_puts(sb, "  load_a(kt0, kt0 & 1);\n  load_b(kt0);\n  store_a(kt0 & 1);\n  store_b(kt0 & 1);\n");
+        if (avec)
+            mc_sb_puts(sb, "  asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
+        mc_sb_puts(sb, "  __syncthreads();\n");
+        mc_sb_puts(sb, "  for (int kt = kt0; kt < kt1; ++kt) {\n"
+                       "    const int cur = kt & 1;\n"
+                       "    if (kt + 1 < kt1) {\n      load_a(kt + 1, cur ^ 1);\n      load_b(kt + 1);\n    }\n");
+        if (ktab) /* tile kt's table was read by load_b(kt) in the last iteration, before its sync */
+            mc_sb_puts(sb, "    fill_tab(kt + 2, cur);\n");
+        mc_sb_printf(sb, "#pragma unroll\n    for (int ks = 0; ks < %d; ++ks) {\n", BK / 16);
+        mc_sb_printf(sb, "      unsigned af[%d][4];\n#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n", MT, MT);
+        mc_sb_puts(sb, "        mc_ldsm4(af[mt], &As[cur][wm0 + mt * 16 + (lane & 15)][ks * 16 + (lane >> 4) * 8]);\n");
+        mc_sb_printf(sb, "#pragma unroll\n      for (int nt = 0; nt < %d; ++nt) {\n", NT / 2);
+        mc_sb_puts(sb, "        unsigned bf[4];\n"
+                       "        mc_ldsm4t(bf, &Bs[cur][ks * 16 + (lane & 15)][wn0 + nt * 16 + (lane >> 4) * 8]);\n");
+        mc_sb_printf(sb, "#pragma unroll\n        for (int mt = 0; mt < %d; ++mt) {\n", MT);
+        mc_sb_puts(sb, "          mc_mma(acc_[mt][2 * nt], af[mt], bf[0], bf[1]);\n"
+                       "          mc_mma(acc_[mt][2 * nt + 1], af[mt], bf[2], bf[3]);\n"
+                       "        }\n      }\n    }\n");
+        mc_sb_puts(sb, "    if (kt + 1 < kt1) {\n      store_a(cur ^ 1);\n      store_b(cur ^ 1);\n    }\n");
+        if (avec)
+            mc_sb_puts(sb, "    asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
+        mc_sb_puts(sb, "    __syncthreads();\n  }\n");
     }
-    mc_sb_puts(sb, "  auto store_b = [&](int buf) {\n#pragma unroll\n");
-    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) Bs[buf][bk_ + j * %d][bn_] = rb_[j];\n  };\n", nb_ld, kstep);
-    /* A: global to shared memory for K tile kt */
-    if (!avec)
-        mc_sb_printf(sb, "  unsigned short ra_[%d];\n", BM * BK / T);
-    mc_sb_puts(sb, "  auto load_a = [&](int kt, int buf) {\n#pragma unroll\n");
-    if (avec) {
-        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", BM * BK / 8 / T);
-        mc_sb_printf(sb, "      const int q = tid + j * %d, r = q >> 2, kc = (q & 3) * 8;\n", T);
-        mc_sb_printf(sb, "      const %s m = m0 + r, kk = (%s)kt * %d + kc;\n", I, I, BK);
-        mc_sb_printf(sb, "      const bool ok = m < (%s)%lld && kk < (%s)%lld;\n", I, (long long)M, I, (long long)K);
-        mc_sb_printf(sb, "      mc_cp16(&As[buf][r][kc], ok ? wa_ + (%s)%lld + m * (%s)%lld + kk : wa_, ok ? 16 : 0);\n",
-                     I, (long long)A->offset, I, (long long)A->stride[1]);
-        mc_sb_puts(sb, "    }\n    mc_cp_commit();\n  };\n");
-    } else {
-        /* to registers, stored by store_a after this tile's mma (like B) */
-        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", BM * BK / T);
-        mc_sb_printf(sb, "      const int e = tid + j * %d, r = e / %d, kc = e %% %d;\n", T, BK, BK);
-        mc_sb_printf(sb, "      const %s m = m0 + r, kk = (%s)kt * %d + kc;\n", I, I, BK);
-        mc_sb_printf(sb, "      ra_[j] = m < (%s)%lld && kk < (%s)%lld ? wa_[(%s)%lld + m * (%s)%lld + kk * (%s)%lld] : "
-                         "(unsigned short)0;\n",
-                     I, (long long)M, I, (long long)K, I, (long long)A->offset, I, (long long)A->stride[1], I,
-                     (long long)A->stride[2]);
-        mc_sb_puts(sb, "    }\n    (void)buf;\n  };\n");
-    }
-    mc_sb_puts(sb, "  auto store_a = [&](int buf) {\n");
-    if (!avec) {
-        mc_sb_printf(sb, "#pragma unroll\n    for (int j = 0; j < %d; ++j) {\n", BM * BK / T);
-        mc_sb_printf(sb, "      const int e = tid + j * %d;\n      As[buf][e / %d][e %% %d] = ra_[j];\n    }\n", T, BK, BK);
-    }
-    mc_sb_puts(sb, "    (void)buf;\n  };\n");
-    mc_sb_printf(sb, "  float acc_[%d][%d][4];\n", MT, NT);
-    mc_sb_printf(sb, "#pragma unroll\n  for (int a = 0; a < %d; ++a)\n#pragma unroll\n    for (int b = 0; b < %d; ++b)\n"
-                     "#pragma unroll\n      for (int r = 0; r < 4; ++r) acc_[a][b][r] = 0.0f;\n", MT, NT);
-    /* this CTA's K tiles [kt0, kt1) (all of them without a split); buffers by the tile's parity */
-    mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %d, kt1 = (bs_ + 1) * %lld / %d;\n", (long long)((K + BK - 1) / BK), S,
-                 (long long)((K + BK - 1) / BK), S);
-    if (ktab)
-        mc_sb_puts(sb, "  fill_tab(kt0, kt0 & 1);\n  fill_tab(kt0 + 1, (kt0 + 1) & 1);\n  __syncthreads();\n");
-    mc_sb_puts(sb, "  load_a(kt0, kt0 & 1);\n  load_b(kt0);\n  store_a(kt0 & 1);\n  store_b(kt0 & 1);\n");
-    if (avec)
-        mc_sb_puts(sb, "  asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
-    mc_sb_puts(sb, "  __syncthreads();\n");
-    mc_sb_puts(sb, "  for (int kt = kt0; kt < kt1; ++kt) {\n"
-                   "    const int cur = kt & 1;\n"
-                   "    if (kt + 1 < kt1) {\n      load_a(kt + 1, cur ^ 1);\n      load_b(kt + 1);\n    }\n");
-    if (ktab) /* tile kt's table was read by load_b(kt) in the last iteration, before its sync */
-        mc_sb_puts(sb, "    fill_tab(kt + 2, cur);\n");
-    mc_sb_printf(sb, "#pragma unroll\n    for (int ks = 0; ks < %d; ++ks) {\n", BK / 16);
-    mc_sb_printf(sb, "      unsigned af[%d][4];\n#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n", MT, MT);
-    mc_sb_puts(sb, "        mc_ldsm4(af[mt], &As[cur][wm0 + mt * 16 + (lane & 15)][ks * 16 + (lane >> 4) * 8]);\n");
-    mc_sb_printf(sb, "#pragma unroll\n      for (int nt = 0; nt < %d; ++nt) {\n", NT / 2);
-    mc_sb_puts(sb, "        unsigned bf[4];\n"
-                   "        mc_ldsm4t(bf, &Bs[cur][ks * 16 + (lane & 15)][wn0 + nt * 16 + (lane >> 4) * 8]);\n");
-    mc_sb_printf(sb, "#pragma unroll\n        for (int mt = 0; mt < %d; ++mt) {\n", MT);
-    mc_sb_puts(sb, "          mc_mma(acc_[mt][2 * nt], af[mt], bf[0], bf[1]);\n"
-                   "          mc_mma(acc_[mt][2 * nt + 1], af[mt], bf[2], bf[3]);\n"
-                   "        }\n      }\n    }\n");
-    mc_sb_puts(sb, "    if (kt + 1 < kt1) {\n      store_a(cur ^ 1);\n      store_b(cur ^ 1);\n    }\n");
-    if (avec)
-        mc_sb_puts(sb, "    asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
-    mc_sb_puts(sb, "    __syncthreads();\n  }\n");
     if (S > 1) {
         /* split K: every CTA of the tile adds its sums into the f32 region (red.global.add),
          * the last to finish (a counter per tile) reads the totals back, leaves zeros behind,
