@@ -653,20 +653,21 @@ static void test_implicit_conv_kernels(void **state)
 
 /* The deeper conv main loop (MINIC_CUDA_CONV_STAGES=3, 4: D = 2, 3 tiles in flight): the stem (A
  * through registers), layer 1 with its residual, layer 4 split along K, an odd K of 180 and an
- * asymmetric window compile, in dynamic shared memory (D + 1 buffers) with wait_group D - 1. */
+ * asymmetric window compile, in dynamic shared memory (D + 1 buffers) with wait_group D - 1; with
+ * 2 or 4 pixels a thread (MINIC_CUDA_CONV_BVEC) too. */
 static void test_implicit_conv_stages(void **state)
 {
     (void)state;
     static const struct {
         const char *x, *w, *attrs, *dt;
-        int co, stages, split;
+        int co, stages, split, bvec;
     } cases[] = {
-        {"32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "f16", 64, 3, 0},
-        {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "bf16", 64, 3, 0},
-        {"32, 512, 7, 7", "512, 512, 3, 3", "padding=[1, 1]", "f16", 512, 3, 2},
-        {"2, 20, 15, 14", "40, 20, 3, 3", "stride=[2, 2], padding=[1, 1]", "f16", 40, 3, 0},
-        {"2, 8, 9, 17", "20, 8, 3, 5", "stride=[2, 1], padding=[1, 0], dilation=[1, 3]", "bf16", 20, 4, 0},
-        {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "f16", 64, 4, 0},
+        {"32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "f16", 64, 3, 0, 4},
+        {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "bf16", 64, 3, 0, 2},
+        {"32, 512, 7, 7", "512, 512, 3, 3", "padding=[1, 1]", "f16", 512, 3, 2, 4},
+        {"2, 20, 15, 14", "40, 20, 3, 3", "stride=[2, 2], padding=[1, 1]", "f16", 40, 3, 0, 1},
+        {"2, 8, 9, 17", "20, 8, 3, 5", "stride=[2, 1], padding=[1, 0], dilation=[1, 3]", "bf16", 20, 4, 0, 2},
+        {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "f16", 64, 4, 0, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char text[1024], st[8], sp[8];
@@ -682,6 +683,8 @@ static void test_implicit_conv_stages(void **state)
         setenv("MINIC_CUDA_CONV_STAGES", st, 1);
         if (cases[i].split)
             setenv("MINIC_CUDA_CONV_SPLITK", sp, 1);
+        snprintf(sp, sizeof sp, "%d", cases[i].bvec);
+        setenv("MINIC_CUDA_CONV_BVEC", sp, 1);
         mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = true,
                                  .conv_implicit = true};
         kir_program *kp;
@@ -694,10 +697,14 @@ static void test_implicit_conv_stages(void **state)
         int bm = pl[0].gemm.conv_bm, bn = pl[0].gemm.conv_bn;
         assert_int_equal(pl[0].code.smem, cases[i].stages * (bm * 40 + 32 * (bn + 8)) * 2);
         char wait[64];
-        snprintf(wait, sizeof wait, "cp.async.wait_group %d;", cases[i].stages - 2);
-        /* the stem's A (K = 147) goes through registers: no cp.async */
-        assert_true((strstr(pl[0].code.src.data, wait) != NULL) == (i != 0));
+        snprintf(wait, sizeof wait, "      asm volatile(\"cp.async.wait_group %d;", cases[i].stages - 2); /* the loop's */
+        /* A where K = 147 (the stem) or 180 goes through registers: no cp.async */
+        assert_true((strstr(pl[0].code.src.data, wait) != NULL) == (i != 0 && i != 3));
         assert_non_null(strstr(pl[0].code.src.data, "mma_tile(cur);"));
+        /* V pixels a thread: one table entry, one 4- or 8-byte store for V elements */
+        assert_true((strstr(pl[0].code.src.data, "bnv_") != NULL) == (cases[i].bvec > 1));
+        if (cases[i].bvec == 4)
+            assert_non_null(strstr(pl[0].code.src.data, "reinterpret_cast<uint2 *>(&Bs[buf]"));
         mc_cuda_plans_free(pl, kp->nkernels);
         kir_program_free(kp);
         mc_graph_free(g);
@@ -705,6 +712,7 @@ static void test_implicit_conv_stages(void **state)
     }
     /* the default: two buffers, static shared memory, as before */
     unsetenv("MINIC_CUDA_CONV_STAGES");
+    unsetenv("MINIC_CUDA_CONV_BVEC");
 }
 
 /* Attention kernels of every kind render and compile: f32, f16 and bf16 (tensor cores for the

@@ -1414,6 +1414,19 @@ void mc_cuda_conv_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
  * (depth 1) is the first kernel: one K tile's loads in flight while the tensor cores work on the
  * tile before. Deeper, D tiles' loads are in flight: A by cp.async groups (wait_group D - 1),
  * B (and the stem's A) in D register sets, stored to shared memory one tile ahead. */
+/* B pixels per thread in the deeper loop (MINIC_CUDA_CONV_BVEC=2|4; 1 by default): a thread
+ * reads one K table entry for V neighbouring pixels and stores them to shared memory as one
+ * 4- or 8-byte word; each pixel keeps its own decoded coordinates (any stride, rows of any
+ * length). Needs the K table and V pixels' rows of one pass to divide BK. */
+static int conv_bvec(int bn, int t, int bk, bool ktab)
+{
+    const char *e = getenv("MINIC_CUDA_CONV_BVEC");
+    int v = e && (atoi(e) == 2 || atoi(e) == 4) ? atoi(e) : 1;
+    while (v > 1 && (!ktab || bn % v != 0 || t * v < bn || (t * v) % bn != 0 || bk % (t * v / bn) != 0))
+        v /= 2;
+    return v;
+}
+
 static int conv_stages(int bm, int bn, int bk)
 {
     const char *e = getenv("MINIC_CUDA_CONV_STAGES");
@@ -1432,6 +1445,50 @@ typedef struct {
     const kir_conv *cv;
 } conv_gen;
 
+/* load_b and store_b of the deeper loop with V pixels per thread (conv_bvec): thread tid owns
+ * pixels n0 + bnv_ .. + V - 1 (each decoded here) and K rows bkv_ + j * kstep of a tile. The
+ * register set keeps an element a register (no packing until the store, so that nothing waits
+ * on a load before the tensor cores have run). */
+static void emit_conv_bvec(rctx *c, const conv_gen *q, int V)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    const kir_conv *cv = q->cv;
+    const kir_view *X = q->X;
+    int64_t O = cv->oh * cv->ow, P = (int64_t)c->k->shape[0] * O;
+    int TP = q->BN / V, kstep = q->T * V / q->BN, rows = q->BK / kstep, n = rows * V;
+    mc_sb_printf(sb, "  const int bnv_ = (tid %% %d) * %d, bkv_ = tid / %d;\n", TP, V, TP);
+    mc_sb_printf(sb, "  int iyv_[%d], ixv_[%d], pbv_[%d];\n#pragma unroll\n  for (int e = 0; e < %d; ++e) {\n", V, V, V, V);
+    mc_sb_printf(sb, "    const %s pix = n0 + bnv_ + e, img = pix / %lld, o = pix - img * %lld;\n", I, (long long)O,
+                 (long long)O);
+    mc_sb_printf(sb, "    const int iy = (int)(o / %lld) * %lld - %lld, ix = (int)(o %% %lld) * %lld - %lld;\n",
+                 (long long)cv->ow, (long long)cv->sh, (long long)cv->ph, (long long)cv->ow, (long long)cv->sw,
+                 (long long)cv->pw);
+    mc_sb_printf(sb, "    const bool ok = pix < (%s)%lld;\n    iyv_[e] = ok ? iy : -(1 << 28);\n    ixv_[e] = ix;\n", I,
+                 (long long)P);
+    mc_sb_printf(sb, "    pbv_[e] = ok ? (%s)%lld + img * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld : (%s)0;\n  }\n",
+                 I, (long long)X->offset, I, (long long)X->stride[0], I, I, (long long)X->stride[2], I, I,
+                 (long long)X->stride[3], I);
+    mc_sb_printf(sb, "  auto load_b = [&](int kt, unsigned short (&rb)[%d]) {\n#pragma unroll\n", n);
+    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n      const int4 t = kt_[kt & 1][bkv_ + j * %d];\n#pragma unroll\n",
+                 rows, kstep);
+    mc_sb_printf(sb, "      for (int e = 0; e < %d; ++e) {\n", V);
+    mc_sb_puts(sb, "        const int iy = iyv_[e] + t.y, ix = ixv_[e] + t.z;\n");
+    mc_sb_printf(sb, "        rb[j * %d + e] = (unsigned)iy < %lluu && (unsigned)ix < %lluu ? xa_[pbv_[e] + t.x] : "
+                     "(unsigned short)0;\n      }\n    }\n  };\n",
+                 V, (unsigned long long)cv->h, (unsigned long long)cv->w);
+    mc_sb_printf(sb, "  auto store_b = [&](int buf, const unsigned short (&rb)[%d]) {\n#pragma unroll\n", n);
+    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", rows);
+    if (V == 2)
+        mc_sb_printf(sb, "      *reinterpret_cast<unsigned *>(&Bs[buf][bkv_ + j * %d][bnv_]) = (unsigned)rb[j * 2] | "
+                         "((unsigned)rb[j * 2 + 1] << 16);\n", kstep);
+    else
+        mc_sb_printf(sb, "      *reinterpret_cast<uint2 *>(&Bs[buf][bkv_ + j * %d][bnv_]) = make_uint2((unsigned)rb[j * 4] | "
+                         "((unsigned)rb[j * 4 + 1] << 16), (unsigned)rb[j * 4 + 2] | ((unsigned)rb[j * 4 + 3] << 16));\n",
+                     kstep);
+    mc_sb_puts(sb, "    }\n  };\n");
+}
+
 /* The loads, the tensor-core loop and the K loop of render_conv_mma at depth D >= 2 (the
  * buffers As[D + 1], Bs[D + 1], the K table kt_ and its fill_tab, the pixel's decoded
  * coordinates in scope). Relative tile rr = kt - kt0 sits in buffer rr % (D + 1) and, while in
@@ -1444,29 +1501,34 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
     const kir_conv *cv = q->cv;
     int D = q->D, NB = D + 1, BK = q->BK, NA = q->BM * BK / q->T;
     int64_t KHW = cv->kh * cv->kw;
-    mc_sb_printf(sb, "  auto load_b = [&](int kt, unsigned short (&rb)[%d]) {\n#pragma unroll\n", q->nb_ld);
-    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", q->nb_ld);
-    if (q->ktab) {
-        mc_sb_printf(sb, "      const int4 t = kt_[kt & 1][bk_ + j * %d];\n", q->kstep);
-        mc_sb_puts(sb, "      const int iy = iy1_ + t.y, ix = ix0_ + t.z;\n");
-        mc_sb_printf(sb, "      rb[j] = (unsigned)iy < %lluu && (unsigned)ix < %lluu ? xa_[pb_ + t.x] : (unsigned short)0;\n",
-                     (unsigned long long)cv->h, (unsigned long long)cv->w);
-    } else {
-        mc_sb_printf(sb, "      const int kk = kt * %d + bk_ + j * %d;\n      unsigned short v = 0;\n", BK, q->kstep);
-        mc_sb_printf(sb, "      if (pv_ && kk < %lld) {\n", (long long)q->K);
-        mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
-                     (long long)KHW, (long long)KHW, (long long)cv->kw, (long long)cv->kw);
-        mc_sb_printf(sb, "        const int iy = iy0_ + ky * %lld, ix = ix0_ + kx * %lld;\n", (long long)cv->dh,
-                     (long long)cv->dw);
-        mc_sb_printf(sb, "        if ((unsigned)iy < %lluu && (unsigned)ix < %lluu)\n", (unsigned long long)cv->h,
-                     (unsigned long long)cv->w);
-        mc_sb_printf(sb, "          v = xa_[xb_ + (%s)ch * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld];\n", I, I,
-                     (long long)q->X->stride[1], I, I, (long long)q->X->stride[2], I, I, (long long)q->X->stride[3]);
-        mc_sb_puts(sb, "      }\n      rb[j] = v;\n");
+    int V = conv_bvec(q->BN, q->T, BK, q->ktab);
+    if (V > 1)
+        emit_conv_bvec(c, q, V);
+    else {
+        mc_sb_printf(sb, "  auto load_b = [&](int kt, unsigned short (&rb)[%d]) {\n#pragma unroll\n", q->nb_ld);
+        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", q->nb_ld);
+        if (q->ktab) {
+            mc_sb_printf(sb, "      const int4 t = kt_[kt & 1][bk_ + j * %d];\n", q->kstep);
+            mc_sb_puts(sb, "      const int iy = iy1_ + t.y, ix = ix0_ + t.z;\n");
+            mc_sb_printf(sb, "      rb[j] = (unsigned)iy < %lluu && (unsigned)ix < %lluu ? xa_[pb_ + t.x] : (unsigned short)0;\n",
+                         (unsigned long long)cv->h, (unsigned long long)cv->w);
+        } else {
+            mc_sb_printf(sb, "      const int kk = kt * %d + bk_ + j * %d;\n      unsigned short v = 0;\n", BK, q->kstep);
+            mc_sb_printf(sb, "      if (pv_ && kk < %lld) {\n", (long long)q->K);
+            mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
+                         (long long)KHW, (long long)KHW, (long long)cv->kw, (long long)cv->kw);
+            mc_sb_printf(sb, "        const int iy = iy0_ + ky * %lld, ix = ix0_ + kx * %lld;\n", (long long)cv->dh,
+                         (long long)cv->dw);
+            mc_sb_printf(sb, "        if ((unsigned)iy < %lluu && (unsigned)ix < %lluu)\n", (unsigned long long)cv->h,
+                         (unsigned long long)cv->w);
+            mc_sb_printf(sb, "          v = xa_[xb_ + (%s)ch * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld];\n", I, I,
+                         (long long)q->X->stride[1], I, I, (long long)q->X->stride[2], I, I, (long long)q->X->stride[3]);
+            mc_sb_puts(sb, "      }\n      rb[j] = v;\n");
+        }
+        mc_sb_puts(sb, "    }\n  };\n");
+        mc_sb_printf(sb, "  auto store_b = [&](int buf, const unsigned short (&rb)[%d]) {\n#pragma unroll\n", q->nb_ld);
+        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) Bs[buf][bk_ + j * %d][bn_] = rb[j];\n  };\n", q->nb_ld, q->kstep);
     }
-    mc_sb_puts(sb, "    }\n  };\n");
-    mc_sb_printf(sb, "  auto store_b = [&](int buf, const unsigned short (&rb)[%d]) {\n#pragma unroll\n", q->nb_ld);
-    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) Bs[buf][bk_ + j * %d][bn_] = rb[j];\n  };\n", q->nb_ld, q->kstep);
     const kir_view *A = q->A;
     if (q->avec) {
         mc_sb_puts(sb, "  auto load_a = [&](int kt, int buf) {\n#pragma unroll\n");
