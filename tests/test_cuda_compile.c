@@ -654,7 +654,8 @@ static void test_implicit_conv_kernels(void **state)
 /* The deeper conv main loop (MINIC_CUDA_CONV_STAGES=3, 4: D = 2, 3 tiles in flight): the stem (A
  * through registers), layer 1 with its residual, layer 4 split along K, an odd K of 180 and an
  * asymmetric window compile, in dynamic shared memory (D + 1 buffers) with wait_group D - 1; with
- * 2 or 4 pixels a thread (MINIC_CUDA_CONV_BVEC) too. */
+ * 2 or 4 pixels a thread (MINIC_CUDA_CONV_BVEC) too, and the epilogue staged through shared memory
+ * (MINIC_CUDA_CONV_SEPI=1) where the pixels allow. */
 static void test_implicit_conv_stages(void **state)
 {
     (void)state;
@@ -685,6 +686,8 @@ static void test_implicit_conv_stages(void **state)
             setenv("MINIC_CUDA_CONV_SPLITK", sp, 1);
         snprintf(sp, sizeof sp, "%d", cases[i].bvec);
         setenv("MINIC_CUDA_CONV_BVEC", sp, 1);
+        /* the epilogue through shared memory where the pixels come in runs of 4 or 8 */
+        setenv("MINIC_CUDA_CONV_SEPI", i == 1 || i == 3 ? "0" : "1", 1);
         mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = true,
                                  .conv_implicit = true};
         kir_program *kp;
@@ -696,6 +699,11 @@ static void test_implicit_conv_stages(void **state)
         assert_int_equal(pl[0].gemm.conv_split, cases[i].split ? cases[i].split : 1);
         int bm = pl[0].gemm.conv_bm, bn = pl[0].gemm.conv_bn;
         assert_int_equal(pl[0].code.smem, cases[i].stages * (bm * 40 + 32 * (bn + 8)) * 2);
+        /* staged: the stem and layer 1 (56 x 56 pixels, runs of 8: 16-byte stores) */
+        bool staged = strstr(pl[0].code.src.data, "float *cs_ = ") != NULL;
+        assert_true(staged == (i == 0 || i == 5));
+        if (staged)
+            assert_non_null(strstr(pl[0].code.src.data, "*(mc_vec<__half, 8> *)(p"));
         char wait[64];
         snprintf(wait, sizeof wait, "      asm volatile(\"cp.async.wait_group %d;", cases[i].stages - 2); /* the loop's */
         /* A where K = 147 (the stem) or 180 goes through registers: no cp.async */
@@ -713,6 +721,7 @@ static void test_implicit_conv_stages(void **state)
     /* the default: two buffers, static shared memory, as before */
     unsetenv("MINIC_CUDA_CONV_STAGES");
     unsetenv("MINIC_CUDA_CONV_BVEC");
+    unsetenv("MINIC_CUDA_CONV_SEPI");
 }
 
 /* Attention kernels of every kind render and compile: f32, f16 and bf16 (tensor cores for the

@@ -1624,6 +1624,41 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
     mc_sb_puts(sb, "  }\n");
 }
 
+/* The conv's epilogue through shared memory (the deeper loop's buffers, free after its last
+ * sync): the warps write their f32 sums as a BM x BN tile, then each thread takes runs of V
+ * neighbouring pixels of one output channel (V = 4 or 8: OH OW a multiple of V, so a run stays
+ * in one image) and runs the epilogue on them as one vector: 8- or 16-byte loads and stores of
+ * the views contiguous along the pixels, the threads of a row side by side. */
+static bool emit_conv_staged_epilogue(rctx *c, int BM, int BN, int T, int MT, int NT, int V, int64_t M, int64_t P,
+                                      int64_t O)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    int pitch = BN + 8, runs = BN / V;
+    mc_sb_printf(sb, "  __syncthreads();\n  float *cs_ = reinterpret_cast<float *>(smem_);\n");
+    mc_sb_printf(sb, "#pragma unroll\n  for (int mt = 0; mt < %d; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < %d; ++nt)\n"
+                     "#pragma unroll\n      for (int h = 0; h < 2; ++h)\n",
+                 MT, NT);
+    mc_sb_printf(sb, "        *reinterpret_cast<float2 *>(&cs_[(wm0 + mt * 16 + g + h * 8) * %d + wn0 + nt * 8 + t4 * 2]) = "
+                     "make_float2(acc_[mt][nt][h * 2], acc_[mt][nt][h * 2 + 1]);\n  __syncthreads();\n",
+                 pitch);
+    mc_sb_printf(sb, "  for (int q_ = tid; q_ < %d; q_ += %d) {\n", BM * runs, T);
+    mc_sb_printf(sb, "    const int r_ = q_ / %d, c_ = (q_ %% %d) * %d;\n", runs, runs, V);
+    mc_sb_printf(sb, "    const %s pp_ = n0 + c_, i1 = m0 + r_;\n", I);
+    mc_sb_printf(sb, "    if (pp_ >= (%s)%lld || i1 >= (%s)%lld) continue;\n", I, (long long)P, I, (long long)M);
+    mc_sb_printf(sb, "    const %s i0 = pp_ / %lld, i2 = pp_ - i0 * %lld;\n", I, (long long)O, (long long)O);
+    mc_sb_printf(sb, "    float accp_[%d];\n#pragma unroll\n    for (int e = 0; e < %d; e += 4)\n", V, V);
+    mc_sb_printf(sb, "    {\n      const float4 v_ = *reinterpret_cast<const float4 *>(&cs_[r_ * %d + c_ + e]);\n", pitch);
+    mc_sb_puts(sb, "      accp_[e] = v_.x;\n      accp_[e + 1] = v_.y;\n      accp_[e + 2] = v_.z;\n      accp_[e + 3] = v_.w;\n    }\n");
+    c->V = V;
+    c->acc_pair = true;
+    emit_view_offsets(c, 0, 0, 2, false);
+    if (!emit_chunk(c, 0, 0, 2))
+        return false;
+    mc_sb_puts(sb, "  }\n  (void)xb_;\n}\n");
+    return true;
+}
+
 static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *out)
 {
     const kir_kernel *k = c->k;
@@ -1855,8 +1890,18 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
         return false;
     mark_used(k, 0, eused);
     const char *ep = getenv("MINIC_CUDA_CONV_PAIR");
-    bool pair = !(ep && strcmp(ep, "0") == 0) && O % 2 == 0 && choose_vec(c->kp, k, c->align, eused, false, MC_F32) >= 2;
+    int ev = choose_vec(c->kp, k, c->align, eused, false, MC_F32);
+    bool pair = !(ep && strcmp(ep, "0") == 0) && O % 2 == 0 && ev >= 2;
     free(eused);
+    /* MINIC_CUDA_CONV_SEPI=1 (the deeper loop only): the tile staged through shared memory */
+    const char *es = getenv("MINIC_CUDA_CONV_SEPI");
+    if (D > 1 && es && strcmp(es, "1") == 0 && ev >= 4 && O % ev == 0 && BN % ev == 0) {
+        int need = BM * (BN + 8) * 4;
+        if (out->smem < need)
+            out->smem = need;
+        out->vec = ev;
+        return emit_conv_staged_epilogue(c, BM, BN, T, MT, NT, ev, M, P, O);
+    }
     if (pair) {
         c->V = 2;
         c->acc_pair = true;
