@@ -1410,27 +1410,38 @@ void mc_cuda_conv_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
     p->conv_ws_bytes = p->conv_split > 1 ? (k->gemm.m * pixels + tiles) * 4 : 0;
 }
 
-/* The main loop's depth: shared-memory buffers (MINIC_CUDA_CONV_STAGES=2..4), less one. 2 buffers
- * (depth 1) is the first kernel: one K tile's loads in flight while the tensor cores work on the
- * tile before. Deeper, D tiles' loads are in flight: A by cp.async groups (wait_group D - 1),
- * B (and the stem's A) in D register sets, stored to shared memory one tile ahead. */
-/* B pixels per thread in the deeper loop (MINIC_CUDA_CONV_BVEC=2|4; 1 by default): a thread
+/* B pixels per thread in the deeper loop (MINIC_CUDA_CONV_BVEC=1|2|4 for experiments): a thread
  * reads one K table entry for V neighbouring pixels and stores them to shared memory as one
  * 4- or 8-byte word; each pixel keeps its own decoded coordinates (any stride, rows of any
- * length). Needs the K table and V pixels' rows of one pass to divide BK. */
+ * length). Needs the K table and V pixels' rows of one pass to divide BK. By default 4 where a
+ * thread loads at most 16 B elements a K tile, else 2 (more registers for the pixels would cost
+ * occupancy): H200, 15:40 call, S:V = 3:2 / 3:4 / 3:1 gave layer 1 (64x128 tiles, 32 elements)
+ * 66.8 / 75.7 / 68.7 us, layer 4 (64x32, 8 elements) 104.8 / 90.9 / 102.2 us, the stem 173.3 /
+ * 170.0 / 197.7 us, ResNet-18 1398 / 1532 / 1438 us (all 4: worse). */
 static int conv_bvec(int bn, int t, int bk, bool ktab)
 {
     const char *e = getenv("MINIC_CUDA_CONV_BVEC");
-    int v = e && (atoi(e) == 2 || atoi(e) == 4) ? atoi(e) : 1;
+    int v = bk * bn / t >= 32 ? 2 : 4;
+    if (e && (atoi(e) == 1 || atoi(e) == 2 || atoi(e) == 4))
+        v = atoi(e);
     while (v > 1 && (!ktab || bn % v != 0 || t * v < bn || (t * v) % bn != 0 || bk % (t * v / bn) != 0))
         v /= 2;
     return v;
 }
 
-static int conv_stages(int bm, int bn, int bk)
+/* The main loop's depth: shared-memory buffers, less one. 2 buffers (depth 1;
+ * MINIC_CUDA_CONV_STAGES=2) is the first kernel: one K tile's loads in flight while the tensor
+ * cores work on the tile before. Deeper, D tiles' loads are in flight: A by cp.async groups
+ * (wait_group D - 1), B (and the stem's A) in D register sets, stored to shared memory one tile
+ * ahead. By default 3 buffers, 4 where a thread loads at most 8 B elements a K tile (layer 4's
+ * 64x32 tiles, 144 K tiles: 96.5 us with 4, 102.2 with 3, 106.8 with 2 at V = 1; 15:40 call);
+ * MINIC_CUDA_CONV_STAGES=2..4 for experiments. */
+static int conv_stages(int bm, int bn, int bk, int t)
 {
     const char *e = getenv("MINIC_CUDA_CONV_STAGES");
-    int stages = e && atoi(e) >= 2 && atoi(e) <= 4 ? atoi(e) : 2;
+    int stages = bk * bn / t <= 8 ? 4 : 3;
+    if (e && atoi(e) >= 2 && atoi(e) <= 4)
+        stages = atoi(e);
     while (stages > 2 && stages * (bm * (bk + 8) + bk * (bn + 8)) * 2 > 200 * 1024)
         stages--;
     return stages - 1;
@@ -1712,7 +1723,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
                  (long long)cv->h, (long long)cv->w, BM, BN, BK, avec ? "cp.async" : "element loads");
     emit_signature(c, out, T);
     int pa = c->view_param[g->a], px = c->view_param[g->b];
-    int D = conv_stages(BM, BN, BK);
+    int D = conv_stages(BM, BN, BK, T);
     if (D > 1) {
         /* D + 1 buffers, in dynamic shared memory (beyond 48 KB for the larger tiles) */
         int abytes = BM * (BK + 8) * 2, bbytes = BK * (BN + 8) * 2;
