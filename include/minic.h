@@ -96,8 +96,11 @@ mc_status mc_value_set_name(mc_graph *g, mc_value v, const char *name);
 /* A symbolic dimension (docs/FORMAT.md §1): a size bound when the program runs, from the inputs
  * or mc_program_set_dim. Returns a dim to put into the shapes of mc_input, mc_param, mc_reshape,
  * mc_expand, mc_iota and mc_full, like a size; the same name gives the same dim. max > 0 declares
- * the largest size it may be bound to (0: none; a different second maximum is an error). 0 (not
- * a dim) on an error, with the message set and the graph failed. */
+ * the largest size it may be bound to (0: none; a different second maximum is an error). A
+ * maximum also sizes memory: where every symbol of a program has one, its intermediates are
+ * planned once at the maxima and allocated once (at most MINIC_ARENA_AT_MAXIMA_BYTES, 1 GiB
+ * unless set; above that, or when that allocation fails, each binding plans its own, noted).
+ * 0 (not a dim) on an error, with the message set and the graph failed. */
 int64_t mc_dim_sym(mc_graph *g, const char *name, int64_t max);
 
 /* Declarations. shape has rank entries; rank 0 is a scalar. */
