@@ -390,10 +390,12 @@ typedef enum mc_memory {
  *     kernel crosses the bus, so it pays for inputs read once (a token's ids, a position, a
  *     small vector) and for outputs, which are written once; an input that a kernel reads many
  *     times (a GEMM's operand, large weights) is faster uploaded once (MC_MEMORY_HOST). That
- *     is why it is a choice of the caller's, not the default for host memory. Where the driver
- *     refuses to map it (page-locking refused, a buffer laid out with padded rows), the binding
- *     falls back to MC_MEMORY_HOST and p's notes (mc_program_notes) say so and why. ref and
- *     cpu: as MC_MEMORY_HOST.
+ *     is why it is a choice of the caller's, not the default for host memory. The driver
+ *     page-locks whole pages: give each mapped array pages of its own (aligned_alloc(4096,
+ *     ...), a token's ids and its position in two allocations); an array whose pages another
+ *     mapped binding already holds is not mapped. Where it is not mapped (that, page-locking
+ *     refused, a buffer laid out with padded rows), the binding falls back to MC_MEMORY_HOST and
+ *     p's notes (mc_program_notes) say so and why. ref and cpu: as MC_MEMORY_HOST.
  *   - Checks (MC_ERR_INPUT): the name, the size, the alignment, `where`; not for an input fed
  *     back (mc_program_feed_back), nor in a program with symbolic dimensions or a
  *     tensor-parallel one. Waits for p's queued runs first. */
