@@ -143,12 +143,16 @@ typedef struct mc_symbolic mc_symbolic;
  * binding's prepare allocates it (`addr`: a host pointer on ref and cpu, a device address on
  * cuda), counts that in `allocations` and sets `release` (with `owner`, what release needs),
  * which the symbolic program calls when it is freed, after every binding's program is. A
- * backend's release never frees it. A binding whose backend needs more than `bytes` (cuda: a
- * padded temp) allocates an arena of its own and says so in a note. */
+ * backend's release never frees it. Every binding's kp->arena_bytes is `bytes` (the plan's), and
+ * no backend lays out a temp larger than its kp size (cuda pads only outputs' rows), so the arena
+ * always holds a binding's temps; cuda keeps an arena of its own (noted) only for a binding
+ * whose padded GEMM reads past an intermediate's end (those reads must stay in an allocation).
+ * ref and cpu take the host memory from mc_shared_arena_host. */
 typedef struct mc_shared_arena {
     int64_t bytes;
     uint64_t addr;      /* 0 until the first prepare allocates it */
     int allocations;
+    bool failed;        /* its allocation failed (the runtime then plans every binding on its own) */
     void (*release)(struct mc_shared_arena *a);
     void *owner;
 } mc_shared_arena;
@@ -250,6 +254,10 @@ void mc_program_note(mc_program *p, const char *fmt, ...) __attribute__((format(
  * MC_MAX_COMPILE_PHASES names the time goes to the last one) and set *since to now: a compile
  * calls it after each step, so the phases add up to the compile time (backends/backend.c). */
 void mc_program_phase(mc_program *p, const char *name, double *since);
+/* The host memory of shared arena a (ref, cpu), allocated by the first binding that asks:
+ * 64-byte aligned, zeroed lazily by calloc (no memset of a large arena), released by
+ * a->release. NULL with the message set when out of memory (backends/backend.c). */
+void *mc_shared_arena_host(mc_shared_arena *a);
 
 
 

@@ -96,8 +96,11 @@ mc_status mc_value_set_name(mc_graph *g, mc_value v, const char *name);
 /* A symbolic dimension (docs/FORMAT.md §1): a size bound when the program runs, from the inputs
  * or mc_program_set_dim. Returns a dim to put into the shapes of mc_input, mc_param, mc_reshape,
  * mc_expand, mc_iota and mc_full, like a size; the same name gives the same dim. max > 0 declares
- * the largest size it may be bound to (0: none; a different second maximum is an error). 0 (not
- * a dim) on an error, with the message set and the graph failed. */
+ * the largest size it may be bound to (0: none; a different second maximum is an error). A
+ * maximum also sizes memory: where every symbol of a program has one, its intermediates are
+ * planned once at the maxima and allocated once (at most MINIC_ARENA_AT_MAXIMA_BYTES, 1 GiB
+ * unless set; above that, or when that allocation fails, each binding plans its own, noted).
+ * 0 (not a dim) on an error, with the message set and the graph failed. */
 int64_t mc_dim_sym(mc_graph *g, const char *name, int64_t max);
 
 /* Declarations. shape has rank entries; rank 0 is a scalar. */
@@ -387,10 +390,12 @@ typedef enum mc_memory {
  *     kernel crosses the bus, so it pays for inputs read once (a token's ids, a position, a
  *     small vector) and for outputs, which are written once; an input that a kernel reads many
  *     times (a GEMM's operand, large weights) is faster uploaded once (MC_MEMORY_HOST). That
- *     is why it is a choice of the caller's, not the default for host memory. Where the driver
- *     refuses to map it (page-locking refused, a buffer laid out with padded rows), the binding
- *     falls back to MC_MEMORY_HOST and p's notes (mc_program_notes) say so and why. ref and
- *     cpu: as MC_MEMORY_HOST.
+ *     is why it is a choice of the caller's, not the default for host memory. The driver
+ *     page-locks whole pages: give each mapped array pages of its own (aligned_alloc(4096,
+ *     ...), a token's ids and its position in two allocations); an array whose pages another
+ *     mapped binding already holds is not mapped. Where it is not mapped (that, page-locking
+ *     refused, a buffer laid out with padded rows), the binding falls back to MC_MEMORY_HOST and
+ *     p's notes (mc_program_notes) say so and why. ref and cpu: as MC_MEMORY_HOST.
  *   - Checks (MC_ERR_INPUT): the name, the size, the alignment, `where`; not for an input fed
  *     back (mc_program_feed_back), nor in a program with symbolic dimensions or a
  *     tensor-parallel one. Waits for p's queued runs first. */

@@ -276,6 +276,16 @@ static void sized_refusal(const mc_program *p, char *why, size_t size)
         mc_runsizes_refusal(p->graph, why, size);
 }
 
+/* The most bytes of intermediates planned at the maxima (and allocated at the first binding):
+ * MINIC_ARENA_AT_MAXIMA_BYTES, else 1 GiB. */
+static int64_t arena_limit(void)
+{
+    const char *e = getenv("MINIC_ARENA_AT_MAXIMA_BYTES");
+    char *end = NULL;
+    long long v = e ? strtoll(e, &end, 10) : -1;
+    return e && end != e && !*end && v >= 0 ? (int64_t)v : (int64_t)1 << 30;
+}
+
 /* Plan the intermediates once, at the symbols' maxima, for every binding to share: the kernel
  * list bound at the maxima and planned; a binding takes its offsets when they are valid for its
  * sizes (mc_plan_memory_like: every temp no larger, the same overlaps in place), and its
@@ -309,6 +319,14 @@ static void plan_at_maxima(mc_program *p, bool share)
         return;
     }
     mc_plan_memory(kp, true);
+    int64_t limit = arena_limit();
+    if (kp->arena_bytes > limit) { /* a maximum far above the sizes used would hold memory for nothing */
+        mc_program_note(p, "symbolic dimensions: memory planned per binding (the plan at the maxima (%s) needs %lld "
+                        "bytes of intermediates, above the %lld of MINIC_ARENA_AT_MAXIMA_BYTES)", list,
+                        (long long)kp->arena_bytes, (long long)limit);
+        kir_program_free(kp);
+        return;
+    }
     s->at_max = kp;
     s->arena.bytes = kp->arena_bytes;
     mc_program_note(p, "symbolic dimensions: memory planned once at the maxima (%s): %lld bytes of intermediates, "
@@ -341,6 +359,34 @@ static mc_status compile_sized(mc_program *p)
 
 /* The program for the current binding from the kernels compiled once: bound, planned and
  * counted here, prepared by the backend without a compile. */
+/* The kernels bound to the current binding, planned (at the maxima's offsets when *shared and
+ * they fit it: *shared says whether they were taken), verified and counted; NULL on failure. */
+static kir_program *bind_kernels(mc_program *p, bool *shared, mc_status *st)
+{
+    mc_symbolic *s = p->sym;
+    kir_program *kp = kir_bind(s->sized, s->b.value);
+    if (!kp) {
+        *st = mc_error_status();
+        return NULL;
+    }
+    mc_compile_options co = mc_compile_options_for(&p->opt);
+    char why[200] = "";
+    *shared = *shared && s->at_max && mc_plan_memory_like(kp, s->at_max, why, sizeof why);
+    if (!*shared)
+        mc_plan_memory(kp, co.plan_memory);
+    if (s->at_max && !*shared && why[0])
+        mc_program_note(p, "symbolic dimensions: a binding planned its own memory (the plan at the maxima does not "
+                        "fit it: %s)", why);
+    if (co.verify && (*st = kir_verify(kp, "bind", true)) != MC_OK) {
+        kir_program_free(kp);
+        return NULL;
+    }
+    for (int k = 0; k < kp->nkernels; k++)
+        kir_count(kp, &kp->kernels[k]);
+    *st = MC_OK;
+    return kp;
+}
+
 static mc_status bound_program(mc_program *p, mc_program **out)
 {
     mc_symbolic *s = p->sym;
@@ -348,31 +394,29 @@ static mc_status bound_program(mc_program *p, mc_program **out)
     mc_status st = mc_graph_specialize(p->graph, s->b.value, &sg); /* types, for the checks */
     if (st != MC_OK)
         return st;
-    kir_program *kp = kir_bind(s->sized, s->b.value);
-    if (!kp) {
-        mc_graph_free(sg);
-        return mc_error_status();
-    }
-    mc_compile_options co = mc_compile_options_for(&p->opt);
-    char why[200] = "";
-    bool shared = s->at_max && mc_plan_memory_like(kp, s->at_max, why, sizeof why);
-    if (!shared)
-        mc_plan_memory(kp, co.plan_memory);
-    if (s->at_max && !shared)
-        mc_program_note(p, "symbolic dimensions: a binding planned its own memory (the plan at the maxima does not "
-                        "fit it: %s)", why);
-    if (co.verify && (st = kir_verify(kp, "bind", true)) != MC_OK) {
-        kir_program_free(kp);
-        mc_graph_free(sg);
-        return st;
-    }
-    for (int k = 0; k < kp->nkernels; k++)
-        kir_count(kp, &kp->kernels[k]);
     mc_options o = p->opt;
     o.backend = mc_program_backend_kind(p);
     o.note = mc_program_forward_note;
     o.note_ctx = p;
-    st = mc_program_instantiate(sg, kp, s->sized, s->b.value, shared ? &s->arena : NULL, &o, out);
+    bool shared = true;
+    kir_program *kp = bind_kernels(p, &shared, &st);
+    if (kp)
+        st = mc_program_instantiate(sg, kp, s->sized, s->b.value, shared ? &s->arena : NULL, &o, out);
+    if (st != MC_OK && shared && s->arena.failed) {
+        /* the arena planned at the maxima could not be allocated: every binding plans its own */
+        char why[512];
+        snprintf(why, sizeof why, "%s", mc_error_message());
+        mc_program_note(p, "symbolic dimensions: memory planned per binding (the %lld bytes planned at the maxima "
+                        "could not be allocated: %s)", (long long)s->arena.bytes, why);
+        if (s->arena.release)
+            s->arena.release(&s->arena);
+        kir_program_free(s->at_max);
+        s->at_max = NULL;
+        memset(&s->arena, 0, sizeof s->arena);
+        shared = false;
+        if ((kp = bind_kernels(p, &shared, &st)))
+            st = mc_program_instantiate(sg, kp, s->sized, s->b.value, NULL, &o, out);
+    }
     mc_graph_free(sg);
     if (st == MC_OK && (*out)->kernels_specialized > 0)
         s->compilations++; /* the backend rendered kernels for this binding (its notes say why) */

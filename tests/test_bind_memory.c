@@ -439,6 +439,33 @@ static void test_mapped(void **state)
     assert_false(page_locked(x, 8 * sizeof *x));
     free(x);
 
+    /* two arrays in one page, bound to two inputs: the second's pages overlap the first's
+     * mapping (registration is by page), so it is copied instead and the notes say why */
+    float *page = host_array();
+    float *px = page, *pw = page + 64; /* 256 bytes apart */
+    for (int k = 0; k < 8; k++)
+        px[k] = (float)(k + 2);
+    for (int k = 0; k < 12; k++)
+        pw[k] = (float)(k % 4) - 1.5f;
+    p = compile(graph, MC_BACKEND_CUDA);
+    ok(mc_program_bind_memory(p, "x", px, 8 * sizeof *px, MC_MEMORY_HOST_MAPPED), "bind x in the page");
+    ok(mc_program_bind_memory(p, "w", pw, 12 * sizeof *pw, MC_MEMORY_HOST_MAPPED), "bind w in the same page");
+    notes = mc_program_notes(p);
+    if (!notes || !strstr(notes, "param 'w': the host memory at") || !strstr(notes, "overlap") ||
+        !strstr(notes, "copied at each run instead"))
+        fail_msg("notes: %s", notes ? notes : "(none)");
+    for (int step = 0; step < 2; step++) {
+        px[step] += 1; /* mapped: read in place */
+        pw[step] -= 1; /* copied: uploaded at each run from the caller's array */
+        ok(mc_program_run(p), "run");
+        ok(mc_program_read_output(p, 0, y, sizeof y), "read y");
+        expected(px, pw, wy, wz);
+        same(y, wy, 6, "y from x mapped and w copied", p);
+    }
+    mc_program_free(p);
+    assert_false(page_locked(page, 4096));
+    free(page);
+
     /* what it buys (printed, not asserted: the bus and the driver decide): 16 MB in and out,
      * read and written once, copied (MC_MEMORY_HOST) against mapped */
     enum { N = 1 << 22 };

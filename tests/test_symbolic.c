@@ -1114,6 +1114,18 @@ static void arena_at_maxima(mc_backend_kind kind, double tolerance, bool compile
     assert_int_equal(allocations, 1);
     mc_program_free(p);
     mc_graph_free(g);
+    /* above MINIC_ARENA_AT_MAXIMA_BYTES: each binding plans its own, and the note says so */
+    setenv("MINIC_ARENA_AT_MAXIMA_BYTES", "256", 1);
+    g = sized_model_bounded();
+    p = compile_noting(g, kind);
+    unsetenv("MINIC_ARENA_AT_MAXIMA_BYTES");
+    if (!strstr(mc_program_notes(p), "above the 256 of MINIC_ARENA_AT_MAXIMA_BYTES"))
+        fail_msg("notes: %s", mc_program_notes(p));
+    run_against_oracle(p, g, bindings[1], tolerance);
+    assert_int_equal(mc_symbolic_arena(p, &allocations), 0);
+    assert_null(mc_program_ran(p)->arena);
+    mc_program_free(p);
+    mc_graph_free(g);
     /* a symbol without a maximum: each binding plans its own memory, and the note says so */
     g = parse(sized_model);
     p = compile_noting(g, kind);

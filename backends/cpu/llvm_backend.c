@@ -348,23 +348,13 @@ static void *aligned_zalloc(size_t bytes)
 
 /* Memory: the arena of intermediates, the per-thread scratch, each kernel's argument array and
  * packed weight. */
-static void host_arena_release(mc_shared_arena *a)
-{
-    free((void *)(uintptr_t)a->addr);
-    a->addr = 0;
-}
-
+/* shared: the arena of a binding planned at its symbolic program's maxima (mc_program.arena), or
+ * NULL. */
 static mc_status allocate(cpu_state *s, const kir_program *kp, mc_shared_arena *shared)
 {
-    if (shared && shared->bytes < kp->arena_bytes)
-        shared = NULL;
-    if (shared && !shared->addr) { /* the first binding of a symbolic program planned at its maxima */
-        if (!(shared->addr = (uintptr_t)aligned_zalloc((size_t)shared->bytes)))
-            return mc_fail(MC_ERR_SYSTEM, "out of memory allocating %lld bytes of intermediates",
-                           (long long)shared->bytes);
-        shared->allocations++;
-        shared->release = host_arena_release;
-    }
+    MC_ASSERT(!shared || shared->bytes == kp->arena_bytes);
+    if (shared && !mc_shared_arena_host(shared))
+        return MC_ERR_SYSTEM;
     s->own_arena = !shared;
     s->arena = shared ? (void *)(uintptr_t)shared->addr : aligned_zalloc((size_t)kp->arena_bytes);
     int64_t scratch = 0;

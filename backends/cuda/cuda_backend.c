@@ -222,19 +222,22 @@ static mc_status shared_arena_new(cuda_state *s, mc_shared_arena *a)
         free(o);
         return mc_fail(MC_ERR_SYSTEM, "CUDA: retaining the context failed: %s", mc_cuda_errstr(r));
     }
-    a->owner = o;
-    a->release = shared_arena_release;
     CUdeviceptr mem = 0;
     size_t bytes = ((size_t)a->bytes + 255) / 256 * 256;
     r = s->cu->cuMemAlloc(&mem, bytes ? bytes : 256);
-    if (r != CUDA_SUCCESS) {
+    if (r != CUDA_SUCCESS) { /* nothing kept: the context's reference goes back */
         size_t fr = 0, tot = 0;
         s->cu->cuMemGetInfo(&fr, &tot);
+        s->cu->cuDevicePrimaryCtxRelease(s->dev);
+        free(o);
+        a->failed = true;
         return mc_fail(MC_ERR_SYSTEM,
                        "out of GPU memory: the intermediates planned at the maxima need %.1f MiB on %s, %.1f MiB "
                        "are free (%s)",
                        (double)bytes / (1 << 20), s->device_name, (double)fr / (1 << 20), mc_cuda_errstr(r));
     }
+    a->owner = o;
+    a->release = shared_arena_release;
     a->addr = (uint64_t)mem;
     a->allocations++;
     return MC_OK;
@@ -278,15 +281,10 @@ static mc_status layout_memory(mc_program *p, cuda_state *s, size_t *scratch_byt
             total += 256;
     }
     /* A binding of a symbolic program planned at its maxima: the temps lie in the arena every
-     * binding shares (mc_program.arena), allocated by the first; one that needs more (a padded
-     * temp) gets its own. */
+     * binding shares (mc_program.arena), allocated by the first. Temps are never padded
+     * (pad_output_ld pads outputs only), so they fit in it. */
     mc_shared_arena *shared = p->arena;
-    if (shared && arena > shared->bytes) {
-        mc_program_note(p, "symbolic dimensions: this binding's intermediates need %lld bytes, more than the %lld "
-                        "planned at the maxima (padded GEMM operands): an arena of its own",
-                        (long long)arena, (long long)shared->bytes);
-        shared = NULL;
-    }
+    MC_ASSERT(!shared || arena <= shared->bytes);
     for (int b = 0; shared && b < kp->nbuffers; b++) /* padded rows read past A's end: in s->mem only */
         if (s->pitched && s->pitched[b] && s->pitched[b]->pad_slack > 0 && s->pitched[b]->a.buffer >= 0 &&
             kp->buffers[s->pitched[b]->a.buffer].kind == KBUF_TEMP) {
@@ -1064,10 +1062,12 @@ static mc_status cuda_map_host(mc_program *p, int b, void *data, size_t bytes, b
         if (!s->mapped || !s->mapped[b])
             return MC_OK;
         mc_status st = repoint(p, s, b, 0);
+        if (st != MC_OK) /* the kernels may still read it: stays mapped (released with the program) */
+            return st;
         mapping_drop(s->cu, s->mapped[b]);
         s->mapped[b] = NULL;
-        *done = st == MC_OK;
-        return st;
+        *done = true;
+        return MC_OK;
     }
     if (s->pitched[b]) {
         snprintf(why, why_size, "the buffer is laid out with padded rows on the GPU, a GEMM operand's");

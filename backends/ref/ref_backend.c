@@ -29,12 +29,6 @@ typedef struct {
     void **data;    /* per buffer */
 } ref_state;
 
-static void host_arena_release(mc_shared_arena *a)
-{
-    free((void *)(uintptr_t)a->addr);
-    a->addr = 0;
-}
-
 static mc_status ref_prepare(mc_program *p)
 {
     const kir_program *kp = p->kp;
@@ -45,13 +39,10 @@ static mc_status ref_prepare(mc_program *p)
     s->data = calloc((size_t)(kp->nbuffers > 0 ? kp->nbuffers : 1), sizeof *s->data);
     if ((uint64_t)kp->arena_bytes > SIZE_MAX / 2 || !s->data)
         return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the reference backend");
-    mc_shared_arena *shared = p->arena && p->arena->bytes >= kp->arena_bytes ? p->arena : NULL;
-    if (shared && !shared->addr) { /* the first binding of a symbolic program planned at its maxima */
-        if ((uint64_t)shared->bytes > SIZE_MAX / 2 || !(shared->addr = (uintptr_t)calloc((size_t)shared->bytes + 1, 1)))
-            return mc_fail(MC_ERR_SYSTEM, "out of memory: the intermediates need %lld bytes", (long long)shared->bytes);
-        shared->allocations++;
-        shared->release = host_arena_release;
-    }
+    mc_shared_arena *shared = p->arena; /* a binding planned at its symbolic program's maxima */
+    MC_ASSERT(!shared || shared->bytes == kp->arena_bytes);
+    if (shared && !mc_shared_arena_host(shared))
+        return MC_ERR_SYSTEM;
     s->own_arena = !shared;
     s->arena = shared ? (unsigned char *)(uintptr_t)shared->addr : calloc((size_t)kp->arena_bytes + 1, 1);
     if (!s->arena)
