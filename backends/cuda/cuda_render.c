@@ -1414,14 +1414,16 @@ void mc_cuda_conv_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
  * reads one K table entry for V neighbouring pixels and stores them to shared memory as one
  * 4- or 8-byte word; each pixel keeps its own decoded coordinates (any stride, rows of any
  * length). Needs the K table and V pixels' rows of one pass to divide BK. By default 4 where a
- * thread loads at most 16 B elements a K tile, else 2 (more registers for the pixels would cost
- * occupancy): H200, 15:40 call, S:V = 3:2 / 3:4 / 3:1 gave layer 1 (64x128 tiles, 32 elements)
- * 66.8 / 75.7 / 68.7 us, layer 4 (64x32, 8 elements) 104.8 / 90.9 / 102.2 us, the stem 173.3 /
- * 170.0 / 197.7 us, ResNet-18 1398 / 1532 / 1438 us (all 4: worse). */
+ * thread loads at most 8 B elements a K tile (layer 4's 64x32 tiles), else 2 (more registers
+ * for the pixels cost occupancy). H200, S:V:E (stages, V, staged epilogue) in the 15:40 and
+ * 16:05 calls: layer 1 (64x128 tiles, 32 elements a thread) 3:2:1 64.5 us, 3:2:0 65.9, 3:4:0
+ * 75.4, 2:1:0 (the first kernel) 67.7; layer 4 (64x32, 8 elements) 3:4:0 90.6, 3:2:0 104.1,
+ * 4:2:1 92.9, 4:1:0 95.9, 2:1:0 106.4; the stem 3:2:1 165.7, 3:4:0 169.0, 2:1:0 185.9; ResNet-18
+ * 3:2:1 1356.7, 3:2:0 1389.2, 3:4:1 1445.0, 4:2:1 1491.0, 2:1:0 1522.8. */
 static int conv_bvec(int bn, int t, int bk, bool ktab)
 {
     const char *e = getenv("MINIC_CUDA_CONV_BVEC");
-    int v = bk * bn / t >= 32 ? 2 : 4;
+    int v = bk * bn / t <= 8 ? 4 : 2;
     if (e && (atoi(e) == 1 || atoi(e) == 2 || atoi(e) == 4))
         v = atoi(e);
     while (v > 1 && (!ktab || bn % v != 0 || t * v < bn || (t * v) % bn != 0 || bk % (t * v / bn) != 0))
@@ -1433,13 +1435,12 @@ static int conv_bvec(int bn, int t, int bk, bool ktab)
  * MINIC_CUDA_CONV_STAGES=2) is the first kernel: one K tile's loads in flight while the tensor
  * cores work on the tile before. Deeper, D tiles' loads are in flight: A by cp.async groups
  * (wait_group D - 1), B (and the stem's A) in D register sets, stored to shared memory one tile
- * ahead. By default 3 buffers, 4 where a thread loads at most 8 B elements a K tile (layer 4's
- * 64x32 tiles, 144 K tiles: 96.5 us with 4, 102.2 with 3, 106.8 with 2 at V = 1; 15:40 call);
+ * ahead. By default 3 buffers (4 was slower wherever V > 1, see conv_bvec);
  * MINIC_CUDA_CONV_STAGES=2..4 for experiments. */
-static int conv_stages(int bm, int bn, int bk, int t)
+static int conv_stages(int bm, int bn, int bk)
 {
     const char *e = getenv("MINIC_CUDA_CONV_STAGES");
-    int stages = bk * bn / t <= 8 ? 4 : 3;
+    int stages = 3;
     if (e && atoi(e) >= 2 && atoi(e) <= 4)
         stages = atoi(e);
     while (stages > 2 && stages * (bm * (bk + 8) + bk * (bn + 8)) * 2 > 200 * 1024)
@@ -1723,7 +1724,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
                  (long long)cv->h, (long long)cv->w, BM, BN, BK, avec ? "cp.async" : "element loads");
     emit_signature(c, out, T);
     int pa = c->view_param[g->a], px = c->view_param[g->b];
-    int D = conv_stages(BM, BN, BK, T);
+    int D = conv_stages(BM, BN, BK);
     if (D > 1) {
         /* D + 1 buffers, in dynamic shared memory (beyond 48 KB for the larger tiles) */
         int abytes = BM * (BK + 8) * 2, bbytes = BK * (BN + 8) * 2;
@@ -1904,9 +1905,10 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     int ev = choose_vec(c->kp, k, c->align, eused, false, MC_F32);
     bool pair = !(ep && strcmp(ep, "0") == 0) && O % 2 == 0 && ev >= 2;
     free(eused);
-    /* MINIC_CUDA_CONV_SEPI=1 (the deeper loop only): the tile staged through shared memory */
+    /* the deeper loop: the tile staged through shared memory where the pixels come in runs of 4
+     * or 8 (ResNet-18 1356.7 us against 1389.2 without, 16:05 call; MINIC_CUDA_CONV_SEPI=0: not) */
     const char *es = getenv("MINIC_CUDA_CONV_SEPI");
-    if (D > 1 && es && strcmp(es, "1") == 0 && ev >= 4 && O % ev == 0 && BN % ev == 0) {
+    if (D > 1 && !(es && strcmp(es, "0") == 0) && ev >= 4 && O % ev == 0 && BN % ev == 0) {
         int need = BM * (BN + 8) * 4;
         if (out->smem < need)
             out->smem = need;
