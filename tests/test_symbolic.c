@@ -564,6 +564,86 @@ static void test_compiles_once(void **state)
     mc_graph_free(g);
 }
 
+#ifdef MINIC_HAVE_CPU_BACKEND
+/* What the cpu backend generates with its sizes read at run time (backends/cpu/llvm_backend.c
+ * sized_refusal): the model above without the GEMMs of a symbolic N or K and the attention. */
+static const char *cpu_sized_model =
+    "graph cpu_sized\n"
+    "input x : f32[B, T<=48, 8]\n"
+    "input bias : f32[T, 8]\n"
+    "param g : f32[8]\n"
+    "param b : f32[8]\n"
+    "param w : f32[8, 6]\n"
+    "param lw : f32[5, 8]\n"
+    "xb = add(x, bias)\n"
+    "y = gelu(xb)\n"
+    "m = mean(y, axis=1, keepdim=true)\n"
+    "d = sub(y, m)\n"
+    "s = softmax(d, axis=1)\n"
+    "ln = layernorm(d, g, b)\n"
+    "mm = matmul(ln, w)\n"
+    "lin = linear(x, lw)\n"
+    "xt = transpose(x, perm=[0, 2, 1])\n"
+    "top = max(xt, axis=2)\n"
+    "rn = rmsnorm(y, g)\n"
+    "all = mean(rn)\n"
+    "ex = expand(all, shape=[B, T])\n"
+    "half = full(shape=[B, T], value=0.5)\n"
+    "e = add(ex, half)\n"
+    "ls = log_softmax(xb, axis=1)\n"
+    "x4 = reshape(x, shape=[B, T, 2, 4])\n"
+    "q = transpose(x4, perm=[0, 2, 1, 3])\n"
+    "sq = exp(q)\n"
+    "row = iota(shape=[T, T], axis=0)\n"
+    "col = iota(shape=[T, T], axis=1)\n"
+    "causal = le(col, row)\n"
+    "cm = where(causal, 1.0, 0.0)\n"
+    "output s, mm, lin, top, e, ls, sq, cm, xt\n";
+
+static const int64_t cpu_bindings[][2] = {{2, 3}, {1, 7}, {3, 48}, {1, 1}, {2, 3}, {4, 17}, {1, 40}};
+
+/* The same on the cpu backend: one compile, the kernels read their sizes when they run. */
+static void test_cpu_compiles_once(void **state)
+{
+    (void)state;
+    mc_graph *g = parse(cpu_sized_model);
+    mc_program *p = compile_noting(g, MC_BACKEND_CPU);
+    if (!strstr(mc_program_notes(p), "compiled once"))
+        fail_msg("notes: %s", mc_program_notes(p));
+    const mc_program *first = NULL; /* the first binding's program (its cache entry) */
+    for (size_t i = 0; i < sizeof cpu_bindings / sizeof cpu_bindings[0]; i++) {
+        run_against_oracle(p, g, cpu_bindings[i], 1e-4);
+        mc_program *ran = mc_program_ran(p);
+        if (mc_program_compilations(p) != 1)
+            fail_msg("binding %zu: %d compilations; notes: %s", i, mc_program_compilations(p), mc_program_notes(ran));
+        assert_int_equal(ran->kernels_specialized, 0);
+        if (i == 0)
+            first = ran;
+        else if (ran != first) /* the same code as the first binding's: nothing compiled */
+            assert_int_equal(ran->kernels_compiled, 0);
+    }
+    /* the generated code reads its sizes: loads of the run-time size slots */
+    char *code = NULL;
+    size_t code_size = 0;
+    FILE *f = open_memstream(&code, &code_size);
+    assert_int_equal(mc_program_ran(p)->backend->dump_code(mc_program_ran(p), f), MC_OK);
+    fclose(f);
+    assert_non_null(strstr(code, "%size0 = load i64"));
+    free(code);
+    mc_program_free(p);
+    /* MINIC_SPECIALIZE=1: one compile per binding, the same numbers */
+    setenv("MINIC_SPECIALIZE", "1", 1);
+    p = compile_noting(g, MC_BACKEND_CPU);
+    unsetenv("MINIC_SPECIALIZE");
+    assert_non_null(strstr(mc_program_notes(p), "compiled per binding (MINIC_SPECIALIZE=1)"));
+    run_against_oracle(p, g, cpu_bindings[0], 1e-4);
+    run_against_oracle(p, g, cpu_bindings[1], 1e-4);
+    assert_int_equal(mc_program_compilations(p), 2);
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+#endif
+
 /* Slices from a fixed start and concats over symbolic axes: offsets that are expressions
  * (start * stride, and the sizes of the parts before); an embedding's gather of [B, T] ids. */
 static void test_compiles_once_offsets(void **state)
@@ -640,13 +720,24 @@ static void test_sized_fallbacks(void **state)
     mc_program_free(p);
     mc_graph_free(g);
 #ifdef MINIC_HAVE_CPU_BACKEND
-    /* a backend without run-time sizes compiles per binding (cpu, until its kernels read them) */
+    /* cpu: the kernels it cannot generate with run-time sizes (a GEMM of a symbolic N and K,
+     * x times its transpose; a log_softmax over [B, T, T]'s middle axis, whose vector axis
+     * steps by T; attention) are generated for each binding and named in a note;
+     * the rest is compiled once; the numbers are right either way */
     g = parse(sized_model);
     p = compile_noting(g, MC_BACKEND_CPU);
-    assert_non_null(strstr(mc_program_notes(p), "the cpu backend does not take sizes at run time yet"));
+    assert_non_null(strstr(mc_program_notes(p), "compiled once"));
     run_against_oracle(p, g, (int64_t[]){2, 3}, 1e-4);
-    run_against_oracle(p, g, (int64_t[]){1, 9}, 1e-4);
+    const char *notes = mc_program_notes(mc_program_ran(p));
+    if (!strstr(notes, "symbolic dimensions: 3 kernels compiled for this binding (") ||
+        !strstr(notes, ": a GEMM with a symbolic N or K") || !strstr(notes, ": attention reads Tq and Tk as numbers") ||
+        !strstr(notes, "log_softmax_10: a symbolic stride along its vector axis"))
+        fail_msg("notes: %s", notes);
     assert_int_equal(mc_program_compilations(p), 2);
+    run_against_oracle(p, g, (int64_t[]){1, 9}, 1e-4);
+    assert_int_equal(mc_program_compilations(p), 3);
+    run_against_oracle(p, g, (int64_t[]){2, 3}, 1e-4); /* a binding seen before: cached */
+    assert_int_equal(mc_program_compilations(p), 3);
     mc_program_free(p);
     mc_graph_free(g);
 #endif
@@ -1083,6 +1174,9 @@ int main(void)
         cmocka_unit_test(test_bad_bindings),    cmocka_unit_test(test_files),
         cmocka_unit_test(test_cli),             cmocka_unit_test(test_compiles_once),
         cmocka_unit_test(test_compiles_once_offsets), cmocka_unit_test(test_sized_fallbacks),
+#ifdef MINIC_HAVE_CPU_BACKEND
+        cmocka_unit_test(test_cpu_compiles_once),
+#endif
         cmocka_unit_test(test_block_ref),       cmocka_unit_test(test_cuda_compiles_once),
 #ifdef MINIC_HAVE_CUDA
         cmocka_unit_test(test_cuda_sized_sources),

@@ -50,7 +50,7 @@ enum { MR = 6, KC = 256, MC = 72, NC = 256, TARGET_UNITS = 8 };
 
 typedef struct gemm_plan {
     int nb;                  /* batch rank */
-    int64_t nbatch, M, N, K;
+    int64_t nbatch, M, N, K; /* M may be symbolic (llvm_ctx.dims), and nbatch then 0 */
     int nr, nv, lanes;       /* micro-tile width NR = nv vectors of `lanes` */
     int64_t ms, msplit, nblocks;
     int64_t ncb;             /* columns per unit (NC, or narrower when B is packed once) */
@@ -248,15 +248,22 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
     g->M = k->gemm.m;
     g->N = k->gemm.n;
     g->K = k->gemm.k;
-    g->nbatch = 1;
+    g->nbatch = 1; /* 0 where a batch dimension is symbolic: counted per binding */
     for (int d = 0; d < g->nb; d++)
-        g->nbatch *= k->shape[d];
+        g->nbatch = mc_dim_is_sym(k->shape[d]) ? 0 : g->nbatch * k->shape[d];
+    /* Sizes read at run time (llvm_ctx.dims): only M and the batch dimensions may be
+     * symbolic (the backend generates other GEMMs per binding); the choices below that read M
+     * take what holds for every M: no swap, A read in place only where its rows are
+     * contiguous, row blocks of MC rows, no short tile (the full micro-kernel's extra rows are
+     * clamped or zero-padded, and never stored). */
+    bool sym_m = mc_dim_is_sym(g->M);
+    int64_t nbatch = g->nbatch ? g->nbatch : 1; /* for the heuristics */
     g->lanes = c->native_lanes;
     g->nv = 2;
     g->nr = g->nv * g->lanes;
     g->va = k->gemm.a;
     g->vb = k->gemm.b;
-    g->swap = swap_pays(c, k, g);
+    g->swap = !sym_m && g->nbatch && swap_pays(c, k, g);
     if (g->swap) {
         int64_t t = g->M;
         g->M = g->N;
@@ -282,15 +289,20 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
     if (mc_mul_overflows(g->K, g->np, &floats) || mc_mul_overflows(floats, 4, &bytes))
         g->packed_b = false; /* too large to hold packed: packed per call, as for inputs */
     g->packed_bytes = g->packed_b ? bytes : 0;
-    g->direct_a = da == MC_F32 && ((g->a_k == 1 && !rows_alias(g)) || (g->M <= MC && !g->swap));
+    g->direct_a = da == MC_F32 && ((g->a_k == 1 && (sym_m || !rows_alias(g))) || (!sym_m && g->M <= MC && !g->swap));
     /* column blocks: NC wide, or, when B costs nothing per unit, narrowed (down to 4 panels)
      * until there are enough units for the threads */
     g->ncb = NC;
-    while (g->packed_b && g->ncb > 4 * g->nr && g->nbatch * ((g->N + g->ncb - 1) / g->ncb) < TARGET_UNITS &&
+    while (g->packed_b && g->ncb > 4 * g->nr && nbatch * ((g->N + g->ncb - 1) / g->ncb) < TARGET_UNITS &&
            g->N > g->ncb / 2)
         g->ncb /= 2;
     g->nblocks = (g->N + g->ncb - 1) / g->ncb;
-    int64_t want = (TARGET_UNITS + g->nbatch * g->nblocks - 1) / (g->nbatch * g->nblocks);
+    if (sym_m) {
+        g->ms = MC;
+        g->msplit = 0; /* ceil(M / MC), when it runs */
+        return MC_OK;
+    }
+    int64_t want = (TARGET_UNITS + nbatch * g->nblocks - 1) / (nbatch * g->nblocks);
     int64_t max_split = (g->M + MC - 1) / MC;
     if (want > max_split)
         want = max_split;
@@ -365,8 +377,8 @@ static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, 
         pt.idx[dn] = n;
         for (int vi = 0; vi < k->nviews; vi++)
             offs[vi] = LLVMBuildNSWAdd(B, batch_off[vi],
-                                       LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, pt.idx[nb], i64c(c, strides[vi][nb]), ""),
-                                                       LLVMBuildNSWMul(B, pt.idx[nb + 1], i64c(c, strides[vi][nb + 1]), ""), ""), "");
+                                       LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, pt.idx[nb], llvm_size(c, strides[vi][nb]), ""),
+                                                       LLVMBuildNSWMul(B, pt.idx[nb + 1], llvm_size(c, strides[vi][nb + 1]), ""), ""), "");
         LLVMValueRef row = LLVMBuildLoad2(B, LLVMVectorType(c->t_f32, (unsigned)g->nr),
                                           vptr(c, tile, LLVMBuildMul(B, R.index, i64c(c, g->nr), ""), g->nr), "");
         LLVMSetAlignment(row, 4);
@@ -391,8 +403,8 @@ static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, 
         pt.idx[dn] = LLVMBuildAdd(B, n, C.index, "");
         for (int vi = 0; vi < k->nviews; vi++)
             offs[vi] = LLVMBuildNSWAdd(B, batch_off[vi],
-                                       LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, pt.idx[nb], i64c(c, strides[vi][nb]), ""),
-                                                       LLVMBuildNSWMul(B, pt.idx[nb + 1], i64c(c, strides[vi][nb + 1]), ""), ""), "");
+                                       LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, pt.idx[nb], llvm_size(c, strides[vi][nb]), ""),
+                                                       LLVMBuildNSWMul(B, pt.idx[nb + 1], llvm_size(c, strides[vi][nb + 1]), ""), ""), "");
         LLVMValueRef ti = LLVMBuildAdd(B, LLVMBuildMul(B, R.index, i64c(c, g->nr), ""), C.index, "");
         LLVMValueRef a = LLVMBuildLoad2(B, c->t_f32, fptr(c, tile, ti), "");
         pt.acc = a;
@@ -1051,24 +1063,27 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     /* for u in [begin, end): (batch, column block, row block) */
     llvm_loop U;
     llvm_loop_begin(c, &U, begin, end, i64c(c, 1), "unit");
-    LLVMValueRef msi = LLVMBuildSRem(B, U.index, i64c(c, g.msplit), "");
-    LLVMValueRef t = LLVMBuildSDiv(B, U.index, i64c(c, g.msplit), "");
+    LLVMValueRef Mv = llvm_size(c, g.M); /* M, read at run time where symbolic */
+    LLVMValueRef msplit = g.msplit ? i64c(c, g.msplit)
+                                   : LLVMBuildSDiv(c->entry_b, LLVMBuildAdd(c->entry_b, Mv, i64c(c, g.ms - 1), ""), i64c(c, g.ms), "msplit");
+    LLVMValueRef msi = LLVMBuildSRem(B, U.index, msplit, "");
+    LLVMValueRef t = LLVMBuildSDiv(B, U.index, msplit, "");
     LLVMValueRef jb = LLVMBuildSRem(B, t, i64c(c, g.nblocks), "");
     LLVMValueRef bt = LLVMBuildSDiv(B, t, i64c(c, g.nblocks), "");
     LLVMValueRef batch_idx[MC_MAX_RANK];
     for (int d = nb - 1; d >= 0; d--) {
-        batch_idx[d] = d == 0 ? bt : LLVMBuildSRem(B, bt, i64c(c, k->shape[d]), "");
+        batch_idx[d] = d == 0 ? bt : LLVMBuildSRem(B, bt, llvm_size(c, k->shape[d]), "");
         if (d > 0)
-            bt = LLVMBuildSDiv(B, bt, i64c(c, k->shape[d]), "");
+            bt = LLVMBuildSDiv(B, bt, llvm_size(c, k->shape[d]), "");
     }
     for (int v = 0; v < k->nviews; v++) {
-        LLVMValueRef off = i64c(c, k->views[v].offset);
+        LLVMValueRef off = llvm_size(c, k->views[v].offset);
         for (int d = 0; d < nb; d++)
-            off = LLVMBuildNSWAdd(B, off, LLVMBuildNSWMul(B, batch_idx[d], i64c(c, k->views[v].stride[d]), ""), "");
+            off = LLVMBuildNSWAdd(B, off, LLVMBuildNSWMul(B, batch_idx[d], llvm_size(c, k->views[v].stride[d]), ""), "");
         batch_off[v] = off;
     }
     LLVMValueRef m0 = LLVMBuildMul(B, msi, i64c(c, g.ms), "m0");
-    LLVMValueRef m1 = min64(c, LLVMBuildAdd(B, m0, i64c(c, g.ms), ""), i64c(c, g.M));
+    LLVMValueRef m1 = min64(c, LLVMBuildAdd(B, m0, i64c(c, g.ms), ""), Mv);
     LLVMValueRef n0 = LLVMBuildMul(B, jb, i64c(c, g.ncb), "n0");
     LLVMValueRef nc = min64(c, i64c(c, g.ncb), LLVMBuildSub(B, i64c(c, g.N), n0, ""));
 
@@ -1113,13 +1128,13 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
         /* row r of the tile in place (clamped to the last row: edge rows are never stored) */
         LLVMValueRef at = LLVMBuildNSWAdd(B, batch_off[g.va], LLVMBuildNSWMul(B, P.index, i64c(c, g.a_k), ""), "");
         for (int r = 0; r < MR; r++) {
-            LLVMValueRef row = min64(c, LLVMBuildAdd(B, m_tile, i64c(c, r), ""), i64c(c, g.M - 1));
+            LLVMValueRef row = min64(c, LLVMBuildAdd(B, m_tile, i64c(c, r), ""), LLVMBuildSub(B, Mv, i64c(c, 1), ""));
             ma.arow[r] = fptr(c, abase, LLVMBuildNSWAdd(B, at, LLVMBuildNSWMul(B, row, i64c(c, g.a_m), ""), ""));
         }
     } else {
         ma.apanel = fptr(c, Ap, LLVMBuildMul(B, R.index, kc, ""));
     }
-    int rem = (int)(g.M % MR);
+    int rem = mc_dim_is_sym(g.M) ? 0 : (int)(g.M % MR);
     if (rem == 0) {
         emit_micro_kernel(c, &ma, MR);
     } else {
@@ -1189,10 +1204,21 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     llvm_loop_end(c, &U);
     llvm_finish_function(c);
 
-    info->units = g.nbatch * g.nblocks * g.msplit;
     info->grain = 1;
-    int64_t flops = 2 * g.nbatch * g.M * g.N * g.K;
-    info->serial = flops < (1 << 20) || info->units < 2;
+    if (g.nbatch && !mc_dim_is_sym(g.M)) {
+        info->units = g.nbatch * g.nblocks * g.msplit;
+        int64_t flops = 2 * g.nbatch * g.M * g.N * g.K;
+        info->serial = flops < (1 << 20) || info->units < 2;
+    } else { /* units = nblocks * batch.. * ceil(M / ms), for each binding (llvm_info_bind) */
+        info->sized = true;
+        info->units_const = g.nblocks;
+        for (int d = 0; d < nb; d++) {
+            info->units_dim[info->nunits_dims] = k->shape[d];
+            info->units_div[info->nunits_dims++] = 1;
+        }
+        info->units_dim[info->nunits_dims] = g.M;
+        info->units_div[info->nunits_dims++] = g.ms;
+    }
     info->elide = im2col ? (int)im2col->elide : 0;
     info->scratch_bytes = (a_floats + b_floats + c_floats) * 4 + 64;
     free(bases);
