@@ -644,6 +644,78 @@ static void test_cpu_compiles_once(void **state)
 }
 #endif
 
+#ifdef MINIC_HAVE_CPU_BACKEND
+/* A GPT-2 block (bench/gpu/gpt2_block.graph at C = 96, 3 heads of 32) over symbolic B and T on
+ * cpu: K = 384 > KC and M up to 384 > MC (several K and row blocks in the GEMMs), N = 384 > NC.
+ * Everything but the attention kernel is compiled once; attention is generated per binding
+ * and named in the note. */
+static const char *gpt2_block_model =
+    "graph gpt2_block\n"
+    "input x : f32[B, T<=128, 96]\n"
+    "param ln1.w : f32[96]\n"
+    "param ln1.b : f32[96]\n"
+    "param attn.w : f32[288, 96]\n"
+    "param attn.b : f32[288]\n"
+    "param proj.w : f32[96, 96]\n"
+    "param proj.b : f32[96]\n"
+    "param ln2.w : f32[96]\n"
+    "param ln2.b : f32[96]\n"
+    "param fc.w : f32[384, 96]\n"
+    "param fc.b : f32[384]\n"
+    "param out.w : f32[96, 384]\n"
+    "param out.b : f32[96]\n"
+    "h = layernorm(x, ln1.w, ln1.b, eps=1e-5)\n"
+    "qkv = linear(h, attn.w, attn.b)\n"
+    "q0 = slice(qkv, axis=2, start=0, end=96)\n"
+    "k0 = slice(qkv, axis=2, start=96, end=192)\n"
+    "v0 = slice(qkv, axis=2, start=192, end=288)\n"
+    "q1 = reshape(q0, shape=[B, T, 3, 32])\n"
+    "k1 = reshape(k0, shape=[B, T, 3, 32])\n"
+    "v1 = reshape(v0, shape=[B, T, 3, 32])\n"
+    "q = transpose(q1, perm=[0, 2, 1, 3])\n"
+    "kt = transpose(k1, perm=[0, 2, 3, 1])\n"
+    "v = transpose(v1, perm=[0, 2, 1, 3])\n"
+    "s0 = matmul(q, kt)\n"
+    "s = mul(s0, 0.125)\n"
+    "row = iota(shape=[T, T], axis=0)\n"
+    "col = iota(shape=[T, T], axis=1)\n"
+    "keep = ge(row, col)\n"
+    "sm = where(keep, s, -inf)\n"
+    "p = softmax(sm, axis=-1)\n"
+    "y0 = matmul(p, v)\n"
+    "y1 = transpose(y0, perm=[0, 2, 1, 3])\n"
+    "y = reshape(y1, shape=[B, T, 96])\n"
+    "a = linear(y, proj.w, proj.b)\n"
+    "x1 = add(x, a)\n"
+    "h2 = layernorm(x1, ln2.w, ln2.b, eps=1e-5)\n"
+    "f = linear(h2, fc.w, fc.b)\n"
+    "g = gelu(f)\n"
+    "o = linear(g, out.w, out.b)\n"
+    "x2 = add(x1, o)\n"
+    "output x2\n"
+;
+
+static void test_cpu_block(void **state)
+{
+    (void)state;
+    mc_graph *g = parse(gpt2_block_model);
+    mc_program *p = compile_noting(g, MC_BACKEND_CPU);
+    if (!strstr(mc_program_notes(p), "compiled once"))
+        fail_msg("notes: %s", mc_program_notes(p));
+    const int64_t bindings[][2] = {{2, 5}, {1, 128}, {3, 100}, {1, 1}};
+    for (int i = 0; i < 4; i++) {
+        run_against_oracle(p, g, bindings[i], 1e-4);
+        const char *notes = mc_program_notes(mc_program_ran(p));
+        if (!strstr(notes, "symbolic dimensions: 1 kernel compiled for this binding (attn_") ||
+            !strstr(notes, ": attention reads Tq and Tk as numbers)"))
+            fail_msg("notes: %s", notes);
+        assert_int_equal(mc_program_compilations(p), 2 + i); /* the attention kernel's */
+    }
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+#endif
+
 /* Slices from a fixed start and concats over symbolic axes: offsets that are expressions
  * (start * stride, and the sizes of the parts before); an embedding's gather of [B, T] ids. */
 static void test_compiles_once_offsets(void **state)
@@ -1175,7 +1247,7 @@ int main(void)
         cmocka_unit_test(test_cli),             cmocka_unit_test(test_compiles_once),
         cmocka_unit_test(test_compiles_once_offsets), cmocka_unit_test(test_sized_fallbacks),
 #ifdef MINIC_HAVE_CPU_BACKEND
-        cmocka_unit_test(test_cpu_compiles_once),
+        cmocka_unit_test(test_cpu_compiles_once), cmocka_unit_test(test_cpu_block),
 #endif
         cmocka_unit_test(test_block_ref),       cmocka_unit_test(test_cuda_compiles_once),
 #ifdef MINIC_HAVE_CUDA
