@@ -193,11 +193,19 @@ static mc_status emit_kernel(llvm_ctx *c, const kir_program *kp, int i, cpu_kern
  * (then it is generated for the binding), or NULL. What the emitters take: loop kernels whose
  * views step by a constant along the last dimension (the vector axis; symbolic dimensions do
  * not merge, llvm_plan.c), without a scan; GEMMs whose N and K are constants (a symbolic M and
- * batch: the row blocks are counted when it runs), with constant strides along M, N and K. */
+ * batch: the row blocks are counted when it runs), with constant strides along M, N and K;
+ * attention with constant strides along its queries, keys and columns (Tq, Tk, batch: any). */
 static const char *sized_refusal(const kir_kernel *k)
 {
     switch (k->category) {
-    case KIR_ATTENTION: return "attention reads Tq and Tk as numbers";
+    case KIR_ATTENTION: /* Tq, Tk and the batch may be symbolic: read when it runs */
+        if (mc_dim_is_sym(k->attn.d) || mc_dim_is_sym(k->attn.dv))
+            return "attention with a symbolic head size";
+        for (int v = 0; v < k->nviews; v++)
+            for (int d = k->rank - 2; d < k->rank; d++)
+                if (mc_dim_is_sym(k->views[v].stride[d]))
+                    return "attention with a symbolic stride along the queries, keys or columns";
+        return NULL;
     case KIR_COLLECTIVE: return "a collective";
     case KIR_GEMM: {
         if (mc_dim_is_sym(k->gemm.n) || mc_dim_is_sym(k->gemm.k))

@@ -850,7 +850,13 @@ void llvm_info_bind(llvm_kernel_info *info, const kir_kernel *bound, const mc_di
         units *= (x + info->units_div[i] - 1) / info->units_div[i];
     }
     info->units = units;
-    if (bound->category == KIR_GEMM) {
+    if (bound->category == KIR_ATTENTION) {
+        const kir_attention *a = &bound->attn;
+        int64_t flops = a->tq * a->tk * (a->d + a->dv) * 2;
+        for (int d = 0; d < bound->rank - 2; d++)
+            flops *= bound->shape[d];
+        info->serial = flops < (1 << 20) || units < 2;
+    } else if (bound->category == KIR_GEMM) {
         int64_t flops = 2 * bound->gemm.m * bound->gemm.n * bound->gemm.k;
         for (int d = 0; d < bound->rank - 2; d++)
             flops *= bound->shape[d];
