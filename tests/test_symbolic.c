@@ -566,7 +566,8 @@ static void test_compiles_once(void **state)
 
 #ifdef MINIC_HAVE_CPU_BACKEND
 /* What the cpu backend generates with its sizes read at run time (backends/cpu/llvm_backend.c
- * sized_refusal): the model above without the GEMMs of a symbolic N or K and the attention. */
+ * sized_refusal): the model above without the GEMM of a symbolic N and K, and GEMMs of a
+ * symbolic M whose B is an input packed per call, one of them batched over B with K > KC. */
 static const char *cpu_sized_model =
     "graph cpu_sized\n"
     "input x : f32[B, T<=48, 8]\n"
@@ -575,6 +576,8 @@ static const char *cpu_sized_model =
     "param b : f32[8]\n"
     "param w : f32[8, 6]\n"
     "param lw : f32[5, 8]\n"
+    "input wi : f32[8, 300]\n"
+    "input wb : f32[B, 300, 7]\n"
     "xb = add(x, bias)\n"
     "y = gelu(xb)\n"
     "m = mean(y, axis=1, keepdim=true)\n"
@@ -583,6 +586,8 @@ static const char *cpu_sized_model =
     "ln = layernorm(d, g, b)\n"
     "mm = matmul(ln, w)\n"
     "lin = linear(x, lw)\n"
+    "mi = matmul(x, wi)\n"
+    "mb = matmul(mi, wb)\n"
     "xt = transpose(x, perm=[0, 2, 1])\n"
     "top = max(xt, axis=2)\n"
     "rn = rmsnorm(y, g)\n"
@@ -598,7 +603,7 @@ static const char *cpu_sized_model =
     "col = iota(shape=[T, T], axis=1)\n"
     "causal = le(col, row)\n"
     "cm = where(causal, 1.0, 0.0)\n"
-    "output s, mm, lin, top, e, ls, sq, cm, xt\n";
+    "output s, mm, lin, top, e, ls, sq, cm, xt, mb\n";
 
 static const int64_t cpu_bindings[][2] = {{2, 3}, {1, 7}, {3, 48}, {1, 1}, {2, 3}, {4, 17}, {1, 40}};
 
