@@ -636,6 +636,16 @@ static void test_cpu_compiles_once(void **state)
     assert_non_null(strstr(code, "%size0 = load i64"));
     free(code);
     mc_program_free(p);
+    /* without the disk cache, a new binding takes the objects the first one compiled, in memory */
+    setenv("MINIC_NO_CACHE", "1", 1);
+    p = compile_noting(g, MC_BACKEND_CPU);
+    run_against_oracle(p, g, cpu_bindings[0], 1e-4);
+    assert_int_not_equal(mc_program_ran(p)->kernels_compiled, 0);
+    run_against_oracle(p, g, cpu_bindings[1], 1e-4);
+    assert_int_equal(mc_program_ran(p)->kernels_compiled, 0);
+    assert_int_equal(mc_program_compilations(p), 1);
+    unsetenv("MINIC_NO_CACHE");
+    mc_program_free(p);
     /* MINIC_SPECIALIZE=1: one compile per binding, the same numbers */
     setenv("MINIC_SPECIALIZE", "1", 1);
     p = compile_noting(g, MC_BACKEND_CPU);

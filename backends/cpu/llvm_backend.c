@@ -37,6 +37,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm/Config/llvm-config.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +62,82 @@ typedef struct cpu_kernel {
     int64_t *sizes;           /* per slot: its value for this program's binding (args[nlocal + 2]) */
 } cpu_kernel;
 
+/* Object code that the bindings of symbolic programs share in memory: kernels generated from
+ * the symbolic list are the same IR for every binding, so a new binding takes the objects an
+ * earlier one compiled (or read from the disk cache) under the same key, and links them: no
+ * compile and no disk read, even with the compile cache off (MINIC_NO_CACHE=1). An entry lives
+ * while a program that uses it does (refs). */
+typedef struct shared_objects {
+    char *key;
+    void *obj;
+    size_t size;
+    int refs;
+    struct shared_objects *next;
+} shared_objects;
+
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static shared_objects *shared_list;
+
+/* A copy of the objects under key into *obj, holding a reference in *entry; false: none. */
+static bool shared_take(const char *key, void **obj, size_t *size, shared_objects **entry)
+{
+    pthread_mutex_lock(&shared_lock);
+    shared_objects *e = shared_list;
+    while (e && strcmp(e->key, key) != 0)
+        e = e->next;
+    void *copy = e ? malloc(e->size) : NULL;
+    if (copy) {
+        memcpy(copy, e->obj, e->size);
+        e->refs++;
+        *obj = copy;
+        *size = e->size;
+        *entry = e;
+    }
+    pthread_mutex_unlock(&shared_lock);
+    return copy != NULL;
+}
+
+/* Keep a copy of the objects under key (nothing when out of memory: the next binding reads
+ * the disk cache or compiles, as before). */
+static shared_objects *shared_put(const char *key, const void *obj, size_t size)
+{
+    shared_objects *e = calloc(1, sizeof *e);
+    if (e && (e->key = strdup(key)) && (e->obj = malloc(size ? size : 1))) {
+        memcpy(e->obj, obj, size);
+        e->size = size;
+        e->refs = 1;
+        pthread_mutex_lock(&shared_lock);
+        e->next = shared_list;
+        shared_list = e;
+        pthread_mutex_unlock(&shared_lock);
+        return e;
+    }
+    if (e)
+        free(e->key);
+    free(e);
+    return NULL;
+}
+
+static void shared_drop(shared_objects *e)
+{
+    if (!e)
+        return;
+    pthread_mutex_lock(&shared_lock);
+    bool last = --e->refs == 0;
+    if (last) {
+        shared_objects **at = &shared_list;
+        while (*at != e)
+            at = &(*at)->next;
+        *at = e->next;
+    }
+    pthread_mutex_unlock(&shared_lock);
+    if (last) {
+        free(e->key);
+        free(e->obj);
+        free(e);
+    }
+}
+
 typedef struct cpu_state {
     const llvm_target *target;
     llvm_jit jit;
@@ -75,6 +152,7 @@ typedef struct cpu_state {
     size_t scratch_stride;
     int32_t gather_error[2];  /* a failed gather's check + 1 (0: none) and its index; every
                                  kernel's args[nlocal + 1] points here (llvm_block.c) */
+    shared_objects *shared;   /* a binding of a symbolic program: its objects, shared */
 } cpu_state;
 
 /* ---- building the module ------------------------------------------------------------------ */
@@ -414,6 +492,7 @@ static void cpu_release(mc_program *p)
         free(s->kernels[i].sizes);
     }
     llvm_jit_dispose(&s->jit);
+    shared_drop(s->shared);
     free(s->kernels);
     free(s->ir);
     free(s->arena);
@@ -560,8 +639,9 @@ static mc_status cpu_prepare(mc_program *p)
         /* The cache hands out only verified entries (support/cache.c). One that is well formed there
      * but not a blob of objects here, or that LLVM then refuses, is evicted and compiled
      * afresh: a cache entry never makes a compile fail. */
-    mc_cache_result cached_result = mc_cache_load("cpu", key, &obj, &obj_size);
-    bool from_cache = cached_result == MC_CACHE_HIT && llvm_blob_valid(obj, obj_size);
+    bool from_memory = sized && shared_take(key, &obj, &obj_size, &s->shared);
+    mc_cache_result cached_result = from_memory ? MC_CACHE_MISS : mc_cache_load("cpu", key, &obj, &obj_size);
+    bool from_cache = from_memory || (cached_result == MC_CACHE_HIT && llvm_blob_valid(obj, obj_size));
     mc_program_phase(p, "kernel cache", &tp);
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!from_cache) {
@@ -580,8 +660,12 @@ static mc_status cpu_prepare(mc_program *p)
         if (st == MC_OK || !from_cache)
             break;
         llvm_jit_dispose(&s->jit); /* the cached code did not link: compile it instead */
+        shared_drop(s->shared);
+        s->shared = NULL;
         from_cache = false;
     }
+    if (st == MC_OK && sized && !s->shared)
+        s->shared = shared_put(key, obj, obj_size);
     if (st != MC_OK)
         goto done;
 
