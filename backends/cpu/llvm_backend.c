@@ -270,8 +270,9 @@ static mc_status emit_kernel(llvm_ctx *c, const kir_program *kp, int i, cpu_kern
 /* Why kernel k of a symbolic kernel list cannot be generated with its sizes read at run time
  * (then it is generated for the binding), or NULL. What the emitters take: loop kernels whose
  * views step by a constant along the last dimension (the vector axis; symbolic dimensions do
- * not merge, llvm_plan.c), without a scan; GEMMs whose N and K are constants (a symbolic M and
- * batch: the row blocks are counted when it runs), with constant strides along M, N and K;
+ * not merge, llvm_plan.c), without a scan; GEMMs whose A and B step by a constant along K
+ * and N (the vector axes; M, N, K and the batch may be symbolic: the row and column blocks
+ * are counted when it runs);
  * attention with constant strides along its queries, keys and columns (Tq, Tk, batch: any). */
 static const char *sized_refusal(const kir_kernel *k)
 {
@@ -285,18 +286,11 @@ static const char *sized_refusal(const kir_kernel *k)
                     return "attention with a symbolic stride along the queries, keys or columns";
         return NULL;
     case KIR_COLLECTIVE: return "a collective";
-    case KIR_GEMM: {
-        if (mc_dim_is_sym(k->gemm.n) || mc_dim_is_sym(k->gemm.k))
-            return "a GEMM with a symbolic N or K";
+    case KIR_GEMM: /* M, N, K, the batch and the strides along M and K: any (llvm_gemm.c) */
         for (int v = 0; v < k->nviews; v++)
-            for (int d = k->rank - 2; d < k->rank; d++)
-                if (mc_dim_is_sym(k->views[v].stride[d]))
-                    return "a GEMM with a symbolic stride along M or N";
-        const kir_view *a = &k->views[k->gemm.a], *b = &k->views[k->gemm.b];
-        if (mc_dim_is_sym(b->offset) || mc_dim_is_sym(a->stride[k->rank - 1]) || mc_dim_is_sym(b->stride[k->rank - 2]))
-            return "a GEMM with a symbolic stride along K";
-        return NULL;
-    }
+            if (k->rank > 0 && mc_dim_is_sym(k->views[v].stride[k->rank - 1]))
+                return "a GEMM with a symbolic stride along N or K";
+        return mc_dim_is_sym(k->views[k->gemm.b].offset) ? "a GEMM whose B starts at a symbolic offset" : NULL;
     case KIR_POINTWISE: case KIR_REDUCTION: case KIR_COPY: break;
     }
     if (kir_kernel_scans(k))
