@@ -98,3 +98,28 @@ void mc_program_phase(mc_program *p, const char *name, double *since)
     }
     p->compile_phases[i].ms += ms;
 }
+
+static void host_arena_release(mc_shared_arena *a)
+{
+    free(a->owner);
+    a->owner = NULL;
+    a->addr = 0;
+}
+
+void *mc_shared_arena_host(mc_shared_arena *a)
+{
+    if (!a->addr) {
+        char *m = (uint64_t)a->bytes < SIZE_MAX - 128 ? calloc((size_t)a->bytes + 64, 1) : NULL;
+        if (!m) {
+            a->failed = true;
+            mc_fail(MC_ERR_SYSTEM, "out of memory: the intermediates planned at the maxima need %lld bytes",
+                    (long long)a->bytes);
+            return NULL;
+        }
+        a->owner = m;
+        a->addr = ((uintptr_t)m + 63) & ~(uintptr_t)63;
+        a->allocations++;
+        a->release = host_arena_release;
+    }
+    return (void *)(uintptr_t)a->addr;
+}

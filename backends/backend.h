@@ -94,6 +94,16 @@ typedef struct mc_backend {
      * value stays). Like alias, every launch argument and captured graph is remade. The
      * runtime has checked the size and a 256-byte alignment and waited for queued runs. */
     mc_status (*bind_device)(mc_program *p, int b, uint64_t addr);
+    /* Optional, for backends whose buffers live on a device (cuda): buffer b (an input, param
+     * or output) uses the caller's host memory at data (bytes) in place, mapped into the
+     * device's address space (mc_program_bind_memory with MC_MEMORY_HOST_MAPPED): the backend
+     * neither uploads it nor reads it back (nor marks it stale), its kernels read and write it
+     * there. *done false with MC_OK: not possible here, why[] says why (the runtime copies
+     * instead, as for MC_MEMORY_HOST, and notes it). data NULL: the mapping ends, the buffer
+     * uses its own memory again (the runtime gives the value to it), the memory is unmapped.
+     * The backend's release unmaps whatever is still mapped. The runtime has checked the size
+     * and a 256-byte alignment and waited for queued runs. */
+    mc_status (*map_host)(mc_program *p, int b, void *data, size_t bytes, bool *done, char *why, size_t why_size);
     /* Optional, with copy_output or stale outputs: copy buffer b from the device into
      * p->host[b], synchronously (an output left on the device after a run, an input given on
      * the device); the runtime then clears p->stale[b]. */
@@ -126,7 +136,28 @@ typedef struct mc_compile_phase {
 } mc_compile_phase;
 enum { MC_MAX_COMPILE_PHASES = 24 };
 typedef struct mc_symbolic mc_symbolic;
-enum { MC_EXTERNAL_HOST = 1, MC_EXTERNAL_DEVICE = 2 };
+/* The arena of intermediates that every binding of a symbolic program shares when its memory
+ * was planned once at the symbols' maxima (runtime/symbolic.c, passes/plan.c
+ * mc_plan_memory_like): each binding's temps lie at the same offsets, valid for every binding
+ * within the maxima, in one allocation of `bytes`. Its runs never overlap (a symbolic program
+ * runs one binding at a time, synchronously, under its mutex), so they can share it. The first
+ * binding's prepare allocates it (`addr`: a host pointer on ref and cpu, a device address on
+ * cuda), counts that in `allocations` and sets `release` (with `owner`, what release needs),
+ * which the symbolic program calls when it is freed, after every binding's program is. A
+ * backend's release never frees it. Every binding's kp->arena_bytes is `bytes` (the plan's), and
+ * no backend lays out a temp larger than its kp size (cuda pads only outputs' rows), so the arena
+ * always holds a binding's temps; cuda keeps an arena of its own (noted) only for a binding
+ * whose padded GEMM reads past an intermediate's end (those reads must stay in an allocation).
+ * ref and cpu take the host memory from mc_shared_arena_host. */
+typedef struct mc_shared_arena {
+    int64_t bytes;
+    uint64_t addr;      /* 0 until the first prepare allocates it */
+    int allocations;
+    bool failed;        /* its allocation failed (the runtime then plans every binding on its own) */
+    void (*release)(struct mc_shared_arena *a);
+    void *owner;
+} mc_shared_arena;
+enum { MC_EXTERNAL_HOST = 1, MC_EXTERNAL_DEVICE = 2, MC_EXTERNAL_MAPPED = 3 };
 /* An output handed back to an input of the same program after every run
  * (mc_program_feed_back): kp buffers ib (the input) and ob (the output). in_place: ob's memory
  * is ib's (host[ob] == host[ib] on a backend that runs on the host; backend->alias on cuda), so
@@ -173,7 +204,10 @@ struct mc_program {
     int *outputs;             /* per graph output: its kp buffer */
     unsigned char *external;  /* per kp buffer: 0, or bound to the caller's memory
                                  (mc_program_bind_memory): MC_EXTERNAL_HOST (host[b] is the
-                                 caller's array) or MC_EXTERNAL_DEVICE (backend->bind_device) */
+                                 caller's array), MC_EXTERNAL_DEVICE (backend->bind_device) or
+                                 MC_EXTERNAL_MAPPED (host[b] is the caller's array, and the
+                                 backend's buffer is that array mapped: backend->map_host; it
+                                 is neither uploaded nor read back) */
     int64_t queued;           /* executions queued by mc_program_run_async (backend->launch)
                                  and not waited for yet (backend->wait) */
     struct mc_feedback *feedback; /* mc_program_feed_back's pairs, nfeedback of them */
@@ -192,6 +226,10 @@ struct mc_program {
     const kir_program *sized;
     int64_t sized_values[MC_MAX_SYMS];
     int kernels_specialized;
+    /* A binding planned at its symbolic program's maxima: the arena its temps lie in (borrowed,
+     * shared with the other bindings; the backend's prepare allocates it if addr is 0). NULL:
+     * the backend allocates an arena of kp->arena_bytes of its own. */
+    mc_shared_arena *arena;
     int64_t runs;             /* completed mc_program_run calls (outputs are valid after one) */
     char *notes;              /* mc_program_notes: every note, one per line; NULL when none */
     size_t notes_len;
@@ -217,6 +255,10 @@ void mc_program_note(mc_program *p, const char *fmt, ...) __attribute__((format(
  * MC_MAX_COMPILE_PHASES names the time goes to the last one) and set *since to now: a compile
  * calls it after each step, so the phases add up to the compile time (backends/backend.c). */
 void mc_program_phase(mc_program *p, const char *name, double *since);
+/* The host memory of shared arena a (ref, cpu), allocated by the first binding that asks:
+ * 64-byte aligned, zeroed lazily by calloc (no memset of a large arena), released by
+ * a->release. NULL with the message set when out of memory (backends/backend.c). */
+void *mc_shared_arena_host(mc_shared_arena *a);
 
 
 

@@ -96,8 +96,11 @@ mc_status mc_value_set_name(mc_graph *g, mc_value v, const char *name);
 /* A symbolic dimension (docs/FORMAT.md §1): a size bound when the program runs, from the inputs
  * or mc_program_set_dim. Returns a dim to put into the shapes of mc_input, mc_param, mc_reshape,
  * mc_expand, mc_iota and mc_full, like a size; the same name gives the same dim. max > 0 declares
- * the largest size it may be bound to (0: none; a different second maximum is an error). 0 (not
- * a dim) on an error, with the message set and the graph failed. */
+ * the largest size it may be bound to (0: none; a different second maximum is an error). A
+ * maximum also sizes memory: where every symbol of a program has one, its intermediates are
+ * planned once at the maxima and allocated once (at most MINIC_ARENA_AT_MAXIMA_BYTES, 1 GiB
+ * unless set; above that, or when that allocation fails, each binding plans its own, noted).
+ * 0 (not a dim) on an error, with the message set and the graph failed. */
 int64_t mc_dim_sym(mc_graph *g, const char *name, int64_t max);
 
 /* Declarations. shape has rank entries; rank 0 is a scalar. */
@@ -354,32 +357,61 @@ mc_status mc_program_set_from_output(mc_program *dst, const char *input_name, mc
  *   - Waits for p's queued runs first (mc_program_run_async). MINIC_NO_IN_PLACE=1 in the
  *     environment makes every pairing a copy (for comparing the two). */
 mc_status mc_program_feed_back(mc_program *p, const char *input_name, int output_index, bool *in_place);
+/* Where memory bound with mc_program_bind_memory / mc_program_bind_output_memory lives, and how
+ * a program on cuda takes it: their `where` (an int, so that the `false` and `true` of earlier
+ * callers, C or C++, still mean HOST and DEVICE). */
+typedef enum mc_memory {
+    MC_MEMORY_HOST = 0,        /* host memory: ref and cpu read and write it in place; cuda copies it
+                                  (uploaded at each run, outputs read back after it) */
+    MC_MEMORY_DEVICE = 1,      /* a CUDA device pointer (cuda only): read and written in place */
+    MC_MEMORY_HOST_MAPPED = 2, /* host memory that cuda's kernels read and write in place over the
+                                  bus (page-locked and mapped for the GPU while it is bound); on ref
+                                  and cpu the same as MC_MEMORY_HOST, in place there already */
+} mc_memory;
 /* Bind input (or param) `name` of p to the caller's own memory at data (bytes: exactly the
  * declared size), without copying it: every later run reads what that memory holds when the
- * run starts (mc_program_run_async: when it is queued on cuda for host memory, when it executes
- * for device memory), until the name is bound again (mc_program_set, a file,
- * mc_program_set_from_output, this call) or data is NULL, which ends the binding (the input
- * keeps the value the memory holds then, in the program's own memory). The memory must stay
- * valid while it is bound.
- *   - device false: host memory, aligned to the dtype's size. ref and cpu read it in place, no
- *     copy at all; cuda uploads it at each run, straight from it (no copy into the program).
- *   - device true: a CUDA device pointer (a CUdeviceptr cast to void *) on p's GPU, in the
- *     device's primary context, 256-byte aligned: cuda's kernels read it in place, nothing is
- *     uploaded (the first run after binding re-captures the CUDA graph). Not on ref and cpu,
- *     and not for a buffer cuda lays out with padded rows (a GEMM operand's): MC_ERR_INPUT.
- *   - Checks (MC_ERR_INPUT): the name, the size, the alignment; not for an input fed back
- *     (mc_program_feed_back), nor in a program with symbolic dimensions or a tensor-parallel
- *     one. Waits for p's queued runs first. */
-mc_status mc_program_bind_memory(mc_program *p, const char *name, void *data, size_t bytes, bool device);
+ * run starts (mc_program_run_async: when it is queued on cuda for MC_MEMORY_HOST, when it
+ * executes for MC_MEMORY_DEVICE and MC_MEMORY_HOST_MAPPED), until the name is bound again
+ * (mc_program_set, a file, mc_program_set_from_output, this call) or data is NULL, which ends
+ * the binding (the input keeps the value the memory holds then, in the program's own memory).
+ * The memory must stay valid while it is bound.
+ *   - MC_MEMORY_HOST (false): host memory, aligned to the dtype's size. ref and cpu read it in
+ *     place, no copy at all; cuda uploads it at each run, straight from it (no copy into the
+ *     program).
+ *   - MC_MEMORY_DEVICE (true): a CUDA device pointer (a CUdeviceptr cast to void *) on p's GPU,
+ *     in the device's primary context, 256-byte aligned: cuda's kernels read it in place,
+ *     nothing is uploaded (the first run after binding re-captures the CUDA graph). Not on ref
+ *     and cpu, and not for a buffer cuda lays out with padded rows (a GEMM operand's):
+ *     MC_ERR_INPUT.
+ *   - MC_MEMORY_HOST_MAPPED: host memory, 256-byte aligned (aligned_alloc(256, ...)). cuda
+ *     page-locks it and maps it into the GPU's address space (cuMemHostRegister) for as long
+ *     as it is bound, and the kernels read it in place over the bus: no upload, no copy, and
+ *     the GPU sees what the memory holds when each kernel reads it. Every read of it by a
+ *     kernel crosses the bus, so it pays for inputs read once (a token's ids, a position, a
+ *     small vector) and for outputs, which are written once; an input that a kernel reads many
+ *     times (a GEMM's operand, large weights) is faster uploaded once (MC_MEMORY_HOST). That
+ *     is why it is a choice of the caller's, not the default for host memory. The driver
+ *     page-locks whole pages: give each mapped array pages of its own (aligned_alloc(4096,
+ *     ...), a token's ids and its position in two allocations); an array whose pages another
+ *     mapped binding already holds is not mapped. Where it is not mapped (that, page-locking
+ *     refused, a buffer laid out with padded rows), the binding falls back to MC_MEMORY_HOST and
+ *     p's notes (mc_program_notes) say so and why. ref and cpu: as MC_MEMORY_HOST.
+ *   - Checks (MC_ERR_INPUT): the name, the size, the alignment, `where`; not for an input fed
+ *     back (mc_program_feed_back), nor in a program with symbolic dimensions or a
+ *     tensor-parallel one. Waits for p's queued runs first. */
+mc_status mc_program_bind_memory(mc_program *p, const char *name, void *data, size_t bytes, int where);
 /* Output `index` of p written into the caller's memory at data (bytes: its size): host
- * memory (device false): ref and cpu write it in place; cuda copies it there at the end of each
- * mc_program_run, and after runs queued with mc_program_run_async at the next call that waits
- * for them (mc_program_wait). mc_program_output's data then points at it. device true (cuda):
- * the kernels write it in place, and mc_program_output reads it back from there. data NULL
- * ends the binding (the output keeps its value). Outputs of earlier runs are not copied into
- * newly bound memory. Checks as for mc_program_bind_memory; an output that is an input itself
- * (`output x`) is bound through the input. */
-mc_status mc_program_bind_output_memory(mc_program *p, int index, void *data, size_t bytes, bool device);
+ * memory (MC_MEMORY_HOST): ref and cpu write it in place; cuda copies it there at the end of
+ * each mc_program_run, and after runs queued with mc_program_run_async at the next call that
+ * waits for them (mc_program_wait). mc_program_output's data then points at it.
+ * MC_MEMORY_DEVICE (cuda): the kernels write it in place, and mc_program_output reads it back
+ * from there. MC_MEMORY_HOST_MAPPED (cuda): the kernels write the caller's host memory in place,
+ * nothing is copied; it holds the result once mc_program_run returns (after
+ * mc_program_run_async: once mc_program_wait returns, and not before), and mc_program_output's
+ * data points at it. data NULL ends the binding (the output keeps its value). Outputs of
+ * earlier runs are not copied into newly bound memory. Checks as for mc_program_bind_memory; an
+ * output that is an input itself (`output x`) is bound through the input. */
+mc_status mc_program_bind_output_memory(mc_program *p, int index, void *data, size_t bytes, int where);
 /* Give every param of dst that src declares under the same name, dtype and shape, and that has a
  * value in src (bound or generated), src's value, without reading the weights twice: a prefill
  * and a decode program of one model load their weights once (mc_program_load_weights on src,

@@ -257,6 +257,14 @@ void mc_fusion_free(mc_fusion *f);
 mc_status mc_lower(const mc_fusion *f, const mc_graph *user, const mc_compile_options *opt,
                    kir_program **out); /* passes/lower.c */
 void mc_plan_memory(kir_program *kp, bool share); /* passes/plan.c */
+/* Give kp, one binding of a symbolic program's kernel list (kir_bind), the memory plan of
+ * at_max, the same list bound at the symbols' maxima and planned with mc_plan_memory (share),
+ * when that plan is valid for kp's sizes: the same temps with the same live ranges, each no
+ * larger than at the maxima, and any two that overlap in memory while both are live an in-place
+ * pair in kp as well (passes/plan.c). Then every temp gets at_max's offset, kp->arena_bytes is
+ * at_max's, and true; else false, kp's temps untouched (plan kp itself), with why[] saying
+ * which temp did not fit. */
+bool mc_plan_memory_like(kir_program *kp, const kir_program *at_max, char *why, size_t why_size);
 
 /* Map and view algebra shared by fusion and lowering (passes/views.c). */
 void mc_cmap_identity(mc_cmap *m, int rank);

@@ -326,3 +326,74 @@ void mc_plan_memory(kir_program *kp, bool share)
     kp->arena_bytes = arena;
     free(temps);
 }
+
+/* ---- one plan for every binding (symbolic programs planned at the maxima) ---------------- */
+
+bool mc_plan_memory_like(kir_program *kp, const kir_program *at_max, char *why, size_t why_size)
+{
+    why[0] = '\0';
+    if (kp->nbuffers != at_max->nbuffers || kp->nkernels != at_max->nkernels) {
+        snprintf(why, why_size, "its kernel list differs from the one at the maxima");
+        return false;
+    }
+    extend_im2col_sources(kp);
+    int n = kp->nbuffers, nt = 0;
+    place_key *sweep = malloc(sizeof *sweep * (size_t)(n > 0 ? n : 1));
+    if (!sweep) {
+        snprintf(why, why_size, "out of memory");
+        return false;
+    }
+    bool ok = true;
+    for (int b = 0; b < n && ok; b++) {
+        const kir_buffer *x = &kp->buffers[b], *m = &at_max->buffers[b];
+        if (x->kind != m->kind) {
+            snprintf(why, why_size, "buffer %d is of another kind", b);
+            ok = false;
+        } else if (x->kind == KBUF_TEMP) {
+            int first = x->first < 0 ? 0 : x->first, last = x->first < 0 ? 0 : x->last;
+            if (first != m->first || last != m->last) {
+                snprintf(why, why_size, "temp %d lives over other kernels", b);
+                ok = false;
+            } else if (aligned_size(x) > aligned_size(m)) {
+                snprintf(why, why_size, "temp %d needs %lld bytes, more than its %lld at the maxima", b,
+                         (long long)aligned_size(x), (long long)aligned_size(m));
+                ok = false;
+            } else {
+                sweep[nt++] = (place_key){.size = aligned_size(x), .first = first, .buffer = b};
+            }
+        }
+    }
+    /* Temps live at the same time (a sweep in order of first kernel) must not overlap at kp's
+     * sizes unless one overwrites the other in place in kp too. */
+    qsort(sweep, (size_t)nt, sizeof *sweep, by_first_cmp);
+    for (int a = 0; a < nt && ok; a++) {
+        int ba = sweep[a].buffer;
+        int64_t oa = at_max->buffers[ba].offset, last = at_max->buffers[ba].last;
+        for (int b = a + 1; b < nt && sweep[b].first <= last && ok; b++) {
+            int bb = sweep[b].buffer;
+            int64_t ob = at_max->buffers[bb].offset;
+            if (oa < ob + sweep[b].size && ob < oa + sweep[a].size && !in_place(kp, ba, bb) && !in_place(kp, bb, ba)) {
+                snprintf(why, why_size, "temps %d and %d share memory but are not in place at these sizes", ba, bb);
+                ok = false;
+            }
+        }
+    }
+    free(sweep);
+    if (!ok)
+        return false;
+    int64_t unplanned = 0;
+    for (int b = 0; b < n; b++) {
+        kir_buffer *x = &kp->buffers[b];
+        if (x->kind != KBUF_TEMP)
+            continue;
+        if (x->first < 0)
+            x->first = x->last = 0;
+        x->offset = at_max->buffers[b].offset;
+        if (mc_add_overflows(unplanned, aligned_size(x), &unplanned))
+            unplanned = INT64_MAX / 2;
+    }
+    kp->unplanned_bytes = unplanned;
+    kp->arena_bytes = at_max->arena_bytes;
+    return true;
+}
+

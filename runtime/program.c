@@ -548,7 +548,7 @@ static mc_status compile_program(const mc_graph *g, const mc_options *opt, mc_pr
 }
 
 mc_status mc_program_instantiate(const mc_graph *g, kir_program *kp, const kir_program *sized, const int64_t *values,
-                                 const mc_options *opt, mc_program **out)
+                                 mc_shared_arena *arena, const mc_options *opt, mc_program **out)
 {
     *out = NULL;
     double t0 = mc_now_ms(), t = t0;
@@ -560,6 +560,7 @@ mc_status mc_program_instantiate(const mc_graph *g, kir_program *kp, const kir_p
     p->opt = *opt;
     p->kp = kp;
     p->sized = sized;
+    p->arena = arena;
     for (int k = 0; sized && k < mc_dims_num_syms(sized->dims) && k < MC_MAX_SYMS; k++)
         p->sized_values[k] = values[k];
     mc_status st = choose_backend(p);
@@ -713,12 +714,22 @@ static mc_status external_end(mc_program *p, int b, bool keep)
 {
     if (!p->external || !p->external[b])
         return MC_OK;
-    if (p->external[b] == MC_EXTERNAL_HOST) {
+    if (p->external[b] == MC_EXTERNAL_HOST || p->external[b] == MC_EXTERNAL_MAPPED) {
+        if (p->external[b] == MC_EXTERNAL_MAPPED) { /* the device's buffer is its own again */
+            bool done = false;
+            char why[200];
+            mc_status st = settle(p);
+            if (st == MC_OK)
+                st = p->backend->map_host(p, b, NULL, 0, &done, why, sizeof why);
+            if (st != MC_OK)
+                return st;
+        }
         void *own = own_array(p, b);
         if (keep)
             memcpy(own, p->host[b], (size_t)p->kp->buffers[b].numel * mc_dtype_size(p->kp->buffers[b].dtype));
         p->host[b] = own;
-        p->dirty[b] = true;
+        p->dirty[b] = true; /* an input: uploaded from it at the next run */
+        p->stale[b] = false;
     } else {
         mc_status st = settle(p);
         if (st == MC_OK)
@@ -1551,8 +1562,11 @@ mc_status mc_program_feed_back(mc_program *p, const char *input_name, int output
 
 /* Buffer b (an input, param or output: `label` names it in messages) bound to the caller's
  * memory at data, or (data NULL) that binding ended. The size was checked. */
-static mc_status bind_external(mc_program *p, int b, void *data, bool device, const char *label)
+static mc_status bind_external(mc_program *p, int b, void *data, mc_memory where, const char *label)
 {
+    bool device = where == MC_MEMORY_DEVICE;
+    if (where == MC_MEMORY_HOST_MAPPED && p->backend->runs_on_host)
+        where = MC_MEMORY_HOST; /* read and written in place there already */
     for (int i = 0; i < p->nfeedback; i++)
         if (p->feedback[i].ib == b || p->feedback[i].ob == b)
             return mc_fail(MC_ERR_INPUT, "mc_program_bind_memory: %s is fed back (mc_program_feed_back): end "
@@ -1563,15 +1577,37 @@ static mc_status bind_external(mc_program *p, int b, void *data, bool device, co
     if (device && !p->backend->bind_device)
         return mc_fail(MC_ERR_INPUT, "mc_program_bind_memory: %s: device memory needs a program on the cuda "
                        "backend (this one runs on %s); bind host memory", label, p->backend->name);
-    if ((uintptr_t)data % (device ? 256 : mc_dtype_size(dt)))
-        return mc_fail(MC_ERR_INPUT, "mc_program_bind_memory: %s: the %s memory at %p is not aligned to %zu bytes",
-                       label, device ? "device" : "host", data, device ? (size_t)256 : mc_dtype_size(dt));
+    size_t align = where == MC_MEMORY_HOST ? mc_dtype_size(dt) : 256;
+    if ((uintptr_t)data % align)
+        return mc_fail(MC_ERR_INPUT, "mc_program_bind_memory: %s: the %s memory at %p is not aligned to %zu bytes%s",
+                       label, device ? "device" : "host", data, align,
+                       where == MC_MEMORY_HOST_MAPPED ? " (mapped host memory: aligned_alloc(256, ...))" : "");
     mc_status st = settle(p);
     if (st == MC_OK)
         st = external_end(p, b, false);
     if (st != MC_OK)
         return st;
     bool input = p->kp->buffers[b].kind != KBUF_OUTPUT;
+    if (where == MC_MEMORY_HOST_MAPPED) {
+        bool done = false;
+        char why[300] = "the backend cannot map host memory";
+        size_t bytes = (size_t)p->kp->buffers[b].numel * mc_dtype_size(dt);
+        if ((st = host_unshare(p, b)) != MC_OK)
+            return st;
+        if (p->backend->map_host && (st = p->backend->map_host(p, b, data, bytes, &done, why, sizeof why)) != MC_OK)
+            return st;
+        if (done) {
+            p->host[b] = data;
+            p->external[b] = MC_EXTERNAL_MAPPED;
+            p->dirty[b] = p->stale[b] = false; /* the device reads the caller's memory itself */
+            if (input)
+                p->bound[b] = p->has_value[b] = true;
+            return MC_OK;
+        }
+        mc_program_note(p, "%s: the host memory at %p is not mapped for the GPU (%s): it is copied at each run "
+                        "instead (MC_MEMORY_HOST)", label, data, why);
+        device = false;
+    }
     if (device) {
         if ((st = p->backend->bind_device(p, b, (uint64_t)(uintptr_t)data)) != MC_OK)
             return st;
@@ -1593,7 +1629,7 @@ static mc_status bind_external(mc_program *p, int b, void *data, bool device, co
     return MC_OK;
 }
 
-static mc_status program_bind_memory(mc_program *p, const char *name, void *data, size_t bytes, bool device)
+static mc_status program_bind_memory(mc_program *p, const char *name, void *data, size_t bytes, mc_memory where)
 {
     if (p->sym || p->par) {
         char pname[160];
@@ -1613,19 +1649,30 @@ static mc_status program_bind_memory(mc_program *p, const char *name, void *data
                        kind_word(n), name, node_type(n, type, sizeof type), want, bytes);
     int b = buffer_of(p, node, true);
     if (b < 0) /* no kernel reads it: its value only matters to mc_program_save_inputs */
-        return data && !device ? bind(p, node, data, bytes) : MC_OK;
+        return data && where != MC_MEMORY_DEVICE ? bind(p, node, data, bytes) : MC_OK;
     snprintf(label, sizeof label, "%s '%s'", kind_word(n), name);
-    return bind_external(p, b, data, device, label);
+    return bind_external(p, b, data, where, label);
 }
 
-mc_status mc_program_bind_memory(mc_program *p, const char *name, void *data, size_t bytes, bool device)
+static bool memory_kind_ok(const char *call, int where)
+{
+    if (where >= MC_MEMORY_HOST && where <= MC_MEMORY_HOST_MAPPED)
+        return true;
+    mc_fail(MC_ERR_INPUT, "%s: unknown kind of memory %d (MC_MEMORY_HOST, MC_MEMORY_DEVICE or "
+            "MC_MEMORY_HOST_MAPPED)", call, (int)where);
+    return false;
+}
+
+mc_status mc_program_bind_memory(mc_program *p, const char *name, void *data, size_t bytes, int where)
 {
     if (!p || !name)
         return mc_fail(MC_ERR_INPUT, "mc_program_bind_memory: no %s", p ? "name" : "program");
-    LOCKED(p, program_bind_memory(p, name, data, bytes, device));
+    if (!memory_kind_ok("mc_program_bind_memory", where))
+        return MC_ERR_INPUT;
+    LOCKED(p, program_bind_memory(p, name, data, bytes, (mc_memory)where));
 }
 
-static mc_status program_bind_output_memory(mc_program *p, int index, void *data, size_t bytes, bool device)
+static mc_status program_bind_output_memory(mc_program *p, int index, void *data, size_t bytes, mc_memory where)
 {
     char pname[160], label[256], unnamed[64], type[128];
     program_label(p, pname, sizeof pname);
@@ -1647,14 +1694,16 @@ static mc_status program_bind_output_memory(mc_program *p, int index, void *data
         return mc_fail(MC_ERR_INPUT, "mc_program_bind_output_memory: output %d ('%s') of %s is the %s '%s' itself: "
                        "bind that instead (mc_program_bind_memory)", index, oname, pname, kind_word(o), oname);
     snprintf(label, sizeof label, "output %d ('%s')", index, oname);
-    return bind_external(p, b, data, device, label);
+    return bind_external(p, b, data, where, label);
 }
 
-mc_status mc_program_bind_output_memory(mc_program *p, int index, void *data, size_t bytes, bool device)
+mc_status mc_program_bind_output_memory(mc_program *p, int index, void *data, size_t bytes, int where)
 {
     if (!p)
         return mc_fail(MC_ERR_INPUT, "mc_program_bind_output_memory: no program");
-    LOCKED(p, program_bind_output_memory(p, index, data, bytes, device));
+    if (!memory_kind_ok("mc_program_bind_output_memory", where))
+        return MC_ERR_INPUT;
+    LOCKED(p, program_bind_output_memory(p, index, data, bytes, (mc_memory)where));
 }
 
 /* ---- params shared between programs -------------------------------------------------------- */

@@ -40,12 +40,17 @@ mc_status mc_symbolic_run(mc_program *p);
  * compiled once for every binding and bound to this one (kir_bind, planned, counted): host
  * memory and the backend's prepare, no passes. Takes kp (freed on failure). `sized` (the
  * kernels compiled once, borrowed: it must outlive the program) and values (the binding) go
- * to the backend (mc_program.sized). */
+ * to the backend (mc_program.sized); arena (borrowed, or NULL) is the arena planned at the
+ * maxima that the bindings share (mc_program.arena). */
 mc_status mc_program_instantiate(const mc_graph *g, kir_program *kp, const kir_program *sized, const int64_t *values,
-                                 const mc_options *opt, mc_program **out);
+                                 mc_shared_arena *arena, const mc_options *opt, mc_program **out);
 mc_status mc_symbolic_save_inputs(mc_program *p, const char *path);
 mc_program *mc_symbolic_current(const mc_program *p); /* the last run's program, or NULL */
 int mc_symbolic_compilations(const mc_program *p);
+/* The arena that p's bindings share when its memory was planned once at the maxima: its bytes
+ * (0: none, each binding plans and allocates its own) and, in *allocations, how many times it
+ * was allocated (1 from the first run on: the tests check that no binding allocates another). */
+int64_t mc_symbolic_arena(const mc_program *p, int *allocations);
 /* Programs of bindings kept in p's cache (at most 8, least recently run dropped): on cuda each
  * holds its CUDA graph. 0 for a program without symbols. */
 int mc_symbolic_cached(const mc_program *p);

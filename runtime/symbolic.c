@@ -29,9 +29,12 @@
  * compilation) and every
  * operator over a symbol takes symbolic sizes
  * (mc_runsizes_refusal); else, or with MINIC_SPECIALIZE=1, every binding compiles as above,
- * and the program's notes say why. The bound programs share the cache and its LRU. Each plans
- * its intermediates for its own binding (a plan is arithmetic over the kernels too), so a
- * declared maximum is checked, not planned for.
+ * and the program's notes say why. The bound programs share the cache and its LRU. When every
+ * symbol has a declared maximum, the intermediates are planned once, at the maxima
+ * (plan_at_maxima), and every binding's program uses that one arena (mc_program.arena: its
+ * runs never overlap, since a symbolic program runs one binding at a time, synchronously, under
+ * its mutex); else each binding plans and allocates its own, as do the programs compiled per
+ * binding (their kernel lists differ from binding to binding).
  *
  * The program's mutex is held by every call here (runtime/program.c's public functions take it
  * and dispatch), so the inner programs are used from one thread at a time.
@@ -75,6 +78,9 @@ struct mc_symbolic {
     int compilations;
     kir_program *sized;         /* the kernels compiled once for every binding (step 3, above),
                                    or NULL: each binding compiles its own program */
+    kir_program *at_max;        /* `sized` bound at the symbols' maxima and planned: the memory
+                                   plan every binding takes (mc_plan_memory_like), or NULL */
+    mc_shared_arena arena;      /* the arena of that plan, shared by the bindings' programs */
 };
 
 static bool is_declaration(const mc_node *n) { return n->op == MC_OP_INPUT || n->op == MC_OP_PARAM; }
@@ -271,6 +277,63 @@ static void sized_refusal(const mc_program *p, char *why, size_t size)
         mc_runsizes_refusal(p->graph, why, size);
 }
 
+/* The most bytes of intermediates planned at the maxima (and allocated at the first binding):
+ * MINIC_ARENA_AT_MAXIMA_BYTES, else 1 GiB. */
+static int64_t arena_limit(void)
+{
+    const char *e = getenv("MINIC_ARENA_AT_MAXIMA_BYTES");
+    char *end = NULL;
+    long long v = e ? strtoll(e, &end, 10) : -1;
+    return e && end != e && !*end && v >= 0 ? (int64_t)v : (int64_t)1 << 30;
+}
+
+/* Plan the intermediates once, at the symbols' maxima, for every binding to share: the kernel
+ * list bound at the maxima and planned; a binding takes its offsets when they are valid for its
+ * sizes (mc_plan_memory_like: every temp no larger, the same overlaps in place), and its
+ * program then uses the one arena (mc_program.arena) instead of allocating its own. A symbol
+ * without a maximum leaves each binding to plan and allocate its own, as before. */
+static void plan_at_maxima(mc_program *p, bool share)
+{
+    mc_symbolic *s = p->sym;
+    const mc_graph *g = p->graph;
+    int64_t max[MC_MAX_SYMS] = {0};
+    char list[256] = "";
+    size_t used = 0;
+    for (int k = 0; k < mc_graph_num_syms(g); k++) {
+        max[k] = mc_dim_sym_max(g, k);
+        if (!max[k]) {
+            mc_program_note(p, "symbolic dimensions: memory planned per binding ('%s' has no maximum; declare "
+                            "%s<=N to plan it once)", mc_dim_sym_name(g, k), mc_dim_sym_name(g, k));
+            return;
+        }
+        if (used < sizeof list)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s=%lld", k ? ", " : "", mc_dim_sym_name(g, k),
+                                     (long long)max[k]);
+    }
+    if (!share) {
+        mc_program_note(p, "symbolic dimensions: memory planned per binding (memory planning is off)");
+        return;
+    }
+    kir_program *kp = kir_bind(s->sized, max);
+    if (!kp) {
+        mc_program_note(p, "symbolic dimensions: memory planned per binding (at the maxima: %s)", mc_error_message());
+        return;
+    }
+    mc_plan_memory(kp, true);
+    int64_t limit = arena_limit();
+    if (kp->arena_bytes > limit) { /* a maximum far above the sizes used would hold memory for nothing */
+        mc_program_note(p, "symbolic dimensions: memory planned per binding (the plan at the maxima (%s) needs %lld "
+                        "bytes of intermediates, above the %lld of MINIC_ARENA_AT_MAXIMA_BYTES)", list,
+                        (long long)kp->arena_bytes, (long long)limit);
+        kir_program_free(kp);
+        return;
+    }
+    s->at_max = kp;
+    s->arena.bytes = kp->arena_bytes;
+    mc_program_note(p, "symbolic dimensions: memory planned once at the maxima (%s): %lld bytes of intermediates, "
+                    "one arena shared by every binding", list, (long long)kp->arena_bytes);
+}
+
 /* Compile the kernels once with symbolic sizes where the backend and the graph allow it. */
 static mc_status compile_sized(mc_program *p)
 {
@@ -286,15 +349,45 @@ static mc_status compile_sized(mc_program *p)
         if (p->sym->sized) {
             p->sym->compilations = 1;
             mc_program_note(p, "symbolic dimensions: compiled once, sizes bound when it runs");
+            plan_at_maxima(p, co.plan_memory);
             return MC_OK;
         }
     }
-    mc_program_note(p, "symbolic dimensions: compiled per binding (%s)", why);
+    mc_program_note(p, "symbolic dimensions: compiled per binding (%s); each binding plans and allocates its own "
+                    "memory", why);
     return MC_OK;
 }
 
 /* The program for the current binding from the kernels compiled once: bound, planned and
  * counted here, prepared by the backend without a compile. */
+/* The kernels bound to the current binding, planned (at the maxima's offsets when *shared and
+ * they fit it: *shared says whether they were taken), verified and counted; NULL on failure. */
+static kir_program *bind_kernels(mc_program *p, bool *shared, mc_status *st)
+{
+    mc_symbolic *s = p->sym;
+    kir_program *kp = kir_bind(s->sized, s->b.value);
+    if (!kp) {
+        *st = mc_error_status();
+        return NULL;
+    }
+    mc_compile_options co = mc_compile_options_for(&p->opt);
+    char why[200] = "";
+    *shared = *shared && s->at_max && mc_plan_memory_like(kp, s->at_max, why, sizeof why);
+    if (!*shared)
+        mc_plan_memory(kp, co.plan_memory);
+    if (s->at_max && !*shared && why[0])
+        mc_program_note(p, "symbolic dimensions: a binding planned its own memory (the plan at the maxima does not "
+                        "fit it: %s)", why);
+    if (co.verify && (*st = kir_verify(kp, "bind", true)) != MC_OK) {
+        kir_program_free(kp);
+        return NULL;
+    }
+    for (int k = 0; k < kp->nkernels; k++)
+        kir_count(kp, &kp->kernels[k]);
+    *st = MC_OK;
+    return kp;
+}
+
 static mc_status bound_program(mc_program *p, mc_program **out)
 {
     mc_symbolic *s = p->sym;
@@ -302,25 +395,29 @@ static mc_status bound_program(mc_program *p, mc_program **out)
     mc_status st = mc_graph_specialize(p->graph, s->b.value, &sg); /* types, for the checks */
     if (st != MC_OK)
         return st;
-    kir_program *kp = kir_bind(s->sized, s->b.value);
-    if (!kp) {
-        mc_graph_free(sg);
-        return mc_error_status();
-    }
-    mc_compile_options co = mc_compile_options_for(&p->opt);
-    mc_plan_memory(kp, co.plan_memory);
-    if (co.verify && (st = kir_verify(kp, "bind", true)) != MC_OK) {
-        kir_program_free(kp);
-        mc_graph_free(sg);
-        return st;
-    }
-    for (int k = 0; k < kp->nkernels; k++)
-        kir_count(kp, &kp->kernels[k]);
     mc_options o = p->opt;
     o.backend = mc_program_backend_kind(p);
     o.note = mc_program_forward_note;
     o.note_ctx = p;
-    st = mc_program_instantiate(sg, kp, s->sized, s->b.value, &o, out);
+    bool shared = true;
+    kir_program *kp = bind_kernels(p, &shared, &st);
+    if (kp)
+        st = mc_program_instantiate(sg, kp, s->sized, s->b.value, shared ? &s->arena : NULL, &o, out);
+    if (st != MC_OK && shared && s->arena.failed) {
+        /* the arena planned at the maxima could not be allocated: every binding plans its own */
+        char why[512];
+        snprintf(why, sizeof why, "%s", mc_error_message());
+        mc_program_note(p, "symbolic dimensions: memory planned per binding (the %lld bytes planned at the maxima "
+                        "could not be allocated: %s)", (long long)s->arena.bytes, why);
+        if (s->arena.release)
+            s->arena.release(&s->arena);
+        kir_program_free(s->at_max);
+        s->at_max = NULL;
+        memset(&s->arena, 0, sizeof s->arena);
+        shared = false;
+        if ((kp = bind_kernels(p, &shared, &st)))
+            st = mc_program_instantiate(sg, kp, s->sized, s->b.value, NULL, &o, out);
+    }
     mc_graph_free(sg);
     if (st == MC_OK && (*out)->kernels_specialized > 0)
         s->compilations++; /* the backend rendered kernels for this binding (its notes say why) */
@@ -348,6 +445,9 @@ void mc_symbolic_free(mc_program *p)
         return;
     for (int i = 0; i < s->ncache; i++)
         mc_program_free(s->cache[i].program);
+    if (s->arena.release) /* after every binding's program: none uses it any more */
+        s->arena.release(&s->arena);
+    kir_program_free(s->at_max);
     for (int i = 0; s->values && i < p->graph->nnodes; i++)
         free(s->values[i].data);
     kir_program_free(s->sized);
@@ -670,5 +770,12 @@ mc_program *mc_symbolic_current(const mc_program *p)
 }
 
 int mc_symbolic_compilations(const mc_program *p) { return p->sym->compilations; }
+
+int64_t mc_symbolic_arena(const mc_program *p, int *allocations)
+{
+    if (allocations)
+        *allocations = p->sym && p->sym->at_max ? p->sym->arena.allocations : 0;
+    return p->sym && p->sym->at_max ? p->sym->arena.bytes : 0;
+}
 
 int mc_symbolic_cached(const mc_program *p) { return p->sym ? p->sym->ncache : 0; }

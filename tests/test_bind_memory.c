@@ -25,6 +25,8 @@
 #include "minic.h"
 #include <dlfcn.h>
 #include <stdint.h>
+#include <sys/mman.h>
+#include <time.h>
 
 static mc_backend_kind backends[3];
 static int nbackends;
@@ -60,6 +62,49 @@ static void same(const float *got, const float *want, int n, const char *what, c
                      (double)want[i]);
 }
 
+/* cuda: device memory of the caller's, read and written in place. The driver's calls are
+ * looked up here (the tests are built without CUDA's headers). */
+typedef int (*cu_fn)();
+static void *cu_lib;
+static cu_fn cu(const char *name)
+{
+    if (!cu_lib)
+        cu_lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    cu_fn f = cu_lib ? (cu_fn)(uintptr_t)dlsym(cu_lib, name) : NULL;
+    if (!f)
+        fail_msg("libcuda: no %s", name);
+    return f;
+}
+
+enum { CU_REGISTER_DEVICEMAP = 2, CU_ERROR_ALREADY_REGISTERED = 712 };
+
+/* The test's own hold on GPU 0's primary context, current on this thread: the driver's calls
+ * made here need one, also after the programs (which hold it too) are freed. */
+static void hold_context(void)
+{
+    static void *ctx;
+    static int dev;
+    if (!ctx) {
+        assert_int_equal(((int (*)(unsigned))cu("cuInit"))(0), 0);
+        assert_int_equal(((int (*)(int *, int))cu("cuDeviceGet"))(&dev, 0), 0);
+        assert_int_equal(((int (*)(void **, int))cu("cuDevicePrimaryCtxRetain"))(&ctx, dev), 0);
+    }
+    assert_int_equal(((int (*)(void *))cu("cuCtxSetCurrent"))(ctx), 0);
+}
+
+/* Is [data, data + bytes) page-locked now? Registering it again says so (and when it was not,
+ * the registration made to find out is undone). */
+static bool page_locked(void *data, size_t bytes)
+{
+    hold_context();
+    int r = ((int (*)(void *, size_t, unsigned))cu("cuMemHostRegister_v2"))(data, bytes, 0);
+    if (r == 0)
+        assert_int_equal(((int (*)(void *))cu("cuMemHostUnregister"))(data), 0);
+    else if (r != CU_ERROR_ALREADY_REGISTERED)
+        fail_msg("cuMemHostRegister: error %d", r);
+    return r != 0;
+}
+
 /* y = x @ w + 1, z = x * 2 */
 static const char graph[] = "graph mm\n"
                             "input x : f32[2, 4]\n"
@@ -81,22 +126,39 @@ static void expected(const float *x, const float *w, float *y, float *z)
         z[i] = 2 * x[i];
 }
 
-static void host_on(mc_backend_kind kind, bool async)
+/* Host memory of the caller's, in pages of their own (cuda maps whole pages). */
+static float *host_array(void)
+{
+    float *a = aligned_alloc(4096, 4096);
+    assert_non_null(a);
+    memset(a, 0, 4096);
+    return a;
+}
+
+static void host_on(mc_backend_kind kind, bool async, mc_memory where)
 {
     mc_program *p = compile(graph, kind);
-    float x[8], w[12], y[6], z[8], wy[6], wz[8];
+    float *x = host_array(), *w = host_array(), *y = host_array(), *z = host_array(), wy[6], wz[8];
     for (int i = 0; i < 8; i++)
         x[i] = (float)(i + 1);
     for (int i = 0; i < 12; i++)
         w[i] = (float)(i % 5) - 2;
-    ok(mc_program_bind_memory(p, "x", x, sizeof x, false), "bind x");
-    ok(mc_program_bind_memory(p, "w", w, sizeof w, false), "bind w");
-    ok(mc_program_bind_output_memory(p, 0, y, sizeof y, false), "bind y");
-    ok(mc_program_bind_output_memory(p, 1, z, sizeof z, false), "bind z");
+    ok(mc_program_bind_memory(p, "x", x, 8 * sizeof *x, where), "bind x");
+    ok(mc_program_bind_memory(p, "w", w, 12 * sizeof *w, where), "bind w");
+    ok(mc_program_bind_output_memory(p, 0, y, 6 * sizeof *y, where), "bind y");
+    ok(mc_program_bind_output_memory(p, 1, z, 8 * sizeof *z, where), "bind z");
+    bool mapped = kind == MC_BACKEND_CUDA && where == MC_MEMORY_HOST_MAPPED;
+    if (mapped) { /* mapped, not copied: page-locked while bound, and no note of a fallback */
+        const char *notes = mc_program_notes(p);
+        if (notes && strstr(notes, "not mapped"))
+            fail_msg("notes: %s", notes);
+        assert_true(page_locked(x, 8 * sizeof *x));
+        assert_true(page_locked(z, 8 * sizeof *z));
+    }
     for (int step = 0; step < 4; step++) {
         x[step] += 10; /* changed in place between runs: no call */
         w[step * 2] -= 1;
-        memset(y, 0, sizeof y);
+        memset(y, 0, 6 * sizeof *y);
         ok(async ? mc_program_run_async(p) : mc_program_run(p), "run");
         if (async)
             ok(mc_program_wait(p), "wait");
@@ -111,6 +173,8 @@ static void host_on(mc_backend_kind kind, bool async)
     float x2[8] = {1, 1, 1, 1, 1, 1, 1, 1}, keep[8];
     memcpy(keep, x, sizeof keep);
     ok(mc_program_set(p, "x", x2, sizeof x2), "set x");
+    if (mapped)
+        assert_false(page_locked(x, 8 * sizeof *x)); /* unmapped when the binding ended */
     ok(mc_program_run(p), "run after set");
     same(x, keep, 8, "the caller's x after mc_program_set", p);
     expected(x2, w, wy, wz);
@@ -119,28 +183,41 @@ static void host_on(mc_backend_kind kind, bool async)
     ok(mc_program_run(p), "run");
     same(y, wy, 6, "y after the caller's x changed, unbound", p);
     /* NULL ends a binding, keeping the value */
-    ok(mc_program_bind_memory(p, "w", NULL, 0, false), "unbind w");
+    ok(mc_program_bind_memory(p, "w", NULL, 0, where), "unbind w");
     float wkeep[12];
-    memcpy(wkeep, w, sizeof w);
+    memcpy(wkeep, w, sizeof wkeep);
     w[0] = 99;
-    ok(mc_program_bind_output_memory(p, 0, NULL, 0, false), "unbind y");
+    ok(mc_program_bind_output_memory(p, 0, NULL, 0, where), "unbind y");
     float y_before[6];
-    memcpy(y_before, y, sizeof y);
+    memcpy(y_before, y, sizeof y_before);
     ok(mc_program_run(p), "run");
     expected(x2, wkeep, wy, wz);
     same(y, y_before, 6, "the caller's y after its binding ended", p);
     float got[6];
     ok(mc_program_read_output(p, 0, got, sizeof got), "read y");
     same(got, wy, 6, "y with w's value kept", p);
+    if (mapped) {
+        assert_false(page_locked(w, 12 * sizeof *w));
+        assert_false(page_locked(y, 6 * sizeof *y));
+        assert_true(page_locked(z, 8 * sizeof *z)); /* still bound */
+    }
     mc_program_free(p);
+    if (mapped)
+        assert_false(page_locked(z, 8 * sizeof *z)); /* unmapped when the program was freed */
+    free(x);
+    free(w);
+    free(y);
+    free(z);
 }
 
 static void test_host(void **state)
 {
     (void)state;
     for (int i = 0; i < nbackends; i++) {
-        host_on(backends[i], false);
-        host_on(backends[i], true);
+        host_on(backends[i], false, MC_MEMORY_HOST);
+        host_on(backends[i], true, MC_MEMORY_HOST);
+        host_on(backends[i], false, MC_MEMORY_HOST_MAPPED); /* ref and cpu: as MC_MEMORY_HOST */
+        host_on(backends[i], true, MC_MEMORY_HOST_MAPPED);
     }
 }
 
@@ -168,6 +245,14 @@ static void test_errors(void **state)
         expect_error(mc_program_bind_output_memory(p, 1, buf, 24, false),
                      (const char *[]){"output 1 ('z')", "32 bytes", NULL});
         expect_error(mc_program_bind_memory(NULL, "x", buf, 32, false), (const char *[]){"no program", NULL});
+        expect_error(mc_program_bind_memory(p, "x", buf, 32, 7),
+                     (const char *[]){"unknown kind of memory 7", "MC_MEMORY_HOST_MAPPED", NULL});
+        expect_error(mc_program_bind_output_memory(p, 0, buf, 24, -1), (const char *[]){"unknown kind", NULL});
+        if (backends[i] == MC_BACKEND_CUDA) /* mapped: 256-byte aligned (cuBLASLt's algorithms assume it) */
+            expect_error(mc_program_bind_memory(p, "x", (char *)buf + 16, 32, MC_MEMORY_HOST_MAPPED),
+                         (const char *[]){"input 'x'", "not aligned to 256 bytes", "aligned_alloc(256", NULL});
+        else /* ref and cpu: host memory as any other, aligned to its dtype */
+            ok(mc_program_bind_memory(p, "x", (char *)buf + 16, 32, MC_MEMORY_HOST_MAPPED), "bind x mapped");
         expect_error(mc_program_bind_output_memory(NULL, 0, buf, 24, false), (const char *[]){"no program", NULL});
         if (backends[i] != MC_BACKEND_CUDA)
             expect_error(mc_program_bind_memory(p, "x", buf, 32, true),
@@ -202,17 +287,6 @@ static void test_errors(void **state)
 }
 
 #ifdef MINIC_HAVE_CUDA_BACKEND
-/* cuda: device memory of the caller's, read and written in place. The driver's calls are
- * looked up here (the tests are built without CUDA's headers). */
-typedef int (*cu_fn)();
-static void *cu_lib;
-static cu_fn cu(const char *name)
-{
-    cu_fn f = cu_lib ? (cu_fn)(uintptr_t)dlsym(cu_lib, name) : NULL;
-    if (!f)
-        fail_msg("libcuda: no %s", name);
-    return f;
-}
 
 static void test_device(void **state)
 {
@@ -222,7 +296,7 @@ static void test_device(void **state)
         any |= backends[i] == MC_BACKEND_CUDA;
     if (!any)
         return;
-    cu_lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    cu_lib = cu_lib ? cu_lib : dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     assert_non_null(cu_lib);
     int dev = 0;
     void *ctx = NULL;
@@ -272,9 +346,151 @@ static void test_device(void **state)
     same(z, wz, 8, "z from x's kept value", p);
     mc_program_free(p);
     ((int (*)(int))cu("cuDevicePrimaryCtxRelease"))(dev);
-    dlclose(cu_lib);
 }
 #endif
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* cuda, MC_MEMORY_HOST_MAPPED beyond test_host: memory the caller page-locked itself (used as it
+ * is, left registered), memory the driver cannot page-lock (read-only: copied instead, the notes
+ * say why; a driver that maps it anyway is fine too), and one array mapped by two programs
+ * (unmapped with the last). */
+static void test_mapped(void **state)
+{
+    (void)state;
+    bool any = false;
+    for (int i = 0; i < nbackends; i++)
+        any |= backends[i] == MC_BACKEND_CUDA;
+    if (!any)
+        return;
+    float w[12], y[6], z[8], wy[6], wz[8];
+    for (int k = 0; k < 12; k++)
+        w[k] = (float)(k % 3) - 1;
+    hold_context();
+    float *x = host_array();
+    for (int k = 0; k < 8; k++)
+        x[k] = (float)k / 2;
+    assert_int_equal(((int (*)(void *, size_t, unsigned))cu("cuMemHostRegister_v2"))(x, 4096, CU_REGISTER_DEVICEMAP), 0);
+    mc_program *p = compile(graph, MC_BACKEND_CUDA);
+    ok(mc_program_set(p, "w", w, sizeof w), "set w");
+    ok(mc_program_bind_memory(p, "x", x, 8 * sizeof *x, MC_MEMORY_HOST_MAPPED), "bind the caller's page-locked x");
+    if (mc_program_notes(p) && strstr(mc_program_notes(p), "not mapped"))
+        fail_msg("notes: %s", mc_program_notes(p));
+    for (int step = 0; step < 3; step++) {
+        x[step] -= 4;
+        ok(mc_program_run(p), "run");
+        ok(mc_program_read_output(p, 0, y, sizeof y), "read y");
+        ok(mc_program_read_output(p, 1, z, sizeof z), "read z");
+        expected(x, w, wy, wz);
+        same(y, wy, 6, "y from the caller's page-locked x", p);
+        same(z, wz, 8, "z from the caller's page-locked x", p);
+    }
+    ok(mc_program_bind_memory(p, "x", NULL, 0, MC_MEMORY_HOST_MAPPED), "unbind x");
+    /* still registered: the caller's own registration, which the program left alone */
+    hold_context();
+    assert_int_equal(((int (*)(void *))cu("cuMemHostUnregister"))(x), 0);
+    float kept[8];
+    memcpy(kept, x, sizeof kept);
+    free(x);
+    ok(mc_program_run(p), "run with x's kept value");
+    ok(mc_program_read_output(p, 1, z, sizeof z), "read z");
+    expected(kept, w, wy, wz);
+    same(z, wz, 8, "z from x's kept value", p);
+
+    float *ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(ro != MAP_FAILED);
+    for (int k = 0; k < 8; k++)
+        ro[k] = (float)(3 - k);
+    assert_int_equal(mprotect(ro, 4096, PROT_READ), 0);
+    ok(mc_program_bind_memory(p, "x", ro, 8 * sizeof *ro, MC_MEMORY_HOST_MAPPED), "bind read-only x");
+    const char *notes = mc_program_notes(p);
+    if (notes && strstr(notes, "input 'x': the host memory at"))
+        printf("read-only memory: %s\n", strstr(notes, "input 'x': the host memory at"));
+    else
+        printf("read-only memory: mapped by this driver\n");
+    ok(mc_program_run(p), "run with read-only x");
+    ok(mc_program_read_output(p, 0, y, sizeof y), "read y");
+    expected(ro, w, wy, wz);
+    same(y, wy, 6, "y from read-only x", p);
+    mc_program_free(p);
+    assert_int_equal(munmap(ro, 4096), 0);
+
+    x = host_array();
+    for (int k = 0; k < 8; k++)
+        x[k] = (float)(k * k) / 8;
+    mc_program *a = compile(graph, MC_BACKEND_CUDA), *b = compile(graph, MC_BACKEND_CUDA);
+    ok(mc_program_set(a, "w", w, sizeof w), "set w");
+    ok(mc_program_set(b, "w", w, sizeof w), "set w");
+    ok(mc_program_bind_memory(a, "x", x, 8 * sizeof *x, MC_MEMORY_HOST_MAPPED), "bind x to a");
+    ok(mc_program_bind_memory(b, "x", x, 8 * sizeof *x, MC_MEMORY_HOST_MAPPED), "bind x to b");
+    ok(mc_program_run(a), "run a");
+    mc_program_free(a);
+    assert_true(page_locked(x, 8 * sizeof *x)); /* b still maps it */
+    ok(mc_program_run(b), "run b");
+    ok(mc_program_read_output(b, 0, y, sizeof y), "read y");
+    expected(x, w, wy, wz);
+    same(y, wy, 6, "y of the second program", b);
+    mc_program_free(b);
+    assert_false(page_locked(x, 8 * sizeof *x));
+    free(x);
+
+    /* two arrays in one page, bound to two inputs: the second's pages overlap the first's
+     * mapping (registration is by page), so it is copied instead and the notes say why */
+    float *page = host_array();
+    float *px = page, *pw = page + 64; /* 256 bytes apart */
+    for (int k = 0; k < 8; k++)
+        px[k] = (float)(k + 2);
+    for (int k = 0; k < 12; k++)
+        pw[k] = (float)(k % 4) - 1.5f;
+    p = compile(graph, MC_BACKEND_CUDA);
+    ok(mc_program_bind_memory(p, "x", px, 8 * sizeof *px, MC_MEMORY_HOST_MAPPED), "bind x in the page");
+    ok(mc_program_bind_memory(p, "w", pw, 12 * sizeof *pw, MC_MEMORY_HOST_MAPPED), "bind w in the same page");
+    notes = mc_program_notes(p);
+    if (!notes || !strstr(notes, "param 'w': the host memory at") || !strstr(notes, "overlap") ||
+        !strstr(notes, "copied at each run instead"))
+        fail_msg("notes: %s", notes ? notes : "(none)");
+    for (int step = 0; step < 2; step++) {
+        px[step] += 1; /* mapped: read in place */
+        pw[step] -= 1; /* copied: uploaded at each run from the caller's array */
+        ok(mc_program_run(p), "run");
+        ok(mc_program_read_output(p, 0, y, sizeof y), "read y");
+        expected(px, pw, wy, wz);
+        same(y, wy, 6, "y from x mapped and w copied", p);
+    }
+    mc_program_free(p);
+    assert_false(page_locked(page, 4096));
+    free(page);
+
+    /* what it buys (printed, not asserted: the bus and the driver decide): 16 MB in and out,
+     * read and written once, copied (MC_MEMORY_HOST) against mapped */
+    enum { N = 1 << 22 };
+    float *in = aligned_alloc(4096, sizeof(float) * N), *out = aligned_alloc(4096, sizeof(float) * N);
+    assert_true(in && out);
+    for (int k = 0; k < N; k++)
+        in[k] = (float)(k % 100);
+    for (int where = MC_MEMORY_HOST; where <= MC_MEMORY_HOST_MAPPED; where += MC_MEMORY_HOST_MAPPED) {
+        mc_program *q = compile("graph big\ninput x : f32[4194304]\ny = mul(x, 3)\noutput y\n", MC_BACKEND_CUDA);
+        ok(mc_program_bind_memory(q, "x", in, sizeof(float) * N, where), "bind x");
+        ok(mc_program_bind_output_memory(q, 0, out, sizeof(float) * N, where), "bind y");
+        ok(mc_program_run(q), "warm-up run");
+        double t0 = now_ms();
+        for (int r = 0; r < 20; r++)
+            ok(mc_program_run(q), "run");
+        double ms = (now_ms() - t0) / 20;
+        for (int k = 0; k < N; k += 4099)
+            if (out[k] != 3 * in[k])
+                fail_msg("y[%d] = %g, expected %g", k, (double)out[k], (double)(3 * in[k]));
+        printf("16 MB in and out, %s: %.3f ms per run\n", where == MC_MEMORY_HOST ? "copied" : "mapped", ms);
+        mc_program_free(q);
+    }
+    free(in);
+    free(out);
+}
 
 int main(void)
 {
@@ -284,6 +500,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_host),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_mapped),
 #ifdef MINIC_HAVE_CUDA_BACKEND
         cmocka_unit_test(test_device),
 #endif

@@ -651,6 +651,92 @@ static void test_implicit_conv_kernels(void **state)
     mc_graph_free(g);
 }
 
+/* The conv main loop at every depth (MINIC_CUDA_CONV_STAGES=2, 3, 4: D = 1, 2, 3 tiles in flight;
+ * the defaults: 3, or 4 for small tiles): the stem (A
+ * through registers), layer 1 with its residual, layer 4 split along K, an odd K of 180 and an
+ * asymmetric window compile, in dynamic shared memory (D + 1 buffers) with wait_group D - 1; with
+ * 2 or 4 pixels a thread (MINIC_CUDA_CONV_BVEC) too, and the epilogue staged through shared memory
+ * (MINIC_CUDA_CONV_SEPI=1) where the pixels allow. */
+static void test_implicit_conv_stages(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *x, *w, *attrs, *dt;
+        int co, stages, split, bvec;
+        bool dflt; /* no environment: stages and bvec are what the defaults must pick */
+    } cases[] = {
+        {"32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "f16", 64, 3, 0, 4, false},
+        {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "bf16", 64, 3, 0, 2, false},
+        {"32, 512, 7, 7", "512, 512, 3, 3", "padding=[1, 1]", "f16", 512, 3, 2, 4, false},
+        {"2, 20, 15, 14", "40, 20, 3, 3", "stride=[2, 2], padding=[1, 1]", "f16", 40, 3, 0, 1, false},
+        {"2, 8, 9, 17", "20, 8, 3, 5", "stride=[2, 1], padding=[1, 0], dilation=[1, 3]", "bf16", 20, 4, 0, 2, false},
+        {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "f16", 64, 4, 0, 1, false},
+        {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "f16", 64, 3, 0, 2, true},   /* 32 B a thread */
+        {"32, 512, 7, 7", "512, 512, 3, 3", "padding=[1, 1]", "bf16", 512, 4, 0, 4, true}, /* 8 B a thread */
+        {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "f16", 64, 2, 0, 1, false}, /* the first kernel */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[1024], st[8], sp[8];
+        snprintf(text, sizeof text,
+                 "graph a\ninput x : %s[%s]\nparam w : %s[%s]\nparam b : %s[%d]\n"
+                 "y = conv(x, w, b, %s)\nz = relu(y)\noutput z\n",
+                 cases[i].dt, cases[i].x, cases[i].dt, cases[i].w, cases[i].dt, cases[i].co, cases[i].attrs);
+        mc_graph *g;
+        if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
+            fail_msg("%s\n%s", mc_error_message(), text);
+        snprintf(st, sizeof st, "%d", cases[i].stages);
+        snprintf(sp, sizeof sp, "%d", cases[i].split);
+        if (!cases[i].dflt) {
+            setenv("MINIC_CUDA_CONV_STAGES", st, 1);
+            if (cases[i].split)
+                setenv("MINIC_CUDA_CONV_SPLITK", sp, 1);
+            snprintf(sp, sizeof sp, "%d", cases[i].bvec);
+            setenv("MINIC_CUDA_CONV_BVEC", sp, 1);
+            /* the epilogue through shared memory where the pixels come in runs of 4 or 8 */
+            setenv("MINIC_CUDA_CONV_SEPI", i == 1 || i == 3 ? "0" : "1", 1);
+        }
+        mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = true,
+                                 .conv_implicit = true};
+        kir_program *kp;
+        if (mc_compile_kernels(g, &co, &kp) != MC_OK)
+            fail_msg("%s\n%s", mc_error_message(), text);
+        mc_cuda_kernel_plan *pl = compile_all(kp);
+        assert_int_equal(kp->nkernels, 1);
+        assert_string_equal(pl[0].code.scheme, "conv-implicit-mma");
+        assert_int_equal(pl[0].gemm.conv_split, cases[i].split ? cases[i].split : 1);
+        int bm = pl[0].gemm.conv_bm, bn = pl[0].gemm.conv_bn;
+        /* two buffers: static shared memory, the first kernel's loop */
+        assert_int_equal(pl[0].code.smem, cases[i].stages == 2 ? 0 : cases[i].stages * (bm * 40 + 32 * (bn + 8)) * 2);
+        /* staged: the stem and layer 1 (56 x 56 pixels, runs of 8: 16-byte stores) */
+        bool staged = strstr(pl[0].code.src.data, "float *cs_ = ") != NULL;
+        assert_true(staged == (i == 0 || i == 5));
+        if (cases[i].stages == 2) {
+            assert_non_null(strstr(pl[0].code.src.data, "cp.async.wait_all"));
+            assert_null(strstr(pl[0].code.src.data, "mma_tile(cur);"));
+            assert_null(strstr(pl[0].code.src.data, "bnv_"));
+        } else {
+        if (staged)
+            assert_non_null(strstr(pl[0].code.src.data, "*(mc_vec<__half, 8> *)(p"));
+        char wait[64];
+        snprintf(wait, sizeof wait, "      asm volatile(\"cp.async.wait_group %d;", cases[i].stages - 2); /* the loop's */
+        /* A where K = 147 (the stem) or 180 goes through registers: no cp.async */
+            assert_true((strstr(pl[0].code.src.data, wait) != NULL) == (i != 0 && i != 3));
+            assert_non_null(strstr(pl[0].code.src.data, "mma_tile(cur);"));
+            /* V pixels a thread: one table entry, one 4- or 8-byte store for V elements */
+            assert_true((strstr(pl[0].code.src.data, "bnv_") != NULL) == (cases[i].bvec > 1));
+            if (cases[i].bvec == 4)
+                assert_non_null(strstr(pl[0].code.src.data, "reinterpret_cast<uint2 *>(&Bs[buf]"));
+        }
+        mc_cuda_plans_free(pl, kp->nkernels);
+        kir_program_free(kp);
+        mc_graph_free(g);
+        unsetenv("MINIC_CUDA_CONV_SPLITK");
+        unsetenv("MINIC_CUDA_CONV_STAGES");
+        unsetenv("MINIC_CUDA_CONV_BVEC");
+        unsetenv("MINIC_CUDA_CONV_SEPI");
+    }
+}
+
 /* Attention kernels of every kind render and compile: f32, f16 and bf16 (tensor cores for the
  * 16-bit types), head sizes 32, 80 and 128 (the largest needs more than 48 KB of shared
  * memory), q/k/v as views of a QKV projection (16-byte chunks, cp.async) and as odd strides
@@ -930,6 +1016,7 @@ int main(void)
         cmocka_unit_test(test_in_place_update_kernel),
         cmocka_unit_test(test_more_operators),
         cmocka_unit_test(test_implicit_conv_kernels),
+        cmocka_unit_test(test_implicit_conv_stages),
 #endif
     };
     return mc_test_run(tests);

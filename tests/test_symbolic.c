@@ -1245,6 +1245,155 @@ static void test_cuda_compiles_once(void **state)
 #endif
 }
 
+/* sized_model with a maximum for B as well: its memory can be planned once, at B=4, T=32. */
+static mc_graph *sized_model_bounded(void)
+{
+    char text[4096];
+    const char *at = strstr(sized_model, "f32[B, T<=32, 8]");
+    assert_non_null(at);
+    snprintf(text, sizeof text, "%.*sf32[B<=4, T<=32, 8]%s", (int)(at - sized_model), sized_model,
+             at + strlen("f32[B, T<=32, 8]"));
+    return parse(text);
+}
+
+/* Issue 23's "memory planning for the maxima": with every symbol bounded, the intermediates are
+ * planned once at the maxima and every binding's program uses that one arena (allocated once,
+ * by the first binding, kept when the cache drops the program that allocated it), with the
+ * float64 evaluation's results; a size above a maximum is still the input error it was. */
+static void arena_at_maxima(mc_backend_kind kind, double tolerance, bool compiles_once)
+{
+    mc_graph *g = sized_model_bounded();
+    mc_program *p = compile_noting(g, kind);
+    if (!strstr(mc_program_notes(p), "memory planned once at the maxima (B=4, T=32)"))
+        fail_msg("notes: %s", mc_program_notes(p));
+    int allocations = -1;
+    int64_t bytes = mc_symbolic_arena(p, &allocations);
+    assert_true(bytes > 0);
+    assert_int_equal(allocations, 0); /* nothing ran yet */
+    /* more bindings than the cache keeps (8): programs are dropped, the arena stays */
+    const int64_t bindings[][2] = {{2, 3}, {1, 7}, {4, 32}, {1, 1}, {3, 5}, {2, 3}, {4, 1}, {1, 32},
+                                   {2, 9}, {3, 17}, {4, 31}, {2, 2}, {1, 7}, {4, 32}};
+    for (size_t i = 0; i < sizeof bindings / sizeof bindings[0]; i++) {
+        run_against_oracle(p, g, bindings[i], tolerance);
+        if (compiles_once)
+            assert_int_equal(mc_program_compilations(p), 1);
+        assert_int_equal(mc_symbolic_arena(p, &allocations), bytes);
+        if (allocations != 1)
+            fail_msg("binding %zu: the arena was allocated %d times", i, allocations);
+        mc_program *ran = mc_program_ran(p);
+        assert_non_null(ran);
+        if (!ran->arena) /* this binding's temps lie in the shared arena */
+            fail_msg("binding %zu: an arena of its own; notes: %s", i, mc_program_notes(p));
+        assert_int_equal(ran->arena->bytes, bytes);
+        assert_int_equal(ran->kp->arena_bytes, bytes);
+        assert_true(ran->kp->unplanned_bytes >= 0);
+    }
+    assert_int_equal(mc_symbolic_cached(p), 8);
+    /* above a maximum: an input error naming the input and the dimension, nothing allocated */
+    assert_int_equal(mc_program_set_dim(p, "B", 1), MC_OK);
+    size_t over = sizeof(float) * 1 * 33 * 8;
+    float *data = calloc(1, over);
+    expect_error(mc_program_set(p, "x", data, over), "input 'x' has T=33 (axis 1), above the maximum T<=32");
+    expect_error(mc_program_set_dim(p, "B", 5), "B=5, above the maximum B<=4");
+    free(data);
+    run_against_oracle(p, g, bindings[0], tolerance); /* still usable */
+    assert_int_equal(mc_symbolic_arena(p, &allocations), bytes);
+    assert_int_equal(allocations, 1);
+    mc_program_free(p);
+    mc_graph_free(g);
+    /* above MINIC_ARENA_AT_MAXIMA_BYTES: each binding plans its own, and the note says so */
+    setenv("MINIC_ARENA_AT_MAXIMA_BYTES", "256", 1);
+    g = sized_model_bounded();
+    p = compile_noting(g, kind);
+    unsetenv("MINIC_ARENA_AT_MAXIMA_BYTES");
+    if (!strstr(mc_program_notes(p), "above the 256 of MINIC_ARENA_AT_MAXIMA_BYTES"))
+        fail_msg("notes: %s", mc_program_notes(p));
+    run_against_oracle(p, g, bindings[1], tolerance);
+    assert_int_equal(mc_symbolic_arena(p, &allocations), 0);
+    assert_null(mc_program_ran(p)->arena);
+    mc_program_free(p);
+    mc_graph_free(g);
+    /* a symbol without a maximum: each binding plans its own memory, and the note says so */
+    g = parse(sized_model);
+    p = compile_noting(g, kind);
+    if (!strstr(mc_program_notes(p), "memory planned per binding ('B' has no maximum"))
+        fail_msg("notes: %s", mc_program_notes(p));
+    run_against_oracle(p, g, bindings[0], tolerance);
+    assert_int_equal(mc_symbolic_arena(p, &allocations), 0);
+    assert_null(mc_program_ran(p)->arena);
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+
+/* passes/plan.c mc_plan_memory_like on its own: a binding within the maxima takes the plan made
+ * at them (same offsets, the same arena), and one beyond them is refused, saying which temp. */
+static void test_plan_like(void **state)
+{
+    (void)state;
+    mc_graph *g = sized_model_bounded();
+    mc_options o = mc_test_options();
+    mc_compile_options co = mc_compile_options_for(&o);
+    co.symbolic = true;
+    char why[400] = "";
+    co.refused = why;
+    kir_program *sized = NULL;
+    assert_int_equal(mc_compile_kernels(g, &co, &sized), MC_OK);
+    if (!sized)
+        fail_msg("not compiled once: %s", why);
+    kir_program *at_max = kir_bind(sized, (int64_t[]){4, 32}), *small = kir_bind(sized, (int64_t[]){2, 3});
+    kir_program *tiny = kir_bind(sized, (int64_t[]){1, 1});
+    assert_true(at_max && small && tiny);
+    mc_plan_memory(at_max, true);
+    mc_plan_memory(tiny, true);
+    assert_true(mc_plan_memory_like(small, at_max, why, sizeof why));
+    assert_int_equal(small->arena_bytes, at_max->arena_bytes);
+    int temps = 0;
+    for (int b = 0; b < small->nbuffers; b++)
+        if (small->buffers[b].kind == KBUF_TEMP) {
+            assert_int_equal(small->buffers[b].offset, at_max->buffers[b].offset);
+            temps++;
+        }
+    assert_true(temps > 0);
+    assert_int_equal(kir_verify(small, "like", true), MC_OK);
+    /* the plan of (1, 1) does not hold (4, 32): its temps are larger */
+    kir_program *big = kir_bind(sized, (int64_t[]){4, 32});
+    assert_false(mc_plan_memory_like(big, tiny, why, sizeof why));
+    if (!strstr(why, "more than its"))
+        fail_msg("why: %s", why);
+    kir_program_free(big);
+    kir_program_free(tiny);
+    kir_program_free(small);
+    kir_program_free(at_max);
+    kir_program_free(sized);
+    mc_graph_free(g);
+}
+
+static void test_arena_at_maxima(void **state)
+{
+    (void)state;
+    arena_at_maxima(MC_BACKEND_REF, 1e-4, true);
+#ifdef MINIC_HAVE_CPU_BACKEND
+    if (mc_backend_cpu.runtime_sizes) /* when the cpu backend takes sizes at run time */
+        arena_at_maxima(MC_BACKEND_CPU, 1e-4, false); /* cpu renders some kernels per binding */
+    else
+        printf("cpu: compiled per binding, each binding plans its own memory\n");
+#endif
+}
+
+static void test_cuda_arena_at_maxima(void **state)
+{
+    (void)state;
+#ifdef MINIC_HAVE_CUDA
+    if (!mc_test_have_gpu()) {
+        printf("cuda: skipped: no GPU\n");
+        return;
+    }
+    arena_at_maxima(MC_BACKEND_CUDA, 2e-3, true);
+#else
+    printf("cuda: skipped: not built\n");
+#endif
+}
+
 /* The block on ref: the same graph compiles once there too (the oracle agrees). */
 static void test_block_ref(void **state)
 {
@@ -1274,6 +1423,8 @@ int main(void)
         cmocka_unit_test(test_cpu_compiles_once), cmocka_unit_test(test_cpu_block),
 #endif
         cmocka_unit_test(test_block_ref),       cmocka_unit_test(test_cuda_compiles_once),
+        cmocka_unit_test(test_arena_at_maxima), cmocka_unit_test(test_cuda_arena_at_maxima),
+        cmocka_unit_test(test_plan_like),
 #ifdef MINIC_HAVE_CUDA
         cmocka_unit_test(test_cuda_sized_sources),
 #endif

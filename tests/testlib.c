@@ -212,5 +212,9 @@ int mc_test_exit(int failed)
 int mc_test_run_group(const char *name, const struct CMUnitTest *tests, size_t n)
 {
     mc_test_check_cpu_target();
+    /* MINIC_TEST_FILTER=PATTERN: only the tests whose names match (cmocka's * and ?) */
+    const char *filter = getenv("MINIC_TEST_FILTER");
+    if (filter && *filter)
+        cmocka_set_test_filter(filter);
     return mc_test_exit(_cmocka_run_group_tests(name, tests, n, NULL, NULL));
 }

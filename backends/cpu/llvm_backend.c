@@ -145,6 +145,7 @@ typedef struct cpu_state {
     int nkernels;
     char *ir;                 /* the module as generated (dump_code) */
     void *arena;              /* intermediates */
+    bool own_arena;           /* false: the symbolic program's (mc_program.arena), not freed here */
     void **buffers;           /* per kp buffer: base address */
     mc_threadpool *pool;
     int nthreads;
@@ -489,7 +490,8 @@ static void cpu_release(mc_program *p)
     shared_drop(s->shared);
     free(s->kernels);
     free(s->ir);
-    free(s->arena);
+    if (s->own_arena)
+        free(s->arena);
     free(s->buffers);
     free(s->scratch);
     free(s);
@@ -507,9 +509,15 @@ static void *aligned_zalloc(size_t bytes)
 
 /* Memory: the arena of intermediates, the per-thread scratch, each kernel's argument array and
  * packed weight. */
-static mc_status allocate(cpu_state *s, const kir_program *kp)
+/* shared: the arena of a binding planned at its symbolic program's maxima (mc_program.arena), or
+ * NULL. */
+static mc_status allocate(cpu_state *s, const kir_program *kp, mc_shared_arena *shared)
 {
-    s->arena = aligned_zalloc((size_t)kp->arena_bytes);
+    MC_ASSERT(!shared || shared->bytes == kp->arena_bytes);
+    if (shared && !mc_shared_arena_host(shared))
+        return MC_ERR_SYSTEM;
+    s->own_arena = !shared;
+    s->arena = shared ? (void *)(uintptr_t)shared->addr : aligned_zalloc((size_t)kp->arena_bytes);
     int64_t scratch = 0;
     for (int i = 0; i < kp->nkernels; i++)
         if (s->kernels[i].info.scratch_bytes > scratch)
@@ -666,7 +674,7 @@ static mc_status cpu_prepare(mc_program *p)
     for (int i = 0; sized && i < kp->nkernels; i++) { /* this binding's sizes and launches */
         llvm_info_bind(&s->kernels[i].info, &kp->kernels[i], sized->dims, p->sized_values);
     }
-    st = allocate(s, kp);
+    st = allocate(s, kp, p->arena);
     for (int i = 0; st == MC_OK && i < kp->nkernels; i++)
         for (int j = 0; j < s->kernels[i].nslots; j++) {
             bool ok = mc_dims_eval(sized->dims, s->kernels[i].slot_dim[j], p->sized_values, &s->kernels[i].sizes[j]);

@@ -64,6 +64,8 @@ typedef struct cuda_state {
     CUdeviceptr *home;        /* per kp buffer: its own memory while buf[] points at another
                                  buffer's (cuda_alias: an output written in place into an
                                  input); NULL until the first alias */
+    void **mapped;            /* per kp buffer: the caller's host memory that buf[] maps
+                                 (cuda_map_host), or NULL; NULL until the first mapping */
     size_t *buf_bytes;
     const mc_cuda_gemm_plan **pitched; /* per kp buffer: the GEMM plan that pads its rows, or NULL */
     CUdeviceptr scratch, workspace;
@@ -187,6 +189,60 @@ static mc_lt_env lt_env(const cuda_state *s)
 
 static void cuda_release(mc_program *p);
 
+/* The device memory of a symbolic program's shared arena (mc_shared_arena): it holds its own
+ * reference to the primary context, so that it outlives every binding's program. */
+typedef struct arena_owner {
+    const mc_cuda_api *cu;
+    CUdevice dev;
+    CUcontext ctx;
+} arena_owner;
+
+static void shared_arena_release(mc_shared_arena *a)
+{
+    arena_owner *o = a->owner;
+    if (o) {
+        o->cu->cuCtxSetCurrent(o->ctx);
+        if (a->addr)
+            o->cu->cuMemFree((CUdeviceptr)a->addr);
+        o->cu->cuDevicePrimaryCtxRelease(o->dev);
+        free(o);
+    }
+    a->addr = 0;
+    a->owner = NULL;
+}
+
+static mc_status shared_arena_new(cuda_state *s, mc_shared_arena *a)
+{
+    arena_owner *o = calloc(1, sizeof *o);
+    if (!o)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    *o = (arena_owner){.cu = s->cu, .dev = s->dev};
+    CUresult r = s->cu->cuDevicePrimaryCtxRetain(&o->ctx, s->dev);
+    if (r != CUDA_SUCCESS) {
+        free(o);
+        return mc_fail(MC_ERR_SYSTEM, "CUDA: retaining the context failed: %s", mc_cuda_errstr(r));
+    }
+    CUdeviceptr mem = 0;
+    size_t bytes = ((size_t)a->bytes + 255) / 256 * 256;
+    r = s->cu->cuMemAlloc(&mem, bytes ? bytes : 256);
+    if (r != CUDA_SUCCESS) { /* nothing kept: the context's reference goes back */
+        size_t fr = 0, tot = 0;
+        s->cu->cuMemGetInfo(&fr, &tot);
+        s->cu->cuDevicePrimaryCtxRelease(s->dev);
+        free(o);
+        a->failed = true;
+        return mc_fail(MC_ERR_SYSTEM,
+                       "out of GPU memory: the intermediates planned at the maxima need %.1f MiB on %s, %.1f MiB "
+                       "are free (%s)",
+                       (double)bytes / (1 << 20), s->device_name, (double)fr / (1 << 20), mc_cuda_errstr(r));
+    }
+    a->owner = o;
+    a->release = shared_arena_release;
+    a->addr = (uint64_t)mem;
+    a->allocations++;
+    return MC_OK;
+}
+
 static mc_status layout_memory(mc_program *p, cuda_state *s, size_t *scratch_bytes,
                                bool need_workspace)
 {
@@ -224,8 +280,28 @@ static mc_status layout_memory(mc_program *p, cuda_state *s, size_t *scratch_byt
         if (bytes == 0)
             total += 256;
     }
+    /* A binding of a symbolic program planned at its maxima: the temps lie in the arena every
+     * binding shares (mc_program.arena), allocated by the first. Temps are never padded
+     * (pad_output_ld pads outputs only), so they fit in it. */
+    mc_shared_arena *shared = p->arena;
+    MC_ASSERT(!shared || arena <= shared->bytes);
+    for (int b = 0; shared && b < kp->nbuffers; b++) /* padded rows read past A's end: in s->mem only */
+        if (s->pitched && s->pitched[b] && s->pitched[b]->pad_slack > 0 && s->pitched[b]->a.buffer >= 0 &&
+            kp->buffers[s->pitched[b]->a.buffer].kind == KBUF_TEMP) {
+            mc_program_note(p, "symbolic dimensions: a padded GEMM reads past an intermediate's end: this binding "
+                            "has an arena of its own");
+            shared = NULL;
+        }
+    if (shared && !shared->addr) {
+        mc_status st = shared_arena_new(s, shared);
+        if (st != MC_OK) {
+            free(off);
+            return st;
+        }
+    }
     size_t arena_at = total;
-    total += ((size_t)arena + 255) / 256 * 256;
+    if (!shared)
+        total += ((size_t)arena + 255) / 256 * 256;
     size_t scratch_at = total;
     total += (*scratch_bytes + 255) / 256 * 256;
     size_t ws_at = total;
@@ -256,10 +332,9 @@ static mc_status layout_memory(mc_program *p, cuda_state *s, size_t *scratch_byt
                        mc_cuda_errstr(r));
     }
     s->mem_bytes = total;
+    CUdeviceptr temps = shared ? (CUdeviceptr)shared->addr : s->mem + arena_at;
     for (int b = 0; b < kp->nbuffers; b++)
-        s->buf[b] = kp->buffers[b].kind == KBUF_TEMP
-                        ? s->mem + arena_at + (CUdeviceptr)kp->buffers[b].offset
-                        : s->mem + off[b];
+        s->buf[b] = kp->buffers[b].kind == KBUF_TEMP ? temps + (CUdeviceptr)kp->buffers[b].offset : s->mem + off[b];
     s->scratch = s->mem + scratch_at;
     s->workspace = need_workspace ? s->mem + ws_at : 0;
     free(off);
@@ -755,8 +830,10 @@ static mc_status upload(mc_program *p, cuda_state *s)
         kir_buffer_kind k = kp->buffers[b].kind;
         if (k != KBUF_INPUT && k != KBUF_PARAM)
             continue;
-        if (!p->host[b] || (p->stale && p->stale[b]) || (s->uploaded_once && !p->dirty[b]))
-            continue; /* stale: given on the device (cuda_copy_output), the host copy is old */
+        if (!p->host[b] || (p->stale && p->stale[b]) || (s->uploaded_once && !p->dirty[b]) ||
+            (s->mapped && s->mapped[b]))
+            continue; /* stale: given on the device (cuda_copy_output), the host copy is old;
+                         mapped: the kernels read the host memory itself */
         CU_CHECK(s->cu->cuMemcpyHtoDAsync(s->buf[b], p->host[b], s->buf_bytes[b], s->stream),
                  "copying an input to the GPU");
         p->dirty[b] = false;
@@ -782,8 +859,8 @@ static mc_status cuda_launch(mc_program *p)
     }
     const kir_program *kp = p->kp;
     for (int b = 0; b < kp->nbuffers; b++) {
-        if (kp->buffers[b].kind != KBUF_OUTPUT || !p->host[b])
-            continue;
+        if (kp->buffers[b].kind != KBUF_OUTPUT || !p->host[b] || (s->mapped && s->mapped[b]))
+            continue; /* mapped: the kernels wrote the caller's host memory itself */
         if (p->stale) { /* read back when asked for (runtime/program.c: fresh, cuda_download) */
             p->stale[b] = true;
             continue;
@@ -881,6 +958,145 @@ static mc_status cuda_bind_device(mc_program *p, int b, uint64_t addr)
     return repoint(p, s, b, (CUdeviceptr)addr);
 }
 
+/* Host memory page-locked and mapped for the GPU (cuda_map_host), counted per range: two buffers
+ * (of one program or of several) may map the same memory, and it is unregistered with the last.
+ * Memory the caller registered (or allocated page-locked) itself is used as it is and never
+ * unregistered here. Registered PORTABLE: mapped for every context. */
+typedef struct host_mapping {
+    void *data;
+    size_t bytes;
+    int refs;
+    struct host_mapping *next;
+} host_mapping;
+static pthread_mutex_t mapping_lock = PTHREAD_MUTEX_INITIALIZER;
+static host_mapping *mappings;
+
+/* Map [data, data + bytes) for the GPU: its device address in *dev, or *dev 0 and why[] when the
+ * driver refuses. */
+static void mapping_take(const mc_cuda_api *cu, void *data, size_t bytes, CUdeviceptr *dev, char *why, size_t size)
+{
+    *dev = 0;
+    pthread_mutex_lock(&mapping_lock);
+    host_mapping *m = mappings;
+    while (m && !(m->data == data && m->bytes == bytes))
+        m = m->next;
+    bool ours = m != NULL;
+    if (!m) {
+        CUresult r = cu->cuMemHostRegister(data, bytes, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
+        if (r == CUDA_SUCCESS && (m = calloc(1, sizeof *m))) {
+            *m = (host_mapping){.data = data, .bytes = bytes, .next = mappings};
+            mappings = m;
+            ours = true;
+        } else if (r == CUDA_SUCCESS) { /* out of memory for the record: give it back */
+            cu->cuMemHostUnregister(data);
+            snprintf(why, size, "out of memory");
+            pthread_mutex_unlock(&mapping_lock);
+            return;
+        } else if (r != CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) {
+            snprintf(why, size, "cuMemHostRegister refused it: %s", mc_cuda_errstr(r));
+            pthread_mutex_unlock(&mapping_lock);
+            return;
+        } else { /* page-locked before: by the caller (used as it is), or pages of a mapping of ours */
+            uintptr_t lo = (uintptr_t)data & ~(uintptr_t)4095, hi = ((uintptr_t)data + bytes + 4095) & ~(uintptr_t)4095;
+            for (host_mapping *e = mappings; e; e = e->next) {
+                uintptr_t elo = (uintptr_t)e->data & ~(uintptr_t)4095;
+                uintptr_t ehi = ((uintptr_t)e->data + e->bytes + 4095) & ~(uintptr_t)4095;
+                if (lo < ehi && elo < hi) {
+                    snprintf(why, size, "its pages overlap other host memory mapped for a binding (%p, %zu bytes): "
+                             "bind memory in pages of its own", e->data, e->bytes);
+                    pthread_mutex_unlock(&mapping_lock);
+                    return;
+                }
+            }
+        }
+    }
+    CUresult r = cu->cuMemHostGetDevicePointer(dev, data, 0);
+    if (r != CUDA_SUCCESS) {
+        *dev = 0;
+        snprintf(why, size, "%s: %s", ours ? "cuMemHostGetDevicePointer failed"
+                                           : "it was page-locked before, without a mapping for the GPU",
+                 mc_cuda_errstr(r));
+    } else if (*dev % 256) {
+        *dev = 0;
+        snprintf(why, size, "its address for the GPU is not 256-byte aligned");
+    }
+    if (*dev && m)
+        m->refs++;
+    if (!*dev && m && m->refs == 0) { /* registered just now and not usable: undo it */
+        cu->cuMemHostUnregister(data);
+        for (host_mapping **e = &mappings; *e; e = &(*e)->next)
+            if (*e == m) {
+                *e = m->next;
+                free(m);
+                break;
+            }
+    }
+    pthread_mutex_unlock(&mapping_lock);
+}
+
+/* One mapping of data fewer; unregistered with the last (if it was registered here). */
+static void mapping_drop(const mc_cuda_api *cu, void *data)
+{
+    pthread_mutex_lock(&mapping_lock);
+    for (host_mapping **e = &mappings; *e; e = &(*e)->next)
+        if ((*e)->data == data) {
+            if (--(*e)->refs == 0) {
+                host_mapping *dead = *e;
+                *e = dead->next;
+                cu->cuMemHostUnregister(dead->data);
+                free(dead);
+            }
+            break;
+        }
+    pthread_mutex_unlock(&mapping_lock);
+}
+
+/* mc_program_bind_memory with MC_MEMORY_HOST_MAPPED (backends/backend.h, map_host): buffer b at
+ * the caller's host memory mapped for the GPU, as bind_device points it at device memory. */
+static mc_status cuda_map_host(mc_program *p, int b, void *data, size_t bytes, bool *done, char *why, size_t why_size)
+{
+    cuda_state *s = p->state;
+    *done = false;
+    CU_CHECK(s->cu->cuCtxSetCurrent(s->ctx), "making the context current");
+    if (!data) { /* the buffer's own memory again (holding the value), the memory unmapped */
+        if (!s->mapped || !s->mapped[b])
+            return MC_OK;
+        mc_status st = repoint(p, s, b, 0);
+        if (st != MC_OK) /* the kernels may still read it: stays mapped (released with the program) */
+            return st;
+        mapping_drop(s->cu, s->mapped[b]);
+        s->mapped[b] = NULL;
+        *done = true;
+        return MC_OK;
+    }
+    if (s->pitched[b]) {
+        snprintf(why, why_size, "the buffer is laid out with padded rows on the GPU, a GEMM operand's");
+        return MC_OK;
+    }
+    if (bytes != s->buf_bytes[b]) {
+        snprintf(why, why_size, "%zu bytes, the buffer has %zu", bytes, s->buf_bytes[b]);
+        return MC_OK;
+    }
+    if (!s->mapped && !(s->mapped = calloc((size_t)p->kp->nbuffers + 1, sizeof *s->mapped)))
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
+    if (s->mapped[b]) { /* mapped before: the runtime ends a binding first, but be safe */
+        mapping_drop(s->cu, s->mapped[b]);
+        s->mapped[b] = NULL;
+    }
+    CUdeviceptr dev = 0;
+    mapping_take(s->cu, data, bytes, &dev, why, why_size);
+    if (!dev)
+        return MC_OK;
+    mc_status st = repoint(p, s, b, dev);
+    if (st != MC_OK) {
+        mapping_drop(s->cu, data);
+        return st;
+    }
+    s->mapped[b] = data;
+    *done = true;
+    return MC_OK;
+}
+
 /* mc_program_set_from_output (backends/backend.h, copy_output): src's output buffer ob into
  * dst's input buffer ib, the very buffer dst's steps and captured graph read, on dst's stream,
  * so that dst's next run (its uploads, then its kernels or graph replay, all on that stream)
@@ -929,6 +1145,8 @@ static mc_status cuda_download(mc_program *p, int b)
 {
     cuda_state *s = p->state;
     CU_CHECK(s->cu->cuCtxSetCurrent(s->ctx), "making the context current");
+    if (s->mapped && s->mapped[b] == p->host[b])
+        return sync_stream(s, "running the program"); /* the kernels wrote host[b] itself */
     mc_status st = queue_copy_out(p, s, b);
     return st == MC_OK ? sync_stream(s, "reading a buffer back from the GPU") : st;
 }
@@ -1327,6 +1545,10 @@ static void cuda_release(mc_program *p)
         }
     free(s->steps);
     free(s->home);
+    for (int b = 0; s->mapped && b < kp->nbuffers; b++)
+        if (s->mapped[b])
+            mapping_drop(cu, s->mapped[b]);
+    free(s->mapped);
     if (s->gemms && s->lt)
         for (int i = 0; i < kp->nkernels; i++)
             mc_lt_gemm_free(s->lt, &s->gemms[i]);
@@ -1427,6 +1649,7 @@ const mc_backend mc_backend_cuda = {
     .wait = cuda_wait,
     .alias = cuda_alias,
     .bind_device = cuda_bind_device,
+    .map_host = cuda_map_host,
     .profile = cuda_profile,
     .time = cuda_time,
     .dump_code = cuda_dump_code,

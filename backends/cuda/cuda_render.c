@@ -1410,6 +1410,266 @@ void mc_cuda_conv_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
     p->conv_ws_bytes = p->conv_split > 1 ? (k->gemm.m * pixels + tiles) * 4 : 0;
 }
 
+/* B pixels per thread in the deeper loop (MINIC_CUDA_CONV_BVEC=1|2|4 for experiments): a thread
+ * reads one K table entry for V neighbouring pixels and stores them to shared memory as one
+ * 4- or 8-byte word; each pixel keeps its own decoded coordinates (any stride, rows of any
+ * length). Needs the K table and V pixels' rows of one pass to divide BK. By default 4 where a
+ * thread loads at most 16 B elements a K tile, else 2 (more registers for the pixels would cost
+ * occupancy): H200, 15:40 call, S:V = 3:2 / 3:4 / 3:1 gave layer 1 (64x128 tiles, 32 elements)
+ * 66.8 / 75.7 / 68.7 us, layer 4 (64x32, 8 elements) 104.8 / 90.9 / 102.2 us, the stem 173.3 /
+ * 170.0 / 197.7 us, ResNet-18 1398 / 1532 / 1438 us (all 4: worse). */
+static int conv_bvec(int bn, int t, int bk, bool ktab)
+{
+    const char *e = getenv("MINIC_CUDA_CONV_BVEC");
+    int v = bk * bn / t >= 32 ? 2 : 4;
+    if (e && (atoi(e) == 1 || atoi(e) == 2 || atoi(e) == 4))
+        v = atoi(e);
+    while (v > 1 && (!ktab || bn % v != 0 || t * v < bn || (t * v) % bn != 0 || bk % (t * v / bn) != 0))
+        v /= 2;
+    return v;
+}
+
+/* The main loop's depth: shared-memory buffers, less one. 2 buffers (depth 1;
+ * MINIC_CUDA_CONV_STAGES=2) is the first kernel: one K tile's loads in flight while the tensor
+ * cores work on the tile before. Deeper, D tiles' loads are in flight: A by cp.async groups
+ * (wait_group D - 1), B (and the stem's A) in D register sets, stored to shared memory one tile
+ * ahead. By default 3 buffers, 4 where a thread loads at most 8 B elements a K tile (layer 4's
+ * 64x32 tiles, 144 K tiles: 96.5 us with 4, 102.2 with 3, 106.8 with 2 at V = 1; 15:40 call);
+ * MINIC_CUDA_CONV_STAGES=2..4 for experiments. */
+static int conv_stages(int bm, int bn, int bk, int t)
+{
+    const char *e = getenv("MINIC_CUDA_CONV_STAGES");
+    int stages = bk * bn / t <= 8 ? 4 : 3;
+    if (e && atoi(e) >= 2 && atoi(e) <= 4)
+        stages = atoi(e);
+    while (stages > 2 && stages * (bm * (bk + 8) + bk * (bn + 8)) * 2 > 200 * 1024)
+        stages--;
+    return stages - 1;
+}
+
+/* what emit_conv_pipelined needs of render_conv_mma's choices */
+typedef struct {
+    int BM, BN, BK, T, MT, NT, nb_ld, kstep, S, D;
+    bool avec, ktab;
+    int64_t M, K;
+    const kir_view *A, *X;
+    const kir_conv *cv;
+} conv_gen;
+
+/* load_b and store_b of the deeper loop with V pixels per thread (conv_bvec): thread tid owns
+ * pixels n0 + bnv_ .. + V - 1 (each decoded here) and K rows bkv_ + j * kstep of a tile. The
+ * register set keeps an element a register (no packing until the store, so that nothing waits
+ * on a load before the tensor cores have run). */
+static void emit_conv_bvec(rctx *c, const conv_gen *q, int V)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    const kir_conv *cv = q->cv;
+    const kir_view *X = q->X;
+    int64_t O = cv->oh * cv->ow, P = (int64_t)c->k->shape[0] * O;
+    int TP = q->BN / V, kstep = q->T * V / q->BN, rows = q->BK / kstep, n = rows * V;
+    mc_sb_printf(sb, "  const int bnv_ = (tid %% %d) * %d, bkv_ = tid / %d;\n", TP, V, TP);
+    mc_sb_printf(sb, "  int iyv_[%d], ixv_[%d], pbv_[%d];\n#pragma unroll\n  for (int e = 0; e < %d; ++e) {\n", V, V, V, V);
+    mc_sb_printf(sb, "    const %s pix = n0 + bnv_ + e, img = pix / %lld, o = pix - img * %lld;\n", I, (long long)O,
+                 (long long)O);
+    mc_sb_printf(sb, "    const int iy = (int)(o / %lld) * %lld - %lld, ix = (int)(o %% %lld) * %lld - %lld;\n",
+                 (long long)cv->ow, (long long)cv->sh, (long long)cv->ph, (long long)cv->ow, (long long)cv->sw,
+                 (long long)cv->pw);
+    mc_sb_printf(sb, "    const bool ok = pix < (%s)%lld;\n    iyv_[e] = ok ? iy : -(1 << 28);\n    ixv_[e] = ix;\n", I,
+                 (long long)P);
+    mc_sb_printf(sb, "    pbv_[e] = ok ? (%s)%lld + img * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld : (%s)0;\n  }\n",
+                 I, (long long)X->offset, I, (long long)X->stride[0], I, I, (long long)X->stride[2], I, I,
+                 (long long)X->stride[3], I);
+    mc_sb_printf(sb, "  auto load_b = [&](int kt, unsigned short (&rb)[%d]) {\n#pragma unroll\n", n);
+    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n      const int4 t = kt_[kt & 1][bkv_ + j * %d];\n#pragma unroll\n",
+                 rows, kstep);
+    mc_sb_printf(sb, "      for (int e = 0; e < %d; ++e) {\n", V);
+    mc_sb_puts(sb, "        const int iy = iyv_[e] + t.y, ix = ixv_[e] + t.z;\n");
+    mc_sb_printf(sb, "        rb[j * %d + e] = (unsigned)iy < %lluu && (unsigned)ix < %lluu ? xa_[pbv_[e] + t.x] : "
+                     "(unsigned short)0;\n      }\n    }\n  };\n",
+                 V, (unsigned long long)cv->h, (unsigned long long)cv->w);
+    mc_sb_printf(sb, "  auto store_b = [&](int buf, const unsigned short (&rb)[%d]) {\n#pragma unroll\n", n);
+    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", rows);
+    if (V == 2)
+        mc_sb_printf(sb, "      *reinterpret_cast<unsigned *>(&Bs[buf][bkv_ + j * %d][bnv_]) = (unsigned)rb[j * 2] | "
+                         "((unsigned)rb[j * 2 + 1] << 16);\n", kstep);
+    else
+        mc_sb_printf(sb, "      *reinterpret_cast<uint2 *>(&Bs[buf][bkv_ + j * %d][bnv_]) = make_uint2((unsigned)rb[j * 4] | "
+                         "((unsigned)rb[j * 4 + 1] << 16), (unsigned)rb[j * 4 + 2] | ((unsigned)rb[j * 4 + 3] << 16));\n",
+                     kstep);
+    mc_sb_puts(sb, "    }\n  };\n");
+}
+
+/* The loads, the tensor-core loop and the K loop of render_conv_mma at depth D >= 2 (the
+ * buffers As[D + 1], Bs[D + 1], the K table kt_ and its fill_tab, the pixel's decoded
+ * coordinates in scope). Relative tile rr = kt - kt0 sits in buffer rr % (D + 1) and, while in
+ * flight, in register set rr % D; every iteration commits one cp.async group (empty past the
+ * end), so wait_group D - 1 leaves tile rr + 1 complete. */
+static void emit_conv_pipelined(rctx *c, const conv_gen *q)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    const kir_conv *cv = q->cv;
+    int D = q->D, NB = D + 1, BK = q->BK, NA = q->BM * BK / q->T;
+    int64_t KHW = cv->kh * cv->kw;
+    int V = conv_bvec(q->BN, q->T, BK, q->ktab);
+    if (V > 1)
+        emit_conv_bvec(c, q, V);
+    else {
+        mc_sb_printf(sb, "  auto load_b = [&](int kt, unsigned short (&rb)[%d]) {\n#pragma unroll\n", q->nb_ld);
+        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", q->nb_ld);
+        if (q->ktab) {
+            mc_sb_printf(sb, "      const int4 t = kt_[kt & 1][bk_ + j * %d];\n", q->kstep);
+            mc_sb_puts(sb, "      const int iy = iy1_ + t.y, ix = ix0_ + t.z;\n");
+            mc_sb_printf(sb, "      rb[j] = (unsigned)iy < %lluu && (unsigned)ix < %lluu ? xa_[pb_ + t.x] : (unsigned short)0;\n",
+                         (unsigned long long)cv->h, (unsigned long long)cv->w);
+        } else {
+            mc_sb_printf(sb, "      const int kk = kt * %d + bk_ + j * %d;\n      unsigned short v = 0;\n", BK, q->kstep);
+            mc_sb_printf(sb, "      if (pv_ && kk < %lld) {\n", (long long)q->K);
+            mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
+                         (long long)KHW, (long long)KHW, (long long)cv->kw, (long long)cv->kw);
+            mc_sb_printf(sb, "        const int iy = iy0_ + ky * %lld, ix = ix0_ + kx * %lld;\n", (long long)cv->dh,
+                         (long long)cv->dw);
+            mc_sb_printf(sb, "        if ((unsigned)iy < %lluu && (unsigned)ix < %lluu)\n", (unsigned long long)cv->h,
+                         (unsigned long long)cv->w);
+            mc_sb_printf(sb, "          v = xa_[xb_ + (%s)ch * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld];\n", I, I,
+                         (long long)q->X->stride[1], I, I, (long long)q->X->stride[2], I, I, (long long)q->X->stride[3]);
+            mc_sb_puts(sb, "      }\n      rb[j] = v;\n");
+        }
+        mc_sb_puts(sb, "    }\n  };\n");
+        mc_sb_printf(sb, "  auto store_b = [&](int buf, const unsigned short (&rb)[%d]) {\n#pragma unroll\n", q->nb_ld);
+        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) Bs[buf][bk_ + j * %d][bn_] = rb[j];\n  };\n", q->nb_ld, q->kstep);
+    }
+    const kir_view *A = q->A;
+    if (q->avec) {
+        mc_sb_puts(sb, "  auto load_a = [&](int kt, int buf) {\n#pragma unroll\n");
+        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", q->BM * BK / 8 / q->T);
+        mc_sb_printf(sb, "      const int q = tid + j * %d, r = q >> 2, kc = (q & 3) * 8;\n", q->T);
+        mc_sb_printf(sb, "      const %s m = m0 + r, kk = (%s)kt * %d + kc;\n", I, I, BK);
+        mc_sb_printf(sb, "      const bool ok = m < (%s)%lld && kk < (%s)%lld;\n", I, (long long)q->M, I, (long long)q->K);
+        mc_sb_printf(sb, "      mc_cp16(&As[buf][r][kc], ok ? wa_ + (%s)%lld + m * (%s)%lld + kk : wa_, ok ? 16 : 0);\n",
+                     I, (long long)A->offset, I, (long long)A->stride[1]);
+        mc_sb_puts(sb, "    }\n  };\n");
+    } else {
+        mc_sb_printf(sb, "  auto load_a = [&](int kt, unsigned short (&ra)[%d]) {\n#pragma unroll\n", NA);
+        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", NA);
+        mc_sb_printf(sb, "      const int e = tid + j * %d, r = e / %d, kc = e %% %d;\n", q->T, BK, BK);
+        mc_sb_printf(sb, "      const %s m = m0 + r, kk = (%s)kt * %d + kc;\n", I, I, BK);
+        mc_sb_printf(sb, "      ra[j] = m < (%s)%lld && kk < (%s)%lld ? wa_[(%s)%lld + m * (%s)%lld + kk * (%s)%lld] : "
+                         "(unsigned short)0;\n    }\n  };\n",
+                     I, (long long)q->M, I, (long long)q->K, I, (long long)A->offset, I, (long long)A->stride[1], I,
+                     (long long)A->stride[2]);
+        mc_sb_printf(sb, "  auto store_a = [&](int buf, const unsigned short (&ra)[%d]) {\n#pragma unroll\n", NA);
+        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", NA);
+        mc_sb_printf(sb, "      const int e = tid + j * %d;\n      As[buf][e / %d][e %% %d] = ra[j];\n    }\n  };\n", q->T,
+                     BK, BK);
+    }
+    mc_sb_printf(sb, "  float acc_[%d][%d][4];\n", q->MT, q->NT);
+    mc_sb_printf(sb, "#pragma unroll\n  for (int a = 0; a < %d; ++a)\n#pragma unroll\n    for (int b = 0; b < %d; ++b)\n"
+                     "#pragma unroll\n      for (int r = 0; r < 4; ++r) acc_[a][b][r] = 0.0f;\n", q->MT, q->NT);
+    mc_sb_puts(sb, "  auto mma_tile = [&](int cur) {\n");
+    mc_sb_printf(sb, "#pragma unroll\n    for (int ks = 0; ks < %d; ++ks) {\n", BK / 16);
+    mc_sb_printf(sb, "      unsigned af[%d][4];\n#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n", q->MT, q->MT);
+    mc_sb_puts(sb, "        mc_ldsm4(af[mt], &As[cur][wm0 + mt * 16 + (lane & 15)][ks * 16 + (lane >> 4) * 8]);\n");
+    mc_sb_printf(sb, "#pragma unroll\n      for (int nt = 0; nt < %d; ++nt) {\n", q->NT / 2);
+    mc_sb_puts(sb, "        unsigned bf[4];\n"
+                   "        mc_ldsm4t(bf, &Bs[cur][ks * 16 + (lane & 15)][wn0 + nt * 16 + (lane >> 4) * 8]);\n");
+    mc_sb_printf(sb, "#pragma unroll\n        for (int mt = 0; mt < %d; ++mt) {\n", q->MT);
+    mc_sb_puts(sb, "          mc_mma(acc_[mt][2 * nt], af[mt], bf[0], bf[1]);\n"
+                   "          mc_mma(acc_[mt][2 * nt + 1], af[mt], bf[2], bf[3]);\n"
+                   "        }\n      }\n    }\n  };\n");
+    int64_t nk = (q->K + BK - 1) / BK;
+    mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %d, kt1 = (bs_ + 1) * %lld / %d, nkt = kt1 - kt0;\n", (long long)nk,
+                 q->S, (long long)nk, q->S);
+    for (int u = 0; u < D; u++) {
+        mc_sb_printf(sb, "  unsigned short rb%d_[%d];\n", u, q->nb_ld);
+        if (!q->avec)
+            mc_sb_printf(sb, "  unsigned short ra%d_[%d];\n", u, NA);
+    }
+    /* the prologue: tiles 0 .. D - 1 in flight (their K tables one by one), tile 0 stored */
+    for (int i = 0; i < D; i++) {
+        if (q->ktab)
+            mc_sb_printf(sb, "  fill_tab(kt0 + %d, (kt0 + %d) & 1);\n  __syncthreads();\n", i, i);
+        mc_sb_printf(sb, "  if (%d < nkt) {\n", i);
+        if (q->avec)
+            mc_sb_printf(sb, "    load_a(kt0 + %d, %d);\n", i, i);
+        else
+            mc_sb_printf(sb, "    load_a(kt0 + %d, ra%d_);\n", i, i);
+        mc_sb_printf(sb, "    load_b(kt0 + %d, rb%d_);\n  }\n", i, i);
+        if (q->avec)
+            mc_sb_puts(sb, "  mc_cp_commit();\n");
+    }
+    if (q->ktab)
+        mc_sb_printf(sb, "  fill_tab(kt0 + %d, (kt0 + %d) & 1);\n", D, D);
+    mc_sb_puts(sb, "  store_b(0, rb0_);\n");
+    if (!q->avec)
+        mc_sb_puts(sb, "  store_a(0, ra0_);\n");
+    else
+        mc_sb_printf(sb, "  asm volatile(\"cp.async.wait_group %d;\\n\" ::: \"memory\");\n", D - 1);
+    mc_sb_puts(sb, "  __syncthreads();\n");
+    /* the loop, unrolled D times so that every register set is named */
+    mc_sb_printf(sb, "  for (int r0 = 0; r0 < nkt; r0 += %d) {\n", D);
+    for (int u = 0; u < D; u++) {
+        int un = (u + 1) % D;
+        mc_sb_printf(sb, "    {\n      const int rr = r0 + %d, kt = kt0 + rr, cur = rr %% %d;\n      if (rr >= nkt)\n        break;\n",
+                     u, NB);
+        mc_sb_printf(sb, "      if (rr + %d < nkt) {\n", D);
+        if (q->avec)
+            mc_sb_printf(sb, "        load_a(kt + %d, (rr + %d) %% %d);\n", D, D, NB);
+        else
+            mc_sb_printf(sb, "        load_a(kt + %d, ra%d_);\n", D, u);
+        mc_sb_printf(sb, "        load_b(kt + %d, rb%d_);\n      }\n", D, u);
+        if (q->avec)
+            mc_sb_puts(sb, "      mc_cp_commit();\n");
+        if (q->ktab) /* the other parity: load_b above read kt + D's */
+            mc_sb_printf(sb, "      fill_tab(kt + %d, (kt + %d) & 1);\n", D + 1, D + 1);
+        mc_sb_puts(sb, "      mma_tile(cur);\n");
+        mc_sb_printf(sb, "      if (rr + 1 < nkt) {\n        store_b((rr + 1) %% %d, rb%d_);\n", NB, un);
+        if (!q->avec)
+            mc_sb_printf(sb, "        store_a((rr + 1) %% %d, ra%d_);\n", NB, un);
+        mc_sb_puts(sb, "      }\n");
+        if (q->avec)
+            mc_sb_printf(sb, "      asm volatile(\"cp.async.wait_group %d;\\n\" ::: \"memory\");\n", D - 1);
+        mc_sb_puts(sb, "      __syncthreads();\n    }\n");
+    }
+    mc_sb_puts(sb, "  }\n");
+}
+
+/* The conv's epilogue through shared memory (the deeper loop's buffers, free after its last
+ * sync): the warps write their f32 sums as a BM x BN tile, then each thread takes runs of V
+ * neighbouring pixels of one output channel (V = 4 or 8: OH OW a multiple of V, so a run stays
+ * in one image) and runs the epilogue on them as one vector: 8- or 16-byte loads and stores of
+ * the views contiguous along the pixels, the threads of a row side by side. */
+static bool emit_conv_staged_epilogue(rctx *c, int BM, int BN, int T, int MT, int NT, int V, int64_t M, int64_t P,
+                                      int64_t O)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    int pitch = BN + 8, runs = BN / V;
+    mc_sb_printf(sb, "  __syncthreads();\n  float *cs_ = reinterpret_cast<float *>(smem_);\n");
+    mc_sb_printf(sb, "#pragma unroll\n  for (int mt = 0; mt < %d; ++mt)\n#pragma unroll\n    for (int nt = 0; nt < %d; ++nt)\n"
+                     "#pragma unroll\n      for (int h = 0; h < 2; ++h)\n",
+                 MT, NT);
+    mc_sb_printf(sb, "        *reinterpret_cast<float2 *>(&cs_[(wm0 + mt * 16 + g + h * 8) * %d + wn0 + nt * 8 + t4 * 2]) = "
+                     "make_float2(acc_[mt][nt][h * 2], acc_[mt][nt][h * 2 + 1]);\n  __syncthreads();\n",
+                 pitch);
+    mc_sb_printf(sb, "  for (int q_ = tid; q_ < %d; q_ += %d) {\n", BM * runs, T);
+    mc_sb_printf(sb, "    const int r_ = q_ / %d, c_ = (q_ %% %d) * %d;\n", runs, runs, V);
+    mc_sb_printf(sb, "    const %s pp_ = n0 + c_, i1 = m0 + r_;\n", I);
+    mc_sb_printf(sb, "    if (pp_ >= (%s)%lld || i1 >= (%s)%lld) continue;\n", I, (long long)P, I, (long long)M);
+    mc_sb_printf(sb, "    const %s i0 = pp_ / %lld, i2 = pp_ - i0 * %lld;\n", I, (long long)O, (long long)O);
+    mc_sb_printf(sb, "    float accp_[%d];\n#pragma unroll\n    for (int e = 0; e < %d; e += 4)\n", V, V);
+    mc_sb_printf(sb, "    {\n      const float4 v_ = *reinterpret_cast<const float4 *>(&cs_[r_ * %d + c_ + e]);\n", pitch);
+    mc_sb_puts(sb, "      accp_[e] = v_.x;\n      accp_[e + 1] = v_.y;\n      accp_[e + 2] = v_.z;\n      accp_[e + 3] = v_.w;\n    }\n");
+    c->V = V;
+    c->acc_pair = true;
+    emit_view_offsets(c, 0, 0, 2, false);
+    if (!emit_chunk(c, 0, 0, 2))
+        return false;
+    mc_sb_puts(sb, "  }\n  (void)xb_;\n}\n");
+    return true;
+}
+
 static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *out)
 {
     const kir_kernel *k = c->k;
@@ -1463,8 +1723,20 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
                  (long long)cv->h, (long long)cv->w, BM, BN, BK, avec ? "cp.async" : "element loads");
     emit_signature(c, out, T);
     int pa = c->view_param[g->a], px = c->view_param[g->b];
-    mc_sb_printf(sb, "  __shared__ __align__(16) unsigned short As[2][%d][%d];\n", BM, BK + 8);
-    mc_sb_printf(sb, "  __shared__ __align__(16) unsigned short Bs[2][%d][%d];\n", BK, BN + 8);
+    int D = conv_stages(BM, BN, BK, T);
+    if (D > 1) {
+        /* D + 1 buffers, in dynamic shared memory (beyond 48 KB for the larger tiles) */
+        int abytes = BM * (BK + 8) * 2, bbytes = BK * (BN + 8) * 2;
+        out->smem = (D + 1) * (abytes + bbytes);
+        mc_sb_puts(sb, "  extern __shared__ __align__(16) unsigned short smem_[];\n");
+        mc_sb_printf(sb, "  unsigned short (*As)[%d][%d] = reinterpret_cast<unsigned short (*)[%d][%d]>(smem_);\n", BM,
+                     BK + 8, BM, BK + 8);
+        mc_sb_printf(sb, "  unsigned short (*Bs)[%d][%d] = reinterpret_cast<unsigned short (*)[%d][%d]>(smem_ + %d);\n", BK,
+                     BN + 8, BK, BN + 8, (D + 1) * abytes / 2);
+    } else {
+        mc_sb_printf(sb, "  __shared__ __align__(16) unsigned short As[2][%d][%d];\n", BM, BK + 8);
+        mc_sb_printf(sb, "  __shared__ __align__(16) unsigned short Bs[2][%d][%d];\n", BK, BN + 8);
+    }
     mc_sb_printf(sb, "  const unsigned short *wa_ = reinterpret_cast<const unsigned short *>(p%d);\n", pa);
     mc_sb_printf(sb, "  const unsigned short *xa_ = reinterpret_cast<const unsigned short *>(p%d);\n", px);
     mc_sb_puts(sb, "  const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;\n");
@@ -1505,92 +1777,98 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     }
     int nb_ld = BK * BN / T; /* B elements per thread per tile */
     int kstep = T / BN;
-    mc_sb_printf(sb, "  unsigned short rb_[%d];\n", nb_ld);
-    /* B: global to registers for K tile kt */
-    mc_sb_puts(sb, "  auto load_b = [&](int kt) {\n#pragma unroll\n");
-    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", nb_ld);
-    if (ktab) {
-        mc_sb_printf(sb, "      const int4 t = kt_[kt & 1][bk_ + j * %d];\n", kstep);
-        mc_sb_puts(sb, "      const int iy = iy1_ + t.y, ix = ix0_ + t.z;\n");
-        mc_sb_printf(sb, "      rb_[j] = (unsigned)iy < %lluu && (unsigned)ix < %lluu ? xa_[pb_ + t.x] : (unsigned short)0;\n",
-                     (unsigned long long)cv->h, (unsigned long long)cv->w);
-        mc_sb_puts(sb, "    }\n  };\n");
+    if (D > 1) {
+        const conv_gen q = {.BM = BM, .BN = BN, .BK = BK, .T = T, .MT = MT, .NT = NT, .nb_ld = nb_ld, .kstep = kstep,
+                            .S = S, .D = D, .avec = avec, .ktab = ktab, .M = M, .K = K, .A = A, .X = X, .cv = cv};
+        emit_conv_pipelined(c, &q);
     } else {
-    mc_sb_printf(sb, "      const int kk = kt * %d + bk_ + j * %d;\n", BK, kstep);
-    mc_sb_puts(sb, "      unsigned short v = 0;\n");
-    mc_sb_printf(sb, "      if (pv_ && kk < %lld) {\n", (long long)K);
-    mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
-                 (long long)KHW, (long long)KHW, (long long)cv->kw, (long long)cv->kw);
-    mc_sb_printf(sb, "        const int iy = iy0_ + ky * %lld, ix = ix0_ + kx * %lld;\n", (long long)cv->dh,
-                 (long long)cv->dw);
-    mc_sb_printf(sb, "        if ((unsigned)iy < %lluu && (unsigned)ix < %lluu)\n", (unsigned long long)cv->h,
-                 (unsigned long long)cv->w);
-    mc_sb_printf(sb, "          v = xa_[xb_ + (%s)ch * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld];\n", I, I,
-                 (long long)X->stride[1], I, I, (long long)X->stride[2], I, I, (long long)X->stride[3]);
-    mc_sb_puts(sb, "      }\n      rb_[j] = v;\n    }\n  };\n");
+        mc_sb_printf(sb, "  unsigned short rb_[%d];\n", nb_ld);
+        /* B: global to registers for K tile kt */
+        mc_sb_puts(sb, "  auto load_b = [&](int kt) {\n#pragma unroll\n");
+        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", nb_ld);
+        if (ktab) {
+            mc_sb_printf(sb, "      const int4 t = kt_[kt & 1][bk_ + j * %d];\n", kstep);
+            mc_sb_puts(sb, "      const int iy = iy1_ + t.y, ix = ix0_ + t.z;\n");
+            mc_sb_printf(sb, "      rb_[j] = (unsigned)iy < %lluu && (unsigned)ix < %lluu ? xa_[pb_ + t.x] : (unsigned short)0;\n",
+                         (unsigned long long)cv->h, (unsigned long long)cv->w);
+            mc_sb_puts(sb, "    }\n  };\n");
+        } else {
+        mc_sb_printf(sb, "      const int kk = kt * %d + bk_ + j * %d;\n", BK, kstep);
+        mc_sb_puts(sb, "      unsigned short v = 0;\n");
+        mc_sb_printf(sb, "      if (pv_ && kk < %lld) {\n", (long long)K);
+        mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
+                     (long long)KHW, (long long)KHW, (long long)cv->kw, (long long)cv->kw);
+        mc_sb_printf(sb, "        const int iy = iy0_ + ky * %lld, ix = ix0_ + kx * %lld;\n", (long long)cv->dh,
+                     (long long)cv->dw);
+        mc_sb_printf(sb, "        if ((unsigned)iy < %lluu && (unsigned)ix < %lluu)\n", (unsigned long long)cv->h,
+                     (unsigned long long)cv->w);
+        mc_sb_printf(sb, "          v = xa_[xb_ + (%s)ch * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld];\n", I, I,
+                     (long long)X->stride[1], I, I, (long long)X->stride[2], I, I, (long long)X->stride[3]);
+        mc_sb_puts(sb, "      }\n      rb_[j] = v;\n    }\n  };\n");
+        }
+        mc_sb_puts(sb, "  auto store_b = [&](int buf) {\n#pragma unroll\n");
+        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) Bs[buf][bk_ + j * %d][bn_] = rb_[j];\n  };\n", nb_ld, kstep);
+        /* A: global to shared memory for K tile kt */
+        if (!avec)
+            mc_sb_printf(sb, "  unsigned short ra_[%d];\n", BM * BK / T);
+        mc_sb_puts(sb, "  auto load_a = [&](int kt, int buf) {\n#pragma unroll\n");
+        if (avec) {
+            mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", BM * BK / 8 / T);
+            mc_sb_printf(sb, "      const int q = tid + j * %d, r = q >> 2, kc = (q & 3) * 8;\n", T);
+            mc_sb_printf(sb, "      const %s m = m0 + r, kk = (%s)kt * %d + kc;\n", I, I, BK);
+            mc_sb_printf(sb, "      const bool ok = m < (%s)%lld && kk < (%s)%lld;\n", I, (long long)M, I, (long long)K);
+            mc_sb_printf(sb, "      mc_cp16(&As[buf][r][kc], ok ? wa_ + (%s)%lld + m * (%s)%lld + kk : wa_, ok ? 16 : 0);\n",
+                         I, (long long)A->offset, I, (long long)A->stride[1]);
+            mc_sb_puts(sb, "    }\n    mc_cp_commit();\n  };\n");
+        } else {
+            /* to registers, stored by store_a after this tile's mma (like B) */
+            mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", BM * BK / T);
+            mc_sb_printf(sb, "      const int e = tid + j * %d, r = e / %d, kc = e %% %d;\n", T, BK, BK);
+            mc_sb_printf(sb, "      const %s m = m0 + r, kk = (%s)kt * %d + kc;\n", I, I, BK);
+            mc_sb_printf(sb, "      ra_[j] = m < (%s)%lld && kk < (%s)%lld ? wa_[(%s)%lld + m * (%s)%lld + kk * (%s)%lld] : "
+                             "(unsigned short)0;\n",
+                         I, (long long)M, I, (long long)K, I, (long long)A->offset, I, (long long)A->stride[1], I,
+                         (long long)A->stride[2]);
+            mc_sb_puts(sb, "    }\n    (void)buf;\n  };\n");
+        }
+        mc_sb_puts(sb, "  auto store_a = [&](int buf) {\n");
+        if (!avec) {
+            mc_sb_printf(sb, "#pragma unroll\n    for (int j = 0; j < %d; ++j) {\n", BM * BK / T);
+            mc_sb_printf(sb, "      const int e = tid + j * %d;\n      As[buf][e / %d][e %% %d] = ra_[j];\n    }\n", T, BK, BK);
+        }
+        mc_sb_puts(sb, "    (void)buf;\n  };\n");
+        mc_sb_printf(sb, "  float acc_[%d][%d][4];\n", MT, NT);
+        mc_sb_printf(sb, "#pragma unroll\n  for (int a = 0; a < %d; ++a)\n#pragma unroll\n    for (int b = 0; b < %d; ++b)\n"
+                         "#pragma unroll\n      for (int r = 0; r < 4; ++r) acc_[a][b][r] = 0.0f;\n", MT, NT);
+        /* this CTA's K tiles [kt0, kt1) (all of them without a split); buffers by the tile's parity */
+        mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %d, kt1 = (bs_ + 1) * %lld / %d;\n", (long long)((K + BK - 1) / BK), S,
+                     (long long)((K + BK - 1) / BK), S);
+        if (ktab)
+            mc_sb_puts(sb, "  fill_tab(kt0, kt0 & 1);\n  fill_tab(kt0 + 1, (kt0 + 1) & 1);\n  __syncthreads();\n");
+        mc_sb_puts(sb, "  load_a(kt0, kt0 & 1);\n  load_b(kt0);\n  store_a(kt0 & 1);\n  store_b(kt0 & 1);\n");
+        if (avec)
+            mc_sb_puts(sb, "  asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
+        mc_sb_puts(sb, "  __syncthreads();\n");
+        mc_sb_puts(sb, "  for (int kt = kt0; kt < kt1; ++kt) {\n"
+                       "    const int cur = kt & 1;\n"
+                       "    if (kt + 1 < kt1) {\n      load_a(kt + 1, cur ^ 1);\n      load_b(kt + 1);\n    }\n");
+        if (ktab) /* tile kt's table was read by load_b(kt) in the last iteration, before its sync */
+            mc_sb_puts(sb, "    fill_tab(kt + 2, cur);\n");
+        mc_sb_printf(sb, "#pragma unroll\n    for (int ks = 0; ks < %d; ++ks) {\n", BK / 16);
+        mc_sb_printf(sb, "      unsigned af[%d][4];\n#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n", MT, MT);
+        mc_sb_puts(sb, "        mc_ldsm4(af[mt], &As[cur][wm0 + mt * 16 + (lane & 15)][ks * 16 + (lane >> 4) * 8]);\n");
+        mc_sb_printf(sb, "#pragma unroll\n      for (int nt = 0; nt < %d; ++nt) {\n", NT / 2);
+        mc_sb_puts(sb, "        unsigned bf[4];\n"
+                       "        mc_ldsm4t(bf, &Bs[cur][ks * 16 + (lane & 15)][wn0 + nt * 16 + (lane >> 4) * 8]);\n");
+        mc_sb_printf(sb, "#pragma unroll\n        for (int mt = 0; mt < %d; ++mt) {\n", MT);
+        mc_sb_puts(sb, "          mc_mma(acc_[mt][2 * nt], af[mt], bf[0], bf[1]);\n"
+                       "          mc_mma(acc_[mt][2 * nt + 1], af[mt], bf[2], bf[3]);\n"
+                       "        }\n      }\n    }\n");
+        mc_sb_puts(sb, "    if (kt + 1 < kt1) {\n      store_a(cur ^ 1);\n      store_b(cur ^ 1);\n    }\n");
+        if (avec)
+            mc_sb_puts(sb, "    asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
+        mc_sb_puts(sb, "    __syncthreads();\n  }\n");
     }
-    mc_sb_puts(sb, "  auto store_b = [&](int buf) {\n#pragma unroll\n");
-    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) Bs[buf][bk_ + j * %d][bn_] = rb_[j];\n  };\n", nb_ld, kstep);
-    /* A: global to shared memory for K tile kt */
-    if (!avec)
-        mc_sb_printf(sb, "  unsigned short ra_[%d];\n", BM * BK / T);
-    mc_sb_puts(sb, "  auto load_a = [&](int kt, int buf) {\n#pragma unroll\n");
-    if (avec) {
-        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", BM * BK / 8 / T);
-        mc_sb_printf(sb, "      const int q = tid + j * %d, r = q >> 2, kc = (q & 3) * 8;\n", T);
-        mc_sb_printf(sb, "      const %s m = m0 + r, kk = (%s)kt * %d + kc;\n", I, I, BK);
-        mc_sb_printf(sb, "      const bool ok = m < (%s)%lld && kk < (%s)%lld;\n", I, (long long)M, I, (long long)K);
-        mc_sb_printf(sb, "      mc_cp16(&As[buf][r][kc], ok ? wa_ + (%s)%lld + m * (%s)%lld + kk : wa_, ok ? 16 : 0);\n",
-                     I, (long long)A->offset, I, (long long)A->stride[1]);
-        mc_sb_puts(sb, "    }\n    mc_cp_commit();\n  };\n");
-    } else {
-        /* to registers, stored by store_a after this tile's mma (like B) */
-        mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", BM * BK / T);
-        mc_sb_printf(sb, "      const int e = tid + j * %d, r = e / %d, kc = e %% %d;\n", T, BK, BK);
-        mc_sb_printf(sb, "      const %s m = m0 + r, kk = (%s)kt * %d + kc;\n", I, I, BK);
-        mc_sb_printf(sb, "      ra_[j] = m < (%s)%lld && kk < (%s)%lld ? wa_[(%s)%lld + m * (%s)%lld + kk * (%s)%lld] : "
-                         "(unsigned short)0;\n",
-                     I, (long long)M, I, (long long)K, I, (long long)A->offset, I, (long long)A->stride[1], I,
-                     (long long)A->stride[2]);
-        mc_sb_puts(sb, "    }\n    (void)buf;\n  };\n");
-    }
-    mc_sb_puts(sb, "  auto store_a = [&](int buf) {\n");
-    if (!avec) {
-        mc_sb_printf(sb, "#pragma unroll\n    for (int j = 0; j < %d; ++j) {\n", BM * BK / T);
-        mc_sb_printf(sb, "      const int e = tid + j * %d;\n      As[buf][e / %d][e %% %d] = ra_[j];\n    }\n", T, BK, BK);
-    }
-    mc_sb_puts(sb, "    (void)buf;\n  };\n");
-    mc_sb_printf(sb, "  float acc_[%d][%d][4];\n", MT, NT);
-    mc_sb_printf(sb, "#pragma unroll\n  for (int a = 0; a < %d; ++a)\n#pragma unroll\n    for (int b = 0; b < %d; ++b)\n"
-                     "#pragma unroll\n      for (int r = 0; r < 4; ++r) acc_[a][b][r] = 0.0f;\n", MT, NT);
-    /* this CTA's K tiles [kt0, kt1) (all of them without a split); buffers by the tile's parity */
-    mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %d, kt1 = (bs_ + 1) * %lld / %d;\n", (long long)((K + BK - 1) / BK), S,
-                 (long long)((K + BK - 1) / BK), S);
-    if (ktab)
-        mc_sb_puts(sb, "  fill_tab(kt0, kt0 & 1);\n  fill_tab(kt0 + 1, (kt0 + 1) & 1);\n  __syncthreads();\n");
-    mc_sb_puts(sb, "  load_a(kt0, kt0 & 1);\n  load_b(kt0);\n  store_a(kt0 & 1);\n  store_b(kt0 & 1);\n");
-    if (avec)
-        mc_sb_puts(sb, "  asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
-    mc_sb_puts(sb, "  __syncthreads();\n");
-    mc_sb_puts(sb, "  for (int kt = kt0; kt < kt1; ++kt) {\n"
-                   "    const int cur = kt & 1;\n"
-                   "    if (kt + 1 < kt1) {\n      load_a(kt + 1, cur ^ 1);\n      load_b(kt + 1);\n    }\n");
-    if (ktab) /* tile kt's table was read by load_b(kt) in the last iteration, before its sync */
-        mc_sb_puts(sb, "    fill_tab(kt + 2, cur);\n");
-    mc_sb_printf(sb, "#pragma unroll\n    for (int ks = 0; ks < %d; ++ks) {\n", BK / 16);
-    mc_sb_printf(sb, "      unsigned af[%d][4];\n#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n", MT, MT);
-    mc_sb_puts(sb, "        mc_ldsm4(af[mt], &As[cur][wm0 + mt * 16 + (lane & 15)][ks * 16 + (lane >> 4) * 8]);\n");
-    mc_sb_printf(sb, "#pragma unroll\n      for (int nt = 0; nt < %d; ++nt) {\n", NT / 2);
-    mc_sb_puts(sb, "        unsigned bf[4];\n"
-                   "        mc_ldsm4t(bf, &Bs[cur][ks * 16 + (lane & 15)][wn0 + nt * 16 + (lane >> 4) * 8]);\n");
-    mc_sb_printf(sb, "#pragma unroll\n        for (int mt = 0; mt < %d; ++mt) {\n", MT);
-    mc_sb_puts(sb, "          mc_mma(acc_[mt][2 * nt], af[mt], bf[0], bf[1]);\n"
-                   "          mc_mma(acc_[mt][2 * nt + 1], af[mt], bf[2], bf[3]);\n"
-                   "        }\n      }\n    }\n");
-    mc_sb_puts(sb, "    if (kt + 1 < kt1) {\n      store_a(cur ^ 1);\n      store_b(cur ^ 1);\n    }\n");
-    if (avec)
-        mc_sb_puts(sb, "    asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
-    mc_sb_puts(sb, "    __syncthreads();\n  }\n");
     if (S > 1) {
         /* split K: every CTA of the tile adds its sums into the f32 region (red.global.add),
          * the last to finish (a counter per tile) reads the totals back, leaves zeros behind,
@@ -1623,8 +1901,18 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
         return false;
     mark_used(k, 0, eused);
     const char *ep = getenv("MINIC_CUDA_CONV_PAIR");
-    bool pair = !(ep && strcmp(ep, "0") == 0) && O % 2 == 0 && choose_vec(c->kp, k, c->align, eused, false, MC_F32) >= 2;
+    int ev = choose_vec(c->kp, k, c->align, eused, false, MC_F32);
+    bool pair = !(ep && strcmp(ep, "0") == 0) && O % 2 == 0 && ev >= 2;
     free(eused);
+    /* MINIC_CUDA_CONV_SEPI=1 (the deeper loop only): the tile staged through shared memory */
+    const char *es = getenv("MINIC_CUDA_CONV_SEPI");
+    if (D > 1 && es && strcmp(es, "1") == 0 && ev >= 4 && O % ev == 0 && BN % ev == 0) {
+        int need = BM * (BN + 8) * 4;
+        if (out->smem < need)
+            out->smem = need;
+        out->vec = ev;
+        return emit_conv_staged_epilogue(c, BM, BN, T, MT, NT, ev, M, P, O);
+    }
     if (pair) {
         c->V = 2;
         c->acc_pair = true;

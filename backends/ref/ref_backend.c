@@ -25,7 +25,8 @@
 
 typedef struct {
     unsigned char *arena;
-    void **data; /* per buffer */
+    bool own_arena; /* false: the symbolic program's (p->arena), not freed here */
+    void **data;    /* per buffer */
 } ref_state;
 
 static mc_status ref_prepare(mc_program *p)
@@ -38,7 +39,12 @@ static mc_status ref_prepare(mc_program *p)
     s->data = calloc((size_t)(kp->nbuffers > 0 ? kp->nbuffers : 1), sizeof *s->data);
     if ((uint64_t)kp->arena_bytes > SIZE_MAX / 2 || !s->data)
         return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the reference backend");
-    s->arena = calloc((size_t)kp->arena_bytes + 1, 1);
+    mc_shared_arena *shared = p->arena; /* a binding planned at its symbolic program's maxima */
+    MC_ASSERT(!shared || shared->bytes == kp->arena_bytes);
+    if (shared && !mc_shared_arena_host(shared))
+        return MC_ERR_SYSTEM;
+    s->own_arena = !shared;
+    s->arena = shared ? (unsigned char *)(uintptr_t)shared->addr : calloc((size_t)kp->arena_bytes + 1, 1);
     if (!s->arena)
         return mc_fail(MC_ERR_SYSTEM, "out of memory: the intermediates need %lld bytes",
                        (long long)kp->arena_bytes);
@@ -53,7 +59,8 @@ static void ref_release(mc_program *p)
     ref_state *s = p->state;
     if (!s)
         return;
-    free(s->arena);
+    if (s->own_arena)
+        free(s->arena);
     free(s->data);
     free(s);
     p->state = NULL;
