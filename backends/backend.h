@@ -38,7 +38,8 @@ typedef struct mc_backend {
     bool runtime_sizes; /* a symbolic program compiles its kernels once and hands each binding
                            to `prepare` as a kir_bind'ed copy (with the symbolic list in
                            mc_program.sized), which costs this backend no compile (ref: it
-                           interprets; cuda: its kernels read their sizes as a parameter);
+                           interprets; cuda: its kernels read their sizes as a parameter;
+                           cpu: its LLVM kernels load them from an array after the buffers);
                            false: the runtime compiles the graph per binding
                            (runtime/symbolic.c) */
     /* Optional, with runtime_sizes: why the backend does not take sizes at run time in this

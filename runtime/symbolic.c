@@ -23,9 +23,10 @@
  * and a binding's program is then that kernel list bound to the binding (kir_bind: arithmetic),
  * planned and handed to the backend (mc_program_instantiate), which compiles nothing: a new
  * size compiles nothing. It applies when the backend takes bound kernel lists without a
- * compile (`runtime_sizes`: ref, which interprets them, and cuda, which renders the kernels
- * from the symbolic list handed along with the binding, mc_program.sized: the same source for
- * every binding; a kernel it has to render for the binding counts as a compilation) and every
+ * compile (`runtime_sizes`: ref, which interprets them, and cuda and cpu, which generate the
+ * kernels from the symbolic list handed along with the binding, mc_program.sized: the same
+ * source or IR for every binding; a kernel one has to generate for the binding counts as a
+ * compilation) and every
  * operator over a symbol takes symbolic sizes
  * (mc_runsizes_refusal); else, or with MINIC_SPECIALIZE=1, every binding compiles as above,
  * and the program's notes say why. The bound programs share the cache and its LRU. When every

@@ -564,6 +564,177 @@ static void test_compiles_once(void **state)
     mc_graph_free(g);
 }
 
+#ifdef MINIC_HAVE_CPU_BACKEND
+/* What the cpu backend generates with its sizes read at run time (backends/cpu/llvm_backend.c
+ * sized_refusal): most of the model above, GEMMs of a symbolic M whose B is an input packed
+ * per call (one batched over B with K > KC), x x^T (N = T: several column blocks at T = 300)
+ * and its product with x (K = T: several K blocks, A's rows T apart). */
+static const char *cpu_sized_model =
+    "graph cpu_sized\n"
+    "input x : f32[B, T<=320, 8]\n"
+    "input bias : f32[T, 8]\n"
+    "param g : f32[8]\n"
+    "param b : f32[8]\n"
+    "param w : f32[8, 6]\n"
+    "param lw : f32[5, 8]\n"
+    "input wi : f32[8, 300]\n"
+    "input wb : f32[B, 300, 7]\n"
+    "xb = add(x, bias)\n"
+    "y = gelu(xb)\n"
+    "m = mean(y, axis=1, keepdim=true)\n"
+    "d = sub(y, m)\n"
+    "s = softmax(d, axis=1)\n"
+    "ln = layernorm(d, g, b)\n"
+    "mm = matmul(ln, w)\n"
+    "lin = linear(x, lw)\n"
+    "mi = matmul(x, wi)\n"
+    "mb = matmul(mi, wb)\n"
+    "xt = transpose(x, perm=[0, 2, 1])\n"
+    "top = max(xt, axis=2)\n"
+    "sc = matmul(x, xt)\n"
+    "pv = matmul(sc, x)\n"
+    "rn = rmsnorm(y, g)\n"
+    "all = mean(rn)\n"
+    "ex = expand(all, shape=[B, T])\n"
+    "half = full(shape=[B, T], value=0.5)\n"
+    "e = add(ex, half)\n"
+    "ls = log_softmax(xb, axis=1)\n"
+    "x4 = reshape(x, shape=[B, T, 2, 4])\n"
+    "q = transpose(x4, perm=[0, 2, 1, 3])\n"
+    "sq = exp(q)\n"
+    "row = iota(shape=[T, T], axis=0)\n"
+    "col = iota(shape=[T, T], axis=1)\n"
+    "causal = le(col, row)\n"
+    "cm = where(causal, 1.0, 0.0)\n"
+    "output s, mm, lin, top, e, ls, sq, cm, xt, mb, pv\n";
+
+static const int64_t cpu_bindings[][2] = {{2, 3}, {1, 7}, {3, 48}, {1, 1}, {2, 3}, {4, 17}, {1, 300}, {1, 320}};
+
+/* The same on the cpu backend: one compile, the kernels read their sizes when they run. */
+static void test_cpu_compiles_once(void **state)
+{
+    (void)state;
+    mc_graph *g = parse(cpu_sized_model);
+    mc_program *p = compile_noting(g, MC_BACKEND_CPU);
+    if (!strstr(mc_program_notes(p), "compiled once"))
+        fail_msg("notes: %s", mc_program_notes(p));
+    const mc_program *first = NULL; /* the first binding's program (its cache entry) */
+    for (size_t i = 0; i < sizeof cpu_bindings / sizeof cpu_bindings[0]; i++) {
+        run_against_oracle(p, g, cpu_bindings[i], 1e-4);
+        mc_program *ran = mc_program_ran(p);
+        if (mc_program_compilations(p) != 1)
+            fail_msg("binding %zu: %d compilations; notes: %s", i, mc_program_compilations(p), mc_program_notes(ran));
+        assert_int_equal(ran->kernels_specialized, 0);
+        if (i == 0)
+            first = ran;
+        else if (ran != first) /* the same code as the first binding's: nothing compiled */
+            assert_int_equal(ran->kernels_compiled, 0);
+    }
+    /* the generated code reads its sizes: loads of the run-time size slots */
+    char *code = NULL;
+    size_t code_size = 0;
+    FILE *f = open_memstream(&code, &code_size);
+    assert_int_equal(mc_program_ran(p)->backend->dump_code(mc_program_ran(p), f), MC_OK);
+    fclose(f);
+    assert_non_null(strstr(code, "%size0 = load i64"));
+    free(code);
+    mc_program_free(p);
+    /* without the disk cache, a new binding takes the objects the first one compiled, in memory */
+    setenv("MINIC_NO_CACHE", "1", 1);
+    p = compile_noting(g, MC_BACKEND_CPU);
+    run_against_oracle(p, g, cpu_bindings[0], 1e-4);
+    assert_int_not_equal(mc_program_ran(p)->kernels_compiled, 0);
+    run_against_oracle(p, g, cpu_bindings[1], 1e-4);
+    assert_int_equal(mc_program_ran(p)->kernels_compiled, 0);
+    assert_int_equal(mc_program_compilations(p), 1);
+    unsetenv("MINIC_NO_CACHE");
+    mc_program_free(p);
+    /* MINIC_SPECIALIZE=1: one compile per binding, the same numbers */
+    setenv("MINIC_SPECIALIZE", "1", 1);
+    p = compile_noting(g, MC_BACKEND_CPU);
+    unsetenv("MINIC_SPECIALIZE");
+    assert_non_null(strstr(mc_program_notes(p), "compiled per binding (MINIC_SPECIALIZE=1)"));
+    run_against_oracle(p, g, cpu_bindings[0], 1e-4);
+    run_against_oracle(p, g, cpu_bindings[1], 1e-4);
+    assert_int_equal(mc_program_compilations(p), 2);
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+#endif
+
+#ifdef MINIC_HAVE_CPU_BACKEND
+/* A GPT-2 block (bench/gpu/gpt2_block.graph at C = 96, 3 heads of 32) over symbolic B and T on
+ * cpu: K = 384 > KC and M up to 384 > MC (several K and row blocks in the GEMMs), N = 384 > NC,
+ * causal attention over T up to 128 (several query and key blocks). Compiled once. */
+static const char *gpt2_block_model =
+    "graph gpt2_block\n"
+    "input x : f32[B, T<=128, 96]\n"
+    "param ln1.w : f32[96]\n"
+    "param ln1.b : f32[96]\n"
+    "param attn.w : f32[288, 96]\n"
+    "param attn.b : f32[288]\n"
+    "param proj.w : f32[96, 96]\n"
+    "param proj.b : f32[96]\n"
+    "param ln2.w : f32[96]\n"
+    "param ln2.b : f32[96]\n"
+    "param fc.w : f32[384, 96]\n"
+    "param fc.b : f32[384]\n"
+    "param out.w : f32[96, 384]\n"
+    "param out.b : f32[96]\n"
+    "h = layernorm(x, ln1.w, ln1.b, eps=1e-5)\n"
+    "qkv = linear(h, attn.w, attn.b)\n"
+    "q0 = slice(qkv, axis=2, start=0, end=96)\n"
+    "k0 = slice(qkv, axis=2, start=96, end=192)\n"
+    "v0 = slice(qkv, axis=2, start=192, end=288)\n"
+    "q1 = reshape(q0, shape=[B, T, 3, 32])\n"
+    "k1 = reshape(k0, shape=[B, T, 3, 32])\n"
+    "v1 = reshape(v0, shape=[B, T, 3, 32])\n"
+    "q = transpose(q1, perm=[0, 2, 1, 3])\n"
+    "kt = transpose(k1, perm=[0, 2, 3, 1])\n"
+    "v = transpose(v1, perm=[0, 2, 1, 3])\n"
+    "s0 = matmul(q, kt)\n"
+    "s = mul(s0, 0.125)\n"
+    "row = iota(shape=[T, T], axis=0)\n"
+    "col = iota(shape=[T, T], axis=1)\n"
+    "keep = ge(row, col)\n"
+    "sm = where(keep, s, -inf)\n"
+    "p = softmax(sm, axis=-1)\n"
+    "y0 = matmul(p, v)\n"
+    "y1 = transpose(y0, perm=[0, 2, 1, 3])\n"
+    "y = reshape(y1, shape=[B, T, 96])\n"
+    "a = linear(y, proj.w, proj.b)\n"
+    "x1 = add(x, a)\n"
+    "h2 = layernorm(x1, ln2.w, ln2.b, eps=1e-5)\n"
+    "f = linear(h2, fc.w, fc.b)\n"
+    "g = gelu(f)\n"
+    "o = linear(g, out.w, out.b)\n"
+    "x2 = add(x1, o)\n"
+    "output x2\n"
+;
+
+static void test_cpu_block(void **state)
+{
+    (void)state;
+    mc_graph *g = parse(gpt2_block_model);
+    mc_program *p = compile_noting(g, MC_BACKEND_CPU);
+    if (!strstr(mc_program_notes(p), "compiled once"))
+        fail_msg("notes: %s", mc_program_notes(p));
+    const int64_t bindings[][2] = {{2, 5}, {1, 128}, {3, 100}, {1, 1}, {2, 33}};
+    for (int i = 0; i < 5; i++) {
+        run_against_oracle(p, g, bindings[i], 1e-4);
+        const mc_program *ran = mc_program_ran(p);
+        bool attention = false;
+        for (int k = 0; k < ran->kp->nkernels; k++)
+            attention |= ran->kp->kernels[k].category == KIR_ATTENTION;
+        assert_true(attention); /* one fused kernel, reading Tq = Tk = T when it runs */
+        if (mc_program_compilations(p) != 1 || ran->kernels_specialized != 0 || (i > 0 && ran->kernels_compiled != 0))
+            fail_msg("binding %d: %d compilations; notes: %s", i, mc_program_compilations(p), mc_program_notes(ran));
+    }
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+#endif
+
 /* Slices from a fixed start and concats over symbolic axes: offsets that are expressions
  * (start * stride, and the sizes of the parts before); an embedding's gather of [B, T] ids. */
 static void test_compiles_once_offsets(void **state)
@@ -582,13 +753,19 @@ static void test_compiles_once_offsets(void **state)
                         "emb = gather(table, ids, axis=0)\n"
                         "ze = add(z, emb)\n"
                         "output c, e, ze\n");
-    mc_program *p = compile_noting(g, MC_BACKEND_REF);
-    if (!strstr(mc_program_notes(p), "compiled once"))
-        fail_msg("notes: %s", mc_program_notes(p));
-    const int64_t bindings[][3] = {{2, 3, 1}, {1, 16, 5}, {3, 2, 2}};
-    for (size_t i = 0; i < sizeof bindings / sizeof bindings[0]; i++) {
-        run_against_oracle(p, g, bindings[i], 1e-6);
-        assert_int_equal(mc_program_compilations(p), 1);
+#ifdef MINIC_HAVE_CPU_BACKEND
+    const int nbackends = 2; /* ref, then cpu (its LLVM kernels read the offsets at run time) */
+#else
+    const int nbackends = 1;
+#endif
+    for (int be = 0; be < nbackends; be++) {
+        mc_program *p = compile_noting(g, be == 0 ? MC_BACKEND_REF : MC_BACKEND_CPU);
+        if (!strstr(mc_program_notes(p), "compiled once"))
+            fail_msg("notes: %s", mc_program_notes(p));
+        const int64_t bindings[][3] = {{2, 3, 1}, {1, 16, 5}, {3, 2, 2}};
+        for (size_t i = 0; i < sizeof bindings / sizeof bindings[0]; i++) {
+            run_against_oracle(p, g, bindings[i], 1e-6);
+            assert_int_equal(mc_program_compilations(p), 1);
     }
     /* an index past the table is the run's input error, checked against the bound size */
     int32_t bad[3 * 2] = {0, 1, 2, 10, 4, 5};
@@ -605,6 +782,7 @@ static void test_compiles_once_offsets(void **state)
     assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
     assert_non_null(strstr(mc_error_message(), "sym.graph:3:8: error: slice: start=1, end=1 select nothing"));
     mc_program_free(p);
+    }
     mc_graph_free(g);
 }
 
@@ -640,13 +818,22 @@ static void test_sized_fallbacks(void **state)
     mc_program_free(p);
     mc_graph_free(g);
 #ifdef MINIC_HAVE_CPU_BACKEND
-    /* a backend without run-time sizes compiles per binding (cpu, until its kernels read them) */
+    /* cpu: the kernel it cannot generate with run-time sizes (a log_softmax over [B, T, T]'s
+     * middle axis, whose vector axis steps by T) is generated for each binding and named in a
+     * note; the rest is compiled once; the numbers are right either way */
     g = parse(sized_model);
     p = compile_noting(g, MC_BACKEND_CPU);
-    assert_non_null(strstr(mc_program_notes(p), "the cpu backend does not take sizes at run time yet"));
+    assert_non_null(strstr(mc_program_notes(p), "compiled once"));
     run_against_oracle(p, g, (int64_t[]){2, 3}, 1e-4);
-    run_against_oracle(p, g, (int64_t[]){1, 9}, 1e-4);
+    const char *notes = mc_program_notes(mc_program_ran(p));
+    if (!strstr(notes, "symbolic dimensions: 1 kernel compiled for this binding (red_fused_log_softmax_10: a "
+                       "symbolic stride along its vector axis)"))
+        fail_msg("notes: %s", notes);
     assert_int_equal(mc_program_compilations(p), 2);
+    run_against_oracle(p, g, (int64_t[]){1, 9}, 1e-4);
+    assert_int_equal(mc_program_compilations(p), 3);
+    run_against_oracle(p, g, (int64_t[]){2, 3}, 1e-4); /* a binding seen before: cached */
+    assert_int_equal(mc_program_compilations(p), 3);
     mc_program_free(p);
     mc_graph_free(g);
 #endif
@@ -1232,6 +1419,9 @@ int main(void)
         cmocka_unit_test(test_bad_bindings),    cmocka_unit_test(test_files),
         cmocka_unit_test(test_cli),             cmocka_unit_test(test_compiles_once),
         cmocka_unit_test(test_compiles_once_offsets), cmocka_unit_test(test_sized_fallbacks),
+#ifdef MINIC_HAVE_CPU_BACKEND
+        cmocka_unit_test(test_cpu_compiles_once), cmocka_unit_test(test_cpu_block),
+#endif
         cmocka_unit_test(test_block_ref),       cmocka_unit_test(test_cuda_compiles_once),
         cmocka_unit_test(test_arena_at_maxima), cmocka_unit_test(test_cuda_arena_at_maxima),
         cmocka_unit_test(test_plan_like),

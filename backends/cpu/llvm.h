@@ -122,6 +122,12 @@ typedef struct llvm_kernel_info {
         int nr;                 /* panel width */
         int64_t np;             /* n rounded up to nr */
     } packed_b;
+    /* A kernel generated from a symbolic kernel list (llvm_ctx.dims): its parallel index space
+     * is a run-time value, units = units_const * prod_i ceil(units_dim[i] / units_div[i]) for
+     * the binding, which the backend evaluates (units, serial) when it prepares each binding. */
+    bool sized;
+    int nunits_dims;
+    int64_t units_dim[MC_MAX_RANK + 1], units_div[MC_MAX_RANK + 1], units_const;
 } llvm_kernel_info;
 
 typedef struct llvm_packed_b llvm_packed_b;
@@ -166,6 +172,8 @@ void llvm_pack_b(const llvm_packed_b *pb, const void *src, float *dst, int64_t b
 double llvm_host_sin(double x);
 double llvm_host_cos(double x);
 
+enum { LLVM_MAX_SLOTS = 48 }; /* run-time sizes one kernel reads (llvm_ctx.dims) */
+
 /* The state of building one module. */
 typedef struct llvm_ctx {
     LLVMContextRef ctx;
@@ -181,7 +189,25 @@ typedef struct llvm_ctx {
     LLVMBasicBlockRef entry;  /* allocas and buffer bases; branches to the body when finished */
     LLVMBuilderRef entry_b;   /* positioned at the end of `entry` */
     const struct llvm_im2col *im2col; /* the GEMM being built may read B through it, or NULL */
+    /* Sizes read when the kernel runs (a symbolic kernel list, kir/kir.h "Sizes known when the
+     * program runs"): the list's table of expressions, NULL where every size is a constant.
+     * Each distinct symbolic size a function needs is a slot of the i64 array the runtime puts
+     * after the kernel's buffers, the packed B and the error word (buffers[nbuffers + 2]);
+     * llvm_size loads it once in the entry block. The slots are numbered in the order the
+     * emitter first asks for them, so the IR depends on the table alone, never on a binding. */
+    const mc_dims *dims;
+    int nslots;
+    int64_t slot_dim[LLVM_MAX_SLOTS];
+    LLVMValueRef slot_value[LLVM_MAX_SLOTS];
+    bool slots_overflow;      /* more than LLVM_MAX_SLOTS: the kernel is generated per binding */
 } llvm_ctx;
+
+/* Dim d (a size, or an expression of kir_program.dims) as an i64 value: a constant, or the
+ * run-time size of its slot. */
+LLVMValueRef llvm_size(llvm_ctx *c, int64_t d);
+/* A bound on dim d over every binding: d itself for a constant, its declared maximum, or
+ * `otherwise` where none is declared. */
+int64_t llvm_size_max(const llvm_ctx *c, int64_t d, int64_t otherwise);
 
 /* ---- llvm_math.c: values ------------------------------------------------------------------- */
 
@@ -354,5 +380,9 @@ void llvm_emit_block_planned(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValu
 
 /* Build the function of a pointwise, copy or reduction kernel. */
 mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info);
+/* The launch of a kernel generated with run-time sizes (info->sized) for one binding: units and
+ * serial from symbol values `values` of table dims, and `bound`, the same kernel bound to them
+ * (kir_bind). Nothing for other kernels. */
+void llvm_info_bind(llvm_kernel_info *info, const kir_kernel *bound, const mc_dims *dims, const int64_t *values);
 
 #endif

@@ -66,7 +66,10 @@ static LLVMValueRef max64(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b)
 }
 
 static LLVMValueRef add64(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNSWAdd(B, a, b, ""); }
-static LLVMValueRef mul64(llvm_ctx *c, LLVMValueRef a, int64_t b) { return LLVMBuildNSWMul(B, a, i64c(c, b), ""); }
+/* a times a stride or size b: a constant, or read at run time (llvm_size) */
+static LLVMValueRef mul64(llvm_ctx *c, LLVMValueRef a, int64_t b) { return LLVMBuildNSWMul(B, a, llvm_size(c, b), ""); }
+/* d - 1 for a size d (a constant, or read at run time) */
+static LLVMValueRef last64(llvm_ctx *c, int64_t d) { return LLVMBuildSub(B, llvm_size(c, d), i64c(c, 1), ""); }
 
 static LLVMTypeRef vtype(llvm_ctx *c, int L) { return LLVMVectorType(c->t_f32, (unsigned)L); }
 
@@ -137,9 +140,9 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, attn_plan *g)
     g->nb = k->rank - 2;
     if (g->nb < 0 || k->nblocks != 1 || k->blocks[0].loop || k->nreds != 0)
         return mc_fail(MC_ERR_SYSTEM, "internal error: attention kernel %s must have one row block", k->name);
-    g->nbatch = 1;
+    g->nbatch = 1; /* 0 where a batch dimension is symbolic (llvm_ctx.dims): counted per binding */
     for (int d = 0; d < g->nb; d++)
-        g->nbatch *= k->shape[d];
+        g->nbatch = mc_dim_is_sym(k->shape[d]) ? 0 : g->nbatch * k->shape[d];
     g->L = c->native_lanes;
     bool wide = c->target->vector_bits >= 512; /* 32 vector registers */
     g->nq = 4;
@@ -147,7 +150,7 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, attn_plan *g)
     g->mc = wide ? 6 : 3;
     g->bq = g->nq * g->L;
     g->bk = (TARGET_BK + g->mk - 1) / g->mk * g->mk;
-    g->nqb = (a->tq + g->bq - 1) / g->bq;
+    g->nqb = mc_dim_is_sym(a->tq) ? 0 : (a->tq + g->bq - 1) / g->bq; /* 0: ceil(Tq / bq) when it runs */
     const kir_view *q = &k->views[a->q], *kv = &k->views[a->k], *v = &k->views[a->v];
     g->qt = c->kp->buffers[q->buffer].dtype;
     g->kt = c->kp->buffers[kv->buffer].dtype;
@@ -285,7 +288,7 @@ static void emit_qk_tile(llvm_ctx *c, const kir_kernel *k, const attn_plan *g, L
     /* the next tile's rows of k (a row is a few lines, too short for the hardware's stream
      * prefetchers, and the first touch of each comes from L3 after a large GEMM) */
     for (int m = 0; m < MK; m++) {
-        LLVMValueRef jn = min64(c, add64(c, j[m], i64c(c, MK)), i64c(c, a->tk - 1));
+        LLVMValueRef jn = min64(c, add64(c, j[m], i64c(c, MK)), last64(c, a->tk));
         prefetch_row(c, kbase, g->kt, add64(c, batch_off[a->k], mul64(c, jn, g->ks_j)), a->d, g->ks_d);
     }
     /* the products, for the vectors from n0 on (one loop per n0): those below keep none of the
@@ -501,22 +504,25 @@ mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kern
     /* for u in [begin, end): (batch entry, query block), the costliest query blocks first */
     llvm_loop U;
     llvm_loop_begin(c, &U, begin, end, i64c(c, 1), "unit");
-    LLVMValueRef qb = LLVMBuildSub(B, i64c(c, g.nqb - 1), LLVMBuildSRem(B, U.index, i64c(c, g.nqb), ""), "qb");
-    LLVMValueRef bt = LLVMBuildSDiv(B, U.index, i64c(c, g.nqb), "");
+    LLVMValueRef nqb = g.nqb ? i64c(c, g.nqb)
+                             : LLVMBuildSDiv(c->entry_b, LLVMBuildAdd(c->entry_b, llvm_size(c, a->tq), i64c(c, g.bq - 1), ""),
+                                             i64c(c, g.bq), "nqb");
+    LLVMValueRef qb = LLVMBuildSub(B, LLVMBuildSub(B, nqb, i64c(c, 1), ""), LLVMBuildSRem(B, U.index, nqb, ""), "qb");
+    LLVMValueRef bt = LLVMBuildSDiv(B, U.index, nqb, "");
     LLVMValueRef batch_idx[MC_MAX_RANK];
     for (int d = nb - 1; d >= 0; d--) {
-        batch_idx[d] = d == 0 ? bt : LLVMBuildSRem(B, bt, i64c(c, k->shape[d]), "");
+        batch_idx[d] = d == 0 ? bt : LLVMBuildSRem(B, bt, llvm_size(c, k->shape[d]), "");
         if (d > 0)
-            bt = LLVMBuildSDiv(B, bt, i64c(c, k->shape[d]), "");
+            bt = LLVMBuildSDiv(B, bt, llvm_size(c, k->shape[d]), "");
     }
     for (int v = 0; v < k->nviews; v++) {
-        LLVMValueRef off = i64c(c, k->views[v].offset);
+        LLVMValueRef off = llvm_size(c, k->views[v].offset);
         for (int d = 0; d < nb; d++)
             off = add64(c, off, mul64(c, batch_idx[d], k->views[v].stride[d]));
         batch_off[v] = off;
     }
     LLVMValueRef i0 = mul64(c, qb, g.bq);
-    LLVMValueRef nrows = min64(c, i64c(c, g.bq), LLVMBuildSub(B, i64c(c, a->tq), i0, ""));
+    LLVMValueRef nrows = min64(c, i64c(c, g.bq), LLVMBuildSub(B, llvm_size(c, a->tq), i0, ""));
     /* query indices along the lanes, and clamped to the last query for loads */
     LLVMValueRef ibase[NQMAX], iclamp[NQMAX];
     for (int n = 0; n < NQ; n++) {
@@ -525,7 +531,7 @@ mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kern
             lanes[l] = LLVMConstInt(c->t_i64, (unsigned long long)(n * L + l), 0);
         ibase[n] = add64(c, i0, i64c(c, n * L));
         LLVMValueRef ivec = LLVMBuildAdd(B, llvm_splat(c, i0, L), LLVMConstVector(lanes, (unsigned)L), "");
-        LLVMValueRef last = llvm_splat(c, i64c(c, a->tq - 1), L);
+        LLVMValueRef last = llvm_splat(c, last64(c, a->tq), L);
         iclamp[n] = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, ivec, last, ""), last, ivec, "");
     }
 
@@ -537,7 +543,7 @@ mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kern
         llvm_loop_begin(c, &Dc, i64c(c, 0), i64c(c, a->d), i64c(c, L), "qd");
         LLVMValueRef v[64];
         for (int t = 0; t < L; t++) {
-            LLVMValueRef i = min64(c, add64(c, i0, add64(c, N.index, i64c(c, t))), i64c(c, a->tq - 1));
+            LLVMValueRef i = min64(c, add64(c, i0, add64(c, N.index, i64c(c, t))), last64(c, a->tq));
             LLVMValueRef off = add64(c, add64(c, batch_off[a->q], mul64(c, i, g.qs_i)), Dc.index);
             LLVMValueRef p = LLVMBuildInBoundsGEP2(B, c->t_f32, qbase, &off, 1, "");
             p = LLVMBuildBitCast(B, p, LLVMPointerType(vt, 0), "");
@@ -556,7 +562,7 @@ mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kern
     } else {
         llvm_loop R;
         llvm_loop_begin(c, &R, i64c(c, 0), i64c(c, g.bq), i64c(c, 1), "qr");
-        LLVMValueRef i = min64(c, add64(c, i0, R.index), i64c(c, a->tq - 1));
+        LLVMValueRef i = min64(c, add64(c, i0, R.index), last64(c, a->tq));
         LLVMValueRef qrow = add64(c, batch_off[a->q], mul64(c, i, g.qs_i));
         llvm_loop Dl;
         llvm_loop_begin(c, &Dl, i64c(c, 0), i64c(c, a->d), i64c(c, 1), "qd");
@@ -579,7 +585,7 @@ mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kern
         llvm_loop_end(c, &O);
     }
     /* the keys some query of the unit keeps: [jlo, jhi) */
-    LLVMValueRef jlo = i64c(c, 0), jhi = i64c(c, a->tk);
+    LLVMValueRef jlo = i64c(c, 0), jhi = llvm_size(c, a->tk);
     if (a->skip) {
         jlo = max64(c, jlo, add64(c, i0, i64c(c, a->skip_lo)));
         jhi = min64(c, jhi, add64(c, add64(c, i0, nrows), i64c(c, a->skip_hi)));
@@ -703,10 +709,21 @@ mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kern
     llvm_loop_end(c, &U);
     llvm_finish_function(c);
 
-    info->units = g.nbatch * g.nqb;
     info->grain = 1;
-    int64_t flops = g.nbatch * a->tq * a->tk * (a->d + a->dv) * 2;
-    info->serial = flops < (1 << 20) || info->units < 2;
+    if (g.nbatch && g.nqb && !mc_dim_is_sym(a->tk)) {
+        info->units = g.nbatch * g.nqb;
+        int64_t flops = g.nbatch * a->tq * a->tk * (a->d + a->dv) * 2;
+        info->serial = flops < (1 << 20) || info->units < 2;
+    } else { /* units = batch.. * ceil(Tq / bq), for each binding (llvm_info_bind) */
+        info->sized = true;
+        info->units_const = 1;
+        for (int d = 0; d < nb; d++) {
+            info->units_dim[info->nunits_dims] = k->shape[d];
+            info->units_div[info->nunits_dims++] = 1;
+        }
+        info->units_dim[info->nunits_dims] = a->tq;
+        info->units_div[info->nunits_dims++] = g.bq;
+    }
     info->scratch_bytes = g.floats * 4 + 64;
     free(bases), free(batch_off), free(offs), free(cur), free(strides);
     return MC_OK;

@@ -37,6 +37,7 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm/Config/llvm-config.h>
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,7 +57,86 @@ typedef struct cpu_kernel {
     float *packed;            /* GEMM with a param B: B packed (info.packed_b) */
     bool packed_valid;        /* `packed` holds the param's current value */
     bool skipped;             /* an im2col copy whose GEMM reads its source instead (info.elide) */
+    int nslots;               /* generated from the symbolic kernel list: its run-time sizes */
+    int64_t *slot_dim;        /* per slot: the dim (an expression of mc_program.sized->dims) */
+    int64_t *sizes;           /* per slot: its value for this program's binding (args[nlocal + 2]) */
 } cpu_kernel;
+
+/* Object code that the bindings of symbolic programs share in memory: kernels generated from
+ * the symbolic list are the same IR for every binding, so a new binding takes the objects an
+ * earlier one compiled (or read from the disk cache) under the same key, and links them: no
+ * compile and no disk read, even with the compile cache off (MINIC_NO_CACHE=1). An entry lives
+ * while a program that uses it does (refs). */
+typedef struct shared_objects {
+    char *key;
+    void *obj;
+    size_t size;
+    int refs;
+    struct shared_objects *next;
+} shared_objects;
+
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static shared_objects *shared_list;
+
+/* A copy of the objects under key into *obj, holding a reference in *entry; false: none. */
+static bool shared_take(const char *key, void **obj, size_t *size, shared_objects **entry)
+{
+    pthread_mutex_lock(&shared_lock);
+    shared_objects *e = shared_list;
+    while (e && strcmp(e->key, key) != 0)
+        e = e->next;
+    void *copy = e ? malloc(e->size) : NULL;
+    if (copy) {
+        memcpy(copy, e->obj, e->size);
+        e->refs++;
+        *obj = copy;
+        *size = e->size;
+        *entry = e;
+    }
+    pthread_mutex_unlock(&shared_lock);
+    return copy != NULL;
+}
+
+/* Keep a copy of the objects under key (nothing when out of memory: the next binding reads
+ * the disk cache or compiles, as before). */
+static shared_objects *shared_put(const char *key, const void *obj, size_t size)
+{
+    shared_objects *e = calloc(1, sizeof *e);
+    if (e && (e->key = strdup(key)) && (e->obj = malloc(size ? size : 1))) {
+        memcpy(e->obj, obj, size);
+        e->size = size;
+        e->refs = 1;
+        pthread_mutex_lock(&shared_lock);
+        e->next = shared_list;
+        shared_list = e;
+        pthread_mutex_unlock(&shared_lock);
+        return e;
+    }
+    if (e)
+        free(e->key);
+    free(e);
+    return NULL;
+}
+
+static void shared_drop(shared_objects *e)
+{
+    if (!e)
+        return;
+    pthread_mutex_lock(&shared_lock);
+    bool last = --e->refs == 0;
+    if (last) {
+        shared_objects **at = &shared_list;
+        while (*at != e)
+            at = &(*at)->next;
+        *at = e->next;
+    }
+    pthread_mutex_unlock(&shared_lock);
+    if (last) {
+        free(e->key);
+        free(e->obj);
+        free(e);
+    }
+}
 
 typedef struct cpu_state {
     const llvm_target *target;
@@ -73,6 +153,7 @@ typedef struct cpu_state {
     size_t scratch_stride;
     int32_t gather_error[2];  /* a failed gather's check + 1 (0: none) and its index; every
                                  kernel's args[nlocal + 1] points here (llvm_block.c) */
+    shared_objects *shared;   /* a binding of a symbolic program: its objects, shared */
 } cpu_state;
 
 /* ---- building the module ------------------------------------------------------------------ */
@@ -100,6 +181,10 @@ static void set_target_attributes(llvm_ctx *c)
 static bool same_launch(const llvm_kernel_info *a, const llvm_kernel_info *b)
 {
     const llvm_packed_b *p = &a->packed_b, *q = &b->packed_b;
+    if (a->sized != b->sized || a->nunits_dims != b->nunits_dims || a->units_const != b->units_const ||
+        memcmp(a->units_dim, b->units_dim, sizeof a->units_dim) != 0 ||
+        memcmp(a->units_div, b->units_div, sizeof a->units_div) != 0)
+        return false;
     return a->units == b->units && a->grain == b->grain && a->serial == b->serial && a->elide == b->elide &&
            a->scratch_bytes == b->scratch_bytes && p->bytes == q->bytes && p->dtype == q->dtype &&
            p->offset == q->offset && p->k == q->k && p->n == q->n && p->stride_k == q->stride_k &&
@@ -137,7 +222,7 @@ static mc_status emit_kernel(llvm_ctx *c, const kir_program *kp, int i, cpu_kern
     const kir_kernel *k = &kp->kernels[i];
     /* a conv's GEMM may read its input x instead of the im2col copies: x gets a view (last) */
     llvm_im2col ic;
-    bool im2col = k->category == KIR_GEMM && !no_im2col() && llvm_match_im2col(kp, i, &ic);
+    bool im2col = k->category == KIR_GEMM && !c->dims && !no_im2col() && llvm_match_im2col(kp, i, &ic);
     int nv = k->nviews + (im2col ? 1 : 0);
     ck->global = malloc((size_t)(nv ? nv : 1) * sizeof *ck->global);
     kir_buffer *lb = malloc((size_t)(nv ? nv : 1) * sizeof *lb);
@@ -169,7 +254,7 @@ static mc_status emit_kernel(llvm_ctx *c, const kir_program *kp, int i, cpu_kern
         ic.view = k->nviews; /* lk.nviews stays: no instruction reads x */
     c->im2col = im2col ? &ic : NULL;
     kir_program lkp = {.buffers = lb, .nbuffers = ck->nlocal, .kernels = &lk, .nkernels = 1,
-                       .arena_bytes = kp->arena_bytes, .unplanned_bytes = kp->unplanned_bytes};
+                       .arena_bytes = kp->arena_bytes, .unplanned_bytes = kp->unplanned_bytes, .dims = kp->dims};
     c->kp = &lkp;
     mc_status st = k->category == KIR_GEMM        ? llvm_emit_gemm_kernel(c, &lk, &ck->info)
                    : k->category == KIR_ATTENTION ? llvm_emit_attention_kernel(c, &lk, &ck->info)
@@ -183,8 +268,81 @@ static mc_status emit_kernel(llvm_ctx *c, const kir_program *kp, int i, cpu_kern
     return st;
 }
 
-/* Generate every kernel into c->mod (one function per distinct kernel). */
-static mc_status build_module(llvm_ctx *c, const kir_program *kp, cpu_kernel *kernels)
+/* Why kernel k of a symbolic kernel list cannot be generated with its sizes read at run time
+ * (then it is generated for the binding), or NULL. What the emitters take: loop kernels whose
+ * views step by a constant along the last dimension (the vector axis; symbolic dimensions do
+ * not merge, llvm_plan.c), without a scan; GEMMs whose A and B step by a constant along K
+ * and N (the vector axes; M, N, K and the batch may be symbolic: the row and column blocks
+ * are counted when it runs);
+ * attention with constant strides along its queries, keys and columns (Tq, Tk, batch: any). */
+static const char *sized_refusal(const kir_kernel *k)
+{
+    switch (k->category) {
+    case KIR_ATTENTION: /* Tq, Tk and the batch may be symbolic: read when it runs */
+        if (mc_dim_is_sym(k->attn.d) || mc_dim_is_sym(k->attn.dv))
+            return "attention with a symbolic head size";
+        for (int v = 0; v < k->nviews; v++)
+            for (int d = k->rank - 2; d < k->rank; d++)
+                if (mc_dim_is_sym(k->views[v].stride[d]))
+                    return "attention with a symbolic stride along the queries, keys or columns";
+        return NULL;
+    case KIR_COLLECTIVE: return "a collective";
+    case KIR_GEMM: /* M, N, K, the batch and the strides along M and K: any (llvm_gemm.c) */
+        for (int v = 0; v < k->nviews; v++)
+            if (k->rank > 0 && mc_dim_is_sym(k->views[v].stride[k->rank - 1]))
+                return "a GEMM with a symbolic stride along N or K";
+        return mc_dim_is_sym(k->views[k->gemm.b].offset) ? "a GEMM whose B starts at a symbolic offset" : NULL;
+    case KIR_POINTWISE: case KIR_REDUCTION: case KIR_COPY: break;
+    }
+    if (kir_kernel_scans(k))
+        return "a scan";
+    for (int v = 0; k->rank > 0 && v < k->nviews; v++)
+        if (mc_dim_is_sym(k->views[v].stride[k->rank - 1]))
+            return "a symbolic stride along its vector axis";
+    for (int i = 0; i < k->ncode; i++)
+        if (k->code[i].kind == KI_SIZE && !mc_dtype_is_float(k->code[i].dtype))
+            return "an integer 1/n";
+    return NULL;
+}
+
+/* Generate kernel i from the symbolic kernel list `sized` (its sizes read at run time) where it
+ * can be, else from kp (bound to this binding), counted in *specialized with why. */
+static mc_status emit_sized_or_bound(llvm_ctx *c, const kir_program *kp, const kir_program *sized, int i, cpu_kernel *ck,
+                                     int *local_of, int *specialized, char *why, size_t why_size)
+{
+    const char *refused = sized ? sized_refusal(&sized->kernels[i]) : "";
+    if (!refused) {
+        c->dims = sized->dims;
+        mc_status st = emit_kernel(c, sized, i, ck, local_of);
+        c->dims = NULL;
+        if (st != MC_OK)
+            return st;
+        if (!c->slots_overflow) {
+            if (c->nslots > 0 && !(ck->slot_dim = malloc((size_t)c->nslots * sizeof *ck->slot_dim)))
+                return mc_fail(MC_ERR_SYSTEM, "out of memory generating kernel %s", kp->kernels[i].name);
+            ck->nslots = c->nslots;
+            if (c->nslots > 0)
+                memcpy(ck->slot_dim, c->slot_dim, (size_t)c->nslots * sizeof *ck->slot_dim);
+            return MC_OK;
+        }
+        LLVMDeleteFunction(LLVMGetNamedFunction(c->mod, kp->kernels[i].name));
+        free(ck->global);
+        ck->global = NULL;
+        memset(&ck->info, 0, sizeof ck->info);
+        refused = "more run-time sizes than a kernel takes";
+    }
+    if (sized) {
+        size_t at = strlen(why);
+        snprintf(why + at, why_size - at, "%s%s: %s", at ? "; " : "", kp->kernels[i].name, refused);
+        (*specialized)++;
+    }
+    return emit_kernel(c, kp, i, ck, local_of);
+}
+
+/* Generate every kernel into c->mod (one function per distinct kernel): from `sized` (NULL for a
+ * static program) where it can be, see emit_sized_or_bound. */
+static mc_status build_module(llvm_ctx *c, const kir_program *kp, const kir_program *sized, cpu_kernel *kernels,
+                              int *specialized, char *why, size_t why_size)
 {
     int *local_of = malloc((size_t)(kp->nbuffers ? kp->nbuffers : 1) * sizeof *local_of);
     char **text = calloc((size_t)(kp->nkernels ? kp->nkernels : 1), sizeof *text);
@@ -193,7 +351,7 @@ static mc_status build_module(llvm_ctx *c, const kir_program *kp, cpu_kernel *ke
         local_of[b] = -1;
     for (int i = 0; st == MC_OK && i < kp->nkernels; i++) {
         kernels[i].same_as = -1;
-        if ((st = emit_kernel(c, kp, i, &kernels[i], local_of)) != MC_OK)
+        if ((st = emit_sized_or_bound(c, kp, sized, i, &kernels[i], local_of, specialized, why, why_size)) != MC_OK)
             break;
         LLVMValueRef fn = LLVMGetNamedFunction(c->mod, kp->kernels[i].name);
         MC_ASSERT(fn);
@@ -325,8 +483,11 @@ static void cpu_release(mc_program *p)
         free(s->kernels[i].packed);
         free(s->kernels[i].global);
         free(s->kernels[i].args);
+        free(s->kernels[i].slot_dim);
+        free(s->kernels[i].sizes);
     }
     llvm_jit_dispose(&s->jit);
+    shared_drop(s->shared);
     free(s->kernels);
     free(s->ir);
     if (s->own_arena)
@@ -368,9 +529,11 @@ static mc_status allocate(cpu_state *s, const kir_program *kp, mc_shared_arena *
     s->scratch = total ? aligned_zalloc((size_t)total) : NULL;
     for (int i = 0; i < kp->nkernels; i++) {
         cpu_kernel *k = &s->kernels[i];
-        if (!(k->args = calloc((size_t)k->nlocal + 2, sizeof *k->args)))
+        if (!(k->args = calloc((size_t)k->nlocal + 3, sizeof *k->args)) ||
+            (k->nslots > 0 && !(k->sizes = malloc((size_t)k->nslots * sizeof *k->sizes))))
             return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
         k->args[k->nlocal + 1] = s->gather_error;
+        k->args[k->nlocal + 2] = k->sizes;
         if (k->info.packed_b.bytes <= 0)
             continue;
         if (!(k->packed = aligned_zalloc((size_t)k->info.packed_b.bytes)))
@@ -445,12 +608,21 @@ static mc_status cpu_prepare(mc_program *p)
 
     double tp = t0; /* the compile's phases (the profile, minic run --verbose) */
     mc_program_phase(p, "LLVM target", &tp);
-    if ((st = build_module(&c, kp, s->kernels)) == MC_OK)
+    /* a binding of a symbolic program (mc_program.sized): kernels generated from the symbolic
+     * list read their sizes when they run, so their IR, hence the cache key, is the same for
+     * every binding; the others are generated for this binding and named in a note */
+    const kir_program *sized = p->sized && p->sized->nkernels == kp->nkernels ? p->sized : NULL;
+    char why[1024] = "";
+    p->kernels_specialized = 0;
+    if ((st = build_module(&c, kp, sized, s->kernels, &p->kernels_specialized, why, sizeof why)) == MC_OK)
         for (int i = 0; i < kp->nkernels; i++)
             for (int j = i - s->kernels[i].info.elide; j < i; j++)
                 s->kernels[j].skipped = kp->kernels[j].category == KIR_COPY; /* not a padding's zeros */
     if (st != MC_OK)
         goto done;
+    if (p->kernels_specialized > 0)
+        mc_program_note(p, "symbolic dimensions: %d kernel%s compiled for this binding (%s)", p->kernels_specialized,
+                        p->kernels_specialized == 1 ? "" : "s", why);
     mc_program_phase(p, "LLVM IR", &tp);
     ir = LLVMPrintModuleToString(c.mod);
     s->ir = ir_with_notes(ir, kp, s->kernels);
@@ -469,8 +641,9 @@ static mc_status cpu_prepare(mc_program *p)
         /* The cache hands out only verified entries (support/cache.c). One that is well formed there
      * but not a blob of objects here, or that LLVM then refuses, is evicted and compiled
      * afresh: a cache entry never makes a compile fail. */
-    mc_cache_result cached_result = mc_cache_load("cpu", key, &obj, &obj_size);
-    bool from_cache = cached_result == MC_CACHE_HIT && llvm_blob_valid(obj, obj_size);
+    bool from_memory = sized && shared_take(key, &obj, &obj_size, &s->shared);
+    mc_cache_result cached_result = from_memory ? MC_CACHE_MISS : mc_cache_load("cpu", key, &obj, &obj_size);
+    bool from_cache = from_memory || (cached_result == MC_CACHE_HIT && llvm_blob_valid(obj, obj_size));
     mc_program_phase(p, "kernel cache", &tp);
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!from_cache) {
@@ -489,12 +662,24 @@ static mc_status cpu_prepare(mc_program *p)
         if (st == MC_OK || !from_cache)
             break;
         llvm_jit_dispose(&s->jit); /* the cached code did not link: compile it instead */
+        shared_drop(s->shared);
+        s->shared = NULL;
         from_cache = false;
     }
+    if (st == MC_OK && sized && !s->shared)
+        s->shared = shared_put(key, obj, obj_size);
     if (st != MC_OK)
         goto done;
 
+    for (int i = 0; sized && i < kp->nkernels; i++) { /* this binding's sizes and launches */
+        llvm_info_bind(&s->kernels[i].info, &kp->kernels[i], sized->dims, p->sized_values);
+    }
     st = allocate(s, kp, p->arena);
+    for (int i = 0; st == MC_OK && i < kp->nkernels; i++)
+        for (int j = 0; j < s->kernels[i].nslots; j++) {
+            bool ok = mc_dims_eval(sized->dims, s->kernels[i].slot_dim[j], p->sized_values, &s->kernels[i].sizes[j]);
+            MC_ASSERT(ok); /* kir_bind evaluated every size of the list */
+        }
     mc_program_phase(p, "memory", &tp);
 done:
     if (tm)
@@ -653,6 +838,7 @@ const mc_backend mc_backend_cpu = {
     .name = "cpu",
     .runs_on_host = true,
     .attention = true,
+    .runtime_sizes = true,
     .probe = llvm_host_probe,
     .prepare = cpu_prepare,
     .run = cpu_run,

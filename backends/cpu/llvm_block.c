@@ -36,6 +36,8 @@ void llvm_begin_function(llvm_ctx *c, const char *name)
     LLVMSetValueName2(LLVMGetParam(c->fn, 2), "end", 3);
     LLVMSetValueName2(LLVMGetParam(c->fn, 3), "scratch", 7);
     c->entry = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "entry");
+    c->nslots = 0;
+    c->slots_overflow = false;
     LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "body");
     LLVMPositionBuilderAtEnd(c->entry_b, c->entry);
     LLVMPositionBuilderAtEnd(B, body);
@@ -133,6 +135,42 @@ LLVMValueRef llvm_buffer_base(llvm_ctx *c, LLVMValueRef buffers, LLVMValueRef *b
                                       LLVMPointerType(storage_type(c, c->kp->buffers[buf].dtype), 0), name);
     }
     return bases[buf];
+}
+
+LLVMValueRef llvm_size(llvm_ctx *c, int64_t d)
+{
+    if (!mc_dim_is_sym(d) || !c->dims)
+        return llvm_const_i64(c, d);
+    int slot = 0;
+    while (slot < c->nslots && c->slot_dim[slot] != d)
+        slot++;
+    if (slot == c->nslots) {
+        if (slot >= LLVM_MAX_SLOTS) {
+            c->slots_overflow = true; /* the caller generates this kernel per binding instead */
+            return llvm_const_i64(c, 1);
+        }
+        /* the sizes array is buffers[nbuffers + 2] (after the packed B and the error word) */
+        LLVMValueRef at = llvm_const_i64(c, c->kp->nbuffers + 2);
+        LLVMValueRef raw = LLVMBuildLoad2(c->entry_b, c->t_ptr_i8,
+                                          LLVMBuildGEP2(c->entry_b, c->t_ptr_i8, LLVMGetParam(c->fn, 0), &at, 1, ""), "");
+        LLVMValueRef sizes = LLVMBuildBitCast(c->entry_b, raw, LLVMPointerType(c->t_i64, 0), "sizes");
+        LLVMValueRef i = llvm_const_i64(c, slot);
+        char name[32];
+        snprintf(name, sizeof name, "size%d", slot);
+        LLVMValueRef v = LLVMBuildLoad2(c->entry_b, c->t_i64, LLVMBuildGEP2(c->entry_b, c->t_i64, sizes, &i, 1, ""), name);
+        c->slot_dim[slot] = d;
+        c->slot_value[slot] = v;
+        c->nslots++;
+    }
+    return c->slot_value[slot];
+}
+
+int64_t llvm_size_max(const llvm_ctx *c, int64_t d, int64_t otherwise)
+{
+    if (!mc_dim_is_sym(d))
+        return d;
+    int64_t m = 0;
+    return c->dims && mc_dims_max(c->dims, d, &m) ? m : otherwise;
 }
 
 /* Storage value(s) -> compute value(s). */
@@ -351,7 +389,7 @@ static LLVMValueRef emit_gather(llvm_ctx *c, const kir_kernel *k, int blk, const
     LLVMValueRef i = uniform && w > 1 ? LLVMBuildExtractElement(B, idx, llvm_const_i32(c, 0, 1), "") : idx;
     LLVMTypeRef t64 = lanes > 1 ? LLVMVectorType(c->t_i64, (unsigned)lanes) : c->t_i64;
     LLVMValueRef wide = LLVMBuildSExt(B, i, t64, "");
-    LLVMValueRef n = llvm_splat(c, llvm_const_i64(c, in->size), lanes), zero = LLVMConstNull(t64);
+    LLVMValueRef n = llvm_splat(c, llvm_size(c, in->size), lanes), zero = LLVMConstNull(t64);
     LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, wide, zero, "");
     LLVMValueRef wrapped = LLVMBuildAdd(B, wide, LLVMBuildSelect(B, neg, n, zero, ""), "");
     LLVMValueRef bad = LLVMBuildICmp(B, LLVMIntUGE, wrapped, n, "gather_bad");
@@ -362,7 +400,7 @@ static LLVMValueRef emit_gather(llvm_ctx *c, const kir_kernel *k, int blk, const
         any = llvm_call_intrinsic(c, "llvm.vector.reduce.or", &bt, 1, &bad, 1);
     }
     gather_record_failure(c, any, bad, i, lanes, in->check);
-    LLVMValueRef stride = llvm_splat(c, llvm_const_i64(c, in->stride), lanes);
+    LLVMValueRef stride = llvm_splat(c, llvm_size(c, in->stride), lanes);
     LLVMValueRef step = LLVMBuildMul(B, safe, stride, "");
     if (uniform) {
         /* the view's offset moved by the index for this one load, then put back */
@@ -494,7 +532,14 @@ void llvm_emit_block_planned(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValu
             break;
         }
         case KI_CONST: v = llvm_const_value(c, in->dtype, in->value, w); break;
-        case KI_SIZE: MC_UNREACHABLE("a size in a program bound to its sizes (kir_bind)");
+        case KI_SIZE: {
+            /* value / n with n read at run time, rounded to f32 as kir_bind's constant is */
+            MC_ASSERT(mc_dtype_is_float(in->dtype));
+            LLVMValueRef n = LLVMBuildSIToFP(B, llvm_size(c, in->size), c->t_f64, "");
+            LLVMValueRef q = LLVMBuildFDiv(B, LLVMConstReal(c->t_f64, in->value), n, "");
+            v = llvm_splat(c, LLVMBuildFPTrunc(B, q, c->t_f32, ""), w);
+            break;
+        }
         case KI_INDEX: v = emit_index(c, pt, in->view, in->dtype); break;
         case KI_ROWVAL: MC_ASSERT(rowvals && rowvals[in->view]); v = llvm_splat(c, rowvals[in->view], w); break;
         case KI_ACC: MC_ASSERT(pt->acc); v = pt->acc; break;

@@ -50,7 +50,7 @@ enum { MR = 6, KC = 256, MC = 72, NC = 256, TARGET_UNITS = 8 };
 
 typedef struct gemm_plan {
     int nb;                  /* batch rank */
-    int64_t nbatch, M, N, K;
+    int64_t nbatch, M, N, K; /* M may be symbolic (llvm_ctx.dims), and nbatch then 0 */
     int nr, nv, lanes;       /* micro-tile width NR = nv vectors of `lanes` */
     int64_t ms, msplit, nblocks;
     int64_t ncb;             /* columns per unit (NC, or narrower when B is packed once) */
@@ -115,7 +115,7 @@ static void emit_pack(llvm_ctx *c, LLVMValueRef dst, mc_dtype d, LLVMValueRef sr
     llvm_loop_begin(c, &P, i64c(c, 0), total, i64c(c, R), "pp");
     LLVMValueRef panel = LLVMBuildMul(B, P.index, kc, "");
     LLVMValueRef nvalid = min64(c, i64c(c, R), LLVMBuildSub(B, valid, P.index, ""));
-    LLVMValueRef poff = LLVMBuildNSWAdd(B, off, LLVMBuildNSWMul(B, P.index, i64c(c, row_stride), ""), "");
+    LLVMValueRef poff = LLVMBuildNSWAdd(B, off, LLVMBuildNSWMul(B, P.index, llvm_size(c, row_stride), ""), "");
     LLVMValueRef full = LLVMBuildICmp(B, LLVMIntEQ, nvalid, i64c(c, R), "");
     LLVMBasicBlockRef bfull = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "pack_full");
     LLVMBasicBlockRef bpart = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "pack_edge");
@@ -128,7 +128,7 @@ static void emit_pack(llvm_ctx *c, LLVMValueRef dst, mc_dtype d, LLVMValueRef sr
         /* rows contiguous: one vector per k */
         llvm_loop K;
         llvm_loop_begin(c, &K, i64c(c, 0), kc, i64c(c, 1), "pk");
-        LLVMValueRef v = load_operand(c, d, src, LLVMBuildNSWAdd(B, poff, LLVMBuildNSWMul(B, K.index, i64c(c, col_stride), ""), ""), R);
+        LLVMValueRef v = load_operand(c, d, src, LLVMBuildNSWAdd(B, poff, LLVMBuildNSWMul(B, K.index, llvm_size(c, col_stride), ""), ""), R);
         store_f32(c, dst, LLVMBuildAdd(B, panel, LLVMBuildMul(B, K.index, i64c(c, R), ""), ""), v, R);
         llvm_loop_end(c, &K);
     } else if (col_stride == 1) {
@@ -137,7 +137,7 @@ static void emit_pack(llvm_ctx *c, LLVMValueRef dst, mc_dtype d, LLVMValueRef sr
         int L = c->native_lanes;
         llvm_loop Rl;
         llvm_loop_begin(c, &Rl, i64c(c, 0), i64c(c, R), i64c(c, 1), "pr");
-        LLVMValueRef roff = LLVMBuildNSWAdd(B, poff, LLVMBuildNSWMul(B, Rl.index, i64c(c, row_stride), ""), "");
+        LLVMValueRef roff = LLVMBuildNSWAdd(B, poff, LLVMBuildNSWMul(B, Rl.index, llvm_size(c, row_stride), ""), "");
         LLVMValueRef dcol = LLVMBuildAdd(B, panel, Rl.index, "");
         LLVMValueRef kv = LLVMBuildMul(B, LLVMBuildSDiv(B, kc, i64c(c, L), ""), i64c(c, L), "");
         llvm_loop K;
@@ -156,9 +156,10 @@ static void emit_pack(llvm_ctx *c, LLVMValueRef dst, mc_dtype d, LLVMValueRef sr
     } else {
         llvm_loop K;
         llvm_loop_begin(c, &K, i64c(c, 0), kc, i64c(c, 1), "pk");
-        LLVMValueRef koff = LLVMBuildNSWAdd(B, poff, LLVMBuildNSWMul(B, K.index, i64c(c, col_stride), ""), "");
+        LLVMValueRef koff = LLVMBuildNSWAdd(B, poff, LLVMBuildNSWMul(B, K.index, llvm_size(c, col_stride), ""), "");
         for (int r = 0; r < R; r++) {
-            LLVMValueRef v = load_operand(c, d, src, LLVMBuildNSWAdd(B, koff, i64c(c, r * row_stride), ""), 1);
+            LLVMValueRef at = LLVMBuildMul(B, llvm_size(c, row_stride), i64c(c, r), ""); /* a constant where it is one */
+            LLVMValueRef v = load_operand(c, d, src, LLVMBuildNSWAdd(B, koff, at, ""), 1);
             store_f32(c, dst, LLVMBuildAdd(B, panel, LLVMBuildAdd(B, LLVMBuildMul(B, K.index, i64c(c, R), ""), i64c(c, r), ""), ""), v, 1);
         }
         llvm_loop_end(c, &K);
@@ -176,8 +177,8 @@ static void emit_pack(llvm_ctx *c, LLVMValueRef dst, mc_dtype d, LLVMValueRef sr
         llvm_loop_begin(c, &Rl, i64c(c, 0), nvalid, i64c(c, 1), "pr");
         llvm_loop K;
         llvm_loop_begin(c, &K, i64c(c, 0), kc, i64c(c, 1), "pk");
-        LLVMValueRef so = LLVMBuildNSWAdd(B, poff, LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, Rl.index, i64c(c, row_stride), ""),
-                                                                  LLVMBuildNSWMul(B, K.index, i64c(c, col_stride), ""), ""), "");
+        LLVMValueRef so = LLVMBuildNSWAdd(B, poff, LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, Rl.index, llvm_size(c, row_stride), ""),
+                                                                  LLVMBuildNSWMul(B, K.index, llvm_size(c, col_stride), ""), ""), "");
         LLVMValueRef v = load_operand(c, d, src, so, 1);
         store_f32(c, dst, LLVMBuildAdd(B, panel, LLVMBuildAdd(B, LLVMBuildMul(B, K.index, i64c(c, R), ""), Rl.index, ""), ""), v, 1);
         llvm_loop_end(c, &K);
@@ -222,7 +223,7 @@ static bool swap_pays(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g)
 static bool rows_alias(const gemm_plan *g)
 {
     const char *e = getenv("MINIC_GEMM_ALIAS");
-    if (g->M <= MC || !e || strcmp(e, "1") != 0)
+    if (mc_dim_is_sym(g->a_m) || g->M <= MC || !e || strcmp(e, "1") != 0)
         return false;
     int64_t sets[MR];
     int distinct = 0;
@@ -248,15 +249,24 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
     g->M = k->gemm.m;
     g->N = k->gemm.n;
     g->K = k->gemm.k;
-    g->nbatch = 1;
+    g->nbatch = 1; /* 0 where a batch dimension is symbolic: counted per binding */
     for (int d = 0; d < g->nb; d++)
-        g->nbatch *= k->shape[d];
+        g->nbatch = mc_dim_is_sym(k->shape[d]) ? 0 : g->nbatch * k->shape[d];
+    /* Sizes read at run time (llvm_ctx.dims): M, N, K, the batch dimensions and the strides
+     * along M and K may be symbolic (the backend refuses a symbolic stride along N, the
+     * vector axis); the choices below that read them take what holds for every binding: no
+     * swap, A read in place only where its rows are contiguous, row blocks of MC rows, no
+     * short tile (the full micro-kernel's extra rows are clamped or zero-padded, and never
+     * stored), B packed ahead only with a constant N and K, column blocks counted when it
+     * runs, K blocked (the partial sums' buffer kept) whatever K is. */
+    bool sym_m = mc_dim_is_sym(g->M), sym_nk = mc_dim_is_sym(g->N) || mc_dim_is_sym(g->K);
+    int64_t nbatch = g->nbatch ? g->nbatch : 1; /* for the heuristics */
     g->lanes = c->native_lanes;
     g->nv = 2;
     g->nr = g->nv * g->lanes;
     g->va = k->gemm.a;
     g->vb = k->gemm.b;
-    g->swap = swap_pays(c, k, g);
+    g->swap = !sym_m && !sym_nk && g->nbatch && swap_pays(c, k, g);
     if (g->swap) {
         int64_t t = g->M;
         g->M = g->N;
@@ -274,23 +284,29 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
     if (!mc_dtype_is_float(da) || !mc_dtype_is_float(db))
         return mc_fail(MC_ERR_SYSTEM, "internal error: GEMM kernel %s on non-float operands", k->name);
     const kir_buffer *bbuf = &c->kp->buffers[b->buffer];
-    g->packed_b = bbuf->kind == KBUF_PARAM;
+    g->packed_b = bbuf->kind == KBUF_PARAM && !sym_nk;
     for (int d = 0; d < g->nb; d++)
         g->packed_b = g->packed_b && b->stride[d] == 0; /* one B for every batch */
-    g->np = (g->N + g->nr - 1) / g->nr * g->nr;
-    int64_t floats, bytes;
-    if (mc_mul_overflows(g->K, g->np, &floats) || mc_mul_overflows(floats, 4, &bytes))
+    g->np = g->packed_b ? (g->N + g->nr - 1) / g->nr * g->nr : 0;
+    int64_t floats = 0, bytes = 0;
+    if (g->packed_b && (mc_mul_overflows(g->K, g->np, &floats) || mc_mul_overflows(floats, 4, &bytes)))
         g->packed_b = false; /* too large to hold packed: packed per call, as for inputs */
     g->packed_bytes = g->packed_b ? bytes : 0;
-    g->direct_a = da == MC_F32 && ((g->a_k == 1 && !rows_alias(g)) || (g->M <= MC && !g->swap));
+    g->direct_a = da == MC_F32 && ((g->a_k == 1 && (sym_m || !rows_alias(g))) || (!sym_m && g->M <= MC && !g->swap));
     /* column blocks: NC wide, or, when B costs nothing per unit, narrowed (down to 4 panels)
      * until there are enough units for the threads */
     g->ncb = NC;
-    while (g->packed_b && g->ncb > 4 * g->nr && g->nbatch * ((g->N + g->ncb - 1) / g->ncb) < TARGET_UNITS &&
+    while (g->packed_b && g->ncb > 4 * g->nr && nbatch * ((g->N + g->ncb - 1) / g->ncb) < TARGET_UNITS &&
            g->N > g->ncb / 2)
         g->ncb /= 2;
-    g->nblocks = (g->N + g->ncb - 1) / g->ncb;
-    int64_t want = (TARGET_UNITS + g->nbatch * g->nblocks - 1) / (g->nbatch * g->nblocks);
+    g->nblocks = mc_dim_is_sym(g->N) ? 0 : (g->N + g->ncb - 1) / g->ncb; /* 0: ceil(N / ncb), when it runs */
+    int64_t nblocks = g->nblocks ? g->nblocks : 1; /* for the heuristics */
+    if (sym_m) {
+        g->ms = MC;
+        g->msplit = 0; /* ceil(M / MC), when it runs */
+        return MC_OK;
+    }
+    int64_t want = (TARGET_UNITS + nbatch * nblocks - 1) / (nbatch * nblocks);
     int64_t max_split = (g->M + MC - 1) / MC;
     if (want > max_split)
         want = max_split;
@@ -341,7 +357,7 @@ static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, 
     const int64_t(*strides)[MC_MAX_RANK] = (const int64_t(*)[MC_MAX_RANK])w->strides;
 
     LLVMValueRef full_m = LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, m, i64c(c, MR), ""), m_end, "");
-    LLVMValueRef full_n = LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, n, i64c(c, g->nr), ""), i64c(c, g->N), "");
+    LLVMValueRef full_n = LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, n, i64c(c, g->nr), ""), llvm_size(c, g->N), "");
     LLVMBasicBlockRef bfull = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "epi_full");
     LLVMBasicBlockRef bedge = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "epi_edge");
     LLVMBasicBlockRef bdone = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "epi_done");
@@ -365,8 +381,8 @@ static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, 
         pt.idx[dn] = n;
         for (int vi = 0; vi < k->nviews; vi++)
             offs[vi] = LLVMBuildNSWAdd(B, batch_off[vi],
-                                       LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, pt.idx[nb], i64c(c, strides[vi][nb]), ""),
-                                                       LLVMBuildNSWMul(B, pt.idx[nb + 1], i64c(c, strides[vi][nb + 1]), ""), ""), "");
+                                       LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, pt.idx[nb], llvm_size(c, strides[vi][nb]), ""),
+                                                       LLVMBuildNSWMul(B, pt.idx[nb + 1], llvm_size(c, strides[vi][nb + 1]), ""), ""), "");
         LLVMValueRef row = LLVMBuildLoad2(B, LLVMVectorType(c->t_f32, (unsigned)g->nr),
                                           vptr(c, tile, LLVMBuildMul(B, R.index, i64c(c, g->nr), ""), g->nr), "");
         LLVMSetAlignment(row, 4);
@@ -379,7 +395,7 @@ static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, 
     /* edge tile: one element at a time */
     LLVMPositionBuilderAtEnd(B, bedge);
     LLVMValueRef rows = min64(c, i64c(c, MR), LLVMBuildSub(B, m_end, m, ""));
-    LLVMValueRef cols = min64(c, i64c(c, g->nr), LLVMBuildSub(B, i64c(c, g->N), n, ""));
+    LLVMValueRef cols = min64(c, i64c(c, g->nr), LLVMBuildSub(B, llvm_size(c, g->N), n, ""));
     llvm_loop R, C;
     llvm_loop_begin(c, &R, i64c(c, 0), rows, i64c(c, 1), "er");
     llvm_loop_begin(c, &C, i64c(c, 0), cols, i64c(c, 1), "ec");
@@ -391,8 +407,8 @@ static void emit_epilogue(llvm_ctx *c, const kir_kernel *k, const gemm_plan *g, 
         pt.idx[dn] = LLVMBuildAdd(B, n, C.index, "");
         for (int vi = 0; vi < k->nviews; vi++)
             offs[vi] = LLVMBuildNSWAdd(B, batch_off[vi],
-                                       LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, pt.idx[nb], i64c(c, strides[vi][nb]), ""),
-                                                       LLVMBuildNSWMul(B, pt.idx[nb + 1], i64c(c, strides[vi][nb + 1]), ""), ""), "");
+                                       LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, pt.idx[nb], llvm_size(c, strides[vi][nb]), ""),
+                                                       LLVMBuildNSWMul(B, pt.idx[nb + 1], llvm_size(c, strides[vi][nb + 1]), ""), ""), "");
         LLVMValueRef ti = LLVMBuildAdd(B, LLVMBuildMul(B, R.index, i64c(c, g->nr), ""), C.index, "");
         LLVMValueRef a = LLVMBuildLoad2(B, c->t_f32, fptr(c, tile, ti), "");
         pt.acc = a;
@@ -475,7 +491,7 @@ static void emit_micro_kernel(llvm_ctx *c, const micro_args *ma, int rows)
     for (int r = 0; r < rows; r++) {
         LLVMValueRef a;
         if (g->direct_a) {
-            a = LLVMBuildLoad2(B, c->t_f32, fptr(c, ma->arow[r], LLVMBuildMul(B, Kl.index, i64c(c, g->a_k), "")), "");
+            a = LLVMBuildLoad2(B, c->t_f32, fptr(c, ma->arow[r], LLVMBuildMul(B, Kl.index, llvm_size(c, g->a_k), "")), "");
         } else {
             LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, Kl.index, i64c(c, MR), ""), i64c(c, r), "");
             a = LLVMBuildLoad2(B, c->t_f32, fptr(c, ma->apanel, off), "");
@@ -1013,7 +1029,7 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     /* B read through the copies' source (not when swapped: B^T is then packed as A, per unit,
      * where the copies that run once cost less) */
     const llvm_im2col *im2col = c->im2col && !g.swap && !g.packed_b && nb == 1 ? c->im2col : NULL;
-    bool kblocks = g.K > KC;
+    bool kblocks = mc_dim_is_sym(g.K) || g.K > KC;
     int64_t a_floats = g.direct_a ? 0 : (int64_t)MC * KC, b_floats = g.packed_b ? 0 : (int64_t)KC * NC;
     int64_t c_floats = kblocks ? g.ms * g.ncb : 0;
     int kidx = (int)(k - c->kp->kernels);
@@ -1051,32 +1067,39 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     /* for u in [begin, end): (batch, column block, row block) */
     llvm_loop U;
     llvm_loop_begin(c, &U, begin, end, i64c(c, 1), "unit");
-    LLVMValueRef msi = LLVMBuildSRem(B, U.index, i64c(c, g.msplit), "");
-    LLVMValueRef t = LLVMBuildSDiv(B, U.index, i64c(c, g.msplit), "");
-    LLVMValueRef jb = LLVMBuildSRem(B, t, i64c(c, g.nblocks), "");
-    LLVMValueRef bt = LLVMBuildSDiv(B, t, i64c(c, g.nblocks), "");
+    LLVMValueRef Mv = llvm_size(c, g.M); /* M, read at run time where symbolic */
+    LLVMValueRef msplit = g.msplit ? i64c(c, g.msplit)
+                                   : LLVMBuildSDiv(c->entry_b, LLVMBuildAdd(c->entry_b, Mv, i64c(c, g.ms - 1), ""), i64c(c, g.ms), "msplit");
+    LLVMValueRef msi = LLVMBuildSRem(B, U.index, msplit, "");
+    LLVMValueRef t = LLVMBuildSDiv(B, U.index, msplit, "");
+    LLVMValueRef Nv = llvm_size(c, g.N), Kv = llvm_size(c, g.K); /* read at run time where symbolic */
+    LLVMValueRef nblocks = g.nblocks ? i64c(c, g.nblocks)
+                                     : LLVMBuildSDiv(c->entry_b, LLVMBuildAdd(c->entry_b, Nv, i64c(c, g.ncb - 1), ""),
+                                                     i64c(c, g.ncb), "nblocks");
+    LLVMValueRef jb = LLVMBuildSRem(B, t, nblocks, "");
+    LLVMValueRef bt = LLVMBuildSDiv(B, t, nblocks, "");
     LLVMValueRef batch_idx[MC_MAX_RANK];
     for (int d = nb - 1; d >= 0; d--) {
-        batch_idx[d] = d == 0 ? bt : LLVMBuildSRem(B, bt, i64c(c, k->shape[d]), "");
+        batch_idx[d] = d == 0 ? bt : LLVMBuildSRem(B, bt, llvm_size(c, k->shape[d]), "");
         if (d > 0)
-            bt = LLVMBuildSDiv(B, bt, i64c(c, k->shape[d]), "");
+            bt = LLVMBuildSDiv(B, bt, llvm_size(c, k->shape[d]), "");
     }
     for (int v = 0; v < k->nviews; v++) {
-        LLVMValueRef off = i64c(c, k->views[v].offset);
+        LLVMValueRef off = llvm_size(c, k->views[v].offset);
         for (int d = 0; d < nb; d++)
-            off = LLVMBuildNSWAdd(B, off, LLVMBuildNSWMul(B, batch_idx[d], i64c(c, k->views[v].stride[d]), ""), "");
+            off = LLVMBuildNSWAdd(B, off, LLVMBuildNSWMul(B, batch_idx[d], llvm_size(c, k->views[v].stride[d]), ""), "");
         batch_off[v] = off;
     }
     LLVMValueRef m0 = LLVMBuildMul(B, msi, i64c(c, g.ms), "m0");
-    LLVMValueRef m1 = min64(c, LLVMBuildAdd(B, m0, i64c(c, g.ms), ""), i64c(c, g.M));
+    LLVMValueRef m1 = min64(c, LLVMBuildAdd(B, m0, i64c(c, g.ms), ""), Mv);
     LLVMValueRef n0 = LLVMBuildMul(B, jb, i64c(c, g.ncb), "n0");
-    LLVMValueRef nc = min64(c, i64c(c, g.ncb), LLVMBuildSub(B, i64c(c, g.N), n0, ""));
+    LLVMValueRef nc = min64(c, i64c(c, g.ncb), LLVMBuildSub(B, Nv, n0, ""));
 
     llvm_loop P;
-    llvm_loop_begin(c, &P, i64c(c, 0), i64c(c, g.K), i64c(c, KC), "pc");
-    LLVMValueRef kc = min64(c, i64c(c, KC), LLVMBuildSub(B, i64c(c, g.K), P.index, ""));
+    llvm_loop_begin(c, &P, i64c(c, 0), Kv, i64c(c, KC), "pc");
+    LLVMValueRef kc = min64(c, i64c(c, KC), LLVMBuildSub(B, Kv, P.index, ""));
     LLVMValueRef first = LLVMBuildICmp(B, LLVMIntEQ, P.index, i64c(c, 0), "first");
-    LLVMValueRef last = LLVMBuildICmp(B, LLVMIntSGE, LLVMBuildAdd(B, P.index, i64c(c, KC), ""), i64c(c, g.K), "last");
+    LLVMValueRef last = LLVMBuildICmp(B, LLVMIntSGE, LLVMBuildAdd(B, P.index, i64c(c, KC), ""), Kv, "last");
     LLVMValueRef bblock = Bp;
     if (g.packed_b) {
         /* K block pc of the packed B starts at pc * np; column n's panel at n * kc in it */
@@ -1087,8 +1110,8 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     } else {
         /* pack B[pc:pc+kc, n0:n0+nc]: panels of NR columns */
         LLVMValueRef boff = LLVMBuildNSWAdd(B, batch_off[g.vb],
-                                            LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, P.index, i64c(c, g.b_k), ""),
-                                                            LLVMBuildNSWMul(B, n0, i64c(c, g.b_n), ""), ""), "");
+                                            LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, P.index, llvm_size(c, g.b_k), ""),
+                                                            LLVMBuildNSWMul(B, n0, llvm_size(c, g.b_n), ""), ""), "");
         emit_pack(c, Bp, db, bbase, boff, nc, kc, g.b_n, g.b_k, NR);
     }
 
@@ -1097,8 +1120,8 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     LLVMValueRef mc = min64(c, i64c(c, MC), LLVMBuildSub(B, m1, I.index, ""));
     if (!g.direct_a) {
         LLVMValueRef aoff = LLVMBuildNSWAdd(B, batch_off[g.va],
-                                            LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, I.index, i64c(c, g.a_m), ""),
-                                                            LLVMBuildNSWMul(B, P.index, i64c(c, g.a_k), ""), ""), "");
+                                            LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, I.index, llvm_size(c, g.a_m), ""),
+                                                            LLVMBuildNSWMul(B, P.index, llvm_size(c, g.a_k), ""), ""), "");
         emit_pack(c, Ap, da, abase, aoff, mc, kc, g.a_m, g.a_k, MR);
     }
 
@@ -1111,15 +1134,15 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     micro_args ma = {.g = &g, .accv = accv, .bpanel = fptr(c, bblock, LLVMBuildMul(B, J.index, kc, "")), .kc = kc};
     if (g.direct_a) {
         /* row r of the tile in place (clamped to the last row: edge rows are never stored) */
-        LLVMValueRef at = LLVMBuildNSWAdd(B, batch_off[g.va], LLVMBuildNSWMul(B, P.index, i64c(c, g.a_k), ""), "");
+        LLVMValueRef at = LLVMBuildNSWAdd(B, batch_off[g.va], LLVMBuildNSWMul(B, P.index, llvm_size(c, g.a_k), ""), "");
         for (int r = 0; r < MR; r++) {
-            LLVMValueRef row = min64(c, LLVMBuildAdd(B, m_tile, i64c(c, r), ""), i64c(c, g.M - 1));
-            ma.arow[r] = fptr(c, abase, LLVMBuildNSWAdd(B, at, LLVMBuildNSWMul(B, row, i64c(c, g.a_m), ""), ""));
+            LLVMValueRef row = min64(c, LLVMBuildAdd(B, m_tile, i64c(c, r), ""), LLVMBuildSub(B, Mv, i64c(c, 1), ""));
+            ma.arow[r] = fptr(c, abase, LLVMBuildNSWAdd(B, at, LLVMBuildNSWMul(B, row, llvm_size(c, g.a_m), ""), ""));
         }
     } else {
         ma.apanel = fptr(c, Ap, LLVMBuildMul(B, R.index, kc, ""));
     }
-    int rem = (int)(g.M % MR);
+    int rem = mc_dim_is_sym(g.M) ? 0 : (int)(g.M % MR);
     if (rem == 0) {
         emit_micro_kernel(c, &ma, MR);
     } else {
@@ -1189,10 +1212,23 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     llvm_loop_end(c, &U);
     llvm_finish_function(c);
 
-    info->units = g.nbatch * g.nblocks * g.msplit;
     info->grain = 1;
-    int64_t flops = 2 * g.nbatch * g.M * g.N * g.K;
-    info->serial = flops < (1 << 20) || info->units < 2;
+    if (g.nbatch && g.nblocks && !mc_dim_is_sym(g.M) && !mc_dim_is_sym(g.K)) {
+        info->units = g.nbatch * g.nblocks * g.msplit;
+        int64_t flops = 2 * g.nbatch * g.M * g.N * g.K;
+        info->serial = flops < (1 << 20) || info->units < 2;
+    } else { /* units = batch.. * ceil(N / ncb) * ceil(M / ms), for each binding (llvm_info_bind) */
+        info->sized = true;
+        info->units_const = 1;
+        for (int d = 0; d < nb; d++) {
+            info->units_dim[info->nunits_dims] = k->shape[d];
+            info->units_div[info->nunits_dims++] = 1;
+        }
+        info->units_dim[info->nunits_dims] = g.N;
+        info->units_div[info->nunits_dims++] = g.ncb;
+        info->units_dim[info->nunits_dims] = g.M;
+        info->units_div[info->nunits_dims++] = g.ms;
+    }
     info->elide = im2col ? (int)im2col->elide : 0;
     info->scratch_bytes = (a_floats + b_floats + c_floats) * 4 + 64;
     free(bases);

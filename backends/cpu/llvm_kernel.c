@@ -108,7 +108,7 @@ static void point_at(llvm_ctx *c, emit_state *e, llvm_point *pt, LLVMValueRef *o
     memcpy(pt->idx, e->idx, sizeof pt->idx);
     pt->idx[d] = j;
     for (int v = 0; v < e->k->nviews; v++)
-        offs[v] = LLVMBuildNSWAdd(B, base_offs[v], LLVMBuildNSWMul(B, j, llvm_const_i64(c, e->pl->stride[v][d]), ""), "");
+        offs[v] = LLVMBuildNSWAdd(B, base_offs[v], LLVMBuildNSWMul(B, j, llvm_size(c, e->pl->stride[v][d]), ""), "");
     pt->view_offset = offs;
 }
 
@@ -153,7 +153,9 @@ static void vector_part(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVM
     blocked = blocked && e->reducing;
     llvm_loop outer;
     LLVMValueRef blo = lo, bhi = vend;
-    bool outer_loop = blocked && extent > SUM_BLOCK;
+    bool sym = mc_dim_is_sym(extent); /* a length read at run time: every path it may need */
+    int64_t most = llvm_size_max(c, extent, INT64_MAX);
+    bool outer_loop = blocked && most > SUM_BLOCK;
     if (outer_loop) {
         llvm_loop_begin(c, &outer, lo, vend, llvm_const_i64(c, SUM_BLOCK), "jb");
         blo = outer.index;
@@ -161,11 +163,11 @@ static void vector_part(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVM
         bhi = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, bhi, vend, ""), bhi, vend, "");
     }
     LLVMValueRef mid = blo;
-    if (units > 1 && extent >= (int64_t)w * units) {
+    if (units > 1 && most >= (int64_t)w * units) {
         mid = round_down(c, blo, bhi, (int64_t)w * units);
         vector_loop(c, e, d, blo, mid, units, base_offs, offs, body, arg, nontemporal);
     }
-    if (units == 1 || extent % ((int64_t)w * units) != 0 || (outer_loop && SUM_BLOCK % (w * units) != 0))
+    if (units == 1 || sym || extent % ((int64_t)w * units) != 0 || (outer_loop && SUM_BLOCK % (w * units) != 0))
         vector_loop(c, e, d, mid, bhi, 1, base_offs, offs, body, arg, nontemporal);
     if (done)
         done(c, e, arg);
@@ -177,7 +179,7 @@ static void vector_part(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVM
 static LLVMValueRef address_at(llvm_ctx *c, emit_state *e, int v, int d, LLVMValueRef j, LLVMValueRef *base_offs)
 {
     LLVMValueRef base = llvm_buffer_base(c, LLVMGetParam(c->fn, 0), e->bases, e->k->views[v].buffer);
-    LLVMValueRef off = LLVMBuildNSWAdd(B, base_offs[v], LLVMBuildNSWMul(B, j, llvm_const_i64(c, e->pl->stride[v][d]), ""), "");
+    LLVMValueRef off = LLVMBuildNSWAdd(B, base_offs[v], LLVMBuildNSWMul(B, j, llvm_size(c, e->pl->stride[v][d]), ""), "");
     LLVMValueRef p = LLVMBuildGEP2(B, LLVMGetElementType(LLVMTypeOf(base)), base, &off, 1, "");
     return LLVMBuildPtrToInt(B, p, c->t_i64, "");
 }
@@ -283,8 +285,9 @@ static void inner_loop(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVMV
     LLVMValueRef *offs = take_work(e, (size_t)nv);
     llvm_point pt;
     LLVMValueRef vend = lo;
-    bool exact = extent % w == 0 && (e->pl->nchunks == 1 || e->pl->chunk % w == 0);
-    if (extent >= w) {
+    bool sym = mc_dim_is_sym(extent); /* a length read at run time: a vector part and a remainder */
+    bool exact = !sym && extent % w == 0 && (e->pl->nchunks == 1 || e->pl->chunk % w == 0);
+    if (sym || extent >= w) {
         if (e->pl->any_nontemporal && !e->reducing) {
             vend = nontemporal_part(c, e, d, lo, hi, extent, base_offs, offs, body, arg, done);
             exact = false;
@@ -293,7 +296,7 @@ static void inner_loop(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVMV
             vector_part(c, e, d, lo, vend, extent, base_offs, offs, body, arg, done, blocked, NULL);
         }
     }
-    if (!exact || extent < w) {
+    if (!exact || (!sym && extent < w)) {
         llvm_loop L;
         llvm_loop_begin(c, &L, vend, hi, llvm_const_i64(c, 1), "j");
         point_at(c, e, &pt, offs, base_offs, d, L.index, 1, NULL);
@@ -349,7 +352,7 @@ static void partner_step(llvm_ctx *c, emit_state *e, const llvm_point *pt)
     int d = e->pl->rank - 1;
     llvm_point q = *pt;
     for (int v = 0; v < e->k->nviews; v++)
-        p->offs[v] = LLVMBuildNSWAdd(B, p->row_offset[v], LLVMBuildNSWMul(B, pt->idx[d], llvm_const_i64(c, e->pl->stride[v][d]), ""), "");
+        p->offs[v] = LLVMBuildNSWAdd(B, p->row_offset[v], LLVMBuildNSWMul(B, pt->idx[d], llvm_size(c, e->pl->stride[v][d]), ""), "");
     q.view_offset = p->offs;
     for (int r = 0; r < e->pl->nrow; r++)
         q.idx[r] = p->idx[r];
@@ -371,7 +374,7 @@ static void loop_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, int unit
         for (int v = 0; v < e->k->nviews; v++) {
             if (!e->pl->prefetch[v])
                 continue;
-            prefetch(c, e, v, LLVMBuildAdd(B, pt->view_offset[v], llvm_const_i64(c, e->pl->stride[v][e->pl->nrow - 1]), ""));
+            prefetch(c, e, v, LLVMBuildAdd(B, pt->view_offset[v], llvm_size(c, e->pl->stride[v][e->pl->nrow - 1]), ""));
         }
     }
     for (int r = 0; r < e->k->nreds; r++) {
@@ -420,17 +423,17 @@ static void reduced_loops(llvm_ctx *c, emit_state *e, int d, LLVMValueRef *offs,
 {
     llvm_loop_plan *pl = e->pl;
     if (d == pl->rank - 1) {
-        inner_loop(c, e, d, llvm_const_i64(c, 0), llvm_const_i64(c, pl->shape[d]), pl->shape[d], offs,
+        inner_loop(c, e, d, llvm_const_i64(c, 0), llvm_size(c, pl->shape[d]), pl->shape[d], offs,
                    loop_step, a, loop_vector_done, true);
         return;
     }
     int nv = e->k->nviews ? e->k->nviews : 1;
     LLVMValueRef *inner = take_work(e, (size_t)nv);
     llvm_loop L;
-    llvm_loop_begin(c, &L, llvm_const_i64(c, 0), llvm_const_i64(c, pl->shape[d]), llvm_const_i64(c, 1), "r");
+    llvm_loop_begin(c, &L, llvm_const_i64(c, 0), llvm_size(c, pl->shape[d]), llvm_const_i64(c, 1), "r");
     e->idx[d] = L.index;
     for (int v = 0; v < e->k->nviews; v++)
-        inner[v] = LLVMBuildNSWAdd(B, offs[v], LLVMBuildNSWMul(B, L.index, llvm_const_i64(c, pl->stride[v][d]), ""), "");
+        inner[v] = LLVMBuildNSWAdd(B, offs[v], LLVMBuildNSWMul(B, L.index, llvm_size(c, pl->stride[v][d]), ""), "");
     reduced_loops(c, e, d + 1, inner, a);
     llvm_loop_end(c, &L);
     give_back_work(e, inner);
@@ -443,7 +446,7 @@ static void reduced_loops(llvm_ctx *c, emit_state *e, int d, LLVMValueRef *offs,
 static int reduced_width(llvm_ctx *c, const llvm_loop_plan *pl)
 {
     int w = c->lanes;
-    int64_t extent = pl->rank > pl->nrow ? pl->shape[pl->rank - 1] : 1;
+    int64_t extent = pl->rank > pl->nrow ? llvm_size_max(c, pl->shape[pl->rank - 1], INT64_MAX) : 1;
     while (w > 4 && w > extent)
         w /= 2;
     return w;
@@ -490,7 +493,7 @@ static void emit_scan_block(llvm_ctx *c, emit_state *e, int blk)
     if (e->pl->rank > e->pl->nrow) {
         int d = e->pl->rank - 1; /* the one reduced dimension (kir_verify) */
         llvm_loop L;
-        llvm_loop_begin(c, &L, llvm_const_i64(c, 0), llvm_const_i64(c, e->pl->shape[d]), llvm_const_i64(c, 1), "scan");
+        llvm_loop_begin(c, &L, llvm_const_i64(c, 0), llvm_size(c, e->pl->shape[d]), llvm_const_i64(c, 1), "scan");
         point_at(c, e, &pt, offs, e->row_offset, d, L.index, 1, NULL);
         scan_step(c, e, &pt, blk, slot);
         llvm_loop_end(c, &L);
@@ -580,14 +583,14 @@ static void row_position(llvm_ctx *c, const kir_kernel *k, const llvm_loop_plan 
         if (d == 0) {
             idx[d] = r;
         } else {
-            idx[d] = LLVMBuildSRem(B, r, llvm_const_i64(c, pl->shape[d]), "");
-            r = LLVMBuildSDiv(B, r, llvm_const_i64(c, pl->shape[d]), "");
+            idx[d] = LLVMBuildSRem(B, r, llvm_size(c, pl->shape[d]), "");
+            r = LLVMBuildSDiv(B, r, llvm_size(c, pl->shape[d]), "");
         }
     }
     for (int v = 0; v < k->nviews; v++) {
-        LLVMValueRef off = llvm_const_i64(c, k->views[v].offset);
+        LLVMValueRef off = llvm_size(c, k->views[v].offset);
         for (int d = 0; d < pl->nrow; d++)
-            off = LLVMBuildNSWAdd(B, off, LLVMBuildNSWMul(B, idx[d], llvm_const_i64(c, pl->stride[v][d]), ""), "");
+            off = LLVMBuildNSWAdd(B, off, LLVMBuildNSWMul(B, idx[d], llvm_size(c, pl->stride[v][d]), ""), "");
         row_offset[v] = off;
     }
 }
@@ -771,7 +774,7 @@ mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k0, llvm_kernel_i
 
     if (pl.pointwise && pl.rank > 0) {
         int d = pl.rank - 1;
-        LLVMValueRef lo = llvm_const_i64(c, 0), hi = llvm_const_i64(c, pl.shape[d]);
+        LLVMValueRef lo = llvm_const_i64(c, 0), hi = llvm_size(c, pl.shape[d]);
         if (pl.nchunks > 1) {
             lo = LLVMBuildNSWMul(B, chunk, llvm_const_i64(c, pl.chunk), "");
             LLVMValueRef hc = LLVMBuildNSWAdd(B, lo, llvm_const_i64(c, pl.chunk), "");
@@ -798,11 +801,24 @@ mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k0, llvm_kernel_i
     llvm_finish_function(c);
 
     int64_t points = 1;
-    for (int d = 0; d < k->rank; d++)
-        points *= k->shape[d];
-    info->units = pl.rows * pl.nchunks;
+    bool sized = false;
+    for (int d = 0; d < k->rank; d++) {
+        sized |= mc_dim_is_sym(k->shape[d]);
+        points = sized ? 0 : points * k->shape[d];
+    }
     info->grain = 0;
-    info->serial = points < SERIAL_POINTS || info->units < 2;
+    if (!sized) {
+        info->units = pl.rows * pl.nchunks;
+        info->serial = points < SERIAL_POINTS || info->units < 2;
+    } else { /* units = nchunks * the row dimensions, for each binding (llvm_info_bind) */
+        info->sized = true;
+        info->units_const = pl.nchunks;
+        for (int d = 0; d < k->rank; d++)
+            if (pl.dim_of[d] < pl.nrow) {
+                info->units_dim[info->nunits_dims] = k->shape[d];
+                info->units_div[info->nunits_dims++] = 1;
+            }
+    }
     info->scratch_bytes = (h >= 0 ? 2 : 1) * e.cache.rows * e.cache.extent * (int64_t)sizeof(float);
 done:
     llvm_red_plan_free(&rp);
@@ -821,3 +837,34 @@ done:
     return st;
 }
 
+
+void llvm_info_bind(llvm_kernel_info *info, const kir_kernel *bound, const mc_dims *dims, const int64_t *values)
+{
+    if (!info->sized)
+        return;
+    int64_t units = info->units_const;
+    for (int i = 0; i < info->nunits_dims; i++) {
+        int64_t x = 0;
+        bool ok = mc_dims_eval(dims, info->units_dim[i], values, &x);
+        MC_ASSERT(ok && x >= 1); /* kir_bind evaluated the same sizes */
+        units *= (x + info->units_div[i] - 1) / info->units_div[i];
+    }
+    info->units = units;
+    if (bound->category == KIR_ATTENTION) {
+        const kir_attention *a = &bound->attn;
+        int64_t flops = a->tq * a->tk * (a->d + a->dv) * 2;
+        for (int d = 0; d < bound->rank - 2; d++)
+            flops *= bound->shape[d];
+        info->serial = flops < (1 << 20) || units < 2;
+    } else if (bound->category == KIR_GEMM) {
+        int64_t flops = 2 * bound->gemm.m * bound->gemm.n * bound->gemm.k;
+        for (int d = 0; d < bound->rank - 2; d++)
+            flops *= bound->shape[d];
+        info->serial = flops < (1 << 20) || units < 2;
+    } else {
+        int64_t points = 1;
+        for (int d = 0; d < bound->rank; d++)
+            points *= bound->shape[d];
+        info->serial = points < SERIAL_POINTS || units < 2;
+    }
+}

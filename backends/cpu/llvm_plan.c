@@ -72,6 +72,8 @@ static bool buffers_alias(const kir_program *kp, int a, int b)
     const kir_buffer *x = &kp->buffers[a], *y = &kp->buffers[b];
     if (x->kind != KBUF_TEMP || y->kind != KBUF_TEMP)
         return false;
+    if (mc_dim_is_sym(x->numel) || mc_dim_is_sym(y->numel))
+        return true; /* a symbolic kernel list: temps are placed per binding, after the code */
     int64_t xb, yb;
     if (mc_mul_overflows(x->numel, (int64_t)mc_dtype_size(x->dtype), &xb) ||
         mc_mul_overflows(y->numel, (int64_t)mc_dtype_size(y->dtype), &yb))
@@ -99,7 +101,9 @@ static void plan_nontemporal(llvm_ctx *c, const kir_kernel *k, llvm_loop_plan *p
     for (int s = 0; s < k->nstores; s++) {
         int v = k->stores[s].view, buf = k->views[v].buffer;
         const kir_buffer *kb = &c->kp->buffers[buf];
-        bool ok = pl->stride[v][pl->rank - 1] == 1 && (pl->pointwise || k->blocks[k->stores[s].block].loop);
+        /* not from a symbolic kernel list (c->dims): a buffer's size, hence its bytes, and
+         * where temps are placed are the binding's (the conservative choice: plain stores) */
+        bool ok = !c->dims && pl->stride[v][pl->rank - 1] == 1 && (pl->pointwise || k->blocks[k->stores[s].block].loop);
         int64_t bytes;
         ok = ok && !mc_mul_overflows(kb->numel, (int64_t)mc_dtype_size(kb->dtype), &bytes) &&
              bytes >= NONTEMPORAL_MIN_BYTES;
@@ -144,6 +148,7 @@ static void plan_prefetch(llvm_ctx *c, const kir_kernel *k, llvm_loop_plan *pl)
         const kir_buffer *kb = &c->kp->buffers[k->views[v].buffer];
         int64_t bytes;
         if (pl->stride[v][pl->rank - 1] == 1 && (pl->pointwise || pl->stride[v][pl->nrow - 1] != 0) &&
+            !mc_dim_is_sym(kb->numel) &&
             !mc_mul_overflows(kb->numel, (int64_t)mc_dtype_size(kb->dtype), &bytes) && bytes >= PREFETCH_MIN_BYTES)
             pl->prefetch[v] = true;
     }
@@ -170,10 +175,14 @@ mc_status llvm_plan_loops(llvm_ctx *c, const kir_kernel *k, llvm_loop_plan *pl)
     int n = 0;
     for (int d = 0; d < k->rank; d++) {
         bool merge = n > 0 && d != region_split && !dim_indexed(k, d) && !dim_indexed(k, d - 1);
+        /* symbolic sizes (a kernel list whose sizes are read at run time) do not merge: their
+         * products are not numbers here; the constant dimensions around them still do */
+        merge = merge && !mc_dim_is_sym(k->shape[d]) && !mc_dim_is_sym(pl->shape[n - 1]);
         for (int v = 0; v < k->nviews && merge; v++) {
             if (d >= region_split && !in_loop[v])
                 continue;
-            if (pl->stride[v][n - 1] != k->views[v].stride[d] * k->shape[d])
+            if (mc_dim_is_sym(k->views[v].stride[d]) || mc_dim_is_sym(pl->stride[v][n - 1]) ||
+                pl->stride[v][n - 1] != k->views[v].stride[d] * k->shape[d])
                 merge = false;
         }
         if (merge) {
@@ -196,12 +205,12 @@ mc_status llvm_plan_loops(llvm_ctx *c, const kir_kernel *k, llvm_loop_plan *pl)
     free(in_loop);
     if (pl->pointwise && n > 0)
         pl->nrow = n - 1; /* the last axis is the loop */
-    pl->rows = 1;
+    pl->rows = 1; /* 0 where a row dimension is symbolic: the backend counts them per binding */
     for (int d = 0; d < pl->nrow; d++)
-        pl->rows *= pl->shape[d];
+        pl->rows = mc_dim_is_sym(pl->shape[d]) ? 0 : pl->rows * pl->shape[d];
     pl->nchunks = 1;
     pl->chunk = n > pl->nrow ? pl->shape[n - 1] : 1;
-    if (pl->pointwise && n > 0 && pl->shape[n - 1] > 2 * CHUNK) {
+    if (pl->pointwise && n > 0 && !mc_dim_is_sym(pl->shape[n - 1]) && pl->shape[n - 1] > 2 * CHUNK) {
         pl->chunk = CHUNK;
         pl->nchunks = (pl->shape[n - 1] + CHUNK - 1) / CHUNK;
     }
@@ -471,6 +480,8 @@ mc_status llvm_plan_row_cache(llvm_ctx *c, const kir_kernel *k, const llvm_loop_
     memset(rc, 0, sizeof *rc);
     if (pl->pointwise || pl->rank - pl->nrow != 1 || k->ncode == 0)
         return MC_OK;
+    if (mc_dim_is_sym(pl->shape[pl->rank - 1]))
+        return MC_OK; /* a row of a length known only when it runs: no row cache */
     rc->dim = pl->rank - 1;
     rc->extent = pl->shape[rc->dim];
     rc->save = malloc((size_t)k->ncode * sizeof *rc->save);

@@ -17,7 +17,9 @@
  *   build-gpu/symbolic_sweep bench/gpu/gpt2_block_bf16.graph --batch 1,4,16,64 --seq 16,64,256,1024
  *
  * Or bench/gpu/symbolic_sweep.sh, which does both. Options: --backend NAME (cuda), --iters N
- * (20), --max-seq N (1024, the declared maximum of T), --no-fixed (the symbolic program only).
+ * (20), --max-seq N (1024, the declared maximum of T), --no-fixed (the symbolic program only),
+ * --interleave (the two programs' runs in turns, for a machine whose load drifts: a shared
+ * CPU), --threads N (mc_options.threads; the cpu backend's pool).
  */
 #include <minic.h>
 
@@ -108,6 +110,36 @@ static double time_runs(mc_program *p, int iters)
     return m;
 }
 
+/* Both programs timed in turns (--interleave): run i of each one after the other, so that a
+ * machine whose load drifts (a shared CPU) slows both alike; medians of iters runs after 3
+ * warm-ups each. false on failure. */
+static bool time_pair(mc_program *a, mc_program *b, int iters, double *ma, double *mb)
+{
+    double *ta = calloc((size_t)iters, sizeof *ta), *tb = calloc((size_t)iters, sizeof *tb);
+    bool ok = ta && tb;
+    for (int i = 0; ok && i < 3; i++)
+        ok = mc_program_run(a) == MC_OK && mc_program_run(b) == MC_OK;
+    for (int i = 0; ok && i < iters; i++) {
+        double t0 = now_ms();
+        ok = mc_program_run(a) == MC_OK;
+        double t1 = now_ms();
+        ok = ok && mc_program_run(b) == MC_OK;
+        ta[i] = t1 - t0;
+        tb[i] = now_ms() - t1;
+    }
+    if (ok) {
+        qsort(ta, (size_t)iters, sizeof *ta, cmp);
+        qsort(tb, (size_t)iters, sizeof *tb, cmp);
+        *ma = ta[iters / 2];
+        *mb = tb[iters / 2];
+    } else {
+        fprintf(stderr, "run: %s\n", mc_error_message());
+    }
+    free(ta);
+    free(tb);
+    return ok;
+}
+
 static int parse_list(const char *s, long *out, int max)
 {
     int n = 0;
@@ -146,7 +178,8 @@ int main(int argc, char **argv)
     long batch[32] = {1, 4, 16, 64}, seq[32] = {16, 64, 256, 1024};
     int nb = 4, ns = 4, iters = 20;
     long maxt = 1024;
-    bool fixed = true;
+    bool fixed = true, interleave = false;
+    int threads = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--batch") && i + 1 < argc)
             nb = parse_list(argv[++i], batch, 32);
@@ -160,11 +193,15 @@ int main(int argc, char **argv)
             backend = argv[++i];
         else if (!strcmp(argv[i], "--no-fixed"))
             fixed = false;
+        else if (!strcmp(argv[i], "--interleave"))
+            interleave = true;
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = atoi(argv[++i]);
         else if (argv[i][0] != '-' && !path)
             path = argv[i];
         else {
             fprintf(stderr, "usage: symbolic_sweep GRAPH [--batch 1,4] [--seq 16,64] [--iters N] [--max-seq N] "
-                            "[--backend NAME] [--no-fixed]\n");
+                            "[--backend NAME] [--no-fixed] [--interleave] [--threads N]\n");
             return 2;
         }
     }
@@ -177,6 +214,8 @@ int main(int argc, char **argv)
     }
     mc_options o = mc_options_default();
     o.note = quiet_note; /* kept for mc_program_notes, not printed */
+    if (threads > 0)
+        o.threads = threads;
     if (!strcmp(backend, "cuda"))
         o.backend = MC_BACKEND_CUDA;
     else if (!strcmp(backend, "cpu"))
@@ -211,7 +250,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bind B=%ld T=%ld: %s\n", B, T, mc_error_message());
                 return 1;
             }
-            double ms_sym = time_runs(sp, iters);
+            double ms_sym = interleave && fixed ? 0 : time_runs(sp, iters);
             double ms_fix = -1, fix_compile = 0;
             if (fixed) {
                 char a[64], b[64];
@@ -226,7 +265,10 @@ int main(int argc, char **argv)
                     return 1;
                 if (mc_program_fill_random(fp, 1) != MC_OK)
                     return 1;
-                ms_fix = time_runs(fp, iters);
+                if (interleave && !time_pair(sp, fp, iters, &ms_sym, &ms_fix))
+                    ms_sym = -1;
+                else if (!interleave)
+                    ms_fix = time_runs(fp, iters);
                 mc_program_free(fp);
             }
             double ratio = ms_fix > 0 ? ms_sym / ms_fix : 0;
