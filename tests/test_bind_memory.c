@@ -31,6 +31,12 @@
 static mc_backend_kind backends[3];
 static int nbackends;
 
+static void keep_note(void *ctx, const char *note)
+{
+    (void)ctx;
+    (void)note;
+}
+
 static mc_program *compile(const char *text, mc_backend_kind kind)
 {
     mc_graph *g = NULL;
@@ -38,7 +44,8 @@ static mc_program *compile(const char *text, mc_backend_kind kind)
         fail_msg("parse: %s", mc_error_message());
     mc_options opt = mc_test_options();
     opt.backend = kind;
-    opt.quiet = true;
+    opt.quiet = false; /* notes kept for mc_program_notes (test_mapped reads them), not printed */
+    opt.note = keep_note;
     if (kind == MC_BACKEND_CUDA)
         opt.cuda_graph = 1;
     mc_program *p = NULL;

@@ -981,6 +981,19 @@ static void mapping_take(const mc_cuda_api *cu, void *data, size_t bytes, CUdevi
     while (m && !(m->data == data && m->bytes == bytes))
         m = m->next;
     bool ours = m != NULL;
+    /* pages another mapping of ours holds: refused before the driver is asked, so that the rule
+     * minic.h states holds whatever a driver does with a second range in a locked page */
+    uintptr_t lo = (uintptr_t)data & ~(uintptr_t)4095, hi = ((uintptr_t)data + bytes + 4095) & ~(uintptr_t)4095;
+    for (host_mapping *e = mappings; e && !m; e = e->next) {
+        uintptr_t elo = (uintptr_t)e->data & ~(uintptr_t)4095;
+        uintptr_t ehi = ((uintptr_t)e->data + e->bytes + 4095) & ~(uintptr_t)4095;
+        if (lo < ehi && elo < hi) {
+            snprintf(why, size, "its pages overlap other host memory mapped for a binding (%p, %zu bytes): "
+                     "bind memory in pages of its own", e->data, e->bytes);
+            pthread_mutex_unlock(&mapping_lock);
+            return;
+        }
+    }
     if (!m) {
         CUresult r = cu->cuMemHostRegister(data, bytes, CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE);
         if (r == CUDA_SUCCESS && (m = calloc(1, sizeof *m))) {
@@ -996,19 +1009,7 @@ static void mapping_take(const mc_cuda_api *cu, void *data, size_t bytes, CUdevi
             snprintf(why, size, "cuMemHostRegister refused it: %s", mc_cuda_errstr(r));
             pthread_mutex_unlock(&mapping_lock);
             return;
-        } else { /* page-locked before: by the caller (used as it is), or pages of a mapping of ours */
-            uintptr_t lo = (uintptr_t)data & ~(uintptr_t)4095, hi = ((uintptr_t)data + bytes + 4095) & ~(uintptr_t)4095;
-            for (host_mapping *e = mappings; e; e = e->next) {
-                uintptr_t elo = (uintptr_t)e->data & ~(uintptr_t)4095;
-                uintptr_t ehi = ((uintptr_t)e->data + e->bytes + 4095) & ~(uintptr_t)4095;
-                if (lo < ehi && elo < hi) {
-                    snprintf(why, size, "its pages overlap other host memory mapped for a binding (%p, %zu bytes): "
-                             "bind memory in pages of its own", e->data, e->bytes);
-                    pthread_mutex_unlock(&mapping_lock);
-                    return;
-                }
-            }
-        }
+        } /* else page-locked before by the caller: used as it is */
     }
     CUresult r = cu->cuMemHostGetDevicePointer(dev, data, 0);
     if (r != CUDA_SUCCESS) {
