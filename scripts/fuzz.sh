@@ -31,26 +31,39 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-failed=()
-for t in "${targets[@]}"; do
-  name=${t#fuzz_}
-  work=build-fuzz/corpus/$name
-  artifacts=build-fuzz/artifacts/$name/
+# One target per core at a time: each runs alone for its SECONDS, so the wall time is
+# about SECONDS x ceil(targets / cores) rather than SECONDS x targets.
+run_one() {
+  local t=$1 name=${1#fuzz_}
+  local work=build-fuzz/corpus/$name artifacts=build-fuzz/artifacts/$name/
   mkdir -p "$work" "$artifacts"
-  args=(-max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=16384
-        -print_final_stats=1 -artifact_prefix="$artifacts")
+  local args=(-max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=16384
+              -print_final_stats=1 -artifact_prefix="$artifacts")
   [ -f "fuzz/$name.dict" ] && args+=(-dict="fuzz/$name.dict")
-  seeds=()
+  local seeds=()
   [ -d "fuzz/corpus/$name" ] && seeds+=("fuzz/corpus/$name")
   echo "fuzz: $t for ${secs}s" >&2
-  log=build-fuzz/$t.log
+  local log=build-fuzz/$t.log
   if ! "build-fuzz/$t" "${args[@]}" "$work" "${seeds[@]}" >"$log" 2>&1; then
     tail -n 60 "$log" >&2
     echo "fuzz: $t: FINDING (input in $artifacts)" >&2
-    failed+=("$t")
-    continue
+    return 1
   fi
   grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$log" | sed "s/^/fuzz: $t: /" >&2 || true
+}
+failed=()
+pids=()
+names=()
+for t in "${targets[@]}"; do
+  run_one "$t" &
+  pids+=($!)
+  names+=("$t")
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+    wait -n || true
+  done
+done
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || failed+=("${names[$i]}")
 done
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz: findings in: ${failed[*]}" >&2
