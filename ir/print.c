@@ -278,9 +278,9 @@ static void print_node(const printer *p, int i)
             return;
         fprintf(out, "%s = full(shape=[], value=", name);
         print_number(out, n->attr.value);
-        if (n->attr.per) { /* not the file format: only the passes make these (1/n over a symbol) */
+        if (n->attr.per) { /* not the file format: only the passes make these (1/n over a symbol, n) */
             char dim[96];
-            fprintf(out, "/(%s)", mc_dim_str(p->g, n->attr.per, dim, sizeof dim));
+            fprintf(out, "%s(%s)", n->attr.times ? "*" : "/", mc_dim_str(p->g, n->attr.per, dim, sizeof dim));
         }
         fprintf(out, ", dtype=%s)  # ", mc_dtype_name(n->dtype));
         print_type(p, n, false);

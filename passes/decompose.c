@@ -130,6 +130,28 @@ static mc_value row_mean(ctx *c, mc_value v, const mc_node *x)
 
 static mc_value f32(ctx *c, double v) { return constant(c, v, MC_F32); }
 
+/* a - b + e as an i32 value, a and b dims (or plain numbers; b may be 0): a number where both
+ * are sizes (as these constants always were), else the sum of the symbolic dims read when the
+ * kernels run (KI_SIZE `times`: +-n exactly) and the rest, so one program serves every
+ * binding (update's and argmax's lengths along a symbolic axis). */
+static mc_value dim_i32(ctx *c, int64_t a, int64_t b, int64_t e)
+{
+    if (!mc_dim_is_sym(a) && !mc_dim_is_sym(b))
+        return constant(c, (double)(a - b + e), MC_I32);
+    mc_value v = MC_NONE;
+    if (mc_dim_is_sym(a))
+        v = mc_rewrite_const_times(c->rw, c->n, 1.0, a, MC_I32);
+    else
+        e += a;
+    if (mc_dim_is_sym(b)) {
+        mc_value nb = mc_rewrite_const_times(c->rw, c->n, -1.0, b, MC_I32);
+        v = v == MC_NONE ? nb : op2(c, MC_OP_ADD, v, nb);
+    } else {
+        e -= b;
+    }
+    return e ? op2(c, MC_OP_ADD, v, constant(c, (double)e, MC_I32)) : v;
+}
+
 /* value / n in dtype d: a number where n is a size, else a constant the kernels compute from
  * n's value when they run (KI_SIZE), so that one compiled program serves every binding. */
 static mc_value over(ctx *c, double value, int64_t n, mc_dtype d)
@@ -183,7 +205,11 @@ static mc_value layernorm(ctx *c, const mc_value *in)
     const mc_node *x = &c->rw->src->nodes[c->n->in[0]];
     double eps = c->n->attr.value;
     int64_t axis = x->rank - 1, n = x->shape[axis];
-    double k = sum_scale(n);
+    /* a symbolic n takes the scale of the longest row an index reaches, 2^-31, so that one
+     * program serves every length: still exact above 2^-95 (x k then rounds only where x is
+     * within 2^31 of the smallest normal, values that no mean or variance of a row above the
+     * thresholds of row_scale can see), and the mean's 2^31 / n is KI_SIZE */
+    double k = mc_dim_is_sym(n) ? 0x1p-31 : sum_scale(n);
     mc_value xf = widen(c, in[0]);
     mc_value xk = mul(c, xf, f32(c, k));
     /* the scale from sum(|x|) 2^-k, a bound on the max (m <= sum <= n m) that costs an add where
@@ -193,10 +219,10 @@ static mc_value layernorm(ctx *c, const mc_value *in)
     /* mean(x) r = sum(x 2^-k) (2^k / n) r: for rows that are not scaled, the plain sum times
      * 1/n, bit for bit */
     mc_value s = reduce(c, MC_OP_SUM, xk, &axis, 1, true);
-    mc_value mean = mul(c, mul(c, s, f32(c, 1 / (k * (double)n))), r);
+    mc_value mean = mul(c, mul(c, s, mc_dim_is_sym(n) ? over(c, 1 / k, n, MC_F32) : f32(c, 1 / (k * (double)n))), r);
     if (eps == 0) {
         mc_value s_up = reduce(c, MC_OP_SUM, mul(c, xf, f32(c, 0x1p64)), &axis, 1, true);
-        mc_value up = mul(c, mul(c, s_up, mul(c, f32(c, 0x1p-64), r)), f32(c, 1 / (double)n));
+        mc_value up = mul(c, mul(c, s_up, mul(c, f32(c, 0x1p-64), r)), over(c, 1.0, n, MC_F32));
         mean = where(c, op2(c, MC_OP_LT, a, f32(c, 0x1p-40 * k)), up, mean);
     }
     mc_value v = op2(c, MC_OP_SUB, mul(c, xf, r), mean);
@@ -352,7 +378,7 @@ static mc_value argextreme(ctx *c, mc_value x)
     mc_value hit = op2(c, MC_OP_EQ, x, m);
     if (mc_dtype_is_float(xn->dtype))
         hit = where(c, op2(c, MC_OP_NE, m, m), op2(c, MC_OP_NE, x, x), hit);
-    mc_value pos = where(c, hit, iota(c, xn->shape, xn->rank, axis), constant(c, (double)n, MC_I32));
+    mc_value pos = where(c, hit, iota(c, xn->shape, xn->rank, axis), dim_i32(c, n, 0, 0));
     return reduce(c, MC_OP_MIN, pos, &axis, 1, c->n->attr.keepdim);
 }
 
@@ -407,8 +433,8 @@ static mc_value cumsum_quadratic(ctx *c, mc_value x)
 static mc_value clamp_inside(ctx *c, mc_value pos, int64_t len, mc_value *inside)
 {
     mc_value zero = constant(c, 0.0, MC_I32);
-    *inside = op2(c, MC_OP_AND, op2(c, MC_OP_GE, pos, zero), op2(c, MC_OP_LT, pos, constant(c, (double)len, MC_I32)));
-    return op2(c, MC_OP_MINIMUM, op2(c, MC_OP_MAXIMUM, pos, zero), constant(c, (double)(len - 1), MC_I32));
+    *inside = op2(c, MC_OP_AND, op2(c, MC_OP_GE, pos, zero), op2(c, MC_OP_LT, pos, dim_i32(c, len, 0, 0)));
+    return op2(c, MC_OP_MINIMUM, op2(c, MC_OP_MAXIMUM, pos, zero), dim_i32(c, len, 0, -1));
 }
 
 static mc_value update(ctx *c, const mc_value *in)
@@ -420,11 +446,9 @@ static mc_value update(ctx *c, const mc_value *in)
     mc_value i = iota(c, &n, 1, 0);
     mc_value rel = op2(c, MC_OP_SUB, i, pos);
     mc_value zero = constant(c, 0.0, MC_I32);
-    mc_value ok = op2(c, MC_OP_AND, op2(c, MC_OP_GE, pos, zero), op2(c, MC_OP_LE, pos, constant(c, (double)(n - len), MC_I32)));
-    mc_value past = op2(c, MC_OP_ADD, op2(c, MC_OP_MINIMUM, pos, constant(c, (double)(INT32_MAX - len), MC_I32)),
-                        constant(c, (double)len, MC_I32));
-    mc_value before = op2(c, MC_OP_SUB, op2(c, MC_OP_MAXIMUM, pos, constant(c, (double)(INT32_MIN + len), MC_I32)),
-                          constant(c, (double)len, MC_I32));
+    mc_value ok = op2(c, MC_OP_AND, op2(c, MC_OP_GE, pos, zero), op2(c, MC_OP_LE, pos, dim_i32(c, n, len, 0)));
+    mc_value past = op2(c, MC_OP_ADD, op2(c, MC_OP_MINIMUM, pos, dim_i32(c, INT32_MAX, len, 0)), dim_i32(c, len, 0, 0));
+    mc_value before = op2(c, MC_OP_SUB, op2(c, MC_OP_MAXIMUM, pos, dim_i32(c, len, 0, INT32_MIN)), dim_i32(c, len, 0, 0));
     mc_value bad = where(c, op2(c, MC_OP_LT, pos, zero), before, past);
     mc_value inside;
     mc_value idx = where(c, ok, clamp_inside(c, rel, len, &inside), bad);

@@ -810,19 +810,12 @@ static void test_sized_fallbacks(void **state)
         mc_program_free(p);
         mc_graph_free(g);
     }
-    /* layernorm over a symbolic last axis: its overflow guard's scale depends on n */
-    mc_graph *g = parse("input x : f32[2, T]\nparam w : f32[T]\nparam b : f32[T]\ny = layernorm(x, w, b)\noutput y\n");
-    mc_program *p = compile_noting(g, MC_BACKEND_REF);
-    assert_non_null(strstr(mc_program_notes(p), "layernorm at line 4 does not take symbolic sizes yet"));
-    run_against_oracle(p, g, (int64_t[]){5}, 1e-5);
-    mc_program_free(p);
-    mc_graph_free(g);
 #ifdef MINIC_HAVE_CPU_BACKEND
     /* cpu: the kernel it cannot generate with run-time sizes (a log_softmax over [B, T, T]'s
      * middle axis, whose vector axis steps by T) is generated for each binding and named in a
      * note; the rest is compiled once; the numbers are right either way */
-    g = parse(sized_model);
-    p = compile_noting(g, MC_BACKEND_CPU);
+    mc_graph *g = parse(sized_model);
+    mc_program *p = compile_noting(g, MC_BACKEND_CPU);
     assert_non_null(strstr(mc_program_notes(p), "compiled once"));
     run_against_oracle(p, g, (int64_t[]){2, 3}, 1e-4);
     const char *notes = mc_program_notes(mc_program_ran(p));
@@ -1409,6 +1402,87 @@ static void test_block_ref(void **state)
     mc_graph_free(g);
 }
 
+/* ---- update, argmax/argmin, cumsum, layernorm over symbolic sizes ------------------------------ */
+
+/* The KV-cache write over a symbolic batch and cache length S, with a new block of symbolic
+ * length L too (pos = |-5| = 5: the i32 ramp's first value; pos <= S - L in every binding below),
+ * argmax/argmin over the symbolic axis and over a fixed one, cumsum along S and along a fixed
+ * axis, layernorm over a symbolic last axis (eps = 0 and rows of 1e30 and 1e-35: its scaled
+ * paths). (The oracle check reads f32 outputs: the indices are cast.) Every one takes run-time sizes: one compile (pipeline.c takes_symbols). */
+static const char *ops_model =
+    "graph sym_ops\n"
+    "input cache : f32[B, 2, S<=24, 4]\n"
+    "input new : f32[B, 2, 1, 4]\n"
+    "input block : f32[B, 2, L, 4]\n"
+    "input at : i32[]\n"
+    "input x : f32[B, S]\n"
+    "input w : f32[S]\n"
+    "input b : f32[S]\n"
+    "pos = abs(at)\n"
+    "u = update(cache, new, pos, axis=2)\n"
+    "ub = update(cache, block, pos, axis=2)\n"
+    "am = argmax(cache, axis=2)\n"
+    "an = argmin(cache, axis=3, keepdim=true)\n"
+    "ax = argmax(x, axis=1)\n"
+    "ax2 = reshape(ax, shape=[B, 1, 1])\n"
+    "ax3 = expand(ax2, shape=[B, 2, 1])\n"
+    "cs = cumsum(cache, axis=2)\n"
+    "cf = cumsum(cache, axis=3)\n"
+    "ids = concat(am, ax3, axis=2)\n"
+    "idf = cast(ids, to=f32)\n"
+    "anf = cast(an, to=f32)\n"
+    "ln = layernorm(x, w, b, eps=1e-5)\n"
+    "big = mul(x, 1e30)\n"
+    "lb = layernorm(big, w, b, eps=0)\n"
+    "tiny = mul(x, 1e-35)\n"
+    "lt = layernorm(tiny, w, b, eps=0)\n"
+    "output u, ub, idf, anf, cs, cf, ln, lb, lt\n";
+
+static const int64_t ops_bindings[][3] = {{2, 7, 2}, {1, 9, 4}, {3, 24, 1}, {1, 6, 1}, {2, 7, 2}, {4, 13, 8}};
+
+/* On every backend here (MINIC_TEST_BACKEND picks one; cuda where there is a GPU): one
+ * compile, nothing generated per binding, the float64 evaluation's results; a pos past
+ * S - L is the run's input error, checked with the bound sizes. */
+static void test_ops_compile_once(void **state)
+{
+    (void)state;
+    mc_backend_kind kinds[3];
+    int nk = 0;
+    if (mc_test_backends(kinds, &nk) == 77)
+        return;
+    mc_graph *g = parse(ops_model);
+    for (int be = 0; be < nk; be++) {
+        mc_program *p = compile_noting(g, kinds[be]);
+        if (!strstr(mc_program_notes(p), "compiled once"))
+            fail_msg("%s: notes: %s", mc_backend_name(kinds[be]), mc_program_notes(p));
+        for (size_t i = 0; i < sizeof ops_bindings / sizeof ops_bindings[0]; i++) {
+            run_against_oracle(p, g, ops_bindings[i], kinds[be] == MC_BACKEND_CUDA ? 1e-4 : 1e-5);
+            mc_program *ran = mc_program_ran(p);
+            if (mc_program_compilations(p) != 1 || ran->kernels_specialized != 0)
+                fail_msg("%s, binding %zu: %d compilations; notes: %s", mc_backend_name(kinds[be]), i,
+                         mc_program_compilations(p), mc_program_notes(ran));
+        }
+        /* S = 6, L = 2: pos 5 leaves one entry for a block of two */
+        assert_int_equal(mc_program_set_dim(p, "S", 6), MC_OK);
+        assert_int_equal(mc_program_set_dim(p, "L", 2), MC_OK);
+        float *zeros = calloc(4 * 2 * 24 * 4, sizeof(float));
+        int32_t at = -5;
+        const struct { const char *name; size_t bytes; const void *data; } in[] = {
+            {"cache", 2 * 6 * 4 * sizeof(float), zeros}, {"new", 2 * 4 * sizeof(float), zeros},
+            {"block", 2 * 2 * 4 * sizeof(float), zeros}, {"at", sizeof at, &at},
+            {"x", 6 * sizeof(float), zeros}, {"w", 6 * sizeof(float), zeros}, {"b", 6 * sizeof(float), zeros}};
+        for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
+            assert_int_equal(mc_program_set(p, in[i].name, in[i].data, in[i].bytes), MC_OK);
+        assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
+        if (!strstr(mc_error_message(), "update: pos 5 is outside [0, 4]: 2 entries from pos would not fit axis 2 of 6"))
+            fail_msg("%s: %s", mc_backend_name(kinds[be]), mc_error_message());
+        free(zeros);
+        assert_int_equal(mc_program_compilations(p), 1);
+        mc_program_free(p);
+    }
+    mc_graph_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1424,7 +1498,7 @@ int main(void)
 #endif
         cmocka_unit_test(test_block_ref),       cmocka_unit_test(test_cuda_compiles_once),
         cmocka_unit_test(test_arena_at_maxima), cmocka_unit_test(test_cuda_arena_at_maxima),
-        cmocka_unit_test(test_plan_like),
+        cmocka_unit_test(test_plan_like),       cmocka_unit_test(test_ops_compile_once),
 #ifdef MINIC_HAVE_CUDA
         cmocka_unit_test(test_cuda_sized_sources),
 #endif
