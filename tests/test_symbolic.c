@@ -1043,6 +1043,8 @@ static const char *block_model =
     "p = softmax(sc, axis=-1)\n"
     "output r, s, m, p\n";
 
+static const char *ops_model; /* below: update, argmax, cumsum, layernorm */
+
 #ifdef MINIC_HAVE_CUDA
 /* Without a GPU: the kernels of a symbolic program rendered for several bindings are the same
  * source (what the disk cache and the loaded modules key on), with the binding's sizes only in
@@ -1061,7 +1063,7 @@ static void check_sized_sources(const char *text, int want_specialized, const ch
     if (mc_compile_kernels(g, &co, &sized) != MC_OK || !sized)
         fail_msg("compile: %s %s", mc_error_message(), refused);
     const mc_cuda_target t = {.sm = 90, .num_sms = 132};
-    const int64_t bindings[][2] = {{2, 3}, {1, 7}, {3, 32}, {1, 1}};
+    const int64_t bindings[][3] = {{2, 3, 1}, {1, 7, 2}, {3, 32, 1}, {1, 1, 1}}; /* (a third symbol: ops_model's L) */
     char **first = calloc((size_t)sized->nkernels + 1, sizeof *first);
     assert_non_null(first);
     int with_sizes = 0;
@@ -1140,6 +1142,7 @@ static void test_cuda_sized_sources(void **state)
                         "kt = transpose(k, perm=[0, 1, 3, 2])\ns0 = matmul(q, kt)\np = softmax(s0, axis=-1)\n"
                         "y = matmul(p, v)\noutput y\n",
                         1, "decode attention (few queries) over symbolic keys", 0);
+    check_sized_sources(ops_model, 0, NULL, 6); /* update, argmax, cumsum (scans), layernorm */
     setenv("MINIC_CUDA_SIZED_ATTENTION", "0", 1); /* the previous path: attention per binding */
     check_sized_sources(sized_model, 1, "attention over symbolic lengths", 2);
     unsetenv("MINIC_CUDA_SIZED_ATTENTION");
@@ -1411,7 +1414,7 @@ static void test_block_ref(void **state)
  * paths). (The oracle check reads f32 outputs: the indices are cast.) Every one takes run-time sizes: one compile (pipeline.c takes_symbols). */
 static const char *ops_model =
     "graph sym_ops\n"
-    "input cache : f32[B, 2, S<=24, 4]\n"
+    "input cache : f32[B, 2, S<=32, 4]\n"
     "input new : f32[B, 2, 1, 4]\n"
     "input block : f32[B, 2, L, 4]\n"
     "input at : i32[]\n"
