@@ -829,6 +829,45 @@ static mc_value batchnorm(ctx *c, mc_value x, const mc_node *n)
     return narrow(c, y);
 }
 
+bool mc_slice_rewritten(const mc_graph *g, const mc_node *n)
+{
+    if (n->op != MC_OP_SLICE)
+        return false;
+    const mc_node *x = &g->nodes[n->in[0]];
+    bool symbolic = false;
+    for (int d = 0; d < x->rank; d++)
+        symbolic |= mc_dim_is_sym(x->shape[d]);
+    return symbolic && (n->attr.start == MC_END || n->attr.start < 0 || n->attr.step < 0);
+}
+
+/* A slice of a symbolic operand that mc_slice_rewritten names. Over a symbolic axis its
+ * attributes are as written (ir/infer.c: step 1): a missing start is 0, and a start from the end,
+ * n + start, is only known when it runs, so the slice is a gather of x along the axis at
+ * iota + n + start (its count, end - start, is fixed); a backward step over a fixed axis is a
+ * gather at start + step iota. The gather reads x through strides and checks its indices; the
+ * bounds themselves are checked for each binding beforehand (ir/dims.c). */
+static mc_value slice_symbolic(ctx *c, mc_value x)
+{
+    const mc_node *xn = &c->rw->src->nodes[c->n->in[0]];
+    mc_attrs a = c->n->attr;
+    int64_t axis = a.axis;
+    if (a.start == MC_END && a.step == 1) {
+        a.start = 0;
+        return mc_rewrite_node(c->rw, c->n, MC_OP_SLICE, &x, 1, &a);
+    }
+    int64_t count = c->n->shape[axis];
+    mc_value i = iota(c, &count, 1, 0);
+    if (a.step != 1)
+        i = op2(c, MC_OP_MUL, i, constant(c, (double)a.step, MC_I32));
+    mc_value first = mc_dim_is_sym(xn->shape[axis]) ? dim_i32(c, xn->shape[axis], 0, a.start)
+                                                     : constant(c, (double)a.start, MC_I32);
+    mc_attrs ga;
+    memset(&ga, 0, sizeof ga);
+    ga.axis = axis;
+    mc_value gin[2] = {x, op2(c, MC_OP_ADD, i, first)};
+    return mc_rewrite_node(c->rw, c->n, MC_OP_GATHER, gin, 2, &ga);
+}
+
 static bool quadratic_cumsum(void)
 {
     const char *e = getenv("MINIC_QUADRATIC_CUMSUM");
@@ -844,7 +883,8 @@ mc_status mc_pass_decompose(mc_graph *g, const mc_compile_options *opt)
     for (int i = 0; i < g->nnodes; i++) {
         const mc_node *n = &g->nodes[i];
         /* (the quadratic cumsum adds an axis: not for an operand of the most axes) */
-        if (!mc_op_is_composite(n->op) && !(n->op == MC_OP_CUMSUM && n->rank < MC_MAX_RANK && quadratic_cumsum())) {
+        if (!mc_op_is_composite(n->op) && !(n->op == MC_OP_CUMSUM && n->rank < MC_MAX_RANK && quadratic_cumsum()) &&
+            !mc_slice_rewritten(g, n)) {
             rw.map[i] = mc_rewrite_copy(&rw, i);
         } else {
             ctx c = {&rw, n, opt && opt->conv_gather, opt && opt->conv_implicit};
@@ -864,6 +904,7 @@ mc_status mc_pass_decompose(mc_graph *g, const mc_compile_options *opt)
             case MC_OP_ARGMAX: case MC_OP_ARGMIN: v = argextreme(&c, in[0]); break;
             case MC_OP_CUMSUM: v = cumsum_quadratic(&c, in[0]); break; /* MINIC_QUADRATIC_CUMSUM=1 */
             case MC_OP_UPDATE: v = update(&c, in); break;
+            case MC_OP_SLICE: v = slice_symbolic(&c, in[0]); break; /* mc_slice_rewritten */
             case MC_OP_PAD: v = pad(&c, in[0]); break;
             case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: v = pool(&c, in[0]); break;
             case MC_OP_CONV: v = conv(&c, in); break;
@@ -878,7 +919,7 @@ mc_status mc_pass_decompose(mc_graph *g, const mc_compile_options *opt)
             case MC_OP_LE: case MC_OP_GT: case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST:
             case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
             case MC_OP_SUM: case MC_OP_MAX: case MC_OP_MIN: case MC_OP_MATMUL:
-            case MC_OP_TRANSPOSE: case MC_OP_RESHAPE: case MC_OP_EXPAND: case MC_OP_SLICE:
+            case MC_OP_TRANSPOSE: case MC_OP_RESHAPE: case MC_OP_EXPAND:
             case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_OP_GATHER:
             case MC_OP_ALLREDUCE: case MC_NUM_OPS:
                 MC_UNREACHABLE("not a composite");

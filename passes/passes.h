@@ -86,6 +86,9 @@ mc_status mc_dump_stage(const mc_graph *g, const mc_compile_options *opt, const 
 
 mc_status mc_pass_fold(mc_graph *g, const mc_compile_options *opt);      /* passes/fold.c: batchnorm into conv */
 mc_status mc_pass_decompose(mc_graph *g, const mc_compile_options *opt); /* passes/decompose.c */
+/* Does decompose rewrite slice n of a symbolic operand (a start from the end of a symbolic axis
+ * or none, or a backward step: forms whose view would need a run-time or negative offset)? */
+bool mc_slice_rewritten(const mc_graph *g, const mc_node *n);
 mc_status mc_pass_simplify(mc_graph *g, const mc_compile_options *opt);  /* passes/simplify.c: folding and identities */
 mc_status mc_pass_cse(mc_graph *g, const mc_compile_options *opt);       /* passes/cse.c */
 mc_status mc_pass_dce(mc_graph *g, const mc_compile_options *opt);       /* passes/dce.c */

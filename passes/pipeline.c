@@ -79,9 +79,10 @@ static bool concat_offsets(const mc_graph *g, const mc_node *n)
  * slice from a fixed start with a positive step, concat (offsets are sums of sizes), gather.
  * argmax/argmin and update (lengths as values: KI_SIZE `times`), cumsum (a scan, its row
  * length read when it runs), layernorm over any axis (a symbolic n takes the fixed scale
- * 2^-31, decompose.c).
- * Not yet: a reshape that merges or splits a symbol (quotients of run-time sizes), a slice
- * from the end of a symbolic axis or backwards, convolutions, pools, pad, allreduce. */
+ * 2^-31, decompose.c), a slice from the end of a symbolic axis or backwards (decompose makes
+ * it a gather at run-time indices).
+ * Not yet: a reshape that merges or splits a symbol (quotients of run-time sizes),
+ * convolutions, pools, pad, allreduce. */
 static bool takes_symbols(const mc_graph *g, const mc_node *n)
 {
     switch (mc_op_table[n->op].kind) {
@@ -99,8 +100,9 @@ static bool takes_symbols(const mc_graph *g, const mc_node *n)
     case MC_KIND_SHAPE:
         if (n->op == MC_OP_RESHAPE)
             return mc_reshape_takes_symbols(&g->nodes[n->in[0]], n);
-        if (n->op == MC_OP_SLICE) /* its offset start * stride; a start from the end is symbolic */
-            return !mc_dim_is_sym(n->attr.start) && n->attr.start >= 0 && n->attr.step >= 1;
+        if (n->op == MC_OP_SLICE) /* its offset start * stride; decompose rewrites the rest */
+            return mc_slice_rewritten(g, n) ||
+                   (!mc_dim_is_sym(n->attr.start) && n->attr.start != MC_END && n->attr.start >= 0 && n->attr.step >= 1);
         if (n->op == MC_OP_CONCAT)
             return concat_offsets(g, n);
         return n->op == MC_OP_TRANSPOSE || n->op == MC_OP_EXPAND;
