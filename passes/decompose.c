@@ -864,8 +864,15 @@ static mc_value slice_symbolic(ctx *c, mc_value x)
     mc_attrs ga;
     memset(&ga, 0, sizeof ga);
     ga.axis = axis;
+    mc_attrs to;
+    memset(&to, 0, sizeof to);
+    to.dtype = MC_I32;
+    if (xn->dtype == MC_BOOL) /* gather takes numbers: a bool is gathered as 0 and 1 */
+        x = mc_rewrite_node(c->rw, c->n, MC_OP_CAST, &x, 1, &to);
     mc_value gin[2] = {x, op2(c, MC_OP_ADD, i, first)};
-    return mc_rewrite_node(c->rw, c->n, MC_OP_GATHER, gin, 2, &ga);
+    mc_value v = mc_rewrite_node(c->rw, c->n, MC_OP_GATHER, gin, 2, &ga);
+    to.dtype = MC_BOOL;
+    return xn->dtype == MC_BOOL ? mc_rewrite_node(c->rw, c->n, MC_OP_CAST, &v, 1, &to) : v;
 }
 
 static bool quadratic_cumsum(void)

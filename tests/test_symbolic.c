@@ -1442,9 +1442,44 @@ static const char *ops_model =
 
 static const int64_t ops_bindings[][3] = {{2, 7, 2}, {1, 9, 4}, {3, 24, 1}, {1, 6, 1}, {2, 7, 2}, {4, 13, 8}};
 
-/* On every backend here (MINIC_TEST_BACKEND picks one; cuda where there is a GPU): one
- * compile, nothing generated per binding, the float64 evaluation's results; a pos past
- * S - L is the run's input error, checked with the bound sizes. */
+/* g compiled on `kind` once, then run at each of nb bindings (nsyms values each) against the
+ * float64 evaluation: still one compilation, nothing generated per binding. */
+static mc_program *runs_compiled_once(const mc_graph *g, mc_backend_kind kind, const int64_t *bindings, int nb,
+                                      int nsyms, double tolerance)
+{
+    mc_program *p = compile_noting(g, kind);
+    if (!strstr(mc_program_notes(p), "compiled once"))
+        fail_msg("%s: notes: %s", mc_backend_name(kind), mc_program_notes(p));
+    for (int i = 0; i < nb; i++) {
+        run_against_oracle(p, g, bindings + (size_t)i * (size_t)nsyms, tolerance);
+        mc_program *ran = mc_program_ran(p);
+        if (mc_program_compilations(p) != 1 || ran->kernels_specialized != 0)
+            fail_msg("%s, binding %d: %d compilations; notes: %s", mc_backend_name(kind), i,
+                     mc_program_compilations(p), mc_program_notes(ran));
+    }
+    return p;
+}
+
+/* Slices decompose rewrites (decompose.c slice_symbolic): a missing start over a symbolic axis,
+ * starts from its end (gathers at run-time indices; of a bool too), backward steps over a fixed
+ * axis of a symbolic operand. */
+static const char *slices_model = "input x : f32[B, T<=16, 3]\n"
+                                  "head = slice(x, axis=1, end=2)\n"
+                                  "last = slice(x, axis=1, start=-1)\n"
+                                  "tail = slice(x, axis=1, start=-3, end=-1)\n"
+                                  "e = exp(tail)\n"
+                                  "rev = slice(x, axis=2, step=-1)\n"
+                                  "odd = slice(x, axis=2, start=2, end=0, step=-2)\n"
+                                  "s = add(rev, x)\n"
+                                  "pos = gt(x, 0)\n"
+                                  "late = slice(pos, axis=1, start=-2)\n"
+                                  "yb = where(late, 1.0, 0.0)\n"
+                                  "output head, last, e, rev, odd, s, yb\n";
+
+/* ops_model and slices_model on every backend here (MINIC_TEST_BACKEND picks one; cuda where
+ * there is a GPU): one compile, nothing generated per binding, the float64 evaluation's
+ * results; a pos past S - L, and a T too short for start=-3, are the run's input errors,
+ * checked with the bound sizes. */
 static void test_ops_compile_once(void **state)
 {
     (void)state;
@@ -1452,18 +1487,9 @@ static void test_ops_compile_once(void **state)
     int nk = 0;
     if (mc_test_backends(kinds, &nk) == 77)
         return;
-    mc_graph *g = parse(ops_model);
+    mc_graph *g = parse(ops_model), *gs = parse(slices_model);
     for (int be = 0; be < nk; be++) {
-        mc_program *p = compile_noting(g, kinds[be]);
-        if (!strstr(mc_program_notes(p), "compiled once"))
-            fail_msg("%s: notes: %s", mc_backend_name(kinds[be]), mc_program_notes(p));
-        for (size_t i = 0; i < sizeof ops_bindings / sizeof ops_bindings[0]; i++) {
-            run_against_oracle(p, g, ops_bindings[i], kinds[be] == MC_BACKEND_CUDA ? 1e-4 : 1e-5);
-            mc_program *ran = mc_program_ran(p);
-            if (mc_program_compilations(p) != 1 || ran->kernels_specialized != 0)
-                fail_msg("%s, binding %zu: %d compilations; notes: %s", mc_backend_name(kinds[be]), i,
-                         mc_program_compilations(p), mc_program_notes(ran));
-        }
+        mc_program *p = runs_compiled_once(g, kinds[be], ops_bindings[0], 6, 3, kinds[be] == MC_BACKEND_CUDA ? 1e-4 : 1e-5);
         /* S = 6, L = 2: pos 5 leaves one entry for a block of two */
         assert_int_equal(mc_program_set_dim(p, "S", 6), MC_OK);
         assert_int_equal(mc_program_set_dim(p, "L", 2), MC_OK);
@@ -1481,43 +1507,8 @@ static void test_ops_compile_once(void **state)
         free(zeros);
         assert_int_equal(mc_program_compilations(p), 1);
         mc_program_free(p);
-    }
-    mc_graph_free(g);
-}
-
-/* Slices decompose rewrites (decompose.c slice_symbolic): a missing start over a symbolic axis,
- * starts from its end (gathers at run-time indices), backward steps over a fixed axis of a
- * symbolic operand. One compile on every backend here; a binding too short for start=-3 is
- * the input error it always was. */
-static const char *slices_model = "input x : f32[B, T<=16, 3]\n"
-                                  "head = slice(x, axis=1, end=2)\n"
-                                  "last = slice(x, axis=1, start=-1)\n"
-                                  "tail = slice(x, axis=1, start=-3, end=-1)\n"
-                                  "e = exp(tail)\n"
-                                  "rev = slice(x, axis=2, step=-1)\n"
-                                  "odd = slice(x, axis=2, start=2, end=0, step=-2)\n"
-                                  "s = add(rev, x)\n"
-                                  "output head, last, e, rev, odd, s\n";
-
-static void test_slices_compile_once(void **state)
-{
-    (void)state;
-    mc_backend_kind kinds[3];
-    int nk = 0;
-    if (mc_test_backends(kinds, &nk) == 77)
-        return;
-    mc_graph *g = parse(slices_model);
-    for (int be = 0; be < nk; be++) {
-        mc_program *p = compile_noting(g, kinds[be]);
-        if (!strstr(mc_program_notes(p), "compiled once"))
-            fail_msg("%s: notes: %s", mc_backend_name(kinds[be]), mc_program_notes(p));
-        const int64_t bindings[][2] = {{2, 5}, {1, 3}, {3, 16}, {2, 5}, {1, 9}};
-        for (size_t i = 0; i < sizeof bindings / sizeof bindings[0]; i++) {
-            run_against_oracle(p, g, bindings[i], 1e-6);
-            if (mc_program_compilations(p) != 1 || mc_program_ran(p)->kernels_specialized != 0)
-                fail_msg("%s, binding %zu: %d compilations; notes: %s", mc_backend_name(kinds[be]), i,
-                         mc_program_compilations(p), mc_program_notes(mc_program_ran(p)));
-        }
+        const int64_t slice_bindings[][2] = {{2, 5}, {1, 3}, {3, 16}, {2, 5}, {1, 9}};
+        p = runs_compiled_once(gs, kinds[be], slice_bindings[0], 5, 2, 1e-6);
         float x[2 * 3] = {0}; /* B=1, T=2 */
         assert_int_equal(mc_program_set(p, "x", x, sizeof x), MC_OK);
         assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
@@ -1526,7 +1517,9 @@ static void test_slices_compile_once(void **state)
         mc_program_free(p);
     }
     mc_graph_free(g);
+    mc_graph_free(gs);
 }
+
 
 int main(void)
 {
@@ -1544,7 +1537,6 @@ int main(void)
         cmocka_unit_test(test_block_ref),       cmocka_unit_test(test_cuda_compiles_once),
         cmocka_unit_test(test_arena_at_maxima), cmocka_unit_test(test_cuda_arena_at_maxima),
         cmocka_unit_test(test_plan_like),       cmocka_unit_test(test_ops_compile_once),
-        cmocka_unit_test(test_slices_compile_once),
 #ifdef MINIC_HAVE_CUDA
         cmocka_unit_test(test_cuda_sized_sources),
 #endif
