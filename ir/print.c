@@ -278,7 +278,7 @@ static void print_node(const printer *p, int i)
             return;
         fprintf(out, "%s = full(shape=[], value=", name);
         print_number(out, n->attr.value);
-        if (n->attr.per) { /* not the file format: only the passes make these (1/n over a symbol, n) */
+        if (n->attr.per) { /* not the file format: only the passes make these (1/n over a symbol, or n itself) */
             char dim[96];
             fprintf(out, "%s(%s)", n->attr.times ? "*" : "/", mc_dim_str(p->g, n->attr.per, dim, sizeof dim));
         }

@@ -83,7 +83,8 @@
  * in the same int64 encoding as the graph's shapes: a buffer's numel, a kernel's shape, a view's
  * offset and strides (0 stays 0: a broadcast), gemm m/n/k, attention tq/tk, a gather's stride
  * and size, a check's size and extent, a collective's count; and KI_SIZE computes `value / n`
- * for a dim n (mean's 1/n over a symbolic axis), or `value * n` (update's and argmax's lengths). kir_bind evaluates all of them for one binding
+ * for a dim n (mean's 1/n over a symbolic axis), or `value * n` (update's and argmax's
+ * lengths). kir_bind evaluates all of them for one binding
  * of the symbols into a plain program (KI_SIZE becomes KI_CONST), which is what the verifier,
  * the counter, the memory plan and backends without run-time sizes read; such a program is
  * neither planned nor counted until it is bound. Attention steps (band bounds) stay constants.

@@ -205,10 +205,10 @@ static mc_value layernorm(ctx *c, const mc_value *in)
     const mc_node *x = &c->rw->src->nodes[c->n->in[0]];
     double eps = c->n->attr.value;
     int64_t axis = x->rank - 1, n = x->shape[axis];
-    /* a symbolic n takes the scale of the longest row an index reaches, 2^-31, so that one
-     * program serves every length: still exact above 2^-95 (x k then rounds only where x is
-     * within 2^31 of the smallest normal, values that no mean or variance of a row above the
-     * thresholds of row_scale can see), and the mean's 2^31 / n is KI_SIZE */
+    /* a symbolic n takes 2^-31, the scale for every n up to 2^31, so that one program serves
+     * every length; the mean's 2^31 / n is a KI_SIZE, 2^31 times the f32 1/n, so rows that
+     * are not scaled still take the plain sum times 1/n, bit for bit, where x 2^-31 is normal
+     * (|x| >= 2^-95; below, it rounds by at most 2^-119 in x's units) */
     double k = mc_dim_is_sym(n) ? 0x1p-31 : sum_scale(n);
     mc_value xf = widen(c, in[0]);
     mc_value xk = mul(c, xf, f32(c, k));
