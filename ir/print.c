@@ -163,7 +163,9 @@ static void print_attrs(const printer *p, const mc_node *n)
             print_dims(p, at->list, at->nlist, false, n->op == MC_OP_RESHAPE);
             break;
         case MC_OP_SLICE:
-            fprintf(out, "%saxis=%lld, start=%lld", sep, (long long)at->axis, (long long)at->start);
+            fprintf(out, "%saxis=%lld", sep, (long long)at->axis);
+            if (at->start != MC_END) /* none: over a symbolic axis, kept as written (ir/infer.c) */
+                fprintf(out, ", start=%lld", (long long)at->start);
             if (at->end != MC_END)
                 fprintf(out, ", end=%lld", (long long)at->end);
             if (at->step != 1)

@@ -1488,6 +1488,9 @@ static void test_ops_compile_once(void **state)
     if (mc_test_backends(kinds, &nk) == 77)
         return;
     mc_graph *g = parse(ops_model), *gs = parse(slices_model);
+    char *text = print_graph(gs); /* a missing start prints as it was written */
+    assert_non_null(strstr(text, "head = slice(x, axis=1, end=2)  # f32[B, 2, 3]\n"));
+    free(text);
     for (int be = 0; be < nk; be++) {
         mc_program *p = runs_compiled_once(g, kinds[be], ops_bindings[0], 6, 3, kinds[be] == MC_BACKEND_CUDA ? 1e-4 : 1e-5);
         /* S = 6, L = 2: pos 5 leaves one entry for a block of two */
