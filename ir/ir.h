@@ -113,6 +113,8 @@ typedef struct mc_attrs {
     double value;              /* const, full: the number; layernorm, rmsnorm: eps */
     int64_t per;               /* const: 0, or a dim n: the value is value / n (mean's 1/n over a
                                   symbolic axis, passes/decompose.c; lowered to KI_SIZE) */
+    bool times;                /* const with per: value * n instead (a symbolic length as a value:
+                                  update's and argmax's bounds; KI_SIZE's `times`) */
     mc_dtype dtype;            /* cast: target; iota, full: result dtype */
     double alpha;              /* leaky_relu: the slope below 0 */
     double lo, hi;             /* clip: the bounds that has_lo, has_hi say are given */

@@ -163,7 +163,9 @@ static void print_attrs(const printer *p, const mc_node *n)
             print_dims(p, at->list, at->nlist, false, n->op == MC_OP_RESHAPE);
             break;
         case MC_OP_SLICE:
-            fprintf(out, "%saxis=%lld, start=%lld", sep, (long long)at->axis, (long long)at->start);
+            fprintf(out, "%saxis=%lld", sep, (long long)at->axis);
+            if (at->start != MC_END) /* none: over a symbolic axis, kept as written (ir/infer.c) */
+                fprintf(out, ", start=%lld", (long long)at->start);
             if (at->end != MC_END)
                 fprintf(out, ", end=%lld", (long long)at->end);
             if (at->step != 1)
@@ -278,9 +280,9 @@ static void print_node(const printer *p, int i)
             return;
         fprintf(out, "%s = full(shape=[], value=", name);
         print_number(out, n->attr.value);
-        if (n->attr.per) { /* not the file format: only the passes make these (1/n over a symbol) */
+        if (n->attr.per) { /* not the file format: only the passes make these (1/n over a symbol, or n itself) */
             char dim[96];
-            fprintf(out, "/(%s)", mc_dim_str(p->g, n->attr.per, dim, sizeof dim));
+            fprintf(out, "%s(%s)", n->attr.times ? "*" : "/", mc_dim_str(p->g, n->attr.per, dim, sizeof dim));
         }
         fprintf(out, ", dtype=%s)  # ", mc_dtype_name(n->dtype));
         print_type(p, n, false);

@@ -52,7 +52,8 @@ static void bind_code(binder *b, kir_instr *in)
 {
     if (in->kind == KI_SIZE) {
         int64_t n = size_of(b, in->size);
-        *in = (kir_instr){.kind = KI_CONST, .dtype = in->dtype, .value = in->value / (double)(n ? n : 1)};
+        double v = in->times ? in->value * (double)n : in->value / (double)(n ? n : 1);
+        *in = (kir_instr){.kind = KI_CONST, .dtype = in->dtype, .value = v};
     } else if (in->kind == KI_GATHER) {
         in->stride = size_of(b, in->stride);
         in->size = size_of(b, in->size);

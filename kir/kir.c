@@ -315,7 +315,7 @@ static void print_instr(const kir_program *kp, const kir_kernel *k, int i, FILE 
     case KI_CONST: fprintf(out, "const %.9g", in->value); break;
     case KI_SIZE: {
         char dim[96];
-        fprintf(out, "size %.9g / %s", in->value, mc_dims_str(kp->dims, in->size, dim, sizeof dim));
+        fprintf(out, "size %.9g %s %s", in->value, in->times ? "*" : "/", mc_dims_str(kp->dims, in->size, dim, sizeof dim));
         break;
     }
     case KI_INDEX: fprintf(out, "index d%d", in->view); break;

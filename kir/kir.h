@@ -83,7 +83,8 @@
  * in the same int64 encoding as the graph's shapes: a buffer's numel, a kernel's shape, a view's
  * offset and strides (0 stays 0: a broadcast), gemm m/n/k, attention tq/tk, a gather's stride
  * and size, a check's size and extent, a collective's count; and KI_SIZE computes `value / n`
- * for a dim n (mean's 1/n over a symbolic axis). kir_bind evaluates all of them for one binding
+ * for a dim n (mean's 1/n over a symbolic axis), or `value * n` (update's and argmax's
+ * lengths). kir_bind evaluates all of them for one binding
  * of the symbols into a plain program (KI_SIZE becomes KI_CONST), which is what the verifier,
  * the counter, the memory plan and backends without run-time sizes read; such a program is
  * neither planned nor counted until it is bound. Attention steps (band bounds) stay constants.
@@ -129,8 +130,8 @@ typedef enum {
     KI_ACC,    /* GEMM epilogue: the accumulator at this point */
     KI_OP,     /* op applied to arg[0..nin) */
     KI_GATHER, /* view at the point + index(arg[0]) * stride, checked against size (above) */
-    KI_SIZE,   /* value / size, size a dim of kir_program.dims (see "Sizes known when the
-                  program runs" above); kir_bind turns it into a KI_CONST */
+    KI_SIZE,   /* value / size (or value * size: `times`), size a dim of kir_program.dims (see
+                  "Sizes known when the program runs" above); kir_bind turns it into a KI_CONST */
 } kir_instr_kind;
 
 typedef struct kir_instr {
@@ -143,6 +144,8 @@ typedef struct kir_instr {
     int64_t stride;/* KI_GATHER: elements between consecutive indices of the gathered axis */
     int64_t size;  /* KI_GATHER: the gathered axis's length n; KI_SIZE: the divisor (a dim) */
     int check;     /* KI_GATHER: its entry in kir_program.checks */
+    bool times;    /* KI_SIZE: value * size instead of value / size (a symbolic length as a value,
+                      exact in i32 and in f32 up to 2^24) */
 } kir_instr;
 
 typedef struct kir_block {

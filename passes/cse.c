@@ -26,7 +26,7 @@ static bool same_attrs(const mc_attrs *a, const mc_attrs *b)
     return a->nlist == b->nlist && memcmp(a->list, b->list, sizeof(int64_t) * (size_t)a->nlist) == 0 &&
            a->has_list == b->has_list && a->keepdim == b->keepdim && a->axis == b->axis &&
            a->start == b->start && a->end == b->end && a->step == b->step && bits(a->value) == bits(b->value) && a->per == b->per &&
-           a->dtype == b->dtype && bits(a->alpha) == bits(b->alpha) && a->has_lo == b->has_lo &&
+           a->times == b->times && a->dtype == b->dtype && bits(a->alpha) == bits(b->alpha) && a->has_lo == b->has_lo &&
            a->has_hi == b->has_hi && (!a->has_lo || bits(a->lo) == bits(b->lo)) &&
            (!a->has_hi || bits(a->hi) == bits(b->hi)) && a->npads == b->npads &&
            memcmp(a->pads, b->pads, sizeof(int64_t) * (size_t)a->npads) == 0 && a->groups == b->groups &&

@@ -130,6 +130,28 @@ static mc_value row_mean(ctx *c, mc_value v, const mc_node *x)
 
 static mc_value f32(ctx *c, double v) { return constant(c, v, MC_F32); }
 
+/* a - b + e as an i32 value, a and b dims (or plain numbers; b may be 0): a number where both
+ * are sizes (as these constants always were), else the sum of the symbolic dims read when the
+ * kernels run (KI_SIZE `times`: +-n exactly) and the rest, so one program serves every
+ * binding (update's and argmax's lengths along a symbolic axis). */
+static mc_value dim_i32(ctx *c, int64_t a, int64_t b, int64_t e)
+{
+    if (!mc_dim_is_sym(a) && !mc_dim_is_sym(b))
+        return constant(c, (double)(a - b + e), MC_I32);
+    mc_value v = MC_NONE;
+    if (mc_dim_is_sym(a))
+        v = mc_rewrite_const_times(c->rw, c->n, 1.0, a, MC_I32);
+    else
+        e += a;
+    if (mc_dim_is_sym(b)) {
+        mc_value nb = mc_rewrite_const_times(c->rw, c->n, -1.0, b, MC_I32);
+        v = v == MC_NONE ? nb : op2(c, MC_OP_ADD, v, nb);
+    } else {
+        e -= b;
+    }
+    return e ? op2(c, MC_OP_ADD, v, constant(c, (double)e, MC_I32)) : v;
+}
+
 /* value / n in dtype d: a number where n is a size, else a constant the kernels compute from
  * n's value when they run (KI_SIZE), so that one compiled program serves every binding. */
 static mc_value over(ctx *c, double value, int64_t n, mc_dtype d)
@@ -183,7 +205,11 @@ static mc_value layernorm(ctx *c, const mc_value *in)
     const mc_node *x = &c->rw->src->nodes[c->n->in[0]];
     double eps = c->n->attr.value;
     int64_t axis = x->rank - 1, n = x->shape[axis];
-    double k = sum_scale(n);
+    /* a symbolic n takes 2^-31, the scale for every n up to 2^31, so that one program serves
+     * every length; the mean's 2^31 / n is a KI_SIZE, 2^31 times the f32 1/n, so rows that
+     * are not scaled still take the plain sum times 1/n, bit for bit, where x 2^-31 is normal
+     * (|x| >= 2^-95; below, it rounds by at most 2^-119 in x's units) */
+    double k = mc_dim_is_sym(n) ? 0x1p-31 : sum_scale(n);
     mc_value xf = widen(c, in[0]);
     mc_value xk = mul(c, xf, f32(c, k));
     /* the scale from sum(|x|) 2^-k, a bound on the max (m <= sum <= n m) that costs an add where
@@ -193,10 +219,10 @@ static mc_value layernorm(ctx *c, const mc_value *in)
     /* mean(x) r = sum(x 2^-k) (2^k / n) r: for rows that are not scaled, the plain sum times
      * 1/n, bit for bit */
     mc_value s = reduce(c, MC_OP_SUM, xk, &axis, 1, true);
-    mc_value mean = mul(c, mul(c, s, f32(c, 1 / (k * (double)n))), r);
+    mc_value mean = mul(c, mul(c, s, mc_dim_is_sym(n) ? over(c, 1 / k, n, MC_F32) : f32(c, 1 / (k * (double)n))), r);
     if (eps == 0) {
         mc_value s_up = reduce(c, MC_OP_SUM, mul(c, xf, f32(c, 0x1p64)), &axis, 1, true);
-        mc_value up = mul(c, mul(c, s_up, mul(c, f32(c, 0x1p-64), r)), f32(c, 1 / (double)n));
+        mc_value up = mul(c, mul(c, s_up, mul(c, f32(c, 0x1p-64), r)), over(c, 1.0, n, MC_F32));
         mean = where(c, op2(c, MC_OP_LT, a, f32(c, 0x1p-40 * k)), up, mean);
     }
     mc_value v = op2(c, MC_OP_SUB, mul(c, xf, r), mean);
@@ -352,7 +378,7 @@ static mc_value argextreme(ctx *c, mc_value x)
     mc_value hit = op2(c, MC_OP_EQ, x, m);
     if (mc_dtype_is_float(xn->dtype))
         hit = where(c, op2(c, MC_OP_NE, m, m), op2(c, MC_OP_NE, x, x), hit);
-    mc_value pos = where(c, hit, iota(c, xn->shape, xn->rank, axis), constant(c, (double)n, MC_I32));
+    mc_value pos = where(c, hit, iota(c, xn->shape, xn->rank, axis), dim_i32(c, n, 0, 0));
     return reduce(c, MC_OP_MIN, pos, &axis, 1, c->n->attr.keepdim);
 }
 
@@ -407,8 +433,8 @@ static mc_value cumsum_quadratic(ctx *c, mc_value x)
 static mc_value clamp_inside(ctx *c, mc_value pos, int64_t len, mc_value *inside)
 {
     mc_value zero = constant(c, 0.0, MC_I32);
-    *inside = op2(c, MC_OP_AND, op2(c, MC_OP_GE, pos, zero), op2(c, MC_OP_LT, pos, constant(c, (double)len, MC_I32)));
-    return op2(c, MC_OP_MINIMUM, op2(c, MC_OP_MAXIMUM, pos, zero), constant(c, (double)(len - 1), MC_I32));
+    *inside = op2(c, MC_OP_AND, op2(c, MC_OP_GE, pos, zero), op2(c, MC_OP_LT, pos, dim_i32(c, len, 0, 0)));
+    return op2(c, MC_OP_MINIMUM, op2(c, MC_OP_MAXIMUM, pos, zero), dim_i32(c, len, 0, -1));
 }
 
 static mc_value update(ctx *c, const mc_value *in)
@@ -420,11 +446,9 @@ static mc_value update(ctx *c, const mc_value *in)
     mc_value i = iota(c, &n, 1, 0);
     mc_value rel = op2(c, MC_OP_SUB, i, pos);
     mc_value zero = constant(c, 0.0, MC_I32);
-    mc_value ok = op2(c, MC_OP_AND, op2(c, MC_OP_GE, pos, zero), op2(c, MC_OP_LE, pos, constant(c, (double)(n - len), MC_I32)));
-    mc_value past = op2(c, MC_OP_ADD, op2(c, MC_OP_MINIMUM, pos, constant(c, (double)(INT32_MAX - len), MC_I32)),
-                        constant(c, (double)len, MC_I32));
-    mc_value before = op2(c, MC_OP_SUB, op2(c, MC_OP_MAXIMUM, pos, constant(c, (double)(INT32_MIN + len), MC_I32)),
-                          constant(c, (double)len, MC_I32));
+    mc_value ok = op2(c, MC_OP_AND, op2(c, MC_OP_GE, pos, zero), op2(c, MC_OP_LE, pos, dim_i32(c, n, len, 0)));
+    mc_value past = op2(c, MC_OP_ADD, op2(c, MC_OP_MINIMUM, pos, dim_i32(c, INT32_MAX, len, 0)), dim_i32(c, len, 0, 0));
+    mc_value before = op2(c, MC_OP_SUB, op2(c, MC_OP_MAXIMUM, pos, dim_i32(c, len, 0, INT32_MIN)), dim_i32(c, len, 0, 0));
     mc_value bad = where(c, op2(c, MC_OP_LT, pos, zero), before, past);
     mc_value inside;
     mc_value idx = where(c, ok, clamp_inside(c, rel, len, &inside), bad);
@@ -805,6 +829,52 @@ static mc_value batchnorm(ctx *c, mc_value x, const mc_node *n)
     return narrow(c, y);
 }
 
+bool mc_slice_rewritten(const mc_graph *g, const mc_node *n)
+{
+    if (n->op != MC_OP_SLICE)
+        return false;
+    const mc_node *x = &g->nodes[n->in[0]];
+    bool symbolic = false;
+    for (int d = 0; d < x->rank; d++)
+        symbolic |= mc_dim_is_sym(x->shape[d]);
+    return symbolic && (n->attr.start == MC_END || n->attr.start < 0 || n->attr.step < 0);
+}
+
+/* A slice of a symbolic operand that mc_slice_rewritten names. Over a symbolic axis its
+ * attributes are as written (ir/infer.c: step 1): a missing start is 0, and a start from the end,
+ * n + start, is only known when it runs, so the slice is a gather of x along the axis at
+ * iota + n + start (its count, end - start, is fixed); a backward step over a fixed axis is a
+ * gather at start + step iota. The gather reads x through strides and checks its indices; the
+ * bounds themselves are checked for each binding beforehand (ir/dims.c). */
+static mc_value slice_symbolic(ctx *c, mc_value x)
+{
+    const mc_node *xn = &c->rw->src->nodes[c->n->in[0]];
+    mc_attrs a = c->n->attr;
+    int64_t axis = a.axis;
+    if (a.start == MC_END && a.step == 1) {
+        a.start = 0;
+        return mc_rewrite_node(c->rw, c->n, MC_OP_SLICE, &x, 1, &a);
+    }
+    int64_t count = c->n->shape[axis];
+    mc_value i = iota(c, &count, 1, 0);
+    if (a.step != 1)
+        i = op2(c, MC_OP_MUL, i, constant(c, (double)a.step, MC_I32));
+    mc_value first = mc_dim_is_sym(xn->shape[axis]) ? dim_i32(c, xn->shape[axis], 0, a.start)
+                                                     : constant(c, (double)a.start, MC_I32);
+    mc_attrs ga;
+    memset(&ga, 0, sizeof ga);
+    ga.axis = axis;
+    mc_attrs to;
+    memset(&to, 0, sizeof to);
+    to.dtype = MC_I32;
+    if (xn->dtype == MC_BOOL) /* gather takes numbers: a bool is gathered as 0 and 1 */
+        x = mc_rewrite_node(c->rw, c->n, MC_OP_CAST, &x, 1, &to);
+    mc_value gin[2] = {x, op2(c, MC_OP_ADD, i, first)};
+    mc_value v = mc_rewrite_node(c->rw, c->n, MC_OP_GATHER, gin, 2, &ga);
+    to.dtype = MC_BOOL;
+    return xn->dtype == MC_BOOL ? mc_rewrite_node(c->rw, c->n, MC_OP_CAST, &v, 1, &to) : v;
+}
+
 static bool quadratic_cumsum(void)
 {
     const char *e = getenv("MINIC_QUADRATIC_CUMSUM");
@@ -820,7 +890,8 @@ mc_status mc_pass_decompose(mc_graph *g, const mc_compile_options *opt)
     for (int i = 0; i < g->nnodes; i++) {
         const mc_node *n = &g->nodes[i];
         /* (the quadratic cumsum adds an axis: not for an operand of the most axes) */
-        if (!mc_op_is_composite(n->op) && !(n->op == MC_OP_CUMSUM && n->rank < MC_MAX_RANK && quadratic_cumsum())) {
+        if (!mc_op_is_composite(n->op) && !(n->op == MC_OP_CUMSUM && n->rank < MC_MAX_RANK && quadratic_cumsum()) &&
+            !mc_slice_rewritten(g, n)) {
             rw.map[i] = mc_rewrite_copy(&rw, i);
         } else {
             ctx c = {&rw, n, opt && opt->conv_gather, opt && opt->conv_implicit};
@@ -840,6 +911,7 @@ mc_status mc_pass_decompose(mc_graph *g, const mc_compile_options *opt)
             case MC_OP_ARGMAX: case MC_OP_ARGMIN: v = argextreme(&c, in[0]); break;
             case MC_OP_CUMSUM: v = cumsum_quadratic(&c, in[0]); break; /* MINIC_QUADRATIC_CUMSUM=1 */
             case MC_OP_UPDATE: v = update(&c, in); break;
+            case MC_OP_SLICE: v = slice_symbolic(&c, in[0]); break; /* mc_slice_rewritten */
             case MC_OP_PAD: v = pad(&c, in[0]); break;
             case MC_OP_MAXPOOL: case MC_OP_AVGPOOL: v = pool(&c, in[0]); break;
             case MC_OP_CONV: v = conv(&c, in); break;
@@ -854,7 +926,7 @@ mc_status mc_pass_decompose(mc_graph *g, const mc_compile_options *opt)
             case MC_OP_LE: case MC_OP_GT: case MC_OP_GE: case MC_OP_WHERE: case MC_OP_CAST:
             case MC_OP_AND: case MC_OP_OR: case MC_OP_XOR: case MC_OP_NOT:
             case MC_OP_SUM: case MC_OP_MAX: case MC_OP_MIN: case MC_OP_MATMUL:
-            case MC_OP_TRANSPOSE: case MC_OP_RESHAPE: case MC_OP_EXPAND: case MC_OP_SLICE:
+            case MC_OP_TRANSPOSE: case MC_OP_RESHAPE: case MC_OP_EXPAND:
             case MC_OP_CONCAT: case MC_OP_IOTA: case MC_OP_FULL: case MC_OP_GATHER:
             case MC_OP_ALLREDUCE: case MC_NUM_OPS:
                 MC_UNREACHABLE("not a composite");

@@ -236,7 +236,8 @@ static int emit(kbuild *b, int i, const mc_cmap *m, int stage)
     int r;
     bool member = b->group >= 0 && fn->kind == MC_FN_MEMBER && fn->group == b->group;
     if (n->op == MC_OP_CONST && n->attr.per) {
-        kir_instr in = {.kind = KI_SIZE, .dtype = n->dtype, .value = n->attr.value, .size = n->attr.per};
+        kir_instr in = {.kind = KI_SIZE, .dtype = n->dtype, .value = n->attr.value, .size = n->attr.per,
+                        .times = n->attr.times};
         r = add_instr(b, in, block);
     } else if (n->op == MC_OP_CONST || (member && n->op == MC_OP_FULL)) {
         r = instr_const(b, n->attr.value, n->dtype, block);

@@ -86,6 +86,9 @@ mc_status mc_dump_stage(const mc_graph *g, const mc_compile_options *opt, const 
 
 mc_status mc_pass_fold(mc_graph *g, const mc_compile_options *opt);      /* passes/fold.c: batchnorm into conv */
 mc_status mc_pass_decompose(mc_graph *g, const mc_compile_options *opt); /* passes/decompose.c */
+/* Does decompose rewrite slice n of a symbolic operand (a start from the end of a symbolic axis
+ * or none, or a backward step: forms whose view would need a run-time or negative offset)? */
+bool mc_slice_rewritten(const mc_graph *g, const mc_node *n);
 mc_status mc_pass_simplify(mc_graph *g, const mc_compile_options *opt);  /* passes/simplify.c: folding and identities */
 mc_status mc_pass_cse(mc_graph *g, const mc_compile_options *opt);       /* passes/cse.c */
 mc_status mc_pass_dce(mc_graph *g, const mc_compile_options *opt);       /* passes/dce.c */
@@ -107,6 +110,8 @@ mc_value mc_rewrite_node(mc_rewrite *rw, const mc_node *like, mc_op op, const mc
 mc_value mc_rewrite_const(mc_rewrite *rw, const mc_node *like, double value, mc_dtype dtype);
 /* A scalar constant value / per, per a dim (ir/dims.c; 0: plain value): 1/n over a symbolic axis. */
 mc_value mc_rewrite_const_per(mc_rewrite *rw, const mc_node *like, double value, int64_t per, mc_dtype dtype);
+/* A scalar constant value * n, n a dim read when the kernels run (a symbolic length as a value). */
+mc_value mc_rewrite_const_times(mc_rewrite *rw, const mc_node *like, double value, int64_t n, mc_dtype dtype);
 /* Set dst's outputs to the mapped src outputs and swap dst into g (the old contents freed). */
 mc_status mc_rewrite_finish(mc_rewrite *rw, mc_graph *g);
 void mc_rewrite_abort(mc_rewrite *rw);

@@ -77,9 +77,12 @@ static bool concat_offsets(const mc_graph *g, const mc_node *n)
  * operators whose views move no offsets (transpose, expand), a reshape that keeps each
  * symbol a dim of its own ([B, T, 768] as [B, T, 12, 64]), iota and full (a causal mask),
  * slice from a fixed start with a positive step, concat (offsets are sums of sizes), gather.
- * Not yet: a reshape that merges or splits a symbol (quotients of run-time sizes), a slice
- * from the end of a symbolic axis or backwards, update, cumsum, argmax/argmin, convolutions, pools, pad, allreduce; layernorm over a
- * symbolic last axis (its overflow guard scales by a power of two chosen from n). */
+ * argmax/argmin and update (lengths as values: KI_SIZE `times`), cumsum (a scan, its row
+ * length read when it runs), layernorm over any axis (a symbolic n takes the fixed scale
+ * 2^-31, decompose.c), a slice from the end of a symbolic axis or backwards (decompose makes
+ * it a gather at run-time indices).
+ * Not yet: a reshape that merges or splits a symbol (quotients of run-time sizes),
+ * convolutions, pools, pad, allreduce. */
 static bool takes_symbols(const mc_graph *g, const mc_node *n)
 {
     switch (mc_op_table[n->op].kind) {
@@ -87,27 +90,26 @@ static bool takes_symbols(const mc_graph *g, const mc_node *n)
     case MC_KIND_SELECT: case MC_KIND_CAST:
         return true;
     case MC_KIND_REDUCE:
-        return n->op == MC_OP_SUM || n->op == MC_OP_MEAN || n->op == MC_OP_MAX || n->op == MC_OP_MIN;
-    case MC_KIND_NORM: {
-        const mc_node *x = &g->nodes[n->in[0]];
-        if (n->op == MC_OP_LAYERNORM)
-            return !mc_dim_is_sym(x->shape[x->rank - 1]);
-        return n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX || n->op == MC_OP_RMSNORM;
-    }
+        return n->op == MC_OP_SUM || n->op == MC_OP_MEAN || n->op == MC_OP_MAX || n->op == MC_OP_MIN ||
+               n->op == MC_OP_ARGMAX || n->op == MC_OP_ARGMIN;
+    case MC_KIND_NORM:
+        return n->op == MC_OP_SOFTMAX || n->op == MC_OP_LOG_SOFTMAX || n->op == MC_OP_RMSNORM ||
+               n->op == MC_OP_LAYERNORM || n->op == MC_OP_CUMSUM;
     case MC_KIND_MATMUL:
         return true;
     case MC_KIND_SHAPE:
         if (n->op == MC_OP_RESHAPE)
             return mc_reshape_takes_symbols(&g->nodes[n->in[0]], n);
-        if (n->op == MC_OP_SLICE) /* its offset start * stride; a start from the end is symbolic */
-            return !mc_dim_is_sym(n->attr.start) && n->attr.start >= 0 && n->attr.step >= 1;
+        if (n->op == MC_OP_SLICE) /* its offset start * stride; decompose rewrites the rest */
+            return mc_slice_rewritten(g, n) ||
+                   (!mc_dim_is_sym(n->attr.start) && n->attr.start != MC_END && n->attr.start >= 0 && n->attr.step >= 1);
         if (n->op == MC_OP_CONCAT)
             return concat_offsets(g, n);
         return n->op == MC_OP_TRANSPOSE || n->op == MC_OP_EXPAND;
     case MC_KIND_CREATE: /* a coordinate or a number at each point: no size in its code */
         return n->op == MC_OP_IOTA || n->op == MC_OP_FULL;
     case MC_KIND_GATHER: /* its stride and checked size are dims in kir, bound per binding */
-        return n->op == MC_OP_GATHER;
+        return n->op == MC_OP_GATHER || n->op == MC_OP_UPDATE;
     case MC_KIND_SPATIAL: case MC_KIND_COLLECTIVE:
         return false;
     }

@@ -90,6 +90,14 @@ mc_value mc_rewrite_const_per(mc_rewrite *rw, const mc_node *like, double value,
     return v;
 }
 
+mc_value mc_rewrite_const_times(mc_rewrite *rw, const mc_node *like, double value, int64_t n, mc_dtype dtype)
+{
+    mc_value v = mc_rewrite_const_per(rw, like, value, n, dtype);
+    if (v >= 0)
+        rw->dst->nodes[v].attr.times = true;
+    return v;
+}
+
 mc_value mc_rewrite_copy(mc_rewrite *rw, int i)
 {
     const mc_node *n = &rw->src->nodes[i];
@@ -98,7 +106,8 @@ mc_value mc_rewrite_copy(mc_rewrite *rw, int i)
         v = mc_graph_declare(rw->dst, n->op, n->name, n->dtype, n->shape, n->rank, n->line, n->col);
         keep_place(rw, v, n);
     } else if (n->op == MC_OP_CONST) {
-        v = mc_rewrite_const_per(rw, n, n->attr.value, n->attr.per, n->dtype);
+        v = n->attr.times ? mc_rewrite_const_times(rw, n, n->attr.value, n->attr.per, n->dtype)
+                          : mc_rewrite_const_per(rw, n, n->attr.value, n->attr.per, n->dtype);
     } else {
         mc_value in[64] = {0};
         mc_value *ins = n->nin <= 64 ? in : malloc(sizeof(mc_value) * (size_t)n->nin);

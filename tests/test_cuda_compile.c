@@ -22,16 +22,24 @@
 
 static const mc_cuda_target target = {.sm = 90, .num_sms = 132};
 
-/* Plan, render and compile every kernel of kp; returns the plans (caller frees). */
-static mc_cuda_kernel_plan *compile_all(const kir_program *kp)
+/* Plan, render and compile every kernel of kp; returns the plans (caller frees). With `sized`
+ * (a symbolic kernel list, kp its binding to `values`): every kernel rendered from it with its
+ * sizes read when it runs, none for this binding alone. */
+static mc_cuda_kernel_plan *compile_all_sized(const kir_program *kp, const kir_program *sized, const int64_t *values)
 {
     int *align = calloc((size_t)kp->nbuffers + 1, sizeof(int));
     assert_non_null(align);
     mc_cuda_buffer_align(kp, align);
     mc_cuda_kernel_plan *plans;
-    mc_status st = mc_cuda_plan_program(kp, &target, align, &plans);
+    int specialized = 0;
+    char why[200] = "";
+    mc_status st = sized ? mc_cuda_plan_program_sized(kp, sized, values, &target, align, &plans, &specialized, why,
+                                                      sizeof why)
+                         : mc_cuda_plan_program(kp, &target, align, &plans);
     if (st != MC_OK)
         fail_msg("%s", mc_error_message());
+    if (specialized != 0)
+        fail_msg("%d kernels rendered for one binding (%s)", specialized, why);
     const char **srcs = calloc((size_t)kp->nkernels + 1, sizeof(char *));
     const char **entries = calloc((size_t)kp->nkernels + 1, sizeof(char *));
     void **cubins = calloc((size_t)kp->nkernels + 1, sizeof(void *));
@@ -63,6 +71,8 @@ static mc_cuda_kernel_plan *compile_all(const kir_program *kp)
     free(sizes);
     return plans;
 }
+
+static mc_cuda_kernel_plan *compile_all(const kir_program *kp) { return compile_all_sized(kp, NULL, NULL); }
 
 static void test_pointwise(void **state)
 {
@@ -454,6 +464,44 @@ static void test_examples(void **state)
     }
     closedir(d);
     assert_true(graphs >= 6);
+}
+
+/* Symbolic programs (issue 23) compiled once: the kernels of update, argmax/argmin, cumsum (a
+ * scan), layernorm over a symbolic axis and slices from its end (gathers) render with their
+ * sizes read when they run, in each dtype they take, and compile (bound to B=3, T=5). */
+static void test_symbolic_kernels(void **state)
+{
+    (void)state;
+    static const char *const graphs[] = {
+        "input c : %s[B, 2, T<=64, 8]\ninput n : %s[B, 2, 1, 8]\ninput p : i32[]\n"
+        "u = update(c, n, p, axis=2)\nm = argmax(c, axis=2)\nk = argmin(c, axis=3, keepdim=true)\n"
+        "s = cumsum(c, axis=2)\nr = cumsum(c, axis=3)\noutput u, m, k, s, r\n",
+        "input x : %s[B, T<=64]\ninput w : %s[T]\ninput v : %s[B, 6]\ny = layernorm(x, w, w, eps=0)\n"
+        "e = slice(x, axis=1, start=-2)\nb = slice(v, axis=1, step=-2)\nz = slice(x, axis=1, end=2)\n"
+        "output y, e, b, z\n",
+    };
+    static const char *const dtypes[] = {"f32", "f16", "bf16"};
+    const int64_t values[] = {3, 5};
+    for (size_t i = 0; i < sizeof graphs / sizeof graphs[0]; i++)
+        for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
+            char text[1024];
+            snprintf(text, sizeof text, graphs[i], dtypes[d], dtypes[d], dtypes[d]);
+            mc_graph *g = NULL;
+            if (mc_graph_parse_string("sym.graph", text, &g) != MC_OK)
+                fail_msg("%s", mc_error_message());
+            char refused[MC_COMPILE_REFUSED] = "";
+            mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .symbolic = true,
+                                     .refused = refused};
+            kir_program *sized = NULL, *kp;
+            if (mc_compile_kernels(g, &co, &sized) != MC_OK || !sized)
+                fail_msg("%s: %s %s", text, mc_error_message(), refused);
+            assert_non_null(kp = kir_bind(sized, values));
+            mc_plan_memory(kp, true);
+            mc_cuda_plans_free(compile_all_sized(kp, sized, values), kp->nkernels);
+            kir_program_free(kp);
+            kir_program_free(sized);
+            mc_graph_free(g);
+        }
 }
 
 /* The operators of docs/FORMAT.md §2's newer rows (issue 20) render and compile, fused and unfused, in
@@ -1015,6 +1063,7 @@ int main(void)
         cmocka_unit_test(test_decode_attention_kernels),
         cmocka_unit_test(test_in_place_update_kernel),
         cmocka_unit_test(test_more_operators),
+        cmocka_unit_test(test_symbolic_kernels),
         cmocka_unit_test(test_implicit_conv_kernels),
         cmocka_unit_test(test_implicit_conv_stages),
 #endif

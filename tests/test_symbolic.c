@@ -795,8 +795,6 @@ static void test_sized_fallbacks(void **state)
     } cases[] = {
         {"input x : f32[B, 2, 3]\ny = reshape(x, shape=[-1, 3])\noutput y\n",
          "compiled per binding (reshape at line 2 does not take symbolic sizes yet)"},
-        {"input x : f32[T<=8, 4]\ny = slice(x, axis=0, start=-1)\noutput y\n",
-         "compiled per binding (slice at line 2 does not take symbolic sizes yet)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         mc_graph *g = parse(cases[i].text);
@@ -810,19 +808,12 @@ static void test_sized_fallbacks(void **state)
         mc_program_free(p);
         mc_graph_free(g);
     }
-    /* layernorm over a symbolic last axis: its overflow guard's scale depends on n */
-    mc_graph *g = parse("input x : f32[2, T]\nparam w : f32[T]\nparam b : f32[T]\ny = layernorm(x, w, b)\noutput y\n");
-    mc_program *p = compile_noting(g, MC_BACKEND_REF);
-    assert_non_null(strstr(mc_program_notes(p), "layernorm at line 4 does not take symbolic sizes yet"));
-    run_against_oracle(p, g, (int64_t[]){5}, 1e-5);
-    mc_program_free(p);
-    mc_graph_free(g);
 #ifdef MINIC_HAVE_CPU_BACKEND
     /* cpu: the kernel it cannot generate with run-time sizes (a log_softmax over [B, T, T]'s
      * middle axis, whose vector axis steps by T) is generated for each binding and named in a
      * note; the rest is compiled once; the numbers are right either way */
-    g = parse(sized_model);
-    p = compile_noting(g, MC_BACKEND_CPU);
+    mc_graph *g = parse(sized_model);
+    mc_program *p = compile_noting(g, MC_BACKEND_CPU);
     assert_non_null(strstr(mc_program_notes(p), "compiled once"));
     run_against_oracle(p, g, (int64_t[]){2, 3}, 1e-4);
     const char *notes = mc_program_notes(mc_program_ran(p));
@@ -1050,6 +1041,8 @@ static const char *block_model =
     "p = softmax(sc, axis=-1)\n"
     "output r, s, m, p\n";
 
+static const char *ops_model, *slices_model; /* below: update, argmax, cumsum, layernorm; slices */
+
 #ifdef MINIC_HAVE_CUDA
 /* Without a GPU: the kernels of a symbolic program rendered for several bindings are the same
  * source (what the disk cache and the loaded modules key on), with the binding's sizes only in
@@ -1068,7 +1061,7 @@ static void check_sized_sources(const char *text, int want_specialized, const ch
     if (mc_compile_kernels(g, &co, &sized) != MC_OK || !sized)
         fail_msg("compile: %s %s", mc_error_message(), refused);
     const mc_cuda_target t = {.sm = 90, .num_sms = 132};
-    const int64_t bindings[][2] = {{2, 3}, {1, 7}, {3, 32}, {1, 1}};
+    const int64_t bindings[][3] = {{2, 3, 1}, {1, 7, 2}, {3, 32, 1}, {1, 1, 1}}; /* (a third symbol: ops_model's L) */
     char **first = calloc((size_t)sized->nkernels + 1, sizeof *first);
     assert_non_null(first);
     int with_sizes = 0;
@@ -1147,6 +1140,8 @@ static void test_cuda_sized_sources(void **state)
                         "kt = transpose(k, perm=[0, 1, 3, 2])\ns0 = matmul(q, kt)\np = softmax(s0, axis=-1)\n"
                         "y = matmul(p, v)\noutput y\n",
                         1, "decode attention (few queries) over symbolic keys", 0);
+    check_sized_sources(ops_model, 0, NULL, 6); /* update, argmax, cumsum (scans), layernorm */
+    check_sized_sources(slices_model, 0, NULL, 3); /* slices from the end: gathers */
     setenv("MINIC_CUDA_SIZED_ATTENTION", "0", 1); /* the previous path: attention per binding */
     check_sized_sources(sized_model, 1, "attention over symbolic lengths", 2);
     unsetenv("MINIC_CUDA_SIZED_ATTENTION");
@@ -1409,6 +1404,126 @@ static void test_block_ref(void **state)
     mc_graph_free(g);
 }
 
+/* ---- update, argmax/argmin, cumsum, layernorm over symbolic sizes ------------------------------ */
+
+/* The KV-cache write over a symbolic batch and cache length S, with a new block of symbolic
+ * length L too (pos = |-5| = 5: the i32 ramp's first value; pos <= S - L in every binding below),
+ * argmax/argmin over the symbolic axis and over a fixed one, cumsum along S and along a fixed
+ * axis, layernorm over a symbolic last axis (eps = 0 and rows of 1e30 and 1e-35: its scaled
+ * paths). (The oracle check reads f32 outputs: the indices are cast.) Every one takes run-time sizes: one compile (pipeline.c takes_symbols). */
+static const char *ops_model =
+    "graph sym_ops\n"
+    "input cache : f32[B, 2, S<=32, 4]\n"
+    "input new : f32[B, 2, 1, 4]\n"
+    "input block : f32[B, 2, L, 4]\n"
+    "input at : i32[]\n"
+    "input x : f32[B, S]\n"
+    "input w : f32[S]\n"
+    "input b : f32[S]\n"
+    "pos = abs(at)\n"
+    "u = update(cache, new, pos, axis=2)\n"
+    "ub = update(cache, block, pos, axis=2)\n"
+    "am = argmax(cache, axis=2)\n"
+    "an = argmin(cache, axis=3, keepdim=true)\n"
+    "ax = argmax(x, axis=1)\n"
+    "ax2 = reshape(ax, shape=[B, 1, 1])\n"
+    "ax3 = expand(ax2, shape=[B, 2, 1])\n"
+    "cs = cumsum(cache, axis=2)\n"
+    "cf = cumsum(cache, axis=3)\n"
+    "ids = concat(am, ax3, axis=2)\n"
+    "idf = cast(ids, to=f32)\n"
+    "anf = cast(an, to=f32)\n"
+    "ln = layernorm(x, w, b, eps=1e-5)\n"
+    "big = mul(x, 1e30)\n"
+    "lb = layernorm(big, w, b, eps=0)\n"
+    "tiny = mul(x, 1e-35)\n"
+    "lt = layernorm(tiny, w, b, eps=0)\n"
+    "output u, ub, idf, anf, cs, cf, ln, lb, lt\n";
+
+static const int64_t ops_bindings[][3] = {{2, 7, 2}, {1, 9, 4}, {3, 24, 1}, {1, 6, 1}, {2, 7, 2}, {4, 13, 8}};
+
+/* g compiled on `kind` once, then run at each of nb bindings (nsyms values each) against the
+ * float64 evaluation: still one compilation, nothing generated per binding. */
+static mc_program *runs_compiled_once(const mc_graph *g, mc_backend_kind kind, const int64_t *bindings, int nb,
+                                      int nsyms, double tolerance)
+{
+    mc_program *p = compile_noting(g, kind);
+    if (!strstr(mc_program_notes(p), "compiled once"))
+        fail_msg("%s: notes: %s", mc_backend_name(kind), mc_program_notes(p));
+    for (int i = 0; i < nb; i++) {
+        run_against_oracle(p, g, bindings + (size_t)i * (size_t)nsyms, tolerance);
+        mc_program *ran = mc_program_ran(p);
+        if (mc_program_compilations(p) != 1 || ran->kernels_specialized != 0)
+            fail_msg("%s, binding %d: %d compilations; notes: %s", mc_backend_name(kind), i,
+                     mc_program_compilations(p), mc_program_notes(ran));
+    }
+    return p;
+}
+
+/* Slices decompose rewrites (decompose.c slice_symbolic): a missing start over a symbolic axis,
+ * starts from its end (gathers at run-time indices; of a bool too), backward steps over a fixed
+ * axis of a symbolic operand. */
+static const char *slices_model = "input x : f32[B, T<=16, 3]\n"
+                                  "head = slice(x, axis=1, end=2)\n"
+                                  "last = slice(x, axis=1, start=-1)\n"
+                                  "tail = slice(x, axis=1, start=-3, end=-1)\n"
+                                  "e = exp(tail)\n"
+                                  "rev = slice(x, axis=2, step=-1)\n"
+                                  "odd = slice(x, axis=2, start=2, end=0, step=-2)\n"
+                                  "s = add(rev, x)\n"
+                                  "pos = gt(x, 0)\n"
+                                  "late = slice(pos, axis=1, start=-2)\n"
+                                  "yb = where(late, 1.0, 0.0)\n"
+                                  "output head, last, e, rev, odd, s, yb\n";
+
+/* ops_model and slices_model on every backend here (MINIC_TEST_BACKEND picks one; cuda where
+ * there is a GPU): one compile, nothing generated per binding, the float64 evaluation's
+ * results; a pos past S - L, and a T too short for start=-3, are the run's input errors,
+ * checked with the bound sizes. */
+static void test_ops_compile_once(void **state)
+{
+    (void)state;
+    mc_backend_kind kinds[3];
+    int nk = 0;
+    if (mc_test_backends(kinds, &nk) == 77)
+        return;
+    mc_graph *g = parse(ops_model), *gs = parse(slices_model);
+    char *text = print_graph(gs); /* a missing start prints as it was written */
+    assert_non_null(strstr(text, "head = slice(x, axis=1, end=2)  # f32[B, 2, 3]\n"));
+    free(text);
+    for (int be = 0; be < nk; be++) {
+        mc_program *p = runs_compiled_once(g, kinds[be], ops_bindings[0], 6, 3, kinds[be] == MC_BACKEND_CUDA ? 1e-4 : 1e-5);
+        /* S = 6, L = 2: pos 5 leaves one entry for a block of two */
+        assert_int_equal(mc_program_set_dim(p, "S", 6), MC_OK);
+        assert_int_equal(mc_program_set_dim(p, "L", 2), MC_OK);
+        float *zeros = calloc(4 * 2 * 24 * 4, sizeof(float));
+        int32_t at = -5;
+        const struct { const char *name; size_t bytes; const void *data; } in[] = {
+            {"cache", 2 * 6 * 4 * sizeof(float), zeros}, {"new", 2 * 4 * sizeof(float), zeros},
+            {"block", 2 * 2 * 4 * sizeof(float), zeros}, {"at", sizeof at, &at},
+            {"x", 6 * sizeof(float), zeros}, {"w", 6 * sizeof(float), zeros}, {"b", 6 * sizeof(float), zeros}};
+        for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
+            assert_int_equal(mc_program_set(p, in[i].name, in[i].data, in[i].bytes), MC_OK);
+        assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
+        if (!strstr(mc_error_message(), "update: pos 5 is outside [0, 4]: 2 entries from pos would not fit axis 2 of 6"))
+            fail_msg("%s: %s", mc_backend_name(kinds[be]), mc_error_message());
+        free(zeros);
+        assert_int_equal(mc_program_compilations(p), 1);
+        mc_program_free(p);
+        const int64_t slice_bindings[][2] = {{2, 5}, {1, 3}, {3, 16}, {2, 5}, {1, 9}};
+        p = runs_compiled_once(gs, kinds[be], slice_bindings[0], 5, 2, 1e-6);
+        float x[2 * 3] = {0}; /* B=1, T=2 */
+        assert_int_equal(mc_program_set(p, "x", x, sizeof x), MC_OK);
+        assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
+        if (!strstr(mc_error_message(), "tail: axis 1 has size 1 with B=1, T=2, but its type says 2"))
+            fail_msg("%s", mc_error_message());
+        mc_program_free(p);
+    }
+    mc_graph_free(g);
+    mc_graph_free(gs);
+}
+
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1424,7 +1539,7 @@ int main(void)
 #endif
         cmocka_unit_test(test_block_ref),       cmocka_unit_test(test_cuda_compiles_once),
         cmocka_unit_test(test_arena_at_maxima), cmocka_unit_test(test_cuda_arena_at_maxima),
-        cmocka_unit_test(test_plan_like),
+        cmocka_unit_test(test_plan_like),       cmocka_unit_test(test_ops_compile_once),
 #ifdef MINIC_HAVE_CUDA
         cmocka_unit_test(test_cuda_sized_sources),
 #endif

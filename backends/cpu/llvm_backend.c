@@ -271,7 +271,7 @@ static mc_status emit_kernel(llvm_ctx *c, const kir_program *kp, int i, cpu_kern
 /* Why kernel k of a symbolic kernel list cannot be generated with its sizes read at run time
  * (then it is generated for the binding), or NULL. What the emitters take: loop kernels whose
  * views step by a constant along the last dimension (the vector axis; symbolic dimensions do
- * not merge, llvm_plan.c), without a scan; GEMMs whose A and B step by a constant along K
+ * not merge, llvm_plan.c), scans among them; GEMMs whose A and B step by a constant along K
  * and N (the vector axes; M, N, K and the batch may be symbolic: the row and column blocks
  * are counted when it runs);
  * attention with constant strides along its queries, keys and columns (Tq, Tk, batch: any). */
@@ -294,13 +294,12 @@ static const char *sized_refusal(const kir_kernel *k)
         return mc_dim_is_sym(k->views[k->gemm.b].offset) ? "a GEMM whose B starts at a symbolic offset" : NULL;
     case KIR_POINTWISE: case KIR_REDUCTION: case KIR_COPY: break;
     }
-    if (kir_kernel_scans(k))
-        return "a scan";
     for (int v = 0; k->rank > 0 && v < k->nviews; v++)
         if (mc_dim_is_sym(k->views[v].stride[k->rank - 1]))
             return "a symbolic stride along its vector axis";
     for (int i = 0; i < k->ncode; i++)
-        if (k->code[i].kind == KI_SIZE && !mc_dtype_is_float(k->code[i].dtype))
+        if (k->code[i].kind == KI_SIZE && !mc_dtype_is_float(k->code[i].dtype) &&
+            !(k->code[i].times && k->code[i].dtype == MC_I32))
             return "an integer 1/n";
     return NULL;
 }

@@ -533,10 +533,17 @@ void llvm_emit_block_planned(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValu
         }
         case KI_CONST: v = llvm_const_value(c, in->dtype, in->value, w); break;
         case KI_SIZE: {
-            /* value / n with n read at run time, rounded to f32 as kir_bind's constant is */
-            MC_ASSERT(mc_dtype_is_float(in->dtype));
+            /* value / n (value * n) with n read at run time, rounded to f32 as kir_bind's constant
+             * is; an i32 one is value * n (sized_refusal takes no integer 1/n) */
+            if (!mc_dtype_is_float(in->dtype)) {
+                MC_ASSERT(in->times && in->dtype == MC_I32);
+                LLVMValueRef n = LLVMBuildTrunc(B, llvm_size(c, in->size), c->t_i32, "");
+                v = llvm_splat(c, LLVMBuildMul(B, n, LLVMConstInt(c->t_i32, (unsigned long long)(long long)in->value, 1), ""), w);
+                break;
+            }
             LLVMValueRef n = LLVMBuildSIToFP(B, llvm_size(c, in->size), c->t_f64, "");
-            LLVMValueRef q = LLVMBuildFDiv(B, LLVMConstReal(c->t_f64, in->value), n, "");
+            LLVMValueRef k = LLVMConstReal(c->t_f64, in->value);
+            LLVMValueRef q = in->times ? LLVMBuildFMul(B, k, n, "") : LLVMBuildFDiv(B, k, n, "");
             v = llvm_splat(c, LLVMBuildFPTrunc(B, q, c->t_f32, ""), w);
             break;
         }

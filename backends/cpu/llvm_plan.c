@@ -255,7 +255,7 @@ static bool same_value(const kir_kernel *k, const bool *stored, int i, int j)
         return true;
     }
     case KI_CONST: return a->value == b->value;
-    case KI_SIZE: return a->value == b->value && a->size == b->size;
+    case KI_SIZE: return a->value == b->value && a->size == b->size && a->times == b->times;
     case KI_INDEX: case KI_ROWVAL: return a->view == b->view;
     case KI_ACC: case KI_GATHER: return false;
     case KI_OP: {

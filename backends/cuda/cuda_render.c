@@ -410,13 +410,18 @@ static bool emit_value_unsaturated(rctx *c, int i, int k_iter)
     case KI_CONST:
         mc_c_literal(sb, ins->value, ins->dtype);
         return true;
-    case KI_SIZE: { /* value / n, n read when it runs (kir_bind's KI_CONST: the same division) */
-        if (!c->dims || !mc_dtype_is_float(ins->dtype))
+    case KI_SIZE: { /* value / n (value * n), n read when it runs (kir_bind's KI_CONST: the same) */
+        bool i32_times = ins->times && ins->dtype == MC_I32;
+        if (!c->dims || !(mc_dtype_is_float(ins->dtype) || i32_times))
             return false;
         char x[48];
         dim_expr(c, ins->size, x, sizeof x);
+        if (i32_times) {
+            mc_sb_printf(sb, "((int)%s * %lld)", x, (long long)ins->value);
+            return true;
+        }
         const char *round = ins->dtype == MC_F16 ? "mc_round_f16" : ins->dtype == MC_BF16 ? "mc_round_bf16" : "";
-        mc_sb_printf(sb, "%s((float)(%a / (double)%s))", round, ins->value, x);
+        mc_sb_printf(sb, "%s((float)(%a %s (double)%s))", round, ins->value, ins->times ? "*" : "/", x);
         return true;
     }
     case KI_INDEX: {
@@ -1122,9 +1127,14 @@ static bool render_scan(rctx *c, mc_cuda_code *out)
 {
     const kir_kernel *k = c->k;
     mc_strbuf *sb = c->sb;
-    int64_t nrows = shape_prod(k, 0, k->nrow);
-    int64_t C = shape_prod(k, k->nrow, k->rank) / c->V; /* chunks per row */
-    int threads = nrows >= 128 ? 128 : 32;
+    /* with run-time sizes (c->dims) the rows and chunks are slots, the block size chosen from
+     * the rows' maximum (none: 128), so the source is the same for every binding */
+    int64_t nrows = c->dims ? size_value(c, k->shape, k->nrow, 1) : shape_prod(k, 0, k->nrow);
+    int64_t most = c->dims ? size_max(c, k->shape, k->nrow) : nrows;
+    char nrows_x[48], C_x[48]; /* chunks per row */
+    size_expr(c, k->shape, k->nrow, 1, nrows_x, sizeof nrows_x);
+    size_expr(c, k->shape + k->nrow, k->rank - k->nrow, c->V, C_x, sizeof C_x);
+    int threads = most < 0 || most >= 128 ? 128 : 32;
     int64_t blocks = (nrows + threads - 1) / threads;
     int64_t cap = grid_cap(c->t, threads);
     out->grid[0] = blocks < cap ? (blocks > 0 ? blocks : 1) : cap;
@@ -1132,9 +1142,9 @@ static bool render_scan(rctx *c, mc_cuda_code *out)
     out->block = threads;
     out->scheme = "scan-row-per-thread";
     emit_signature(c, out, threads);
-    mc_sb_printf(sb, "  for (%s row = (%s)blockIdx.x * %d + threadIdx.x; row < (%s)%lld;"
+    mc_sb_printf(sb, "  for (%s row = (%s)blockIdx.x * %d + threadIdx.x; row < (%s)%s;"
                      " row += (%s)gridDim.x * %d) {\n",
-                 c->I, c->I, threads, c->I, (long long)nrows, c->I, threads);
+                 c->I, c->I, threads, c->I, nrows_x, c->I, threads);
     emit_coords(c, "row", 0, k->nrow, "    ");
     if (!emit_row_bases(c))
         return false;
@@ -1155,7 +1165,7 @@ static bool render_scan(rctx *c, mc_cuda_code *out)
             red_init(sb, k->reds[r].op, k->reds[r].dtype);
             mc_sb_puts(sb, ";\n");
         }
-        mc_sb_printf(sb, "    for (%s c_ = 0; c_ < (%s)%lld; c_++) {\n", c->I, c->I, (long long)C);
+        mc_sb_printf(sb, "    for (%s c_ = 0; c_ < (%s)%s; c_++) {\n", c->I, c->I, C_x);
         mc_sb_printf(sb, "      const %s e_ = c_ * %d;\n", c->I, c->V);
         emit_coords(c, "e_", k->nrow, k->rank, "      ");
         emit_view_offsets(c, b, k->nrow, 3, true);
@@ -2329,8 +2339,6 @@ mc_status mc_cuda_render_sized(const kir_program *sized, const int64_t *values, 
     else if (k->category == KIR_GEMM && !(gemm && gemm->use_lt))
         snprintf(why, why_size, "a GEMM run by a generated kernel (%s)",
                  gemm && gemm->gemv ? "GEMV" : gemm && gemm->small ? "warp-dot" : "tiled");
-    else if (k->category == KIR_REDUCTION && kir_kernel_scans(k))
-        snprintf(why, why_size, "a scan");
     if (why[0])
         return MC_OK;
     mc_status st = render(sized, ki, t, align, gemm, values, out);
