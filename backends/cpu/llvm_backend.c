@@ -269,12 +269,12 @@ static mc_status emit_kernel(llvm_ctx *c, const kir_program *kp, int i, cpu_kern
 }
 
 /* Why kernel k of a symbolic kernel list cannot be generated with its sizes read at run time
- * (then it is generated for the binding), or NULL. What the emitters take: loop kernels whose
- * views step by a constant along the last dimension (the vector axis; symbolic dimensions do
- * not merge, llvm_plan.c), without a scan; GEMMs whose A and B step by a constant along K
- * and N (the vector axes; M, N, K and the batch may be symbolic: the row and column blocks
- * are counted when it runs);
- * attention with constant strides along its queries, keys and columns (Tq, Tk, batch: any). */
+ * (then it is generated for the binding), or NULL. What the emitters take: loop kernels without
+ * a scan (symbolic dimensions do not merge, llvm_plan.c; a view stepping by a symbolic stride
+ * along the vector axis is read lane by lane, llvm_block.c); GEMMs whose A and B step by a
+ * constant along K and N (the vector axes; M, N, K and the batch may be symbolic: the row and
+ * column blocks are counted when it runs); attention with constant strides along its queries,
+ * keys and columns (Tq, Tk, batch: any). */
 static const char *sized_refusal(const kir_kernel *k)
 {
     switch (k->category) {
@@ -296,9 +296,6 @@ static const char *sized_refusal(const kir_kernel *k)
     }
     if (kir_kernel_scans(k))
         return "a scan";
-    for (int v = 0; k->rank > 0 && v < k->nviews; v++)
-        if (mc_dim_is_sym(k->views[v].stride[k->rank - 1]))
-            return "a symbolic stride along its vector axis";
     for (int i = 0; i < k->ncode; i++)
         if (k->code[i].kind == KI_SIZE && !mc_dtype_is_float(k->code[i].dtype))
             return "an integer 1/n";

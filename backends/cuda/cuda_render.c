@@ -2324,8 +2324,6 @@ mc_status mc_cuda_render_sized(const kir_program *sized, const int64_t *values, 
         snprintf(why, why_size, "attention over symbolic lengths with MINIC_CUDA_SIZED_ATTENTION=0");
     else if (k->category == KIR_ATTENTION && (mc_dim_is_sym(k->attn.d) || mc_dim_is_sym(k->attn.dv)))
         snprintf(why, why_size, "attention over a symbolic head size");
-    else if (k->category == KIR_ATTENTION && mc_cuda_attention_decodes(&k->attn))
-        snprintf(why, why_size, "decode attention (few queries) over symbolic keys");
     else if (k->category == KIR_GEMM && !(gemm && gemm->use_lt))
         snprintf(why, why_size, "a GEMM run by a generated kernel (%s)",
                  gemm && gemm->gemv ? "GEMV" : gemm && gemm->small ? "warp-dot" : "tiled");
