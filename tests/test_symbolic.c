@@ -610,6 +610,25 @@ static const char *cpu_sized_model =
 
 static const int64_t cpu_bindings[][2] = {{2, 3}, {1, 7}, {3, 48}, {1, 1}, {2, 3}, {4, 17}, {1, 300}, {1, 320}};
 
+/* setenv(name, value), keeping the value it had (NULL: unset) for env_restore: a test that
+ * changes the environment leaves it as it found it (CI may set MINIC_NO_CACHE itself). */
+static char *env_set(const char *name, const char *value)
+{
+    const char *old = getenv(name);
+    char *saved = old ? strdup(old) : NULL;
+    setenv(name, value, 1);
+    return saved;
+}
+
+static void env_restore(const char *name, char *saved)
+{
+    if (saved)
+        setenv(name, saved, 1);
+    else
+        unsetenv(name);
+    free(saved);
+}
+
 /* The same on the cpu backend: one compile, the kernels read their sizes when they run. */
 static void test_cpu_compiles_once(void **state)
 {
@@ -640,19 +659,19 @@ static void test_cpu_compiles_once(void **state)
     free(code);
     mc_program_free(p);
     /* without the disk cache, a new binding takes the objects the first one compiled, in memory */
-    setenv("MINIC_NO_CACHE", "1", 1);
+    char *saved = env_set("MINIC_NO_CACHE", "1");
     p = compile_noting(g, MC_BACKEND_CPU);
     run_against_oracle(p, g, cpu_bindings[0], 1e-4);
     assert_int_not_equal(mc_program_ran(p)->kernels_compiled, 0);
     run_against_oracle(p, g, cpu_bindings[1], 1e-4);
     assert_int_equal(mc_program_ran(p)->kernels_compiled, 0);
     assert_int_equal(mc_program_compilations(p), 1);
-    unsetenv("MINIC_NO_CACHE");
+    env_restore("MINIC_NO_CACHE", saved);
     mc_program_free(p);
     /* MINIC_SPECIALIZE=1: one compile per binding, the same numbers */
-    setenv("MINIC_SPECIALIZE", "1", 1);
+    saved = env_set("MINIC_SPECIALIZE", "1");
     p = compile_noting(g, MC_BACKEND_CPU);
-    unsetenv("MINIC_SPECIALIZE");
+    env_restore("MINIC_SPECIALIZE", saved);
     assert_non_null(strstr(mc_program_notes(p), "compiled per binding (MINIC_SPECIALIZE=1)"));
     run_against_oracle(p, g, cpu_bindings[0], 1e-4);
     run_against_oracle(p, g, cpu_bindings[1], 1e-4);
@@ -1158,6 +1177,11 @@ static void test_cuda_sized_sources(void **state)
                         "kt = transpose(k, perm=[0, 1, 3, 2])\ns0 = matmul(q, kt)\np = softmax(s0, axis=-1)\n"
                         "y = matmul(p, v)\noutput y\n",
                         0, NULL, 1);
+    /* A read with a step along K, which no cuBLASLt layout takes: the tiled GEMM, its M, K and
+     * strides read when it runs (at B = 1, T = 1 the GEMV's, had it not been sized) */
+    check_sized_sources("input x : f32[B, T<=64, 16]\nparam w : f32[8, 6]\n"
+                        "xs = slice(x, axis=2, start=0, end=16, step=2)\ny = matmul(xs, w)\nz = relu(y)\noutput z\n",
+                        0, NULL, 1);
     setenv("MINIC_CUDA_SIZED_ATTENTION", "0", 1); /* the previous path: attention per binding */
     check_sized_sources(sized_model, 1, "attention over symbolic lengths", 2);
     unsetenv("MINIC_CUDA_SIZED_ATTENTION");
@@ -1534,6 +1558,29 @@ static void test_vector_stride_compiles_once(void **state)
         compiles_once_on(kinds[i], strided, bindings, 5, 1e-4, false);
 }
 
+/* A GEMM whose A steps by 2 along K, a layout no cuBLASLt matrix takes (cuda: the tiled GEMM,
+ * M, K, the batch and the strides read when it runs; at B = T = 1 the bound program would have
+ * chosen the GEMV, made for one size), with its epilogue. */
+static void test_tiled_gemm_compiles_once(void **state)
+{
+    (void)state;
+    static const char *tiled =
+        "graph tiled\n"
+        "input x : f32[B, T<=64, 40]\n"
+        "param w : f32[20, 24]\n"
+        "param bias : f32[24]\n"
+        "xs = slice(x, axis=2, start=0, end=40, step=2)\n"
+        "y = matmul(xs, w)\n"
+        "yb = add(y, bias)\n"
+        "z = relu(yb)\n"
+        "output z\n";
+    const int64_t bindings[][2] = {{1, 1}, {2, 5}, {1, 40}, {3, 64}, {2, 17}};
+    mc_backend_kind kinds[2];
+    int n = sized_backends(kinds);
+    for (int i = 0; i < n; i++)
+        compiles_once_on(kinds[i], tiled, bindings, 5, 1e-4, false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1554,6 +1601,7 @@ int main(void)
         cmocka_unit_test(test_cuda_sized_sources),
 #endif
         cmocka_unit_test(test_decode_compiles_once), cmocka_unit_test(test_vector_stride_compiles_once),
+        cmocka_unit_test(test_tiled_gemm_compiles_once),
     };
     return mc_test_run(tests);
 }

@@ -382,7 +382,9 @@ void llvm_emit_block_planned(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValu
 mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info);
 /* The launch of a kernel generated with run-time sizes (info->sized) for one binding: units and
  * serial from symbol values `values` of table dims, and `bound`, the same kernel bound to them
- * (kir_bind). Nothing for other kernels. */
-void llvm_info_bind(llvm_kernel_info *info, const kir_kernel *bound, const mc_dims *dims, const int64_t *values);
+ * (kir_bind). Nothing for other kernels. An MC_ERR_INPUT naming the size where one of the
+ * kernel's sizes is below 1 at this binding. */
+mc_status llvm_info_bind(llvm_kernel_info *info, const kir_kernel *bound, const mc_dims *dims,
+                         const int64_t *values);
 
 #endif

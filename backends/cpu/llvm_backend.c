@@ -635,16 +635,18 @@ static mc_status cpu_prepare(mc_program *p)
     mc_program_phase(p, "threads", &tp);
     s->nthreads = mc_threadpool_size(s->pool);
     p->kernels_compiled = 0;
-        /* The cache hands out only verified entries (support/cache.c). One that is well formed there
+    /* The cache hands out only verified entries (support/cache.c). One that is well formed there
      * but not a blob of objects here, or that LLVM then refuses, is evicted and compiled
-     * afresh: a cache entry never makes a compile fail. */
+     * afresh: a cache entry never makes a compile fail. Objects another binding shared in
+     * memory that do not link are compiled afresh too, but evict nothing: the disk entry under
+     * the same key was not read, and whatever it holds is not what failed. */
     bool from_memory = sized && shared_take(key, &obj, &obj_size, &s->shared);
     mc_cache_result cached_result = from_memory ? MC_CACHE_MISS : mc_cache_load("cpu", key, &obj, &obj_size);
     bool from_cache = from_memory || (cached_result == MC_CACHE_HIT && llvm_blob_valid(obj, obj_size));
     mc_program_phase(p, "kernel cache", &tp);
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!from_cache) {
-            if (cached_result == MC_CACHE_HIT || attempt > 0)
+            if (cached_result == MC_CACHE_HIT) /* only what was read from the disk */
                 mc_cache_evict("cpu", key);
             free(obj);
             obj = NULL;
@@ -668,9 +670,10 @@ static mc_status cpu_prepare(mc_program *p)
     if (st != MC_OK)
         goto done;
 
-    for (int i = 0; sized && i < kp->nkernels; i++) { /* this binding's sizes and launches */
-        llvm_info_bind(&s->kernels[i].info, &kp->kernels[i], sized->dims, p->sized_values);
-    }
+    for (int i = 0; st == MC_OK && sized && i < kp->nkernels; i++) /* this binding's sizes and launches */
+        st = llvm_info_bind(&s->kernels[i].info, &kp->kernels[i], sized->dims, p->sized_values);
+    if (st != MC_OK)
+        goto done;
     st = allocate(s, kp, p->arena);
     for (int i = 0; st == MC_OK && i < kp->nkernels; i++)
         for (int j = 0; j < s->kernels[i].nslots; j++) {
