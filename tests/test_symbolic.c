@@ -1581,6 +1581,85 @@ static void test_tiled_gemm_compiles_once(void **state)
         compiles_once_on(kinds[i], tiled, bindings, 5, 1e-4, false);
 }
 
+/* One kernel that reads more than 48 distinct sizes (cpu took at most 48 before): six symbols
+ * and fourteen transposed rank-6 inputs, whose strides are products of different sets of them. */
+static const char *many_sizes =
+    "graph many\n"
+    "input x : f32[A<=3, B<=3, C<=3, D<=3, E<=3, F<=3]\n"
+    "input y1 : f32[F, E, D, C, B, A]\n"
+    "input y2 : f32[B, A, D, C, F, E]\n"
+    "input y3 : f32[C, D, E, F, A, B]\n"
+    "input y4 : f32[E, F, A, B, C, D]\n"
+    "input y5 : f32[D, A, F, B, E, C]\n"
+    "input y6 : f32[F, C, A, E, B, D]\n"
+    "input y7 : f32[A, E, B, C, D, F]\n"
+    "input y8 : f32[A, F, B, C, D, E]\n"
+    "input y9 : f32[A, C, D, E, B, F]\n"
+    "input y10 : f32[D, E, A, B, C, F]\n"
+    "input y11 : f32[D, F, C, A, B, E]\n"
+    "input y12 : f32[B, C, D, E, A, F]\n"
+    "input y13 : f32[B, F, C, D, A, E]\n"
+    "input y14 : f32[B, E, C, F, A, D]\n"
+    "t1 = transpose(y1, perm=[5, 4, 3, 2, 1, 0])\n"
+    "t2 = transpose(y2, perm=[1, 0, 3, 2, 5, 4])\n"
+    "t3 = transpose(y3, perm=[4, 5, 0, 1, 2, 3])\n"
+    "t4 = transpose(y4, perm=[2, 3, 4, 5, 0, 1])\n"
+    "t5 = transpose(y5, perm=[1, 3, 5, 0, 4, 2])\n"
+    "t6 = transpose(y6, perm=[2, 4, 1, 5, 3, 0])\n"
+    "t7 = transpose(y7, perm=[0, 2, 3, 4, 1, 5])\n"
+    "t8 = transpose(y8, perm=[0, 2, 3, 4, 5, 1])\n"
+    "t9 = transpose(y9, perm=[0, 4, 1, 2, 3, 5])\n"
+    "t10 = transpose(y10, perm=[2, 3, 4, 0, 1, 5])\n"
+    "t11 = transpose(y11, perm=[3, 4, 2, 0, 5, 1])\n"
+    "t12 = transpose(y12, perm=[4, 0, 1, 2, 3, 5])\n"
+    "t13 = transpose(y13, perm=[4, 0, 2, 3, 5, 1])\n"
+    "t14 = transpose(y14, perm=[4, 0, 2, 5, 1, 3])\n"
+    "s1 = add(x, t1)\n"
+    "s2 = add(s1, t2)\n"
+    "s3 = add(s2, t3)\n"
+    "s4 = add(s3, t4)\n"
+    "s5 = add(s4, t5)\n"
+    "s6 = add(s5, t6)\n"
+    "s7 = add(s6, t7)\n"
+    "s8 = add(s7, t8)\n"
+    "s9 = add(s8, t9)\n"
+    "s10 = add(s9, t10)\n"
+    "s11 = add(s10, t11)\n"
+    "s12 = add(s11, t12)\n"
+    "s13 = add(s12, t13)\n"
+    "s14 = add(s13, t14)\n"
+    "output s14\n";
+
+static void test_many_sizes_compiles_once(void **state)
+{
+    (void)state;
+    mc_backend_kind kinds[2];
+    int n = sized_backends(kinds);
+    if (n > 0 && kinds[n - 1] == MC_BACKEND_CUDA)
+        n--; /* cuda: at most MC_CUDA_MAX_SIZES (16) a kernel, this one rendered per binding */
+    const int64_t bindings[][6] = {{2, 3, 2, 3, 2, 3}, {1, 1, 1, 1, 1, 1}, {3, 2, 3, 1, 3, 2}, {3, 3, 3, 3, 3, 3}};
+    for (int i = 0; i < n; i++) {
+        mc_graph *g = parse(many_sizes);
+        mc_program *p = compile_noting(g, kinds[i]);
+        for (int b = 0; b < 4; b++) {
+            run_against_oracle(p, g, bindings[b], 1e-5);
+            mc_program *ran = mc_program_ran(p);
+            if (mc_program_compilations(p) != 1 || ran->kernels_specialized != 0 || (b > 0 && ran->kernels_compiled))
+                fail_msg("%s, binding %d: %d compilations; notes: %s", mc_backend_name(kinds[i]), b,
+                         mc_program_compilations(p), mc_program_notes(ran));
+        }
+        char *code = NULL; /* the kernel loads its 49th size and more */
+        size_t code_size = 0;
+        FILE *f = open_memstream(&code, &code_size);
+        assert_int_equal(mc_program_ran(p)->backend->dump_code(mc_program_ran(p), f), MC_OK);
+        fclose(f);
+        assert_non_null(strstr(code, "%size48 = load i64"));
+        free(code);
+        mc_program_free(p);
+        mc_graph_free(g);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1601,7 +1680,7 @@ int main(void)
         cmocka_unit_test(test_cuda_sized_sources),
 #endif
         cmocka_unit_test(test_decode_compiles_once), cmocka_unit_test(test_vector_stride_compiles_once),
-        cmocka_unit_test(test_tiled_gemm_compiles_once),
+        cmocka_unit_test(test_tiled_gemm_compiles_once), cmocka_unit_test(test_many_sizes_compiles_once),
     };
     return mc_test_run(tests);
 }

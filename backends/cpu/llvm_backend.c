@@ -326,7 +326,7 @@ static mc_status emit_sized_or_bound(llvm_ctx *c, const kir_program *kp, const k
         free(ck->global);
         ck->global = NULL;
         memset(&ck->info, 0, sizeof ck->info);
-        refused = "more run-time sizes than a kernel takes";
+        refused = "out of memory for its run-time sizes";
     }
     if (sized) {
         size_t at = strlen(why);
@@ -687,6 +687,8 @@ done:
     LLVMDisposeMessage(ir);
     free(key);
     free(obj);
+    free(c.slot_dim);
+    free(c.slot_value);
     LLVMDisposeBuilder(c.b);
     LLVMDisposeBuilder(c.entry_b);
     LLVMDisposeModule(c.mod);

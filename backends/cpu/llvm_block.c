@@ -146,9 +146,19 @@ LLVMValueRef llvm_size(llvm_ctx *c, int64_t d)
     while (slot < c->nslots && c->slot_dim[slot] != d)
         slot++;
     if (slot == c->nslots) {
-        if (slot >= LLVM_MAX_SLOTS) {
-            c->slots_overflow = true; /* the caller generates this kernel per binding instead */
-            return llvm_const_i64(c, 1);
+        if (slot == c->slots_cap) { /* as many as the kernel has distinct sizes: grown */
+            int cap = c->slots_cap ? 2 * c->slots_cap : 16;
+            int64_t *dims = realloc(c->slot_dim, (size_t)cap * sizeof *dims);
+            if (dims)
+                c->slot_dim = dims;
+            LLVMValueRef *values = dims ? realloc(c->slot_value, (size_t)cap * sizeof *values) : NULL;
+            if (values)
+                c->slot_value = values;
+            if (!values) {
+                c->slots_overflow = true; /* the caller generates this kernel per binding instead */
+                return llvm_const_i64(c, 1);
+            }
+            c->slots_cap = cap;
         }
         /* the sizes array is buffers[nbuffers + 2] (after the packed B and the error word) */
         LLVMValueRef at = llvm_const_i64(c, c->kp->nbuffers + 2);
