@@ -271,27 +271,20 @@ static mc_status emit_kernel(llvm_ctx *c, const kir_program *kp, int i, cpu_kern
 /* Why kernel k of a symbolic kernel list cannot be generated with its sizes read at run time
  * (then it is generated for the binding), or NULL. What the emitters take: loop kernels without
  * a scan (symbolic dimensions do not merge, llvm_plan.c; a view stepping by a symbolic stride
- * along the vector axis is read lane by lane, llvm_block.c); GEMMs whose A and B step by a
- * constant along K and N (the vector axes; M, N, K and the batch may be symbolic: the row and
- * column blocks are counted when it runs); attention with constant strides along its queries,
- * keys and columns (Tq, Tk, batch: any). */
+ * along the vector axis is read lane by lane, llvm_block.c); GEMMs (M, N, K, the batch and
+ * the strides may be symbolic: the row and column blocks are counted when it runs, the
+ * operands packed at strides and offsets read when it runs); attention of a constant head
+ * size (Tq, Tk, the batch and the strides: any). */
 static const char *sized_refusal(const kir_kernel *k)
 {
     switch (k->category) {
-    case KIR_ATTENTION: /* Tq, Tk and the batch may be symbolic: read when it runs */
-        if (mc_dim_is_sym(k->attn.d) || mc_dim_is_sym(k->attn.dv))
+    case KIR_ATTENTION: /* Tq, Tk, the batch and the strides may be symbolic: read when it runs */
+        if (mc_dim_is_sym(k->attn.d) || mc_dim_is_sym(k->attn.dv)) /* (passes/attention.c fuses none) */
             return "attention with a symbolic head size";
-        for (int v = 0; v < k->nviews; v++)
-            for (int d = k->rank - 2; d < k->rank; d++)
-                if (mc_dim_is_sym(k->views[v].stride[d]))
-                    return "attention with a symbolic stride along the queries, keys or columns";
         return NULL;
     case KIR_COLLECTIVE: return "a collective";
-    case KIR_GEMM: /* M, N, K, the batch and the strides along M and K: any (llvm_gemm.c) */
-        for (int v = 0; v < k->nviews; v++)
-            if (k->rank > 0 && mc_dim_is_sym(k->views[v].stride[k->rank - 1]))
-                return "a GEMM with a symbolic stride along N or K";
-        return mc_dim_is_sym(k->views[k->gemm.b].offset) ? "a GEMM whose B starts at a symbolic offset" : NULL;
+    case KIR_GEMM: /* M, N, K, the batch, the strides and offsets: any (llvm_gemm.c) */
+        return NULL;
     case KIR_POINTWISE: case KIR_REDUCTION: case KIR_COPY: break;
     }
     if (kir_kernel_scans(k))
