@@ -1473,6 +1473,16 @@ static void compiles_once_on(mc_backend_kind kind, const char *text, const int64
     mc_graph_free(g);
 }
 
+/* compiles_once_on for every backend of sized_backends. */
+static void compiles_once_everywhere(const char *text, const int64_t *bindings, int nsyms, int n, double tolerance,
+                                     bool attention)
+{
+    mc_backend_kind kinds[2];
+    int nk = sized_backends(kinds);
+    for (int i = 0; i < nk; i++)
+        compiles_once_on(kinds[i], text, bindings, nsyms, n, tolerance, attention);
+}
+
 /* KV-cache decoding over a symbolic key length (cuda: the decode kernel, whose key range and
  * chunks are read when it runs; its partial sums merged across chunks at S = 100 and 512): one
  * query per head, a scale and an additive mask over the keys, as a decoder step has them. */
@@ -1493,10 +1503,7 @@ static void test_decode_compiles_once(void **state)
         "y = matmul(p, v)\n"
         "output y\n";
     const int64_t bindings[][2] = {{1, 7}, {2, 100}, {1, 512}, {3, 33}, {1, 1}, {2, 100}};
-    mc_backend_kind kinds[2];
-    int n = sized_backends(kinds);
-    for (int i = 0; i < n; i++)
-        compiles_once_on(kinds[i], decode, &bindings[0][0], 2, 6, 1e-4, true);
+    compiles_once_everywhere(decode, &bindings[0][0], 2, 6, 1e-4, true);
 }
 
 /* Views stepping by a symbolic stride along the vector axis (cpu: read lane by lane with the
@@ -1520,10 +1527,7 @@ static void test_vector_stride_compiles_once(void **state)
         "e = exp(mt)\n"
         "output ls, cs, sym, mx, e\n";
     const int64_t bindings[][2] = {{2, 3}, {1, 17}, {3, 80}, {1, 1}, {2, 9}};
-    mc_backend_kind kinds[2];
-    int n = sized_backends(kinds);
-    for (int i = 0; i < n; i++)
-        compiles_once_on(kinds[i], strided, &bindings[0][0], 2, 5, 1e-4, false);
+    compiles_once_everywhere(strided, &bindings[0][0], 2, 5, 1e-4, false);
 }
 
 /* A GEMM whose A steps by 2 along K, a layout no cuBLASLt matrix takes (cuda: the tiled GEMM,
@@ -1543,10 +1547,7 @@ static void test_tiled_gemm_compiles_once(void **state)
         "z = relu(yb)\n"
         "output z\n";
     const int64_t bindings[][2] = {{1, 1}, {2, 5}, {1, 40}, {3, 64}, {2, 17}};
-    mc_backend_kind kinds[2];
-    int n = sized_backends(kinds);
-    for (int i = 0; i < n; i++)
-        compiles_once_on(kinds[i], tiled, &bindings[0][0], 2, 5, 1e-4, false);
+    compiles_once_everywhere(tiled, &bindings[0][0], 2, 5, 1e-4, false);
 }
 
 /* One kernel that reads more than 48 distinct sizes (cpu took at most 48 before): six symbols
@@ -1671,13 +1672,9 @@ static void test_strided_gemm_compiles_once(void **state)
         "p = softmax(s, axis=-1)\n"
         "y = matmul(p, v)\n"
         "output y\n";
-    mc_backend_kind kinds[2];
-    int n = sized_backends(kinds);
-    for (int i = 0; i < n; i++) {
-        compiles_once_on(kinds[i], gemms, &gb[0][0], 2, 4, 1e-4, false);
-        compiles_once_on(kinds[i], heads, &hb[0][0], 3, 4, 1e-4, false);
-        compiles_once_on(kinds[i], keys, &gb[0][0], 2, 4, 1e-4, false);
-    }
+    compiles_once_everywhere(gemms, &gb[0][0], 2, 4, 1e-4, false);
+    compiles_once_everywhere(heads, &hb[0][0], 3, 4, 1e-4, false);
+    compiles_once_everywhere(keys, &gb[0][0], 2, 4, 1e-4, false);
 }
 
 #ifdef MINIC_HAVE_CUDA
