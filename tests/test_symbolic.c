@@ -1504,6 +1504,24 @@ static void test_decode_compiles_once(void **state)
         "output y\n";
     const int64_t bindings[][2] = {{1, 7}, {2, 100}, {1, 512}, {3, 33}, {1, 1}, {2, 100}};
     compiles_once_everywhere(decode, &bindings[0][0], 2, 6, 1e-4, true);
+    /* two queries and a band that keeps keys j <= i + 40: the key range ends at min(S, 42),
+     * computed when the kernel runs */
+    static const char *banded =
+        "graph banded\n"
+        "input q : f32[B, 4, 2, 32]\n"
+        "input k : f32[B, 4, S<=512, 32]\n"
+        "input v : f32[B, 4, S, 32]\n"
+        "kt = transpose(k, perm=[0, 1, 3, 2])\n"
+        "s0 = matmul(q, kt)\n"
+        "row = iota(shape=[2, S], axis=0)\n"
+        "col = iota(shape=[2, S], axis=1)\n"
+        "rs = add(row, 40)\n"
+        "keep = le(col, rs)\n"
+        "sm = where(keep, s0, -inf)\n"
+        "p = softmax(sm, axis=-1)\n"
+        "y = matmul(p, v)\n"
+        "output y\n";
+    compiles_once_everywhere(banded, &bindings[0][0], 2, 5, 1e-4, false);
 }
 
 /* Views stepping by a symbolic stride along the vector axis (cpu: read lane by lane with the
@@ -1697,6 +1715,12 @@ static void test_cuda_sized_sources_more(void **state)
     check_sized_sources("input q : bf16[B, 4, 1, 64]\ninput k : bf16[B, 4, S<=512, 64]\ninput v : bf16[B, 4, S, 64]\n"
                         "input mask : bf16[B, 1, 1, S]\nkt = transpose(k, perm=[0, 1, 3, 2])\ns0 = matmul(q, kt)\n"
                         "s1 = mul(s0, 0.125)\ns = add(s1, mask)\np = softmax(s, axis=-1)\ny = matmul(p, v)\noutput y\n",
+                        0, NULL, 1);
+    /* decode under a band: the key range's end read when it runs */
+    check_sized_sources("input q : f32[B, 4, 2, 32]\ninput k : f32[B, 4, S<=512, 32]\ninput v : f32[B, 4, S, 32]\n"
+                        "kt = transpose(k, perm=[0, 1, 3, 2])\ns0 = matmul(q, kt)\nrow = iota(shape=[2, S], axis=0)\n"
+                        "col = iota(shape=[2, S], axis=1)\nrs = add(row, 40)\nkeep = le(col, rs)\n"
+                        "sm = where(keep, s0, -inf)\np = softmax(sm, axis=-1)\ny = matmul(p, v)\noutput y\n",
                         0, NULL, 1);
     /* GEMMs with B transposed (N stride T) and at a symbolic offset; attention whose keys come
      * transposed, with a [T, T] mask */

@@ -5,13 +5,14 @@
  *
  * A view's load is a vector load where its stride along the vector axis is 1, one scalar
  * broadcast where it is 0 (a broadcast operand), and lane-by-lane loads otherwise, a stride read
- * at run time included (whatever its value at a binding: it is never 0, dims being at least 1). An f32 add
- * or subtract of a product computed in the same block becomes one llvm.fmuladd (x * s + b): the
- * bandwidth-bound kernels are, on two cores, close to compute-bound too. A loop kernel's plan
- * (llvm_plan.c) may also ask a block to keep values in, or take them from, the row cache, and
- * to compute exp(x - max) in a row whose range is known (llvm_emit_block_planned). A gather
- * checks its index, records a failure in the error word the runtime reads after the kernel, and
- * loads whole vectors where its index is the same in every lane (an embedding's row).
+ * at run time included (whatever its value at a binding: never 0, dims being at least 1). An
+ * f32 add or subtract of a product computed in the same block becomes one llvm.fmuladd
+ * (x * s + b): the bandwidth-bound kernels are, on two cores, close to compute-bound too. A
+ * loop kernel's plan (llvm_plan.c) may also ask a block to keep values in, or take them from,
+ * the row cache, and to compute exp(x - max) in a row whose range is known
+ * (llvm_emit_block_planned). A gather checks its index, records a failure in the error word the
+ * runtime reads after the kernel, and loads whole vectors where its index is the same in every
+ * lane (an embedding's row).
  */
 #include "backends/cpu/llvm.h"
 

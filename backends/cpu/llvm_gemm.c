@@ -260,8 +260,8 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
      * rows, no short tile (the full micro-kernel's extra rows are clamped or zero-padded, and
      * never stored), B packed ahead only with a constant N, K, strides and offset, column blocks
      * counted when it runs, K blocked (the partial sums' buffer kept) whatever K is. */
-    bool sym_m = mc_dim_is_sym(g->M), sym_nk = mc_dim_is_sym(g->N) || mc_dim_is_sym(g->K); /* or a stride: */
-    for (int v = 0; v < 2; v++) /* the operands' strides along M, N and K */
+    bool sym_m = mc_dim_is_sym(g->M), sym_nk = mc_dim_is_sym(g->N) || mc_dim_is_sym(g->K);
+    for (int v = 0; v < 2; v++) /* sym_nk also for a stride of A or B along M, N or K */
         for (int d = g->nb; d < k->rank; d++)
             sym_nk |= mc_dim_is_sym(k->views[v ? k->gemm.b : k->gemm.a].stride[d]);
     int64_t nbatch = g->nbatch ? g->nbatch : 1; /* for the heuristics */
