@@ -22,24 +22,10 @@
 
 static const mc_cuda_target target = {.sm = 90, .num_sms = 132};
 
-/* Plan, render and compile every kernel of kp; returns the plans (caller frees). With `sized`
- * (a symbolic kernel list, kp its binding to `values`): every kernel rendered from it with its
- * sizes read when it runs, none for this binding alone. */
-static mc_cuda_kernel_plan *compile_all_sized(const kir_program *kp, const kir_program *sized, const int64_t *values)
+/* Compile every rendered kernel of plans (kp's) with NVRTC. */
+static void compile_plans(const kir_program *kp, const mc_cuda_kernel_plan *plans)
 {
-    int *align = calloc((size_t)kp->nbuffers + 1, sizeof(int));
-    assert_non_null(align);
-    mc_cuda_buffer_align(kp, align);
-    mc_cuda_kernel_plan *plans;
-    int specialized = 0;
-    char why[200] = "";
-    mc_status st = sized ? mc_cuda_plan_program_sized(kp, sized, values, &target, align, &plans, &specialized, why,
-                                                      sizeof why)
-                         : mc_cuda_plan_program(kp, &target, align, &plans);
-    if (st != MC_OK)
-        fail_msg("%s", mc_error_message());
-    if (specialized != 0)
-        fail_msg("%d kernels rendered for one binding (%s)", specialized, why);
+    mc_status st;
     const char **srcs = calloc((size_t)kp->nkernels + 1, sizeof(char *));
     const char **entries = calloc((size_t)kp->nkernels + 1, sizeof(char *));
     void **cubins = calloc((size_t)kp->nkernels + 1, sizeof(void *));
@@ -64,11 +50,32 @@ static mc_cuda_kernel_plan *compile_all_sized(const kir_program *kp, const kir_p
         assert_true(sizes[i] > 100);
         free(cubins[i]);
     }
-    free(align);
     free(srcs);
     free(entries);
     free(cubins);
     free(sizes);
+}
+
+/* Plan, render and compile every kernel of kp; returns the plans (caller frees). With `sized`
+ * (a symbolic kernel list, kp its binding to `values`): every kernel rendered from it with its
+ * sizes read when it runs, none for this binding alone. */
+static mc_cuda_kernel_plan *compile_all_sized(const kir_program *kp, const kir_program *sized, const int64_t *values)
+{
+    int *align = calloc((size_t)kp->nbuffers + 1, sizeof(int));
+    assert_non_null(align);
+    mc_cuda_buffer_align(kp, align);
+    mc_cuda_kernel_plan *plans;
+    int specialized = 0;
+    char why[200] = "";
+    mc_status st = sized ? mc_cuda_plan_program_sized(kp, sized, values, &target, align, &plans, &specialized, why,
+                                                      sizeof why)
+                         : mc_cuda_plan_program(kp, &target, align, &plans);
+    if (st != MC_OK)
+        fail_msg("%s", mc_error_message());
+    if (specialized != 0)
+        fail_msg("%d kernels rendered for one binding (%s)", specialized, why);
+    free(align);
+    compile_plans(kp, plans);
     return plans;
 }
 
@@ -950,6 +957,75 @@ static void test_decode_attention_kernels(void **state)
     assert_int_equal(kernels, 9);
 }
 
+/* Kernels of symbolic programs rendered with their sizes read when they run (one source for
+ * every binding, mc_cuda_plan_program_sized), none rendered for the binding: the decode kernel
+ * over a symbolic cache length in every dtype (its key range and chunks from S_ and the grid),
+ * under a band too, and the tiled GEMM where cuBLASLt takes no layout (A read with a step
+ * along K). */
+static void test_sized_kernels(void **state)
+{
+    (void)state;
+    static const char *const dtypes[] = {"f32", "f16", "bf16"};
+    for (int t = 0; t < 4; t++) {
+        char text[2048];
+        if (t < 3)
+            snprintf(text, sizeof text,
+                     "graph a\ninput q : %s[B, 3, 1, 64]\ninput kc : %s[B, 3, S<=1024, 64]\n"
+                     "input vc : %s[B, 3, S, 64]\ninput mk : %s[B, 1, 1, S]\n"
+                     "kt = transpose(kc, perm=[0, 1, 3, 2])\ns0 = matmul(q, kt)\ns1 = mul(s0, 0.125)\n"
+                     "s = add(s1, mk)\np = softmax(s)\ny = matmul(p, vc)\noutput y\n",
+                     dtypes[t], dtypes[t], dtypes[t], dtypes[t]);
+        else
+            snprintf(text, sizeof text,
+                     "graph a\ninput q : f32[B, 2, 2, 80]\ninput kc : f32[B, 2, S<=1024, 80]\n"
+                     "input vc : f32[B, 2, S, 80]\ninput x : f32[B, S, 40]\nparam w : f32[20, 24]\n"
+                     "kt = transpose(kc, perm=[0, 1, 3, 2])\ns0 = matmul(q, kt)\n"
+                     "row = iota(shape=[2, S], axis=0)\ncol = iota(shape=[2, S], axis=1)\nrs = add(row, 40)\n"
+                     "keep = le(col, rs)\nm = where(keep, s0, -inf)\np = softmax(m)\ny = matmul(p, vc)\n"
+                     "xs = slice(x, axis=2, start=0, end=40, step=2)\nz = matmul(xs, w)\noutput y, z\n");
+        mc_graph *g;
+        if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
+            fail_msg("%s\n%s", mc_error_message(), text);
+        char refused[MC_COMPILE_REFUSED] = "";
+        mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .symbolic = true,
+                                 .refused = refused};
+        kir_program *sized;
+        if (mc_compile_kernels(g, &co, &sized) != MC_OK || !sized)
+            fail_msg("%s %s", mc_error_message(), refused);
+        const int64_t values[2] = {2, 300};
+        kir_program *kp = kir_bind(sized, values);
+        assert_non_null(kp);
+        mc_plan_memory(kp, true);
+        int *align = calloc((size_t)kp->nbuffers + 1, sizeof(int));
+        assert_non_null(align);
+        mc_cuda_buffer_align(kp, align);
+        mc_cuda_kernel_plan *pl;
+        int specialized = -1;
+        char why[200];
+        if (mc_cuda_plan_program_sized(kp, sized, values, &target, align, &pl, &specialized, why, sizeof why) != MC_OK)
+            fail_msg("%s", mc_error_message());
+        if (specialized != 0)
+            fail_msg("%d kernels rendered for the binding: %s", specialized, why);
+        compile_plans(kp, pl);
+        bool decode = false, tiled = false;
+        for (int k = 0; k < kp->nkernels; k++) {
+            if (!pl[k].has_code)
+                continue;
+            decode |= !strcmp(pl[k].code.scheme, "attention-decode");
+            tiled |= !strcmp(pl[k].code.scheme, "gemm-tiled");
+            if (!strcmp(pl[k].code.scheme, "attention-decode"))
+                assert_non_null(strstr(pl[k].code.src.data, "split_n_ = (int)gridDim.x /"));
+        }
+        assert_true(decode);
+        assert_true(tiled == (t == 3));
+        mc_cuda_plans_free(pl, kp->nkernels);
+        free(align);
+        kir_program_free(kp);
+        kir_program_free(sized);
+        mc_graph_free(g);
+    }
+}
+
 /* A KV cache's update (where(sel, new, cache) stored over the cache's own layout) is written
  * for both cases: two buffers (every element stored), or one when mc_program_feed_back makes
  * the output the input itself (mc_same_: the cache neither loaded nor stored outside the new
@@ -1061,6 +1137,7 @@ int main(void)
         cmocka_unit_test(test_examples),
         cmocka_unit_test(test_attention_kernels),
         cmocka_unit_test(test_decode_attention_kernels),
+        cmocka_unit_test(test_sized_kernels),
         cmocka_unit_test(test_in_place_update_kernel),
         cmocka_unit_test(test_more_operators),
         cmocka_unit_test(test_symbolic_kernels),

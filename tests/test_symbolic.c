@@ -610,6 +610,25 @@ static const char *cpu_sized_model =
 
 static const int64_t cpu_bindings[][2] = {{2, 3}, {1, 7}, {3, 48}, {1, 1}, {2, 3}, {4, 17}, {1, 300}, {1, 320}};
 
+/* setenv(name, value), keeping the value it had (NULL: unset) for env_restore: a test that
+ * changes the environment leaves it as it found it (CI may set MINIC_NO_CACHE itself). */
+static char *env_set(const char *name, const char *value)
+{
+    const char *old = getenv(name);
+    char *saved = old ? strdup(old) : NULL;
+    setenv(name, value, 1);
+    return saved;
+}
+
+static void env_restore(const char *name, char *saved)
+{
+    if (saved)
+        setenv(name, saved, 1);
+    else
+        unsetenv(name);
+    free(saved);
+}
+
 /* The same on the cpu backend: one compile, the kernels read their sizes when they run. */
 static void test_cpu_compiles_once(void **state)
 {
@@ -640,19 +659,19 @@ static void test_cpu_compiles_once(void **state)
     free(code);
     mc_program_free(p);
     /* without the disk cache, a new binding takes the objects the first one compiled, in memory */
-    setenv("MINIC_NO_CACHE", "1", 1);
+    char *saved = env_set("MINIC_NO_CACHE", "1");
     p = compile_noting(g, MC_BACKEND_CPU);
     run_against_oracle(p, g, cpu_bindings[0], 1e-4);
     assert_int_not_equal(mc_program_ran(p)->kernels_compiled, 0);
     run_against_oracle(p, g, cpu_bindings[1], 1e-4);
     assert_int_equal(mc_program_ran(p)->kernels_compiled, 0);
     assert_int_equal(mc_program_compilations(p), 1);
-    unsetenv("MINIC_NO_CACHE");
+    env_restore("MINIC_NO_CACHE", saved);
     mc_program_free(p);
     /* MINIC_SPECIALIZE=1: one compile per binding, the same numbers */
-    setenv("MINIC_SPECIALIZE", "1", 1);
+    saved = env_set("MINIC_SPECIALIZE", "1");
     p = compile_noting(g, MC_BACKEND_CPU);
-    unsetenv("MINIC_SPECIALIZE");
+    env_restore("MINIC_SPECIALIZE", saved);
     assert_non_null(strstr(mc_program_notes(p), "compiled per binding (MINIC_SPECIALIZE=1)"));
     run_against_oracle(p, g, cpu_bindings[0], 1e-4);
     run_against_oracle(p, g, cpu_bindings[1], 1e-4);
@@ -808,26 +827,9 @@ static void test_sized_fallbacks(void **state)
         mc_program_free(p);
         mc_graph_free(g);
     }
-#ifdef MINIC_HAVE_CPU_BACKEND
-    /* cpu: the kernel it cannot generate with run-time sizes (a log_softmax over [B, T, T]'s
-     * middle axis, whose vector axis steps by T) is generated for each binding and named in a
-     * note; the rest is compiled once; the numbers are right either way */
-    mc_graph *g = parse(sized_model);
-    mc_program *p = compile_noting(g, MC_BACKEND_CPU);
-    assert_non_null(strstr(mc_program_notes(p), "compiled once"));
-    run_against_oracle(p, g, (int64_t[]){2, 3}, 1e-4);
-    const char *notes = mc_program_notes(mc_program_ran(p));
-    if (!strstr(notes, "symbolic dimensions: 1 kernel compiled for this binding (red_fused_log_softmax_10: a "
-                       "symbolic stride along its vector axis)"))
-        fail_msg("notes: %s", notes);
-    assert_int_equal(mc_program_compilations(p), 2);
-    run_against_oracle(p, g, (int64_t[]){1, 9}, 1e-4);
-    assert_int_equal(mc_program_compilations(p), 3);
-    run_against_oracle(p, g, (int64_t[]){2, 3}, 1e-4); /* a binding seen before: cached */
-    assert_int_equal(mc_program_compilations(p), 3);
-    mc_program_free(p);
-    mc_graph_free(g);
-#endif
+    /* cpu generated one kernel of the step-3 model per binding until 2026-11-28 (a log_softmax
+     * over [B, T, T]'s middle axis): it compiles once now (test_vector_stride_compiles_once), as
+     * GEMMs and attention with symbolic strides do (test_strided_gemm_compiles_once) */
 }
 
 static void expect_error(mc_status st, const char *phrase)
@@ -1135,11 +1137,11 @@ static void test_cuda_sized_sources(void **state)
                         "row = iota(shape=[T, T], axis=0)\ncol = iota(shape=[T, T], axis=1)\nkeep = ge(row, col)\n"
                         "sm = where(keep, s, -inf)\np = softmax(sm, axis=-1)\ny = matmul(p, v)\noutput y\n",
                         0, NULL, 1);
-    /* one query over symbolic keys is the decode kernel's, which is rendered per binding yet */
+    /* one query over symbolic keys: the decode kernel, its key range and chunks read when it runs */
     check_sized_sources("input q : f32[B, 2, 1, 16]\ninput k : f32[B, 2, S<=64, 16]\ninput v : f32[B, 2, S, 16]\n"
                         "kt = transpose(k, perm=[0, 1, 3, 2])\ns0 = matmul(q, kt)\np = softmax(s0, axis=-1)\n"
                         "y = matmul(p, v)\noutput y\n",
-                        1, "decode attention (few queries) over symbolic keys", 0);
+                        0, NULL, 1);
     check_sized_sources(ops_model, 0, NULL, 6); /* update, argmax, cumsum (scans), layernorm */
     check_sized_sources(slices_model, 0, NULL, 3); /* slices from the end: gathers */
     setenv("MINIC_CUDA_SIZED_ATTENTION", "0", 1); /* the previous path: attention per binding */
@@ -1524,6 +1526,330 @@ static void test_ops_compile_once(void **state)
 }
 
 
+/* ---- kernels that were rendered per binding (issue 23: "running with a new size compiles
+ * nothing"), now from the symbolic list ---------------------------------------------------- */
+
+/* The backends the tests below run on: $MINIC_TEST_BACKEND alone (cuda only with a GPU), else
+ * cpu where built and cuda where a GPU is usable. */
+static int sized_backends(mc_backend_kind out[2])
+{
+    const char *only = getenv("MINIC_TEST_BACKEND");
+    bool gpu = mc_test_have_gpu();
+    int n = 0;
+    if (only && *only) {
+        if (!strcmp(only, "cpu")) {
+#ifdef MINIC_HAVE_CPU_BACKEND
+            out[n++] = MC_BACKEND_CPU;
+#endif
+        } else if (!strcmp(only, "cuda") && gpu) {
+            out[n++] = MC_BACKEND_CUDA;
+        }
+        return n;
+    }
+#ifdef MINIC_HAVE_CPU_BACKEND
+    out[n++] = MC_BACKEND_CPU;
+#endif
+    if (gpu)
+        out[n++] = MC_BACKEND_CUDA;
+    else
+        printf("cuda: skipped: no GPU\n");
+    return n;
+}
+
+/* Graph `text` compiled once for `kind`, run at every binding against the float64 evaluation:
+ * one compilation in all, no kernel rendered for a binding, nothing compiled after the first
+ * binding; with `attention`, a fused attention kernel of one query per batch entry. */
+static void compiles_once_on(mc_backend_kind kind, const char *text, const int64_t *bindings, int nsyms, int n,
+                             double tolerance, bool attention)
+{
+    mc_graph *g = parse(text);
+    mc_program *p = compile_noting(g, kind);
+    if (!strstr(mc_program_notes(p), "compiled once"))
+        fail_msg("%s: notes: %s", mc_backend_name(kind), mc_program_notes(p));
+    const mc_program *first = NULL;
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(mc_graph_num_syms(g), nsyms);
+        run_against_oracle(p, g, bindings + (size_t)i * (size_t)nsyms, tolerance);
+        mc_program *ran = mc_program_ran(p);
+        assert_non_null(ran);
+        if (mc_program_compilations(p) != 1 || ran->kernels_specialized != 0)
+            fail_msg("%s, binding %d: %d compilations, %d kernels for the binding; notes: %s", mc_backend_name(kind), i,
+                     mc_program_compilations(p), ran->kernels_specialized, mc_program_notes(ran));
+        if (i == 0)
+            first = ran;
+        else if (ran != first && ran->kernels_compiled != 0)
+            fail_msg("%s, binding %d: %d kernels compiled", mc_backend_name(kind), i, ran->kernels_compiled);
+        bool decodes = false;
+        for (int k = 0; k < ran->kp->nkernels; k++)
+            decodes |= ran->kp->kernels[k].category == KIR_ATTENTION && ran->kp->kernels[k].attn.tq == 1;
+        assert_true(decodes || !attention);
+    }
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+
+/* compiles_once_on for every backend of sized_backends. */
+static void compiles_once_everywhere(const char *text, const int64_t *bindings, int nsyms, int n, double tolerance,
+                                     bool attention)
+{
+    mc_backend_kind kinds[2];
+    int nk = sized_backends(kinds);
+    for (int i = 0; i < nk; i++)
+        compiles_once_on(kinds[i], text, bindings, nsyms, n, tolerance, attention);
+}
+
+/* KV-cache decoding over a symbolic key length (cuda: the decode kernel, whose key range and
+ * chunks are read when it runs; its partial sums merged across chunks at S = 100 and 512): one
+ * query per head, a scale and an additive mask over the keys, as a decoder step has them. */
+static void test_decode_compiles_once(void **state)
+{
+    (void)state;
+    static const char *decode =
+        "graph decode\n"
+        "input q : f32[B, 4, 1, 32]\n"
+        "input k : f32[B, 4, S<=512, 32]\n"
+        "input v : f32[B, 4, S, 32]\n"
+        "input mask : f32[B, 1, 1, S]\n"
+        "kt = transpose(k, perm=[0, 1, 3, 2])\n"
+        "s0 = matmul(q, kt)\n"
+        "s1 = mul(s0, 0.17677669)\n"
+        "s = add(s1, mask)\n"
+        "p = softmax(s, axis=-1)\n"
+        "y = matmul(p, v)\n"
+        "output y\n";
+    const int64_t bindings[][2] = {{1, 7}, {2, 100}, {1, 512}, {3, 33}, {1, 1}, {2, 100}};
+    compiles_once_everywhere(decode, &bindings[0][0], 2, 6, 1e-4, true);
+    /* two queries and a band that keeps keys j <= i + 40: the key range ends at min(S, 42),
+     * computed when the kernel runs */
+    static const char *banded =
+        "graph banded\n"
+        "input q : f32[B, 4, 2, 32]\n"
+        "input k : f32[B, 4, S<=512, 32]\n"
+        "input v : f32[B, 4, S, 32]\n"
+        "kt = transpose(k, perm=[0, 1, 3, 2])\n"
+        "s0 = matmul(q, kt)\n"
+        "row = iota(shape=[2, S], axis=0)\n"
+        "col = iota(shape=[2, S], axis=1)\n"
+        "rs = add(row, 40)\n"
+        "keep = le(col, rs)\n"
+        "sm = where(keep, s0, -inf)\n"
+        "p = softmax(sm, axis=-1)\n"
+        "y = matmul(p, v)\n"
+        "output y\n";
+    compiles_once_everywhere(banded, &bindings[0][0], 2, 5, 1e-4, false);
+}
+
+/* Views stepping by a symbolic stride along the vector axis (cpu: read lane by lane with the
+ * stride read when the kernel runs): a log_softmax and a sum over the middle axis of [B, T, T],
+ * a matrix plus its transpose, the max over the first axis of [T, T]. */
+static void test_vector_stride_compiles_once(void **state)
+{
+    (void)state;
+    static const char *strided =
+        "graph strided\n"
+        "input x : f32[B, T<=80, 8]\n"
+        "input m : f32[T, T]\n"
+        "xt = transpose(x, perm=[0, 2, 1])\n"
+        "sc = matmul(x, xt)\n"
+        "ls = log_softmax(sc, axis=1)\n"
+        "cs = sum(sc, axis=1)\n"
+        "sct = transpose(sc, perm=[0, 2, 1])\n"
+        "sym = add(sc, sct)\n"
+        "mx = max(m, axis=0)\n"
+        "mt = transpose(m, perm=[1, 0])\n"
+        "e = exp(mt)\n"
+        "output ls, cs, sym, mx, e\n";
+    const int64_t bindings[][2] = {{2, 3}, {1, 17}, {3, 80}, {1, 1}, {2, 9}};
+    compiles_once_everywhere(strided, &bindings[0][0], 2, 5, 1e-4, false);
+}
+
+/* A GEMM whose A steps by 2 along K, a layout no cuBLASLt matrix takes (cuda: the tiled GEMM,
+ * M, K, the batch and the strides read when it runs; at B = T = 1 the bound program would have
+ * chosen the GEMV, made for one size), with its epilogue. */
+static void test_tiled_gemm_compiles_once(void **state)
+{
+    (void)state;
+    static const char *tiled =
+        "graph tiled\n"
+        "input x : f32[B, T<=64, 40]\n"
+        "param w : f32[20, 24]\n"
+        "param bias : f32[24]\n"
+        "xs = slice(x, axis=2, start=0, end=40, step=2)\n"
+        "y = matmul(xs, w)\n"
+        "yb = add(y, bias)\n"
+        "z = relu(yb)\n"
+        "output z\n";
+    const int64_t bindings[][2] = {{1, 1}, {2, 5}, {1, 40}, {3, 64}, {2, 17}};
+    compiles_once_everywhere(tiled, &bindings[0][0], 2, 5, 1e-4, false);
+}
+
+/* One kernel that reads more than 48 distinct sizes (cpu took at most 48 before): six symbols
+ * and fourteen transposed rank-6 inputs, whose strides are products of different sets of them. */
+static const char *many_sizes =
+    "graph many\n"
+    "input x : f32[A<=3, B<=3, C<=3, D<=3, E<=3, F<=3]\n"
+    "input y1 : f32[F, E, D, C, B, A]\n"
+    "input y2 : f32[B, A, D, C, F, E]\n"
+    "input y3 : f32[C, D, E, F, A, B]\n"
+    "input y4 : f32[E, F, A, B, C, D]\n"
+    "input y5 : f32[D, A, F, B, E, C]\n"
+    "input y6 : f32[F, C, A, E, B, D]\n"
+    "input y7 : f32[A, E, B, C, D, F]\n"
+    "input y8 : f32[A, F, B, C, D, E]\n"
+    "input y9 : f32[A, C, D, E, B, F]\n"
+    "input y10 : f32[D, E, A, B, C, F]\n"
+    "input y11 : f32[D, F, C, A, B, E]\n"
+    "input y12 : f32[B, C, D, E, A, F]\n"
+    "input y13 : f32[B, F, C, D, A, E]\n"
+    "input y14 : f32[B, E, C, F, A, D]\n"
+    "t1 = transpose(y1, perm=[5, 4, 3, 2, 1, 0])\n"
+    "t2 = transpose(y2, perm=[1, 0, 3, 2, 5, 4])\n"
+    "t3 = transpose(y3, perm=[4, 5, 0, 1, 2, 3])\n"
+    "t4 = transpose(y4, perm=[2, 3, 4, 5, 0, 1])\n"
+    "t5 = transpose(y5, perm=[1, 3, 5, 0, 4, 2])\n"
+    "t6 = transpose(y6, perm=[2, 4, 1, 5, 3, 0])\n"
+    "t7 = transpose(y7, perm=[0, 2, 3, 4, 1, 5])\n"
+    "t8 = transpose(y8, perm=[0, 2, 3, 4, 5, 1])\n"
+    "t9 = transpose(y9, perm=[0, 4, 1, 2, 3, 5])\n"
+    "t10 = transpose(y10, perm=[2, 3, 4, 0, 1, 5])\n"
+    "t11 = transpose(y11, perm=[3, 4, 2, 0, 5, 1])\n"
+    "t12 = transpose(y12, perm=[4, 0, 1, 2, 3, 5])\n"
+    "t13 = transpose(y13, perm=[4, 0, 2, 3, 5, 1])\n"
+    "t14 = transpose(y14, perm=[4, 0, 2, 5, 1, 3])\n"
+    "s1 = add(x, t1)\n"
+    "s2 = add(s1, t2)\n"
+    "s3 = add(s2, t3)\n"
+    "s4 = add(s3, t4)\n"
+    "s5 = add(s4, t5)\n"
+    "s6 = add(s5, t6)\n"
+    "s7 = add(s6, t7)\n"
+    "s8 = add(s7, t8)\n"
+    "s9 = add(s8, t9)\n"
+    "s10 = add(s9, t10)\n"
+    "s11 = add(s10, t11)\n"
+    "s12 = add(s11, t12)\n"
+    "s13 = add(s12, t13)\n"
+    "s14 = add(s13, t14)\n"
+    "output s14\n";
+
+static void test_many_sizes_compiles_once(void **state)
+{
+    (void)state;
+    mc_backend_kind kinds[2];
+    int n = sized_backends(kinds);
+    if (n > 0 && kinds[n - 1] == MC_BACKEND_CUDA)
+        n--; /* cuda: at most MC_CUDA_MAX_SIZES (16) a kernel, this one rendered per binding */
+    const int64_t bindings[][6] = {{2, 3, 2, 3, 2, 3}, {1, 1, 1, 1, 1, 1}, {3, 2, 3, 1, 3, 2}, {3, 3, 3, 3, 3, 3}};
+    for (int i = 0; i < n; i++) {
+        mc_graph *g = parse(many_sizes);
+        mc_program *p = compile_noting(g, kinds[i]);
+        for (int b = 0; b < 4; b++) {
+            run_against_oracle(p, g, bindings[b], 1e-5);
+            mc_program *ran = mc_program_ran(p);
+            if (mc_program_compilations(p) != 1 || ran->kernels_specialized != 0 || (b > 0 && ran->kernels_compiled))
+                fail_msg("%s, binding %d: %d compilations; notes: %s", mc_backend_name(kinds[i]), b,
+                         mc_program_compilations(p), mc_program_notes(ran));
+        }
+        char *code = NULL; /* the kernel loads its 49th size and more */
+        size_t code_size = 0;
+        FILE *f = open_memstream(&code, &code_size);
+        assert_int_equal(mc_program_ran(p)->backend->dump_code(mc_program_ran(p), f), MC_OK);
+        fclose(f);
+        assert_non_null(strstr(code, "%size48 = load i64"));
+        free(code);
+        mc_program_free(p);
+        mc_graph_free(g);
+    }
+}
+
+/* GEMMs and attention whose operands step by symbolic strides (cpu: packed, or read, at strides
+ * read when the kernel runs): B transposed (its N stride is T), B at a symbolic offset (a slice
+ * after T rows), attention over heads of a symbolic size (left unfused: its GEMMs have K = D and
+ * N = D), a fused attention whose keys come transposed (stride T along the columns) with a
+ * [T, T] mask (stride T along the queries). */
+static void test_strided_gemm_compiles_once(void **state)
+{
+    (void)state;
+    static const char *gemms =
+        "graph gemms\n"
+        "input a : f32[B, 3, T<=64]\n"
+        "input z : f32[B, 4, T]\n"
+        "input w : f32[2, T, 4]\n"
+        "zt = transpose(z, perm=[0, 2, 1])\n"
+        "r = matmul(a, zt)\n"
+        "w1 = slice(w, axis=0, start=1, end=2)\n"
+        "w2 = reshape(w1, shape=[T, 4])\n"
+        "r2 = matmul(a, w2)\n"
+        "output r, r2\n";
+    const int64_t gb[][2] = {{2, 3}, {1, 40}, {3, 64}, {1, 1}};
+    static const char *heads =
+        "graph heads\n"
+        "input q : f32[B, 2, T<=64, D<=32]\n"
+        "input k : f32[B, 2, T, D]\n"
+        "input v : f32[B, 2, T, D]\n"
+        "kt = transpose(k, perm=[0, 1, 3, 2])\n"
+        "s0 = matmul(q, kt)\n"
+        "p = softmax(s0, axis=-1)\n"
+        "y = matmul(p, v)\n"
+        "output y\n";
+    const int64_t hb[][3] = {{2, 5, 8}, {1, 33, 32}, {3, 1, 1}, {1, 64, 17}};
+    static const char *keys =
+        "graph keys\n"
+        "input q : f32[B, 2, T<=64, 16]\n"
+        "input kx : f32[B, 2, 16, T]\n"
+        "input v : f32[B, 2, T, 16]\n"
+        "input m : f32[T, T]\n"
+        "s0 = matmul(q, kx)\n"
+        "s1 = mul(s0, 0.25)\n"
+        "s = add(s1, m)\n"
+        "p = softmax(s, axis=-1)\n"
+        "y = matmul(p, v)\n"
+        "output y\n";
+    compiles_once_everywhere(gemms, &gb[0][0], 2, 4, 1e-4, false);
+    compiles_once_everywhere(heads, &hb[0][0], 3, 4, 1e-4, false);
+    compiles_once_everywhere(keys, &gb[0][0], 2, 4, 1e-4, false);
+}
+
+#ifdef MINIC_HAVE_CUDA
+/* Without a GPU, the kernels of the tests above rendered as one source over 4 bindings, which
+ * NVRTC compiles: nothing rendered for a binding. */
+static void test_cuda_sized_sources_more(void **state)
+{
+    (void)state;
+    if (!mc_cuda_have_nvrtc()) {
+        printf("cuda: skipped: no NVRTC (%s)\n", mc_error_message());
+        return;
+    }
+    /* A read with a step along K, which no cuBLASLt layout takes: the tiled GEMM, its M, K and
+     * strides read when it runs (at B = 1, T = 1 the GEMV's, had it not been sized) */
+    check_sized_sources("input x : f32[B, T<=64, 16]\nparam w : f32[8, 6]\n"
+                        "xs = slice(x, axis=2, start=0, end=16, step=2)\ny = matmul(xs, w)\nz = relu(y)\noutput z\n",
+                        0, NULL, 1);
+    /* decode attention with a scale and an additive mask over the keys, in bf16 (16-byte loads
+     * of 8 halves) and f32 */
+    check_sized_sources("input q : bf16[B, 4, 1, 64]\ninput k : bf16[B, 4, S<=512, 64]\ninput v : bf16[B, 4, S, 64]\n"
+                        "input mask : bf16[B, 1, 1, S]\nkt = transpose(k, perm=[0, 1, 3, 2])\ns0 = matmul(q, kt)\n"
+                        "s1 = mul(s0, 0.125)\ns = add(s1, mask)\np = softmax(s, axis=-1)\ny = matmul(p, v)\noutput y\n",
+                        0, NULL, 1);
+    /* decode under a band: the key range's end read when it runs */
+    check_sized_sources("input q : f32[B, 4, 2, 32]\ninput k : f32[B, 4, S<=512, 32]\ninput v : f32[B, 4, S, 32]\n"
+                        "kt = transpose(k, perm=[0, 1, 3, 2])\ns0 = matmul(q, kt)\nrow = iota(shape=[2, S], axis=0)\n"
+                        "col = iota(shape=[2, S], axis=1)\nrs = add(row, 40)\nkeep = le(col, rs)\n"
+                        "sm = where(keep, s0, -inf)\np = softmax(sm, axis=-1)\ny = matmul(p, v)\noutput y\n",
+                        0, NULL, 1);
+    /* GEMMs with B transposed (N stride T) and at a symbolic offset; attention whose keys come
+     * transposed, with a [T, T] mask */
+    check_sized_sources("input a : f32[B, 3, T<=64]\ninput z : f32[B, 4, T]\ninput w : f32[2, T, 4]\n"
+                        "zt = transpose(z, perm=[0, 2, 1])\nr = matmul(a, zt)\nw1 = slice(w, axis=0, start=1, end=2)\n"
+                        "w2 = reshape(w1, shape=[T, 4])\nr2 = matmul(a, w2)\noutput r, r2\n",
+                        0, NULL, 0);
+    check_sized_sources("input q : f32[B, 2, T<=64, 16]\ninput kx : f32[B, 2, 16, T]\ninput v : f32[B, 2, T, 16]\n"
+                        "input m : f32[T, T]\ns0 = matmul(q, kx)\ns1 = mul(s0, 0.25)\ns = add(s1, m)\n"
+                        "p = softmax(s, axis=-1)\ny = matmul(p, v)\noutput y\n",
+                        0, NULL, 1);
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1542,6 +1868,12 @@ int main(void)
         cmocka_unit_test(test_plan_like),       cmocka_unit_test(test_ops_compile_once),
 #ifdef MINIC_HAVE_CUDA
         cmocka_unit_test(test_cuda_sized_sources),
+#endif
+        cmocka_unit_test(test_decode_compiles_once), cmocka_unit_test(test_vector_stride_compiles_once),
+        cmocka_unit_test(test_tiled_gemm_compiles_once), cmocka_unit_test(test_many_sizes_compiles_once),
+        cmocka_unit_test(test_strided_gemm_compiles_once),
+#ifdef MINIC_HAVE_CUDA
+        cmocka_unit_test(test_cuda_sized_sources_more),
 #endif
     };
     return mc_test_run(tests);

@@ -172,8 +172,6 @@ void llvm_pack_b(const llvm_packed_b *pb, const void *src, float *dst, int64_t b
 double llvm_host_sin(double x);
 double llvm_host_cos(double x);
 
-enum { LLVM_MAX_SLOTS = 48 }; /* run-time sizes one kernel reads (llvm_ctx.dims) */
-
 /* The state of building one module. */
 typedef struct llvm_ctx {
     LLVMContextRef ctx;
@@ -196,10 +194,10 @@ typedef struct llvm_ctx {
      * llvm_size loads it once in the entry block. The slots are numbered in the order the
      * emitter first asks for them, so the IR depends on the table alone, never on a binding. */
     const mc_dims *dims;
-    int nslots;
-    int64_t slot_dim[LLVM_MAX_SLOTS];
-    LLVMValueRef slot_value[LLVM_MAX_SLOTS];
-    bool slots_overflow;      /* more than LLVM_MAX_SLOTS: the kernel is generated per binding */
+    int nslots, slots_cap;    /* slots the function asked for; room in the two arrays (grown) */
+    int64_t *slot_dim;        /* per slot: its dim */
+    LLVMValueRef *slot_value; /* per slot: its load */
+    bool slots_overflow;      /* out of memory growing them: the kernel is generated per binding */
 } llvm_ctx;
 
 /* Dim d (a size, or an expression of kir_program.dims) as an i64 value: a constant, or the
@@ -382,7 +380,9 @@ void llvm_emit_block_planned(llvm_ctx *c, const kir_kernel *k, int blk, LLVMValu
 mc_status llvm_emit_loop_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info);
 /* The launch of a kernel generated with run-time sizes (info->sized) for one binding: units and
  * serial from symbol values `values` of table dims, and `bound`, the same kernel bound to them
- * (kir_bind). Nothing for other kernels. */
-void llvm_info_bind(llvm_kernel_info *info, const kir_kernel *bound, const mc_dims *dims, const int64_t *values);
+ * (kir_bind). Nothing for other kernels. An MC_ERR_INPUT naming the size where one of the
+ * kernel's sizes is below 1 at this binding. */
+mc_status llvm_info_bind(llvm_kernel_info *info, const kir_kernel *bound, const mc_dims *dims,
+                         const int64_t *values);
 
 #endif

@@ -28,7 +28,8 @@
  * are all -inf keeps m = -inf and l = 0, so its output is 0/0 = NaN, as the unfused softmax
  * gives; a NaN or +inf score makes its p, hence l, NaN. Rows past Tq in the last block are
  * computed from the last query (clamped) and never stored; keys past the block's end are
- * -inf and left out of the PV sum. Sizes, strides and the score steps are constants.
+ * -inf and left out of the PV sum. The score steps are constants; sizes and strides too, but
+ * in a kernel from a symbolic list (llvm_ctx.dims), where any of them may be read when it runs.
  */
 #include "backends/cpu/llvm.h"
 
@@ -68,6 +69,11 @@ static LLVMValueRef max64(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b)
 static LLVMValueRef add64(llvm_ctx *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildNSWAdd(B, a, b, ""); }
 /* a times a stride or size b: a constant, or read at run time (llvm_size) */
 static LLVMValueRef mul64(llvm_ctx *c, LLVMValueRef a, int64_t b) { return LLVMBuildNSWMul(B, a, llvm_size(c, b), ""); }
+/* m times a stride s, as an i64: a constant where s is one, else read at run time */
+static LLVMValueRef times64(llvm_ctx *c, int64_t s, int64_t m)
+{
+    return mc_dim_is_sym(s) ? LLVMBuildNSWMul(B, llvm_size(c, s), i64c(c, m), "") : i64c(c, m * s);
+}
 /* d - 1 for a size d (a constant, or read at run time) */
 static LLVMValueRef last64(llvm_ctx *c, int64_t d) { return LLVMBuildSub(B, llvm_size(c, d), i64c(c, 1), ""); }
 
@@ -216,7 +222,7 @@ static LLVMValueRef apply_steps(llvm_ctx *c, const kir_kernel *k, const attn_pla
                 m = llvm_splat(c, load_elem(c, base, md, off), L);
             } else { /* one element per query: queries are strided in a [Tq, Tk] mask */
                 LLVMValueRef offs = LLVMBuildAdd(B, llvm_splat(c, off, L),
-                                                 LLVMBuildMul(B, iclamp, llvm_splat(c, i64c(c, mv->stride[g->nb]), L), ""), "");
+                                                 LLVMBuildMul(B, iclamp, llvm_splat(c, llvm_size(c, mv->stride[g->nb]), L), ""), "");
                 m = LLVMGetUndef(vtype(c, L));
                 for (int l = 0; l < L; l++) {
                     LLVMValueRef o = LLVMBuildExtractElement(B, offs, llvm_const_i32(c, l, 1), "");
@@ -245,7 +251,7 @@ static void prefetch_row(llvm_ctx *c, LLVMValueRef base, mc_dtype dt, LLVMValueR
     int64_t es = mc_dtype_size(dt), per_line = stride == 1 ? 64 / es : 1;
     LLVMTypeRef t = dt == MC_F32 ? c->t_f32 : dt == MC_BOOL ? c->t_i8 : c->t_i16;
     for (int64_t e = 0; e < len; e += per_line) {
-        LLVMValueRef o = add64(c, off, i64c(c, e * stride));
+        LLVMValueRef o = add64(c, off, times64(c, stride, e));
         LLVMValueRef ptr = LLVMBuildGEP2(B, t, base, &o, 1, "");
         LLVMValueRef args[4] = {LLVMBuildBitCast(B, ptr, c->t_ptr_i8, ""), llvm_const_i32(c, 0, 1),
                                 llvm_const_i32(c, 3, 1), llvm_const_i32(c, 1, 1)};
@@ -362,7 +368,7 @@ static void emit_pv_tile(llvm_ctx *c, const kir_kernel *k, const attn_plan *g, L
             pv[n] = load_vec(c, scratch, add64(c, i64c(c, g->st_off + n * L), mul64(c, J.index, g->bq)), L);
         LLVMValueRef vrow = add64(c, add64(c, batch_off[a->v], mul64(c, add64(c, j0, J.index), g->vs_j)), mul64(c, c0, g->vs_c));
         for (int m = 0; m < cols; m++) {
-            LLVMValueRef vv = llvm_splat(c, load_elem(c, vbase, g->vt, add64(c, vrow, i64c(c, m * g->vs_c))), L);
+            LLVMValueRef vv = llvm_splat(c, load_elem(c, vbase, g->vt, add64(c, vrow, times64(c, g->vs_c, m))), L);
             for (int n = sg; n < NQ; n++) {
                 LLVMValueRef acc = LLVMBuildLoad2(B, vt, accv[m * NQ + n], "");
                 LLVMBuildStore(B, fmuladd(c, vv, pv[n], acc), accv[m * NQ + n]);

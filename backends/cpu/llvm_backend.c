@@ -269,34 +269,24 @@ static mc_status emit_kernel(llvm_ctx *c, const kir_program *kp, int i, cpu_kern
 }
 
 /* Why kernel k of a symbolic kernel list cannot be generated with its sizes read at run time
- * (then it is generated for the binding), or NULL. What the emitters take: loop kernels whose
- * views step by a constant along the last dimension (the vector axis; symbolic dimensions do
- * not merge, llvm_plan.c), scans among them; GEMMs whose A and B step by a constant along K
- * and N (the vector axes; M, N, K and the batch may be symbolic: the row and column blocks
- * are counted when it runs);
- * attention with constant strides along its queries, keys and columns (Tq, Tk, batch: any). */
+ * (then it is generated for the binding), or NULL. What the emitters take: loop kernels, scans
+ * among them (symbolic dimensions do not merge, llvm_plan.c; a view stepping by a symbolic stride
+ * along the vector axis is read lane by lane, llvm_block.c); GEMMs (M, N, K, the batch and
+ * the strides may be symbolic: the row and column blocks are counted when it runs, the
+ * operands packed at strides and offsets read when it runs); attention of a constant head
+ * size (Tq, Tk, the batch and the strides: any). */
 static const char *sized_refusal(const kir_kernel *k)
 {
     switch (k->category) {
-    case KIR_ATTENTION: /* Tq, Tk and the batch may be symbolic: read when it runs */
-        if (mc_dim_is_sym(k->attn.d) || mc_dim_is_sym(k->attn.dv))
+    case KIR_ATTENTION: /* Tq, Tk, the batch and the strides may be symbolic: read when it runs */
+        if (mc_dim_is_sym(k->attn.d) || mc_dim_is_sym(k->attn.dv)) /* (passes/attention.c fuses none) */
             return "attention with a symbolic head size";
-        for (int v = 0; v < k->nviews; v++)
-            for (int d = k->rank - 2; d < k->rank; d++)
-                if (mc_dim_is_sym(k->views[v].stride[d]))
-                    return "attention with a symbolic stride along the queries, keys or columns";
         return NULL;
     case KIR_COLLECTIVE: return "a collective";
-    case KIR_GEMM: /* M, N, K, the batch and the strides along M and K: any (llvm_gemm.c) */
-        for (int v = 0; v < k->nviews; v++)
-            if (k->rank > 0 && mc_dim_is_sym(k->views[v].stride[k->rank - 1]))
-                return "a GEMM with a symbolic stride along N or K";
-        return mc_dim_is_sym(k->views[k->gemm.b].offset) ? "a GEMM whose B starts at a symbolic offset" : NULL;
+    case KIR_GEMM: /* M, N, K, the batch, the strides and offsets: any (llvm_gemm.c) */
+        return NULL;
     case KIR_POINTWISE: case KIR_REDUCTION: case KIR_COPY: break;
     }
-    for (int v = 0; k->rank > 0 && v < k->nviews; v++)
-        if (mc_dim_is_sym(k->views[v].stride[k->rank - 1]))
-            return "a symbolic stride along its vector axis";
     for (int i = 0; i < k->ncode; i++)
         if (k->code[i].kind == KI_SIZE && !mc_dtype_is_float(k->code[i].dtype) &&
             !(k->code[i].times && k->code[i].dtype == MC_I32))
@@ -328,7 +318,7 @@ static mc_status emit_sized_or_bound(llvm_ctx *c, const kir_program *kp, const k
         free(ck->global);
         ck->global = NULL;
         memset(&ck->info, 0, sizeof ck->info);
-        refused = "more run-time sizes than a kernel takes";
+        refused = "out of memory for its run-time sizes";
     }
     if (sized) {
         size_t at = strlen(why);
@@ -637,16 +627,18 @@ static mc_status cpu_prepare(mc_program *p)
     mc_program_phase(p, "threads", &tp);
     s->nthreads = mc_threadpool_size(s->pool);
     p->kernels_compiled = 0;
-        /* The cache hands out only verified entries (support/cache.c). One that is well formed there
+    /* The cache hands out only verified entries (support/cache.c). One that is well formed there
      * but not a blob of objects here, or that LLVM then refuses, is evicted and compiled
-     * afresh: a cache entry never makes a compile fail. */
+     * afresh: a cache entry never makes a compile fail. Objects another binding shared in
+     * memory that do not link are compiled afresh too, but evict nothing: the disk entry under
+     * the same key was not read, and whatever it holds is not what failed. */
     bool from_memory = sized && shared_take(key, &obj, &obj_size, &s->shared);
     mc_cache_result cached_result = from_memory ? MC_CACHE_MISS : mc_cache_load("cpu", key, &obj, &obj_size);
     bool from_cache = from_memory || (cached_result == MC_CACHE_HIT && llvm_blob_valid(obj, obj_size));
     mc_program_phase(p, "kernel cache", &tp);
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!from_cache) {
-            if (cached_result == MC_CACHE_HIT || attempt > 0)
+            if (cached_result == MC_CACHE_HIT) /* only what was read from the disk */
                 mc_cache_evict("cpu", key);
             free(obj);
             obj = NULL;
@@ -670,9 +662,10 @@ static mc_status cpu_prepare(mc_program *p)
     if (st != MC_OK)
         goto done;
 
-    for (int i = 0; sized && i < kp->nkernels; i++) { /* this binding's sizes and launches */
-        llvm_info_bind(&s->kernels[i].info, &kp->kernels[i], sized->dims, p->sized_values);
-    }
+    for (int i = 0; st == MC_OK && sized && i < kp->nkernels; i++) /* this binding's sizes and launches */
+        st = llvm_info_bind(&s->kernels[i].info, &kp->kernels[i], sized->dims, p->sized_values);
+    if (st != MC_OK)
+        goto done;
     st = allocate(s, kp, p->arena);
     for (int i = 0; st == MC_OK && i < kp->nkernels; i++)
         for (int j = 0; j < s->kernels[i].nslots; j++) {
@@ -686,6 +679,8 @@ done:
     LLVMDisposeMessage(ir);
     free(key);
     free(obj);
+    free(c.slot_dim);
+    free(c.slot_value);
     LLVMDisposeBuilder(c.b);
     LLVMDisposeBuilder(c.entry_b);
     LLVMDisposeModule(c.mod);

@@ -4,13 +4,15 @@
  * point (llvm_math.c gives each instruction's value).
  *
  * A view's load is a vector load where its stride along the vector axis is 1, one scalar
- * broadcast where it is 0 (a broadcast operand), and lane-by-lane loads otherwise. An f32 add
- * or subtract of a product computed in the same block becomes one llvm.fmuladd (x * s + b): the
- * bandwidth-bound kernels are, on two cores, close to compute-bound too. A loop kernel's plan
- * (llvm_plan.c) may also ask a block to keep values in, or take them from, the row cache, and
- * to compute exp(x - max) in a row whose range is known (llvm_emit_block_planned). A gather
- * checks its index, records a failure in the error word the runtime reads after the kernel, and
- * loads whole vectors where its index is the same in every lane (an embedding's row).
+ * broadcast where it is 0 (a broadcast operand), and lane-by-lane loads otherwise, a stride read
+ * at run time included (whatever its value at a binding: never 0, dims being at least 1). An
+ * f32 add or subtract of a product computed in the same block becomes one llvm.fmuladd
+ * (x * s + b): the bandwidth-bound kernels are, on two cores, close to compute-bound too. A
+ * loop kernel's plan (llvm_plan.c) may also ask a block to keep values in, or take them from,
+ * the row cache, and to compute exp(x - max) in a row whose range is known
+ * (llvm_emit_block_planned). A gather checks its index, records a failure in the error word the
+ * runtime reads after the kernel, and loads whole vectors where its index is the same in every
+ * lane (an embedding's row).
  */
 #include "backends/cpu/llvm.h"
 
@@ -145,9 +147,19 @@ LLVMValueRef llvm_size(llvm_ctx *c, int64_t d)
     while (slot < c->nslots && c->slot_dim[slot] != d)
         slot++;
     if (slot == c->nslots) {
-        if (slot >= LLVM_MAX_SLOTS) {
-            c->slots_overflow = true; /* the caller generates this kernel per binding instead */
-            return llvm_const_i64(c, 1);
+        if (slot == c->slots_cap) { /* as many as the kernel has distinct sizes: grown */
+            int cap = c->slots_cap ? 2 * c->slots_cap : 16;
+            int64_t *dims = realloc(c->slot_dim, (size_t)cap * sizeof *dims);
+            if (dims)
+                c->slot_dim = dims;
+            LLVMValueRef *values = dims ? realloc(c->slot_value, (size_t)cap * sizeof *values) : NULL;
+            if (values)
+                c->slot_value = values;
+            if (!values) {
+                c->slots_overflow = true; /* the caller generates this kernel per binding instead */
+                return llvm_const_i64(c, 1);
+            }
+            c->slots_cap = cap;
         }
         /* the sizes array is buffers[nbuffers + 2] (after the packed B and the error word) */
         LLVMValueRef at = llvm_const_i64(c, c->kp->nbuffers + 2);
@@ -197,6 +209,21 @@ static LLVMValueRef element_ptr(llvm_ctx *c, LLVMTypeRef elem, LLVMValueRef base
     return LLVMBuildInBoundsGEP2(B, elem, base, &off, 1, "");
 }
 
+/* off + s * l, lane l's offset along a vector axis of stride s: a constant as always, or a
+ * stride read when the kernel runs (a log_softmax over the middle axis of [B, T, T] steps by
+ * T), lane by lane either way. nsw: the add's flag, as each caller always built it. */
+static LLVMValueRef lane_offset(llvm_ctx *c, LLVMValueRef off, int64_t s, int l, bool nsw)
+{
+    LLVMValueRef step;
+    if (!mc_dim_is_sym(s))
+        step = llvm_const_i64(c, s * l);
+    else if (l == 0)
+        return off;
+    else
+        step = LLVMBuildNSWMul(B, llvm_size(c, s), llvm_const_i64(c, l), "");
+    return nsw ? LLVMBuildNSWAdd(B, off, step, "") : LLVMBuildAdd(B, off, step, "");
+}
+
 LLVMValueRef llvm_load_view(llvm_ctx *c, const kir_kernel *k, int v, LLVMValueRef base,
                             const llvm_point *pt)
 {
@@ -220,7 +247,7 @@ LLVMValueRef llvm_load_view(llvm_ctx *c, const kir_kernel *k, int v, LLVMValueRe
     } else {
         raw = LLVMGetUndef(vt);
         for (int l = 0; l < w; l++) {
-            LLVMValueRef o = LLVMBuildNSWAdd(B, off, llvm_const_i64(c, s * l), "");
+            LLVMValueRef o = lane_offset(c, off, s, l, true);
             LLVMValueRef e = LLVMBuildLoad2(B, elem, element_ptr(c, elem, base, o), "");
             LLVMSetAlignment(e, align);
             raw = LLVMBuildInsertElement(B, raw, e, llvm_const_i32(c, l, 1), "");
@@ -260,7 +287,7 @@ void llvm_store_view(llvm_ctx *c, const kir_kernel *k, int v, LLVMValueRef base,
     /* Lane by lane, in order, so a broadcast store (stride 0) keeps the last lane as a scalar
      * loop would. */
     for (int l = 0; l < w; l++) {
-        LLVMValueRef o = LLVMBuildNSWAdd(B, off, llvm_const_i64(c, s * l), "");
+        LLVMValueRef o = lane_offset(c, off, s, l, true);
         LLVMValueRef e = LLVMBuildExtractElement(B, raw, llvm_const_i32(c, l, 1), "");
         LLVMSetAlignment(LLVMBuildStore(B, e, element_ptr(c, elem, base, o)), align);
     }
@@ -416,7 +443,7 @@ static LLVMValueRef emit_gather(llvm_ctx *c, const kir_kernel *k, int blk, const
     LLVMValueRef raw = LLVMGetUndef(LLVMVectorType(elem, (unsigned)w));
     for (int l = 0; l < w; l++) {
         LLVMValueRef lane = llvm_const_i32(c, l, 1);
-        LLVMValueRef o = LLVMBuildAdd(B, pt->view_offset[v], llvm_const_i64(c, s * l), "");
+        LLVMValueRef o = lane_offset(c, pt->view_offset[v], s, l, false);
         o = LLVMBuildAdd(B, o, LLVMBuildExtractElement(B, step, lane, ""), "");
         LLVMValueRef e = LLVMBuildLoad2(B, elem, element_ptr(c, elem, base, o), "");
         LLVMSetAlignment(e, (unsigned)mc_dtype_size(d));

@@ -252,14 +252,18 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
     g->nbatch = 1; /* 0 where a batch dimension is symbolic: counted per binding */
     for (int d = 0; d < g->nb; d++)
         g->nbatch = mc_dim_is_sym(k->shape[d]) ? 0 : g->nbatch * k->shape[d];
-    /* Sizes read at run time (llvm_ctx.dims): M, N, K, the batch dimensions and the strides
-     * along M and K may be symbolic (the backend refuses a symbolic stride along N, the
-     * vector axis); the choices below that read them take what holds for every binding: no
-     * swap, A read in place only where its rows are contiguous, row blocks of MC rows, no
-     * short tile (the full micro-kernel's extra rows are clamped or zero-padded, and never
-     * stored), B packed ahead only with a constant N and K, column blocks counted when it
-     * runs, K blocked (the partial sums' buffer kept) whatever K is. */
+    /* Sizes read at run time (llvm_ctx.dims): M, N, K, the batch dimensions and every stride
+     * may be symbolic (a stride along N or K too: the packing reads B, and A where it is
+     * packed, element by element at a stride read when it runs, and the epilogue's views go
+     * lane by lane, llvm_block.c); the choices below that read them take what holds for every
+     * binding: no swap, A read in place only where its rows are contiguous, row blocks of MC
+     * rows, no short tile (the full micro-kernel's extra rows are clamped or zero-padded, and
+     * never stored), B packed ahead only with a constant N, K, strides and offset, column blocks
+     * counted when it runs, K blocked (the partial sums' buffer kept) whatever K is. */
     bool sym_m = mc_dim_is_sym(g->M), sym_nk = mc_dim_is_sym(g->N) || mc_dim_is_sym(g->K);
+    for (int v = 0; v < 2; v++) /* sym_nk also for a stride of A or B along M, N or K */
+        for (int d = g->nb; d < k->rank; d++)
+            sym_nk |= mc_dim_is_sym(k->views[v ? k->gemm.b : k->gemm.a].stride[d]);
     int64_t nbatch = g->nbatch ? g->nbatch : 1; /* for the heuristics */
     g->lanes = c->native_lanes;
     g->nv = 2;
@@ -284,7 +288,7 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
     if (!mc_dtype_is_float(da) || !mc_dtype_is_float(db))
         return mc_fail(MC_ERR_SYSTEM, "internal error: GEMM kernel %s on non-float operands", k->name);
     const kir_buffer *bbuf = &c->kp->buffers[b->buffer];
-    g->packed_b = bbuf->kind == KBUF_PARAM && !sym_nk;
+    g->packed_b = bbuf->kind == KBUF_PARAM && !sym_nk && !mc_dim_is_sym(b->offset);
     for (int d = 0; d < g->nb; d++)
         g->packed_b = g->packed_b && b->stride[d] == 0; /* one B for every batch */
     g->np = g->packed_b ? (g->N + g->nr - 1) / g->nr * g->nr : 0;

@@ -838,15 +838,20 @@ done:
 }
 
 
-void llvm_info_bind(llvm_kernel_info *info, const kir_kernel *bound, const mc_dims *dims, const int64_t *values)
+mc_status llvm_info_bind(llvm_kernel_info *info, const kir_kernel *bound, const mc_dims *dims, const int64_t *values)
 {
     if (!info->sized)
-        return;
+        return MC_OK;
     int64_t units = info->units_const;
     for (int i = 0; i < info->nunits_dims; i++) {
         int64_t x = 0;
-        bool ok = mc_dims_eval(dims, info->units_dim[i], values, &x);
-        MC_ASSERT(ok && x >= 1); /* kir_bind evaluated the same sizes */
+        /* kir_bind evaluated the same sizes; a derived one (T - 2 of a slice, say) that is not
+         * a size at this binding is the binding's fault, said as such */
+        if (!mc_dims_eval(dims, info->units_dim[i], values, &x) || x < 1) {
+            char dim[96];
+            return mc_fail(MC_ERR_INPUT, "kernel %s: the size %s is %lld at this binding, below 1", bound->name,
+                           mc_dims_str(dims, info->units_dim[i], dim, sizeof dim), (long long)x);
+        }
         units *= (x + info->units_div[i] - 1) / info->units_div[i];
     }
     info->units = units;
@@ -867,4 +872,5 @@ void llvm_info_bind(llvm_kernel_info *info, const kir_kernel *bound, const mc_di
             points *= bound->shape[d];
         info->serial = points < SERIAL_POINTS || units < 2;
     }
+    return MC_OK;
 }

@@ -64,16 +64,18 @@ static void views_in_loops(const kir_kernel *k, bool pointwise, bool *in_loop)
 }
 
 /* Whether buffers a and b may share memory: the same buffer, or temporaries whose places in
- * the arena overlap (the memory plan puts a kernel's output where its dead input was). */
-static bool buffers_alias(const kir_program *kp, int a, int b)
+ * the arena overlap (the memory plan puts a kernel's output where its dead input was). In a
+ * kernel generated from a symbolic kernel list (c->dims) any two temps may: they are placed
+ * per binding, after the code is made, whatever their sizes. */
+static bool buffers_alias(const llvm_ctx *c, int a, int b)
 {
     if (a == b)
         return true;
-    const kir_buffer *x = &kp->buffers[a], *y = &kp->buffers[b];
+    const kir_buffer *x = &c->kp->buffers[a], *y = &c->kp->buffers[b];
     if (x->kind != KBUF_TEMP || y->kind != KBUF_TEMP)
         return false;
-    if (mc_dim_is_sym(x->numel) || mc_dim_is_sym(y->numel))
-        return true; /* a symbolic kernel list: temps are placed per binding, after the code */
+    if (c->dims)
+        return true;
     int64_t xb, yb;
     if (mc_mul_overflows(x->numel, (int64_t)mc_dtype_size(x->dtype), &xb) ||
         mc_mul_overflows(y->numel, (int64_t)mc_dtype_size(y->dtype), &yb))
@@ -82,11 +84,11 @@ static bool buffers_alias(const kir_program *kp, int a, int b)
 }
 
 /* Whether the kernel loads from memory that buffer `buf` may share. */
-static bool kernel_reads(const kir_program *kp, const kir_kernel *k, int buf)
+static bool kernel_reads(const llvm_ctx *c, const kir_kernel *k, int buf)
 {
     for (int i = 0; i < k->ncode; i++)
         if ((k->code[i].kind == KI_LOAD || k->code[i].kind == KI_GATHER) &&
-            buffers_alias(kp, k->views[k->code[i].view].buffer, buf))
+            buffers_alias(c, k->views[k->code[i].view].buffer, buf))
             return true;
     return false;
 }
@@ -107,13 +109,13 @@ static void plan_nontemporal(llvm_ctx *c, const kir_kernel *k, llvm_loop_plan *p
         int64_t bytes;
         ok = ok && !mc_mul_overflows(kb->numel, (int64_t)mc_dtype_size(kb->dtype), &bytes) &&
              bytes >= NONTEMPORAL_MIN_BYTES;
-        ok = ok && !kernel_reads(c->kp, k, buf);
+        ok = ok && !kernel_reads(c, k, buf);
         pl->nontemporal[v] = ok;
         pl->any_nontemporal |= ok;
     }
     pl->stores_unread = true;
     for (int s = 0; s < k->nstores; s++)
-        if (kernel_reads(c->kp, k, k->views[k->stores[s].view].buffer))
+        if (kernel_reads(c, k, k->views[k->stores[s].view].buffer))
             pl->stores_unread = false;
 }
 
@@ -277,7 +279,7 @@ static bool *stored_buffers(llvm_ctx *c, const kir_kernel *k)
     bool *stored = calloc((size_t)c->kp->nbuffers + 1, sizeof *stored);
     for (int s = 0; s < k->nstores && stored; s++)
         for (int b = 0; b < c->kp->nbuffers; b++)
-            if (buffers_alias(c->kp, b, k->views[k->stores[s].view].buffer))
+            if (buffers_alias(c, b, k->views[k->stores[s].view].buffer))
                 stored[b] = true;
     return stored;
 }
@@ -548,7 +550,7 @@ int llvm_plan_pipeline(llvm_ctx *c, const kir_kernel *k, const llvm_loop_plan *p
         if (k->stores[s].block != last) { /* not deferred: it must not meet the deferred ones */
             for (int t = 0; t < k->nstores; t++)
                 if (k->stores[t].block == last &&
-                    buffers_alias(c->kp, k->views[v].buffer, k->views[k->stores[t].view].buffer))
+                    buffers_alias(c, k->views[v].buffer, k->views[k->stores[t].view].buffer))
                     return -1;
             continue;
         }

@@ -221,8 +221,6 @@ mc_status mc_cuda_plan_program_sized(const kir_program *kp, const kir_program *s
  * symbolic program keeps one per binding in its cache (runtime/symbolic.c, at most 8), so
  * this stays bounded however many bindings run (tests/test_symbolic.c). */
 int mc_cuda_live_graphs(void);
-/* Does attention a run as the decode kernel (few queries, cuda_attention.c)? */
-bool mc_cuda_attention_decodes(const kir_attention *a);
 /* Does kernel k use a size that is not a constant (cuda_render.c)? */
 bool mc_cuda_kernel_sized(const kir_kernel *k);
 

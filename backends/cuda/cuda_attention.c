@@ -986,8 +986,6 @@ static bool decode_applies(const kir_attention *a)
     return !mc_dim_is_sym(a->tq) && a->tq <= DECODE_MAX_TQ && (a->d > a->dv ? a->d : a->dv) <= 256;
 }
 
-bool mc_cuda_attention_decodes(const kir_attention *a) { return decode_applies(a); }
-
 /* Elements of view v per vector load in the decode kernel: 16 bytes (4 f32 or 8 halves) where
  * rows are 16-byte chunks (chunked_by), else 1 (plain loads through mc_ld). */
 static int decode_vec(const actx *c, int v, int64_t cols)
@@ -1005,6 +1003,7 @@ static void emit_decode_row(actx *c, int v, int vec, int64_t cols, const char *r
     mc_strbuf *sb = c->sb;
     const kir_view *w = &c->k->views[v];
     int p = c->view_param[v];
+    char x[48];
     if (vec == 1) {
         mc_sb_puts(sb, "#pragma unroll\n      for (int x = 0; x < 8; ++x) {\n        const int col = x * MC_G + gl;\n");
         mc_sb_printf(sb, "        %s[x] = (%s) && col < %lld ? mc_ld(", dst, ok, (long long)cols);
@@ -1016,8 +1015,9 @@ static void emit_decode_row(actx *c, int v, int vec, int64_t cols, const char *r
     mc_sb_printf(sb, "        const int col = (x * MC_G + gl) * %d;\n", vec);
     mc_sb_puts(sb, vec == 4 ? "        float4 t = make_float4(0.0f, 0.0f, 0.0f, 0.0f);\n"
                             : "        uint4 t = make_uint4(0u, 0u, 0u, 0u);\n");
-    mc_sb_printf(sb, "        if ((%s) && col < %lld) t = *reinterpret_cast<const %s *>(&p%d[ob%d + (%s)(%s) * (%s)%lld + col]);\n",
-                 ok, (long long)cols, vec == 4 ? "float4" : "uint4", p, v, c->I, row, c->I, (long long)w->stride[c->nb]);
+    mc_sb_printf(sb, "        if ((%s) && col < %lld) t = *reinterpret_cast<const %s *>(&p%d[ob%d + (%s)(%s) * (%s)%s + col]);\n",
+                 ok, (long long)cols, vec == 4 ? "float4" : "uint4", p, v, c->I, row, c->I,
+                 dim_raw(c, w->stride[c->nb], x, sizeof x));
     if (vec == 4) {
         mc_sb_printf(sb, "        %s[4 * x] = t.x; %s[4 * x + 1] = t.y; %s[4 * x + 2] = t.z; %s[4 * x + 3] = t.w;\n",
                      dst, dst, dst, dst);
@@ -1031,6 +1031,31 @@ static void emit_decode_row(actx *c, int v, int vec, int64_t cols, const char *r
                      bf ? "__bfloat1622float2" : "__half22float2", dst, dst);
     }
     mc_sb_puts(sb, "      }\n");
+}
+
+/* With run-time sizes: the key range [jlo_, jhi_) of the bands, as render_decode computes it
+ * for the grid, from Tk read when the kernel runs, and the chunks: split_n_ per batch entry (the
+ * grid's, so that the host alone decides how many) of chunk_ keys, a multiple of MC_NG. The host
+ * rounded its chunk the same way before it counted the chunks, so split_n_ chunks of chunk_
+ * keys cover the range whichever way the rounding falls. */
+static void emit_decode_chunks(actx *c)
+{
+    const kir_attention *a = &c->k->attn;
+    char tk[64], braw[48];
+    mc_cuda_size(&c->z, c->k->shape, c->nb, 1, braw, sizeof braw);
+    mc_sb_printf(c->sb, "  const int tk_ = %s;\n", dim_int(c, a->tk, tk, sizeof tk));
+    if (a->skip && a->skip_lo > 0)
+        mc_sb_printf(c->sb, "  const int jlo_ = (int)min((long long)tk_, %lldLL);\n", (long long)a->skip_lo);
+    else
+        mc_sb_puts(c->sb, "  const int jlo_ = 0;\n");
+    if (a->skip && a->skip_hi <= INT32_MAX) /* larger: past every Tk (at most 2^22) */
+        mc_sb_printf(c->sb, "  const int jhi_ = (int)max(0LL, min((long long)tk_, %lldLL));\n",
+                     (long long)(a->tq + a->skip_hi));
+    else
+        mc_sb_puts(c->sb, "  const int jhi_ = tk_;\n");
+    mc_sb_printf(c->sb, "  const int nkeys_ = max(jhi_ - jlo_, 0), split_n_ = (int)gridDim.x / (int)%s;\n"
+                        "  const int chunk_ = ((nkeys_ + split_n_ - 1) / split_n_ + MC_NG - 1) / MC_NG * MC_NG;\n",
+                 braw);
 }
 
 /* The decode kernel ("flash-decoding"; the choice is in mc_cuda_render_attention): a few
@@ -1067,16 +1092,19 @@ static bool render_decode(actx *c)
 {
     const kir_attention *a = &c->k->attn;
     mc_strbuf *sb = c->sb;
+    bool sized = c->z.dims != NULL;
     int G = decode_group(a), NG = 128 / G, U = a->tq <= 2 ? 4 : 2;
     int vk = decode_vec(c, a->k, a->d), vv = decode_vec(c, a->v, a->dv);
-    int64_t batch = c->out->grid[1];
+    int64_t batch = c->out->grid[1], tk = a->tk;
+    if (sized && mc_dim_is_sym(tk) && !mc_dims_eval(c->kp->dims, tk, c->z.values, &tk))
+        c->z.error = true;
     /* the keys some query keeps by the bands: [jlo, jhi) (the flash kernels' emit_key_range
-     * with i0 = 0, nrows = tq) */
-    int64_t jlo = 0, jhi = a->tk;
+     * with i0 = 0, nrows = tq); this binding's, for the grid */
+    int64_t jlo = 0, jhi = tk;
     if (a->skip) {
         if (a->skip_lo > 0)
-            jlo = a->skip_lo < a->tk ? a->skip_lo : a->tk;
-        if (a->skip_hi < a->tk)
+            jlo = a->skip_lo < tk ? a->skip_lo : tk;
+        if (a->skip_hi < tk)
             jhi = a->tq + a->skip_hi < jhi ? a->tq + a->skip_hi : jhi;
     }
     int64_t nkeys = jhi > jlo ? jhi - jlo : 0;
@@ -1088,6 +1116,11 @@ static bool render_decode(actx *c)
     const char *es = getenv("MINIC_CUDA_ATTN_DECODE_SPLITS");
     if (es && atoi(es) > 0 && nsplit > atoi(es))
         nsplit = atoi(es);
+    /* with run-time sizes the partial buffer is sized for every binding: at most 4 chunks per
+     * SM in all (want's batch * ceil(2 sms / batch) stays below that up to batch 2 sms) */
+    int64_t most_parts = 4 * sms;
+    if (sized && batch * nsplit > most_parts)
+        nsplit = most_parts / batch;
     if (nsplit < 1)
         nsplit = 1;
     int64_t chunk = (nkeys + nsplit - 1) / nsplit;
@@ -1097,18 +1130,26 @@ static bool render_decode(actx *c)
         nsplit = 1;
     c->threads = 128;
     mc_sb_printf(sb, "#define MC_G %d\n#define MC_NG %d\n#define MC_U %d\n#define MC_TQ %lld\n#define MC_DV %lld\n"
-                     "#define MC_DVP %d\n#define MC_SPLIT %lld\n#define MC_CHUNK %lld\n#define MC_JLO %lld\n"
-                     "#define MC_JHI %lld\n",
-                 G, NG, U, (long long)a->tq, (long long)a->dv, 8 * G, (long long)nsplit, (long long)chunk,
-                 (long long)jlo, (long long)jhi);
-    if (nsplit > 1)
+                     "#define MC_DVP %d\n",
+                 G, NG, U, (long long)a->tq, (long long)a->dv, 8 * G);
+    if (sized) /* the binding's chunking, read when the kernel runs (emit_decode_chunks) */
+        mc_sb_printf(sb, "#define MC_SPLIT split_n_\n#define MC_CHUNK chunk_\n#define MC_JLO jlo_\n#define MC_JHI jhi_\n"
+                         "/* per (batch entry, chunk, query): m, l, then o[MC_DV]; at most %lld chunks in all */\n"
+                         "__device__ float mc_part[%lld];\n__device__ unsigned mc_count[%lld];\n",
+                     (long long)most_parts, (long long)(most_parts * a->tq * (a->dv + 2)), (long long)(most_parts / 2));
+    else
+        mc_sb_printf(sb, "#define MC_SPLIT %lld\n#define MC_CHUNK %lld\n#define MC_JLO %lld\n#define MC_JHI %lld\n",
+                     (long long)nsplit, (long long)chunk, (long long)jlo, (long long)jhi);
+    if (!sized && nsplit > 1)
         mc_sb_printf(sb, "/* per (batch entry, chunk, query): m, l, then o[MC_DV] */\n"
                          "__device__ float mc_part[%lld];\n__device__ unsigned mc_count[%lld];\n",
                      (long long)(batch * nsplit * a->tq * (a->dv + 2)), (long long)batch);
     emit_signature(c);
     mc_sb_puts(sb, "  __shared__ float sM[4][MC_TQ], sL[4][MC_TQ], sO[4][MC_TQ][MC_DVP];\n"
-                   "  const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, gl = lane % MC_G, grp = tid / MC_G;\n"
-                   "  const int split = (int)blockIdx.x % MC_SPLIT, bid_ = (int)blockIdx.x / MC_SPLIT;\n"
+                   "  const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, gl = lane % MC_G, grp = tid / MC_G;\n");
+    if (sized)
+        emit_decode_chunks(c);
+    mc_sb_puts(sb, "  const int split = (int)blockIdx.x % MC_SPLIT, bid_ = (int)blockIdx.x / MC_SPLIT;\n"
                    "  (void)split;\n");
     emit_batch_offsets(c, "bid_");
     emit_steps(c);
@@ -1203,14 +1244,18 @@ static bool render_decode(actx *c)
                    "      L = fmaf(sL[w][i], f, L);\n"
                    "      O = fmaf(sO[w][i][col], f, O);\n"
                    "    }\n");
-    if (nsplit == 1) {
+    if (!sized && nsplit == 1) {
         mc_sb_puts(sb, "    mc_store(i, col, O / L);\n  }\n}\n");
     } else {
+        if (sized) /* one chunk or several, as this binding's grid has it */
+            mc_sb_puts(sb, "    if (MC_SPLIT == 1) {\n      mc_store(i, col, O / L);\n      continue;\n    }\n");
         mc_sb_puts(sb, "    float *pp = mc_part + ((bid_ * MC_SPLIT + split) * MC_TQ + i) * (MC_DV + 2);\n"
                        "    if (col == 0) { pp[0] = M; pp[1] = L; }\n"
                        "    pp[2 + col] = O;\n"
-                       "  }\n"
-                       "  /* the last CTA of the batch entry merges the chunks, in chunk order */\n"
+                       "  }\n");
+        if (sized)
+            mc_sb_puts(sb, "  if (MC_SPLIT == 1) return; /* the same for every thread of the CTA */\n");
+        mc_sb_puts(sb, "  /* the last CTA of the batch entry merges the chunks, in chunk order */\n"
                        "  __shared__ bool sLast;\n"
                        "  __threadfence();\n"
                        "  __syncthreads();\n"

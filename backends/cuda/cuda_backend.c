@@ -560,12 +560,17 @@ static mc_status cuda_prepare(mc_program *p)
                 s->pitched[pl->gemm.pad_buffer] = NULL;
             pl->gemm.pad_buffer = -1;
             mc_cuda_code_free(&pl->code);
-            st = mc_cuda_render(kp, i, &s->target, align, &pl->gemm, &pl->code);
+            char why[160] = "";
+            if (p->sized) /* the tiled GEMM, its sizes read when it runs */
+                st = mc_cuda_render_sized(p->sized, p->sized_values, i, &s->target, align, &pl->gemm, &pl->code, why,
+                                          sizeof why);
+            if (!p->sized || (st == MC_OK && why[0]))
+                st = mc_cuda_render(kp, i, &s->target, align, &pl->gemm, &pl->code);
             pl->has_code = st == MC_OK;
-            if (p->sized && mc_cuda_kernel_sized(&p->sized->kernels[i])) {
+            if (st == MC_OK && why[0]) {
                 p->kernels_specialized++; /* the tiled GEMM with this binding's sizes */
                 mc_program_note(p, "symbolic dimensions: kernel %s compiled for this binding (cuBLASLt has no "
-                                "algorithm for it)", kp->kernels[i].name);
+                                "algorithm for it; %s)", kp->kernels[i].name, why);
             }
         }
     }

@@ -645,14 +645,14 @@ mc_status mc_cuda_plan_program_sized(const kir_program *kp, const kir_program *s
             pl->is_gemm = true;
             mc_cuda_gemm_plan_make(kp, i, &pl->gemm);
             if ((pl->gemm.gemv || pl->gemm.small) && mc_cuda_kernel_sized(&sized->kernels[i])) {
-                /* a kernel made for this size would be compiled for this binding */
+                /* a kernel made for this size would be compiled for this binding: cuBLASLt, or
+                 * where it cannot take the layout the tiled GEMM, which reads its sizes */
                 mc_cuda_gemm_plan lt;
                 memset(&lt, 0, sizeof lt);
                 plan_layout(kp, i, &lt, true);
-                if (lt.use_lt) {
+                if (lt.use_lt)
                     lt.autotune = 2.0 * (double)lt.m * (double)lt.n * (double)lt.k * (double)lt.batch >= 1e9;
-                    pl->gemm = lt;
-                }
+                pl->gemm = lt;
             }
             if (pl->gemm.use_lt && pl->gemm.full)
                 continue;

@@ -1183,39 +1183,48 @@ static bool render_scan(rctx *c, mc_cuda_code *out)
 
 /* A whole GEMM's loop over its batch index z_ (grid z, then strided), with the batch
  * coordinates i0.. and the operands' bases ab_ (A) and bb_ (B) at that index. Opens a brace
- * the caller closes. */
-static void emit_batch_loop(rctx *c, int64_t batch)
+ * the caller closes. Sizes as literals, or read when the kernel runs (dim_expr). */
+static void emit_batch_loop(rctx *c)
 {
     const kir_kernel *k = c->k;
     int nb = k->rank - 2;
-    mc_sb_printf(c->sb, "  for (%s z_ = blockIdx.z; z_ < (%s)%lld; z_ += gridDim.z) {\n", c->I,
-                 c->I, (long long)batch);
+    char x[48];
+    mc_sb_printf(c->sb, "  for (%s z_ = blockIdx.z; z_ < (%s)%s; z_ += gridDim.z) {\n", c->I,
+                 c->I, size_expr(c, k->shape, nb, 1, x, sizeof x));
     emit_coords(c, "z_", 0, nb, "    ");
     for (int which = 0; which < 2; which++) {
         const kir_view *w = &k->views[which ? k->gemm.b : k->gemm.a];
-        mc_sb_printf(c->sb, "    const %s %s_ = (%s)%lld", c->I, which ? "bb" : "ab", c->I,
-                     (long long)w->offset);
+        mc_sb_printf(c->sb, "    const %s %s_ = (%s)%s", c->I, which ? "bb" : "ab", c->I,
+                     dim_expr(c, w->offset, x, sizeof x));
         for (int d = 0; d < nb; d++)
             if (w->stride[d] && k->shape[d] != 1)
-                mc_sb_printf(c->sb, " + i%d * (%s)%lld", d, c->I, (long long)w->stride[d]);
+                mc_sb_printf(c->sb, " + i%d * (%s)%s", d, c->I, dim_expr(c, w->stride[d], x, sizeof x));
         mc_sb_puts(c->sb, ";\n");
     }
 }
 
+/* The tiled GEMM: 16 x 16 outputs a CTA, A and B staged through shared memory 16 along K at a
+ * time, any strides. With run-time sizes M, N, K, the batch and the strides are slots of S_
+ * and the grid is the binding's. */
 static bool render_gemm_tiled(rctx *c, mc_cuda_code *out)
 {
     const kir_kernel *k = c->k;
     mc_strbuf *sb = c->sb;
     const int TS = 16;
     int nb = k->rank - 2;
-    int64_t batch = shape_prod(k, 0, nb);
+    int64_t batch = size_value(c, k->shape, nb, 1);
     const kir_gemm *g = &k->gemm;
     const kir_view *A = &k->views[g->a], *B = &k->views[g->b];
-    out->grid[0] = (g->n + TS - 1) / TS;
-    out->grid[1] = (g->m + TS - 1) / TS;
+    int64_t m = size_value(c, &g->m, 1, 1), n = size_value(c, &g->n, 1, 1);
+    out->grid[0] = (n + TS - 1) / TS;
+    out->grid[1] = (m + TS - 1) / TS;
     out->grid[2] = batch < 65535 ? (batch > 0 ? batch : 1) : 65535;
     out->block = TS * TS;
     out->scheme = "gemm-tiled";
+    char mx[48], nx[48], kx[48], s0[48], s1[48];
+    dim_expr(c, g->m, mx, sizeof mx);
+    dim_expr(c, g->n, nx, sizeof nx);
+    dim_expr(c, g->k, kx, sizeof kx);
     emit_signature(c, out, TS * TS);
     mc_sb_printf(sb, "  __shared__ float As[%d][%d], Bs[%d][%d];\n", TS, TS + 1, TS, TS + 1);
     mc_sb_puts(sb, "  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n");
@@ -1223,23 +1232,22 @@ static bool render_gemm_tiled(rctx *c, mc_cuda_code *out)
                  c->I, nb, c->I, nb + 1, c->I);
     mc_sb_printf(sb, "  const %s am_ = (%s)blockIdx.y * 16 + tx; /* A row loaded by this thread */\n",
                  c->I, c->I);
-    emit_batch_loop(c, batch);
+    emit_batch_loop(c);
     mc_sb_puts(sb, "    float acc = 0.0f;\n");
-    mc_sb_printf(sb, "    for (%s k0 = 0; k0 < (%s)%lld; k0 += 16) {\n", c->I, c->I, (long long)g->k);
+    mc_sb_printf(sb, "    for (%s k0 = 0; k0 < (%s)%s; k0 += 16) {\n", c->I, c->I, kx);
     /* As[kk][mm] = A(m0 + mm, k0 + kk): thread (tx, ty) loads A(m0 + tx, k0 + ty) */
-    mc_sb_printf(sb, "      As[ty][tx] = (am_ < (%s)%lld && k0 + ty < (%s)%lld) ? "
-                     "mc_ld(p%d[ab_ + am_ * (%s)%lld + (k0 + ty) * (%s)%lld]) : 0.0f;\n",
-                 c->I, (long long)g->m, c->I, (long long)g->k, c->view_param[g->a], c->I,
-                 (long long)A->stride[nb], c->I, (long long)A->stride[nb + 1]);
-    mc_sb_printf(sb, "      Bs[ty][tx] = (i%d < (%s)%lld && k0 + ty < (%s)%lld) ? "
-                     "mc_ld(p%d[bb_ + (k0 + ty) * (%s)%lld + i%d * (%s)%lld]) : 0.0f;\n",
-                 nb + 1, c->I, (long long)g->n, c->I, (long long)g->k, c->view_param[g->b], c->I,
-                 (long long)B->stride[nb], nb + 1, c->I, (long long)B->stride[nb + 1]);
+    mc_sb_printf(sb, "      As[ty][tx] = (am_ < (%s)%s && k0 + ty < (%s)%s) ? "
+                     "mc_ld(p%d[ab_ + am_ * (%s)%s + (k0 + ty) * (%s)%s]) : 0.0f;\n",
+                 c->I, mx, c->I, kx, c->view_param[g->a], c->I, dim_expr(c, A->stride[nb], s0, sizeof s0), c->I,
+                 dim_expr(c, A->stride[nb + 1], s1, sizeof s1));
+    mc_sb_printf(sb, "      Bs[ty][tx] = (i%d < (%s)%s && k0 + ty < (%s)%s) ? "
+                     "mc_ld(p%d[bb_ + (k0 + ty) * (%s)%s + i%d * (%s)%s]) : 0.0f;\n",
+                 nb + 1, c->I, nx, c->I, kx, c->view_param[g->b], c->I, dim_expr(c, B->stride[nb], s0, sizeof s0),
+                 nb + 1, c->I, dim_expr(c, B->stride[nb + 1], s1, sizeof s1));
     mc_sb_puts(sb, "      __syncthreads();\n");
     mc_sb_puts(sb, "#pragma unroll\n      for (int kk = 0; kk < 16; kk++) acc += As[kk][ty] * Bs[kk][tx];\n");
     mc_sb_puts(sb, "      __syncthreads();\n    }\n");
-    mc_sb_printf(sb, "    if (i%d < (%s)%lld && i%d < (%s)%lld) {\n", nb, c->I, (long long)g->m,
-                 nb + 1, c->I, (long long)g->n);
+    mc_sb_printf(sb, "    if (i%d < (%s)%s && i%d < (%s)%s) {\n", nb, c->I, mx, nb + 1, c->I, nx);
     /* epilogue: the single row block evaluated at (batch.., m, n); V == 1 */
     emit_view_offsets(c, 0, 0, 3, false);
     if (!emit_chunk(c, 0, 0, 3))
@@ -1282,7 +1290,7 @@ static bool render_gemm_dot(rctx *c, mc_cuda_code *out)
                      "  const %s m0 = tile / %lld * %d, n0 = tile %% %lld * %d;\n",
                  I, I, DOT_WARPS, I, (long long)tiles, I, (long long)tiles_n, DOT_TM,
                  (long long)tiles_n, DOT_TN);
-    emit_batch_loop(c, batch);
+    emit_batch_loop(c);
     /* row bases, clamped to the last row/column so edge tiles load valid memory */
     for (int r = 0; r < DOT_TM; r++)
         mc_sb_printf(sb, "    const %s ar%d = ab_ + min(m0 + %d, (%s)%lld) * (%s)%lld;\n", I, r,
@@ -2012,7 +2020,7 @@ static int gemv_vec(const rctx *c, int v, int64_t n, int other, bool other_used)
 /* Opens the scope of one GEMV (a brace the caller closes): bb_ (B's base) and, with a batch
  * loop, ab_ and the batch coordinates; then the row bases ar<m> of A for rows m0 + m,
  * m < MR, clamped to the last row (their sums are not stored). */
-static void gemv_open(rctx *c, const mc_cuda_gemm_plan *pl, int MR, int64_t batch)
+static void gemv_open(rctx *c, const mc_cuda_gemm_plan *pl, int MR)
 {
     const kir_kernel *k = c->k;
     int nb = k->rank - 2;
@@ -2021,7 +2029,7 @@ static void gemv_open(rctx *c, const mc_cuda_gemm_plan *pl, int MR, int64_t batc
         mc_sb_printf(c->sb, "  {\n    const %s bb_ = (%s)%lld;\n", I, I,
                      (long long)k->views[k->gemm.b].offset);
     else
-        emit_batch_loop(c, batch);
+        emit_batch_loop(c);
     int d0 = pl->gemv_fold ? 0 : nb;
     for (int m = 0; m < MR; m++) {
         mc_sb_printf(c->sb, "    %s ar%d;\n    {\n      const %s r_ = min(m0 + %d, (%s)%lld);\n",
@@ -2094,7 +2102,7 @@ static bool render_gemv_n(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *ou
                      "  const %s ks_ = (%s)(w_ * %d + lane / %d);\n"
                      "  const %s m0 = (%s)blockIdx.y * %d;\n",
                  I, I, CPT, I, CPT, I, (long long)nch - 1, I, I, KW, CPT, I, I, MR);
-    gemv_open(c, pl, MR, batch);
+    gemv_open(c, pl, MR);
     mc_sb_printf(sb, "    const %s bc_ = bb_ + ch_ * %d;\n    float", I, VW);
     for (int m = 0; m < MR; m++)
         for (int j = 0; j < VW; j++)
@@ -2189,7 +2197,7 @@ static bool render_gemv_t(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *ou
                      "  if (tile >= (%s)%lld)\n    return;\n"
                      "  const %s n0 = tile * %d, m0 = (%s)blockIdx.y * %d;\n",
                  I, I, W, I, (long long)tiles, I, NC, I, MR);
-    gemv_open(c, pl, MR, batch);
+    gemv_open(c, pl, MR);
     for (int q = 0; q < NC; q++)
         mc_sb_printf(sb, "    const %s bc%d = bb_ + min(n0 + %d, (%s)%lld) * (%s)%lld;\n", I, q, q, I,
                      (long long)N - 1, I, (long long)B->stride[nb + 1]);
@@ -2334,11 +2342,9 @@ mc_status mc_cuda_render_sized(const kir_program *sized, const int64_t *values, 
         snprintf(why, why_size, "attention over symbolic lengths with MINIC_CUDA_SIZED_ATTENTION=0");
     else if (k->category == KIR_ATTENTION && (mc_dim_is_sym(k->attn.d) || mc_dim_is_sym(k->attn.dv)))
         snprintf(why, why_size, "attention over a symbolic head size");
-    else if (k->category == KIR_ATTENTION && mc_cuda_attention_decodes(&k->attn))
-        snprintf(why, why_size, "decode attention (few queries) over symbolic keys");
-    else if (k->category == KIR_GEMM && !(gemm && gemm->use_lt))
-        snprintf(why, why_size, "a GEMM run by a generated kernel (%s)",
-                 gemm && gemm->gemv ? "GEMV" : gemm && gemm->small ? "warp-dot" : "tiled");
+    else if (k->category == KIR_GEMM && gemm && !gemm->use_lt && (gemm->gemv || gemm->small || gemm->conv))
+        snprintf(why, why_size, "a GEMM run by a generated kernel made for one size (%s)",
+                 gemm->gemv ? "GEMV" : gemm->small ? "warp-dot" : "convolution");
     if (why[0])
         return MC_OK;
     mc_status st = render(sized, ki, t, align, gemm, values, out);
