@@ -482,7 +482,8 @@ static mc_value pad_with(ctx *c, mc_value x, const int64_t *before, const int64_
         x = mc_rewrite_node(c->rw, c->n, MC_OP_CONCAT, parts, np, &ca);
         if (x < 0)
             return x;
-        shape[a] += before[a] + after[a];
+        bool sized = mc_dim_add_const(c->rw->dst, shape[a], before[a] + after[a], &shape[a]);
+        MC_ASSERT(sized); /* inference made the padded size already (ir/infer.c) */
         any = true;
     }
     return any ? x : shape_op(c, MC_OP_RESHAPE, x, shape, r);

@@ -98,7 +98,7 @@ static bool takes_symbols(const mc_graph *g, const mc_node *n)
         return true;
     case MC_KIND_SHAPE:
         if (n->op == MC_OP_RESHAPE)
-            return mc_reshape_takes_symbols(&g->nodes[n->in[0]], n);
+            return mc_reshape_takes_symbols(g, &g->nodes[n->in[0]], n);
         if (n->op == MC_OP_SLICE) /* its offset start * stride; a start from the end is symbolic */
             return !mc_dim_is_sym(n->attr.start) && n->attr.start >= 0 && n->attr.step >= 1;
         if (n->op == MC_OP_CONCAT)
@@ -108,7 +108,9 @@ static bool takes_symbols(const mc_graph *g, const mc_node *n)
         return n->op == MC_OP_IOTA || n->op == MC_OP_FULL;
     case MC_KIND_GATHER: /* its stride and checked size are dims in kir, bound per binding */
         return n->op == MC_OP_GATHER;
-    case MC_KIND_SPATIAL: case MC_KIND_COLLECTIVE:
+    case MC_KIND_SPATIAL: /* decomposed into the operators above (checked again after decompose) */
+        return true;
+    case MC_KIND_COLLECTIVE:
         return false;
     }
     return false;

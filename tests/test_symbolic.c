@@ -1409,6 +1409,115 @@ static void test_block_ref(void **state)
     mc_graph_free(g);
 }
 
+/* ---- the spatial composites and reshapes over symbols ---------------------------------------- */
+
+/* Backend of the tests that honour MINIC_TEST_BACKEND (ref unless it names cpu or cuda). */
+static mc_backend_kind env_backend(void)
+{
+    const char *b = getenv("MINIC_TEST_BACKEND");
+    if (b && strcmp(b, "cpu") == 0)
+        return MC_BACKEND_CPU;
+    if (b && strcmp(b, "cuda") == 0)
+        return MC_BACKEND_CUDA;
+    return MC_BACKEND_REF;
+}
+
+/* Compile symbolic graph `text` once on the backend of MINIC_TEST_BACKEND and run it at every
+ * binding: one compilation, nothing compiled after the first binding, the float64 results. */
+static void compiles_once_at(const char *text, const int64_t (*bindings)[2], size_t nbindings, double tolerance)
+{
+    mc_backend_kind kind = env_backend();
+#ifndef MINIC_HAVE_CPU_BACKEND
+    if (kind == MC_BACKEND_CPU)
+        return;
+#endif
+    if (kind == MC_BACKEND_CUDA && !mc_test_have_gpu()) {
+        printf("cuda: skipped: no GPU\n");
+        return;
+    }
+    mc_graph *g = parse(text);
+    mc_program *p = compile_noting(g, kind);
+    if (!strstr(mc_program_notes(p), "compiled once"))
+        fail_msg("notes: %s", mc_program_notes(p));
+    const mc_program *first = NULL;
+    for (size_t i = 0; i < nbindings; i++) {
+        run_against_oracle(p, g, bindings[i], tolerance);
+        mc_program *ran = mc_program_ran(p);
+        if (mc_program_compilations(p) != 1 || ran->kernels_specialized != 0)
+            fail_msg("binding %zu: %d compilations, %d kernels specialized; notes: %s", i,
+                     mc_program_compilations(p), ran->kernels_specialized, mc_program_notes(ran));
+        if (i == 0)
+            first = ran;
+        else if (ran != first && ran->kernels_compiled != 0)
+            fail_msg("binding %zu: %d kernels compiled", i, ran->kernels_compiled);
+    }
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+
+/* A small channels-first conv net over a symbolic batch: conv (strided, padded; grouped and
+ * dilated; 1x1), batchnorm folded into its conv and not, relu, maxpool, avgpool, pad, a 1-d conv
+ * and pool. */
+static const char *conv_net_model =
+    "graph convnet\n"
+    "input x : f32[N, 3, 12, 10]\n"
+    "input x1 : f32[N, 4, 9]\n"
+    "param w1 : f32[8, 3, 3, 3]\n"
+    "param b1 : f32[8]\n"
+    "param s : f32[8]\n"
+    "param bb : f32[8]\n"
+    "param mu : f32[8]\n"
+    "param var : f32[8]\n"
+    "param w2 : f32[6, 4, 3, 3]\n"
+    "param w3 : f32[5, 6, 1, 1]\n"
+    "param w4 : f32[2, 4, 3]\n"
+    "c1 = conv(x, w1, b1, stride=[2, 2], padding=[1, 1])\n"
+    "n1 = batchnorm(c1, s, bb, mu, var, eps=1.0)\n"
+    "r1 = relu(n1)\n"
+    "m1 = maxpool(r1, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\n"
+    "p1 = pad(m1, pads=[0, 0, 1, 0, 0, 0, 1, 2], value=0.25)\n"
+    "c2 = conv(p1, w2, padding=[1, 1], dilation=[1, 2], groups=2)\n"
+    "ev = exp(var)\n"
+    "n2 = batchnorm(r1, s, bb, mu, ev)\n"
+    "a2 = avgpool(n2, kernel=[2, 3], stride=[2, 2], padding=[1, 1])\n"
+    "c3 = conv(c2, w3)\n"
+    "c4 = conv(x1, w4, padding=[1])\n"
+    "m4 = maxpool(c4, kernel=[2], stride=[2])\n"
+    "output c3, a2, m4\n";
+
+static void test_conv_compiles_once(void **state)
+{
+    (void)state;
+    const int64_t bindings[][2] = {{2, 0}, {1, 0}, {5, 0}, {3, 0}, {2, 0}};
+    compiles_once_at(conv_net_model, bindings, sizeof bindings / sizeof bindings[0], 1e-4);
+}
+
+/* Reshapes that merge symbols into one axis and split them back ([B, T, 8] as [B*T, 8] and
+ * back, [B, T, 2, 4] as [B, T*8]), around a matmul over the merged rows. */
+static const char *reshape_model =
+    "graph merge_split\n"
+    "input x : f32[B, T<=32, 8]\n"
+    "param w : f32[8, 6]\n"
+    "rows = reshape(x, shape=[-1, 8])\n"
+    "h = matmul(rows, w)\n"
+    "g = gelu(h)\n"
+    "back = reshape(g, shape=[B, T, 6])\n"
+    "y = softmax(back, axis=1)\n"
+    "x4 = reshape(x, shape=[B, T, 2, 4])\n"
+    "flat = reshape(x4, shape=[B, -1])\n"
+    "e = exp(flat)\n"
+    "all = reshape(x, shape=[-1])\n"
+    "ea = exp(all)\n"
+    "t = reshape(ea, shape=[B, -1, 4])\n"
+    "output y, e, t\n";
+
+static void test_reshape_compiles_once(void **state)
+{
+    (void)state;
+    const int64_t bindings[][2] = {{2, 3}, {1, 7}, {3, 32}, {1, 1}, {4, 5}};
+    compiles_once_at(reshape_model, bindings, sizeof bindings / sizeof bindings[0], 1e-4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1425,6 +1534,7 @@ int main(void)
         cmocka_unit_test(test_block_ref),       cmocka_unit_test(test_cuda_compiles_once),
         cmocka_unit_test(test_arena_at_maxima), cmocka_unit_test(test_cuda_arena_at_maxima),
         cmocka_unit_test(test_plan_like),
+        cmocka_unit_test(test_conv_compiles_once), cmocka_unit_test(test_reshape_compiles_once),
 #ifdef MINIC_HAVE_CUDA
         cmocka_unit_test(test_cuda_sized_sources),
 #endif
