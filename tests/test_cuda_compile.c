@@ -737,6 +737,106 @@ static void test_implicit_conv_stages(void **state)
     }
 }
 
+/* Convs over a symbolic batch (f32[N, ...]), compiled once: the implicit-GEMM kernel reads the
+ * pixel count N OH OW when it runs (its grid is the binding's tiles), so every binding renders
+ * the same source, which compiles; the plan (tile, no K split) is the same for every binding.
+ * The stem (A through registers), layer 1 (its epilogue staged through shared memory), layer 4
+ * (64-wide tiles at the maximum), the first kernel's loop (two buffers), pairs and single
+ * outputs in the epilogue, with a residual. */
+static void test_sized_conv_kernels(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *x, *w, *attrs, *dt, *env, *val;
+        int co;
+    } cases[] = {
+        {"N<=32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "f16", NULL, NULL, 64},
+        {"N, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "bf16", NULL, NULL, 64},
+        {"N<=32, 512, 7, 7", "512, 512, 3, 3", "padding=[1, 1]", "f16", NULL, NULL, 512},
+        {"N<=8, 64, 14, 14", "64, 64, 3, 3", "padding=[1, 1]", "f16", "MINIC_CUDA_CONV_STAGES", "2", 64},
+        {"N<=8, 64, 14, 14", "64, 64, 3, 3", "padding=[1, 1]", "bf16", "MINIC_CUDA_CONV_SEPI", "0", 64},
+        {"N<=8, 20, 15, 13", "40, 20, 3, 3", "stride=[2, 2], padding=[1, 1]", "f16", NULL, NULL, 40},
+    };
+    const int64_t bindings[][1] = {{1}, {3}, {8}, {2}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "graph a\ninput x : %s[%s]\nparam w : %s[%s]\nparam b : %s[%d]\n"
+                 "y = conv(x, w, b, %s)\nr = add(y, y)\nz = relu(r)\noutput z\n",
+                 cases[i].dt, cases[i].x, cases[i].dt, cases[i].w, cases[i].dt, cases[i].co, cases[i].attrs);
+        mc_graph *g;
+        if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
+            fail_msg("%s\n%s", mc_error_message(), text);
+        if (cases[i].env)
+            setenv(cases[i].env, cases[i].val, 1);
+        char refused[MC_COMPILE_REFUSED] = "";
+        mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = true,
+                                 .conv_implicit = true, .symbolic = true, .refused = refused};
+        kir_program *sized;
+        if (mc_compile_kernels(g, &co, &sized) != MC_OK || !sized)
+            fail_msg("%s %s\n%s", mc_error_message(), refused, text);
+        char *first = NULL;
+        int bm = 0, bn = 0;
+        for (size_t b = 0; b < sizeof bindings / sizeof bindings[0]; b++) {
+            kir_program *kp = kir_bind(sized, bindings[b]);
+            assert_non_null(kp);
+            mc_plan_memory(kp, true);
+            int *align = calloc((size_t)kp->nbuffers + 1, sizeof(int));
+            assert_non_null(align);
+            mc_cuda_buffer_align(kp, align);
+            mc_cuda_kernel_plan *pl = NULL;
+            int specialized = -1;
+            char why[200];
+            if (mc_cuda_plan_program_sized(kp, sized, bindings[b], &target, align, &pl,
+                                           &specialized, why, sizeof why) != MC_OK)
+                fail_msg("plan: %s", mc_error_message());
+            if (specialized != 0)
+                fail_msg("%s: %d kernels rendered for N=%lld (%s)", text, specialized, (long long)bindings[b][0], why);
+            int nconv = 0;
+            for (int k = 0; k < kp->nkernels; k++) {
+                if (!pl[k].is_gemm || !pl[k].gemm.conv)
+                    continue;
+                nconv++;
+                const mc_cuda_code *code = &pl[k].code;
+                assert_string_equal(code->scheme, "conv-implicit-mma");
+                assert_int_equal(pl[k].gemm.conv_split, 1);
+                const kir_kernel *kk = &kp->kernels[k];
+                int64_t pixels = bindings[b][0] * kk->gemm.n;
+                if (b == 0) {
+                    first = strdup(code->src.data);
+                    bm = pl[k].gemm.conv_bm;
+                    bn = pl[k].gemm.conv_bn;
+                    assert_non_null(strstr(first, "S_.v[0]"));
+                    assert_non_null(strstr(first, "const int bt_ = (int)blockIdx.x, bs_ = 0;"));
+                    const char *srcs[1] = {first}, *entries[1] = {code->entry};
+                    void *cubins[1] = {0};
+                    size_t sizes[1];
+                    int compiled = 0;
+                    if (mc_cuda_compile(srcs, entries, 1, target.sm, NULL, NULL, cubins, sizes, &compiled) != MC_OK)
+                        fail_msg("%s\n%s", mc_error_message(), first);
+                    free(cubins[0]);
+                } else {
+                    assert_string_equal(code->src.data, first); /* nothing to compile */
+                    assert_int_equal(pl[k].gemm.conv_bm, bm);
+                    assert_int_equal(pl[k].gemm.conv_bn, bn);
+                }
+                assert_int_equal(code->nsizes, 1);
+                assert_int_equal(code->sizes[0], pixels);
+                assert_int_equal(code->grid[0], (kk->gemm.m + bm - 1) / bm * ((pixels + bn - 1) / bn));
+            }
+            assert_int_equal(nconv, 1);
+            mc_cuda_plans_free(pl, kp->nkernels);
+            free(align);
+            kir_program_free(kp);
+        }
+        if (cases[i].env)
+            unsetenv(cases[i].env);
+        free(first);
+        kir_program_free(sized);
+        mc_graph_free(g);
+    }
+}
+
 /* Attention kernels of every kind render and compile: f32, f16 and bf16 (tensor cores for the
  * 16-bit types), head sizes 32, 80 and 128 (the largest needs more than 48 KB of shared
  * memory), q/k/v as views of a QKV projection (16-byte chunks, cp.async) and as odd strides
@@ -1017,6 +1117,7 @@ int main(void)
         cmocka_unit_test(test_more_operators),
         cmocka_unit_test(test_implicit_conv_kernels),
         cmocka_unit_test(test_implicit_conv_stages),
+        cmocka_unit_test(test_sized_conv_kernels),
 #endif
     };
     return mc_test_run(tests);

@@ -1060,7 +1060,7 @@ static void check_sized_sources(const char *text, int want_specialized, const ch
     mc_graph *g = parse(text);
     mc_options o = mc_test_options();
     o.backend = MC_BACKEND_CUDA;
-    mc_compile_options co = mc_compile_options_for(&o);
+    mc_compile_options co = mc_compile_options_of_backend(&o); /* cuda's convs: gather, implicit GEMM */
     char refused[MC_COMPILE_REFUSED] = "";
     co.symbolic = true;
     co.refused = refused;
@@ -1485,11 +1485,45 @@ static const char *conv_net_model =
     "m4 = maxpool(c4, kernel=[2], stride=[2])\n"
     "output c3, a2, m4\n";
 
+/* f16 convs as the CUDA backend runs them: the implicit GEMM (MINIC_REF_IMPLICIT_CONV=1 has the
+ * ref interpreter run its kernel IR), a 7x7 stem, a 3x3 layer with its residual and a 1x1
+ * stride-2 downsample, the batch symbolic. */
+static const char *conv_f16_model =
+    "graph conv_f16\n"
+    "input x : f32[N<=8, 3, 20, 18]\n"
+    "param w1 : f32[8, 3, 7, 7]\n"
+    "param b1 : f32[8]\n"
+    "param w2 : f32[8, 8, 3, 3]\n"
+    "param w3 : f32[16, 8, 1, 1]\n"
+    "xh = cast(x, to=f16)\n"
+    "w1h = cast(w1, to=f16)\n"
+    "b1h = cast(b1, to=f16)\n"
+    "w2h = cast(w2, to=f16)\n"
+    "w3h = cast(w3, to=f16)\n"
+    "c1 = conv(xh, w1h, b1h, stride=[2, 2], padding=[3, 3])\n"
+    "r1 = relu(c1)\n"
+    "c2 = conv(r1, w2h, padding=[1, 1])\n"
+    "s2 = add(c2, r1)\n"
+    "r2 = relu(s2)\n"
+    "c3 = conv(r2, w3h, stride=[2, 2])\n"
+    "m3 = maxpool(c3, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\n"
+    "y = cast(m3, to=f32)\n"
+    "output y\n";
+
 static void test_conv_compiles_once(void **state)
 {
     (void)state;
     const int64_t bindings[][2] = {{2, 0}, {1, 0}, {5, 0}, {3, 0}, {2, 0}};
     compiles_once_at(conv_net_model, bindings, sizeof bindings / sizeof bindings[0], 1e-4);
+    /* the other im2col: the gather where the backend copies, the copies where it gathers */
+    const char *b = getenv("MINIC_TEST_BACKEND");
+    bool gathers = b && strcmp(b, "cuda") == 0;
+    setenv("MINIC_CONV_GATHER", gathers ? "0" : "1", 1);
+    compiles_once_at(conv_net_model, bindings, 3, 1e-4);
+    unsetenv("MINIC_CONV_GATHER");
+    setenv("MINIC_REF_IMPLICIT_CONV", "1", 1);
+    compiles_once_at(conv_f16_model, bindings, sizeof bindings / sizeof bindings[0], 1e-2);
+    unsetenv("MINIC_REF_IMPLICIT_CONV");
 }
 
 /* Reshapes that merge symbols into one axis and split them back ([B, T, 8] as [B*T, 8] and
@@ -1510,6 +1544,22 @@ static const char *reshape_model =
     "ea = exp(all)\n"
     "t = reshape(ea, shape=[B, -1, 4])\n"
     "output y, e, t\n";
+
+#ifdef MINIC_HAVE_CUDA
+/* Without a GPU: the conv nets' kernels (the f16 implicit GEMMs among them) and the reshapes'
+ * are each one source for every binding, and compile. */
+static void test_cuda_conv_sized_sources(void **state)
+{
+    (void)state;
+    if (!mc_cuda_have_nvrtc()) {
+        printf("cuda: skipped: no NVRTC (%s)\n", mc_error_message());
+        return;
+    }
+    check_sized_sources(conv_net_model, 0, NULL, 4);
+    check_sized_sources(conv_f16_model, 0, NULL, 4);
+    check_sized_sources(reshape_model, 0, NULL, 2);
+}
+#endif
 
 static void test_reshape_compiles_once(void **state)
 {
@@ -1535,6 +1585,9 @@ int main(void)
         cmocka_unit_test(test_arena_at_maxima), cmocka_unit_test(test_cuda_arena_at_maxima),
         cmocka_unit_test(test_plan_like),
         cmocka_unit_test(test_conv_compiles_once), cmocka_unit_test(test_reshape_compiles_once),
+#ifdef MINIC_HAVE_CUDA
+        cmocka_unit_test(test_cuda_conv_sized_sources),
+#endif
 #ifdef MINIC_HAVE_CUDA
         cmocka_unit_test(test_cuda_sized_sources),
 #endif

@@ -1410,6 +1410,22 @@ void mc_cuda_conv_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
     p->conv_ws_bytes = p->conv_split > 1 ? (k->gemm.m * pixels + tiles) * 4 : 0;
 }
 
+/* The plan of a conv kernel whose batch is read when it runs (a symbolic batch,
+ * mc_cuda_render_sized): one for every binding, so that its source holds none. The tiles are
+ * those mc_cuda_conv_tile picks at the batch's declared maximum (at 32 without one, the batch
+ * docs/PERFORMANCE.md measures ResNet-18 at); K is never split, since the split's f32 region
+ * and tile counters are laid out by the pixel count. */
+void mc_cuda_conv_plan_sized(const kir_program *sized, int ki, int sms, mc_cuda_gemm_plan *p)
+{
+    const kir_kernel *k = &sized->kernels[ki];
+    int64_t batch = 32;
+    if (!mc_dims_max(sized->dims, k->shape[0], &batch) || batch < 1)
+        batch = 32;
+    mc_cuda_conv_tile(k->gemm.m, k->gemm.n * batch, sms, &p->conv_bm, &p->conv_bn);
+    p->conv_split = 1;
+    p->conv_ws_bytes = 0;
+}
+
 /* B pixels per thread in the deeper loop (MINIC_CUDA_CONV_BVEC=1|2|4 for experiments): a thread
  * reads one K table entry for V neighbouring pixels and stores them to shared memory as one
  * 4- or 8-byte word; each pixel keeps its own decoded coordinates (any stride, rows of any
@@ -1453,6 +1469,7 @@ typedef struct {
     int BM, BN, BK, T, MT, NT, nb_ld, kstep, S, D;
     bool avec, ktab;
     int64_t M, K;
+    const char *P; /* the pixels N OH OW: a literal, or S_.v[i] (render_conv_mma) */
     const kir_view *A, *X;
     const kir_conv *cv;
 } conv_gen;
@@ -1467,7 +1484,7 @@ static void emit_conv_bvec(rctx *c, const conv_gen *q, int V)
     const char *I = c->I;
     const kir_conv *cv = q->cv;
     const kir_view *X = q->X;
-    int64_t O = cv->oh * cv->ow, P = (int64_t)c->k->shape[0] * O;
+    int64_t O = cv->oh * cv->ow;
     int TP = q->BN / V, kstep = q->T * V / q->BN, rows = q->BK / kstep, n = rows * V;
     mc_sb_printf(sb, "  const int bnv_ = (tid %% %d) * %d, bkv_ = tid / %d;\n", TP, V, TP);
     mc_sb_printf(sb, "  int iyv_[%d], ixv_[%d], pbv_[%d];\n#pragma unroll\n  for (int e = 0; e < %d; ++e) {\n", V, V, V, V);
@@ -1476,8 +1493,8 @@ static void emit_conv_bvec(rctx *c, const conv_gen *q, int V)
     mc_sb_printf(sb, "    const int iy = (int)(o / %lld) * %lld - %lld, ix = (int)(o %% %lld) * %lld - %lld;\n",
                  (long long)cv->ow, (long long)cv->sh, (long long)cv->ph, (long long)cv->ow, (long long)cv->sw,
                  (long long)cv->pw);
-    mc_sb_printf(sb, "    const bool ok = pix < (%s)%lld;\n    iyv_[e] = ok ? iy : -(1 << 28);\n    ixv_[e] = ix;\n", I,
-                 (long long)P);
+    mc_sb_printf(sb, "    const bool ok = pix < (%s)%s;\n    iyv_[e] = ok ? iy : -(1 << 28);\n    ixv_[e] = ix;\n", I,
+                 q->P);
     mc_sb_printf(sb, "    pbv_[e] = ok ? (%s)%lld + img * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld : (%s)0;\n  }\n",
                  I, (long long)X->offset, I, (long long)X->stride[0], I, I, (long long)X->stride[2], I, I,
                  (long long)X->stride[3], I);
@@ -1641,7 +1658,7 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
  * neighbouring pixels of one output channel (V = 4 or 8: OH OW a multiple of V, so a run stays
  * in one image) and runs the epilogue on them as one vector: 8- or 16-byte loads and stores of
  * the views contiguous along the pixels, the threads of a row side by side. */
-static bool emit_conv_staged_epilogue(rctx *c, int BM, int BN, int T, int MT, int NT, int V, int64_t M, int64_t P,
+static bool emit_conv_staged_epilogue(rctx *c, int BM, int BN, int T, int MT, int NT, int V, int64_t M, const char *P,
                                       int64_t O)
 {
     mc_strbuf *sb = c->sb;
@@ -1657,7 +1674,7 @@ static bool emit_conv_staged_epilogue(rctx *c, int BM, int BN, int T, int MT, in
     mc_sb_printf(sb, "  for (int q_ = tid; q_ < %d; q_ += %d) {\n", BM * runs, T);
     mc_sb_printf(sb, "    const int r_ = q_ / %d, c_ = (q_ %% %d) * %d;\n", runs, runs, V);
     mc_sb_printf(sb, "    const %s pp_ = n0 + c_, i1 = m0 + r_;\n", I);
-    mc_sb_printf(sb, "    if (pp_ >= (%s)%lld || i1 >= (%s)%lld) continue;\n", I, (long long)P, I, (long long)M);
+    mc_sb_printf(sb, "    if (pp_ >= (%s)%s || i1 >= (%s)%lld) continue;\n", I, P, I, (long long)M);
     mc_sb_printf(sb, "    const %s i0 = pp_ / %lld, i2 = pp_ - i0 * %lld;\n", I, (long long)O, (long long)O);
     mc_sb_printf(sb, "    float accp_[%d];\n#pragma unroll\n    for (int e = 0; e < %d; e += 4)\n", V, V);
     mc_sb_printf(sb, "    {\n      const float4 v_ = *reinterpret_cast<const float4 *>(&cs_[r_ * %d + c_ + e]);\n", pitch);
@@ -1693,7 +1710,18 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     if (eb && atoi(eb) > 0 && atoi(eb) <= 8)
         c->minb = atoi(eb);
     int T = 32 * (BM / 32) * WARPS_N, WN = BN / WARPS_N, MT = 2, NT = WN / 8, BK = CONV_BK;
-    int64_t M = g->m, K = g->k, O = g->n, P = k->shape[0] * O, KHW = cv->kh * cv->kw;
+    int64_t M = g->m, K = g->k, O = g->n, KHW = cv->kh * cv->kw;
+    /* the pixels N OH OW: a literal, or read when the kernel runs where the batch is symbolic
+     * (mc_cuda_render_sized, with a plan that is the same for every binding:
+     * mc_cuda_conv_plan_sized); P is this binding's, for the grid */
+    int64_t pf[2] = {k->shape[0], O}, P = size_value(c, pf, 2, 1);
+    char Ps[48], imgs[24];
+    bool psized = size_expr(c, pf, 2, 1, Ps, sizeof Ps)[0] == 'S';
+    snprintf(imgs, sizeof imgs, psized ? "?" : "%lld", (long long)k->shape[0]);
+    if (c->dims && (any_sym(&M, 1) || any_sym(&K, 1) || any_sym(&O, 1) || mc_dim_is_sym(A->offset) ||
+                    mc_dim_is_sym(X->offset) || any_sym(A->stride, 3) || any_sym(X->stride, 4) ||
+                    (psized && pl->conv_split > 1)))
+        return false; /* only the batch is read at run time: the rest is the bound kernel's */
     int64_t mtiles = (M + BM - 1) / BM, ptiles = (P + BN - 1) / BN;
     /* A in 16-byte chunks: contiguous along K, rows and offset multiples of 8 elements, the
      * buffer 16-byte aligned */
@@ -1715,10 +1743,10 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
                  bf ? "__floats2bfloat162_rn" : "__floats2half2_rn", bf ? "bf16" : "f16");
     mc_sb_puts(sb, mc_cuda_mma_helpers);
     mc_sb_puts(sb, mc_cuda_cp_helpers);
-    mc_sb_printf(sb, "/* implicit GEMM: C_out %lld x pixels %lld (%lld images of %lldx%lld) x K %lld (C %lld, window "
+    mc_sb_printf(sb, "/* implicit GEMM: C_out %lld x pixels %s (%s images of %lldx%lld) x K %lld (C %lld, window "
                      "%lldx%lld, stride %lld %lld, padding %lld %lld, dilation %lld %lld, x %lldx%lld); tile %dx%dx%d, "
                      "A by %s */\n",
-                 (long long)M, (long long)P, (long long)k->shape[0], (long long)cv->oh, (long long)cv->ow,
+                 (long long)M, Ps, imgs, (long long)cv->oh, (long long)cv->ow,
                  (long long)K, (long long)cv->c, (long long)cv->kh, (long long)cv->kw, (long long)cv->sh,
                  (long long)cv->sw, (long long)cv->ph, (long long)cv->pw, (long long)cv->dh, (long long)cv->dw,
                  (long long)cv->h, (long long)cv->w, BM, BN, BK, avec ? "cp.async" : "element loads");
@@ -1742,14 +1770,17 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     mc_sb_printf(sb, "  const unsigned short *xa_ = reinterpret_cast<const unsigned short *>(p%d);\n", px);
     mc_sb_puts(sb, "  const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;\n");
     /* CTA: its tile (C_out tiles the fastest: neighbours read the same pixels), its K split */
-    mc_sb_printf(sb, "  const int bt_ = (int)(blockIdx.x %% %lldu), bs_ = (int)(blockIdx.x / %lldu);\n",
-                 (long long)(mtiles * ptiles), (long long)(mtiles * ptiles));
+    if (psized) /* the grid is the binding's tiles, K never split */
+        mc_sb_puts(sb, "  const int bt_ = (int)blockIdx.x, bs_ = 0;\n");
+    else
+        mc_sb_printf(sb, "  const int bt_ = (int)(blockIdx.x %% %lldu), bs_ = (int)(blockIdx.x / %lldu);\n",
+                     (long long)(mtiles * ptiles), (long long)(mtiles * ptiles));
     mc_sb_printf(sb, "  const %s m0 = (%s)(bt_ %% %lld) * %d, n0 = (%s)(bt_ / %lld) * %d;\n", I, I,
                  (long long)mtiles, BM, I, (long long)mtiles, BN);
     mc_sb_printf(sb, "  const int wm0 = (warp / %d) * 32, wn0 = (warp %% %d) * %d;\n", WARPS_N, WARPS_N, WN);
     /* this thread's pixel column of B: decoded once */
     mc_sb_printf(sb, "  const int bn_ = tid %% %d, bk_ = tid / %d;\n", BN, BN);
-    mc_sb_printf(sb, "  const %s pix_ = n0 + bn_;\n  const bool pv_ = pix_ < (%s)%lld;\n", I, I, (long long)P);
+    mc_sb_printf(sb, "  const %s pix_ = n0 + bn_;\n  const bool pv_ = pix_ < (%s)%s;\n", I, I, Ps);
     mc_sb_printf(sb, "  const %s img_ = pix_ / %lld, o_ = pix_ - img_ * %lld;\n", I, (long long)O, (long long)O);
     mc_sb_printf(sb, "  const int iy0_ = (int)(o_ / %lld) * %lld - %lld, ix0_ = (int)(o_ %% %lld) * %lld - %lld;\n",
                  (long long)cv->ow, (long long)cv->sh, (long long)cv->ph, (long long)cv->ow, (long long)cv->sw,
@@ -1780,7 +1811,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     int kstep = T / BN;
     if (D > 1) {
         const conv_gen q = {.BM = BM, .BN = BN, .BK = BK, .T = T, .MT = MT, .NT = NT, .nb_ld = nb_ld, .kstep = kstep,
-                            .S = S, .D = D, .avec = avec, .ktab = ktab, .M = M, .K = K, .A = A, .X = X, .cv = cv};
+                            .S = S, .D = D, .avec = avec, .ktab = ktab, .M = M, .K = K, .P = Ps, .A = A, .X = X, .cv = cv};
         emit_conv_pipelined(c, &q);
     } else {
         mc_sb_printf(sb, "  unsigned short rb_[%d];\n", nb_ld);
@@ -1913,7 +1944,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
         if (out->smem < need)
             out->smem = need;
         out->vec = ev;
-        return emit_conv_staged_epilogue(c, BM, BN, T, MT, NT, ev, M, P, O);
+        return emit_conv_staged_epilogue(c, BM, BN, T, MT, NT, ev, M, Ps, O);
     }
     if (pair) {
         c->V = 2;
@@ -1921,7 +1952,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
         out->vec = 2;
         mc_sb_printf(sb, "#pragma unroll\n  for (int nt = 0; nt < %d; ++nt) {\n", NT);
         mc_sb_printf(sb, "    const %s pp_ = n0 + wn0 + nt * 8 + t4 * 2;\n", I);
-        mc_sb_printf(sb, "    if (pp_ >= (%s)%lld) continue;\n", I, (long long)P);
+        mc_sb_printf(sb, "    if (pp_ >= (%s)%s) continue;\n", I, Ps);
         mc_sb_printf(sb, "    const %s i0 = pp_ / %lld, i2 = pp_ - i0 * %lld;\n", I, (long long)O, (long long)O);
         mc_sb_printf(sb, "#pragma unroll\n    for (int mt = 0; mt < %d; ++mt)\n#pragma unroll\n      for (int h = 0; h < 2; ++h) {\n",
                      MT);
@@ -1937,7 +1968,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     mc_sb_printf(sb, "#pragma unroll\n  for (int nt = 0; nt < %d; ++nt)\n#pragma unroll\n    for (int e = 0; e < 2; ++e) {\n",
                  NT);
     mc_sb_printf(sb, "      const %s pp_ = n0 + wn0 + nt * 8 + t4 * 2 + e;\n", I);
-    mc_sb_printf(sb, "      if (pp_ >= (%s)%lld) continue;\n", I, (long long)P);
+    mc_sb_printf(sb, "      if (pp_ >= (%s)%s) continue;\n", I, Ps);
     mc_sb_printf(sb, "      const %s i0 = pp_ / %lld, i2 = pp_ - i0 * %lld;\n", I, (long long)O, (long long)O);
     mc_sb_printf(sb, "#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n#pragma unroll\n        for (int h = 0; h < 2; ++h) {\n",
                  MT);
@@ -2326,7 +2357,7 @@ mc_status mc_cuda_render_sized(const kir_program *sized, const int64_t *values, 
         snprintf(why, why_size, "attention over a symbolic head size");
     else if (k->category == KIR_ATTENTION && mc_cuda_attention_decodes(&k->attn))
         snprintf(why, why_size, "decode attention (few queries) over symbolic keys");
-    else if (k->category == KIR_GEMM && !(gemm && gemm->use_lt))
+    else if (k->category == KIR_GEMM && !(gemm && (gemm->use_lt || gemm->conv)))
         snprintf(why, why_size, "a GEMM run by a generated kernel (%s)",
                  gemm && gemm->gemv ? "GEMV" : gemm && gemm->small ? "warp-dot" : "tiled");
     else if (k->category == KIR_REDUCTION && kir_kernel_scans(k))
