@@ -835,6 +835,36 @@ static void test_sized_conv_kernels(void **state)
         kir_program_free(sized);
         mc_graph_free(g);
     }
+    /* MINIC_CUDA_SIZED_CONV=0: the conv rendered for each binding with its own plan, and said so */
+    mc_graph *g;
+    if (mc_graph_parse_string("a.graph", "graph a\ninput x : f16[N, 64, 14, 14]\nparam w : f16[64, 64, 3, 3]\n"
+                                         "y = conv(x, w, padding=[1, 1])\noutput y\n", &g) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    char refused[MC_COMPILE_REFUSED] = "";
+    mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = true,
+                             .conv_implicit = true, .symbolic = true, .refused = refused};
+    kir_program *sized;
+    assert_int_equal(mc_compile_kernels(g, &co, &sized), MC_OK);
+    kir_program *kp = kir_bind(sized, bindings[1]);
+    mc_plan_memory(kp, true);
+    int *align = calloc((size_t)kp->nbuffers + 1, sizeof(int));
+    assert_non_null(align);
+    mc_cuda_buffer_align(kp, align);
+    mc_cuda_kernel_plan *pl = NULL;
+    int specialized = -1;
+    char why[200];
+    setenv("MINIC_CUDA_SIZED_CONV", "0", 1);
+    assert_int_equal(mc_cuda_plan_program_sized(kp, sized, bindings[1], &target, align, &pl, &specialized, why,
+                                                sizeof why), MC_OK);
+    unsetenv("MINIC_CUDA_SIZED_CONV");
+    assert_int_equal(specialized, 1);
+    assert_non_null(strstr(why, "MINIC_CUDA_SIZED_CONV=0"));
+    assert_null(strstr(pl[0].code.src.data, "S_.v["));
+    mc_cuda_plans_free(pl, kp->nkernels);
+    free(align);
+    kir_program_free(kp);
+    kir_program_free(sized);
+    mc_graph_free(g);
 }
 
 /* Attention kernels of every kind render and compile: f32, f16 and bf16 (tensor cores for the

@@ -1415,6 +1415,12 @@ void mc_cuda_conv_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
  * those mc_cuda_conv_tile picks at the batch's declared maximum (at 32 without one, the batch
  * docs/PERFORMANCE.md measures ResNet-18 at); K is never split, since the split's f32 region
  * and tile counters are laid out by the pixel count. */
+bool mc_cuda_sized_conv(void)
+{
+    const char *e = getenv("MINIC_CUDA_SIZED_CONV");
+    return !(e && strcmp(e, "0") == 0);
+}
+
 void mc_cuda_conv_plan_sized(const kir_program *sized, int ki, int sms, mc_cuda_gemm_plan *p)
 {
     const kir_kernel *k = &sized->kernels[ki];
@@ -2357,6 +2363,8 @@ mc_status mc_cuda_render_sized(const kir_program *sized, const int64_t *values, 
         snprintf(why, why_size, "attention over a symbolic head size");
     else if (k->category == KIR_ATTENTION && mc_cuda_attention_decodes(&k->attn))
         snprintf(why, why_size, "decode attention (few queries) over symbolic keys");
+    else if (k->category == KIR_GEMM && gemm && gemm->conv && !mc_cuda_sized_conv())
+        snprintf(why, why_size, "a conv over a symbolic batch with MINIC_CUDA_SIZED_CONV=0");
     else if (k->category == KIR_GEMM && !(gemm && (gemm->use_lt || gemm->conv)))
         snprintf(why, why_size, "a GEMM run by a generated kernel (%s)",
                  gemm && gemm->gemv ? "GEMV" : gemm && gemm->small ? "warp-dot" : "tiled");
