@@ -97,11 +97,14 @@ static int64_t transpose_from(const mc_node *n, int d)
 
 /* Reshape groups: runs of input and output dims with equal products (size-1 dims aside).
  * Calls back once per group with [i0, i1) input dims and [o0, o1) output dims. With symbols the
- * products are dims of g's table, and a side grows while the other's product is an exact
- * multiple of its own ([B, T, 768] as [B*T, 768]: B grows to B*T; [B*T, 768] as [B, T, 768]:
- * B*T is B times T); where neither side's product divides the other's ([B, T] as [T, B]) the
- * groups cannot be told, so such a reshape is no view (false), and passes/pipeline.c keeps it
- * off the kernels that read sizes when they run (mc_reshape_takes_symbols). */
+ * products are dims of g's table, equal for every binding exactly when they are the same dim,
+ * and a side grows while the other's product is an exact multiple of its own ([B, T, 768] as
+ * [B*T, 768]: B grows to B*T; [B*T, 768] as [B, T, 768]: B*T is B times T); where neither
+ * divides the other ([B, 2] as [2, B]) both grow until they meet, at the end at the latest,
+ * since inference made the sizes' products the same dim. A group of several dims on both
+ * sides maps no coordinates (reshape_map_group) and is read through a view of the stored value
+ * or copied (passes/fuse.c), as with constant sizes. False only where a product passes the
+ * table's limits (mc_reshape_takes_symbols: passes/pipeline.c then compiles per binding). */
 typedef bool (*reshape_group_fn)(void *ctx, const mc_node *x, const mc_node *n, int i0, int i1,
                                  int o0, int o1);
 
@@ -125,8 +128,8 @@ static bool reshape_groups(const mc_graph *g, const mc_node *x, const mc_node *n
                 grow_in = true;
             else if (mc_dim_div_exact(g, pi, po, &q))
                 grow_in = false;
-            else
-                return false;
+            else /* neither ([B, 2] as [2, B]): more of both, the input's first */
+                grow_in = i < x->rank;
             if (grow_in ? i >= x->rank || !mc_dim_mul(g, pi, x->shape[i++], &pi)
                         : o >= n->rank || !mc_dim_mul(g, po, n->shape[o++], &po))
                 return false;
