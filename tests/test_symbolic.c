@@ -1068,7 +1068,7 @@ static void check_sized_sources(const char *text, int want_specialized, const ch
     if (mc_compile_kernels(g, &co, &sized) != MC_OK || !sized)
         fail_msg("compile: %s %s", mc_error_message(), refused);
     const mc_cuda_target t = {.sm = 90, .num_sms = 132};
-    const int64_t bindings[][2] = {{2, 3}, {1, 7}, {3, 32}, {1, 1}};
+    const int64_t bindings[][3] = {{2, 3, 5}, {1, 7, 2}, {3, 32, 9}, {1, 1, 1}};
     char **first = calloc((size_t)sized->nkernels + 1, sizeof *first);
     assert_non_null(first);
     int with_sizes = 0;
@@ -1424,7 +1424,7 @@ static mc_backend_kind env_backend(void)
 
 /* Compile symbolic graph `text` once on the backend of MINIC_TEST_BACKEND and run it at every
  * binding: one compilation, nothing compiled after the first binding, the float64 results. */
-static void compiles_once_at(const char *text, const int64_t (*bindings)[2], size_t nbindings, double tolerance)
+static void compiles_once_at(const char *text, const int64_t (*bindings)[3], size_t nbindings, double tolerance)
 {
     mc_backend_kind kind = env_backend();
 #ifndef MINIC_HAVE_CPU_BACKEND
@@ -1510,11 +1510,28 @@ static const char *conv_f16_model =
     "y = cast(m3, to=f32)\n"
     "output y\n";
 
+/* pad and batchnorm over symbolic spatial axes (an image of any size), a global average pool as
+ * a mean over them. */
+static const char *spatial_model =
+    "graph spatial\n"
+    "input x : f32[N, 3, H<=40, W]\n"
+    "param s : f32[3]\n"
+    "param bb : f32[3]\n"
+    "param mu : f32[3]\n"
+    "param var : f32[3]\n"
+    "p = pad(x, pads=[0, 0, 1, 2, 0, 0, 2, 1], value=-0.5)\n"
+    "n = batchnorm(p, s, bb, mu, var, eps=1.0)\n"
+    "r = relu(n)\n"
+    "g = mean(r, axis=[2, 3])\n"
+    "output r, g\n";
+
 static void test_conv_compiles_once(void **state)
 {
     (void)state;
-    const int64_t bindings[][2] = {{2, 0}, {1, 0}, {5, 0}, {3, 0}, {2, 0}};
+    const int64_t bindings[][3] = {{2}, {1}, {5}, {3}, {2}};
     compiles_once_at(conv_net_model, bindings, sizeof bindings / sizeof bindings[0], 1e-4);
+    const int64_t spatial[][3] = {{2, 5, 7}, {1, 1, 1}, {3, 40, 9}, {2, 5, 7}};
+    compiles_once_at(spatial_model, spatial, 4, 1e-4);
     /* the other im2col: the gather where the backend copies, the copies where it gathers */
     const char *b = getenv("MINIC_TEST_BACKEND");
     bool gathers = b && strcmp(b, "cuda") == 0;
@@ -1563,13 +1580,14 @@ static void test_cuda_conv_sized_sources(void **state)
     check_sized_sources(conv_net_model, 0, NULL, 4);
     check_sized_sources(conv_f16_model, 0, NULL, 4);
     check_sized_sources(reshape_model, 0, NULL, 2);
+    check_sized_sources(spatial_model, 0, NULL, 2);
 }
 #endif
 
 static void test_reshape_compiles_once(void **state)
 {
     (void)state;
-    const int64_t bindings[][2] = {{2, 3}, {1, 7}, {3, 32}, {1, 1}, {4, 5}};
+    const int64_t bindings[][3] = {{2, 3}, {1, 7}, {3, 32}, {1, 1}, {4, 5}};
     compiles_once_at(reshape_model, bindings, sizeof bindings / sizeof bindings[0], 1e-4);
 }
 
