@@ -74,12 +74,15 @@ static bool concat_offsets(const mc_graph *g, const mc_node *n)
 
 /* Does operator n take symbolic sizes through decompose, fusion and lowering? Pointwise work,
  * reductions and the normalizations over any axis (1/n is KI_SIZE), GEMMs, the shape
- * operators whose views move no offsets (transpose, expand), a reshape that keeps each
- * symbol a dim of its own ([B, T, 768] as [B, T, 12, 64]), iota and full (a causal mask),
- * slice from a fixed start with a positive step, concat (offsets are sums of sizes), gather.
- * Not yet: a reshape that merges or splits a symbol (quotients of run-time sizes), a slice
- * from the end of a symbolic axis or backwards, update, cumsum, argmax/argmin, convolutions, pools, pad, allreduce; layernorm over a
- * symbolic last axis (its overflow guard scales by a power of two chosen from n). */
+ * operators whose views move no offsets (transpose, expand), reshape (its groups of axes by
+ * exact quotients of their products: [B, T, 768] as [B, T, 12, 64] or as [B*T, 768]), iota and
+ * full (a causal mask), slice from a fixed start with a positive step, concat (offsets are sums
+ * of sizes), gather, and the spatial composites (conv and pools over a symbolic batch, the
+ * only symbolic axis inference lets them have; pad and batchnorm over any), whose
+ * decompositions are made of these.
+ * Not yet: a slice from the end of a symbolic axis or backwards, update, cumsum, argmax/argmin,
+ * allreduce; layernorm over a symbolic last axis (its overflow guard scales by a power of two
+ * chosen from n). */
 static bool takes_symbols(const mc_graph *g, const mc_node *n)
 {
     switch (mc_op_table[n->op].kind) {
