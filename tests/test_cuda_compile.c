@@ -19,6 +19,7 @@
 #include "backends/cuda/cuda.h"
 #include "runtime/runtime.h"
 #include "cuda_fixtures.h"
+#include "cuda_sized.h"
 
 static const mc_cuda_target target = {.sm = 90, .num_sms = 132};
 
@@ -651,6 +652,22 @@ static void test_implicit_conv_kernels(void **state)
     mc_graph_free(g);
 }
 
+/* conv(x, w, b, attrs) of dtype dt with relu after it (and `extra`, a line between them whose
+ * value is r, or none), one output z. */
+static mc_graph *conv_relu_graph(const char *dt, const char *x, const char *w, int co, const char *attrs,
+                                 const char *extra)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "graph a\ninput x : %s[%s]\nparam w : %s[%s]\nparam b : %s[%d]\n"
+             "y = conv(x, w, b, %s)\n%sz = relu(%s)\noutput z\n",
+             dt, x, dt, w, dt, co, attrs, extra ? extra : "", extra ? "r" : "y");
+    mc_graph *g;
+    if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
+        fail_msg("%s\n%s", mc_error_message(), text);
+    return g;
+}
+
 /* The conv main loop at every depth (MINIC_CUDA_CONV_STAGES=2, 3, 4: D = 1, 2, 3 tiles in flight;
  * 3 by default): the stem (A
  * through registers), layer 1 with its residual, layer 4 split along K, an odd K of 180 and an
@@ -676,14 +693,8 @@ static void test_implicit_conv_stages(void **state)
         {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "f16", 64, 2, 0, 1, false}, /* the first kernel */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char text[1024], st[8], sp[8];
-        snprintf(text, sizeof text,
-                 "graph a\ninput x : %s[%s]\nparam w : %s[%s]\nparam b : %s[%d]\n"
-                 "y = conv(x, w, b, %s)\nz = relu(y)\noutput z\n",
-                 cases[i].dt, cases[i].x, cases[i].dt, cases[i].w, cases[i].dt, cases[i].co, cases[i].attrs);
-        mc_graph *g;
-        if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
-            fail_msg("%s\n%s", mc_error_message(), text);
+        char st[8], sp[8];
+        mc_graph *g = conv_relu_graph(cases[i].dt, cases[i].x, cases[i].w, cases[i].co, cases[i].attrs, NULL);
         snprintf(st, sizeof st, "%d", cases[i].stages);
         snprintf(sp, sizeof sp, "%d", cases[i].split);
         if (!cases[i].dflt) {
@@ -699,7 +710,7 @@ static void test_implicit_conv_stages(void **state)
                                  .conv_implicit = true};
         kir_program *kp;
         if (mc_compile_kernels(g, &co, &kp) != MC_OK)
-            fail_msg("%s\n%s", mc_error_message(), text);
+            fail_msg("%s\n%s", mc_error_message(), cases[i].x);
         mc_cuda_kernel_plan *pl = compile_all(kp);
         assert_int_equal(kp->nkernels, 1);
         assert_string_equal(pl[0].code.scheme, "conv-implicit-mma");
@@ -759,14 +770,8 @@ static void test_sized_conv_kernels(void **state)
     };
     const int64_t bindings[][1] = {{1}, {3}, {8}, {2}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char text[1024];
-        snprintf(text, sizeof text,
-                 "graph a\ninput x : %s[%s]\nparam w : %s[%s]\nparam b : %s[%d]\n"
-                 "y = conv(x, w, b, %s)\nr = add(y, y)\nz = relu(r)\noutput z\n",
-                 cases[i].dt, cases[i].x, cases[i].dt, cases[i].w, cases[i].dt, cases[i].co, cases[i].attrs);
-        mc_graph *g;
-        if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
-            fail_msg("%s\n%s", mc_error_message(), text);
+        mc_graph *g = conv_relu_graph(cases[i].dt, cases[i].x, cases[i].w, cases[i].co, cases[i].attrs,
+                                      "r = add(y, y)\n");
         if (cases[i].env)
             setenv(cases[i].env, cases[i].val, 1);
         char refused[MC_COMPILE_REFUSED] = "";
@@ -774,24 +779,16 @@ static void test_sized_conv_kernels(void **state)
                                  .conv_implicit = true, .symbolic = true, .refused = refused};
         kir_program *sized;
         if (mc_compile_kernels(g, &co, &sized) != MC_OK || !sized)
-            fail_msg("%s %s\n%s", mc_error_message(), refused, text);
+            fail_msg("%s %s\n%s", mc_error_message(), refused, cases[i].x);
         char *first = NULL;
         int bm = 0, bn = 0;
         for (size_t b = 0; b < sizeof bindings / sizeof bindings[0]; b++) {
-            kir_program *kp = kir_bind(sized, bindings[b]);
-            assert_non_null(kp);
-            mc_plan_memory(kp, true);
-            int *align = calloc((size_t)kp->nbuffers + 1, sizeof(int));
-            assert_non_null(align);
-            mc_cuda_buffer_align(kp, align);
             mc_cuda_kernel_plan *pl = NULL;
             int specialized = -1;
             char why[200];
-            if (mc_cuda_plan_program_sized(kp, sized, bindings[b], &target, align, &pl,
-                                           &specialized, why, sizeof why) != MC_OK)
-                fail_msg("plan: %s", mc_error_message());
+            kir_program *kp = cuda_plan_binding(sized, bindings[b], true, &target, &pl, &specialized, why, sizeof why);
             if (specialized != 0)
-                fail_msg("%s: %d kernels rendered for N=%lld (%s)", text, specialized, (long long)bindings[b][0], why);
+                fail_msg("%s: %d kernels rendered for N=%lld (%s)", cases[i].x, specialized, (long long)bindings[b][0], why);
             int nconv = 0;
             for (int k = 0; k < kp->nkernels; k++) {
                 if (!pl[k].is_gemm || !pl[k].gemm.conv)
@@ -826,7 +823,6 @@ static void test_sized_conv_kernels(void **state)
             }
             assert_int_equal(nconv, 1);
             mc_cuda_plans_free(pl, kp->nkernels);
-            free(align);
             kir_program_free(kp);
         }
         if (cases[i].env)
@@ -845,23 +841,16 @@ static void test_sized_conv_kernels(void **state)
                              .conv_implicit = true, .symbolic = true, .refused = refused};
     kir_program *sized;
     assert_int_equal(mc_compile_kernels(g, &co, &sized), MC_OK);
-    kir_program *kp = kir_bind(sized, bindings[1]);
-    mc_plan_memory(kp, true);
-    int *align = calloc((size_t)kp->nbuffers + 1, sizeof(int));
-    assert_non_null(align);
-    mc_cuda_buffer_align(kp, align);
     mc_cuda_kernel_plan *pl = NULL;
     int specialized = -1;
     char why[200];
     setenv("MINIC_CUDA_SIZED_CONV", "0", 1);
-    assert_int_equal(mc_cuda_plan_program_sized(kp, sized, bindings[1], &target, align, &pl, &specialized, why,
-                                                sizeof why), MC_OK);
+    kir_program *kp = cuda_plan_binding(sized, bindings[1], true, &target, &pl, &specialized, why, sizeof why);
     unsetenv("MINIC_CUDA_SIZED_CONV");
     assert_int_equal(specialized, 1);
     assert_non_null(strstr(why, "MINIC_CUDA_SIZED_CONV=0"));
     assert_null(strstr(pl[0].code.src.data, "S_.v["));
     mc_cuda_plans_free(pl, kp->nkernels);
-    free(align);
     kir_program_free(kp);
     kir_program_free(sized);
     mc_graph_free(g);

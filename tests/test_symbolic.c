@@ -11,8 +11,10 @@
 #include "ir/ir.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
+#include "passes_check.h"
 #ifdef MINIC_HAVE_CUDA
 #include "backends/cuda/cuda.h"
+#include "cuda_sized.h"
 #endif
 
 #define SHAPE(...) (int64_t[]){__VA_ARGS__}, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
@@ -1073,17 +1075,10 @@ static void check_sized_sources(const char *text, int want_specialized, const ch
     assert_non_null(first);
     int with_sizes = 0;
     for (size_t b = 0; b < sizeof bindings / sizeof bindings[0]; b++) {
-        kir_program *kp = kir_bind(sized, bindings[b]);
-        assert_non_null(kp);
-        mc_plan_memory(kp, co.plan_memory);
-        int *align = calloc((size_t)kp->nbuffers + 1, sizeof(int));
-        assert_non_null(align);
-        mc_cuda_buffer_align(kp, align);
         mc_cuda_kernel_plan *pl = NULL;
         int specialized = -1;
         char why[200];
-        if (mc_cuda_plan_program_sized(kp, sized, bindings[b], &t, align, &pl, &specialized, why, sizeof why) != MC_OK)
-            fail_msg("plan: %s", mc_error_message());
+        kir_program *kp = cuda_plan_binding(sized, bindings[b], co.plan_memory, &t, &pl, &specialized, why, sizeof why);
         if (specialized != want_specialized)
             fail_msg("%d kernels rendered for binding %zu (%s)", specialized, b, why);
         if (why_part && !strstr(why, why_part))
@@ -1116,7 +1111,6 @@ static void check_sized_sources(const char *text, int want_specialized, const ch
                 free(cubins[i]);
         }
         mc_cuda_plans_free(pl, kp->nkernels);
-        free(align);
         kir_program_free(kp);
     }
     assert_true(with_sizes >= want_with_sizes);
@@ -1411,22 +1405,11 @@ static void test_block_ref(void **state)
 
 /* ---- the spatial composites and reshapes over symbols ---------------------------------------- */
 
-/* Backend of the tests that honour MINIC_TEST_BACKEND (ref unless it names cpu or cuda). */
-static mc_backend_kind env_backend(void)
-{
-    const char *b = getenv("MINIC_TEST_BACKEND");
-    if (b && strcmp(b, "cpu") == 0)
-        return MC_BACKEND_CPU;
-    if (b && strcmp(b, "cuda") == 0)
-        return MC_BACKEND_CUDA;
-    return MC_BACKEND_REF;
-}
-
 /* Compile symbolic graph `text` once on the backend of MINIC_TEST_BACKEND and run it at every
  * binding: one compilation, nothing compiled after the first binding, the float64 results. */
 static void compiles_once_at(const char *text, const int64_t (*bindings)[3], size_t nbindings, double tolerance)
 {
-    mc_backend_kind kind = env_backend();
+    mc_backend_kind kind = check_backend();
 #ifndef MINIC_HAVE_CPU_BACKEND
     if (kind == MC_BACKEND_CPU)
         return;
