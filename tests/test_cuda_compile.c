@@ -748,12 +748,13 @@ static void test_implicit_conv_stages(void **state)
     }
 }
 
-/* Convs over a symbolic batch (f32[N, ...]), compiled once: the implicit-GEMM kernel reads the
- * pixel count N OH OW when it runs (its grid is the binding's tiles), so every binding renders
- * the same source, which compiles; the plan (tile, no K split) is the same for every binding.
- * The stem (A through registers), layer 1 (its epilogue staged through shared memory), layer 4
- * (64-wide tiles at the maximum), the first kernel's loop (two buffers), pairs and single
- * outputs in the epilogue, with a residual. */
+/* Convs over a symbolic batch (f16[N, ...]), compiled once: the implicit-GEMM kernel reads the
+ * pixel count N OH OW, its K split and its tiles per split when it runs (the grid is the
+ * binding's), so every binding renders the same source, which compiles; the tile is the same
+ * for every binding, the split the binding's (K split at batch 1 where the tiles are few, not at
+ * the maximum). The stem (A through registers), layer 1 (its epilogue staged through shared
+ * memory), layer 4, the first kernel's loop (two buffers), pairs and single outputs in the
+ * epilogue, with a residual. */
 static void test_sized_conv_kernels(void **state)
 {
     (void)state;
@@ -796,15 +797,16 @@ static void test_sized_conv_kernels(void **state)
                 nconv++;
                 const mc_cuda_code *code = &pl[k].code;
                 assert_string_equal(code->scheme, "conv-implicit-mma");
-                assert_int_equal(pl[k].gemm.conv_split, 1);
                 const kir_kernel *kk = &kp->kernels[k];
                 int64_t pixels = bindings[b][0] * kk->gemm.n;
                 if (b == 0) {
                     first = strdup(code->src.data);
                     bm = pl[k].gemm.conv_bm;
                     bn = pl[k].gemm.conv_bn;
-                    assert_non_null(strstr(first, "S_.v[0]"));
-                    assert_non_null(strstr(first, "const int bt_ = (int)blockIdx.x, bs_ = 0;"));
+                    assert_non_null(strstr(first, i == 1 ? "pv_ = pix_ < (long long)S_.v[0];" : "pv_ = pix_ < (int)S_.v[0];"));
+                    assert_non_null(strstr(first, "  if ((int)S_.v[1] > 1) {"));
+                    if (i == 2) /* layer 4 at N=1: 8 tiles of 64x64, K 4608 split four ways */
+                        assert_int_equal(pl[k].gemm.conv_split, 4);
                     const char *srcs[1] = {first}, *entries[1] = {code->entry};
                     void *cubins[1] = {0};
                     size_t sizes[1];
@@ -817,9 +819,12 @@ static void test_sized_conv_kernels(void **state)
                     assert_int_equal(pl[k].gemm.conv_bm, bm);
                     assert_int_equal(pl[k].gemm.conv_bn, bn);
                 }
-                assert_int_equal(code->nsizes, 1);
+                int64_t tiles = (kk->gemm.m + bm - 1) / bm * ((pixels + bn - 1) / bn), split = pl[k].gemm.conv_split;
                 assert_int_equal(code->sizes[0], pixels);
-                assert_int_equal(code->grid[0], (kk->gemm.m + bm - 1) / bm * ((pixels + bn - 1) / bn));
+                assert_int_equal(code->sizes[1], split);
+                assert_int_equal(code->sizes[2], tiles);
+                assert_int_equal(code->grid[0], tiles * split);
+                assert_int_equal(pl[k].gemm.conv_ws_bytes, split > 1 ? (kk->gemm.m * pixels + tiles) * 4 : 0);
             }
             assert_int_equal(nconv, 1);
             mc_cuda_plans_free(pl, kp->nkernels);

@@ -646,7 +646,7 @@ mc_status mc_cuda_plan_program_sized(const kir_program *kp, const kir_program *s
             mc_cuda_gemm_plan_make(kp, i, &pl->gemm);
             int sms = t->num_sms > 0 ? t->num_sms : 1;
             if (pl->gemm.conv && mc_cuda_kernel_sized(&sized->kernels[i]) && mc_cuda_sized_conv())
-                mc_cuda_conv_plan_sized(sized, i, sms, &pl->gemm); /* its batch read when it runs */
+                mc_cuda_conv_plan_sized(sized, i, &kp->kernels[i], sms, &pl->gemm); /* batch read when it runs */
             else if (pl->gemm.conv)
                 mc_cuda_conv_plan(&kp->kernels[i], sms, &pl->gemm); /* as mc_cuda_plan_program */
             if ((pl->gemm.gemv || pl->gemm.small) && mc_cuda_kernel_sized(&sized->kernels[i])) {

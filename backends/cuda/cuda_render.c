@@ -127,6 +127,30 @@ const char *mc_cuda_size(mc_cuda_sizes *c, const int64_t *f, int n, int64_t div,
     return buf;
 }
 
+/* A value of the binding's plan that the source reads when it runs (a conv's K split), as slot
+ * `tag` of the kernel's S_ (made on first use) in buf: keyed by the tag alone, so the source is
+ * the same for every binding. */
+static const char *plan_value(rctx *c, int tag, int64_t value, char *buf, size_t size)
+{
+    mc_cuda_sizes *z = &c->z;
+    int64_t key[MC_MAX_RANK + 3] = {-1, tag}; /* nsym -1: no product of dims */
+    int slot = 0;
+    while (slot < z->out->nsizes && memcmp(z->key[slot], key, sizeof key) != 0)
+        slot++;
+    if (slot == z->out->nsizes) {
+        if (slot >= MC_CUDA_MAX_SIZES) {
+            z->error = true;
+            snprintf(buf, size, "0");
+            return buf;
+        }
+        memcpy(z->key[slot], key, sizeof key);
+        z->out->sizes[slot] = value;
+        z->out->nsizes++;
+    }
+    snprintf(buf, size, "S_.v[%d]", slot);
+    return buf;
+}
+
 /* One dim d, as size_expr prints it. */
 static const char *dim_expr(rctx *c, int64_t d, char *buf, size_t size)
 {
@@ -1383,10 +1407,10 @@ void mc_cuda_conv_tile(int64_t m, int64_t pixels, int sms, int *bm, int *bn)
     }
 }
 
-void mc_cuda_conv_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
+/* The K split of conv kernel k with p's tile, and the f32 region it needs. */
+static void conv_split_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
 {
     int64_t pixels = k->gemm.n * k->shape[0];
-    mc_cuda_conv_tile(k->gemm.m, pixels, sms, &p->conv_bm, &p->conv_bn);
     int64_t tiles = (k->gemm.m + p->conv_bm - 1) / p->conv_bm * ((pixels + p->conv_bn - 1) / p->conv_bn);
     int64_t ktiles = (k->gemm.k + CONV_BK - 1) / CONV_BK;
     /* Fewer tiles than two per SM (ResNet-18's last stage at batch 32: 200 64x64 tiles, K 4608):
@@ -1410,26 +1434,32 @@ void mc_cuda_conv_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
     p->conv_ws_bytes = p->conv_split > 1 ? (k->gemm.m * pixels + tiles) * 4 : 0;
 }
 
-/* The plan of a conv kernel whose batch is read when it runs (a symbolic batch,
- * mc_cuda_render_sized): one for every binding, so that its source holds none. The tiles are
- * those mc_cuda_conv_tile picks at the batch's declared maximum (at 32 without one, the batch
- * docs/PERFORMANCE.md measures ResNet-18 at); K is never split, since the split's f32 region
- * and tile counters are laid out by the pixel count. */
+void mc_cuda_conv_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
+{
+    mc_cuda_conv_tile(k->gemm.m, k->gemm.n * k->shape[0], sms, &p->conv_bm, &p->conv_bn);
+    conv_split_plan(k, sms, p);
+}
+
 bool mc_cuda_sized_conv(void)
 {
     const char *e = getenv("MINIC_CUDA_SIZED_CONV");
     return !(e && strcmp(e, "0") == 0);
 }
 
-void mc_cuda_conv_plan_sized(const kir_program *sized, int ki, int sms, mc_cuda_gemm_plan *p)
+/* The plan of a conv kernel whose batch is read when it runs (a symbolic batch,
+ * mc_cuda_render_sized). Its tile is in the source, so it is the same for every binding: the
+ * one mc_cuda_conv_tile picks at the batch's declared maximum, at most 32 (the batch the tiles
+ * were tuned at; 32 without a maximum). The K split is the binding's (conv_split_plan on the
+ * bound kernel), read by the kernel when it runs, so that a small batch still fills the SMs. */
+void mc_cuda_conv_plan_sized(const kir_program *sized, int ki, const kir_kernel *bound, int sms,
+                             mc_cuda_gemm_plan *p)
 {
     const kir_kernel *k = &sized->kernels[ki];
     int64_t batch = 32;
-    if (!mc_dims_max(sized->dims, k->shape[0], &batch) || batch < 1)
+    if (!mc_dims_max(sized->dims, k->shape[0], &batch) || batch < 1 || batch > 32)
         batch = 32;
     mc_cuda_conv_tile(k->gemm.m, k->gemm.n * batch, sms, &p->conv_bm, &p->conv_bn);
-    p->conv_split = 1;
-    p->conv_ws_bytes = 0;
+    conv_split_plan(bound, sms, p);
 }
 
 /* B pixels per thread in the deeper loop (MINIC_CUDA_CONV_BVEC=1|2|4 for experiments): a thread
@@ -1472,7 +1502,8 @@ static int conv_stages(int bm, int bn, int bk)
 
 /* what emit_conv_pipelined needs of render_conv_mma's choices */
 typedef struct {
-    int BM, BN, BK, T, MT, NT, nb_ld, kstep, S, D;
+    int BM, BN, BK, T, MT, NT, nb_ld, kstep, D;
+    const char *S; /* the K split: a literal, or S_.v[i] (render_conv_mma) */
     bool avec, ktab;
     int64_t M, K;
     const char *P; /* the pixels N OH OW: a literal, or S_.v[i] (render_conv_mma) */
@@ -1603,7 +1634,7 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
                    "          mc_mma(acc_[mt][2 * nt + 1], af[mt], bf[2], bf[3]);\n"
                    "        }\n      }\n    }\n  };\n");
     int64_t nk = (q->K + BK - 1) / BK;
-    mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %d, kt1 = (bs_ + 1) * %lld / %d, nkt = kt1 - kt0;\n", (long long)nk,
+    mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %s, kt1 = (bs_ + 1) * %lld / %s, nkt = kt1 - kt0;\n", (long long)nk,
                  q->S, (long long)nk, q->S);
     for (int u = 0; u < D; u++) {
         mc_sb_printf(sb, "  unsigned short rb%d_[%d];\n", u, q->nb_ld);
@@ -1725,8 +1756,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     bool psized = size_expr(c, pf, 2, 1, Ps, sizeof Ps)[0] == 'S';
     snprintf(imgs, sizeof imgs, psized ? "?" : "%lld", (long long)k->shape[0]);
     if (c->dims && (any_sym(&M, 1) || any_sym(&K, 1) || any_sym(&O, 1) || mc_dim_is_sym(A->offset) ||
-                    mc_dim_is_sym(X->offset) || any_sym(A->stride, 3) || any_sym(X->stride, 4) ||
-                    (psized && pl->conv_split > 1)))
+                    mc_dim_is_sym(X->offset) || any_sym(A->stride, 3) || any_sym(X->stride, 4)))
         return false; /* only the batch is read at run time: the rest is the bound kernel's */
     int64_t mtiles = (M + BM - 1) / BM, ptiles = (P + BN - 1) / BN;
     /* A in 16-byte chunks: contiguous along K, rows and offset multiples of 8 elements, the
@@ -1742,7 +1772,22 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     out->grid[1] = out->grid[2] = 1;
     out->block = T;
     out->scheme = "conv-implicit-mma";
-    if (S > 1)
+    /* the K split and the tiles per split, literals, or the binding's read when the kernel runs
+     * (the split's code always there, taken where the split is > 1) */
+    char Ss[48], Ts[48], S1s[64], MPs[48];
+    snprintf(Ss, sizeof Ss, "%d", S);
+    snprintf(S1s, sizeof S1s, "%du", S - 1);
+    snprintf(MPs, sizeof MPs, "%lld", (long long)(M * P));
+    if (psized) {
+        char v[48];
+        plan_value(c, 0, S, v, sizeof v);
+        snprintf(Ss, sizeof Ss, "(int)%s", v);
+        snprintf(S1s, sizeof S1s, "(unsigned)(%s - 1)", v);
+        plan_value(c, 1, mtiles * ptiles, Ts, sizeof Ts);
+        size_expr(c, (int64_t[]){k->shape[0], O * M}, 2, 1, MPs, sizeof MPs);
+    }
+    bool split = S > 1 || psized;
+    if (split)
         out->param[out->nparams++] = MC_CUDA_PARAM_SPLITK;
     mc_sb_printf(sb, "typedef %s mc_t;\n#define MC_T2 %s\n#define MC_PACK %s\n#define MC_PTX \"%s\"\n",
                  bf ? "__nv_bfloat16" : "__half", bf ? "__nv_bfloat162" : "__half2",
@@ -1776,8 +1821,9 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     mc_sb_printf(sb, "  const unsigned short *xa_ = reinterpret_cast<const unsigned short *>(p%d);\n", px);
     mc_sb_puts(sb, "  const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;\n");
     /* CTA: its tile (C_out tiles the fastest: neighbours read the same pixels), its K split */
-    if (psized) /* the grid is the binding's tiles, K never split */
-        mc_sb_puts(sb, "  const int bt_ = (int)blockIdx.x, bs_ = 0;\n");
+    if (psized)
+        mc_sb_printf(sb, "  const int bt_ = (int)(blockIdx.x %% (unsigned)%s), bs_ = (int)(blockIdx.x / (unsigned)%s);\n",
+                     Ts, Ts);
     else
         mc_sb_printf(sb, "  const int bt_ = (int)(blockIdx.x %% %lldu), bs_ = (int)(blockIdx.x / %lldu);\n",
                      (long long)(mtiles * ptiles), (long long)(mtiles * ptiles));
@@ -1817,7 +1863,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     int kstep = T / BN;
     if (D > 1) {
         const conv_gen q = {.BM = BM, .BN = BN, .BK = BK, .T = T, .MT = MT, .NT = NT, .nb_ld = nb_ld, .kstep = kstep,
-                            .S = S, .D = D, .avec = avec, .ktab = ktab, .M = M, .K = K, .P = Ps, .A = A, .X = X, .cv = cv};
+                            .S = Ss, .D = D, .avec = avec, .ktab = ktab, .M = M, .K = K, .P = Ps, .A = A, .X = X, .cv = cv};
         emit_conv_pipelined(c, &q);
     } else {
         mc_sb_printf(sb, "  unsigned short rb_[%d];\n", nb_ld);
@@ -1879,8 +1925,8 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
         mc_sb_printf(sb, "#pragma unroll\n  for (int a = 0; a < %d; ++a)\n#pragma unroll\n    for (int b = 0; b < %d; ++b)\n"
                          "#pragma unroll\n      for (int r = 0; r < 4; ++r) acc_[a][b][r] = 0.0f;\n", MT, NT);
         /* this CTA's K tiles [kt0, kt1) (all of them without a split); buffers by the tile's parity */
-        mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %d, kt1 = (bs_ + 1) * %lld / %d;\n", (long long)((K + BK - 1) / BK), S,
-                     (long long)((K + BK - 1) / BK), S);
+        mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %s, kt1 = (bs_ + 1) * %lld / %s;\n", (long long)((K + BK - 1) / BK), Ss,
+                     (long long)((K + BK - 1) / BK), Ss);
         if (ktab)
             mc_sb_puts(sb, "  fill_tab(kt0, kt0 & 1);\n  fill_tab(kt0 + 1, (kt0 + 1) & 1);\n  __syncthreads();\n");
         mc_sb_puts(sb, "  load_a(kt0, kt0 & 1);\n  load_b(kt0);\n  store_a(kt0 & 1);\n  store_b(kt0 & 1);\n");
@@ -1907,28 +1953,32 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
             mc_sb_puts(sb, "    asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
         mc_sb_puts(sb, "    __syncthreads();\n  }\n");
     }
-    if (S > 1) {
+    if (split) {
         /* split K: every CTA of the tile adds its sums into the f32 region (red.global.add),
          * the last to finish (a counter per tile) reads the totals back, leaves zeros behind,
          * resets the counter and runs the epilogue */
-        mc_sb_printf(sb, "  unsigned *cnt_ = reinterpret_cast<unsigned *>(mc_ws + %lld);\n", (long long)(M * P));
+        if (psized)
+            mc_sb_printf(sb, "  if (%s > 1) {\n", Ss);
+        mc_sb_printf(sb, "  unsigned *cnt_ = reinterpret_cast<unsigned *>(mc_ws + %s);\n", MPs);
         mc_sb_printf(sb, "#pragma unroll\n  for (int nt = 0; nt < %d; ++nt)\n#pragma unroll\n    for (int e = 0; e < 2; ++e)\n"
                          "#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n#pragma unroll\n        for (int h = 0; h < 2; ++h) {\n",
                      NT, MT);
         mc_sb_printf(sb, "          const %s pp_ = n0 + wn0 + nt * 8 + t4 * 2 + e, mm_ = m0 + wm0 + mt * 16 + g + h * 8;\n", I);
-        mc_sb_printf(sb, "          if (pp_ < (%s)%lld && mm_ < (%s)%lld) atomicAdd(mc_ws + mm_ * (%s)%lld + pp_, acc_[mt][nt][h * 2 + e]);\n",
-                     I, (long long)P, I, (long long)M, I, (long long)P);
+        mc_sb_printf(sb, "          if (pp_ < (%s)%s && mm_ < (%s)%lld) atomicAdd(mc_ws + mm_ * (%s)%s + pp_, acc_[mt][nt][h * 2 + e]);\n",
+                     I, Ps, I, (long long)M, I, Ps);
         mc_sb_puts(sb, "        }\n  __threadfence();\n  __syncthreads();\n  __shared__ int last_;\n");
-        mc_sb_printf(sb, "  if (tid == 0) last_ = atomicAdd(cnt_ + bt_, 1u) == %du;\n  __syncthreads();\n  if (!last_) return;\n"
-                         "  __threadfence();\n", S - 1);
+        mc_sb_printf(sb, "  if (tid == 0) last_ = atomicAdd(cnt_ + bt_, 1u) == %s;\n  __syncthreads();\n  if (!last_) return;\n"
+                         "  __threadfence();\n", S1s);
         mc_sb_printf(sb, "#pragma unroll\n  for (int nt = 0; nt < %d; ++nt)\n#pragma unroll\n    for (int e = 0; e < 2; ++e)\n"
                          "#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n#pragma unroll\n        for (int h = 0; h < 2; ++h) {\n",
                      NT, MT);
         mc_sb_printf(sb, "          const %s pp_ = n0 + wn0 + nt * 8 + t4 * 2 + e, mm_ = m0 + wm0 + mt * 16 + g + h * 8;\n", I);
-        mc_sb_printf(sb, "          if (pp_ < (%s)%lld && mm_ < (%s)%lld) {\n", I, (long long)P, I, (long long)M);
-        mc_sb_printf(sb, "            float *w_ = mc_ws + mm_ * (%s)%lld + pp_;\n", I, (long long)P);
+        mc_sb_printf(sb, "          if (pp_ < (%s)%s && mm_ < (%s)%lld) {\n", I, Ps, I, (long long)M);
+        mc_sb_printf(sb, "            float *w_ = mc_ws + mm_ * (%s)%s + pp_;\n", I, Ps);
         mc_sb_puts(sb, "            acc_[mt][nt][h * 2 + e] = __ldcg(w_);\n            __stcg(w_, 0.0f);\n          }\n        }\n");
         mc_sb_puts(sb, "  if (tid == 0) cnt_[bt_] = 0u;\n");
+        if (psized)
+            mc_sb_puts(sb, "  }\n");
     }
     /* the epilogue over each pair of accumulators (two neighbouring pixels, the same image where
      * OH OW is even): (i0, i1, i2) = (image, output channel, pixel); the views contiguous along
