@@ -751,8 +751,7 @@ static void test_implicit_conv_stages(void **state)
 /* Convs over a symbolic batch (f16[N, ...]), compiled once: the implicit-GEMM kernel reads the
  * pixel count N OH OW, its K split and its tiles per split when it runs (the grid is the
  * binding's), so every binding renders the same source, which compiles; the tile is the same
- * for every binding, the split the binding's (K split at batch 1 where the tiles are few, not at
- * the maximum). The stem (A through registers), layer 1 (its epilogue staged through shared
+ * for every binding, the split the binding's (K split at batch 1 where the tiles are few). The stem (A through registers), layer 1 (its epilogue staged through shared
  * memory), layer 4, the first kernel's loop (two buffers), pairs and single outputs in the
  * epilogue, with a residual. */
 static void test_sized_conv_kernels(void **state)
@@ -805,7 +804,7 @@ static void test_sized_conv_kernels(void **state)
                     bn = pl[k].gemm.conv_bn;
                     assert_non_null(strstr(first, i == 1 ? "pv_ = pix_ < (long long)S_.v[0];" : "pv_ = pix_ < (int)S_.v[0];"));
                     assert_non_null(strstr(first, "  if ((int)S_.v[1] > 1) {"));
-                    if (i == 2) /* layer 4 at N=1: 8 tiles of 64x64, K 4608 split four ways */
+                    if (i == 2) /* layer 4 at N=1: 16 tiles of 64x32 (those for N=8), K 4608 split four ways */
                         assert_int_equal(pl[k].gemm.conv_split, 4);
                     const char *srcs[1] = {first}, *entries[1] = {code->entry};
                     void *cubins[1] = {0};

@@ -1448,16 +1448,19 @@ bool mc_cuda_sized_conv(void)
 
 /* The plan of a conv kernel whose batch is read when it runs (a symbolic batch,
  * mc_cuda_render_sized). Its tile is in the source, so it is the same for every binding: the
- * one mc_cuda_conv_tile picks at the batch's declared maximum, at most 32 (the batch the tiles
- * were tuned at; 32 without a maximum). The K split is the binding's (conv_split_plan on the
- * bound kernel), read by the kernel when it runs, so that a small batch still fills the SMs. */
+ * one mc_cuda_conv_tile picks at the batch's declared maximum, at most 8 (8 without one). The
+ * K split is the binding's (conv_split_plan on the bound kernel), read by the kernel when it
+ * runs, so that a small batch still fills the SMs. ResNet-18 f16 over N<=64 at 224x224 on the
+ * H200 (wall us per run at N = 1, 8, 32; the fixed programs 331.6, 633.9, 1421.7): tiles for
+ * batch 8 389.8, 666.6, 1602.1; for 32 480.4, 1048.6, 1384.0; for 16 433.8, 941.7, 1482.5; for
+ * 1 378.2, 740.7, 1844.8; for 32 splitting only below one tile per SM 478.7, 857.2, 1389.3. */
 void mc_cuda_conv_plan_sized(const kir_program *sized, int ki, const kir_kernel *bound, int sms,
                              mc_cuda_gemm_plan *p)
 {
     const kir_kernel *k = &sized->kernels[ki];
-    int64_t batch = 32;
-    if (!mc_dims_max(sized->dims, k->shape[0], &batch) || batch < 1 || batch > 32)
-        batch = 32;
+    int64_t batch = 8;
+    if (!mc_dims_max(sized->dims, k->shape[0], &batch) || batch < 1 || batch > 8)
+        batch = 8;
     mc_cuda_conv_tile(k->gemm.m, k->gemm.n * batch, sms, &p->conv_bm, &p->conv_bn);
     conv_split_plan(bound, sms, p);
 }
