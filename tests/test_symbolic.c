@@ -1561,6 +1561,9 @@ static void test_cuda_conv_sized_sources(void **state)
         return;
     }
     check_sized_sources(conv_net_model, 0, NULL, 4);
+    setenv("MINIC_CONV_GATHER", "0", 1); /* the copies (test_conv_compiles_once takes them on cuda too) */
+    check_sized_sources(conv_net_model, 0, NULL, 4);
+    unsetenv("MINIC_CONV_GATHER");
     check_sized_sources(conv_f16_model, 0, NULL, 4);
     check_sized_sources(reshape_model, 0, NULL, 2);
     check_sized_sources(spatial_model, 0, NULL, 2);
