@@ -76,6 +76,27 @@ static const char *size_expr(rctx *c, const int64_t *f, int n, int64_t div, char
     return mc_cuda_size(&c->z, f, n, div, buf, size);
 }
 
+/* The slot of the kernel's S_ whose key is `key` (made on first use, holding `value`: keys
+ * never hold a binding, values do), as `S_.v[slot]` in buf. */
+static const char *size_slot(mc_cuda_sizes *z, const int64_t *key, int64_t value, char *buf, size_t size)
+{
+    int slot = 0;
+    while (slot < z->out->nsizes && memcmp(z->key[slot], key, sizeof z->key[0]) != 0)
+        slot++;
+    if (slot == z->out->nsizes) {
+        if (slot >= MC_CUDA_MAX_SIZES) {
+            z->error = true;
+            snprintf(buf, size, "0");
+            return buf;
+        }
+        memcpy(z->key[slot], key, sizeof z->key[0]);
+        z->out->sizes[slot] = value;
+        z->out->nsizes++;
+    }
+    snprintf(buf, size, "S_.v[%d]", slot);
+    return buf;
+}
+
 const char *mc_cuda_size(mc_cuda_sizes *c, const int64_t *f, int n, int64_t div, char *buf, size_t size)
 {
     int64_t cst = 1, key[MC_MAX_RANK + 3] = {0};
@@ -104,27 +125,13 @@ const char *mc_cuda_size(mc_cuda_sizes *c, const int64_t *f, int n, int64_t div,
     key[0] = nsym;
     key[nsym + 1] = cst;
     key[nsym + 2] = div;
-    int slot = 0;
-    while (slot < c->out->nsizes && memcmp(c->key[slot], key, sizeof key) != 0)
-        slot++;
-    if (slot == c->out->nsizes) {
-        if (slot >= MC_CUDA_MAX_SIZES) {
+    int64_t v = cst;
+    for (int i = 0; i < nsym; i++) {
+        int64_t x = 0;
+        if (!mc_dims_eval(c->dims, key[1 + i], c->values, &x) || mc_mul_overflows(v, x, &v))
             c->error = true;
-            snprintf(buf, size, "0");
-            return buf;
-        }
-        memcpy(c->key[slot], key, sizeof key);
-        int64_t v = cst;
-        for (int i = 0; i < nsym; i++) {
-            int64_t x = 0;
-            if (!mc_dims_eval(c->dims, key[1 + i], c->values, &x) || mc_mul_overflows(v, x, &v))
-                c->error = true;
-        }
-        c->out->sizes[slot] = div > 1 ? v / div : v;
-        c->out->nsizes++;
     }
-    snprintf(buf, size, "S_.v[%d]", slot);
-    return buf;
+    return size_slot(c, key, div > 1 ? v / div : v, buf, size);
 }
 
 /* A value of the binding's plan that the source reads when it runs (a conv's K split), as slot
@@ -132,23 +139,8 @@ const char *mc_cuda_size(mc_cuda_sizes *c, const int64_t *f, int n, int64_t div,
  * the same for every binding. */
 static const char *plan_value(rctx *c, int tag, int64_t value, char *buf, size_t size)
 {
-    mc_cuda_sizes *z = &c->z;
     int64_t key[MC_MAX_RANK + 3] = {-1, tag}; /* nsym -1: no product of dims */
-    int slot = 0;
-    while (slot < z->out->nsizes && memcmp(z->key[slot], key, sizeof key) != 0)
-        slot++;
-    if (slot == z->out->nsizes) {
-        if (slot >= MC_CUDA_MAX_SIZES) {
-            z->error = true;
-            snprintf(buf, size, "0");
-            return buf;
-        }
-        memcpy(z->key[slot], key, sizeof key);
-        z->out->sizes[slot] = value;
-        z->out->nsizes++;
-    }
-    snprintf(buf, size, "S_.v[%d]", slot);
-    return buf;
+    return size_slot(&c->z, key, value, buf, size);
 }
 
 /* One dim d, as size_expr prints it. */
