@@ -506,7 +506,8 @@ static mc_value pad_with(ctx *c, mc_value x, const int64_t *before, const int64_
         x = mc_rewrite_node(c->rw, c->n, MC_OP_CONCAT, parts, np, &ca);
         if (x < 0)
             return x;
-        shape[a] += before[a] + after[a];
+        bool sized = mc_dim_add_const(c->rw->dst, shape[a], before[a] + after[a], &shape[a]);
+        MC_ASSERT(sized); /* inference made the padded size already (ir/infer.c) */
         any = true;
     }
     return any ? x : shape_op(c, MC_OP_RESHAPE, x, shape, r);
@@ -744,16 +745,17 @@ static mc_value conv_cols(ctx *c, mc_value x, const mc_node *xn, int sr, const i
  * kernel IR still see, so fusion gives it the GEMM's epilogue (bias, activation, residual),
  * and the verifier, the memory plan and the profile (category conv, its FLOPs and bytes) read
  * one kernel. Taken for f16 and bf16 (tensor cores), without groups (a grouped or depthwise
- * conv keeps the gather and batched GEMM below), with every size known (no symbolic dims), and
- * not for a 1x1 conv with stride 1 and no padding, which is a plain GEMM on x already. */
+ * conv keeps the gather and batched GEMM below), with every size but the batch known (the CUDA
+ * kernel reads a symbolic batch when it runs), and not for a 1x1 conv with stride 1 and no
+ * padding, which is a plain GEMM on x already. */
 static bool implicit_applies(const ctx *c, const mc_node *xn, const mc_node *wn, int sr)
 {
     const mc_attrs *at = &c->n->attr;
     if (!c->conv_implicit || at->groups != 1 || (xn->dtype != MC_F16 && xn->dtype != MC_BF16) || wn->dtype != xn->dtype)
         return false;
     bool direct = true;
-    for (int d = 0; d < xn->rank; d++)
-        if (xn->shape[d] < 1 || wn->shape[d] < 1 || c->n->shape[d] < 1)
+    for (int d = 1; d < xn->rank; d++) /* (only the batch may be symbolic: ir/infer.c) */
+        if (mc_dim_is_sym(xn->shape[d]) || mc_dim_is_sym(wn->shape[d]) || mc_dim_is_sym(c->n->shape[d]))
             return false;
     for (int i = 0; i < sr; i++)
         direct = direct && wn->shape[2 + i] == 1 && at->stride[i] == 1 && at->padding[i] == 0;

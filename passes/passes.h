@@ -283,8 +283,8 @@ void mc_contiguous_strides(const mc_graph *g, const int64_t *shape, int rank, in
 int64_t mc_stride_mul(const mc_graph *g, int64_t a, int64_t b);
 int64_t mc_stride_add(const mc_graph *g, int64_t a, int64_t b);
 int64_t mc_shape_numel(const mc_graph *g, const int64_t *shape, int rank); /* a dim */
-/* Does reshape n of x keep every symbolic dim whole, in a group of its own (views.c)? */
-bool mc_reshape_takes_symbols(const mc_node *x, const mc_node *n);
+/* Can reshape n of x be split into groups of equal products, symbols and all (views.c)? */
+bool mc_reshape_takes_symbols(const mc_graph *g, const mc_node *x, const mc_node *n);
 bool mc_cmap_equal(const mc_cmap *a, const mc_cmap *b);
 /* The view of shape operator n's operand that makes n read as v (a value stored straight into
  * the place a transpose or reshape copy would have put it); false for a slice or expand, which

@@ -74,15 +74,16 @@ static bool concat_offsets(const mc_graph *g, const mc_node *n)
 
 /* Does operator n take symbolic sizes through decompose, fusion and lowering? Pointwise work,
  * reductions and the normalizations over any axis (1/n is KI_SIZE), GEMMs, the shape
- * operators whose views move no offsets (transpose, expand), a reshape that keeps each
- * symbol a dim of its own ([B, T, 768] as [B, T, 12, 64]), iota and full (a causal mask),
- * slice from a fixed start with a positive step, concat (offsets are sums of sizes), gather.
- * argmax/argmin and update (lengths as values: KI_SIZE `times`), cumsum (a scan, its row
- * length read when it runs), layernorm over any axis (a symbolic n takes the fixed scale
- * 2^-31, decompose.c), a slice from the end of a symbolic axis or backwards (decompose makes
- * it a gather at run-time indices).
- * Not yet: a reshape that merges or splits a symbol (quotients of run-time sizes),
- * convolutions, pools, pad, allreduce. */
+ * operators whose views move no offsets (transpose, expand), reshape (its groups of axes by
+ * exact quotients of their products: [B, T, 768] as [B, T, 12, 64] or as [B*T, 768]), iota and
+ * full (a causal mask), slice from a fixed start with a positive step, concat (offsets are sums
+ * of sizes), gather, and the spatial composites (conv and pools over a symbolic batch, the
+ * only symbolic axis inference lets them have; pad and batchnorm over any), whose
+ * decompositions are made of these. argmax/argmin and update (lengths as values: KI_SIZE
+ * `times`), cumsum (a scan, its row length read when it runs), layernorm over any axis (a
+ * symbolic n takes the fixed scale 2^-31, decompose.c), a slice from the end of a symbolic
+ * axis or backwards (decompose makes it a gather at run-time indices).
+ * Not yet: allreduce. */
 static bool takes_symbols(const mc_graph *g, const mc_node *n)
 {
     switch (mc_op_table[n->op].kind) {
@@ -99,7 +100,7 @@ static bool takes_symbols(const mc_graph *g, const mc_node *n)
         return true;
     case MC_KIND_SHAPE:
         if (n->op == MC_OP_RESHAPE)
-            return mc_reshape_takes_symbols(&g->nodes[n->in[0]], n);
+            return mc_reshape_takes_symbols(g, &g->nodes[n->in[0]], n);
         if (n->op == MC_OP_SLICE) /* its offset start * stride; decompose rewrites the rest */
             return mc_slice_rewritten(g, n) ||
                    (!mc_dim_is_sym(n->attr.start) && n->attr.start != MC_END && n->attr.start >= 0 && n->attr.step >= 1);
@@ -110,7 +111,9 @@ static bool takes_symbols(const mc_graph *g, const mc_node *n)
         return n->op == MC_OP_IOTA || n->op == MC_OP_FULL;
     case MC_KIND_GATHER: /* its stride and checked size are dims in kir, bound per binding */
         return n->op == MC_OP_GATHER || n->op == MC_OP_UPDATE;
-    case MC_KIND_SPATIAL: case MC_KIND_COLLECTIVE:
+    case MC_KIND_SPATIAL: /* decomposed into the operators above (checked again after decompose) */
+        return true;
+    case MC_KIND_COLLECTIVE:
         return false;
     }
     return false;

@@ -165,22 +165,25 @@ static bool from_gemm(const mc_rewrite *rw, mc_value v, int depth)
     return false;
 }
 
-/* r = reshape(y) splits y's last axis into r's axes ra-1 .. (ra = y's rank), the others equal. */
-static bool splits_last_axis(const mc_node *r, const mc_node *y)
+/* r = reshape(y) splits y's last axis into r's axes ra-1 .. (ra = y's rank), the others equal.
+ * (Sizes may be symbolic: their product is a dim of g's table, [B*T, 768] as [B, T, 768] does
+ * not split the last axis.) */
+static bool splits_last_axis(const mc_graph *g, const mc_node *r, const mc_node *y)
 {
     int ra = y->rank;
     if (ra < 1 || r->rank <= ra)
         return false;
     int64_t p = 1;
     for (int d = ra - 1; d < r->rank; d++)
-        p *= r->shape[d];
+        if (!mc_dim_mul(g, p, r->shape[d], &p))
+            return false;
     return p == y->shape[ra - 1] && memcmp(r->shape, y->shape, sizeof(int64_t) * (size_t)(ra - 1)) == 0;
 }
 
 /* The shape operand x (broadcast against n's shape, right-aligned) takes in y's space when the
  * split axes ra-1 .. of n are merged back: each split axis of x is 1 (broadcast), or each is
  * n's. False when x mixes the two (it cannot be read at the merged index). */
-static bool merged_shape(const mc_node *x, const mc_node *n, int ra, int64_t *shape)
+static bool merged_shape(const mc_graph *g, const mc_node *x, const mc_node *n, int ra, int64_t *shape)
 {
     int64_t e[MC_MAX_RANK];
     int pad = n->rank - x->rank;
@@ -191,7 +194,8 @@ static bool merged_shape(const mc_node *x, const mc_node *n, int ra, int64_t *sh
     for (int d = ra - 1; d < n->rank; d++) {
         ones = ones && e[d] == 1;
         full = full && e[d] == n->shape[d];
-        p *= n->shape[d];
+        if (!mc_dim_mul(g, p, n->shape[d], &p))
+            return false;
     }
     if (!ones && !full)
         return false;
@@ -216,7 +220,7 @@ static mc_value sink_reshape(mc_rewrite *rw, const mc_node *n, const mc_value *i
         const mc_node *r = dst(rw, in[k]);
         if (r->op == MC_OP_RESHAPE && users[n->in[k]] == 1 &&
             r->rank == n->rank && memcmp(r->shape, n->shape, sizeof(int64_t) * (size_t)n->rank) == 0 &&
-            splits_last_axis(r, dst(rw, r->in[0])) && from_gemm(rw, r->in[0], 8))
+            splits_last_axis(rw->dst, r, dst(rw, r->in[0])) && from_gemm(rw, r->in[0], 8))
             slot = k;
     }
     if (slot < 0)
@@ -226,7 +230,7 @@ static mc_value sink_reshape(mc_rewrite *rw, const mc_node *n, const mc_value *i
     mc_value ops[3];
     int64_t shapes[3][MC_MAX_RANK];
     for (int k = 0; k < n->nin; k++)
-        if (k != slot && dst(rw, in[k])->rank > 0 && !merged_shape(dst(rw, in[k]), n, ra, shapes[k]))
+        if (k != slot && dst(rw, in[k])->rank > 0 && !merged_shape(rw->dst, dst(rw, in[k]), n, ra, shapes[k]))
             return MC_NONE;
     for (int k = 0; k < n->nin; k++) {
         const mc_node *x = dst(rw, in[k]);

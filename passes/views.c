@@ -96,15 +96,19 @@ static int64_t transpose_from(const mc_node *n, int d)
 }
 
 /* Reshape groups: runs of input and output dims with equal products (size-1 dims aside).
- * Calls back once per group with [i0, i1) input dims and [o0, o1) output dims. A symbolic dim
- * groups only with the very same dim on the other side ([B, T, 768] as [B, T, 12, 64]): a
- * group that would multiply a symbol out, or split it, maps coordinates by quotients of sizes
- * nobody knows yet, so such a reshape is no view (false), and passes/pipeline.c keeps it off
- * the kernels that read sizes when they run (mc_reshape_takes_symbols). */
+ * Calls back once per group with [i0, i1) input dims and [o0, o1) output dims. With symbols the
+ * products are dims of g's table, equal for every binding exactly when they are the same dim,
+ * and a side grows while the other's product is an exact multiple of its own ([B, T, 768] as
+ * [B*T, 768]: B grows to B*T; [B*T, 768] as [B, T, 768]: B*T is B times T); where neither
+ * divides the other ([B, 2] as [2, B]) both grow until they meet, at the end at the latest,
+ * since inference made the sizes' products the same dim. A group of several dims on both
+ * sides maps no coordinates (reshape_map_group) and is read through a view of the stored value
+ * or copied (passes/fuse.c), as with constant sizes. False only where a product passes the
+ * table's limits (mc_reshape_takes_symbols: passes/pipeline.c then compiles per binding). */
 typedef bool (*reshape_group_fn)(void *ctx, const mc_node *x, const mc_node *n, int i0, int i1,
                                  int o0, int o1);
 
-static bool reshape_groups(const mc_node *x, const mc_node *n, reshape_group_fn fn, void *ctx)
+static bool reshape_groups(const mc_graph *g, const mc_node *x, const mc_node *n, reshape_group_fn fn, void *ctx)
 {
     int i = 0, o = 0;
     for (;;) {
@@ -115,19 +119,20 @@ static bool reshape_groups(const mc_node *x, const mc_node *n, reshape_group_fn 
         if (i == x->rank || o == n->rank)
             return i == x->rank && o == n->rank;
         int i0 = i, o0 = o;
-        int64_t pi = x->shape[i++], po = n->shape[o++];
+        int64_t pi = x->shape[i++], po = n->shape[o++], q;
         while (pi != po) {
-            if (mc_dim_is_sym(pi) || mc_dim_is_sym(po))
+            bool grow_in;
+            if (!mc_dim_is_sym(pi) && !mc_dim_is_sym(po))
+                grow_in = pi < po;
+            else if (mc_dim_div_exact(g, po, pi, &q))
+                grow_in = true;
+            else if (mc_dim_div_exact(g, pi, po, &q))
+                grow_in = false;
+            else /* neither ([B, 2] as [2, B]): more of both, the input's first */
+                grow_in = i < x->rank;
+            if (grow_in ? i >= x->rank || !mc_dim_mul(g, pi, x->shape[i++], &pi)
+                        : o >= n->rank || !mc_dim_mul(g, po, n->shape[o++], &po))
                 return false;
-            if (pi < po) {
-                if (i >= x->rank || mc_dim_is_sym(x->shape[i]))
-                    return false;
-                pi *= x->shape[i++];
-            } else {
-                if (o >= n->rank || mc_dim_is_sym(n->shape[o]))
-                    return false;
-                po *= n->shape[o++];
-            }
         }
         if (!fn(ctx, x, n, i0, i, o0, o))
             return false;
@@ -153,15 +158,19 @@ static bool reshape_map_group(void *ctx, const mc_node *x, const mc_node *n, int
         }
     if (count != 1)
         return false; /* input coordinates would be quotients and remainders */
-    int64_t s = 1; /* a constant: a group with a symbol is that one dim (reshape_groups) */
+    int64_t s = 1; /* a map's coefficients are numbers: a split of a symbol ([B*T] as [B, T])
+                    * is read through a view of the stored value instead */
     for (int d = o1 - 1; d >= o0; d--) {
         if (n->shape[d] > 1 || mc_dim_is_sym(n->shape[d])) {
             out->off[which] += m->off[d] * s;
             for (int j = 0; j < MC_MAX_RANK; j++)
                 out->coef[which][j] += m->coef[d][j] * s;
         }
-        if (d > o0)
+        if (d > o0) {
+            if (mc_dim_is_sym(n->shape[d]))
+                return false;
             s *= n->shape[d];
+        }
     }
     return true;
 }
@@ -210,7 +219,7 @@ bool mc_cmap_operand(const mc_graph *g, int ni, int slot, const mc_cmap *m, mc_c
         return true;
     case MC_OP_RESHAPE: {
         const void *ctx[2] = {m, out};
-        return reshape_groups(x, n, reshape_map_group, (void *)ctx);
+        return reshape_groups(g, x, n, reshape_map_group, (void *)ctx);
     }
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_NEG: case MC_OP_ABS:
     case MC_OP_EXP: case MC_OP_LOG: case MC_OP_SQRT: case MC_OP_RSQRT: case MC_OP_RECIP:
@@ -256,9 +265,9 @@ static bool reshape_view_group(void *ctx, const mc_node *x, const mc_node *n, in
     return true;
 }
 
-bool mc_reshape_takes_symbols(const mc_node *x, const mc_node *n)
+bool mc_reshape_takes_symbols(const mc_graph *g, const mc_node *x, const mc_node *n)
 {
-    return reshape_groups(x, n, accept_group, NULL);
+    return reshape_groups(g, x, n, accept_group, NULL);
 }
 
 bool mc_tview_compose(const mc_graph *g, int ni, const mc_tview *in, mc_tview *out)
@@ -285,7 +294,7 @@ bool mc_tview_compose(const mc_graph *g, int ni, const mc_tview *in, mc_tview *o
         return true;
     case MC_OP_RESHAPE: {
         const void *ctx[3] = {g, in, out};
-        return reshape_groups(x, n, reshape_view_group, (void *)ctx);
+        return reshape_groups(g, x, n, reshape_view_group, (void *)ctx);
     }
     case MC_OP_INPUT: case MC_OP_PARAM: case MC_OP_CONST: case MC_OP_NEG: case MC_OP_ABS:
     case MC_OP_EXP: case MC_OP_LOG: case MC_OP_SQRT: case MC_OP_RSQRT: case MC_OP_RECIP:
@@ -321,7 +330,7 @@ bool mc_tview_invert(const mc_graph *g, int ni, const mc_tview *v, mc_tview *out
     }
     if (n->op == MC_OP_RESHAPE) {
         const void *ctx[3] = {g, v, out};
-        return reshape_groups(n, in, reshape_view_group, (void *)ctx);
+        return reshape_groups(g, n, in, reshape_view_group, (void *)ctx);
     }
     return false; /* a slice or expand sees only part of its operand */
 }

@@ -19,6 +19,7 @@
 #include "backends/cuda/cuda.h"
 #include "runtime/runtime.h"
 #include "cuda_fixtures.h"
+#include "cuda_sized.h"
 
 static const mc_cuda_target target = {.sm = 90, .num_sms = 132};
 
@@ -706,6 +707,22 @@ static void test_implicit_conv_kernels(void **state)
     mc_graph_free(g);
 }
 
+/* conv(x, w, b, attrs) of dtype dt with relu after it (and `extra`, a line between them whose
+ * value is r, or none), one output z. */
+static mc_graph *conv_relu_graph(const char *dt, const char *x, const char *w, int co, const char *attrs,
+                                 const char *extra)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "graph a\ninput x : %s[%s]\nparam w : %s[%s]\nparam b : %s[%d]\n"
+             "y = conv(x, w, b, %s)\n%sz = relu(%s)\noutput z\n",
+             dt, x, dt, w, dt, co, attrs, extra ? extra : "", extra ? "r" : "y");
+    mc_graph *g;
+    if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
+        fail_msg("%s\n%s", mc_error_message(), text);
+    return g;
+}
+
 /* The conv main loop at every depth (MINIC_CUDA_CONV_STAGES=2, 3, 4: D = 1, 2, 3 tiles in flight;
  * 3 by default): the stem (A
  * through registers), layer 1 with its residual, layer 4 split along K, an odd K of 180 and an
@@ -731,14 +748,8 @@ static void test_implicit_conv_stages(void **state)
         {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "f16", 64, 2, 0, 1, false}, /* the first kernel */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char text[1024], st[8], sp[8];
-        snprintf(text, sizeof text,
-                 "graph a\ninput x : %s[%s]\nparam w : %s[%s]\nparam b : %s[%d]\n"
-                 "y = conv(x, w, b, %s)\nz = relu(y)\noutput z\n",
-                 cases[i].dt, cases[i].x, cases[i].dt, cases[i].w, cases[i].dt, cases[i].co, cases[i].attrs);
-        mc_graph *g;
-        if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
-            fail_msg("%s\n%s", mc_error_message(), text);
+        char st[8], sp[8];
+        mc_graph *g = conv_relu_graph(cases[i].dt, cases[i].x, cases[i].w, cases[i].co, cases[i].attrs, NULL);
         snprintf(st, sizeof st, "%d", cases[i].stages);
         snprintf(sp, sizeof sp, "%d", cases[i].split);
         if (!cases[i].dflt) {
@@ -754,7 +765,7 @@ static void test_implicit_conv_stages(void **state)
                                  .conv_implicit = true};
         kir_program *kp;
         if (mc_compile_kernels(g, &co, &kp) != MC_OK)
-            fail_msg("%s\n%s", mc_error_message(), text);
+            fail_msg("%s\n%s", mc_error_message(), cases[i].x);
         mc_cuda_kernel_plan *pl = compile_all(kp);
         assert_int_equal(kp->nkernels, 1);
         assert_string_equal(pl[0].code.scheme, "conv-implicit-mma");
@@ -790,6 +801,118 @@ static void test_implicit_conv_stages(void **state)
         unsetenv("MINIC_CUDA_CONV_BVEC");
         unsetenv("MINIC_CUDA_CONV_SEPI");
     }
+}
+
+/* Convs over a symbolic batch (f16[N, ...]), compiled once: the implicit-GEMM kernel reads the
+ * pixel count N OH OW, its K split and its tiles per split when it runs (the grid is the
+ * binding's), so every binding renders the same source, which compiles; the tile is the same
+ * for every binding, the split the binding's (K split at batch 1 where the tiles are few). The stem (A through registers), layer 1 (its epilogue staged through shared
+ * memory), layer 4, the first kernel's loop (two buffers), pairs and single outputs in the
+ * epilogue, with a residual. */
+static void test_sized_conv_kernels(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *x, *w, *attrs, *dt, *env, *val;
+        int co;
+    } cases[] = {
+        {"N<=32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "f16", NULL, NULL, 64},
+        {"N, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "bf16", NULL, NULL, 64},
+        {"N<=32, 512, 7, 7", "512, 512, 3, 3", "padding=[1, 1]", "f16", NULL, NULL, 512},
+        {"N<=8, 64, 14, 14", "64, 64, 3, 3", "padding=[1, 1]", "f16", "MINIC_CUDA_CONV_STAGES", "2", 64},
+        {"N<=8, 64, 14, 14", "64, 64, 3, 3", "padding=[1, 1]", "bf16", "MINIC_CUDA_CONV_SEPI", "0", 64},
+        {"N<=8, 20, 15, 13", "40, 20, 3, 3", "stride=[2, 2], padding=[1, 1]", "f16", NULL, NULL, 40},
+    };
+    const int64_t bindings[][1] = {{1}, {3}, {8}, {2}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        mc_graph *g = conv_relu_graph(cases[i].dt, cases[i].x, cases[i].w, cases[i].co, cases[i].attrs,
+                                      "r = add(y, y)\n");
+        if (cases[i].env)
+            setenv(cases[i].env, cases[i].val, 1);
+        char refused[MC_COMPILE_REFUSED] = "";
+        mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = true,
+                                 .conv_implicit = true, .symbolic = true, .refused = refused};
+        kir_program *sized;
+        if (mc_compile_kernels(g, &co, &sized) != MC_OK || !sized)
+            fail_msg("%s %s\n%s", mc_error_message(), refused, cases[i].x);
+        char *first = NULL;
+        int bm = 0, bn = 0;
+        for (size_t b = 0; b < sizeof bindings / sizeof bindings[0]; b++) {
+            mc_cuda_kernel_plan *pl = NULL;
+            int specialized = -1;
+            char why[200];
+            kir_program *kp = cuda_plan_binding(sized, bindings[b], true, &target, &pl, &specialized, why, sizeof why);
+            if (specialized != 0)
+                fail_msg("%s: %d kernels rendered for N=%lld (%s)", cases[i].x, specialized, (long long)bindings[b][0], why);
+            int nconv = 0;
+            for (int k = 0; k < kp->nkernels; k++) {
+                if (!pl[k].is_gemm || !pl[k].gemm.conv)
+                    continue;
+                nconv++;
+                const mc_cuda_code *code = &pl[k].code;
+                assert_string_equal(code->scheme, "conv-implicit-mma");
+                const kir_kernel *kk = &kp->kernels[k];
+                int64_t pixels = bindings[b][0] * kk->gemm.n;
+                if (b == 0) {
+                    first = strdup(code->src.data);
+                    bm = pl[k].gemm.conv_bm;
+                    bn = pl[k].gemm.conv_bn;
+                    assert_non_null(strstr(first, i == 1 ? "pv_ = pix_ < (long long)S_.v[0];" : "pv_ = pix_ < (int)S_.v[0];"));
+                    assert_non_null(strstr(first, "  if ((int)S_.v[1] > 1) {"));
+                    if (i == 2) /* layer 4 at N=1: 16 tiles of 64x32 (those for N=8), K 4608 split four ways */
+                        assert_int_equal(pl[k].gemm.conv_split, 4);
+                    const char *srcs[1] = {first}, *entries[1] = {code->entry};
+                    void *cubins[1] = {0};
+                    size_t sizes[1];
+                    int compiled = 0;
+                    if (mc_cuda_compile(srcs, entries, 1, target.sm, NULL, NULL, cubins, sizes, &compiled) != MC_OK)
+                        fail_msg("%s\n%s", mc_error_message(), first);
+                    free(cubins[0]);
+                } else {
+                    assert_string_equal(code->src.data, first); /* nothing to compile */
+                    assert_int_equal(pl[k].gemm.conv_bm, bm);
+                    assert_int_equal(pl[k].gemm.conv_bn, bn);
+                }
+                int64_t tiles = (kk->gemm.m + bm - 1) / bm * ((pixels + bn - 1) / bn), split = pl[k].gemm.conv_split;
+                assert_int_equal(code->sizes[0], pixels);
+                assert_int_equal(code->sizes[1], split);
+                assert_int_equal(code->sizes[2], tiles);
+                assert_int_equal(code->grid[0], tiles * split);
+                assert_int_equal(pl[k].gemm.conv_ws_bytes, split > 1 ? (kk->gemm.m * pixels + tiles) * 4 : 0);
+            }
+            assert_int_equal(nconv, 1);
+            mc_cuda_plans_free(pl, kp->nkernels);
+            kir_program_free(kp);
+        }
+        if (cases[i].env)
+            unsetenv(cases[i].env);
+        free(first);
+        kir_program_free(sized);
+        mc_graph_free(g);
+    }
+    /* MINIC_CUDA_SIZED_CONV=0: the conv rendered for each binding with its own plan, and said so */
+    mc_graph *g;
+    if (mc_graph_parse_string("a.graph", "graph a\ninput x : f16[N, 64, 14, 14]\nparam w : f16[64, 64, 3, 3]\n"
+                                         "y = conv(x, w, padding=[1, 1])\noutput y\n", &g) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    char refused[MC_COMPILE_REFUSED] = "";
+    mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = true,
+                             .conv_implicit = true, .symbolic = true, .refused = refused};
+    kir_program *sized;
+    assert_int_equal(mc_compile_kernels(g, &co, &sized), MC_OK);
+    mc_cuda_kernel_plan *pl = NULL;
+    int specialized = -1;
+    char why[200];
+    setenv("MINIC_CUDA_SIZED_CONV", "0", 1);
+    kir_program *kp = cuda_plan_binding(sized, bindings[1], true, &target, &pl, &specialized, why, sizeof why);
+    unsetenv("MINIC_CUDA_SIZED_CONV");
+    assert_int_equal(specialized, 1);
+    assert_non_null(strstr(why, "MINIC_CUDA_SIZED_CONV=0"));
+    assert_null(strstr(pl[0].code.src.data, "S_.v["));
+    mc_cuda_plans_free(pl, kp->nkernels);
+    kir_program_free(kp);
+    kir_program_free(sized);
+    mc_graph_free(g);
 }
 
 /* Attention kernels of every kind render and compile: f32, f16 and bf16 (tensor cores for the
@@ -1143,6 +1266,7 @@ int main(void)
         cmocka_unit_test(test_symbolic_kernels),
         cmocka_unit_test(test_implicit_conv_kernels),
         cmocka_unit_test(test_implicit_conv_stages),
+        cmocka_unit_test(test_sized_conv_kernels),
 #endif
     };
     return mc_test_run(tests);

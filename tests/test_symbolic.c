@@ -11,8 +11,10 @@
 #include "ir/ir.h"
 #include "passes/passes.h"
 #include "runtime/runtime.h"
+#include "passes_check.h"
 #ifdef MINIC_HAVE_CUDA
 #include "backends/cuda/cuda.h"
+#include "cuda_sized.h"
 #endif
 
 #define SHAPE(...) (int64_t[]){__VA_ARGS__}, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
@@ -358,7 +360,9 @@ static void test_run_bindings(void **state)
             printf("cuda: skipped (no usable GPU)\n");
             break;
         }
+        setenv("MINIC_SPECIALIZE", "1", 1); /* (the model takes symbolic sizes: compiled once) */
         mc_program *p = compile_for(g, b == nbackends ? MC_BACKEND_CUDA : backends[b]);
+        unsetenv("MINIC_SPECIALIZE");
         assert_int_equal(mc_program_compilations(p), 0); /* nothing until a binding runs */
         run_and_check(p, g, 2, 3);
         assert_int_equal(mc_program_compilations(p), 1);
@@ -805,28 +809,24 @@ static void test_compiles_once_offsets(void **state)
     mc_graph_free(g);
 }
 
-/* What does not take symbolic sizes yet compiles per binding, as before, and says why. */
+/* Every operator takes symbolic sizes now (reshapes that merge symbols, slices from the end,
+ * update, cumsum, the spatial composites: 2026-11-28); MINIC_SPECIALIZE=1 still compiles per
+ * binding, as before, and says why. */
 static void test_sized_fallbacks(void **state)
 {
     (void)state;
-    static const struct {
-        const char *text, *why;
-    } cases[] = {
-        {"input x : f32[B, 2, 3]\ny = reshape(x, shape=[-1, 3])\noutput y\n",
-         "compiled per binding (reshape at line 2 does not take symbolic sizes yet)"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        mc_graph *g = parse(cases[i].text);
-        mc_program *p = compile_noting(g, MC_BACKEND_REF);
-        if (!strstr(mc_program_notes(p), cases[i].why))
-            fail_msg("notes: %s", mc_program_notes(p));
-        assert_int_equal(mc_program_compilations(p), 0);
-        run_against_oracle(p, g, (int64_t[]){2}, 1e-5);
-        run_against_oracle(p, g, (int64_t[]){3}, 1e-5);
-        assert_int_equal(mc_program_compilations(p), 2);
-        mc_program_free(p);
-        mc_graph_free(g);
-    }
+    setenv("MINIC_SPECIALIZE", "1", 1);
+    mc_graph *g = parse("input x : f32[B, 2, 3]\ny = reshape(x, shape=[-1, 3])\nz = cumsum(y, axis=0)\noutput z\n");
+    mc_program *p = compile_noting(g, MC_BACKEND_REF);
+    unsetenv("MINIC_SPECIALIZE");
+    if (!strstr(mc_program_notes(p), "compiled per binding (MINIC_SPECIALIZE=1)"))
+        fail_msg("notes: %s", mc_program_notes(p));
+    assert_int_equal(mc_program_compilations(p), 0);
+    run_against_oracle(p, g, (int64_t[]){2}, 1e-5);
+    run_against_oracle(p, g, (int64_t[]){3}, 1e-5);
+    assert_int_equal(mc_program_compilations(p), 2);
+    mc_program_free(p);
+    mc_graph_free(g);
     /* cpu generated one kernel of the step-3 model per binding until 2026-11-28 (a log_softmax
      * over [B, T, T]'s middle axis): it compiles once now (test_vector_stride_compiles_once), as
      * GEMMs and attention with symbolic strides do (test_strided_gemm_compiles_once) */
@@ -868,7 +868,7 @@ static void test_bad_bindings(void **state)
     mc_tensor t;
     assert_int_equal(mc_program_output(p, 0, &t), MC_OK);
     assert_int_equal(t.shape[1], 5);
-    assert_int_equal(mc_program_compilations(p), 2);
+    assert_int_equal(mc_program_compilations(p), 1); /* compiled once: the new T compiled nothing */
     mc_program_free(p);
 
     /* a slice that the binding empties: an input error naming the line and the binding */
@@ -1055,7 +1055,7 @@ static void check_sized_sources(const char *text, int want_specialized, const ch
     mc_graph *g = parse(text);
     mc_options o = mc_test_options();
     o.backend = MC_BACKEND_CUDA;
-    mc_compile_options co = mc_compile_options_for(&o);
+    mc_compile_options co = mc_compile_options_of_backend(&o); /* cuda's convs: gather, implicit GEMM */
     char refused[MC_COMPILE_REFUSED] = "";
     co.symbolic = true;
     co.refused = refused;
@@ -1063,22 +1063,16 @@ static void check_sized_sources(const char *text, int want_specialized, const ch
     if (mc_compile_kernels(g, &co, &sized) != MC_OK || !sized)
         fail_msg("compile: %s %s", mc_error_message(), refused);
     const mc_cuda_target t = {.sm = 90, .num_sms = 132};
-    const int64_t bindings[][3] = {{2, 3, 1}, {1, 7, 2}, {3, 32, 1}, {1, 1, 1}}; /* (a third symbol: ops_model's L) */
+    /* a third symbol: ops_model's L (at most its S), spatial_model's W */
+    const int64_t bindings[][3] = {{2, 5, 3}, {1, 7, 2}, {3, 32, 9}, {1, 1, 1}};
     char **first = calloc((size_t)sized->nkernels + 1, sizeof *first);
     assert_non_null(first);
     int with_sizes = 0;
     for (size_t b = 0; b < sizeof bindings / sizeof bindings[0]; b++) {
-        kir_program *kp = kir_bind(sized, bindings[b]);
-        assert_non_null(kp);
-        mc_plan_memory(kp, co.plan_memory);
-        int *align = calloc((size_t)kp->nbuffers + 1, sizeof(int));
-        assert_non_null(align);
-        mc_cuda_buffer_align(kp, align);
         mc_cuda_kernel_plan *pl = NULL;
         int specialized = -1;
         char why[200];
-        if (mc_cuda_plan_program_sized(kp, sized, bindings[b], &t, align, &pl, &specialized, why, sizeof why) != MC_OK)
-            fail_msg("plan: %s", mc_error_message());
+        kir_program *kp = cuda_plan_binding(sized, bindings[b], co.plan_memory, &t, &pl, &specialized, why, sizeof why);
         if (specialized != want_specialized)
             fail_msg("%d kernels rendered for binding %zu (%s)", specialized, b, why);
         if (why_part && !strstr(why, why_part))
@@ -1111,7 +1105,6 @@ static void check_sized_sources(const char *text, int want_specialized, const ch
                 free(cubins[i]);
         }
         mc_cuda_plans_free(pl, kp->nkernels);
-        free(align);
         kir_program_free(kp);
     }
     assert_true(with_sizes >= want_with_sizes);
@@ -1850,6 +1843,180 @@ static void test_cuda_sized_sources_more(void **state)
 }
 #endif
 
+/* ---- the spatial composites and reshapes over symbols ---------------------------------------- */
+
+/* Compile symbolic graph `text` once on the backend of MINIC_TEST_BACKEND and run it at every
+ * binding: one compilation, nothing compiled after the first binding, the float64 results. */
+static void compiles_once_at(const char *text, const int64_t (*bindings)[3], size_t nbindings, double tolerance)
+{
+    mc_backend_kind kind = check_backend();
+#ifndef MINIC_HAVE_CPU_BACKEND
+    if (kind == MC_BACKEND_CPU)
+        return;
+#endif
+    if (kind == MC_BACKEND_CUDA && !mc_test_have_gpu()) {
+        printf("cuda: skipped: no GPU\n");
+        return;
+    }
+    mc_graph *g = parse(text);
+    mc_program *p = compile_noting(g, kind);
+    if (!strstr(mc_program_notes(p), "compiled once"))
+        fail_msg("notes: %s", mc_program_notes(p));
+    const mc_program *first = NULL;
+    for (size_t i = 0; i < nbindings; i++) {
+        run_against_oracle(p, g, bindings[i], tolerance);
+        mc_program *ran = mc_program_ran(p);
+        if (mc_program_compilations(p) != 1 || ran->kernels_specialized != 0)
+            fail_msg("binding %zu: %d compilations, %d kernels specialized; notes: %s", i,
+                     mc_program_compilations(p), ran->kernels_specialized, mc_program_notes(ran));
+        if (i == 0)
+            first = ran;
+        else if (ran != first && ran->kernels_compiled != 0)
+            fail_msg("binding %zu: %d kernels compiled", i, ran->kernels_compiled);
+    }
+    mc_program_free(p);
+    mc_graph_free(g);
+}
+
+/* A small channels-first conv net over a symbolic batch: conv (strided, padded; grouped and
+ * dilated; 1x1), batchnorm folded into its conv and not, relu, maxpool, avgpool, pad, a 1-d conv
+ * and pool. */
+static const char *conv_net_model =
+    "graph convnet\n"
+    "input x : f32[N, 3, 12, 10]\n"
+    "input x1 : f32[N, 4, 9]\n"
+    "param w1 : f32[8, 3, 3, 3]\n"
+    "param b1 : f32[8]\n"
+    "param s : f32[8]\n"
+    "param bb : f32[8]\n"
+    "param mu : f32[8]\n"
+    "param var : f32[8]\n"
+    "param w2 : f32[6, 4, 3, 3]\n"
+    "param w3 : f32[5, 6, 1, 1]\n"
+    "param w4 : f32[2, 4, 3]\n"
+    "c1 = conv(x, w1, b1, stride=[2, 2], padding=[1, 1])\n"
+    "n1 = batchnorm(c1, s, bb, mu, var, eps=1.0)\n"
+    "r1 = relu(n1)\n"
+    "m1 = maxpool(r1, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\n"
+    "p1 = pad(m1, pads=[0, 0, 1, 0, 0, 0, 1, 2], value=0.25)\n"
+    "c2 = conv(p1, w2, padding=[1, 1], dilation=[1, 2], groups=2)\n"
+    "ev = exp(var)\n"
+    "n2 = batchnorm(r1, s, bb, mu, ev)\n"
+    "a2 = avgpool(n2, kernel=[2, 3], stride=[2, 2], padding=[1, 1])\n"
+    "c3 = conv(c2, w3)\n"
+    "c4 = conv(x1, w4, padding=[1])\n"
+    "m4 = maxpool(c4, kernel=[2], stride=[2])\n"
+    "output c3, a2, m4\n";
+
+/* f16 convs as the CUDA backend runs them: the implicit GEMM (MINIC_REF_IMPLICIT_CONV=1 has the
+ * ref interpreter run its kernel IR), a 7x7 stem, a 3x3 layer with its residual and a 1x1
+ * stride-2 downsample, the batch symbolic. */
+static const char *conv_f16_model =
+    "graph conv_f16\n"
+    "input x : f32[N<=8, 3, 20, 18]\n"
+    "param w1 : f32[8, 3, 7, 7]\n"
+    "param b1 : f32[8]\n"
+    "param w2 : f32[8, 8, 3, 3]\n"
+    "param w3 : f32[16, 8, 1, 1]\n"
+    "xh = cast(x, to=f16)\n"
+    "w1h = cast(w1, to=f16)\n"
+    "b1h = cast(b1, to=f16)\n"
+    "w2h = cast(w2, to=f16)\n"
+    "w3h = cast(w3, to=f16)\n"
+    "c1 = conv(xh, w1h, b1h, stride=[2, 2], padding=[3, 3])\n"
+    "r1 = relu(c1)\n"
+    "c2 = conv(r1, w2h, padding=[1, 1])\n"
+    "s2 = add(c2, r1)\n"
+    "r2 = relu(s2)\n"
+    "c3 = conv(r2, w3h, stride=[2, 2])\n"
+    "m3 = maxpool(c3, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\n"
+    "y = cast(m3, to=f32)\n"
+    "output y\n";
+
+/* pad and batchnorm over symbolic spatial axes (an image of any size), a global average pool as
+ * a mean over them. */
+static const char *spatial_model =
+    "graph spatial\n"
+    "input x : f32[N, 3, H<=40, W]\n"
+    "param s : f32[3]\n"
+    "param bb : f32[3]\n"
+    "param mu : f32[3]\n"
+    "param var : f32[3]\n"
+    "p = pad(x, pads=[0, 0, 1, 2, 0, 0, 2, 1], value=-0.5)\n"
+    "n = batchnorm(p, s, bb, mu, var, eps=1.0)\n"
+    "r = relu(n)\n"
+    "g = mean(r, axis=[2, 3])\n"
+    "output r, g\n";
+
+static void test_conv_compiles_once(void **state)
+{
+    (void)state;
+    const int64_t bindings[][3] = {{2}, {1}, {5}, {3}, {2}};
+    compiles_once_at(conv_net_model, bindings, sizeof bindings / sizeof bindings[0], 1e-4);
+    const int64_t spatial[][3] = {{2, 5, 7}, {1, 1, 1}, {3, 40, 9}, {2, 5, 7}};
+    compiles_once_at(spatial_model, spatial, 4, 1e-4);
+    /* the other im2col: the gather where the backend copies, the copies where it gathers */
+    const char *b = getenv("MINIC_TEST_BACKEND");
+    bool gathers = b && strcmp(b, "cuda") == 0;
+    setenv("MINIC_CONV_GATHER", gathers ? "0" : "1", 1);
+    compiles_once_at(conv_net_model, bindings, 3, 1e-4);
+    unsetenv("MINIC_CONV_GATHER");
+    setenv("MINIC_REF_IMPLICIT_CONV", "1", 1);
+    compiles_once_at(conv_f16_model, bindings, sizeof bindings / sizeof bindings[0], 1e-2);
+    unsetenv("MINIC_REF_IMPLICIT_CONV");
+}
+
+/* Reshapes that merge symbols into one axis and split them back ([B, T, 8] as [B*T, 8] and
+ * back, [B, T, 2, 4] as [B, T*8]), around a matmul over the merged rows, and ones that regroup
+ * them ([B, T, 2, 4] as [2, B, T, 4], [B, T, 8] as [T, B, 8]). */
+static const char *reshape_model =
+    "graph merge_split\n"
+    "input x : f32[B, T<=32, 8]\n"
+    "param w : f32[8, 6]\n"
+    "rows = reshape(x, shape=[-1, 8])\n"
+    "h = matmul(rows, w)\n"
+    "g = gelu(h)\n"
+    "back = reshape(g, shape=[B, T, 6])\n"
+    "y = softmax(back, axis=1)\n"
+    "x4 = reshape(x, shape=[B, T, 2, 4])\n"
+    "flat = reshape(x4, shape=[B, -1])\n"
+    "e = exp(flat)\n"
+    "all = reshape(x, shape=[-1])\n"
+    "ea = exp(all)\n"
+    "t = reshape(ea, shape=[B, -1, 4])\n"
+    "x2 = reshape(x, shape=[B, T, 2, 4])\n"
+    "sw = reshape(x2, shape=[2, B, T, 4])\n"
+    "tw = reshape(x, shape=[T, B, 8])\n"
+    "tr = transpose(tw, perm=[1, 0, 2])\n"
+    "output y, e, t, sw, tr\n";
+
+#ifdef MINIC_HAVE_CUDA
+/* Without a GPU: the conv nets' kernels (the f16 implicit GEMMs among them) and the reshapes'
+ * are each one source for every binding, and compile. */
+static void test_cuda_conv_sized_sources(void **state)
+{
+    (void)state;
+    if (!mc_cuda_have_nvrtc()) {
+        printf("cuda: skipped: no NVRTC (%s)\n", mc_error_message());
+        return;
+    }
+    check_sized_sources(conv_net_model, 0, NULL, 4);
+    setenv("MINIC_CONV_GATHER", "0", 1); /* the copies (test_conv_compiles_once takes them on cuda too) */
+    check_sized_sources(conv_net_model, 0, NULL, 4);
+    unsetenv("MINIC_CONV_GATHER");
+    check_sized_sources(conv_f16_model, 0, NULL, 4);
+    check_sized_sources(reshape_model, 0, NULL, 2);
+    check_sized_sources(spatial_model, 0, NULL, 2);
+}
+#endif
+
+static void test_reshape_compiles_once(void **state)
+{
+    (void)state;
+    const int64_t bindings[][3] = {{2, 3}, {1, 7}, {3, 32}, {1, 1}, {4, 5}};
+    compiles_once_at(reshape_model, bindings, sizeof bindings / sizeof bindings[0], 1e-4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1866,6 +2033,10 @@ int main(void)
         cmocka_unit_test(test_block_ref),       cmocka_unit_test(test_cuda_compiles_once),
         cmocka_unit_test(test_arena_at_maxima), cmocka_unit_test(test_cuda_arena_at_maxima),
         cmocka_unit_test(test_plan_like),       cmocka_unit_test(test_ops_compile_once),
+        cmocka_unit_test(test_conv_compiles_once), cmocka_unit_test(test_reshape_compiles_once),
+#ifdef MINIC_HAVE_CUDA
+        cmocka_unit_test(test_cuda_conv_sized_sources),
+#endif
 #ifdef MINIC_HAVE_CUDA
         cmocka_unit_test(test_cuda_sized_sources),
 #endif

@@ -175,6 +175,13 @@ struct mc_cuda_gemm_plan {
 void mc_cuda_conv_tile(int64_t m, int64_t pixels, int sms, int *bm, int *bn);
 /* The conv fields of p (conv, its tile, its K split) for conv kernel k on `sms` SMs. */
 void mc_cuda_conv_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p);
+/* The same for conv kernel ki of a kernel list compiled once whose batch is symbolic, bound to
+ * this binding as `bound`: the tile the same for every binding (its source reads the batch and
+ * the K split when it runs), the split the binding's. */
+void mc_cuda_conv_plan_sized(const kir_program *sized, int ki, const kir_kernel *bound, int sms,
+                             mc_cuda_gemm_plan *p);
+/* false with MINIC_CUDA_SIZED_CONV=0: such a conv is rendered for each binding (the path before) */
+bool mc_cuda_sized_conv(void);
 /* Decide how kernel ki (a KIR_GEMM) runs: which epilogue cuBLASLt takes, operand layouts and
  * batching, gemv (very few rows, B contiguous along N or K: the generated GEMV kernel; not with
  * MINIC_NO_GEMV=1), small (few rows, both operands contiguous along K: the generated warp-dot

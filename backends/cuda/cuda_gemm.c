@@ -644,6 +644,11 @@ mc_status mc_cuda_plan_program_sized(const kir_program *kp, const kir_program *s
         if (kp->kernels[i].category == KIR_GEMM) {
             pl->is_gemm = true;
             mc_cuda_gemm_plan_make(kp, i, &pl->gemm);
+            int sms = t->num_sms > 0 ? t->num_sms : 1;
+            if (pl->gemm.conv && mc_cuda_kernel_sized(&sized->kernels[i]) && mc_cuda_sized_conv())
+                mc_cuda_conv_plan_sized(sized, i, &kp->kernels[i], sms, &pl->gemm); /* batch read when it runs */
+            else if (pl->gemm.conv)
+                mc_cuda_conv_plan(&kp->kernels[i], sms, &pl->gemm); /* as mc_cuda_plan_program */
             if ((pl->gemm.gemv || pl->gemm.small) && mc_cuda_kernel_sized(&sized->kernels[i])) {
                 /* a kernel made for this size would be compiled for this binding: cuBLASLt, or
                  * where it cannot take the layout the tiled GEMM, which reads its sizes */

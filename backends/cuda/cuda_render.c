@@ -76,6 +76,27 @@ static const char *size_expr(rctx *c, const int64_t *f, int n, int64_t div, char
     return mc_cuda_size(&c->z, f, n, div, buf, size);
 }
 
+/* The slot of the kernel's S_ whose key is `key` (made on first use, holding `value`: keys
+ * never hold a binding, values do), as `S_.v[slot]` in buf. */
+static const char *size_slot(mc_cuda_sizes *z, const int64_t *key, int64_t value, char *buf, size_t size)
+{
+    int slot = 0;
+    while (slot < z->out->nsizes && memcmp(z->key[slot], key, sizeof z->key[0]) != 0)
+        slot++;
+    if (slot == z->out->nsizes) {
+        if (slot >= MC_CUDA_MAX_SIZES) {
+            z->error = true;
+            snprintf(buf, size, "0");
+            return buf;
+        }
+        memcpy(z->key[slot], key, sizeof z->key[0]);
+        z->out->sizes[slot] = value;
+        z->out->nsizes++;
+    }
+    snprintf(buf, size, "S_.v[%d]", slot);
+    return buf;
+}
+
 const char *mc_cuda_size(mc_cuda_sizes *c, const int64_t *f, int n, int64_t div, char *buf, size_t size)
 {
     int64_t cst = 1, key[MC_MAX_RANK + 3] = {0};
@@ -104,27 +125,22 @@ const char *mc_cuda_size(mc_cuda_sizes *c, const int64_t *f, int n, int64_t div,
     key[0] = nsym;
     key[nsym + 1] = cst;
     key[nsym + 2] = div;
-    int slot = 0;
-    while (slot < c->out->nsizes && memcmp(c->key[slot], key, sizeof key) != 0)
-        slot++;
-    if (slot == c->out->nsizes) {
-        if (slot >= MC_CUDA_MAX_SIZES) {
+    int64_t v = cst;
+    for (int i = 0; i < nsym; i++) {
+        int64_t x = 0;
+        if (!mc_dims_eval(c->dims, key[1 + i], c->values, &x) || mc_mul_overflows(v, x, &v))
             c->error = true;
-            snprintf(buf, size, "0");
-            return buf;
-        }
-        memcpy(c->key[slot], key, sizeof key);
-        int64_t v = cst;
-        for (int i = 0; i < nsym; i++) {
-            int64_t x = 0;
-            if (!mc_dims_eval(c->dims, key[1 + i], c->values, &x) || mc_mul_overflows(v, x, &v))
-                c->error = true;
-        }
-        c->out->sizes[slot] = div > 1 ? v / div : v;
-        c->out->nsizes++;
     }
-    snprintf(buf, size, "S_.v[%d]", slot);
-    return buf;
+    return size_slot(c, key, div > 1 ? v / div : v, buf, size);
+}
+
+/* A value of the binding's plan that the source reads when it runs (a conv's K split), as slot
+ * `tag` of the kernel's S_ (made on first use) in buf: keyed by the tag alone, so the source is
+ * the same for every binding. */
+static const char *plan_value(rctx *c, int tag, int64_t value, char *buf, size_t size)
+{
+    int64_t key[MC_MAX_RANK + 3] = {-1, tag}; /* nsym -1: no product of dims */
+    return size_slot(&c->z, key, value, buf, size);
 }
 
 /* One dim d, as size_expr prints it. */
@@ -1401,10 +1417,10 @@ void mc_cuda_conv_tile(int64_t m, int64_t pixels, int sms, int *bm, int *bn)
     }
 }
 
-void mc_cuda_conv_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
+/* The K split of conv kernel k with p's tile, and the f32 region it needs. */
+static void conv_split_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
 {
     int64_t pixels = k->gemm.n * k->shape[0];
-    mc_cuda_conv_tile(k->gemm.m, pixels, sms, &p->conv_bm, &p->conv_bn);
     int64_t tiles = (k->gemm.m + p->conv_bm - 1) / p->conv_bm * ((pixels + p->conv_bn - 1) / p->conv_bn);
     int64_t ktiles = (k->gemm.k + CONV_BK - 1) / CONV_BK;
     /* Fewer tiles than two per SM (ResNet-18's last stage at batch 32: 200 64x64 tiles, K 4608):
@@ -1426,6 +1442,37 @@ void mc_cuda_conv_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
         s--;
     p->conv_split = s > 1 ? s : 1;
     p->conv_ws_bytes = p->conv_split > 1 ? (k->gemm.m * pixels + tiles) * 4 : 0;
+}
+
+void mc_cuda_conv_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
+{
+    mc_cuda_conv_tile(k->gemm.m, k->gemm.n * k->shape[0], sms, &p->conv_bm, &p->conv_bn);
+    conv_split_plan(k, sms, p);
+}
+
+bool mc_cuda_sized_conv(void)
+{
+    const char *e = getenv("MINIC_CUDA_SIZED_CONV");
+    return !(e && strcmp(e, "0") == 0);
+}
+
+/* The plan of a conv kernel whose batch is read when it runs (a symbolic batch,
+ * mc_cuda_render_sized). Its tile is in the source, so it is the same for every binding: the
+ * one mc_cuda_conv_tile picks at the batch's declared maximum, at most 8 (8 without one). The
+ * K split is the binding's (conv_split_plan on the bound kernel), read by the kernel when it
+ * runs, so that a small batch still fills the SMs. ResNet-18 f16 over N<=64 at 224x224 on the
+ * H200 (wall us per run at N = 1, 8, 32; the fixed programs 331.6, 633.9, 1421.7): tiles for
+ * batch 8 389.8, 666.6, 1602.1; for 32 480.4, 1048.6, 1384.0; for 16 433.8, 941.7, 1482.5; for
+ * 1 378.2, 740.7, 1844.8; for 32 splitting only below one tile per SM 478.7, 857.2, 1389.3. */
+void mc_cuda_conv_plan_sized(const kir_program *sized, int ki, const kir_kernel *bound, int sms,
+                             mc_cuda_gemm_plan *p)
+{
+    const kir_kernel *k = &sized->kernels[ki];
+    int64_t batch = 8;
+    if (!mc_dims_max(sized->dims, k->shape[0], &batch) || batch < 1 || batch > 8)
+        batch = 8;
+    mc_cuda_conv_tile(k->gemm.m, k->gemm.n * batch, sms, &p->conv_bm, &p->conv_bn);
+    conv_split_plan(bound, sms, p);
 }
 
 /* B pixels per thread in the deeper loop (MINIC_CUDA_CONV_BVEC=1|2|4 for experiments): a thread
@@ -1468,9 +1515,11 @@ static int conv_stages(int bm, int bn, int bk)
 
 /* what emit_conv_pipelined needs of render_conv_mma's choices */
 typedef struct {
-    int BM, BN, BK, T, MT, NT, nb_ld, kstep, S, D;
+    int BM, BN, BK, T, MT, NT, nb_ld, kstep, D;
+    const char *S; /* the K split: a literal, or S_.v[i] (render_conv_mma) */
     bool avec, ktab;
     int64_t M, K;
+    const char *P; /* the pixels N OH OW: a literal, or S_.v[i] (render_conv_mma) */
     const kir_view *A, *X;
     const kir_conv *cv;
 } conv_gen;
@@ -1485,7 +1534,7 @@ static void emit_conv_bvec(rctx *c, const conv_gen *q, int V)
     const char *I = c->I;
     const kir_conv *cv = q->cv;
     const kir_view *X = q->X;
-    int64_t O = cv->oh * cv->ow, P = (int64_t)c->k->shape[0] * O;
+    int64_t O = cv->oh * cv->ow;
     int TP = q->BN / V, kstep = q->T * V / q->BN, rows = q->BK / kstep, n = rows * V;
     mc_sb_printf(sb, "  const int bnv_ = (tid %% %d) * %d, bkv_ = tid / %d;\n", TP, V, TP);
     mc_sb_printf(sb, "  int iyv_[%d], ixv_[%d], pbv_[%d];\n#pragma unroll\n  for (int e = 0; e < %d; ++e) {\n", V, V, V, V);
@@ -1494,8 +1543,8 @@ static void emit_conv_bvec(rctx *c, const conv_gen *q, int V)
     mc_sb_printf(sb, "    const int iy = (int)(o / %lld) * %lld - %lld, ix = (int)(o %% %lld) * %lld - %lld;\n",
                  (long long)cv->ow, (long long)cv->sh, (long long)cv->ph, (long long)cv->ow, (long long)cv->sw,
                  (long long)cv->pw);
-    mc_sb_printf(sb, "    const bool ok = pix < (%s)%lld;\n    iyv_[e] = ok ? iy : -(1 << 28);\n    ixv_[e] = ix;\n", I,
-                 (long long)P);
+    mc_sb_printf(sb, "    const bool ok = pix < (%s)%s;\n    iyv_[e] = ok ? iy : -(1 << 28);\n    ixv_[e] = ix;\n", I,
+                 q->P);
     mc_sb_printf(sb, "    pbv_[e] = ok ? (%s)%lld + img * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld : (%s)0;\n  }\n",
                  I, (long long)X->offset, I, (long long)X->stride[0], I, I, (long long)X->stride[2], I, I,
                  (long long)X->stride[3], I);
@@ -1598,7 +1647,7 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
                    "          mc_mma(acc_[mt][2 * nt + 1], af[mt], bf[2], bf[3]);\n"
                    "        }\n      }\n    }\n  };\n");
     int64_t nk = (q->K + BK - 1) / BK;
-    mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %d, kt1 = (bs_ + 1) * %lld / %d, nkt = kt1 - kt0;\n", (long long)nk,
+    mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %s, kt1 = (bs_ + 1) * %lld / %s, nkt = kt1 - kt0;\n", (long long)nk,
                  q->S, (long long)nk, q->S);
     for (int u = 0; u < D; u++) {
         mc_sb_printf(sb, "  unsigned short rb%d_[%d];\n", u, q->nb_ld);
@@ -1659,7 +1708,7 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
  * neighbouring pixels of one output channel (V = 4 or 8: OH OW a multiple of V, so a run stays
  * in one image) and runs the epilogue on them as one vector: 8- or 16-byte loads and stores of
  * the views contiguous along the pixels, the threads of a row side by side. */
-static bool emit_conv_staged_epilogue(rctx *c, int BM, int BN, int T, int MT, int NT, int V, int64_t M, int64_t P,
+static bool emit_conv_staged_epilogue(rctx *c, int BM, int BN, int T, int MT, int NT, int V, int64_t M, const char *P,
                                       int64_t O)
 {
     mc_strbuf *sb = c->sb;
@@ -1675,7 +1724,7 @@ static bool emit_conv_staged_epilogue(rctx *c, int BM, int BN, int T, int MT, in
     mc_sb_printf(sb, "  for (int q_ = tid; q_ < %d; q_ += %d) {\n", BM * runs, T);
     mc_sb_printf(sb, "    const int r_ = q_ / %d, c_ = (q_ %% %d) * %d;\n", runs, runs, V);
     mc_sb_printf(sb, "    const %s pp_ = n0 + c_, i1 = m0 + r_;\n", I);
-    mc_sb_printf(sb, "    if (pp_ >= (%s)%lld || i1 >= (%s)%lld) continue;\n", I, (long long)P, I, (long long)M);
+    mc_sb_printf(sb, "    if (pp_ >= (%s)%s || i1 >= (%s)%lld) continue;\n", I, P, I, (long long)M);
     mc_sb_printf(sb, "    const %s i0 = pp_ / %lld, i2 = pp_ - i0 * %lld;\n", I, (long long)O, (long long)O);
     mc_sb_printf(sb, "    float accp_[%d];\n#pragma unroll\n    for (int e = 0; e < %d; e += 4)\n", V, V);
     mc_sb_printf(sb, "    {\n      const float4 v_ = *reinterpret_cast<const float4 *>(&cs_[r_ * %d + c_ + e]);\n", pitch);
@@ -1711,7 +1760,17 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     if (eb && atoi(eb) > 0 && atoi(eb) <= 8)
         c->minb = atoi(eb);
     int T = 32 * (BM / 32) * WARPS_N, WN = BN / WARPS_N, MT = 2, NT = WN / 8, BK = CONV_BK;
-    int64_t M = g->m, K = g->k, O = g->n, P = k->shape[0] * O, KHW = cv->kh * cv->kw;
+    int64_t M = g->m, K = g->k, O = g->n, KHW = cv->kh * cv->kw;
+    /* the pixels N OH OW: a literal, or read when the kernel runs where the batch is symbolic
+     * (mc_cuda_render_sized, with a plan that is the same for every binding:
+     * mc_cuda_conv_plan_sized); P is this binding's, for the grid */
+    int64_t pf[2] = {k->shape[0], O}, P = size_value(c, pf, 2, 1);
+    char Ps[48], imgs[24];
+    bool psized = size_expr(c, pf, 2, 1, Ps, sizeof Ps)[0] == 'S';
+    snprintf(imgs, sizeof imgs, psized ? "?" : "%lld", (long long)k->shape[0]);
+    if (c->dims && (any_sym(&M, 1) || any_sym(&K, 1) || any_sym(&O, 1) || mc_dim_is_sym(A->offset) ||
+                    mc_dim_is_sym(X->offset) || any_sym(A->stride, 3) || any_sym(X->stride, 4)))
+        return false; /* only the batch is read at run time: the rest is the bound kernel's */
     int64_t mtiles = (M + BM - 1) / BM, ptiles = (P + BN - 1) / BN;
     /* A in 16-byte chunks: contiguous along K, rows and offset multiples of 8 elements, the
      * buffer 16-byte aligned */
@@ -1726,17 +1785,32 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     out->grid[1] = out->grid[2] = 1;
     out->block = T;
     out->scheme = "conv-implicit-mma";
-    if (S > 1)
+    /* the K split and the tiles per split, literals, or the binding's read when the kernel runs
+     * (the split's code always there, taken where the split is > 1) */
+    char Ss[48], Ts[48], S1s[64], MPs[48];
+    snprintf(Ss, sizeof Ss, "%d", S);
+    snprintf(S1s, sizeof S1s, "%du", S - 1);
+    snprintf(MPs, sizeof MPs, "%lld", (long long)(M * P));
+    if (psized) {
+        char v[48];
+        plan_value(c, 0, S, v, sizeof v);
+        snprintf(Ss, sizeof Ss, "(int)%s", v);
+        snprintf(S1s, sizeof S1s, "(unsigned)(%s - 1)", v);
+        plan_value(c, 1, mtiles * ptiles, Ts, sizeof Ts);
+        size_expr(c, (int64_t[]){k->shape[0], O * M}, 2, 1, MPs, sizeof MPs);
+    }
+    bool split = S > 1 || psized;
+    if (split)
         out->param[out->nparams++] = MC_CUDA_PARAM_SPLITK;
     mc_sb_printf(sb, "typedef %s mc_t;\n#define MC_T2 %s\n#define MC_PACK %s\n#define MC_PTX \"%s\"\n",
                  bf ? "__nv_bfloat16" : "__half", bf ? "__nv_bfloat162" : "__half2",
                  bf ? "__floats2bfloat162_rn" : "__floats2half2_rn", bf ? "bf16" : "f16");
     mc_sb_puts(sb, mc_cuda_mma_helpers);
     mc_sb_puts(sb, mc_cuda_cp_helpers);
-    mc_sb_printf(sb, "/* implicit GEMM: C_out %lld x pixels %lld (%lld images of %lldx%lld) x K %lld (C %lld, window "
+    mc_sb_printf(sb, "/* implicit GEMM: C_out %lld x pixels %s (%s images of %lldx%lld) x K %lld (C %lld, window "
                      "%lldx%lld, stride %lld %lld, padding %lld %lld, dilation %lld %lld, x %lldx%lld); tile %dx%dx%d, "
                      "A by %s */\n",
-                 (long long)M, (long long)P, (long long)k->shape[0], (long long)cv->oh, (long long)cv->ow,
+                 (long long)M, Ps, imgs, (long long)cv->oh, (long long)cv->ow,
                  (long long)K, (long long)cv->c, (long long)cv->kh, (long long)cv->kw, (long long)cv->sh,
                  (long long)cv->sw, (long long)cv->ph, (long long)cv->pw, (long long)cv->dh, (long long)cv->dw,
                  (long long)cv->h, (long long)cv->w, BM, BN, BK, avec ? "cp.async" : "element loads");
@@ -1760,14 +1834,18 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     mc_sb_printf(sb, "  const unsigned short *xa_ = reinterpret_cast<const unsigned short *>(p%d);\n", px);
     mc_sb_puts(sb, "  const int tid = (int)threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t4 = lane & 3;\n");
     /* CTA: its tile (C_out tiles the fastest: neighbours read the same pixels), its K split */
-    mc_sb_printf(sb, "  const int bt_ = (int)(blockIdx.x %% %lldu), bs_ = (int)(blockIdx.x / %lldu);\n",
-                 (long long)(mtiles * ptiles), (long long)(mtiles * ptiles));
+    if (psized)
+        mc_sb_printf(sb, "  const int bt_ = (int)(blockIdx.x %% (unsigned)%s), bs_ = (int)(blockIdx.x / (unsigned)%s);\n",
+                     Ts, Ts);
+    else
+        mc_sb_printf(sb, "  const int bt_ = (int)(blockIdx.x %% %lldu), bs_ = (int)(blockIdx.x / %lldu);\n",
+                     (long long)(mtiles * ptiles), (long long)(mtiles * ptiles));
     mc_sb_printf(sb, "  const %s m0 = (%s)(bt_ %% %lld) * %d, n0 = (%s)(bt_ / %lld) * %d;\n", I, I,
                  (long long)mtiles, BM, I, (long long)mtiles, BN);
     mc_sb_printf(sb, "  const int wm0 = (warp / %d) * 32, wn0 = (warp %% %d) * %d;\n", WARPS_N, WARPS_N, WN);
     /* this thread's pixel column of B: decoded once */
     mc_sb_printf(sb, "  const int bn_ = tid %% %d, bk_ = tid / %d;\n", BN, BN);
-    mc_sb_printf(sb, "  const %s pix_ = n0 + bn_;\n  const bool pv_ = pix_ < (%s)%lld;\n", I, I, (long long)P);
+    mc_sb_printf(sb, "  const %s pix_ = n0 + bn_;\n  const bool pv_ = pix_ < (%s)%s;\n", I, I, Ps);
     mc_sb_printf(sb, "  const %s img_ = pix_ / %lld, o_ = pix_ - img_ * %lld;\n", I, (long long)O, (long long)O);
     mc_sb_printf(sb, "  const int iy0_ = (int)(o_ / %lld) * %lld - %lld, ix0_ = (int)(o_ %% %lld) * %lld - %lld;\n",
                  (long long)cv->ow, (long long)cv->sh, (long long)cv->ph, (long long)cv->ow, (long long)cv->sw,
@@ -1798,7 +1876,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     int kstep = T / BN;
     if (D > 1) {
         const conv_gen q = {.BM = BM, .BN = BN, .BK = BK, .T = T, .MT = MT, .NT = NT, .nb_ld = nb_ld, .kstep = kstep,
-                            .S = S, .D = D, .avec = avec, .ktab = ktab, .M = M, .K = K, .A = A, .X = X, .cv = cv};
+                            .S = Ss, .D = D, .avec = avec, .ktab = ktab, .M = M, .K = K, .P = Ps, .A = A, .X = X, .cv = cv};
         emit_conv_pipelined(c, &q);
     } else {
         mc_sb_printf(sb, "  unsigned short rb_[%d];\n", nb_ld);
@@ -1860,8 +1938,8 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
         mc_sb_printf(sb, "#pragma unroll\n  for (int a = 0; a < %d; ++a)\n#pragma unroll\n    for (int b = 0; b < %d; ++b)\n"
                          "#pragma unroll\n      for (int r = 0; r < 4; ++r) acc_[a][b][r] = 0.0f;\n", MT, NT);
         /* this CTA's K tiles [kt0, kt1) (all of them without a split); buffers by the tile's parity */
-        mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %d, kt1 = (bs_ + 1) * %lld / %d;\n", (long long)((K + BK - 1) / BK), S,
-                     (long long)((K + BK - 1) / BK), S);
+        mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %s, kt1 = (bs_ + 1) * %lld / %s;\n", (long long)((K + BK - 1) / BK), Ss,
+                     (long long)((K + BK - 1) / BK), Ss);
         if (ktab)
             mc_sb_puts(sb, "  fill_tab(kt0, kt0 & 1);\n  fill_tab(kt0 + 1, (kt0 + 1) & 1);\n  __syncthreads();\n");
         mc_sb_puts(sb, "  load_a(kt0, kt0 & 1);\n  load_b(kt0);\n  store_a(kt0 & 1);\n  store_b(kt0 & 1);\n");
@@ -1888,28 +1966,32 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
             mc_sb_puts(sb, "    asm volatile(\"cp.async.wait_all;\\n\" ::: \"memory\");\n");
         mc_sb_puts(sb, "    __syncthreads();\n  }\n");
     }
-    if (S > 1) {
+    if (split) {
         /* split K: every CTA of the tile adds its sums into the f32 region (red.global.add),
          * the last to finish (a counter per tile) reads the totals back, leaves zeros behind,
          * resets the counter and runs the epilogue */
-        mc_sb_printf(sb, "  unsigned *cnt_ = reinterpret_cast<unsigned *>(mc_ws + %lld);\n", (long long)(M * P));
+        if (psized)
+            mc_sb_printf(sb, "  if (%s > 1) {\n", Ss);
+        mc_sb_printf(sb, "  unsigned *cnt_ = reinterpret_cast<unsigned *>(mc_ws + %s);\n", MPs);
         mc_sb_printf(sb, "#pragma unroll\n  for (int nt = 0; nt < %d; ++nt)\n#pragma unroll\n    for (int e = 0; e < 2; ++e)\n"
                          "#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n#pragma unroll\n        for (int h = 0; h < 2; ++h) {\n",
                      NT, MT);
         mc_sb_printf(sb, "          const %s pp_ = n0 + wn0 + nt * 8 + t4 * 2 + e, mm_ = m0 + wm0 + mt * 16 + g + h * 8;\n", I);
-        mc_sb_printf(sb, "          if (pp_ < (%s)%lld && mm_ < (%s)%lld) atomicAdd(mc_ws + mm_ * (%s)%lld + pp_, acc_[mt][nt][h * 2 + e]);\n",
-                     I, (long long)P, I, (long long)M, I, (long long)P);
+        mc_sb_printf(sb, "          if (pp_ < (%s)%s && mm_ < (%s)%lld) atomicAdd(mc_ws + mm_ * (%s)%s + pp_, acc_[mt][nt][h * 2 + e]);\n",
+                     I, Ps, I, (long long)M, I, Ps);
         mc_sb_puts(sb, "        }\n  __threadfence();\n  __syncthreads();\n  __shared__ int last_;\n");
-        mc_sb_printf(sb, "  if (tid == 0) last_ = atomicAdd(cnt_ + bt_, 1u) == %du;\n  __syncthreads();\n  if (!last_) return;\n"
-                         "  __threadfence();\n", S - 1);
+        mc_sb_printf(sb, "  if (tid == 0) last_ = atomicAdd(cnt_ + bt_, 1u) == %s;\n  __syncthreads();\n  if (!last_) return;\n"
+                         "  __threadfence();\n", S1s);
         mc_sb_printf(sb, "#pragma unroll\n  for (int nt = 0; nt < %d; ++nt)\n#pragma unroll\n    for (int e = 0; e < 2; ++e)\n"
                          "#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n#pragma unroll\n        for (int h = 0; h < 2; ++h) {\n",
                      NT, MT);
         mc_sb_printf(sb, "          const %s pp_ = n0 + wn0 + nt * 8 + t4 * 2 + e, mm_ = m0 + wm0 + mt * 16 + g + h * 8;\n", I);
-        mc_sb_printf(sb, "          if (pp_ < (%s)%lld && mm_ < (%s)%lld) {\n", I, (long long)P, I, (long long)M);
-        mc_sb_printf(sb, "            float *w_ = mc_ws + mm_ * (%s)%lld + pp_;\n", I, (long long)P);
+        mc_sb_printf(sb, "          if (pp_ < (%s)%s && mm_ < (%s)%lld) {\n", I, Ps, I, (long long)M);
+        mc_sb_printf(sb, "            float *w_ = mc_ws + mm_ * (%s)%s + pp_;\n", I, Ps);
         mc_sb_puts(sb, "            acc_[mt][nt][h * 2 + e] = __ldcg(w_);\n            __stcg(w_, 0.0f);\n          }\n        }\n");
         mc_sb_puts(sb, "  if (tid == 0) cnt_[bt_] = 0u;\n");
+        if (psized)
+            mc_sb_puts(sb, "  }\n");
     }
     /* the epilogue over each pair of accumulators (two neighbouring pixels, the same image where
      * OH OW is even): (i0, i1, i2) = (image, output channel, pixel); the views contiguous along
@@ -1931,7 +2013,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
         if (out->smem < need)
             out->smem = need;
         out->vec = ev;
-        return emit_conv_staged_epilogue(c, BM, BN, T, MT, NT, ev, M, P, O);
+        return emit_conv_staged_epilogue(c, BM, BN, T, MT, NT, ev, M, Ps, O);
     }
     if (pair) {
         c->V = 2;
@@ -1939,7 +2021,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
         out->vec = 2;
         mc_sb_printf(sb, "#pragma unroll\n  for (int nt = 0; nt < %d; ++nt) {\n", NT);
         mc_sb_printf(sb, "    const %s pp_ = n0 + wn0 + nt * 8 + t4 * 2;\n", I);
-        mc_sb_printf(sb, "    if (pp_ >= (%s)%lld) continue;\n", I, (long long)P);
+        mc_sb_printf(sb, "    if (pp_ >= (%s)%s) continue;\n", I, Ps);
         mc_sb_printf(sb, "    const %s i0 = pp_ / %lld, i2 = pp_ - i0 * %lld;\n", I, (long long)O, (long long)O);
         mc_sb_printf(sb, "#pragma unroll\n    for (int mt = 0; mt < %d; ++mt)\n#pragma unroll\n      for (int h = 0; h < 2; ++h) {\n",
                      MT);
@@ -1955,7 +2037,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     mc_sb_printf(sb, "#pragma unroll\n  for (int nt = 0; nt < %d; ++nt)\n#pragma unroll\n    for (int e = 0; e < 2; ++e) {\n",
                  NT);
     mc_sb_printf(sb, "      const %s pp_ = n0 + wn0 + nt * 8 + t4 * 2 + e;\n", I);
-    mc_sb_printf(sb, "      if (pp_ >= (%s)%lld) continue;\n", I, (long long)P);
+    mc_sb_printf(sb, "      if (pp_ >= (%s)%s) continue;\n", I, Ps);
     mc_sb_printf(sb, "      const %s i0 = pp_ / %lld, i2 = pp_ - i0 * %lld;\n", I, (long long)O, (long long)O);
     mc_sb_printf(sb, "#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n#pragma unroll\n        for (int h = 0; h < 2; ++h) {\n",
                  MT);
@@ -2342,9 +2424,11 @@ mc_status mc_cuda_render_sized(const kir_program *sized, const int64_t *values, 
         snprintf(why, why_size, "attention over symbolic lengths with MINIC_CUDA_SIZED_ATTENTION=0");
     else if (k->category == KIR_ATTENTION && (mc_dim_is_sym(k->attn.d) || mc_dim_is_sym(k->attn.dv)))
         snprintf(why, why_size, "attention over a symbolic head size");
-    else if (k->category == KIR_GEMM && gemm && !gemm->use_lt && (gemm->gemv || gemm->small || gemm->conv))
+    else if (k->category == KIR_GEMM && gemm && gemm->conv && !mc_cuda_sized_conv())
+        snprintf(why, why_size, "a conv over a symbolic batch with MINIC_CUDA_SIZED_CONV=0");
+    else if (k->category == KIR_GEMM && gemm && !gemm->use_lt && (gemm->gemv || gemm->small))
         snprintf(why, why_size, "a GEMM run by a generated kernel made for one size (%s)",
-                 gemm->gemv ? "GEMV" : gemm->small ? "warp-dot" : "convolution");
+                 gemm->gemv ? "GEMV" : "warp-dot");
     if (why[0])
         return MC_OK;
     mc_status st = render(sized, ki, t, align, gemm, values, out);
