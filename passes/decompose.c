@@ -52,6 +52,7 @@ typedef struct {
     const mc_node *n; /* the composite */
     bool conv_gather; /* mc_compile_options.conv_gather */
     bool conv_implicit; /* mc_compile_options.conv_implicit */
+    int conv_kchunk;    /* mc_compile_options.conv_kchunk */
 } ctx;
 
 static mc_value op1(ctx *c, mc_op op, mc_value a)
@@ -757,7 +758,17 @@ static mc_value conv_implicit(ctx *c, const mc_value *in, const mc_node *xn, int
         ma.dilation[i] = at->dilation[i];
     }
     int64_t ws[2] = {Co, C * K}, bs[2] = {Co, 1};
-    mc_value mm[2] = {shape_op(c, MC_OP_RESHAPE, in[1], ws, 2), in[0]};
+    mc_value w = in[1];
+    int64_t kc = c->conv_kchunk;
+    if (sr == 2 && kc > 0 && C % kc == 0 && C > 0) {
+        /* K by chunks of kc channels (kir_conv.kc): w [Co, C, kh, kw] as [Co, C / kc, kh kw, kc],
+         * a copy (the transpose cannot stay a view through the reshape to [Co, K]) made by the
+         * kernel that makes w where there is one (a folded batchnorm's) */
+        int64_t w4[4] = {Co, C / kc, kc, K}, perm[4] = {0, 1, 3, 2};
+        w = shape_op(c, MC_OP_TRANSPOSE, shape_op(c, MC_OP_RESHAPE, w, w4, 4), perm, 4);
+        ma.kchunk = kc;
+    }
+    mc_value mm[2] = {shape_op(c, MC_OP_RESHAPE, w, ws, 2), in[0]};
     mc_value y = mc_rewrite_node(c->rw, c->n, MC_OP_MATMUL, mm, 2, &ma); /* [N, C_out, O] */
     if (in[2] != MC_NONE && in[2] >= 0)
         y = op2(c, MC_OP_ADD, y, shape_op(c, MC_OP_RESHAPE, in[2], bs, 2));
@@ -825,7 +836,7 @@ mc_status mc_pass_decompose(mc_graph *g, const mc_compile_options *opt)
         if (!mc_op_is_composite(n->op) && !(n->op == MC_OP_CUMSUM && n->rank < MC_MAX_RANK && quadratic_cumsum())) {
             rw.map[i] = mc_rewrite_copy(&rw, i);
         } else {
-            ctx c = {&rw, n, opt && opt->conv_gather, opt && opt->conv_implicit};
+            ctx c = {&rw, n, opt && opt->conv_gather, opt && opt->conv_implicit, opt ? opt->conv_kchunk : 0};
             mc_value in[3] = {MC_NONE, MC_NONE, MC_NONE};
             for (int k = 0; k < n->nin && k < 3; k++)
                 in[k] = n->in[k] >= 0 ? rw.map[n->in[k]] : MC_NONE;

@@ -420,6 +420,16 @@ static bool conv_implicit(const mc_backend *b)
     return b->conv_implicit && !(e && strcmp(e, "0") == 0);
 }
 
+/* MINIC_CUDA_CONV_KCHUNK=1: the implicit GEMM's K by chunks of 32 channels (kir_conv.kc), so
+ * that the CUDA kernel's K tile is one window position and its loads need no per-element index
+ * arithmetic (backends/cuda/cuda_render.c, emit_conv_chunk); on any backend that takes the
+ * implicit GEMM (the ref interpreter under MINIC_REF_IMPLICIT_CONV=1 too, for the tests). */
+static int conv_kchunk(void)
+{
+    const char *e = getenv("MINIC_CUDA_CONV_KCHUNK");
+    return e && strcmp(e, "1") == 0 ? 32 : 0;
+}
+
 mc_compile_options mc_compile_options_for_backend(const mc_options *opt, const mc_backend *b)
 {
     mc_compile_options co = mc_compile_options_for(opt);
@@ -427,6 +437,7 @@ mc_compile_options mc_compile_options_for_backend(const mc_options *opt, const m
         co.no_attention = !b->attention;
         co.conv_gather = conv_gather(b);
         co.conv_implicit = conv_implicit(b);
+        co.conv_kchunk = co.conv_implicit ? conv_kchunk() : 0;
     }
     return co;
 }

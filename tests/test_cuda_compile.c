@@ -737,6 +737,99 @@ static void test_implicit_conv_stages(void **state)
     }
 }
 
+/* K by chunks of 32 channels (mc_compile_options.conv_kchunk, MINIC_CUDA_CONV_KCHUNK=1): where
+ * 32 divides C the weights are re-laid by a copy kernel and the conv kernel's K tile is one
+ * window position: its deeper loop loads B by emit_conv_chunk (no K table), at every depth and
+ * with 1, 2 or 4 pixels a thread; the first loop (2 buffers) decodes each K row in chunk order.
+ * ResNet's 3x3 layers 1 and 4 (64x128 and 64x32 tiles), the stride-2 3x3 and 1x1 into a layer,
+ * dilation, a K split, a symbolic batch; the stem (C = 3) keeps the order and the table. */
+static void test_implicit_conv_kchunk(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *x, *w, *attrs, *dt;
+        int co, stages, bvec, split;
+        bool chunked;
+    } cases[] = {
+        {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "f16", 64, 0, 0, 0, true},
+        {"32, 512, 7, 7", "512, 512, 3, 3", "padding=[1, 1]", "bf16", 512, 0, 0, 0, true},
+        {"32, 128, 28, 28", "256, 128, 3, 3", "stride=[2, 2], padding=[1, 1]", "f16", 256, 4, 1, 0, true},
+        {"32, 64, 56, 56", "128, 64, 1, 1", "stride=[2, 2]", "bf16", 128, 3, 4, 0, true},
+        {"2, 32, 12, 11", "40, 32, 3, 3", "padding=[2, 2], dilation=[2, 2]", "f16", 40, 3, 2, 0, true},
+        {"32, 512, 7, 7", "512, 512, 3, 3", "padding=[1, 1]", "f16", 512, 3, 4, 2, true},
+        {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "f16", 64, 2, 0, 0, false}, /* the first loop */
+        {"32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "f16", 64, 0, 0, 0, false},
+        {"N<=32, 256, 14, 14", "256, 256, 3, 3", "padding=[1, 1]", "f16", 256, 0, 0, 0, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[1024], v[8];
+        snprintf(text, sizeof text,
+                 "graph a\ninput x : %s[%s]\nparam w : %s[%s]\nparam b : %s[%d]\n"
+                 "y = conv(x, w, b, %s)\nz = relu(y)\noutput z\n",
+                 cases[i].dt, cases[i].x, cases[i].dt, cases[i].w, cases[i].dt, cases[i].co, cases[i].attrs);
+        mc_graph *g;
+        if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
+            fail_msg("%s\n%s", mc_error_message(), text);
+        if (cases[i].stages) {
+            snprintf(v, sizeof v, "%d", cases[i].stages);
+            setenv("MINIC_CUDA_CONV_STAGES", v, 1);
+        }
+        if (cases[i].bvec) {
+            snprintf(v, sizeof v, "%d", cases[i].bvec);
+            setenv("MINIC_CUDA_CONV_BVEC", v, 1);
+        }
+        if (cases[i].split) {
+            snprintf(v, sizeof v, "%d", cases[i].split);
+            setenv("MINIC_CUDA_CONV_SPLITK", v, 1);
+        }
+        bool sym = strchr(cases[i].x, 'N') != NULL;
+        char refused[MC_COMPILE_REFUSED] = "";
+        mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = true,
+                                 .conv_implicit = true, .conv_kchunk = 32, .symbolic = sym, .refused = refused};
+        kir_program *kp;
+        if (mc_compile_kernels(g, &co, &kp) != MC_OK)
+            fail_msg("%s\n%s", mc_error_message(), text);
+        if (sym) { /* one binding of the sized program: the source every binding shares */
+            int64_t n8[1] = {8};
+            kir_program *sized = kp;
+            kp = kir_bind(sized, n8);
+            assert_non_null(kp);
+            kir_program_free(sized);
+        }
+        mc_cuda_kernel_plan *pl = compile_all(kp);
+        int nconv = 0, ncopy = 0;
+        for (int k = 0; k < kp->nkernels; k++) {
+            const kir_kernel *kk = &kp->kernels[k];
+            if (kk->category == KIR_COPY)
+                ncopy++;
+            if (!pl[k].is_gemm || !pl[k].gemm.conv)
+                continue;
+            nconv++;
+            const char *src = pl[k].code.src.data;
+            assert_string_equal(pl[k].code.scheme, "conv-implicit-mma");
+            assert_int_equal(kk->gemm.conv.kc, cases[i].chunked || cases[i].stages == 2 ? 32 : 0);
+            /* the chunk's loads: the window position once a tile, no K table */
+            assert_true((strstr(src, "const int cc = kt / ") != NULL) == cases[i].chunked);
+            assert_true((strstr(src, "kt_[") != NULL) == !cases[i].chunked);
+            if (cases[i].stages == 2)
+                assert_non_null(strstr(src, "const int q_ = kk / 32"));
+            if (cases[i].bvec == 4)
+                assert_non_null(strstr(src, "reinterpret_cast<uint2 *>(&Bs[buf]"));
+        }
+        assert_int_equal(nconv, 1);
+        /* w re-laid by a copy, except a 1x1 window's (the same order) */
+        bool relaid = (cases[i].chunked || cases[i].stages == 2) && !strstr(cases[i].w, ", 1, 1");
+        if (ncopy != (relaid ? 1 : 0))
+            fail_msg("case %d: %d copies", (int)i, ncopy);
+        mc_cuda_plans_free(pl, kp->nkernels);
+        kir_program_free(kp);
+        mc_graph_free(g);
+        unsetenv("MINIC_CUDA_CONV_STAGES");
+        unsetenv("MINIC_CUDA_CONV_BVEC");
+        unsetenv("MINIC_CUDA_CONV_SPLITK");
+    }
+}
+
 /* Convs over a symbolic batch (f32[N, ...]), compiled once: the implicit-GEMM kernel reads the
  * pixel count N OH OW when it runs (its grid is the binding's tiles), so every binding renders
  * the same source, which compiles; the plan (tile, no K split) is the same for every binding.
@@ -1147,6 +1240,7 @@ int main(void)
         cmocka_unit_test(test_more_operators),
         cmocka_unit_test(test_implicit_conv_kernels),
         cmocka_unit_test(test_implicit_conv_stages),
+        cmocka_unit_test(test_implicit_conv_kchunk),
         cmocka_unit_test(test_sized_conv_kernels),
 #endif
     };

@@ -1470,15 +1470,31 @@ static int conv_stages(int bm, int bn, int bk)
     return stages - 1;
 }
 
+/* K row kk's channel ch and window position (ky, kx), in kir_conv's order: (c, ky, kx), or by
+ * chunks of kc channels (c / kc, ky, kx, c % kc) */
+static void emit_conv_k_decode(mc_strbuf *sb, const kir_conv *cv)
+{
+    long long khw = (long long)(cv->kh * cv->kw), kw = (long long)cv->kw, kc = (long long)cv->kc;
+    if (kc > 0)
+        mc_sb_printf(sb, "        const int q_ = kk / %lld, cc_ = q_ / %lld, r = q_ - cc_ * %lld, ch = cc_ * %lld + (kk - q_ * %lld), "
+                         "ky = r / %lld, kx = r - ky * %lld;\n",
+                     kc, khw, khw, kc, kc, kw, kw);
+    else
+        mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n", khw, khw,
+                     kw, kw);
+}
+
 /* what emit_conv_pipelined needs of render_conv_mma's choices */
 typedef struct {
     int BM, BN, BK, T, MT, NT, nb_ld, kstep, S, D;
-    bool avec, ktab;
+    bool avec, ktab, chunk; /* chunk: emit_conv_chunk's loads (ktab then off) */
     int64_t M, K;
     const char *P; /* the pixels N OH OW: a literal, or S_.v[i] (render_conv_mma) */
     const kir_view *A, *X;
     const kir_conv *cv;
 } conv_gen;
+
+static void emit_conv_store_b(mc_strbuf *sb, int n, int rows, int kstep, int V);
 
 /* load_b and store_b of the deeper loop with V pixels per thread (conv_bvec): thread tid owns
  * pixels n0 + bnv_ .. + V - 1 (each decoded here) and K rows bkv_ + j * kstep of a tile. The
@@ -1512,9 +1528,18 @@ static void emit_conv_bvec(rctx *c, const conv_gen *q, int V)
     mc_sb_printf(sb, "        rb[j * %d + e] = (unsigned)iy < %lluu && (unsigned)ix < %lluu ? xa_[pbv_[e] + t.x] : "
                      "(unsigned short)0;\n      }\n    }\n  };\n",
                  V, (unsigned long long)cv->h, (unsigned long long)cv->w);
+    emit_conv_store_b(sb, n, rows, kstep, V);
+}
+
+/* store_b of emit_conv_bvec and emit_conv_chunk: a thread's `rows` K rows (bkv_ + j * kstep) of
+ * its V pixels (bnv_ ..) into the B tile, as one 2-, 4- or 8-byte word a row */
+static void emit_conv_store_b(mc_strbuf *sb, int n, int rows, int kstep, int V)
+{
     mc_sb_printf(sb, "  auto store_b = [&](int buf, const unsigned short (&rb)[%d]) {\n#pragma unroll\n", n);
     mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", rows);
-    if (V == 2)
+    if (V == 1)
+        mc_sb_printf(sb, "      Bs[buf][bkv_ + j * %d][bnv_] = rb[j];\n", kstep);
+    else if (V == 2)
         mc_sb_printf(sb, "      *reinterpret_cast<unsigned *>(&Bs[buf][bkv_ + j * %d][bnv_]) = (unsigned)rb[j * 2] | "
                          "((unsigned)rb[j * 2 + 1] << 16);\n", kstep);
     else
@@ -1522,6 +1547,45 @@ static void emit_conv_bvec(rctx *c, const conv_gen *q, int V)
                          "((unsigned)rb[j * 4 + 1] << 16), (unsigned)rb[j * 4 + 2] | ((unsigned)rb[j * 4 + 3] << 16));\n",
                      kstep);
     mc_sb_puts(sb, "    }\n  };\n");
+}
+
+/* load_b and store_b where K goes by chunks of BK channels (kir_conv.kc = BK): a K tile is one
+ * window position (ky, kx) over BK channels, so a pixel's bounds are checked once a tile and
+ * its BK elements lie at fixed distances (the channel stride) from one address: one load an
+ * element, its offset a constant, where the table's path (emit_conv_bvec) spends a table read,
+ * two adds and two compares. Thread tid owns pixels bnv_ .. + V - 1 and channels bkv_ +
+ * j * kstep of the chunk. */
+static void emit_conv_chunk(rctx *c, const conv_gen *q, int V)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    const kir_conv *cv = q->cv;
+    const kir_view *X = q->X;
+    long long O = (long long)(cv->oh * cv->ow), khw = (long long)(cv->kh * cv->kw), sc = (long long)X->stride[1];
+    int TP = q->BN / V, kstep = q->T * V / q->BN, rows = q->BK / kstep, n = rows * V;
+    mc_sb_printf(sb, "  const int bnv_ = (tid %% %d) * %d, bkv_ = tid / %d;\n", TP, V, TP);
+    mc_sb_printf(sb, "  int iyv_[%d], ixv_[%d];\n  %s pbv_[%d];\n#pragma unroll\n  for (int e = 0; e < %d; ++e) {\n", V, V, I,
+                 V, V);
+    mc_sb_printf(sb, "    const %s pix = n0 + bnv_ + e, img = pix / %lld, o = pix - img * %lld;\n", I, O, O);
+    mc_sb_printf(sb, "    const int iy = (int)(o / %lld) * %lld - %lld, ix = (int)(o %% %lld) * %lld - %lld;\n",
+                 (long long)cv->ow, (long long)cv->sh, (long long)cv->ph, (long long)cv->ow, (long long)cv->sw,
+                 (long long)cv->pw);
+    mc_sb_printf(sb, "    const bool ok = pix < (%s)%s;\n    iyv_[e] = ok ? iy : -(1 << 28);\n    ixv_[e] = ix;\n", I, q->P);
+    mc_sb_printf(sb, "    pbv_[e] = ok ? (%s)%lld + img * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld + (%s)bkv_ * (%s)%lld : (%s)0;\n  }\n",
+                 I, (long long)X->offset, I, (long long)X->stride[0], I, I, (long long)X->stride[2], I, I,
+                 (long long)X->stride[3], I, I, sc, I);
+    mc_sb_printf(sb, "  auto load_b = [&](int kt, unsigned short (&rb)[%d]) {\n", n);
+    mc_sb_printf(sb, "    const int cc = kt / %lld, r = kt - cc * %lld, dy = (r / %lld) * %lld, dx = (r %% %lld) * %lld;\n", khw,
+                 khw, (long long)cv->kw, (long long)cv->dh, (long long)cv->kw, (long long)cv->dw);
+    mc_sb_printf(sb, "    const %s off = (%s)cc * (%s)%lld + (%s)dy * (%s)%lld + (%s)dx * (%s)%lld;\n#pragma unroll\n", I, I, I,
+                 (long long)q->BK * sc, I, I, (long long)X->stride[2], I, I, (long long)X->stride[3]);
+    mc_sb_printf(sb, "    for (int e = 0; e < %d; ++e) {\n", V);
+    mc_sb_printf(sb, "      const bool ok = (unsigned)(iyv_[e] + dy) < %lluu && (unsigned)(ixv_[e] + dx) < %lluu;\n",
+                 (unsigned long long)cv->h, (unsigned long long)cv->w);
+    mc_sb_puts(sb, "      const unsigned short *px = xa_ + (ok ? pbv_[e] + off : 0);\n#pragma unroll\n");
+    mc_sb_printf(sb, "      for (int j = 0; j < %d; ++j)\n        rb[j * %d + e] = ok ? px[j * %lld] : (unsigned short)0;\n    }\n  };\n",
+                 rows, V, (long long)kstep * sc);
+    emit_conv_store_b(sb, n, rows, kstep, V);
 }
 
 /* The loads, the tensor-core loop and the K loop of render_conv_mma at depth D >= 2 (the
@@ -1535,9 +1599,10 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
     const char *I = c->I;
     const kir_conv *cv = q->cv;
     int D = q->D, NB = D + 1, BK = q->BK, NA = q->BM * BK / q->T;
-    int64_t KHW = cv->kh * cv->kw;
-    int V = conv_bvec(q->BN, q->T, BK, q->ktab);
-    if (V > 1)
+    int V = conv_bvec(q->BN, q->T, BK, q->ktab || q->chunk);
+    if (q->chunk)
+        emit_conv_chunk(c, q, V);
+    else if (V > 1)
         emit_conv_bvec(c, q, V);
     else {
         mc_sb_printf(sb, "  auto load_b = [&](int kt, unsigned short (&rb)[%d]) {\n#pragma unroll\n", q->nb_ld);
@@ -1550,8 +1615,7 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
         } else {
             mc_sb_printf(sb, "      const int kk = kt * %d + bk_ + j * %d;\n      unsigned short v = 0;\n", BK, q->kstep);
             mc_sb_printf(sb, "      if (pv_ && kk < %lld) {\n", (long long)q->K);
-            mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
-                         (long long)KHW, (long long)KHW, (long long)cv->kw, (long long)cv->kw);
+            emit_conv_k_decode(sb, cv);
             mc_sb_printf(sb, "        const int iy = iy0_ + ky * %lld, ix = ix0_ + kx * %lld;\n", (long long)cv->dh,
                          (long long)cv->dw);
             mc_sb_printf(sb, "        if ((unsigned)iy < %lluu && (unsigned)ix < %lluu)\n", (unsigned long long)cv->h,
@@ -1716,7 +1780,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     if (eb && atoi(eb) > 0 && atoi(eb) <= 8)
         c->minb = atoi(eb);
     int T = 32 * (BM / 32) * WARPS_N, WN = BN / WARPS_N, MT = 2, NT = WN / 8, BK = CONV_BK;
-    int64_t M = g->m, K = g->k, O = g->n, KHW = cv->kh * cv->kw;
+    int64_t M = g->m, K = g->k, O = g->n;
     /* the pixels N OH OW: a literal, or read when the kernel runs where the batch is symbolic
      * (mc_cuda_render_sized, with a plan that is the same for every binding:
      * mc_cuda_conv_plan_sized); P is this binding's, for the grid */
@@ -1759,6 +1823,11 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     emit_signature(c, out, T);
     int pa = c->view_param[g->a], px = c->view_param[g->b];
     int D = conv_stages(BM, BN, BK);
+    /* K by chunks of BK channels (MINIC_CUDA_CONV_KCHUNK=1): the deeper loop's loads by
+     * emit_conv_chunk, no K table; the first loop decodes each row (emit_conv_k_decode) */
+    bool chunk = cv->kc == BK && D > 1;
+    if (chunk)
+        ktab = false;
     if (D > 1) {
         /* D + 1 buffers, in dynamic shared memory (beyond 48 KB for the larger tiles) */
         int abytes = BM * (BK + 8) * 2, bbytes = BK * (BN + 8) * 2;
@@ -1803,8 +1872,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
         mc_sb_printf(sb, "    if (tid < %d) {\n      const int kk = kt * %d + tid;\n      int4 t = make_int4(0, 1 << 24, 0, 0);\n",
                      BK, BK);
         mc_sb_printf(sb, "      if (kk < %lld) {\n", (long long)K);
-        mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
-                     (long long)KHW, (long long)KHW, (long long)cv->kw, (long long)cv->kw);
+        emit_conv_k_decode(sb, cv);
         mc_sb_printf(sb, "        t = make_int4(ch * %lld + ky * %lld + kx * %lld, ky * %lld, kx * %lld, 0);\n",
                      (long long)X->stride[1], (long long)(cv->dh * X->stride[2]), (long long)(cv->dw * X->stride[3]),
                      (long long)cv->dh, (long long)cv->dw);
@@ -1817,7 +1885,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     int kstep = T / BN;
     if (D > 1) {
         const conv_gen q = {.BM = BM, .BN = BN, .BK = BK, .T = T, .MT = MT, .NT = NT, .nb_ld = nb_ld, .kstep = kstep,
-                            .S = S, .D = D, .avec = avec, .ktab = ktab, .M = M, .K = K, .P = Ps, .A = A, .X = X, .cv = cv};
+                            .S = S, .D = D, .avec = avec, .ktab = ktab, .chunk = chunk, .M = M, .K = K, .P = Ps, .A = A, .X = X, .cv = cv};
         emit_conv_pipelined(c, &q);
     } else {
         mc_sb_printf(sb, "  unsigned short rb_[%d];\n", nb_ld);
@@ -1834,8 +1902,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
         mc_sb_printf(sb, "      const int kk = kt * %d + bk_ + j * %d;\n", BK, kstep);
         mc_sb_puts(sb, "      unsigned short v = 0;\n");
         mc_sb_printf(sb, "      if (pv_ && kk < %lld) {\n", (long long)K);
-        mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
-                     (long long)KHW, (long long)KHW, (long long)cv->kw, (long long)cv->kw);
+        emit_conv_k_decode(sb, cv);
         mc_sb_printf(sb, "        const int iy = iy0_ + ky * %lld, ix = ix0_ + kx * %lld;\n", (long long)cv->dh,
                      (long long)cv->dw);
         mc_sb_printf(sb, "        if ((unsigned)iy < %lluu && (unsigned)ix < %lluu)\n", (unsigned long long)cv->h,
