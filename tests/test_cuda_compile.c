@@ -830,6 +830,80 @@ static void test_implicit_conv_kchunk(void **state)
     }
 }
 
+/* The stem channels-last (mc_compile_options.conv_clast, MINIC_CUDA_CONV_CLAST=1): x padded to
+ * 4 (or 8) channels and read as [N, H, W, Cp], the kernel's B by 8- (16-) byte cp.async into a
+ * [BN][BK] tile read untransposed, the padded weight rows (K = 196 of 200) by cp.async with a
+ * partial last chunk; at every depth and for several tiles; the first loop keeps element loads. */
+static void test_implicit_conv_clast(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *x, *w, *attrs, *dt, *tile;
+        int co, stages, cp;
+    } cases[] = {
+        {"32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "f16", NULL, 64, 0, 4},
+        {"32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "bf16", "64x32", 64, 4, 4},
+        {"2, 5, 12, 13", "130, 5, 3, 3", "padding=[1, 1]", "f16", "128x64", 130, 3, 8},
+        {"N<=32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "f16", NULL, 64, 0, 4},
+        {"32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "f16", NULL, 64, 2, 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[1024], v[8];
+        snprintf(text, sizeof text,
+                 "graph a\ninput x : %s[%s]\nparam w : %s[%s]\nparam b : %s[%d]\n"
+                 "y = conv(x, w, b, %s)\nz = relu(y)\noutput z\n",
+                 cases[i].dt, cases[i].x, cases[i].dt, cases[i].w, cases[i].dt, cases[i].co, cases[i].attrs);
+        mc_graph *g;
+        if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
+            fail_msg("%s\n%s", mc_error_message(), text);
+        if (cases[i].stages) {
+            snprintf(v, sizeof v, "%d", cases[i].stages);
+            setenv("MINIC_CUDA_CONV_STAGES", v, 1);
+        }
+        if (cases[i].tile)
+            setenv("MINIC_CUDA_CONV_TILE", cases[i].tile, 1);
+        bool sym = strchr(cases[i].x, 'N') != NULL;
+        char refused[MC_COMPILE_REFUSED] = "";
+        mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = true,
+                                 .conv_implicit = true, .conv_clast = true, .symbolic = sym, .refused = refused};
+        kir_program *kp;
+        if (mc_compile_kernels(g, &co, &kp) != MC_OK)
+            fail_msg("%s\n%s", mc_error_message(), text);
+        if (sym) {
+            int64_t n8[1] = {8};
+            kir_program *sized = kp;
+            kp = kir_bind(sized, n8);
+            assert_non_null(kp);
+            kir_program_free(sized);
+        }
+        mc_cuda_kernel_plan *pl = compile_all(kp);
+        int nconv = 0;
+        for (int k = 0; k < kp->nkernels; k++) {
+            const kir_kernel *kk = &kp->kernels[k];
+            if (!pl[k].is_gemm || !pl[k].gemm.conv)
+                continue;
+            nconv++;
+            const char *src = pl[k].code.src.data;
+            char cpb[32];
+            snprintf(cpb, sizeof cpb, "mc_cp%d(&Bs[buf][pn_]", 2 * cases[i].cp);
+            assert_int_equal(kk->gemm.conv.kc, cases[i].cp);
+            assert_int_equal(kk->gemm.conv.c, cases[i].cp);
+            assert_true((strstr(src, cpb) != NULL) == (cases[i].stages != 2));
+            if (cases[i].stages != 2) {
+                assert_non_null(strstr(src, "mc_ldsm4(bf, &Bs[cur][wn0"));
+                assert_null(strstr(src, "kt_["));
+                assert_non_null(strstr(src, "mc_cp16(&As[buf]")); /* the padded weight rows */
+            }
+        }
+        assert_int_equal(nconv, 1);
+        mc_cuda_plans_free(pl, kp->nkernels);
+        kir_program_free(kp);
+        mc_graph_free(g);
+        unsetenv("MINIC_CUDA_CONV_STAGES");
+        unsetenv("MINIC_CUDA_CONV_TILE");
+    }
+}
+
 /* Convs over a symbolic batch (f32[N, ...]), compiled once: the implicit-GEMM kernel reads the
  * pixel count N OH OW when it runs (its grid is the binding's tiles), so every binding renders
  * the same source, which compiles; the plan (tile, no K split) is the same for every binding.
@@ -1241,6 +1315,7 @@ int main(void)
         cmocka_unit_test(test_implicit_conv_kernels),
         cmocka_unit_test(test_implicit_conv_stages),
         cmocka_unit_test(test_implicit_conv_kchunk),
+        cmocka_unit_test(test_implicit_conv_clast),
         cmocka_unit_test(test_sized_conv_kernels),
 #endif
     };

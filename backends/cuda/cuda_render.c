@@ -1488,6 +1488,7 @@ static void emit_conv_k_decode(mc_strbuf *sb, const kir_conv *cv)
 typedef struct {
     int BM, BN, BK, T, MT, NT, nb_ld, kstep, S, D;
     bool avec, ktab, chunk; /* chunk: emit_conv_chunk's loads (ktab then off) */
+    bool clast;             /* x's channels contiguous: emit_conv_clast's B by cp.async, [BN][BK] */
     int64_t M, K;
     const char *P; /* the pixels N OH OW: a literal, or S_.v[i] (render_conv_mma) */
     const kir_view *A, *X;
@@ -1588,6 +1589,40 @@ static void emit_conv_chunk(rctx *c, const conv_gen *q, int V)
     emit_conv_store_b(sb, n, rows, kstep, V);
 }
 
+/* load_b where x's channels are contiguous (kir_conv.kc = c = 4 or 8, channel stride 1: a
+ * channels-last x, MINIC_CUDA_CONV_CLAST=1 on the stem): K by window positions of c channels,
+ * so a (pixel, window position) of the tile is c contiguous elements, one 8- or 16-byte
+ * cp.async into B kept as [BN][BK] (k contiguous; mma_tile reads it untransposed), zero-filled
+ * in the padding and past K: no registers, no element loads, no table. Thread tid owns pixel
+ * tid % BN of the tile and its window slots tid / BN + j * (T / BN). */
+static void emit_conv_clast(rctx *c, const conv_gen *q)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    const kir_conv *cv = q->cv;
+    const kir_view *X = q->X;
+    long long O = (long long)(cv->oh * cv->ow), ch = (long long)cv->c, khw = (long long)(cv->kh * cv->kw);
+    int per = q->BK / (int)ch, step = q->T / q->BN, slots = per / step;
+    mc_sb_printf(sb, "  const int pn_ = tid %% %d, ps_ = tid / %d;\n", q->BN, q->BN);
+    mc_sb_printf(sb, "  const %s pxl_ = n0 + pn_, pim_ = pxl_ / %lld, po_ = pxl_ - pim_ * %lld;\n", I, O, O);
+    mc_sb_printf(sb, "  const bool pok_ = pxl_ < (%s)%s;\n", I, q->P);
+    mc_sb_printf(sb, "  const int piy_ = pok_ ? (int)(po_ / %lld) * %lld - %lld : -(1 << 28), pix_x_ = (int)(po_ %% %lld) * %lld - %lld;\n",
+                 (long long)cv->ow, (long long)cv->sh, (long long)cv->ph, (long long)cv->ow, (long long)cv->sw,
+                 (long long)cv->pw);
+    mc_sb_printf(sb, "  const %s pbase_ = pok_ ? (%s)%lld + pim_ * (%s)%lld : (%s)0;\n", I, I, (long long)X->offset, I,
+                 (long long)X->stride[0], I);
+    mc_sb_puts(sb, "  auto load_b = [&](int kt, int buf) {\n#pragma unroll\n");
+    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", slots);
+    mc_sb_printf(sb, "      const int s = ps_ + j * %d, r = kt * %d + s, ky = r / %lld, kx = r - ky * %lld;\n", step, per,
+                 (long long)cv->kw, (long long)cv->kw);
+    mc_sb_printf(sb, "      const int iy = piy_ + ky * %lld, ix = pix_x_ + kx * %lld;\n", (long long)cv->dh, (long long)cv->dw);
+    mc_sb_printf(sb, "      const bool ok = r < %lld && (unsigned)iy < %lluu && (unsigned)ix < %lluu;\n", khw,
+                 (unsigned long long)cv->h, (unsigned long long)cv->w);
+    mc_sb_printf(sb, "      mc_cp%lld(&Bs[buf][pn_][s * %lld], ok ? xa_ + pbase_ + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld : xa_, ok ? %lld : 0);\n",
+                 2 * ch, ch, I, I, (long long)X->stride[2], I, I, (long long)X->stride[3], 2 * ch);
+    mc_sb_puts(sb, "    }\n  };\n");
+}
+
 /* The loads, the tensor-core loop and the K loop of render_conv_mma at depth D >= 2 (the
  * buffers As[D + 1], Bs[D + 1], the K table kt_ and its fill_tab, the pixel's decoded
  * coordinates in scope). Relative tile rr = kt - kt0 sits in buffer rr % (D + 1) and, while in
@@ -1600,7 +1635,10 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
     const kir_conv *cv = q->cv;
     int D = q->D, NB = D + 1, BK = q->BK, NA = q->BM * BK / q->T;
     int V = conv_bvec(q->BN, q->T, BK, q->ktab || q->chunk);
-    if (q->chunk)
+    bool cpa = q->avec || q->clast; /* a cp.async group a tile */
+    if (q->clast)
+        emit_conv_clast(c, q);
+    else if (q->chunk)
         emit_conv_chunk(c, q, V);
     else if (V > 1)
         emit_conv_bvec(c, q, V);
@@ -1635,8 +1673,13 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
         mc_sb_printf(sb, "      const int q = tid + j * %d, r = q >> 2, kc = (q & 3) * 8;\n", q->T);
         mc_sb_printf(sb, "      const %s m = m0 + r, kk = (%s)kt * %d + kc;\n", I, I, BK);
         mc_sb_printf(sb, "      const bool ok = m < (%s)%lld && kk < (%s)%lld;\n", I, (long long)q->M, I, (long long)q->K);
-        mc_sb_printf(sb, "      mc_cp16(&As[buf][r][kc], ok ? wa_ + (%s)%lld + m * (%s)%lld + kk : wa_, ok ? 16 : 0);\n",
-                     I, (long long)A->offset, I, (long long)A->stride[1]);
+        /* (K not a multiple of 8, rows that are: the last chunk's bytes past K read as 0) */
+        char bytes[128] = "16";
+        if (q->K % 8 != 0)
+            snprintf(bytes, sizeof bytes, "(kk + 8 <= (%s)%lld ? 16 : (int)((%s)%lld - kk) * 2)", I, (long long)q->K, I,
+                     (long long)q->K);
+        mc_sb_printf(sb, "      mc_cp16(&As[buf][r][kc], ok ? wa_ + (%s)%lld + m * (%s)%lld + kk : wa_, ok ? %s : 0);\n",
+                     I, (long long)A->offset, I, (long long)A->stride[1], bytes);
         mc_sb_puts(sb, "    }\n  };\n");
     } else {
         mc_sb_printf(sb, "  auto load_a = [&](int kt, unsigned short (&ra)[%d]) {\n#pragma unroll\n", NA);
@@ -1660,8 +1703,12 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
     mc_sb_printf(sb, "      unsigned af[%d][4];\n#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n", q->MT, q->MT);
     mc_sb_puts(sb, "        mc_ldsm4(af[mt], &As[cur][wm0 + mt * 16 + (lane & 15)][ks * 16 + (lane >> 4) * 8]);\n");
     mc_sb_printf(sb, "#pragma unroll\n      for (int nt = 0; nt < %d; ++nt) {\n", q->NT / 2);
-    mc_sb_puts(sb, "        unsigned bf[4];\n"
-                   "        mc_ldsm4t(bf, &Bs[cur][ks * 16 + (lane & 15)][wn0 + nt * 16 + (lane >> 4) * 8]);\n");
+    if (q->clast) /* B as [BN][BK]: k contiguous, so the fragments come untransposed */
+        mc_sb_puts(sb, "        unsigned bf[4];\n"
+                       "        mc_ldsm4(bf, &Bs[cur][wn0 + nt * 16 + (lane >> 4) * 8 + (lane & 7)][ks * 16 + ((lane >> 3) & 1) * 8]);\n");
+    else
+        mc_sb_puts(sb, "        unsigned bf[4];\n"
+                       "        mc_ldsm4t(bf, &Bs[cur][ks * 16 + (lane & 15)][wn0 + nt * 16 + (lane >> 4) * 8]);\n");
     mc_sb_printf(sb, "#pragma unroll\n        for (int mt = 0; mt < %d; ++mt) {\n", q->MT);
     mc_sb_puts(sb, "          mc_mma(acc_[mt][2 * nt], af[mt], bf[0], bf[1]);\n"
                    "          mc_mma(acc_[mt][2 * nt + 1], af[mt], bf[2], bf[3]);\n"
@@ -1670,7 +1717,8 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
     mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %d, kt1 = (bs_ + 1) * %lld / %d, nkt = kt1 - kt0;\n", (long long)nk,
                  q->S, (long long)nk, q->S);
     for (int u = 0; u < D; u++) {
-        mc_sb_printf(sb, "  unsigned short rb%d_[%d];\n", u, q->nb_ld);
+        if (!q->clast)
+            mc_sb_printf(sb, "  unsigned short rb%d_[%d];\n", u, q->nb_ld);
         if (!q->avec)
             mc_sb_printf(sb, "  unsigned short ra%d_[%d];\n", u, NA);
     }
@@ -1683,16 +1731,20 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
             mc_sb_printf(sb, "    load_a(kt0 + %d, %d);\n", i, i);
         else
             mc_sb_printf(sb, "    load_a(kt0 + %d, ra%d_);\n", i, i);
-        mc_sb_printf(sb, "    load_b(kt0 + %d, rb%d_);\n  }\n", i, i);
-        if (q->avec)
+        if (q->clast)
+            mc_sb_printf(sb, "    load_b(kt0 + %d, %d);\n  }\n", i, i);
+        else
+            mc_sb_printf(sb, "    load_b(kt0 + %d, rb%d_);\n  }\n", i, i);
+        if (cpa)
             mc_sb_puts(sb, "  mc_cp_commit();\n");
     }
     if (q->ktab)
         mc_sb_printf(sb, "  fill_tab(kt0 + %d, (kt0 + %d) & 1);\n", D, D);
-    mc_sb_puts(sb, "  store_b(0, rb0_);\n");
+    if (!q->clast)
+        mc_sb_puts(sb, "  store_b(0, rb0_);\n");
     if (!q->avec)
         mc_sb_puts(sb, "  store_a(0, ra0_);\n");
-    else
+    if (cpa)
         mc_sb_printf(sb, "  asm volatile(\"cp.async.wait_group %d;\\n\" ::: \"memory\");\n", D - 1);
     mc_sb_puts(sb, "  __syncthreads();\n");
     /* the loop, unrolled D times so that every register set is named */
@@ -1706,17 +1758,22 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
             mc_sb_printf(sb, "        load_a(kt + %d, (rr + %d) %% %d);\n", D, D, NB);
         else
             mc_sb_printf(sb, "        load_a(kt + %d, ra%d_);\n", D, u);
-        mc_sb_printf(sb, "        load_b(kt + %d, rb%d_);\n      }\n", D, u);
-        if (q->avec)
+        if (q->clast)
+            mc_sb_printf(sb, "        load_b(kt + %d, (rr + %d) %% %d);\n      }\n", D, D, NB);
+        else
+            mc_sb_printf(sb, "        load_b(kt + %d, rb%d_);\n      }\n", D, u);
+        if (cpa)
             mc_sb_puts(sb, "      mc_cp_commit();\n");
         if (q->ktab) /* the other parity: load_b above read kt + D's */
             mc_sb_printf(sb, "      fill_tab(kt + %d, (kt + %d) & 1);\n", D + 1, D + 1);
         mc_sb_puts(sb, "      mma_tile(cur);\n");
-        mc_sb_printf(sb, "      if (rr + 1 < nkt) {\n        store_b((rr + 1) %% %d, rb%d_);\n", NB, un);
+        mc_sb_puts(sb, "      if (rr + 1 < nkt) {\n");
+        if (!q->clast)
+            mc_sb_printf(sb, "        store_b((rr + 1) %% %d, rb%d_);\n", NB, un);
         if (!q->avec)
             mc_sb_printf(sb, "        store_a((rr + 1) %% %d, ra%d_);\n", NB, un);
         mc_sb_puts(sb, "      }\n");
-        if (q->avec)
+        if (cpa)
             mc_sb_printf(sb, "      asm volatile(\"cp.async.wait_group %d;\\n\" ::: \"memory\");\n", D - 1);
         mc_sb_puts(sb, "      __syncthreads();\n    }\n");
     }
@@ -1795,8 +1852,17 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     int64_t mtiles = (M + BM - 1) / BM, ptiles = (P + BN - 1) / BN;
     /* A in 16-byte chunks: contiguous along K, rows and offset multiples of 8 elements, the
      * buffer 16-byte aligned */
-    bool avec = A->stride[2] == 1 && K % 8 == 0 && A->stride[1] % 8 == 0 && A->offset % 8 == 0 &&
+    int D = conv_stages(BM, BN, BK);
+    /* (the deeper loop reads a last partial chunk of K, so K need not be a multiple of 8 there
+     * where the rows are: the channels-last stem's weights) */
+    bool avec = A->stride[2] == 1 && (K % 8 == 0 || D > 1) && A->stride[1] % 8 == 0 && A->offset % 8 == 0 &&
                 c->align[A->buffer] >= 16;
+    /* x's channels contiguous in runs of 4 or 8 (decompose's channels-last stem,
+     * MINIC_CUDA_CONV_CLAST=1): emit_conv_clast, B by cp.async */
+    int64_t cc8 = cv->c;
+    bool clast = D > 1 && cv->kc == cc8 && (cc8 == 4 || cc8 == 8) && X->stride[1] == 1 && X->offset % cc8 == 0 &&
+                 X->stride[0] % cc8 == 0 && X->stride[2] % cc8 == 0 && X->stride[3] % cc8 == 0 &&
+                 c->align[X->buffer] >= 2 * cc8 && T % BN == 0 && (BK / cc8) % (T / BN) == 0;
     bool bf = dt == MC_BF16;
     /* MINIC_CUDA_CONV_KTAB=0: each thread decodes its K rows itself (three divisions an element) */
     const char *ek = getenv("MINIC_CUDA_CONV_KTAB");
@@ -1813,6 +1879,11 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
                  bf ? "__floats2bfloat162_rn" : "__floats2half2_rn", bf ? "bf16" : "f16");
     mc_sb_puts(sb, mc_cuda_mma_helpers);
     mc_sb_puts(sb, mc_cuda_cp_helpers);
+    if (clast && cc8 == 4) /* a pixel's 4 channels: 8 bytes (cp.async.cg takes only 16) */
+        mc_sb_puts(sb, "MC_D void mc_cp8(void *dst, const void *src, int bytes) {\n"
+                       "  const unsigned s = (unsigned)__cvta_generic_to_shared(dst);\n"
+                       "  asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\\n\" :: \"r\"(s), \"l\"(src), \"r\"(bytes));\n"
+                       "}\n");
     mc_sb_printf(sb, "/* implicit GEMM: C_out %lld x pixels %s (%s images of %lldx%lld) x K %lld (C %lld, window "
                      "%lldx%lld, stride %lld %lld, padding %lld %lld, dilation %lld %lld, x %lldx%lld); tile %dx%dx%d, "
                      "A by %s */\n",
@@ -1822,21 +1893,22 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
                  (long long)cv->h, (long long)cv->w, BM, BN, BK, avec ? "cp.async" : "element loads");
     emit_signature(c, out, T);
     int pa = c->view_param[g->a], px = c->view_param[g->b];
-    int D = conv_stages(BM, BN, BK);
     /* K by chunks of BK channels (MINIC_CUDA_CONV_KCHUNK=1): the deeper loop's loads by
      * emit_conv_chunk, no K table; the first loop decodes each row (emit_conv_k_decode) */
     bool chunk = cv->kc == BK && D > 1;
-    if (chunk)
+    if (chunk || clast)
         ktab = false;
     if (D > 1) {
-        /* D + 1 buffers, in dynamic shared memory (beyond 48 KB for the larger tiles) */
-        int abytes = BM * (BK + 8) * 2, bbytes = BK * (BN + 8) * 2;
+        /* D + 1 buffers, in dynamic shared memory (beyond 48 KB for the larger tiles); B as
+         * [BK][BN], or [BN][BK] where emit_conv_clast fills it */
+        int br = clast ? BN : BK, bc = clast ? BK : BN;
+        int abytes = BM * (BK + 8) * 2, bbytes = br * (bc + 8) * 2;
         out->smem = (D + 1) * (abytes + bbytes);
         mc_sb_puts(sb, "  extern __shared__ __align__(16) unsigned short smem_[];\n");
         mc_sb_printf(sb, "  unsigned short (*As)[%d][%d] = reinterpret_cast<unsigned short (*)[%d][%d]>(smem_);\n", BM,
                      BK + 8, BM, BK + 8);
-        mc_sb_printf(sb, "  unsigned short (*Bs)[%d][%d] = reinterpret_cast<unsigned short (*)[%d][%d]>(smem_ + %d);\n", BK,
-                     BN + 8, BK, BN + 8, (D + 1) * abytes / 2);
+        mc_sb_printf(sb, "  unsigned short (*Bs)[%d][%d] = reinterpret_cast<unsigned short (*)[%d][%d]>(smem_ + %d);\n", br,
+                     bc + 8, br, bc + 8, (D + 1) * abytes / 2);
     } else {
         mc_sb_printf(sb, "  __shared__ __align__(16) unsigned short As[2][%d][%d];\n", BM, BK + 8);
         mc_sb_printf(sb, "  __shared__ __align__(16) unsigned short Bs[2][%d][%d];\n", BK, BN + 8);
@@ -1885,7 +1957,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     int kstep = T / BN;
     if (D > 1) {
         const conv_gen q = {.BM = BM, .BN = BN, .BK = BK, .T = T, .MT = MT, .NT = NT, .nb_ld = nb_ld, .kstep = kstep,
-                            .S = S, .D = D, .avec = avec, .ktab = ktab, .chunk = chunk, .M = M, .K = K, .P = Ps, .A = A, .X = X, .cv = cv};
+                            .S = S, .D = D, .avec = avec, .ktab = ktab, .chunk = chunk, .clast = clast, .M = M, .K = K, .P = Ps, .A = A, .X = X, .cv = cv};
         emit_conv_pipelined(c, &q);
     } else {
         mc_sb_printf(sb, "  unsigned short rb_[%d];\n", nb_ld);

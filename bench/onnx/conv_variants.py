@@ -9,7 +9,7 @@ conv layers of ResNet's shapes, each under the environment of every variant give
 
 A variant is a name and MINIC_* settings (none: the defaults). Prints one table (us, medians of
 `minic run --iters N`) and writes DIR/variants.md, DIR/profile_NAME.txt (`minic run --profile` of
-ResNet-18 by default and with MINIC_CUDA_CONV_KCHUNK=1)."""
+ResNet-18 by default and with MINIC_CUDA_CONV_KCHUNK=1 MINIC_CUDA_CONV_CLAST=1)."""
 import argparse, os, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -18,8 +18,9 @@ from resnet_gpu import export, minic_time, rel  # noqa: E402
 VARIANTS = [
     ("default", ""),
     ("kchunk", "MINIC_CUDA_CONV_KCHUNK=1"),
-    ("kchunk_v4", "MINIC_CUDA_CONV_KCHUNK=1,MINIC_CUDA_CONV_BVEC=4"),
-    ("kchunk_v1", "MINIC_CUDA_CONV_KCHUNK=1,MINIC_CUDA_CONV_BVEC=1"),
+    ("kchunk_clast", "MINIC_CUDA_CONV_KCHUNK=1,MINIC_CUDA_CONV_CLAST=1"),
+    ("kchunk_clast_v4", "MINIC_CUDA_CONV_KCHUNK=1,MINIC_CUDA_CONV_CLAST=1,MINIC_CUDA_CONV_BVEC=4"),
+    ("kchunk_clast_v1", "MINIC_CUDA_CONV_KCHUNK=1,MINIC_CUDA_CONV_CLAST=1,MINIC_CUDA_CONV_BVEC=1"),
 ]
 
 LAYERS = [  # name, x, w, attrs
@@ -78,7 +79,7 @@ def main():
                            "--backend", "cuda", "--iters", str(a.iters), "--quiet"], spec)
         layers = [run(a.minic, [os.path.join(a.work, n + ".graph"), "--backend", "cuda", "--iters", str(a.iters),
                                 "--quiet"], spec) for n, _, _, _ in LAYERS]
-        if vname in ("default", "kchunk"):  # (time: two profiles)
+        if vname in ("default", "kchunk_clast"):  # (time: two profiles)
             r = subprocess.run([a.minic, "run", onnx, "--backend", "cuda", "--quiet", "--profile", "--input",
                                 "input=" + xnpy], env=env_of(spec), capture_output=True, text=True, timeout=300)
             with open(os.path.join(a.out, f"profile_{vname}.txt"), "w") as f:

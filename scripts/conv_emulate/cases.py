@@ -30,6 +30,13 @@ CASES = {
     "chunk_asym": (2, 32, 9, 17, 20, 3, 5, (2, 1), (1, 0), (1, 3), "f16", K1),
     "chunk_first_loop": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", dict(K1, MINIC_CUDA_CONV_STAGES="2")),
     "chunk_tile_128": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", dict(K1, MINIC_CUDA_CONV_TILE="128x128")),
+    "clast_stem": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16", {"MINIC_CUDA_CONV_CLAST": "1"}),
+    "clast_stem_bf16_s4": (2, 3, 23, 21, 72, 7, 7, (2, 2), (3, 3), (1, 1), "bf16",
+                           {"MINIC_CUDA_CONV_CLAST": "1", "MINIC_CUDA_CONV_STAGES": "4"}),
+    "clast_c5_tile_128": (2, 5, 12, 13, 130, 3, 3, (1, 1), (1, 1), (1, 1), "f16",
+                          {"MINIC_CUDA_CONV_CLAST": "1", "MINIC_CUDA_CONV_TILE": "128x64"}),
+    "clast_first_loop": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16",
+                         {"MINIC_CUDA_CONV_CLAST": "1", "MINIC_CUDA_CONV_STAGES": "2"}),
     "table_3x3": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", {}),
     "table_stem": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16", {}),
 }
@@ -129,7 +136,7 @@ def run_case(name, spec, work):
     m = re.search(r"// launch: grid \((\d+), 1, 1\), block (\d+), conv-implicit-mma", k)
     grid, block = int(m.group(1)), int(m.group(2))
     body = k[k.index("/* minic kernel"):]
-    for fn in ("mc_mma", "mc_ldsm4", "mc_ldsm4t", "mc_cp16"):
+    for fn in ("mc_mma", "mc_ldsm4", "mc_ldsm4t", "mc_cp16", "mc_cp8"):
         body = re.sub(r"MC_D void %s\(.*?\n}\n" % fn, "", body, flags=re.S)
     body = re.sub(r"MC_D void mc_cp_(commit|wait1)\(\).*\n", "", body)
     body = re.sub(r'asm volatile\("cp\.async\.wait_(group \d+|all);\\n" ::: "memory"\);', ";", body)
@@ -153,16 +160,34 @@ def run_case(name, spec, work):
     for mm in re.finditer(r"^\s+v\d+ = b(\d+)\(", kfused, re.M):
         if int(mm.group(1)) not in order:
             order.append(int(mm.group(1)))
-    kc = 32 if "K by channel chunks" in kfused else 0
-    wl = bits["w"]
-    if kc:  # decompose's re-laid weights: [co, c/kc, kh kw, kc]
+    views = {int(mm.group(1)): (int(mm.group(2)), [int(t) for t in mm.group(4).split()])
+             for mm in re.finditer(r"^\s+v(\d+) = b(\d+)\((\w+)\) \[\+\d+; strides ([-\d ]+)\]", kfused, re.M)}
+    ga = re.search(r"gemm: m \d+ n \d+ k (\d+)  a v(\d+)  b v(\d+)", kfused)
+    kk, va, vb = int(ga.group(1)), int(ga.group(2)), int(ga.group(3))
+    chunked = "K by channel chunks" in kfused
+    clast = chunked and views[vb][1][1] == 1  # x channels-last, padded to cp channels (decompose)
+    wl, xl = bits["w"], bits["x"]
+    if clast:
+        cp = kk // (kh * kw)
+        xl = np.zeros((n, h, w, cp), np.uint16)
+        xl[..., :c] = bits["x"].transpose(0, 2, 3, 1)
+        w4 = np.zeros((co, kh, kw, cp), np.uint16)
+        w4[..., :c] = bits["w"].transpose(0, 2, 3, 1)
+        rows = views[va][1][1]  # the padded rows' stride
+        wl = np.zeros((co, rows), np.uint16)
+        wl[:, :kk] = w4.reshape(co, kk)
+        kc = cp
+    elif chunked:  # decompose's re-laid weights: [co, c/kc, kh kw, kc]
+        kc = 32
         wl = wl.reshape(co, c // kc, kc, kh * kw).transpose(0, 1, 3, 2)
-    data = {"x": bits["x"], "b": bits["b"], "r": bits["r"], "w": wl, "z": np.zeros(ref.shape, np.uint16)}
+    else:
+        kc = 0
+    data = {"x": bits["x"], "b": bits["b"], "r": bits["r"], "z": np.zeros(ref.shape, np.uint16),
+            views[va][0]: wl, views[vb][0]: xl}
     decl, pargs, outs = [], [], []
     for p, b in enumerate(order):
         bname, numel = bufs[b]
-        key = bname if bname in data else "w"  # the temp holding the re-laid weights
-        arr = np.ascontiguousarray(data[key]).ravel()
+        arr = np.ascontiguousarray(data[b if b in data else bname]).ravel()
         assert arr.size == numel, (bname, arr.size, numel)
         arr.tofile(os.path.join(d, f"p{p}.bin"))
         ctype = "__half" if dt == "f16" else "__nv_bfloat16"
@@ -187,7 +212,7 @@ def run_case(name, spec, work):
     got = from_bits(np.fromfile(os.path.join(d, "out.bin"), np.uint16), dt).reshape(ref.shape)
     err = np.max(np.abs(got - ref)) / max(np.max(np.abs(ref)), 1e-30)
     tol = 1e-2 if dt == "f16" else 4e-2
-    line = f"{name}: grid {grid} block {block}{' kc 32' if kc else ''} {dt}: max error {err:.2e} (of the largest |z|)"
+    line = f"{name}: grid {grid} block {block}{f' kc {kc}' if kc else ''}{' channels-last' if clast else ''} {dt}: max error {err:.2e} (of the largest |z|)"
     return err <= tol and np.all(np.isfinite(got)), line
 
 

@@ -84,3 +84,6 @@ inline void mc_mma(float *d, const unsigned *a, unsigned b0, unsigned b1)
     d[i] = s;
   }
 }
+MC_D void mc_cp8(void *dst, const void *src, int bytes) {
+  if (bytes) memcpy(dst, src, 8); else memset(dst, 0, 8);
+}
