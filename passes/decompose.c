@@ -761,7 +761,18 @@ static mc_value conv_implicit(ctx *c, const mc_value *in, const mc_node *xn, int
     int64_t ws[2] = {Co, C * K}, bs[2] = {Co, 1};
     mc_value w = in[1], x = in[0];
     int64_t kc = c->conv_kchunk;
-    if (sr == 2 && c->conv_clast && C < 8) {
+    const mc_attrs *xa = &c->rw->dst->nodes[x].attr;
+    bool given_last = sr == 2 && c->conv_clast && C % 8 == 0 && c->rw->dst->nodes[x].op == MC_OP_TRANSPOSE &&
+                      xa->has_list && xa->nlist == 4 && xa->list[0] == 0 && xa->list[1] == 3 && xa->list[2] == 1 &&
+                      xa->list[3] == 2;
+    if (given_last) {
+        /* x given channels-last (the transpose of an [N, H, W, C] tensor, which stays a view):
+         * K by window positions of all C channels (kir_conv.kc = C), w as [Co, kh, kw, C] (a copy),
+         * so that the CUDA kernel loads 8 channels of a pixel as one cp.async (emit_conv_clast) */
+        int64_t last[4] = {0, 2, 3, 1};
+        w = shape_op(c, MC_OP_TRANSPOSE, w, last, 4);
+        ma.kchunk = C;
+    } else if (sr == 2 && c->conv_clast && C < 8) {
         /* channels-last (the stem's 3 channels): x as [N, H, W, Cp] padded with zeros to Cp = 4
          * or 8 channels and read through the view [N, Cp, H, W] (channel stride 1), w as [Co,
          * kh, kw, Cp], K by window positions of Cp channels (kir_conv.kc = Cp): the CUDA kernel

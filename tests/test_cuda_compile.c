@@ -833,7 +833,8 @@ static void test_implicit_conv_kchunk(void **state)
 /* The stem channels-last (mc_compile_options.conv_clast, MINIC_CUDA_CONV_CLAST=1): x padded to
  * 4 (or 8) channels and read as [N, H, W, Cp], the kernel's B by 8- (16-) byte cp.async into a
  * [BN][BK] tile read untransposed, the padded weight rows (K = 196 of 200) by cp.async with a
- * partial last chunk; at every depth and for several tiles; the first loop keeps element loads. */
+ * partial last chunk; at every depth and for several tiles; the first loop keeps element loads.
+ * An x given channels-last (the transpose of an NHWC input) the same way, 8 channels a load. */
 static void test_implicit_conv_clast(void **state)
 {
     (void)state;
@@ -846,13 +847,19 @@ static void test_implicit_conv_clast(void **state)
         {"2, 5, 12, 13", "130, 5, 3, 3", "padding=[1, 1]", "f16", "128x64", 130, 3, 8},
         {"N<=32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "f16", NULL, 64, 0, 4},
         {"32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "f16", NULL, 64, 2, 4},
+        /* x given as the transpose of an NHWC input: K by window positions of all C channels */
+        {"32, 56, 56, 64", "64, 64, 3, 3", "padding=[1, 1]", "f16", NULL, 64, 0, 64},
+        {"32, 7, 7, 512", "512, 512, 3, 3", "padding=[1, 1]", "bf16", NULL, 512, 4, 512},
+        {"2, 11, 9, 24", "40, 24, 3, 3", "stride=[2, 2], padding=[1, 1]", "f16", "128x128", 40, 3, 24},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char text[1024], v[8];
+        bool nhwc = cases[i].cp > 8;
         snprintf(text, sizeof text,
-                 "graph a\ninput x : %s[%s]\nparam w : %s[%s]\nparam b : %s[%d]\n"
+                 "graph a\ninput %s : %s[%s]\n%sparam w : %s[%s]\nparam b : %s[%d]\n"
                  "y = conv(x, w, b, %s)\nz = relu(y)\noutput z\n",
-                 cases[i].dt, cases[i].x, cases[i].dt, cases[i].w, cases[i].dt, cases[i].co, cases[i].attrs);
+                 nhwc ? "xh" : "x", cases[i].dt, cases[i].x, nhwc ? "x = transpose(xh, perm=[0, 3, 1, 2])\n" : "",
+                 cases[i].dt, cases[i].w, cases[i].dt, cases[i].co, cases[i].attrs);
         mc_graph *g;
         if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
             fail_msg("%s\n%s", mc_error_message(), text);
@@ -885,14 +892,14 @@ static void test_implicit_conv_clast(void **state)
             nconv++;
             const char *src = pl[k].code.src.data;
             char cpb[32];
-            snprintf(cpb, sizeof cpb, "mc_cp%d(&Bs[buf][pn_]", 2 * cases[i].cp);
+            snprintf(cpb, sizeof cpb, "mc_cp%d(&Bs[buf][pn_]", cases[i].cp == 4 ? 8 : 16);
             assert_int_equal(kk->gemm.conv.kc, cases[i].cp);
             assert_int_equal(kk->gemm.conv.c, cases[i].cp);
             assert_true((strstr(src, cpb) != NULL) == (cases[i].stages != 2));
             if (cases[i].stages != 2) {
                 assert_non_null(strstr(src, "mc_ldsm4(bf, &Bs[cur][wn0"));
                 assert_null(strstr(src, "kt_["));
-                assert_non_null(strstr(src, "mc_cp16(&As[buf]")); /* the padded weight rows */
+                assert_non_null(strstr(src, "mc_cp16(&As[buf]")); /* the (padded) weight rows */
             }
         }
         assert_int_equal(nconv, 1);

@@ -1589,19 +1589,23 @@ static void emit_conv_chunk(rctx *c, const conv_gen *q, int V)
     emit_conv_store_b(sb, n, rows, kstep, V);
 }
 
-/* load_b where x's channels are contiguous (kir_conv.kc = c = 4 or 8, channel stride 1: a
- * channels-last x, MINIC_CUDA_CONV_CLAST=1 on the stem): K by window positions of c channels,
- * so a (pixel, window position) of the tile is c contiguous elements, one 8- or 16-byte
- * cp.async into B kept as [BN][BK] (k contiguous; mma_tile reads it untransposed), zero-filled
- * in the padding and past K: no registers, no element loads, no table. Thread tid owns pixel
- * tid % BN of the tile and its window slots tid / BN + j * (T / BN). */
+/* load_b where x's channels are contiguous (kir_conv.kc = c, 4 or a multiple of 8, channel
+ * stride 1: a channels-last x, MINIC_CUDA_CONV_CLAST=1: the padded stem, or an x given as the
+ * transpose of an NHWC tensor): K by window positions of c channels, so 4 or 8 channels of a
+ * (pixel, window position) are contiguous, one 8- or 16-byte cp.async into B kept as [BN][BK]
+ * (k contiguous; mma_tile reads it untransposed), zero-filled in the padding and past K: no
+ * registers, no element loads, no table. Thread tid owns pixel tid % BN of the tile and its
+ * slots tid / BN + j * (T / BN). */
 static void emit_conv_clast(rctx *c, const conv_gen *q)
 {
     mc_strbuf *sb = c->sb;
     const char *I = c->I;
     const kir_conv *cv = q->cv;
     const kir_view *X = q->X;
-    long long O = (long long)(cv->oh * cv->ow), ch = (long long)cv->c, khw = (long long)(cv->kh * cv->kw);
+    /* a slot: ch channels (4, or 8 of the groups G of a multiple of 8) at one window position;
+     * K tile kt holds slots kt * per .. + per - 1, slot gs at position gs / G, group gs % G */
+    long long O = (long long)(cv->oh * cv->ow), ch = cv->c == 4 ? 4 : 8, G = (long long)cv->c / ch;
+    long long khw = (long long)(cv->kh * cv->kw);
     int per = q->BK / (int)ch, step = q->T / q->BN, slots = per / step;
     mc_sb_printf(sb, "  const int pn_ = tid %% %d, ps_ = tid / %d;\n", q->BN, q->BN);
     mc_sb_printf(sb, "  const %s pxl_ = n0 + pn_, pim_ = pxl_ / %lld, po_ = pxl_ - pim_ * %lld;\n", I, O, O);
@@ -1613,13 +1617,14 @@ static void emit_conv_clast(rctx *c, const conv_gen *q)
                  (long long)X->stride[0], I);
     mc_sb_puts(sb, "  auto load_b = [&](int kt, int buf) {\n#pragma unroll\n");
     mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", slots);
-    mc_sb_printf(sb, "      const int s = ps_ + j * %d, r = kt * %d + s, ky = r / %lld, kx = r - ky * %lld;\n", step, per,
-                 (long long)cv->kw, (long long)cv->kw);
+    mc_sb_printf(sb, "      const int s = ps_ + j * %d, gs = kt * %d + s, r = gs / %lld, cg = gs - r * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
+                 step, per, G, G, (long long)cv->kw, (long long)cv->kw);
     mc_sb_printf(sb, "      const int iy = piy_ + ky * %lld, ix = pix_x_ + kx * %lld;\n", (long long)cv->dh, (long long)cv->dw);
     mc_sb_printf(sb, "      const bool ok = r < %lld && (unsigned)iy < %lluu && (unsigned)ix < %lluu;\n", khw,
                  (unsigned long long)cv->h, (unsigned long long)cv->w);
-    mc_sb_printf(sb, "      mc_cp%lld(&Bs[buf][pn_][s * %lld], ok ? xa_ + pbase_ + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld : xa_, ok ? %lld : 0);\n",
-                 2 * ch, ch, I, I, (long long)X->stride[2], I, I, (long long)X->stride[3], 2 * ch);
+    mc_sb_printf(sb, "      mc_cp%lld(&Bs[buf][pn_][s * %lld], ok ? xa_ + pbase_ + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld + cg * %lld : xa_, "
+                     "ok ? %lld : 0);\n",
+                 2 * ch, ch, I, I, (long long)X->stride[2], I, I, (long long)X->stride[3], ch, 2 * ch);
     mc_sb_puts(sb, "    }\n  };\n");
 }
 
@@ -1859,8 +1864,8 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
                 c->align[A->buffer] >= 16;
     /* x's channels contiguous in runs of 4 or 8 (decompose's channels-last stem,
      * MINIC_CUDA_CONV_CLAST=1): emit_conv_clast, B by cp.async */
-    int64_t cc8 = cv->c;
-    bool clast = D > 1 && cv->kc == cc8 && (cc8 == 4 || cc8 == 8) && X->stride[1] == 1 && X->offset % cc8 == 0 &&
+    int64_t cc8 = cv->c == 4 ? 4 : 8; /* channels a cp.async */
+    bool clast = D > 1 && cv->kc == cv->c && cv->c % cc8 == 0 && X->stride[1] == 1 && X->offset % cc8 == 0 &&
                  X->stride[0] % cc8 == 0 && X->stride[2] % cc8 == 0 && X->stride[3] % cc8 == 0 &&
                  c->align[X->buffer] >= 2 * cc8 && T % BN == 0 && (BK / cc8) % (T / BN) == 0;
     bool bf = dt == MC_BF16;

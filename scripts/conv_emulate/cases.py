@@ -37,6 +37,9 @@ CASES = {
                           {"MINIC_CUDA_CONV_CLAST": "1", "MINIC_CUDA_CONV_TILE": "128x64"}),
     "clast_first_loop": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16",
                          {"MINIC_CUDA_CONV_CLAST": "1", "MINIC_CUDA_CONV_STAGES": "2"}),
+    "clast_nhwc_input": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", {"MINIC_CUDA_CONV_CLAST": "1", "_nhwc": "1"}),
+    "clast_nhwc_c24_s2_bf16": (3, 24, 11, 9, 40, 3, 3, (2, 2), (1, 1), (1, 1), "bf16",
+                               {"MINIC_CUDA_CONV_CLAST": "1", "_nhwc": "1", "MINIC_CUDA_CONV_BVEC": "4"}),
     "table_3x3": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", {}),
     "table_stem": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16", {}),
 }
@@ -89,8 +92,11 @@ def run_case(name, spec, work):
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
     g = os.path.join(d, "c.graph")
+    nhwc = "_nhwc" in env  # x given as the transpose of an [N, H, W, C] input
+    xdecl = (f"input xh : {dt}[{n}, {h}, {w}, {c}]\nx = transpose(xh, perm=[0, 3, 1, 2])\n" if nhwc
+             else f"input x : {dt}[{n}, {c}, {h}, {w}]\n")
     with open(g, "w") as f:
-        f.write(f"graph c\ninput x : {dt}[{n}, {c}, {h}, {w}]\ninput w : {dt}[{co}, {c}, {kh}, {kw}]\n"
+        f.write(f"graph c\n{xdecl}input w : {dt}[{co}, {c}, {kh}, {kw}]\n"
                 f"input b : {dt}[{co}]\ninput r : {dt}[{n}, {co}, {oh}, {ow}]\n"
                 f"y = conv(x, w, b, stride=[{st[0]}, {st[1]}], padding=[{pd[0]}, {pd[1]}], "
                 f"dilation=[{dl[0]}, {dl[1]}])\na = add(y, r)\nz = relu(a)\noutput z\n")
@@ -98,6 +104,9 @@ def run_case(name, spec, work):
     vals = {"x": rng.uniform(-1, 1, (n, c, h, w)), "w": rng.uniform(-1, 1, (co, c, kh, kw)) / np.sqrt(c * kh * kw),
             "b": rng.uniform(-0.5, 0.5, (co,)), "r": rng.uniform(-0.5, 0.5, (n, co, oh, ow))}
     bits = {k: to_bits(v, dt) for k, v in vals.items()}
+    if nhwc:
+        bits["xh"] = np.ascontiguousarray(bits.pop("x").transpose(0, 2, 3, 1))
+        vals["xh"] = vals.pop("x").transpose(0, 2, 3, 1)
     args = []
     for k, v in bits.items():
         p = os.path.join(d, k + ".npy")
@@ -125,7 +134,7 @@ def run_case(name, spec, work):
     ref = read_safetensors(out_ref)["z"]
     e = dict(os.environ)
     e["MINIC_CUDA_CONV_SPLITK"] = "1"  # (small grids would split K: atomics, not emulated)
-    e.update(env)
+    e.update({k: v for k, v in env.items() if not k.startswith("_")})
     code = subprocess.run([MINIC, "dump", g, "--stage", "code", "--backend", "cuda", "--quiet"], env=e,
                           capture_output=True, text=True, check=True).stdout
     fused = subprocess.run([MINIC, "dump", g, "--stage", "fused", "--backend", "cuda", "--quiet"], env=e,
@@ -166,11 +175,12 @@ def run_case(name, spec, work):
     kk, va, vb = int(ga.group(1)), int(ga.group(2)), int(ga.group(3))
     chunked = "K by channel chunks" in kfused
     clast = chunked and views[vb][1][1] == 1  # x channels-last, padded to cp channels (decompose)
-    wl, xl = bits["w"], bits["x"]
+    xnhwc = bits["xh"] if nhwc else bits["x"].transpose(0, 2, 3, 1)
+    wl, xl = bits["w"], None if nhwc else bits["x"]
     if clast:
         cp = kk // (kh * kw)
         xl = np.zeros((n, h, w, cp), np.uint16)
-        xl[..., :c] = bits["x"].transpose(0, 2, 3, 1)
+        xl[..., :c] = xnhwc
         w4 = np.zeros((co, kh, kw, cp), np.uint16)
         w4[..., :c] = bits["w"].transpose(0, 2, 3, 1)
         rows = views[va][1][1]  # the padded rows' stride
@@ -182,7 +192,7 @@ def run_case(name, spec, work):
         wl = wl.reshape(co, c // kc, kc, kh * kw).transpose(0, 1, 3, 2)
     else:
         kc = 0
-    data = {"x": bits["x"], "b": bits["b"], "r": bits["r"], "z": np.zeros(ref.shape, np.uint16),
+    data = {"b": bits["b"], "r": bits["r"], "z": np.zeros(ref.shape, np.uint16),
             views[va][0]: wl, views[vb][0]: xl}
     decl, pargs, outs = [], [], []
     for p, b in enumerate(order):
