@@ -737,6 +737,65 @@ static void test_implicit_conv_stages(void **state)
     }
 }
 
+/* A conv case of test_implicit_conv_kchunk and _clast: conv(x, w, b) + relu over x [xs] (xs
+ * starting with N: a symbolic batch, bound at 8: the source every binding shares; nhwc: x is
+ * the transpose of an [xs] input), compiled with co under MINIC_CUDA_CONV_{STAGES, BVEC,
+ * SPLITK, TILE} where given (0, NULL: left unset), every kernel planned and compiled by NVRTC. */
+typedef struct {
+    mc_graph *g;
+    kir_program *kp;
+    mc_cuda_kernel_plan *pl;
+} conv_case;
+
+static conv_case conv_case_compile(mc_compile_options co, const char *dt, const char *xs, bool nhwc, const char *ws,
+                                   int co_, const char *attrs, int stages, int bvec, int split, const char *tile)
+{
+    char text[1024], v[8];
+    snprintf(text, sizeof text,
+             "graph a\ninput %s : %s[%s]\n%sparam w : %s[%s]\nparam b : %s[%d]\n"
+             "y = conv(x, w, b, %s)\nz = relu(y)\noutput z\n",
+             nhwc ? "xh" : "x", dt, xs, nhwc ? "x = transpose(xh, perm=[0, 3, 1, 2])\n" : "", dt, ws, dt, co_, attrs);
+    conv_case r;
+    if (mc_graph_parse_string("a.graph", text, &r.g) != MC_OK)
+        fail_msg("%s\n%s", mc_error_message(), text);
+    const char *names[3] = {"MINIC_CUDA_CONV_STAGES", "MINIC_CUDA_CONV_BVEC", "MINIC_CUDA_CONV_SPLITK"};
+    const int vals[3] = {stages, bvec, split};
+    for (int e = 0; e < 3; e++)
+        if (vals[e]) {
+            snprintf(v, sizeof v, "%d", vals[e]);
+            setenv(names[e], v, 1);
+        }
+    if (tile)
+        setenv("MINIC_CUDA_CONV_TILE", tile, 1);
+    bool sym = xs[0] == 'N';
+    char refused[MC_COMPILE_REFUSED] = "";
+    co.fuse = co.plan_memory = co.verify = co.conv_gather = co.conv_implicit = true;
+    co.symbolic = sym;
+    co.refused = refused;
+    if (mc_compile_kernels(r.g, &co, &r.kp) != MC_OK)
+        fail_msg("%s %s\n%s", mc_error_message(), refused, text);
+    if (sym) {
+        int64_t n8[1] = {8};
+        kir_program *sized = r.kp;
+        r.kp = kir_bind(sized, n8);
+        assert_non_null(r.kp);
+        kir_program_free(sized);
+    }
+    r.pl = compile_all(r.kp);
+    return r;
+}
+
+static void conv_case_free(conv_case *r)
+{
+    mc_cuda_plans_free(r->pl, r->kp->nkernels);
+    kir_program_free(r->kp);
+    mc_graph_free(r->g);
+    unsetenv("MINIC_CUDA_CONV_STAGES");
+    unsetenv("MINIC_CUDA_CONV_BVEC");
+    unsetenv("MINIC_CUDA_CONV_SPLITK");
+    unsetenv("MINIC_CUDA_CONV_TILE");
+}
+
 /* K by chunks of 32 channels (mc_compile_options.conv_kchunk, MINIC_CUDA_CONV_KCHUNK=1): where
  * 32 divides C the weights are re-laid by a copy kernel and the conv kernel's K tile is one
  * window position: its deeper loop loads B by emit_conv_chunk (no K table), at every depth and
@@ -762,51 +821,19 @@ static void test_implicit_conv_kchunk(void **state)
         {"N<=32, 256, 14, 14", "256, 256, 3, 3", "padding=[1, 1]", "f16", 256, 0, 0, 0, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char text[1024], v[8];
-        snprintf(text, sizeof text,
-                 "graph a\ninput x : %s[%s]\nparam w : %s[%s]\nparam b : %s[%d]\n"
-                 "y = conv(x, w, b, %s)\nz = relu(y)\noutput z\n",
-                 cases[i].dt, cases[i].x, cases[i].dt, cases[i].w, cases[i].dt, cases[i].co, cases[i].attrs);
-        mc_graph *g;
-        if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
-            fail_msg("%s\n%s", mc_error_message(), text);
-        if (cases[i].stages) {
-            snprintf(v, sizeof v, "%d", cases[i].stages);
-            setenv("MINIC_CUDA_CONV_STAGES", v, 1);
-        }
-        if (cases[i].bvec) {
-            snprintf(v, sizeof v, "%d", cases[i].bvec);
-            setenv("MINIC_CUDA_CONV_BVEC", v, 1);
-        }
-        if (cases[i].split) {
-            snprintf(v, sizeof v, "%d", cases[i].split);
-            setenv("MINIC_CUDA_CONV_SPLITK", v, 1);
-        }
-        bool sym = strchr(cases[i].x, 'N') != NULL;
-        char refused[MC_COMPILE_REFUSED] = "";
-        mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = true,
-                                 .conv_implicit = true, .conv_kchunk = 32, .symbolic = sym, .refused = refused};
-        kir_program *kp;
-        if (mc_compile_kernels(g, &co, &kp) != MC_OK)
-            fail_msg("%s\n%s", mc_error_message(), text);
-        if (sym) { /* one binding of the sized program: the source every binding shares */
-            int64_t n8[1] = {8};
-            kir_program *sized = kp;
-            kp = kir_bind(sized, n8);
-            assert_non_null(kp);
-            kir_program_free(sized);
-        }
-        mc_cuda_kernel_plan *pl = compile_all(kp);
+        conv_case r = conv_case_compile((mc_compile_options){.conv_kchunk = 32}, cases[i].dt, cases[i].x, false,
+                                        cases[i].w, cases[i].co, cases[i].attrs, cases[i].stages, cases[i].bvec,
+                                        cases[i].split, NULL);
         int nconv = 0, ncopy = 0;
-        for (int k = 0; k < kp->nkernels; k++) {
-            const kir_kernel *kk = &kp->kernels[k];
+        for (int k = 0; k < r.kp->nkernels; k++) {
+            const kir_kernel *kk = &r.kp->kernels[k];
             if (kk->category == KIR_COPY)
                 ncopy++;
-            if (!pl[k].is_gemm || !pl[k].gemm.conv)
+            if (!r.pl[k].is_gemm || !r.pl[k].gemm.conv)
                 continue;
             nconv++;
-            const char *src = pl[k].code.src.data;
-            assert_string_equal(pl[k].code.scheme, "conv-implicit-mma");
+            const char *src = r.pl[k].code.src.data;
+            assert_string_equal(r.pl[k].code.scheme, "conv-implicit-mma");
             assert_int_equal(kk->gemm.conv.kc, cases[i].chunked || cases[i].stages == 2 ? 32 : 0);
             /* the chunk's loads: the window position once a tile, no K table */
             assert_true((strstr(src, "const int cc = kt / ") != NULL) == cases[i].chunked);
@@ -821,12 +848,7 @@ static void test_implicit_conv_kchunk(void **state)
         bool relaid = (cases[i].chunked || cases[i].stages == 2) && !strstr(cases[i].w, ", 1, 1");
         if (ncopy != (relaid ? 1 : 0))
             fail_msg("case %d: %d copies", (int)i, ncopy);
-        mc_cuda_plans_free(pl, kp->nkernels);
-        kir_program_free(kp);
-        mc_graph_free(g);
-        unsetenv("MINIC_CUDA_CONV_STAGES");
-        unsetenv("MINIC_CUDA_CONV_BVEC");
-        unsetenv("MINIC_CUDA_CONV_SPLITK");
+        conv_case_free(&r);
     }
 }
 
@@ -853,44 +875,16 @@ static void test_implicit_conv_clast(void **state)
         {"2, 11, 9, 24", "40, 24, 3, 3", "stride=[2, 2], padding=[1, 1]", "f16", "128x128", 40, 3, 24},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char text[1024], v[8];
-        bool nhwc = cases[i].cp > 8;
-        snprintf(text, sizeof text,
-                 "graph a\ninput %s : %s[%s]\n%sparam w : %s[%s]\nparam b : %s[%d]\n"
-                 "y = conv(x, w, b, %s)\nz = relu(y)\noutput z\n",
-                 nhwc ? "xh" : "x", cases[i].dt, cases[i].x, nhwc ? "x = transpose(xh, perm=[0, 3, 1, 2])\n" : "",
-                 cases[i].dt, cases[i].w, cases[i].dt, cases[i].co, cases[i].attrs);
-        mc_graph *g;
-        if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
-            fail_msg("%s\n%s", mc_error_message(), text);
-        if (cases[i].stages) {
-            snprintf(v, sizeof v, "%d", cases[i].stages);
-            setenv("MINIC_CUDA_CONV_STAGES", v, 1);
-        }
-        if (cases[i].tile)
-            setenv("MINIC_CUDA_CONV_TILE", cases[i].tile, 1);
-        bool sym = strchr(cases[i].x, 'N') != NULL;
-        char refused[MC_COMPILE_REFUSED] = "";
-        mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = true,
-                                 .conv_implicit = true, .conv_clast = true, .symbolic = sym, .refused = refused};
-        kir_program *kp;
-        if (mc_compile_kernels(g, &co, &kp) != MC_OK)
-            fail_msg("%s\n%s", mc_error_message(), text);
-        if (sym) {
-            int64_t n8[1] = {8};
-            kir_program *sized = kp;
-            kp = kir_bind(sized, n8);
-            assert_non_null(kp);
-            kir_program_free(sized);
-        }
-        mc_cuda_kernel_plan *pl = compile_all(kp);
+        conv_case r = conv_case_compile((mc_compile_options){.conv_clast = true}, cases[i].dt, cases[i].x,
+                                        cases[i].cp > 8, cases[i].w, cases[i].co, cases[i].attrs, cases[i].stages, 0,
+                                        0, cases[i].tile);
         int nconv = 0;
-        for (int k = 0; k < kp->nkernels; k++) {
-            const kir_kernel *kk = &kp->kernels[k];
-            if (!pl[k].is_gemm || !pl[k].gemm.conv)
+        for (int k = 0; k < r.kp->nkernels; k++) {
+            const kir_kernel *kk = &r.kp->kernels[k];
+            if (!r.pl[k].is_gemm || !r.pl[k].gemm.conv)
                 continue;
             nconv++;
-            const char *src = pl[k].code.src.data;
+            const char *src = r.pl[k].code.src.data;
             char cpb[32];
             snprintf(cpb, sizeof cpb, "mc_cp%d(&Bs[buf][pn_]", cases[i].cp == 4 ? 8 : 16);
             assert_int_equal(kk->gemm.conv.kc, cases[i].cp);
@@ -903,11 +897,7 @@ static void test_implicit_conv_clast(void **state)
             }
         }
         assert_int_equal(nconv, 1);
-        mc_cuda_plans_free(pl, kp->nkernels);
-        kir_program_free(kp);
-        mc_graph_free(g);
-        unsetenv("MINIC_CUDA_CONV_STAGES");
-        unsetenv("MINIC_CUDA_CONV_TILE");
+        conv_case_free(&r);
     }
 }
 
