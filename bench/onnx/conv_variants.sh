@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The conv variants of branch convnhwc in one GPU call (<= 5 minutes), from the repository root
-# with build-gpu/ built: the conformance rows on cuda with MINIC_CUDA_CONV_KCHUNK=1 and
+# with build-gpu/ built: the conv conformance rows with MINIC_CUDA_CONV_KCHUNK=1 and
 # MINIC_CUDA_CONV_CLAST=1, then
 # bench/onnx/conv_variants.py (ResNet-18 f16 B=32 onnx and .graph, single layers, each variant;
 # profiles), then the conv rows with the first loop (MINIC_CUDA_CONV_STAGES=2). Results in $OUT
@@ -12,9 +12,9 @@ mkdir -p "$OUT"
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/conv-variants-cache}
 T=$OUT/tests.txt
 echo "# conv variants, $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(date -u +%FT%TZ), $(git rev-parse --short HEAD 2>/dev/null)" >"$T"
-echo "## test_ops_shape cuda MINIC_CUDA_CONV_KCHUNK=1 MINIC_CUDA_CONV_CLAST=1" >>"$T"
-MINIC_CUDA_CONV_KCHUNK=1 MINIC_CUDA_CONV_CLAST=1 MINIC_TEST_BACKEND=cuda timeout 100 build-gpu/test_ops_shape \
-    >"$OUT/ops_kchunk.log" 2>&1
+echo "## test_ops_shape conv rows (ref, cpu, cuda) MINIC_CUDA_CONV_KCHUNK=1 MINIC_CUDA_CONV_CLAST=1" >>"$T"
+MINIC_OPS_FILTER='*conv*' MINIC_CUDA_CONV_KCHUNK=1 MINIC_CUDA_CONV_CLAST=1 MINIC_TEST_BACKEND=cuda timeout 100 \
+    build-gpu/test_ops_shape >"$OUT/ops_kchunk.log" 2>&1
 echo "rc $?" >>"$T"
 grep -E "FAIL|ERROR|PASSED|backend cuda|mismatch" "$OUT/ops_kchunk.log" | head -20 >>"$T"
 cat "$T"
