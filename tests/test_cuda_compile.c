@@ -901,6 +901,45 @@ static void test_implicit_conv_clast(void **state)
     }
 }
 
+/* MINIC_CUDA_GATHER_VEC=1: the padded maxpool after ResNet's stem (a gather whose index moves
+ * along the outputs) takes one output a thread, 8 without it; an embedding's gather (one index
+ * a row) keeps its vectors either way. Both compile. */
+static void test_gather_vec_scalar(void **state)
+{
+    (void)state;
+    mc_graph *g;
+    if (mc_graph_parse_string("a.graph",
+                              "graph a\ninput x : f16[4, 64, 112, 112]\ninput ids : i32[4, 16]\nparam wte : f16[50, 64]\n"
+                              "m = maxpool(x, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\n"
+                              "t = gather(wte, ids)\nu = relu(t)\noutput m, u\n",
+                              &g) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    for (int on = 0; on <= 1; on++) {
+        if (on)
+            setenv("MINIC_CUDA_GATHER_VEC", "1", 1);
+        mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = true};
+        kir_program *kp;
+        assert_int_equal(mc_compile_kernels(g, &co, &kp), MC_OK);
+        mc_cuda_kernel_plan *pl = compile_all(kp);
+        int pools = 0, embeds = 0;
+        for (int k = 0; k < kp->nkernels; k++) {
+            if (strstr(kp->kernels[k].name, "maxpool")) {
+                pools++;
+                assert_int_equal(pl[k].code.vec, on ? 1 : 8);
+            } else if (strstr(kp->kernels[k].name, "gather")) {
+                embeds++;
+                assert_true(pl[k].code.vec > 1);
+            }
+        }
+        assert_int_equal(pools, 1);
+        assert_int_equal(embeds, 1);
+        mc_cuda_plans_free(pl, kp->nkernels);
+        kir_program_free(kp);
+        unsetenv("MINIC_CUDA_GATHER_VEC");
+    }
+    mc_graph_free(g);
+}
+
 /* Convs over a symbolic batch (f32[N, ...]), compiled once: the implicit-GEMM kernel reads the
  * pixel count N OH OW when it runs (its grid is the binding's tiles), so every binding renders
  * the same source, which compiles; the plan (tile, no K split) is the same for every binding.
@@ -1313,6 +1352,7 @@ int main(void)
         cmocka_unit_test(test_implicit_conv_stages),
         cmocka_unit_test(test_implicit_conv_kchunk),
         cmocka_unit_test(test_implicit_conv_clast),
+        cmocka_unit_test(test_gather_vec_scalar),
         cmocka_unit_test(test_sized_conv_kernels),
 #endif
     };

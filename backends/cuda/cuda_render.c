@@ -2452,6 +2452,17 @@ void mc_cuda_code_free(mc_cuda_code *c)
     memset(c, 0, sizeof *c);
 }
 
+/* MINIC_CUDA_GATHER_VEC=1: a pointwise kernel with a gather whose index moves along the
+ * innermost axis (a padded pool's window, the stem's maxpool) takes one element a thread: its
+ * V consecutive outputs gather from V scattered places, so with V = 8 a warp's load touches 8
+ * times the cache lines that neighbouring threads on neighbouring outputs do (the maxpool after
+ * ResNet's stem: 74 us against a ~14 us floor). For experiments, off by default. */
+static bool scattered_gathers_scalar(void)
+{
+    const char *e = getenv("MINIC_CUDA_GATHER_VEC");
+    return e && strcmp(e, "1") == 0;
+}
+
 /* The gathers of a pointwise kernel whose chunk reads V consecutive elements at one index (an
  * embedding's row): one vector load each. choose_vec already made the view's offset and
  * strides multiples of V; the gathered axis's stride must be one too. */
@@ -2630,6 +2641,10 @@ static mc_status render(const kir_program *kp, int ki, const mc_cuda_target *t, 
                   : choose_vec(kp, k, align, vused, acc_scratch, acc_dtype);
         free(vused);
     }
+    if (gathers && c.V > 1 && k->category == KIR_POINTWISE && scattered_gathers_scalar())
+        for (int i = 0; i < k->ncode; i++)
+            if (k->code[i].kind == KI_GATHER && !chunk_uniform(k, k->code[i].arg[0], 0))
+                c.V = 1;
     out->vec = c.V;
     if (gathers && c.V > 1 && k->category == KIR_POINTWISE) {
         c.gather_vec = calloc((size_t)k->ncode, sizeof *c.gather_vec);

@@ -9,17 +9,19 @@ conv layers of ResNet's shapes, each under the environment of every variant give
 
 A variant is a name and MINIC_* settings (none: the defaults). Prints one table (us, medians of
 `minic run --iters N`) and writes DIR/variants.md, DIR/profile_NAME.txt (`minic run --profile` of
-ResNet-18 by default and with MINIC_CUDA_CONV_KCHUNK=1 MINIC_CUDA_CONV_CLAST=1)."""
+ResNet-18 by default and with all three knobs, "all3")."""
 import argparse, os, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resnet_gpu import export, minic_time, rel  # noqa: E402
 
-VARIANTS = [  # the most wanted first (a time cap cuts the last)
-    ("default", ""),
-    ("kchunk_clast", "MINIC_CUDA_CONV_KCHUNK=1,MINIC_CUDA_CONV_CLAST=1"),
+ALL3 = "MINIC_CUDA_CONV_KCHUNK=1,MINIC_CUDA_CONV_CLAST=1,MINIC_CUDA_GATHER_VEC=1"
+VARIANTS = [  # the most wanted first (a time cap cuts the last); "+": the layers too
+    ("default+", ""),
+    ("kchunk_clast+", "MINIC_CUDA_CONV_KCHUNK=1,MINIC_CUDA_CONV_CLAST=1"),
+    ("all3", ALL3),  # and the maxpool one output a thread
     ("kchunk", "MINIC_CUDA_CONV_KCHUNK=1"),
-    ("kchunk_clast_v4", "MINIC_CUDA_CONV_KCHUNK=1,MINIC_CUDA_CONV_CLAST=1,MINIC_CUDA_CONV_BVEC=4"),
+    ("kchunk_clast_v4+", "MINIC_CUDA_CONV_KCHUNK=1,MINIC_CUDA_CONV_CLAST=1,MINIC_CUDA_CONV_BVEC=4"),
 ]
 
 LAYERS = [  # name, x, w, attrs
@@ -75,6 +77,8 @@ def main():
                     f"c = conv(x, w, b, {attrs})\ny = relu(c)\noutput y\n")
     rows = []
     for vname, spec in variants:
+        layers_too = vname.endswith("+")
+        vname = vname.rstrip("+")
         out = os.path.join(a.work, f"out_{vname}.npy")
         if os.path.exists(out):
             os.remove(out)
@@ -84,8 +88,8 @@ def main():
         tg = run(a.minic, [os.path.join(gdir, "resnet18.graph"), "--weights", os.path.join(gdir, "weights.safetensors"),
                            "--backend", "cuda", "--iters", str(a.iters), "--quiet"], spec)
         layers = [run(a.minic, [os.path.join(a.work, n + ".graph"), "--backend", "cuda", "--iters", str(a.iters),
-                                "--quiet"], spec) for n, _, _, _ in LAYERS]
-        if vname in ("default", "kchunk_clast"):  # (time: two profiles)
+                                "--quiet"], spec) if layers_too else float("nan") for n, _, _, _ in LAYERS]
+        if vname in ("default", "all3"):  # (time: two profiles)
             r = subprocess.run([a.minic, "run", onnx, "--backend", "cuda", "--quiet", "--profile", "--input",
                                 "input=" + xnpy], env=env_of(spec), capture_output=True, text=True, timeout=300)
             with open(os.path.join(a.out, f"profile_{vname}.txt"), "w") as f:
