@@ -402,6 +402,12 @@ static mc_status eval_matmul_im2col(const op_ctx *c)
         const double *xb = xv + b * C * L[0] * L[1];
         for (int64_t k = 0; k < K; k++) {
             int64_t ch = k / (kk[0] * kk[1]), ky = k / kk[1] % kk[0], kx = k % kk[1];
+            if (at->kchunk > 0) { /* (c / kc, ky, kx, c % kc) */
+                int64_t q = k / at->kchunk, r = q % (kk[0] * kk[1]);
+                ch = q / (kk[0] * kk[1]) * at->kchunk + k % at->kchunk;
+                ky = r / kk[1];
+                kx = r % kk[1];
+            }
             for (int64_t o = 0; o < O; o++) {
                 int64_t iy = o / ow * s[0] - p[0] + ky * d[0], ix = o % ow * s[1] - p[1] + kx * d[1];
                 bool in = iy >= 0 && iy < L[0] && ix >= 0 && ix < L[1];

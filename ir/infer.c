@@ -401,6 +401,9 @@ static mc_status infer_matmul(const infer *c)
         }
         if (a->shape[1] != K)
             return fail(c, "inner dimensions differ: %s @ im2col of %s", SHAPE(a), SHAPE(b));
+        if (at->kchunk < 0 || (at->kchunk > 0 && b->shape[1] % at->kchunk != 0))
+            return fail(c, "an im2col K chunk of %lld does not divide the channels of %s", (long long)at->kchunk,
+                        SHAPE(b));
         int64_t s3[3] = {b->shape[0], a->shape[0], O};
         return set_shape(c, s3, 3);
     }

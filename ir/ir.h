@@ -126,6 +126,9 @@ typedef struct mc_attrs {
     int64_t kernel[2], stride[2], padding[2], dilation[2];
     int nkernel, nstride, npadding, ndilation;
     int64_t groups;            /* conv */
+    int64_t kchunk;            /* a conv's implicit-GEMM matmul (passes/decompose.c): 0, its K
+                                  as (c, ky, kx); kc > 0, as (c / kc, ky, kx, c % kc), which
+                                  its weights [M, K] are laid out in too (kir_conv.kc) */
 } mc_attrs;
 
 /* The attributes an operator starts from before a .graph file sets any: softmax's axis -1,

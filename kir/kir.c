@@ -396,10 +396,10 @@ void kir_print_kernel(const kir_program *kp, const kir_kernel *k, const mc_graph
     if (k->category == KIR_GEMM && k->gemm.conv.on) {
         const kir_conv *cv = &k->gemm.conv;
         fprintf(out, "  b: im2col of x [%lld, %lld, %lld], window %lldx%lld, stride %lld %lld, padding %lld %lld, "
-                     "dilation %lld %lld, out %lldx%lld\n",
+                     "dilation %lld %lld, out %lldx%lld%s\n",
                 (long long)cv->c, (long long)cv->h, (long long)cv->w, (long long)cv->kh, (long long)cv->kw,
                 (long long)cv->sh, (long long)cv->sw, (long long)cv->ph, (long long)cv->pw, (long long)cv->dh,
-                (long long)cv->dw, (long long)cv->oh, (long long)cv->ow);
+                (long long)cv->dw, (long long)cv->oh, (long long)cv->ow, cv->kc > 0 ? ", K by channel chunks" : "");
     }
     if (k->category == KIR_ATTENTION)
         print_attention(k, out);

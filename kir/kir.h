@@ -174,9 +174,12 @@ typedef struct kir_store {
  * stride[0..nb) are the batch strides as usual, and stride[nb], stride[nb+1], stride[nb+2]
  * are x's strides along c, y and x (a 1-D conv has h = kh = oh = 1 and stride[nb+1] = 0).
  * Only passes/decompose.c makes one (mc_compile_options.conv_implicit), from a conv without
- * groups; k = c kh kw and n = oh ow. */
+ * groups; k = c kh kw and n = oh ow. With kc > 0 (mc_compile_options.conv_kchunk) K runs over
+ * chunks of kc channels instead, k = (((c / kc) kh + ky) kw + kx) kc + c % kc, and A's columns
+ * are in that order: a K tile of kc rows is one window position (ky, kx) over kc channels. */
 typedef struct kir_conv {
     bool on;
+    int64_t kc;             /* 0, or the K chunk (above): divides c */
     int64_t c, h, w;        /* x's channels and spatial size */
     int64_t kh, kw, sh, sw, ph, pw, dh, dw;
     int64_t oh, ow;         /* output spatial size */

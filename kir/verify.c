@@ -300,7 +300,7 @@ static mc_status check_kernel(const checker *c, int *block_of)
         return broken(c, ": GEMM operands or shape do not match (m %lld, n %lld)", (long long)(k->gemm.m), (long long)(k->gemm.n));
     const kir_conv *cv = &k->gemm.conv;
     if (gemm && cv->on &&
-        (nb + 3 > MC_MAX_RANK || k->gemm.k != cv->c * cv->kh * cv->kw || k->gemm.n != cv->oh * cv->ow ||
+        (nb + 3 > MC_MAX_RANK || k->gemm.k != cv->c * cv->kh * cv->kw || cv->kc < 0 || (cv->kc > 0 && cv->c % cv->kc != 0) || k->gemm.n != cv->oh * cv->ow ||
          cv->sh < 1 || cv->sw < 1 || cv->dh < 1 || cv->dw < 1 || cv->ph < 0 || cv->pw < 0 ||
          cv->oh != (cv->h + 2 * cv->ph - cv->dh * (cv->kh - 1) - 1) / cv->sh + 1 ||
          cv->ow != (cv->w + 2 * cv->pw - cv->dw * (cv->kw - 1) - 1) / cv->sw + 1))

@@ -29,7 +29,7 @@ static bool same_attrs(const mc_attrs *a, const mc_attrs *b)
            a->times == b->times && a->dtype == b->dtype && bits(a->alpha) == bits(b->alpha) && a->has_lo == b->has_lo &&
            a->has_hi == b->has_hi && (!a->has_lo || bits(a->lo) == bits(b->lo)) &&
            (!a->has_hi || bits(a->hi) == bits(b->hi)) && a->npads == b->npads &&
-           memcmp(a->pads, b->pads, sizeof(int64_t) * (size_t)a->npads) == 0 && a->groups == b->groups &&
+           memcmp(a->pads, b->pads, sizeof(int64_t) * (size_t)a->npads) == 0 && a->groups == b->groups && a->kchunk == b->kchunk &&
            memcmp(a->kernel, b->kernel, sizeof a->kernel) == 0 && memcmp(a->stride, b->stride, sizeof a->stride) == 0 &&
            memcmp(a->padding, b->padding, sizeof a->padding) == 0 &&
            memcmp(a->dilation, b->dilation, sizeof a->dilation) == 0;

@@ -52,6 +52,8 @@ typedef struct {
     const mc_node *n; /* the composite */
     bool conv_gather; /* mc_compile_options.conv_gather */
     bool conv_implicit; /* mc_compile_options.conv_implicit */
+    int conv_kchunk;    /* mc_compile_options.conv_kchunk */
+    bool conv_clast;    /* mc_compile_options.conv_clast */
 } ctx;
 
 static mc_value op1(ctx *c, mc_op op, mc_value a)
@@ -781,7 +783,52 @@ static mc_value conv_implicit(ctx *c, const mc_value *in, const mc_node *xn, int
         ma.dilation[i] = at->dilation[i];
     }
     int64_t ws[2] = {Co, C * K}, bs[2] = {Co, 1};
-    mc_value mm[2] = {shape_op(c, MC_OP_RESHAPE, in[1], ws, 2), in[0]};
+    mc_value w = in[1], x = in[0];
+    int64_t kc = c->conv_kchunk;
+    const mc_attrs *xa = &c->rw->dst->nodes[x].attr;
+    bool given_last = sr == 2 && c->conv_clast && C % 8 == 0 && c->rw->dst->nodes[x].op == MC_OP_TRANSPOSE &&
+                      xa->has_list && xa->nlist == 4 && xa->list[0] == 0 && xa->list[1] == 3 && xa->list[2] == 1 &&
+                      xa->list[3] == 2;
+    if (given_last) {
+        /* x given channels-last (the transpose of an [N, H, W, C] tensor, which stays a view):
+         * K by window positions of all C channels (kir_conv.kc = C), w as [Co, kh, kw, C] (a copy),
+         * so that the CUDA kernel loads 8 channels of a pixel as one cp.async (emit_conv_clast) */
+        int64_t last[4] = {0, 2, 3, 1};
+        w = shape_op(c, MC_OP_TRANSPOSE, w, last, 4);
+        ma.kchunk = C;
+    } else if (sr == 2 && c->conv_clast && C < 8) {
+        /* channels-last (the stem's 3 channels): x as [N, H, W, Cp] padded with zeros to Cp = 4
+         * or 8 channels and read through the view [N, Cp, H, W] (channel stride 1), w as [Co,
+         * kh, kw, Cp], K by window positions of Cp channels (kir_conv.kc = Cp): the CUDA kernel
+         * loads a pixel's window position as one 8- or 16-byte cp.async (emit_conv_clast). The
+         * weight rows padded to a multiple of 8 elements (a slice of a wider copy) so that they
+         * load by cp.async too. */
+        int64_t Cp = C <= 4 ? 4 : 8, last[4] = {0, 2, 3, 1}, first[4] = {0, 3, 1, 2}, z[4] = {0, 0, 0, 0};
+        int64_t more[4] = {0, 0, 0, Cp - C}, KP = K * Cp, KP8 = (KP + 7) / 8 * 8, wf[2] = {Co, KP};
+        x = shape_op(c, MC_OP_TRANSPOSE, pad_with(c, shape_op(c, MC_OP_TRANSPOSE, x, last, 4), z, more, 0.0), first, 4);
+        w = shape_op(c, MC_OP_RESHAPE, pad_with(c, shape_op(c, MC_OP_TRANSPOSE, w, last, 4), z, more, 0.0), wf, 2);
+        if (KP8 > KP) {
+            int64_t z2[2] = {0, 0}, m2[2] = {0, KP8 - KP};
+            mc_attrs s;
+            memset(&s, 0, sizeof s);
+            s.axis = 1;
+            s.start = 0;
+            s.end = KP;
+            s.step = 1;
+            w = pad_with(c, w, z2, m2, 0.0);
+            w = mc_rewrite_node(c->rw, c->n, MC_OP_SLICE, &w, 1, &s);
+        }
+        ma.kchunk = Cp;
+        ws[1] = KP;
+    } else if (sr == 2 && kc > 0 && C % kc == 0 && C > 0) {
+        /* K by chunks of kc channels (kir_conv.kc): w [Co, C, kh, kw] as [Co, C / kc, kh kw, kc],
+         * a copy (the transpose cannot stay a view through the reshape to [Co, K]) made by the
+         * kernel that makes w where there is one (a folded batchnorm's) */
+        int64_t w4[4] = {Co, C / kc, kc, K}, perm[4] = {0, 1, 3, 2};
+        w = shape_op(c, MC_OP_TRANSPOSE, shape_op(c, MC_OP_RESHAPE, w, w4, 4), perm, 4);
+        ma.kchunk = kc;
+    }
+    mc_value mm[2] = {shape_op(c, MC_OP_RESHAPE, w, ws, 2), x};
     mc_value y = mc_rewrite_node(c->rw, c->n, MC_OP_MATMUL, mm, 2, &ma); /* [N, C_out, O] */
     if (in[2] != MC_NONE && in[2] >= 0)
         y = op2(c, MC_OP_ADD, y, shape_op(c, MC_OP_RESHAPE, in[2], bs, 2));
@@ -896,7 +943,8 @@ mc_status mc_pass_decompose(mc_graph *g, const mc_compile_options *opt)
             !mc_slice_rewritten(g, n)) {
             rw.map[i] = mc_rewrite_copy(&rw, i);
         } else {
-            ctx c = {&rw, n, opt && opt->conv_gather, opt && opt->conv_implicit};
+            ctx c = {&rw, n, opt && opt->conv_gather, opt && opt->conv_implicit, opt ? opt->conv_kchunk : 0,
+                     opt && opt->conv_clast};
             mc_value in[3] = {MC_NONE, MC_NONE, MC_NONE};
             for (int k = 0; k < n->nin && k < 3; k++)
                 in[k] = n->in[k] >= 0 ? rw.map[n->in[k]] : MC_NONE;

@@ -589,6 +589,7 @@ static void conv_view(kbuild *b, const mc_node *mm, kir_gemm *gm)
     gm->b = add_view(b, &v);
     kir_conv *cv = &gm->conv;
     cv->on = true;
+    cv->kc = at->kchunk;
     cv->c = x->shape[1];
     cv->h = two ? x->shape[2] : 1;
     cv->w = x->shape[two ? 3 : 2];

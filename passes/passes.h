@@ -43,6 +43,12 @@ typedef struct mc_compile_options {
     bool conv_implicit;/* an f16/bf16 conv without groups as one matmul whose B operand is the
                           im2col of x described by the matmul's attributes (passes/decompose.c),
                           lowered to a GEMM kernel with kir_gemm.conv: the backend renders it */
+    int conv_kchunk;   /* > 0 with conv_implicit: a 2-D conv whose channels it divides takes its K
+                          in chunks of this many channels (kir_conv.kc), its weights re-laid to
+                          match, so that a K tile of that many rows is one window position */
+    bool conv_clast;   /* with conv_implicit: a 2-D conv of fewer than 8 channels (the stem) reads
+                          x channels-last, padded to 4 or 8 channels (a copy of x and of w), K by
+                          window positions of those channels (kir_conv.kc = c) */
     mc_pipeline_times *times; /* not NULL: mc_compile_kernels fills in its phases' times */
     bool symbolic;     /* the graph may keep symbolic dimensions (mc_runsizes_refusal said it
                           can): mc_compile_kernels passes, fuses and lowers it into kernels whose

@@ -420,6 +420,26 @@ static bool conv_implicit(const mc_backend *b)
     return b->conv_implicit && !(e && strcmp(e, "0") == 0);
 }
 
+/* MINIC_CUDA_CONV_KCHUNK=1: the implicit GEMM's K by chunks of 32 channels (kir_conv.kc), so
+ * that the CUDA kernel's K tile is one window position and its loads need no per-element index
+ * arithmetic (backends/cuda/cuda_render.c, emit_conv_chunk); on any backend that takes the
+ * implicit GEMM (the ref interpreter under MINIC_REF_IMPLICIT_CONV=1 too, for the tests). */
+static int conv_kchunk(void)
+{
+    const char *e = getenv("MINIC_CUDA_CONV_KCHUNK");
+    return e && strcmp(e, "1") == 0 ? 32 : 0;
+}
+
+/* MINIC_CUDA_CONV_CLAST=1: a conv of fewer than 8 channels (ResNet's stem) reads x
+ * channels-last, padded to 4 or 8 channels (passes/decompose.c), so that the CUDA kernel loads
+ * each window position of a pixel as one cp.async (emit_conv_clast); the ref interpreter too
+ * under MINIC_REF_IMPLICIT_CONV=1. */
+static bool conv_clast(void)
+{
+    const char *e = getenv("MINIC_CUDA_CONV_CLAST");
+    return e && strcmp(e, "1") == 0;
+}
+
 mc_compile_options mc_compile_options_for_backend(const mc_options *opt, const mc_backend *b)
 {
     mc_compile_options co = mc_compile_options_for(opt);
@@ -427,6 +447,8 @@ mc_compile_options mc_compile_options_for_backend(const mc_options *opt, const m
         co.no_attention = !b->attention;
         co.conv_gather = conv_gather(b);
         co.conv_implicit = conv_implicit(b);
+        co.conv_kchunk = co.conv_implicit ? conv_kchunk() : 0;
+        co.conv_clast = co.conv_implicit && conv_clast();
     }
     return co;
 }

@@ -803,6 +803,209 @@ static void test_implicit_conv_stages(void **state)
     }
 }
 
+/* A conv case of test_implicit_conv_kchunk and _clast: conv(x, w, b) + relu over x [xs] (xs
+ * starting with N: a symbolic batch, bound at 8: the source every binding shares; nhwc: x is
+ * the transpose of an [xs] input), compiled with co under MINIC_CUDA_CONV_{STAGES, BVEC,
+ * SPLITK, TILE} where given (0, NULL: left unset), every kernel planned and compiled by NVRTC. */
+typedef struct {
+    mc_graph *g;
+    kir_program *kp;
+    mc_cuda_kernel_plan *pl;
+} conv_case;
+
+static conv_case conv_case_compile(mc_compile_options co, const char *dt, const char *xs, bool nhwc, const char *ws,
+                                   int co_, const char *attrs, int stages, int bvec, int split, const char *tile)
+{
+    char text[1024], v[8];
+    snprintf(text, sizeof text,
+             "graph a\ninput %s : %s[%s]\n%sparam w : %s[%s]\nparam b : %s[%d]\n"
+             "y = conv(x, w, b, %s)\nz = relu(y)\noutput z\n",
+             nhwc ? "xh" : "x", dt, xs, nhwc ? "x = transpose(xh, perm=[0, 3, 1, 2])\n" : "", dt, ws, dt, co_, attrs);
+    conv_case r;
+    if (mc_graph_parse_string("a.graph", text, &r.g) != MC_OK)
+        fail_msg("%s\n%s", mc_error_message(), text);
+    const char *names[3] = {"MINIC_CUDA_CONV_STAGES", "MINIC_CUDA_CONV_BVEC", "MINIC_CUDA_CONV_SPLITK"};
+    const int vals[3] = {stages, bvec, split};
+    for (int e = 0; e < 3; e++)
+        if (vals[e]) {
+            snprintf(v, sizeof v, "%d", vals[e]);
+            setenv(names[e], v, 1);
+        }
+    if (tile)
+        setenv("MINIC_CUDA_CONV_TILE", tile, 1);
+    bool sym = xs[0] == 'N';
+    char refused[MC_COMPILE_REFUSED] = "";
+    co.fuse = co.plan_memory = co.verify = co.conv_gather = co.conv_implicit = true;
+    co.symbolic = sym;
+    co.refused = refused;
+    if (mc_compile_kernels(r.g, &co, &r.kp) != MC_OK)
+        fail_msg("%s %s\n%s", mc_error_message(), refused, text);
+    if (sym) {
+        int64_t n8[1] = {8};
+        kir_program *sized = r.kp;
+        r.kp = kir_bind(sized, n8);
+        assert_non_null(r.kp);
+        kir_program_free(sized);
+    }
+    r.pl = compile_all(r.kp);
+    return r;
+}
+
+static void conv_case_free(conv_case *r)
+{
+    mc_cuda_plans_free(r->pl, r->kp->nkernels);
+    kir_program_free(r->kp);
+    mc_graph_free(r->g);
+    unsetenv("MINIC_CUDA_CONV_STAGES");
+    unsetenv("MINIC_CUDA_CONV_BVEC");
+    unsetenv("MINIC_CUDA_CONV_SPLITK");
+    unsetenv("MINIC_CUDA_CONV_TILE");
+}
+
+/* K by chunks of 32 channels (mc_compile_options.conv_kchunk, MINIC_CUDA_CONV_KCHUNK=1): where
+ * 32 divides C the weights are re-laid by a copy kernel and the conv kernel's K tile is one
+ * window position: its deeper loop loads B by emit_conv_chunk (no K table), at every depth and
+ * with 1, 2 or 4 pixels a thread; the first loop (2 buffers) decodes each K row in chunk order.
+ * ResNet's 3x3 layers 1 and 4 (64x128 and 64x32 tiles), the stride-2 3x3 and 1x1 into a layer,
+ * dilation, a K split, a symbolic batch; the stem (C = 3) keeps the order and the table. */
+static void test_implicit_conv_kchunk(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *x, *w, *attrs, *dt;
+        int co, stages, bvec, split;
+        bool chunked;
+    } cases[] = {
+        {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "f16", 64, 0, 0, 0, true},
+        {"32, 512, 7, 7", "512, 512, 3, 3", "padding=[1, 1]", "bf16", 512, 0, 0, 0, true},
+        {"32, 128, 28, 28", "256, 128, 3, 3", "stride=[2, 2], padding=[1, 1]", "f16", 256, 4, 1, 0, true},
+        {"32, 64, 56, 56", "128, 64, 1, 1", "stride=[2, 2]", "bf16", 128, 3, 4, 0, true},
+        {"2, 32, 12, 11", "40, 32, 3, 3", "padding=[2, 2], dilation=[2, 2]", "f16", 40, 3, 2, 0, true},
+        {"32, 512, 7, 7", "512, 512, 3, 3", "padding=[1, 1]", "f16", 512, 3, 4, 2, true},
+        {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "f16", 64, 2, 0, 0, false}, /* the first loop */
+        {"32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "f16", 64, 0, 0, 0, false},
+        {"N<=32, 256, 14, 14", "256, 256, 3, 3", "padding=[1, 1]", "f16", 256, 0, 0, 0, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        conv_case r = conv_case_compile((mc_compile_options){.conv_kchunk = 32}, cases[i].dt, cases[i].x, false,
+                                        cases[i].w, cases[i].co, cases[i].attrs, cases[i].stages, cases[i].bvec,
+                                        cases[i].split, NULL);
+        int nconv = 0, ncopy = 0;
+        for (int k = 0; k < r.kp->nkernels; k++) {
+            const kir_kernel *kk = &r.kp->kernels[k];
+            if (kk->category == KIR_COPY)
+                ncopy++;
+            if (!r.pl[k].is_gemm || !r.pl[k].gemm.conv)
+                continue;
+            nconv++;
+            const char *src = r.pl[k].code.src.data;
+            assert_string_equal(r.pl[k].code.scheme, "conv-implicit-mma");
+            assert_int_equal(kk->gemm.conv.kc, cases[i].chunked || cases[i].stages == 2 ? 32 : 0);
+            /* the chunk's loads: the window position once a tile, no K table */
+            assert_true((strstr(src, "const int cc = kt / ") != NULL) == cases[i].chunked);
+            assert_true((strstr(src, "kt_[") != NULL) == !cases[i].chunked);
+            if (cases[i].stages == 2)
+                assert_non_null(strstr(src, "const int q_ = kk / 32"));
+            if (cases[i].bvec == 4)
+                assert_non_null(strstr(src, "reinterpret_cast<uint2 *>(&Bs[buf]"));
+        }
+        assert_int_equal(nconv, 1);
+        /* w re-laid by a copy, except a 1x1 window's (the same order) */
+        bool relaid = (cases[i].chunked || cases[i].stages == 2) && !strstr(cases[i].w, ", 1, 1");
+        if (ncopy != (relaid ? 1 : 0))
+            fail_msg("case %d: %d copies", (int)i, ncopy);
+        conv_case_free(&r);
+    }
+}
+
+/* The stem channels-last (mc_compile_options.conv_clast, MINIC_CUDA_CONV_CLAST=1): x padded to
+ * 4 (or 8) channels and read as [N, H, W, Cp], the kernel's B by 8- (16-) byte cp.async into a
+ * [BN][BK] tile read untransposed, the padded weight rows (K = 196 of 200) by cp.async with a
+ * partial last chunk; at every depth and for several tiles; the first loop keeps element loads.
+ * An x given channels-last (the transpose of an NHWC input) the same way, 8 channels a load. */
+static void test_implicit_conv_clast(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *x, *w, *attrs, *dt, *tile;
+        int co, stages, cp;
+    } cases[] = {
+        {"32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "f16", NULL, 64, 0, 4},
+        {"32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "bf16", "64x32", 64, 4, 4},
+        {"2, 5, 12, 13", "130, 5, 3, 3", "padding=[1, 1]", "f16", "128x64", 130, 3, 8},
+        {"N<=32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "f16", NULL, 64, 0, 4},
+        {"32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "f16", NULL, 64, 2, 4},
+        /* x given as the transpose of an NHWC input: K by window positions of all C channels */
+        {"32, 56, 56, 64", "64, 64, 3, 3", "padding=[1, 1]", "f16", NULL, 64, 0, 64},
+        {"32, 7, 7, 512", "512, 512, 3, 3", "padding=[1, 1]", "bf16", NULL, 512, 4, 512},
+        {"2, 11, 9, 24", "40, 24, 3, 3", "stride=[2, 2], padding=[1, 1]", "f16", "128x128", 40, 3, 24},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        conv_case r = conv_case_compile((mc_compile_options){.conv_clast = true}, cases[i].dt, cases[i].x,
+                                        cases[i].cp > 8, cases[i].w, cases[i].co, cases[i].attrs, cases[i].stages, 0,
+                                        0, cases[i].tile);
+        int nconv = 0;
+        for (int k = 0; k < r.kp->nkernels; k++) {
+            const kir_kernel *kk = &r.kp->kernels[k];
+            if (!r.pl[k].is_gemm || !r.pl[k].gemm.conv)
+                continue;
+            nconv++;
+            const char *src = r.pl[k].code.src.data;
+            char cpb[32];
+            snprintf(cpb, sizeof cpb, "mc_cp%d(&Bs[buf][pn_]", cases[i].cp == 4 ? 8 : 16);
+            assert_int_equal(kk->gemm.conv.kc, cases[i].cp);
+            assert_int_equal(kk->gemm.conv.c, cases[i].cp);
+            assert_true((strstr(src, cpb) != NULL) == (cases[i].stages != 2));
+            if (cases[i].stages != 2) {
+                assert_non_null(strstr(src, "mc_ldsm4(bf, &Bs[cur][wn0"));
+                assert_null(strstr(src, "kt_["));
+                assert_non_null(strstr(src, "mc_cp16(&As[buf]")); /* the (padded) weight rows */
+            }
+        }
+        assert_int_equal(nconv, 1);
+        conv_case_free(&r);
+    }
+}
+
+/* MINIC_CUDA_GATHER_VEC=1: the padded maxpool after ResNet's stem (a gather whose index moves
+ * along the outputs) takes one output a thread, 8 without it; an embedding's gather (one index
+ * a row) keeps its vectors either way. Both compile. */
+static void test_gather_vec_scalar(void **state)
+{
+    (void)state;
+    mc_graph *g;
+    if (mc_graph_parse_string("a.graph",
+                              "graph a\ninput x : f16[4, 64, 112, 112]\ninput ids : i32[4, 16]\nparam wte : f16[50, 64]\n"
+                              "m = maxpool(x, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\n"
+                              "t = gather(wte, ids)\nu = relu(t)\noutput m, u\n",
+                              &g) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    for (int on = 0; on <= 1; on++) {
+        if (on)
+            setenv("MINIC_CUDA_GATHER_VEC", "1", 1);
+        mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = true};
+        kir_program *kp;
+        assert_int_equal(mc_compile_kernels(g, &co, &kp), MC_OK);
+        mc_cuda_kernel_plan *pl = compile_all(kp);
+        int pools = 0, embeds = 0;
+        for (int k = 0; k < kp->nkernels; k++) {
+            if (strstr(kp->kernels[k].name, "maxpool")) {
+                pools++;
+                assert_int_equal(pl[k].code.vec, on ? 1 : 8);
+            } else if (strstr(kp->kernels[k].name, "gather")) {
+                embeds++;
+                assert_true(pl[k].code.vec > 1);
+            }
+        }
+        assert_int_equal(pools, 1);
+        assert_int_equal(embeds, 1);
+        mc_cuda_plans_free(pl, kp->nkernels);
+        kir_program_free(kp);
+        unsetenv("MINIC_CUDA_GATHER_VEC");
+    }
+    mc_graph_free(g);
+}
+
 /* Convs over a symbolic batch (f16[N, ...]), compiled once: the implicit-GEMM kernel reads the
  * pixel count N OH OW, its K split and its tiles per split when it runs (the grid is the
  * binding's), so every binding renders the same source, which compiles; the tile is the same
@@ -1266,6 +1469,9 @@ int main(void)
         cmocka_unit_test(test_symbolic_kernels),
         cmocka_unit_test(test_implicit_conv_kernels),
         cmocka_unit_test(test_implicit_conv_stages),
+        cmocka_unit_test(test_implicit_conv_kchunk),
+        cmocka_unit_test(test_implicit_conv_clast),
+        cmocka_unit_test(test_gather_vec_scalar),
         cmocka_unit_test(test_sized_conv_kernels),
 #endif
     };

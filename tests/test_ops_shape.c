@@ -312,6 +312,13 @@ static const window_spec window_specs[] = {
     /* 19: K = 576 (18 K tiles) over few tiles: on cuda K split in two (the partial sums added
      * up in f32 by the tile's last CTA), residual */
     {0, 2, 2, 64, 9, 9, 40, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, true, 1},
+    /* C a multiple of 32, as MINIC_CUDA_CONV_KCHUNK=1 takes K by chunks of 32 channels (one
+     * window position a K tile): 20: stride 2, padded, three images, C_out past a 64-row tile;
+     * 21: dilated with padding 2, residual; (19 and 14-like 1x1: C = 64) */
+    {0, 2, 3, 32, 11, 9, 72, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, true, true, 0},
+    {0, 2, 2, 64, 10, 9, 24, 3, 3, {1, 1}, {2, 2}, {2, 2}, 1, false, true, 1},
+    /* 22: 1x1 stride 2 over 96 channels (three chunks), no bias */
+    {0, 2, 2, 96, 9, 10, 40, 1, 1, {2, 2}, {0, 0}, {1, 1}, 1, false, false, 0},
 };
 
 static int64_t window_out(int64_t len, int64_t k, int64_t s, int64_t p, int64_t d)
@@ -1003,6 +1010,8 @@ static const op_case cases[] = {
     CASE("conv2d_implicit_even_residual_f16", window, F16, 18),
     CASE("conv2d_implicit_even_residual_bf16", window, BF16, 18),
     CASE("conv2d_implicit_split_k_f16", window, F16, 19), CASE("conv2d_implicit_split_k_bf16", window, BF16, 19),
+    CASE("conv2d_implicit_c32_stride2_f16", window, F16, 20), CASE("conv2d_implicit_c64_dilated_residual_bf16", window, BF16, 21),
+    CASE("conv2d_implicit_1x1_c96_f16", window, F16, 22),
     {"graph_conv_block_padded", build_conv_block, NULL, NULL, MC_F32, 0, NULL, NULL, NULL, NULL, 0, false, 0, NULL},
     CASE("maxpool2d", window, F32, 4), CASE("maxpool1d", window, F32, 5), CASE("maxpool2d_bf16", window, BF16, 4),
     CASE("avgpool2d_padded", window, F32, 6), CASE("avgpool1d_padded", window, F32, 7),

@@ -1513,16 +1513,33 @@ static int conv_stages(int bm, int bn, int bk)
     return stages - 1;
 }
 
+/* K row kk's channel ch and window position (ky, kx), in kir_conv's order: (c, ky, kx), or by
+ * chunks of kc channels (c / kc, ky, kx, c % kc) */
+static void emit_conv_k_decode(mc_strbuf *sb, const kir_conv *cv)
+{
+    long long khw = (long long)(cv->kh * cv->kw), kw = (long long)cv->kw, kc = (long long)cv->kc;
+    if (kc > 0)
+        mc_sb_printf(sb, "        const int q_ = kk / %lld, cc_ = q_ / %lld, r = q_ - cc_ * %lld, ch = cc_ * %lld + (kk - q_ * %lld), "
+                         "ky = r / %lld, kx = r - ky * %lld;\n",
+                     kc, khw, khw, kc, kc, kw, kw);
+    else
+        mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n", khw, khw,
+                     kw, kw);
+}
+
 /* what emit_conv_pipelined needs of render_conv_mma's choices */
 typedef struct {
     int BM, BN, BK, T, MT, NT, nb_ld, kstep, D;
     const char *S; /* the K split: a literal, or S_.v[i] (render_conv_mma) */
-    bool avec, ktab;
+    bool avec, ktab, chunk; /* chunk: emit_conv_chunk's loads (ktab then off) */
+    bool clast;             /* x's channels contiguous: emit_conv_clast's B by cp.async, [BN][BK] */
     int64_t M, K;
     const char *P; /* the pixels N OH OW: a literal, or S_.v[i] (render_conv_mma) */
     const kir_view *A, *X;
     const kir_conv *cv;
 } conv_gen;
+
+static void emit_conv_store_b(mc_strbuf *sb, int n, int rows, int kstep, int V);
 
 /* load_b and store_b of the deeper loop with V pixels per thread (conv_bvec): thread tid owns
  * pixels n0 + bnv_ .. + V - 1 (each decoded here) and K rows bkv_ + j * kstep of a tile. The
@@ -1556,15 +1573,102 @@ static void emit_conv_bvec(rctx *c, const conv_gen *q, int V)
     mc_sb_printf(sb, "        rb[j * %d + e] = (unsigned)iy < %lluu && (unsigned)ix < %lluu ? xa_[pbv_[e] + t.x] : "
                      "(unsigned short)0;\n      }\n    }\n  };\n",
                  V, (unsigned long long)cv->h, (unsigned long long)cv->w);
+    emit_conv_store_b(sb, n, rows, kstep, V);
+}
+
+/* store_b of emit_conv_bvec and emit_conv_chunk: a thread's `rows` K rows (bkv_ + j * kstep) of
+ * its V pixels (bnv_ ..) into the B tile, as one 2-, 4- or 8-byte word a row */
+static void emit_conv_store_b(mc_strbuf *sb, int n, int rows, int kstep, int V)
+{
     mc_sb_printf(sb, "  auto store_b = [&](int buf, const unsigned short (&rb)[%d]) {\n#pragma unroll\n", n);
     mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", rows);
-    if (V == 2)
+    if (V == 1)
+        mc_sb_printf(sb, "      Bs[buf][bkv_ + j * %d][bnv_] = rb[j];\n", kstep);
+    else if (V == 2)
         mc_sb_printf(sb, "      *reinterpret_cast<unsigned *>(&Bs[buf][bkv_ + j * %d][bnv_]) = (unsigned)rb[j * 2] | "
                          "((unsigned)rb[j * 2 + 1] << 16);\n", kstep);
     else
         mc_sb_printf(sb, "      *reinterpret_cast<uint2 *>(&Bs[buf][bkv_ + j * %d][bnv_]) = make_uint2((unsigned)rb[j * 4] | "
                          "((unsigned)rb[j * 4 + 1] << 16), (unsigned)rb[j * 4 + 2] | ((unsigned)rb[j * 4 + 3] << 16));\n",
                      kstep);
+    mc_sb_puts(sb, "    }\n  };\n");
+}
+
+/* load_b and store_b where K goes by chunks of BK channels (kir_conv.kc = BK): a K tile is one
+ * window position (ky, kx) over BK channels, so a pixel's bounds are checked once a tile and
+ * its BK elements lie at fixed distances (the channel stride) from one address: one load an
+ * element, its offset a constant, where the table's path (emit_conv_bvec) spends a table read,
+ * two adds and two compares. Thread tid owns pixels bnv_ .. + V - 1 and channels bkv_ +
+ * j * kstep of the chunk. */
+static void emit_conv_chunk(rctx *c, const conv_gen *q, int V)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    const kir_conv *cv = q->cv;
+    const kir_view *X = q->X;
+    long long O = (long long)(cv->oh * cv->ow), khw = (long long)(cv->kh * cv->kw), sc = (long long)X->stride[1];
+    int TP = q->BN / V, kstep = q->T * V / q->BN, rows = q->BK / kstep, n = rows * V;
+    mc_sb_printf(sb, "  const int bnv_ = (tid %% %d) * %d, bkv_ = tid / %d;\n", TP, V, TP);
+    mc_sb_printf(sb, "  int iyv_[%d], ixv_[%d];\n  %s pbv_[%d];\n#pragma unroll\n  for (int e = 0; e < %d; ++e) {\n", V, V, I,
+                 V, V);
+    mc_sb_printf(sb, "    const %s pix = n0 + bnv_ + e, img = pix / %lld, o = pix - img * %lld;\n", I, O, O);
+    mc_sb_printf(sb, "    const int iy = (int)(o / %lld) * %lld - %lld, ix = (int)(o %% %lld) * %lld - %lld;\n",
+                 (long long)cv->ow, (long long)cv->sh, (long long)cv->ph, (long long)cv->ow, (long long)cv->sw,
+                 (long long)cv->pw);
+    mc_sb_printf(sb, "    const bool ok = pix < (%s)%s;\n    iyv_[e] = ok ? iy : -(1 << 28);\n    ixv_[e] = ix;\n", I, q->P);
+    mc_sb_printf(sb, "    pbv_[e] = ok ? (%s)%lld + img * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld + (%s)bkv_ * (%s)%lld : (%s)0;\n  }\n",
+                 I, (long long)X->offset, I, (long long)X->stride[0], I, I, (long long)X->stride[2], I, I,
+                 (long long)X->stride[3], I, I, sc, I);
+    mc_sb_printf(sb, "  auto load_b = [&](int kt, unsigned short (&rb)[%d]) {\n", n);
+    mc_sb_printf(sb, "    const int cc = kt / %lld, r = kt - cc * %lld, dy = (r / %lld) * %lld, dx = (r %% %lld) * %lld;\n", khw,
+                 khw, (long long)cv->kw, (long long)cv->dh, (long long)cv->kw, (long long)cv->dw);
+    mc_sb_printf(sb, "    const %s off = (%s)cc * (%s)%lld + (%s)dy * (%s)%lld + (%s)dx * (%s)%lld;\n#pragma unroll\n", I, I, I,
+                 (long long)q->BK * sc, I, I, (long long)X->stride[2], I, I, (long long)X->stride[3]);
+    mc_sb_printf(sb, "    for (int e = 0; e < %d; ++e) {\n", V);
+    mc_sb_printf(sb, "      const bool ok = (unsigned)(iyv_[e] + dy) < %lluu && (unsigned)(ixv_[e] + dx) < %lluu;\n",
+                 (unsigned long long)cv->h, (unsigned long long)cv->w);
+    mc_sb_puts(sb, "      const unsigned short *px = xa_ + (ok ? pbv_[e] + off : 0);\n#pragma unroll\n");
+    mc_sb_printf(sb, "      for (int j = 0; j < %d; ++j)\n        rb[j * %d + e] = ok ? px[j * %lld] : (unsigned short)0;\n    }\n  };\n",
+                 rows, V, (long long)kstep * sc);
+    emit_conv_store_b(sb, n, rows, kstep, V);
+}
+
+/* load_b where x's channels are contiguous (kir_conv.kc = c, 4 or a multiple of 8, channel
+ * stride 1: a channels-last x, MINIC_CUDA_CONV_CLAST=1: the padded stem, or an x given as the
+ * transpose of an NHWC tensor): K by window positions of c channels, so 4 or 8 channels of a
+ * (pixel, window position) are contiguous, one 8- or 16-byte cp.async into B kept as [BN][BK]
+ * (k contiguous; mma_tile reads it untransposed), zero-filled in the padding and past K: no
+ * registers, no element loads, no table. Thread tid owns pixel tid % BN of the tile and its
+ * slots tid / BN + j * (T / BN). */
+static void emit_conv_clast(rctx *c, const conv_gen *q)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    const kir_conv *cv = q->cv;
+    const kir_view *X = q->X;
+    /* a slot: ch channels (4, or 8 of the groups G of a multiple of 8) at one window position;
+     * K tile kt holds slots kt * per .. + per - 1, slot gs at position gs / G, group gs % G */
+    long long O = (long long)(cv->oh * cv->ow), ch = cv->c == 4 ? 4 : 8, G = (long long)cv->c / ch;
+    long long khw = (long long)(cv->kh * cv->kw);
+    int per = q->BK / (int)ch, step = q->T / q->BN, slots = per / step;
+    mc_sb_printf(sb, "  const int pn_ = tid %% %d, ps_ = tid / %d;\n", q->BN, q->BN);
+    mc_sb_printf(sb, "  const %s pxl_ = n0 + pn_, pim_ = pxl_ / %lld, po_ = pxl_ - pim_ * %lld;\n", I, O, O);
+    mc_sb_printf(sb, "  const bool pok_ = pxl_ < (%s)%s;\n", I, q->P);
+    mc_sb_printf(sb, "  const int piy_ = pok_ ? (int)(po_ / %lld) * %lld - %lld : -(1 << 28), pix_x_ = (int)(po_ %% %lld) * %lld - %lld;\n",
+                 (long long)cv->ow, (long long)cv->sh, (long long)cv->ph, (long long)cv->ow, (long long)cv->sw,
+                 (long long)cv->pw);
+    mc_sb_printf(sb, "  const %s pbase_ = pok_ ? (%s)%lld + pim_ * (%s)%lld : (%s)0;\n", I, I, (long long)X->offset, I,
+                 (long long)X->stride[0], I);
+    mc_sb_puts(sb, "  auto load_b = [&](int kt, int buf) {\n#pragma unroll\n");
+    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", slots);
+    mc_sb_printf(sb, "      const int s = ps_ + j * %d, gs = kt * %d + s, r = gs / %lld, cg = gs - r * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
+                 step, per, G, G, (long long)cv->kw, (long long)cv->kw);
+    mc_sb_printf(sb, "      const int iy = piy_ + ky * %lld, ix = pix_x_ + kx * %lld;\n", (long long)cv->dh, (long long)cv->dw);
+    mc_sb_printf(sb, "      const bool ok = r < %lld && (unsigned)iy < %lluu && (unsigned)ix < %lluu;\n", khw,
+                 (unsigned long long)cv->h, (unsigned long long)cv->w);
+    mc_sb_printf(sb, "      mc_cp%lld(&Bs[buf][pn_][s * %lld], ok ? xa_ + pbase_ + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld + cg * %lld : xa_, "
+                     "ok ? %lld : 0);\n",
+                 2 * ch, ch, I, I, (long long)X->stride[2], I, I, (long long)X->stride[3], ch, 2 * ch);
     mc_sb_puts(sb, "    }\n  };\n");
 }
 
@@ -1579,9 +1683,13 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
     const char *I = c->I;
     const kir_conv *cv = q->cv;
     int D = q->D, NB = D + 1, BK = q->BK, NA = q->BM * BK / q->T;
-    int64_t KHW = cv->kh * cv->kw;
-    int V = conv_bvec(q->BN, q->T, BK, q->ktab);
-    if (V > 1)
+    int V = conv_bvec(q->BN, q->T, BK, q->ktab || q->chunk);
+    bool cpa = q->avec || q->clast; /* a cp.async group a tile */
+    if (q->clast)
+        emit_conv_clast(c, q);
+    else if (q->chunk)
+        emit_conv_chunk(c, q, V);
+    else if (V > 1)
         emit_conv_bvec(c, q, V);
     else {
         mc_sb_printf(sb, "  auto load_b = [&](int kt, unsigned short (&rb)[%d]) {\n#pragma unroll\n", q->nb_ld);
@@ -1594,8 +1702,7 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
         } else {
             mc_sb_printf(sb, "      const int kk = kt * %d + bk_ + j * %d;\n      unsigned short v = 0;\n", BK, q->kstep);
             mc_sb_printf(sb, "      if (pv_ && kk < %lld) {\n", (long long)q->K);
-            mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
-                         (long long)KHW, (long long)KHW, (long long)cv->kw, (long long)cv->kw);
+            emit_conv_k_decode(sb, cv);
             mc_sb_printf(sb, "        const int iy = iy0_ + ky * %lld, ix = ix0_ + kx * %lld;\n", (long long)cv->dh,
                          (long long)cv->dw);
             mc_sb_printf(sb, "        if ((unsigned)iy < %lluu && (unsigned)ix < %lluu)\n", (unsigned long long)cv->h,
@@ -1615,8 +1722,13 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
         mc_sb_printf(sb, "      const int q = tid + j * %d, r = q >> 2, kc = (q & 3) * 8;\n", q->T);
         mc_sb_printf(sb, "      const %s m = m0 + r, kk = (%s)kt * %d + kc;\n", I, I, BK);
         mc_sb_printf(sb, "      const bool ok = m < (%s)%lld && kk < (%s)%lld;\n", I, (long long)q->M, I, (long long)q->K);
-        mc_sb_printf(sb, "      mc_cp16(&As[buf][r][kc], ok ? wa_ + (%s)%lld + m * (%s)%lld + kk : wa_, ok ? 16 : 0);\n",
-                     I, (long long)A->offset, I, (long long)A->stride[1]);
+        /* (K not a multiple of 8, rows that are: the last chunk's bytes past K read as 0) */
+        char bytes[128] = "16";
+        if (q->K % 8 != 0)
+            snprintf(bytes, sizeof bytes, "(kk + 8 <= (%s)%lld ? 16 : (int)((%s)%lld - kk) * 2)", I, (long long)q->K, I,
+                     (long long)q->K);
+        mc_sb_printf(sb, "      mc_cp16(&As[buf][r][kc], ok ? wa_ + (%s)%lld + m * (%s)%lld + kk : wa_, ok ? %s : 0);\n",
+                     I, (long long)A->offset, I, (long long)A->stride[1], bytes);
         mc_sb_puts(sb, "    }\n  };\n");
     } else {
         mc_sb_printf(sb, "  auto load_a = [&](int kt, unsigned short (&ra)[%d]) {\n#pragma unroll\n", NA);
@@ -1640,8 +1752,12 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
     mc_sb_printf(sb, "      unsigned af[%d][4];\n#pragma unroll\n      for (int mt = 0; mt < %d; ++mt)\n", q->MT, q->MT);
     mc_sb_puts(sb, "        mc_ldsm4(af[mt], &As[cur][wm0 + mt * 16 + (lane & 15)][ks * 16 + (lane >> 4) * 8]);\n");
     mc_sb_printf(sb, "#pragma unroll\n      for (int nt = 0; nt < %d; ++nt) {\n", q->NT / 2);
-    mc_sb_puts(sb, "        unsigned bf[4];\n"
-                   "        mc_ldsm4t(bf, &Bs[cur][ks * 16 + (lane & 15)][wn0 + nt * 16 + (lane >> 4) * 8]);\n");
+    if (q->clast) /* B as [BN][BK]: k contiguous, so the fragments come untransposed */
+        mc_sb_puts(sb, "        unsigned bf[4];\n"
+                       "        mc_ldsm4(bf, &Bs[cur][wn0 + nt * 16 + (lane >> 4) * 8 + (lane & 7)][ks * 16 + ((lane >> 3) & 1) * 8]);\n");
+    else
+        mc_sb_puts(sb, "        unsigned bf[4];\n"
+                       "        mc_ldsm4t(bf, &Bs[cur][ks * 16 + (lane & 15)][wn0 + nt * 16 + (lane >> 4) * 8]);\n");
     mc_sb_printf(sb, "#pragma unroll\n        for (int mt = 0; mt < %d; ++mt) {\n", q->MT);
     mc_sb_puts(sb, "          mc_mma(acc_[mt][2 * nt], af[mt], bf[0], bf[1]);\n"
                    "          mc_mma(acc_[mt][2 * nt + 1], af[mt], bf[2], bf[3]);\n"
@@ -1650,7 +1766,8 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
     mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %s, kt1 = (bs_ + 1) * %lld / %s, nkt = kt1 - kt0;\n", (long long)nk,
                  q->S, (long long)nk, q->S);
     for (int u = 0; u < D; u++) {
-        mc_sb_printf(sb, "  unsigned short rb%d_[%d];\n", u, q->nb_ld);
+        if (!q->clast)
+            mc_sb_printf(sb, "  unsigned short rb%d_[%d];\n", u, q->nb_ld);
         if (!q->avec)
             mc_sb_printf(sb, "  unsigned short ra%d_[%d];\n", u, NA);
     }
@@ -1663,16 +1780,20 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
             mc_sb_printf(sb, "    load_a(kt0 + %d, %d);\n", i, i);
         else
             mc_sb_printf(sb, "    load_a(kt0 + %d, ra%d_);\n", i, i);
-        mc_sb_printf(sb, "    load_b(kt0 + %d, rb%d_);\n  }\n", i, i);
-        if (q->avec)
+        if (q->clast)
+            mc_sb_printf(sb, "    load_b(kt0 + %d, %d);\n  }\n", i, i);
+        else
+            mc_sb_printf(sb, "    load_b(kt0 + %d, rb%d_);\n  }\n", i, i);
+        if (cpa)
             mc_sb_puts(sb, "  mc_cp_commit();\n");
     }
     if (q->ktab)
         mc_sb_printf(sb, "  fill_tab(kt0 + %d, (kt0 + %d) & 1);\n", D, D);
-    mc_sb_puts(sb, "  store_b(0, rb0_);\n");
+    if (!q->clast)
+        mc_sb_puts(sb, "  store_b(0, rb0_);\n");
     if (!q->avec)
         mc_sb_puts(sb, "  store_a(0, ra0_);\n");
-    else
+    if (cpa)
         mc_sb_printf(sb, "  asm volatile(\"cp.async.wait_group %d;\\n\" ::: \"memory\");\n", D - 1);
     mc_sb_puts(sb, "  __syncthreads();\n");
     /* the loop, unrolled D times so that every register set is named */
@@ -1686,17 +1807,22 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
             mc_sb_printf(sb, "        load_a(kt + %d, (rr + %d) %% %d);\n", D, D, NB);
         else
             mc_sb_printf(sb, "        load_a(kt + %d, ra%d_);\n", D, u);
-        mc_sb_printf(sb, "        load_b(kt + %d, rb%d_);\n      }\n", D, u);
-        if (q->avec)
+        if (q->clast)
+            mc_sb_printf(sb, "        load_b(kt + %d, (rr + %d) %% %d);\n      }\n", D, D, NB);
+        else
+            mc_sb_printf(sb, "        load_b(kt + %d, rb%d_);\n      }\n", D, u);
+        if (cpa)
             mc_sb_puts(sb, "      mc_cp_commit();\n");
         if (q->ktab) /* the other parity: load_b above read kt + D's */
             mc_sb_printf(sb, "      fill_tab(kt + %d, (kt + %d) & 1);\n", D + 1, D + 1);
         mc_sb_puts(sb, "      mma_tile(cur);\n");
-        mc_sb_printf(sb, "      if (rr + 1 < nkt) {\n        store_b((rr + 1) %% %d, rb%d_);\n", NB, un);
+        mc_sb_puts(sb, "      if (rr + 1 < nkt) {\n");
+        if (!q->clast)
+            mc_sb_printf(sb, "        store_b((rr + 1) %% %d, rb%d_);\n", NB, un);
         if (!q->avec)
             mc_sb_printf(sb, "        store_a((rr + 1) %% %d, ra%d_);\n", NB, un);
         mc_sb_puts(sb, "      }\n");
-        if (q->avec)
+        if (cpa)
             mc_sb_printf(sb, "      asm volatile(\"cp.async.wait_group %d;\\n\" ::: \"memory\");\n", D - 1);
         mc_sb_puts(sb, "      __syncthreads();\n    }\n");
     }
@@ -1760,7 +1886,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     if (eb && atoi(eb) > 0 && atoi(eb) <= 8)
         c->minb = atoi(eb);
     int T = 32 * (BM / 32) * WARPS_N, WN = BN / WARPS_N, MT = 2, NT = WN / 8, BK = CONV_BK;
-    int64_t M = g->m, K = g->k, O = g->n, KHW = cv->kh * cv->kw;
+    int64_t M = g->m, K = g->k, O = g->n;
     /* the pixels N OH OW: a literal, or read when the kernel runs where the batch is symbolic
      * (mc_cuda_render_sized, with a plan that is the same for every binding:
      * mc_cuda_conv_plan_sized); P is this binding's, for the grid */
@@ -1774,8 +1900,17 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     int64_t mtiles = (M + BM - 1) / BM, ptiles = (P + BN - 1) / BN;
     /* A in 16-byte chunks: contiguous along K, rows and offset multiples of 8 elements, the
      * buffer 16-byte aligned */
-    bool avec = A->stride[2] == 1 && K % 8 == 0 && A->stride[1] % 8 == 0 && A->offset % 8 == 0 &&
+    int D = conv_stages(BM, BN, BK);
+    /* (the deeper loop reads a last partial chunk of K, so K need not be a multiple of 8 there
+     * where the rows are: the channels-last stem's weights) */
+    bool avec = A->stride[2] == 1 && (K % 8 == 0 || D > 1) && A->stride[1] % 8 == 0 && A->offset % 8 == 0 &&
                 c->align[A->buffer] >= 16;
+    /* x's channels contiguous in runs of 4 or 8 (decompose's channels-last stem,
+     * MINIC_CUDA_CONV_CLAST=1): emit_conv_clast, B by cp.async */
+    int64_t cc8 = cv->c == 4 ? 4 : 8; /* channels a cp.async */
+    bool clast = D > 1 && cv->kc == cv->c && cv->c % cc8 == 0 && X->stride[1] == 1 && X->offset % cc8 == 0 &&
+                 X->stride[0] % cc8 == 0 && X->stride[2] % cc8 == 0 && X->stride[3] % cc8 == 0 &&
+                 c->align[X->buffer] >= 2 * cc8 && T % BN == 0 && (BK / cc8) % (T / BN) == 0;
     bool bf = dt == MC_BF16;
     /* MINIC_CUDA_CONV_KTAB=0: each thread decodes its K rows itself (three divisions an element) */
     const char *ek = getenv("MINIC_CUDA_CONV_KTAB");
@@ -1807,6 +1942,11 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
                  bf ? "__floats2bfloat162_rn" : "__floats2half2_rn", bf ? "bf16" : "f16");
     mc_sb_puts(sb, mc_cuda_mma_helpers);
     mc_sb_puts(sb, mc_cuda_cp_helpers);
+    if (clast && cc8 == 4) /* a pixel's 4 channels: 8 bytes (cp.async.cg takes only 16) */
+        mc_sb_puts(sb, "MC_D void mc_cp8(void *dst, const void *src, int bytes) {\n"
+                       "  const unsigned s = (unsigned)__cvta_generic_to_shared(dst);\n"
+                       "  asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\\n\" :: \"r\"(s), \"l\"(src), \"r\"(bytes));\n"
+                       "}\n");
     mc_sb_printf(sb, "/* implicit GEMM: C_out %lld x pixels %s (%s images of %lldx%lld) x K %lld (C %lld, window "
                      "%lldx%lld, stride %lld %lld, padding %lld %lld, dilation %lld %lld, x %lldx%lld); tile %dx%dx%d, "
                      "A by %s */\n",
@@ -1816,16 +1956,22 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
                  (long long)cv->h, (long long)cv->w, BM, BN, BK, avec ? "cp.async" : "element loads");
     emit_signature(c, out, T);
     int pa = c->view_param[g->a], px = c->view_param[g->b];
-    int D = conv_stages(BM, BN, BK);
+    /* K by chunks of BK channels (MINIC_CUDA_CONV_KCHUNK=1): the deeper loop's loads by
+     * emit_conv_chunk, no K table; the first loop decodes each row (emit_conv_k_decode) */
+    bool chunk = cv->kc == BK && D > 1;
+    if (chunk || clast)
+        ktab = false;
     if (D > 1) {
-        /* D + 1 buffers, in dynamic shared memory (beyond 48 KB for the larger tiles) */
-        int abytes = BM * (BK + 8) * 2, bbytes = BK * (BN + 8) * 2;
+        /* D + 1 buffers, in dynamic shared memory (beyond 48 KB for the larger tiles); B as
+         * [BK][BN], or [BN][BK] where emit_conv_clast fills it */
+        int br = clast ? BN : BK, bc = clast ? BK : BN;
+        int abytes = BM * (BK + 8) * 2, bbytes = br * (bc + 8) * 2;
         out->smem = (D + 1) * (abytes + bbytes);
         mc_sb_puts(sb, "  extern __shared__ __align__(16) unsigned short smem_[];\n");
         mc_sb_printf(sb, "  unsigned short (*As)[%d][%d] = reinterpret_cast<unsigned short (*)[%d][%d]>(smem_);\n", BM,
                      BK + 8, BM, BK + 8);
-        mc_sb_printf(sb, "  unsigned short (*Bs)[%d][%d] = reinterpret_cast<unsigned short (*)[%d][%d]>(smem_ + %d);\n", BK,
-                     BN + 8, BK, BN + 8, (D + 1) * abytes / 2);
+        mc_sb_printf(sb, "  unsigned short (*Bs)[%d][%d] = reinterpret_cast<unsigned short (*)[%d][%d]>(smem_ + %d);\n", br,
+                     bc + 8, br, bc + 8, (D + 1) * abytes / 2);
     } else {
         mc_sb_printf(sb, "  __shared__ __align__(16) unsigned short As[2][%d][%d];\n", BM, BK + 8);
         mc_sb_printf(sb, "  __shared__ __align__(16) unsigned short Bs[2][%d][%d];\n", BK, BN + 8);
@@ -1862,8 +2008,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
         mc_sb_printf(sb, "    if (tid < %d) {\n      const int kk = kt * %d + tid;\n      int4 t = make_int4(0, 1 << 24, 0, 0);\n",
                      BK, BK);
         mc_sb_printf(sb, "      if (kk < %lld) {\n", (long long)K);
-        mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
-                     (long long)KHW, (long long)KHW, (long long)cv->kw, (long long)cv->kw);
+        emit_conv_k_decode(sb, cv);
         mc_sb_printf(sb, "        t = make_int4(ch * %lld + ky * %lld + kx * %lld, ky * %lld, kx * %lld, 0);\n",
                      (long long)X->stride[1], (long long)(cv->dh * X->stride[2]), (long long)(cv->dw * X->stride[3]),
                      (long long)cv->dh, (long long)cv->dw);
@@ -1876,7 +2021,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     int kstep = T / BN;
     if (D > 1) {
         const conv_gen q = {.BM = BM, .BN = BN, .BK = BK, .T = T, .MT = MT, .NT = NT, .nb_ld = nb_ld, .kstep = kstep,
-                            .S = Ss, .D = D, .avec = avec, .ktab = ktab, .M = M, .K = K, .P = Ps, .A = A, .X = X, .cv = cv};
+                            .S = Ss, .D = D, .avec = avec, .ktab = ktab, .chunk = chunk, .clast = clast, .M = M, .K = K, .P = Ps, .A = A, .X = X, .cv = cv};
         emit_conv_pipelined(c, &q);
     } else {
         mc_sb_printf(sb, "  unsigned short rb_[%d];\n", nb_ld);
@@ -1893,8 +2038,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
         mc_sb_printf(sb, "      const int kk = kt * %d + bk_ + j * %d;\n", BK, kstep);
         mc_sb_puts(sb, "      unsigned short v = 0;\n");
         mc_sb_printf(sb, "      if (pv_ && kk < %lld) {\n", (long long)K);
-        mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
-                     (long long)KHW, (long long)KHW, (long long)cv->kw, (long long)cv->kw);
+        emit_conv_k_decode(sb, cv);
         mc_sb_printf(sb, "        const int iy = iy0_ + ky * %lld, ix = ix0_ + kx * %lld;\n", (long long)cv->dh,
                      (long long)cv->dw);
         mc_sb_printf(sb, "        if ((unsigned)iy < %lluu && (unsigned)ix < %lluu)\n", (unsigned long long)cv->h,
@@ -2371,6 +2515,17 @@ void mc_cuda_code_free(mc_cuda_code *c)
     memset(c, 0, sizeof *c);
 }
 
+/* MINIC_CUDA_GATHER_VEC=1: a pointwise kernel with a gather whose index moves along the
+ * innermost axis (a padded pool's window, the stem's maxpool) takes one element a thread: its
+ * V consecutive outputs gather from V scattered places, so with V = 8 a warp's load touches 8
+ * times the cache lines that neighbouring threads on neighbouring outputs do (the maxpool after
+ * ResNet's stem: 74 us against a ~14 us floor). For experiments, off by default. */
+static bool scattered_gathers_scalar(void)
+{
+    const char *e = getenv("MINIC_CUDA_GATHER_VEC");
+    return e && strcmp(e, "1") == 0;
+}
+
 /* The gathers of a pointwise kernel whose chunk reads V consecutive elements at one index (an
  * embedding's row): one vector load each. choose_vec already made the view's offset and
  * strides multiples of V; the gathered axis's stride must be one too. */
@@ -2545,6 +2700,10 @@ static mc_status render(const kir_program *kp, int ki, const mc_cuda_target *t, 
                   : choose_vec(kp, k, align, vused, acc_scratch, acc_dtype);
         free(vused);
     }
+    if (gathers && c.V > 1 && k->category == KIR_POINTWISE && scattered_gathers_scalar())
+        for (int i = 0; i < k->ncode; i++)
+            if (k->code[i].kind == KI_GATHER && !chunk_uniform(k, k->code[i].arg[0], 0))
+                c.V = 1;
     out->vec = c.V;
     if (gathers && c.V > 1 && k->category == KIR_POINTWISE) {
         c.gather_vec = calloc((size_t)k->ncode, sizeof *c.gather_vec);

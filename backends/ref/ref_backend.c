@@ -127,6 +127,12 @@ static double gemm_acc(const kctx *c)
         int64_t o = c->idx[nb + 1], oy = o / cv->ow, ox = o % cv->ow;
         for (int64_t kk = 0; kk < k->gemm.k; kk++) {
             int64_t ch = kk / (cv->kh * cv->kw), ky = kk / cv->kw % cv->kh, kx = kk % cv->kw;
+            if (cv->kc > 0) { /* (c / kc, ky, kx, c % kc) */
+                int64_t q = kk / cv->kc, r = q % (cv->kh * cv->kw);
+                ch = q / (cv->kh * cv->kw) * cv->kc + kk % cv->kc;
+                ky = r / cv->kw;
+                kx = r % cv->kw;
+            }
             int64_t iy = oy * cv->sh - cv->ph + ky * cv->dh, ix = ox * cv->sw - cv->pw + kx * cv->dw;
             if (iy < 0 || iy >= cv->h || ix < 0 || ix >= cv->w)
                 continue;

@@ -37,8 +37,8 @@ def cuda_time(fn, iters, rep=5):
     return statistics.median(ts)
 
 
-def minic_time(minic, args):
-    r = subprocess.run([minic, "run"] + args, capture_output=True, text=True, timeout=300)
+def minic_time(minic, args, env=None):
+    r = subprocess.run([minic, "run"] + args, capture_output=True, text=True, timeout=300, env=env)
     m = re.search(r"^time: ([0-9.]+) us", r.stdout + r.stderr, re.M)
     if r.returncode != 0 or not m:
         print((r.stdout + r.stderr)[-1500:], flush=True)
@@ -53,6 +53,31 @@ def rel(a, b):
     return float(np.linalg.norm(a - b) / np.linalg.norm(b))
 
 
+def export(work, batch):
+    """torchvision's resnet18 as above, in f16, exported to work/resnet18_f16.onnx with its input
+    in work/x.npy; returns (the f32 module, the f16 module, the f16 input, the float64 output)."""
+    import numpy as np
+    import torch
+    import torchvision
+    os.makedirs(work, exist_ok=True)
+    torch.manual_seed(0)
+    m = torchvision.models.resnet18(weights=None).eval()
+    for mod in m.modules():
+        if isinstance(mod, torch.nn.BatchNorm2d):
+            mod.running_mean.uniform_(-0.1, 0.1)
+            mod.running_var.uniform_(0.5, 1.5)
+    x = torch.randn(batch, 3, 224, 224, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        ref = m.double()(x.double()).numpy()
+    m = m.float()
+    mh = m.half()
+    xh = x.half()
+    torch.onnx.export(mh, (xh,), os.path.join(work, "resnet18_f16.onnx"), input_names=["input"],
+                      output_names=["output"], opset_version=17, dynamo=False)
+    np.save(os.path.join(work, "x.npy"), xh.numpy())
+    return m, mh, xh, ref
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--minic", default="build-gpu/minic")
@@ -62,26 +87,10 @@ def main():
     a = ap.parse_args()
     import numpy as np
     import torch
-    import torchvision
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
-    os.makedirs(a.work, exist_ok=True)
-    torch.manual_seed(0)
-    m = torchvision.models.resnet18(weights=None).eval()
-    for mod in m.modules():
-        if isinstance(mod, torch.nn.BatchNorm2d):
-            mod.running_mean.uniform_(-0.1, 0.1)
-            mod.running_var.uniform_(0.5, 1.5)
-    x = torch.randn(a.batch, 3, 224, 224, generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        ref = m.double()(x.double()).numpy()
-    m = m.float()
-    mh = m.half()
-    xh = x.half()
+    m, mh, xh, ref = export(a.work, a.batch)
     path = os.path.join(a.work, "resnet18_f16.onnx")
-    torch.onnx.export(mh, (xh,), path, input_names=["input"], output_names=["output"], opset_version=17,
-                      dynamo=False)
-    np.save(os.path.join(a.work, "x.npy"), xh.numpy())
     out_npy = os.path.join(a.work, "out.npy")
     t_minic = minic_time(a.minic, [path, "--backend", "cuda", "--iters", str(a.iters), "--quiet",
                                    "--input", "input=" + os.path.join(a.work, "x.npy"), "--output", out_npy])
