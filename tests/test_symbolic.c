@@ -1063,8 +1063,10 @@ static void check_sized_sources(const char *text, int want_specialized, const ch
     if (mc_compile_kernels(g, &co, &sized) != MC_OK || !sized)
         fail_msg("compile: %s %s", mc_error_message(), refused);
     const mc_cuda_target t = {.sm = 90, .num_sms = 132};
-    /* a third symbol: ops_model's L (at most its S), spatial_model's W */
-    const int64_t bindings[][3] = {{2, 5, 3}, {1, 7, 2}, {3, 32, 9}, {1, 1, 1}};
+    /* a third symbol: ops_model's L (at most its S), spatial_model's W; ones first (a size of 1
+     * must not decide a layout the later bindings cannot take: a strided GEMM's M of 1 went to
+     * cuBLASLt, then the tiled kernel was compiled at the second binding) */
+    const int64_t bindings[][3] = {{1, 1, 1}, {2, 5, 3}, {1, 7, 2}, {3, 32, 9}, {2, 17, 1}};
     char **first = calloc((size_t)sized->nkernels + 1, sizeof *first);
     assert_non_null(first);
     int with_sizes = 0;

@@ -188,6 +188,9 @@ bool mc_cuda_sized_conv(void);
  * kernel beats a cuBLASLt call) and autotune. Never fails: layouts it cannot map give use_lt = false.
  * The one place a GEMM's size decides anything. */
 void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *plan);
+/* The same for kernel ki of a binding of a symbolic kernel list, sk its kernel there (NULL: as
+ * above): the layout holds for every binding (a symbolic M, N or K of 1 here is not taken as 1). */
+void mc_cuda_gemm_plan_make_sized(const kir_program *kp, int ki, const kir_kernel *sk, mc_cuda_gemm_plan *plan);
 /* Whether two plans describe the same cuBLASLt problem (shapes, layouts, dtypes, epilogue,
  * batching) over possibly different buffers: then one algorithm choice serves both. */
 bool mc_cuda_gemm_same_shape(const mc_cuda_gemm_plan *a, const mc_cuda_gemm_plan *b);

@@ -47,12 +47,15 @@ static bool contains_acc(const kir_kernel *k, int i, int depth)
 }
 
 /* Map an operand whose element (r, c) is at r * sr + c * sc into column-major form with rows
- * `rows` (index r) and cols `cols` (index c). */
-static bool map_matrix(int64_t rows, int64_t cols, int64_t sr, int64_t sc, mc_lt_matrix *m)
+ * `rows` (index r) and cols `cols` (index c). A side of one lets any stride pass along it,
+ * unless that side is a symbolic size (`vary`: bit 0 the rows, bit 1 the cols): a layout chosen
+ * for one binding's 1 would not hold for the next binding's sizes. */
+static bool map_matrix(int64_t rows, int64_t cols, int64_t sr, int64_t sc, mc_lt_matrix *m, int vary)
 {
+    bool one_row = rows == 1 && !(vary & 1), one_col = cols == 1 && !(vary & 2);
     /* rows contiguous: the stored matrix is rows x cols, op N */
-    int64_t ld = cols == 1 ? rows : sc;
-    if ((rows == 1 || sr == 1) && ld >= rows && ld > 0) {
+    int64_t ld = one_col ? rows : sc;
+    if ((one_row || sr == 1) && ld >= rows && ld > 0) {
         m->trans = false;
         m->rows = rows;
         m->cols = cols;
@@ -60,8 +63,8 @@ static bool map_matrix(int64_t rows, int64_t cols, int64_t sr, int64_t sc, mc_lt
         return true;
     }
     /* columns contiguous: the stored matrix is cols x rows, op T */
-    ld = rows == 1 ? cols : sr;
-    if ((cols == 1 || sc == 1) && ld >= cols && ld > 0) {
+    ld = one_row ? cols : sr;
+    if ((one_col || sc == 1) && ld >= cols && ld > 0) {
         m->trans = true;
         m->rows = cols;
         m->cols = rows;
@@ -162,15 +165,16 @@ static const char *match_epilogue(const kir_program *kp, const kir_kernel *k,
     return NULL;
 }
 
-/* Row-major [M, N] output-like operand (D or C) into cuBLASLt's column-major N x M. */
-static bool map_output(const kir_kernel *k, const int64_t *stride, mc_lt_matrix *m)
+/* Row-major [M, N] output-like operand (D or C) into cuBLASLt's column-major N x M (`vary` as
+ * map_matrix's: bit 0 M symbolic, bit 1 N). */
+static bool map_output(const kir_kernel *k, const int64_t *stride, mc_lt_matrix *m, int vary)
 {
     int nb = k->rank - 2;
     int64_t M = k->shape[nb], N = k->shape[nb + 1];
     int64_t sm = stride[nb], sn = stride[nb + 1];
-    if (N != 1 && sn != 1)
+    if ((N != 1 || (vary & 2)) && sn != 1)
         return false;
-    int64_t ld = M == 1 ? N : sm;
+    int64_t ld = M == 1 && !(vary & 1) ? N : sm;
     if (ld < N || ld <= 0)
         return false;
     m->trans = false;
@@ -216,9 +220,12 @@ static int64_t pad_output_ld(const kir_program *kp, int ki, int ov)
     return (n + per - 1) / per * per;
 }
 
-static void plan_layout(const kir_program *kp, int ki, mc_cuda_gemm_plan *p, bool may_pad)
+/* kp's kernel ki; sk, where given, the same kernel in the symbolic list, whose symbolic M, N
+ * and K keep the layout what every binding can take. */
+static void plan_layout(const kir_program *kp, int ki, mc_cuda_gemm_plan *p, bool may_pad, const kir_kernel *sk)
 {
     const kir_kernel *k = &kp->kernels[ki];
+    int vm = sk && mc_dim_is_sym(sk->gemm.m), vn = sk && mc_dim_is_sym(sk->gemm.n), vk = sk && mc_dim_is_sym(sk->gemm.k);
     memset(p, 0, sizeof *p);
     p->bias_buffer = -1;
     p->pad_buffer = -1;
@@ -234,10 +241,10 @@ static void plan_layout(const kir_program *kp, int ki, mc_cuda_gemm_plan *p, boo
     p->n = g->m;
     p->k = g->k;
     /* cuBLASLt A = minic B: element (n, k) at n * sBn + k * sBk */
-    if (!map_matrix(g->n, g->k, B->stride[nb + 1], B->stride[nb], &p->a))
+    if (!map_matrix(g->n, g->k, B->stride[nb + 1], B->stride[nb], &p->a, vn | vk << 1))
         return;
     /* cuBLASLt B = minic A: element (k, m) at k * sAk + m * sAm */
-    if (!map_matrix(g->k, g->m, A->stride[nb + 1], A->stride[nb], &p->b))
+    if (!map_matrix(g->k, g->m, A->stride[nb + 1], A->stride[nb], &p->b, vk | vm << 1))
         return;
     p->a.buffer = B->buffer, p->a.offset = B->offset, p->a.dtype = tb;
     p->b.buffer = A->buffer, p->b.offset = A->offset, p->b.dtype = ta;
@@ -262,7 +269,7 @@ static void plan_layout(const kir_program *kp, int ki, mc_cuda_gemm_plan *p, boo
             p->pad_rows = kp->buffers[o->buffer].numel / p->pad_cols;
             p->pad_ld = ld;
         }
-        if (!map_output(k, dstride, &p->d)) {
+        if (!map_output(k, dstride, &p->d, vm | vn << 1)) {
             p->full = false;
             p->why_not_full = "an output layout cuBLASLt cannot write";
             p->pad_buffer = -1;
@@ -275,7 +282,7 @@ static void plan_layout(const kir_program *kp, int ki, mc_cuda_gemm_plan *p, boo
     if (p->full && res_view >= 0) {
         const kir_view *r = &k->views[res_view];
         memcpy(cstride, r->stride, sizeof cstride);
-        if (!map_output(k, cstride, &p->c)) {
+        if (!map_output(k, cstride, &p->c, vm | vn << 1)) {
             p->full = false;
             p->why_not_full = "a residual layout cuBLASLt cannot read";
         } else {
@@ -307,7 +314,7 @@ static void plan_layout(const kir_program *kp, int ki, mc_cuda_gemm_plan *p, boo
             s *= k->shape[d];
         }
         p->scratch_elems = s;
-        map_output(k, dstride, &p->d);
+        map_output(k, dstride, &p->d, vm | vn << 1);
         p->d.buffer = -1;
         p->d.offset = 0;
         p->d.dtype = sd;
@@ -374,7 +381,7 @@ static void plan_layout(const kir_program *kp, int ki, mc_cuda_gemm_plan *p, boo
         /* A's columns too short to read pad_ld rows from: planned again, unpadded (D's layout
          * above was made for the padded rows; a [K, N] weight of odd N, as a plain matmul's,
          * wrote f16 results with the padded pitch and downloaded them without it) */
-        plan_layout(kp, ki, p, false);
+        plan_layout(kp, ki, p, false, sk);
         return;
     }
     if (p->pad_buffer >= 0) {
@@ -496,6 +503,11 @@ static bool gemm_gemv(const kir_program *kp, const kir_kernel *k, mc_cuda_gemm_p
  * event timing can't tell their candidates apart; measured: tuning made small_mlp slower). */
 void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
 {
+    mc_cuda_gemm_plan_make_sized(kp, ki, NULL, p);
+}
+
+void mc_cuda_gemm_plan_make_sized(const kir_program *kp, int ki, const kir_kernel *sk, mc_cuda_gemm_plan *p)
+{
     const kir_kernel *k = &kp->kernels[ki];
     if (k->gemm.conv.on) { /* no cuBLASLt layout reads an im2col that is never stored */
         memset(p, 0, sizeof *p);
@@ -509,7 +521,7 @@ void mc_cuda_gemm_plan_make(const kir_program *kp, int ki, mc_cuda_gemm_plan *p)
         mc_cuda_conv_plan(k, 132, p);
         return; /* (mc_cuda_plan_program plans it again for the target's SM count) */
     }
-    plan_layout(kp, ki, p, true);
+    plan_layout(kp, ki, p, true, sk);
     if (gemm_gemv(kp, &kp->kernels[ki], p)) {
         p->use_lt = false;
         p->pad_buffer = -1; /* the GEMV kernel writes the output as the graph lays it out */
@@ -643,7 +655,8 @@ mc_status mc_cuda_plan_program_sized(const kir_program *kp, const kir_program *s
             continue;
         if (kp->kernels[i].category == KIR_GEMM) {
             pl->is_gemm = true;
-            mc_cuda_gemm_plan_make(kp, i, &pl->gemm);
+            const kir_kernel *sk = mc_cuda_kernel_sized(&sized->kernels[i]) ? &sized->kernels[i] : NULL;
+            mc_cuda_gemm_plan_make_sized(kp, i, sk, &pl->gemm);
             int sms = t->num_sms > 0 ? t->num_sms : 1;
             if (pl->gemm.conv && mc_cuda_kernel_sized(&sized->kernels[i]) && mc_cuda_sized_conv())
                 mc_cuda_conv_plan_sized(sized, i, &kp->kernels[i], sms, &pl->gemm); /* batch read when it runs */
@@ -654,7 +667,7 @@ mc_status mc_cuda_plan_program_sized(const kir_program *kp, const kir_program *s
                  * where it cannot take the layout the tiled GEMM, which reads its sizes */
                 mc_cuda_gemm_plan lt;
                 memset(&lt, 0, sizeof lt);
-                plan_layout(kp, i, &lt, true);
+                plan_layout(kp, i, &lt, true, sk);
                 if (lt.use_lt)
                     lt.autotune = 2.0 * (double)lt.m * (double)lt.n * (double)lt.k * (double)lt.batch >= 1e9;
                 pl->gemm = lt;
