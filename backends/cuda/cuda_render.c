@@ -1476,8 +1476,8 @@ static void emit_conv_k_decode(mc_strbuf *sb, const kir_conv *cv)
 {
     long long khw = (long long)(cv->kh * cv->kw), kw = (long long)cv->kw, kc = (long long)cv->kc;
     if (kc > 0)
-        mc_sb_printf(sb, "        const int q_ = kk / %lld, cc_ = q_ / %lld, r = q_ - cc_ * %lld, ch = cc_ * %lld + (kk - q_ * %lld), "
-                         "ky = r / %lld, kx = r - ky * %lld;\n",
+        mc_sb_printf(sb, "        const int q_ = kk / %lld, cc_ = q_ / %lld, r = q_ - cc_ * %lld, "
+                         "ch = cc_ * %lld + (kk - q_ * %lld), ky = r / %lld, kx = r - ky * %lld;\n",
                      kc, khw, khw, kc, kc, kw, kw);
     else
         mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n", khw, khw,
@@ -1962,7 +1962,8 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     int kstep = T / BN;
     if (D > 1) {
         const conv_gen q = {.BM = BM, .BN = BN, .BK = BK, .T = T, .MT = MT, .NT = NT, .nb_ld = nb_ld, .kstep = kstep,
-                            .S = S, .D = D, .avec = avec, .ktab = ktab, .chunk = chunk, .clast = clast, .M = M, .K = K, .P = Ps, .A = A, .X = X, .cv = cv};
+                            .S = S, .D = D, .avec = avec, .ktab = ktab, .chunk = chunk, .clast = clast, .M = M,
+                            .K = K, .P = Ps, .A = A, .X = X, .cv = cv};
         emit_conv_pipelined(c, &q);
     } else {
         mc_sb_printf(sb, "  unsigned short rb_[%d];\n", nb_ld);
