@@ -1590,8 +1590,8 @@ static void emit_conv_chunk(rctx *c, const conv_gen *q, int V)
 }
 
 /* load_b where x's channels are contiguous (kir_conv.kc = c, 4 or a multiple of 8, channel
- * stride 1: a channels-last x, MINIC_CUDA_CONV_CLAST=1: the padded stem, or an x given as the
- * transpose of an NHWC tensor): K by window positions of c channels, so 4 or 8 channels of a
+ * stride 1: a channels-last x (MINIC_CUDA_CONV_CLAST=0: none): the padded stem, or an x given
+ * as the transpose of an NHWC tensor): K by window positions of c channels, so 4 or 8 channels of a
  * (pixel, window position) are contiguous, one 8- or 16-byte cp.async into B kept as [BN][BK]
  * (k contiguous; mma_tile reads it untransposed), zero-filled in the padding and past K: no
  * registers, no element loads, no table. Thread tid owns pixel tid % BN of the tile and its
@@ -1862,8 +1862,8 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
      * where the rows are: the channels-last stem's weights) */
     bool avec = A->stride[2] == 1 && (K % 8 == 0 || D > 1) && A->stride[1] % 8 == 0 && A->offset % 8 == 0 &&
                 c->align[A->buffer] >= 16;
-    /* x's channels contiguous in runs of 4 or 8 (decompose's channels-last stem,
-     * MINIC_CUDA_CONV_CLAST=1): emit_conv_clast, B by cp.async */
+    /* x's channels contiguous in runs of 4 or 8 (decompose's channels-last stem or an x given
+     * channels-last; MINIC_CUDA_CONV_CLAST=0: neither): emit_conv_clast, B by cp.async */
     int64_t cc8 = cv->c == 4 ? 4 : 8; /* channels a cp.async */
     bool clast = D > 1 && cv->kc == cv->c && cv->c % cc8 == 0 && X->stride[1] == 1 && X->offset % cc8 == 0 &&
                  X->stride[0] % cc8 == 0 && X->stride[2] % cc8 == 0 && X->stride[3] % cc8 == 0 &&
@@ -1898,7 +1898,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
                  (long long)cv->h, (long long)cv->w, BM, BN, BK, avec ? "cp.async" : "element loads");
     emit_signature(c, out, T);
     int pa = c->view_param[g->a], px = c->view_param[g->b];
-    /* K by chunks of BK channels (MINIC_CUDA_CONV_KCHUNK=1): the deeper loop's loads by
+    /* K by chunks of BK channels (the default; MINIC_CUDA_CONV_KCHUNK=0: not): the deeper loop's loads by
      * emit_conv_chunk, no K table; the first loop decodes each row (emit_conv_k_decode) */
     bool chunk = cv->kc == BK && D > 1;
     if (chunk || clast)
@@ -2453,15 +2453,16 @@ void mc_cuda_code_free(mc_cuda_code *c)
     memset(c, 0, sizeof *c);
 }
 
-/* MINIC_CUDA_GATHER_VEC=1: a pointwise kernel with a gather whose index moves along the
- * innermost axis (a padded pool's window, the stem's maxpool) takes one element a thread: its
- * V consecutive outputs gather from V scattered places, so with V = 8 a warp's load touches 8
- * times the cache lines that neighbouring threads on neighbouring outputs do (the maxpool after
- * ResNet's stem: 74 us against a ~14 us floor). For experiments, off by default. */
+/* A pointwise kernel with a gather whose index moves along the innermost axis (a padded
+ * pool's window, the stem's maxpool) takes one element a thread: its V consecutive outputs
+ * gather from V scattered places, so with V = 8 a warp's load touches 8 times the cache lines
+ * that neighbouring threads on neighbouring outputs do (the maxpool after ResNet's stem: 74 us
+ * against a ~14 us floor; ResNet-18 1092.0 us against 1102.5, H200 18:52 call).
+ * MINIC_CUDA_GATHER_VEC=0: the vector width choose_vec picks, as before. */
 static bool scattered_gathers_scalar(void)
 {
     const char *e = getenv("MINIC_CUDA_GATHER_VEC");
-    return e && strcmp(e, "1") == 0;
+    return !(e && strcmp(e, "0") == 0);
 }
 
 /* The gathers of a pointwise kernel whose chunk reads V consecutive elements at one index (an
