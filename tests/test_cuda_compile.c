@@ -899,6 +899,22 @@ static void test_implicit_conv_clast(void **state)
         assert_int_equal(nconv, 1);
         conv_case_free(&r);
     }
+    /* slot-major loads (MINIC_CUDA_CONV_CLAST_MAP=1): the stem and an NHWC-given layer compile */
+    setenv("MINIC_CUDA_CONV_CLAST_MAP", "1", 1);
+    for (int i = 0; i < 2; i++) {
+        conv_case r = conv_case_compile((mc_compile_options){.conv_clast = true}, "f16", i ? "32, 56, 56, 64" : "32, 3, 224, 224",
+                                        i == 1, i ? "64, 64, 3, 3" : "64, 3, 7, 7", 64,
+                                        i ? "padding=[1, 1]" : "stride=[2, 2], padding=[3, 3]", 0, 0, 0, NULL);
+        int nconv = 0;
+        for (int k = 0; k < r.kp->nkernels; k++)
+            if (r.pl[k].is_gemm && r.pl[k].gemm.conv) {
+                nconv++;
+                assert_non_null(strstr(r.pl[k].code.src.data, "[pn0_ + e * "));
+            }
+        assert_int_equal(nconv, 1);
+        conv_case_free(&r);
+    }
+    unsetenv("MINIC_CUDA_CONV_CLAST_MAP");
 }
 
 /* The padded maxpool after ResNet's stem (a gather whose index moves along the outputs) takes

@@ -43,6 +43,12 @@ CASES = {
     "clast_nhwc_input": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", {"MINIC_CUDA_CONV_CLAST": "1", "_nhwc": "1"}),
     "clast_nhwc_c24_s2_bf16": (3, 24, 11, 9, 40, 3, 3, (2, 2), (1, 1), (1, 1), "bf16",
                                {"MINIC_CUDA_CONV_CLAST": "1", "_nhwc": "1", "MINIC_CUDA_CONV_BVEC": "4"}),
+    "slots_stem": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16", {"MINIC_CUDA_CONV_CLAST_MAP": "1"}),
+    "slots_nhwc_c64": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", {"MINIC_CUDA_CONV_CLAST_MAP": "1", "_nhwc": "1"}),
+    "slots_nhwc_c24_s2_t128": (3, 24, 11, 9, 40, 3, 3, (2, 2), (1, 1), (1, 1), "bf16",
+                               {"MINIC_CUDA_CONV_CLAST_MAP": "1", "_nhwc": "1", "MINIC_CUDA_CONV_TILE": "128x128"}),
+    "slots_c5_s4": (2, 5, 12, 13, 130, 3, 3, (1, 1), (1, 1), (1, 1), "f16",
+                    {"MINIC_CUDA_CONV_CLAST_MAP": "1", "MINIC_CUDA_CONV_STAGES": "4", "MINIC_CUDA_CONV_TILE": "64x32"}),
     "table_3x3": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", OLD),
     "table_stem": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16", OLD),
 }
