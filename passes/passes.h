@@ -48,7 +48,8 @@ typedef struct mc_compile_options {
                           match, so that a K tile of that many rows is one window position */
     bool conv_clast;   /* with conv_implicit: a 2-D conv of fewer than 8 channels (the stem) reads
                           x channels-last, padded to 4 or 8 channels (a copy of x and of w), K by
-                          window positions of those channels (kir_conv.kc = c) */
+                          window positions of those channels (kir_conv.kc = c); one whose x is the
+                          transpose of an NHWC tensor (C a multiple of 8) reads that, kc = C */
     mc_pipeline_times *times; /* not NULL: mc_compile_kernels fills in its phases' times */
     bool symbolic;     /* the graph may keep symbolic dimensions (mc_runsizes_refusal said it
                           can): mc_compile_kernels passes, fuses and lowers it into kernels whose

@@ -965,11 +965,27 @@ static void test_implicit_conv_clast(void **state)
         assert_int_equal(nconv, 1);
         conv_case_free(&r);
     }
+    /* slot-major loads (MINIC_CUDA_CONV_CLAST_MAP=1): the stem and an NHWC-given layer compile */
+    setenv("MINIC_CUDA_CONV_CLAST_MAP", "1", 1);
+    for (int i = 0; i < 2; i++) {
+        conv_case r = conv_case_compile((mc_compile_options){.conv_clast = true}, "f16", i ? "32, 56, 56, 64" : "32, 3, 224, 224",
+                                        i == 1, i ? "64, 64, 3, 3" : "64, 3, 7, 7", 64,
+                                        i ? "padding=[1, 1]" : "stride=[2, 2], padding=[3, 3]", 0, 0, 0, NULL);
+        int nconv = 0;
+        for (int k = 0; k < r.kp->nkernels; k++)
+            if (r.pl[k].is_gemm && r.pl[k].gemm.conv) {
+                nconv++;
+                assert_non_null(strstr(r.pl[k].code.src.data, "[pn0_ + e * "));
+            }
+        assert_int_equal(nconv, 1);
+        conv_case_free(&r);
+    }
+    unsetenv("MINIC_CUDA_CONV_CLAST_MAP");
 }
 
-/* MINIC_CUDA_GATHER_VEC=1: the padded maxpool after ResNet's stem (a gather whose index moves
- * along the outputs) takes one output a thread, 8 without it; an embedding's gather (one index
- * a row) keeps its vectors either way. Both compile. */
+/* The padded maxpool after ResNet's stem (a gather whose index moves along the outputs) takes
+ * one output a thread, 8 with MINIC_CUDA_GATHER_VEC=0; an embedding's gather (one index a row)
+ * keeps its vectors either way. Both compile. */
 static void test_gather_vec_scalar(void **state)
 {
     (void)state;
@@ -981,8 +997,8 @@ static void test_gather_vec_scalar(void **state)
                               &g) != MC_OK)
         fail_msg("%s", mc_error_message());
     for (int on = 0; on <= 1; on++) {
-        if (on)
-            setenv("MINIC_CUDA_GATHER_VEC", "1", 1);
+        if (!on)
+            setenv("MINIC_CUDA_GATHER_VEC", "0", 1);
         mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = true};
         kir_program *kp;
         assert_int_equal(mc_compile_kernels(g, &co, &kp), MC_OK);

@@ -1519,8 +1519,8 @@ static void emit_conv_k_decode(mc_strbuf *sb, const kir_conv *cv)
 {
     long long khw = (long long)(cv->kh * cv->kw), kw = (long long)cv->kw, kc = (long long)cv->kc;
     if (kc > 0)
-        mc_sb_printf(sb, "        const int q_ = kk / %lld, cc_ = q_ / %lld, r = q_ - cc_ * %lld, ch = cc_ * %lld + (kk - q_ * %lld), "
-                         "ky = r / %lld, kx = r - ky * %lld;\n",
+        mc_sb_printf(sb, "        const int q_ = kk / %lld, cc_ = q_ / %lld, r = q_ - cc_ * %lld, "
+                         "ch = cc_ * %lld + (kk - q_ * %lld), ky = r / %lld, kx = r - ky * %lld;\n",
                      kc, khw, khw, kc, kc, kw, kw);
     else
         mc_sb_printf(sb, "        const int ch = kk / %lld, r = kk - ch * %lld, ky = r / %lld, kx = r - ky * %lld;\n", khw, khw,
@@ -1633,9 +1633,57 @@ static void emit_conv_chunk(rctx *c, const conv_gen *q, int V)
     emit_conv_store_b(sb, n, rows, kstep, V);
 }
 
+/* MINIC_CUDA_CONV_CLAST_MAP=1 (for experiments, not measured yet): emit_conv_clast's loads
+ * slot-major: consecutive threads take consecutive slots (channel groups or window positions)
+ * of one pixel, so a warp's cp.async reads whole runs of a pixel's channels (the default's
+ * consecutive threads take consecutive pixels, 16 bytes each C apart: half of each 32-byte
+ * sector, the other half fetched again by the next load, cp.async.cg skipping L1), and a
+ * thread's slot is the same for its pixels: the window position decoded once a tile. The
+ * NHWC-given 3x3 layers measured slower than the NCHW chunks with the default map (18:52). */
+static bool clast_slot_major(void)
+{
+    const char *e = getenv("MINIC_CUDA_CONV_CLAST_MAP");
+    return e && strcmp(e, "1") == 0;
+}
+
+/* emit_conv_clast's load_b slot-major (clast_slot_major): thread tid loads slot tid % per of
+ * pixels tid / per + e * (T / per) of the tile. */
+static void emit_conv_clast_slots(rctx *c, const conv_gen *q, int per, long long ch, long long G)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    const kir_conv *cv = q->cv;
+    const kir_view *X = q->X;
+    long long O = (long long)(cv->oh * cv->ow), khw = (long long)(cv->kh * cv->kw);
+    int NP = q->BN * per / q->T, PS = q->T / per;
+    mc_sb_printf(sb, "  const int ps_ = tid %% %d, pn0_ = tid / %d;\n", per, per);
+    mc_sb_printf(sb, "  int piy_[%d], pix_x_[%d];\n  %s pbase_[%d];\n#pragma unroll\n  for (int e = 0; e < %d; ++e) {\n", NP,
+                 NP, I, NP, NP);
+    mc_sb_printf(sb, "    const %s pxl = n0 + pn0_ + e * %d, pim = pxl / %lld, po = pxl - pim * %lld;\n", I, PS, O, O);
+    mc_sb_printf(sb, "    const bool pok = pxl < (%s)%s;\n", I, q->P);
+    mc_sb_printf(sb, "    piy_[e] = pok ? (int)(po / %lld) * %lld - %lld : -(1 << 28);\n", (long long)cv->ow,
+                 (long long)cv->sh, (long long)cv->ph);
+    mc_sb_printf(sb, "    pix_x_[e] = (int)(po %% %lld) * %lld - %lld;\n", (long long)cv->ow, (long long)cv->sw,
+                 (long long)cv->pw);
+    mc_sb_printf(sb, "    pbase_[e] = pok ? (%s)%lld + pim * (%s)%lld : (%s)0;\n  }\n", I, (long long)X->offset, I,
+                 (long long)X->stride[0], I);
+    mc_sb_puts(sb, "  auto load_b = [&](int kt, int buf) {\n");
+    mc_sb_printf(sb, "    const int gs = kt * %d + ps_, r = gs / %lld, cg = gs - r * %lld, dy = (r / %lld) * %lld, "
+                     "dx = (r %% %lld) * %lld;\n",
+                 per, G, G, (long long)cv->kw, (long long)cv->dh, (long long)cv->kw, (long long)cv->dw);
+    mc_sb_printf(sb, "#pragma unroll\n    for (int e = 0; e < %d; ++e) {\n", NP);
+    mc_sb_puts(sb, "      const int iy = piy_[e] + dy, ix = pix_x_[e] + dx;\n");
+    mc_sb_printf(sb, "      const bool ok = r < %lld && (unsigned)iy < %lluu && (unsigned)ix < %lluu;\n", khw,
+                 (unsigned long long)cv->h, (unsigned long long)cv->w);
+    mc_sb_printf(sb, "      mc_cp%lld(&Bs[buf][pn0_ + e * %d][ps_ * %lld], ok ? xa_ + pbase_[e] + (%s)iy * (%s)%lld + "
+                     "(%s)ix * (%s)%lld + cg * %lld : xa_, ok ? %lld : 0);\n",
+                 2 * ch, PS, ch, I, I, (long long)X->stride[2], I, I, (long long)X->stride[3], ch, 2 * ch);
+    mc_sb_puts(sb, "    }\n  };\n");
+}
+
 /* load_b where x's channels are contiguous (kir_conv.kc = c, 4 or a multiple of 8, channel
- * stride 1: a channels-last x, MINIC_CUDA_CONV_CLAST=1: the padded stem, or an x given as the
- * transpose of an NHWC tensor): K by window positions of c channels, so 4 or 8 channels of a
+ * stride 1: a channels-last x (MINIC_CUDA_CONV_CLAST=0: none): the padded stem, or an x given
+ * as the transpose of an NHWC tensor): K by window positions of c channels, so 4 or 8 channels of a
  * (pixel, window position) are contiguous, one 8- or 16-byte cp.async into B kept as [BN][BK]
  * (k contiguous; mma_tile reads it untransposed), zero-filled in the padding and past K: no
  * registers, no element loads, no table. Thread tid owns pixel tid % BN of the tile and its
@@ -1651,6 +1699,10 @@ static void emit_conv_clast(rctx *c, const conv_gen *q)
     long long O = (long long)(cv->oh * cv->ow), ch = cv->c == 4 ? 4 : 8, G = (long long)cv->c / ch;
     long long khw = (long long)(cv->kh * cv->kw);
     int per = q->BK / (int)ch, step = q->T / q->BN, slots = per / step;
+    if (clast_slot_major() && q->T % per == 0 && (q->BN * per) % q->T == 0) {
+        emit_conv_clast_slots(c, q, per, ch, G);
+        return;
+    }
     mc_sb_printf(sb, "  const int pn_ = tid %% %d, ps_ = tid / %d;\n", q->BN, q->BN);
     mc_sb_printf(sb, "  const %s pxl_ = n0 + pn_, pim_ = pxl_ / %lld, po_ = pxl_ - pim_ * %lld;\n", I, O, O);
     mc_sb_printf(sb, "  const bool pok_ = pxl_ < (%s)%s;\n", I, q->P);
@@ -1905,8 +1957,8 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
      * where the rows are: the channels-last stem's weights) */
     bool avec = A->stride[2] == 1 && (K % 8 == 0 || D > 1) && A->stride[1] % 8 == 0 && A->offset % 8 == 0 &&
                 c->align[A->buffer] >= 16;
-    /* x's channels contiguous in runs of 4 or 8 (decompose's channels-last stem,
-     * MINIC_CUDA_CONV_CLAST=1): emit_conv_clast, B by cp.async */
+    /* x's channels contiguous in runs of 4 or 8 (decompose's channels-last stem or an x given
+     * channels-last; MINIC_CUDA_CONV_CLAST=0: neither): emit_conv_clast, B by cp.async */
     int64_t cc8 = cv->c == 4 ? 4 : 8; /* channels a cp.async */
     bool clast = D > 1 && cv->kc == cv->c && cv->c % cc8 == 0 && X->stride[1] == 1 && X->offset % cc8 == 0 &&
                  X->stride[0] % cc8 == 0 && X->stride[2] % cc8 == 0 && X->stride[3] % cc8 == 0 &&
@@ -1956,7 +2008,7 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
                  (long long)cv->h, (long long)cv->w, BM, BN, BK, avec ? "cp.async" : "element loads");
     emit_signature(c, out, T);
     int pa = c->view_param[g->a], px = c->view_param[g->b];
-    /* K by chunks of BK channels (MINIC_CUDA_CONV_KCHUNK=1): the deeper loop's loads by
+    /* K by chunks of BK channels (the default; MINIC_CUDA_CONV_KCHUNK=0: not): the deeper loop's loads by
      * emit_conv_chunk, no K table; the first loop decodes each row (emit_conv_k_decode) */
     bool chunk = cv->kc == BK && D > 1;
     if (chunk || clast)
@@ -2021,7 +2073,8 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     int kstep = T / BN;
     if (D > 1) {
         const conv_gen q = {.BM = BM, .BN = BN, .BK = BK, .T = T, .MT = MT, .NT = NT, .nb_ld = nb_ld, .kstep = kstep,
-                            .S = Ss, .D = D, .avec = avec, .ktab = ktab, .chunk = chunk, .clast = clast, .M = M, .K = K, .P = Ps, .A = A, .X = X, .cv = cv};
+                            .S = Ss, .D = D, .avec = avec, .ktab = ktab, .chunk = chunk, .clast = clast, .M = M,
+                            .K = K, .P = Ps, .A = A, .X = X, .cv = cv};
         emit_conv_pipelined(c, &q);
     } else {
         mc_sb_printf(sb, "  unsigned short rb_[%d];\n", nb_ld);
@@ -2515,15 +2568,16 @@ void mc_cuda_code_free(mc_cuda_code *c)
     memset(c, 0, sizeof *c);
 }
 
-/* MINIC_CUDA_GATHER_VEC=1: a pointwise kernel with a gather whose index moves along the
- * innermost axis (a padded pool's window, the stem's maxpool) takes one element a thread: its
- * V consecutive outputs gather from V scattered places, so with V = 8 a warp's load touches 8
- * times the cache lines that neighbouring threads on neighbouring outputs do (the maxpool after
- * ResNet's stem: 74 us against a ~14 us floor). For experiments, off by default. */
+/* A pointwise kernel with a gather whose index moves along the innermost axis (a padded
+ * pool's window, the stem's maxpool) takes one element a thread: its V consecutive outputs
+ * gather from V scattered places, so with V = 8 a warp's load touches 8 times the cache lines
+ * that neighbouring threads on neighbouring outputs do (the maxpool after ResNet's stem: 74 us
+ * against a ~14 us floor; ResNet-18 1092.0 us against 1102.5, H200 18:52 call).
+ * MINIC_CUDA_GATHER_VEC=0: the vector width choose_vec picks, as before. */
 static bool scattered_gathers_scalar(void)
 {
     const char *e = getenv("MINIC_CUDA_GATHER_VEC");
-    return e && strcmp(e, "1") == 0;
+    return !(e && strcmp(e, "0") == 0);
 }
 
 /* The gathers of a pointwise kernel whose chunk reads V consecutive elements at one index (an

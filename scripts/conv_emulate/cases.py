@@ -21,7 +21,8 @@ import emulate  # noqa: E402
 MINIC = os.environ.get("MINIC", os.path.join(HERE, "../../build-test/minic"))
 
 # name: (n, c, h, w, co, kh, kw, stride, padding, dilation, dtype, env)
-K1 = {"MINIC_CUDA_CONV_KCHUNK": "1"}
+K1 = {"MINIC_CUDA_CONV_KCHUNK": "1"}  # (the defaults since 19:10; said for the cases' sake)
+OLD = {"MINIC_CUDA_CONV_KCHUNK": "0", "MINIC_CUDA_CONV_CLAST": "0"}  # the kernels before: the K table
 CASES = {
     "chunk_3x3": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", K1),
     "chunk_3x3_bf16_v4": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "bf16", dict(K1, MINIC_CUDA_CONV_BVEC="4")),
@@ -42,8 +43,14 @@ CASES = {
     "clast_nhwc_input": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", {"MINIC_CUDA_CONV_CLAST": "1", "_nhwc": "1"}),
     "clast_nhwc_c24_s2_bf16": (3, 24, 11, 9, 40, 3, 3, (2, 2), (1, 1), (1, 1), "bf16",
                                {"MINIC_CUDA_CONV_CLAST": "1", "_nhwc": "1", "MINIC_CUDA_CONV_BVEC": "4"}),
-    "table_3x3": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", {}),
-    "table_stem": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16", {}),
+    "slots_stem": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16", {"MINIC_CUDA_CONV_CLAST_MAP": "1"}),
+    "slots_nhwc_c64": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", {"MINIC_CUDA_CONV_CLAST_MAP": "1", "_nhwc": "1"}),
+    "slots_nhwc_c24_s2_t128": (3, 24, 11, 9, 40, 3, 3, (2, 2), (1, 1), (1, 1), "bf16",
+                               {"MINIC_CUDA_CONV_CLAST_MAP": "1", "_nhwc": "1", "MINIC_CUDA_CONV_TILE": "128x128"}),
+    "slots_c5_s4": (2, 5, 12, 13, 130, 3, 3, (1, 1), (1, 1), (1, 1), "f16",
+                    {"MINIC_CUDA_CONV_CLAST_MAP": "1", "MINIC_CUDA_CONV_STAGES": "4", "MINIC_CUDA_CONV_TILE": "64x32"}),
+    "table_3x3": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", OLD),
+    "table_stem": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16", OLD),
 }
 
 # attn_emulate's driver (a thread per CUDA thread, CTAs one at a time) with conv_emu.h and its
