@@ -31,6 +31,15 @@
 static mc_backend_kind backends[3];
 static int nbackends;
 
+/* Is cuda among the backends under test (MINIC_TEST_BACKEND, or a GPU here)? */
+static bool testing_cuda(void)
+{
+    for (int i = 0; i < nbackends; i++)
+        if (backends[i] == MC_BACKEND_CUDA)
+            return true;
+    return false;
+}
+
 static void keep_note(void *ctx, const char *note)
 {
     (void)ctx;
@@ -298,10 +307,7 @@ static void test_errors(void **state)
 static void test_device(void **state)
 {
     (void)state;
-    bool any = false;
-    for (int i = 0; i < nbackends; i++)
-        any |= backends[i] == MC_BACKEND_CUDA;
-    if (!any)
+    if (!testing_cuda())
         return;
     cu_lib = cu_lib ? cu_lib : dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     assert_non_null(cu_lib);
@@ -370,10 +376,7 @@ static double now_ms(void)
 static void test_mapped(void **state)
 {
     (void)state;
-    bool any = false;
-    for (int i = 0; i < nbackends; i++)
-        any |= backends[i] == MC_BACKEND_CUDA;
-    if (!any)
+    if (!testing_cuda())
         return;
     float w[12], y[6], z[8], wy[6], wz[8];
     for (int k = 0; k < 12; k++)

@@ -1439,20 +1439,32 @@ static const char *ops_model =
 
 static const int64_t ops_bindings[][3] = {{2, 7, 2}, {1, 9, 4}, {3, 24, 1}, {1, 6, 1}, {2, 7, 2}, {4, 13, 8}};
 
-/* g compiled on `kind` once, then run at each of nb bindings (nsyms values each) against the
- * float64 evaluation: still one compilation, nothing generated per binding. */
-static mc_program *runs_compiled_once(const mc_graph *g, mc_backend_kind kind, const int64_t *bindings, int nb,
-                                      int nsyms, double tolerance)
+/* g compiled on `kind` once, then run at each of n bindings (the values of binding i at
+ * bindings + i * stride) against the float64 evaluation: one compilation in all, no kernel
+ * rendered for a binding, nothing compiled after the first binding; with `attention`, a fused
+ * attention kernel of one query per batch entry. Returns the program (the caller frees it). */
+static mc_program *runs_compiled_once(const mc_graph *g, mc_backend_kind kind, const int64_t *bindings, int stride,
+                                      int n, double tolerance, bool attention)
 {
     mc_program *p = compile_noting(g, kind);
     if (!strstr(mc_program_notes(p), "compiled once"))
         fail_msg("%s: notes: %s", mc_backend_name(kind), mc_program_notes(p));
-    for (int i = 0; i < nb; i++) {
-        run_against_oracle(p, g, bindings + (size_t)i * (size_t)nsyms, tolerance);
+    const mc_program *first = NULL;
+    for (int i = 0; i < n; i++) {
+        run_against_oracle(p, g, bindings + (size_t)i * (size_t)stride, tolerance);
         mc_program *ran = mc_program_ran(p);
+        assert_non_null(ran);
         if (mc_program_compilations(p) != 1 || ran->kernels_specialized != 0)
-            fail_msg("%s, binding %d: %d compilations; notes: %s", mc_backend_name(kind), i,
-                     mc_program_compilations(p), mc_program_notes(ran));
+            fail_msg("%s, binding %d: %d compilations, %d kernels for the binding; notes: %s", mc_backend_name(kind), i,
+                     mc_program_compilations(p), ran->kernels_specialized, mc_program_notes(ran));
+        if (i == 0)
+            first = ran;
+        else if (ran != first && ran->kernels_compiled != 0)
+            fail_msg("%s, binding %d: %d kernels compiled", mc_backend_name(kind), i, ran->kernels_compiled);
+        bool decodes = false;
+        for (int k = 0; k < ran->kp->nkernels; k++)
+            decodes |= ran->kp->kernels[k].category == KIR_ATTENTION && ran->kp->kernels[k].attn.tq == 1;
+        assert_true(decodes || !attention);
     }
     return p;
 }
@@ -1489,7 +1501,8 @@ static void test_ops_compile_once(void **state)
     assert_non_null(strstr(text, "head = slice(x, axis=1, end=2)  # f32[B, 2, 3]\n"));
     free(text);
     for (int be = 0; be < nk; be++) {
-        mc_program *p = runs_compiled_once(g, kinds[be], ops_bindings[0], 6, 3, kinds[be] == MC_BACKEND_CUDA ? 1e-4 : 1e-5);
+        mc_program *p = runs_compiled_once(g, kinds[be], ops_bindings[0], 3, 6, kinds[be] == MC_BACKEND_CUDA ? 1e-4 : 1e-5,
+                                          false);
         /* S = 6, L = 2: pos 5 leaves one entry for a block of two */
         assert_int_equal(mc_program_set_dim(p, "S", 6), MC_OK);
         assert_int_equal(mc_program_set_dim(p, "L", 2), MC_OK);
@@ -1508,7 +1521,7 @@ static void test_ops_compile_once(void **state)
         assert_int_equal(mc_program_compilations(p), 1);
         mc_program_free(p);
         const int64_t slice_bindings[][2] = {{2, 5}, {1, 3}, {3, 16}, {2, 5}, {1, 9}};
-        p = runs_compiled_once(gs, kinds[be], slice_bindings[0], 5, 2, 1e-6);
+        p = runs_compiled_once(gs, kinds[be], slice_bindings[0], 2, 5, 1e-6, false);
         float x[2 * 3] = {0}; /* B=1, T=2 */
         assert_int_equal(mc_program_set(p, "x", x, sizeof x), MC_OK);
         assert_int_equal(mc_program_run(p), MC_ERR_INPUT);
@@ -1551,35 +1564,13 @@ static int sized_backends(mc_backend_kind out[2])
     return n;
 }
 
-/* Graph `text` compiled once for `kind`, run at every binding against the float64 evaluation:
- * one compilation in all, no kernel rendered for a binding, nothing compiled after the first
- * binding; with `attention`, a fused attention kernel of one query per batch entry. */
+/* Graph `text` (nsyms symbols) through runs_compiled_once on `kind`. */
 static void compiles_once_on(mc_backend_kind kind, const char *text, const int64_t *bindings, int nsyms, int n,
                              double tolerance, bool attention)
 {
     mc_graph *g = parse(text);
-    mc_program *p = compile_noting(g, kind);
-    if (!strstr(mc_program_notes(p), "compiled once"))
-        fail_msg("%s: notes: %s", mc_backend_name(kind), mc_program_notes(p));
-    const mc_program *first = NULL;
-    for (int i = 0; i < n; i++) {
-        assert_int_equal(mc_graph_num_syms(g), nsyms);
-        run_against_oracle(p, g, bindings + (size_t)i * (size_t)nsyms, tolerance);
-        mc_program *ran = mc_program_ran(p);
-        assert_non_null(ran);
-        if (mc_program_compilations(p) != 1 || ran->kernels_specialized != 0)
-            fail_msg("%s, binding %d: %d compilations, %d kernels for the binding; notes: %s", mc_backend_name(kind), i,
-                     mc_program_compilations(p), ran->kernels_specialized, mc_program_notes(ran));
-        if (i == 0)
-            first = ran;
-        else if (ran != first && ran->kernels_compiled != 0)
-            fail_msg("%s, binding %d: %d kernels compiled", mc_backend_name(kind), i, ran->kernels_compiled);
-        bool decodes = false;
-        for (int k = 0; k < ran->kp->nkernels; k++)
-            decodes |= ran->kp->kernels[k].category == KIR_ATTENTION && ran->kp->kernels[k].attn.tq == 1;
-        assert_true(decodes || !attention);
-    }
-    mc_program_free(p);
+    assert_int_equal(mc_graph_num_syms(g), nsyms);
+    mc_program_free(runs_compiled_once(g, kind, bindings, nsyms, n, tolerance, attention));
     mc_graph_free(g);
 }
 
@@ -1863,22 +1854,7 @@ static void compiles_once_at(const char *text, const int64_t (*bindings)[3], siz
     if (kind == MC_BACKEND_CUDA && tolerance < 2e-3)
         tolerance = 2e-3; /* f32 GEMMs on cuBLASLt, as in test_cuda_compiles_once */
     mc_graph *g = parse(text);
-    mc_program *p = compile_noting(g, kind);
-    if (!strstr(mc_program_notes(p), "compiled once"))
-        fail_msg("notes: %s", mc_program_notes(p));
-    const mc_program *first = NULL;
-    for (size_t i = 0; i < nbindings; i++) {
-        run_against_oracle(p, g, bindings[i], tolerance);
-        mc_program *ran = mc_program_ran(p);
-        if (mc_program_compilations(p) != 1 || ran->kernels_specialized != 0)
-            fail_msg("binding %zu: %d compilations, %d kernels specialized; notes: %s", i,
-                     mc_program_compilations(p), ran->kernels_specialized, mc_program_notes(ran));
-        if (i == 0)
-            first = ran;
-        else if (ran != first && ran->kernels_compiled != 0)
-            fail_msg("binding %zu: %d kernels compiled", i, ran->kernels_compiled);
-    }
-    mc_program_free(p);
+    mc_program_free(runs_compiled_once(g, kind, bindings[0], 3, (int)nbindings, tolerance, false));
     mc_graph_free(g);
 }
 

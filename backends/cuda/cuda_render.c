@@ -1527,6 +1527,31 @@ static void emit_conv_k_decode(mc_strbuf *sb, const kir_conv *cv)
                      kw, kw);
 }
 
+/* One B element of K tile kt into rb[j], read through x's window (the implicit im2col): from
+ * the K table kt_ where there is one, else K row kk decoded here; zero outside the image and
+ * past K. Both conv loops load B so, one element a thread and step. */
+static void emit_conv_b_element(mc_strbuf *sb, const kir_conv *cv, const char *I, bool ktab, int BK, int kstep,
+                                int64_t K, const kir_view *X, const char *rb)
+{
+    if (ktab) {
+        mc_sb_printf(sb, "      const int4 t = kt_[kt & 1][bk_ + j * %d];\n", kstep);
+        mc_sb_puts(sb, "      const int iy = iy1_ + t.y, ix = ix0_ + t.z;\n");
+        mc_sb_printf(sb, "      %s[j] = (unsigned)iy < %lluu && (unsigned)ix < %lluu ? xa_[pb_ + t.x] : (unsigned short)0;\n",
+                     rb, (unsigned long long)cv->h, (unsigned long long)cv->w);
+        return;
+    }
+    mc_sb_printf(sb, "      const int kk = kt * %d + bk_ + j * %d;\n      unsigned short v = 0;\n", BK, kstep);
+    mc_sb_printf(sb, "      if (pv_ && kk < %lld) {\n", (long long)K);
+    emit_conv_k_decode(sb, cv);
+    mc_sb_printf(sb, "        const int iy = iy0_ + ky * %lld, ix = ix0_ + kx * %lld;\n", (long long)cv->dh,
+                 (long long)cv->dw);
+    mc_sb_printf(sb, "        if ((unsigned)iy < %lluu && (unsigned)ix < %lluu)\n", (unsigned long long)cv->h,
+                 (unsigned long long)cv->w);
+    mc_sb_printf(sb, "          v = xa_[xb_ + (%s)ch * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld];\n", I, I,
+                 (long long)X->stride[1], I, I, (long long)X->stride[2], I, I, (long long)X->stride[3]);
+    mc_sb_printf(sb, "      }\n      %s[j] = v;\n", rb);
+}
+
 /* what emit_conv_pipelined needs of render_conv_mma's choices */
 typedef struct {
     int BM, BN, BK, T, MT, NT, nb_ld, kstep, D;
@@ -1746,23 +1771,7 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
     else {
         mc_sb_printf(sb, "  auto load_b = [&](int kt, unsigned short (&rb)[%d]) {\n#pragma unroll\n", q->nb_ld);
         mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", q->nb_ld);
-        if (q->ktab) {
-            mc_sb_printf(sb, "      const int4 t = kt_[kt & 1][bk_ + j * %d];\n", q->kstep);
-            mc_sb_puts(sb, "      const int iy = iy1_ + t.y, ix = ix0_ + t.z;\n");
-            mc_sb_printf(sb, "      rb[j] = (unsigned)iy < %lluu && (unsigned)ix < %lluu ? xa_[pb_ + t.x] : (unsigned short)0;\n",
-                         (unsigned long long)cv->h, (unsigned long long)cv->w);
-        } else {
-            mc_sb_printf(sb, "      const int kk = kt * %d + bk_ + j * %d;\n      unsigned short v = 0;\n", BK, q->kstep);
-            mc_sb_printf(sb, "      if (pv_ && kk < %lld) {\n", (long long)q->K);
-            emit_conv_k_decode(sb, cv);
-            mc_sb_printf(sb, "        const int iy = iy0_ + ky * %lld, ix = ix0_ + kx * %lld;\n", (long long)cv->dh,
-                         (long long)cv->dw);
-            mc_sb_printf(sb, "        if ((unsigned)iy < %lluu && (unsigned)ix < %lluu)\n", (unsigned long long)cv->h,
-                         (unsigned long long)cv->w);
-            mc_sb_printf(sb, "          v = xa_[xb_ + (%s)ch * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld];\n", I, I,
-                         (long long)q->X->stride[1], I, I, (long long)q->X->stride[2], I, I, (long long)q->X->stride[3]);
-            mc_sb_puts(sb, "      }\n      rb[j] = v;\n");
-        }
+        emit_conv_b_element(sb, cv, I, q->ktab, BK, q->kstep, q->K, q->X, "rb");
         mc_sb_puts(sb, "    }\n  };\n");
         mc_sb_printf(sb, "  auto store_b = [&](int buf, const unsigned short (&rb)[%d]) {\n#pragma unroll\n", q->nb_ld);
         mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) Bs[buf][bk_ + j * %d][bn_] = rb[j];\n  };\n", q->nb_ld, q->kstep);
@@ -2081,25 +2090,8 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
         /* B: global to registers for K tile kt */
         mc_sb_puts(sb, "  auto load_b = [&](int kt) {\n#pragma unroll\n");
         mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", nb_ld);
-        if (ktab) {
-            mc_sb_printf(sb, "      const int4 t = kt_[kt & 1][bk_ + j * %d];\n", kstep);
-            mc_sb_puts(sb, "      const int iy = iy1_ + t.y, ix = ix0_ + t.z;\n");
-            mc_sb_printf(sb, "      rb_[j] = (unsigned)iy < %lluu && (unsigned)ix < %lluu ? xa_[pb_ + t.x] : (unsigned short)0;\n",
-                         (unsigned long long)cv->h, (unsigned long long)cv->w);
-            mc_sb_puts(sb, "    }\n  };\n");
-        } else {
-        mc_sb_printf(sb, "      const int kk = kt * %d + bk_ + j * %d;\n", BK, kstep);
-        mc_sb_puts(sb, "      unsigned short v = 0;\n");
-        mc_sb_printf(sb, "      if (pv_ && kk < %lld) {\n", (long long)K);
-        emit_conv_k_decode(sb, cv);
-        mc_sb_printf(sb, "        const int iy = iy0_ + ky * %lld, ix = ix0_ + kx * %lld;\n", (long long)cv->dh,
-                     (long long)cv->dw);
-        mc_sb_printf(sb, "        if ((unsigned)iy < %lluu && (unsigned)ix < %lluu)\n", (unsigned long long)cv->h,
-                     (unsigned long long)cv->w);
-        mc_sb_printf(sb, "          v = xa_[xb_ + (%s)ch * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld];\n", I, I,
-                     (long long)X->stride[1], I, I, (long long)X->stride[2], I, I, (long long)X->stride[3]);
-        mc_sb_puts(sb, "      }\n      rb_[j] = v;\n    }\n  };\n");
-        }
+        emit_conv_b_element(sb, cv, I, ktab, BK, kstep, K, X, "rb_");
+        mc_sb_puts(sb, "    }\n  };\n");
         mc_sb_puts(sb, "  auto store_b = [&](int buf) {\n#pragma unroll\n");
         mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) Bs[buf][bk_ + j * %d][bn_] = rb_[j];\n  };\n", nb_ld, kstep);
         /* A: global to shared memory for K tile kt */
