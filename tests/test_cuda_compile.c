@@ -1335,17 +1335,10 @@ static void test_sized_kernels(void **state)
         if (mc_compile_kernels(g, &co, &sized) != MC_OK || !sized)
             fail_msg("%s %s", mc_error_message(), refused);
         const int64_t values[2] = {2, 300};
-        kir_program *kp = kir_bind(sized, values);
-        assert_non_null(kp);
-        mc_plan_memory(kp, true);
-        int *align = calloc((size_t)kp->nbuffers + 1, sizeof(int));
-        assert_non_null(align);
-        mc_cuda_buffer_align(kp, align);
         mc_cuda_kernel_plan *pl;
         int specialized = -1;
         char why[200];
-        if (mc_cuda_plan_program_sized(kp, sized, values, &target, align, &pl, &specialized, why, sizeof why) != MC_OK)
-            fail_msg("%s", mc_error_message());
+        kir_program *kp = cuda_plan_binding(sized, values, true, &target, &pl, &specialized, why, sizeof why);
         if (specialized != 0)
             fail_msg("%d kernels rendered for the binding: %s", specialized, why);
         compile_plans(kp, pl);
@@ -1361,7 +1354,6 @@ static void test_sized_kernels(void **state)
         assert_true(decode);
         assert_true(tiled == (t == 3));
         mc_cuda_plans_free(pl, kp->nkernels);
-        free(align);
         kir_program_free(kp);
         kir_program_free(sized);
         mc_graph_free(g);
