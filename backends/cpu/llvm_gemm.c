@@ -46,7 +46,19 @@
 
 #define B (c->b)
 
-enum { MR = 6, KC = 256, MC = 72, NC = 256, TARGET_UNITS = 8 };
+enum { MR = 6, MC = 72, NC = 256, TARGET_UNITS = 8 };
+
+/* K block: 256 rows (a 32 KiB panel of B at NR = 32 floats, in a 48 KiB L1 beside A's
+ * micro-panel). MINIC_GEMM_KC=N (a multiple of 8, 32 to 2048) picks another for every GEMM, an
+ * experiment: on a Xeon's 2 cores ResNet-18's layer-4 GEMMs (K = 4608, B the weights packed
+ * ahead, streamed from L3) ran at 113 GFLOP/s against 207 for layer 1's (2026-11-28). The value
+ * is a constant of the generated code, so the kernel cache keeps one entry per choice. */
+static int64_t gemm_kc(void)
+{
+    const char *e = getenv("MINIC_GEMM_KC");
+    long v = e ? strtol(e, NULL, 10) : 0;
+    return v >= 32 && v <= 2048 && v % 8 == 0 ? (int64_t)v : 256;
+}
 
 typedef struct gemm_plan {
     int nb;                  /* batch rank */
@@ -61,6 +73,7 @@ typedef struct gemm_plan {
     int va, vb;              /* the kernel views read as A and as B (swapped or not) */
     int64_t np;              /* packed B: N rounded up to NR, the length of a packed row */
     int64_t packed_bytes;    /* packed B: K * np floats */
+    int64_t kc;              /* K block (gemm_kc) */
 } gemm_plan;
 
 static LLVMValueRef i64c(llvm_ctx *c, int64_t v) { return llvm_const_i64(c, v); }
@@ -249,6 +262,7 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
     g->M = k->gemm.m;
     g->N = k->gemm.n;
     g->K = k->gemm.k;
+    g->kc = gemm_kc();
     g->nbatch = 1; /* 0 where a batch dimension is symbolic: counted per binding */
     for (int d = 0; d < g->nb; d++)
         g->nbatch = mc_dim_is_sym(k->shape[d]) ? 0 : g->nbatch * k->shape[d];
@@ -1028,6 +1042,7 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     if (st != MC_OK)
         return st;
     int nb = g.nb, L = g.lanes, NR = g.nr, NV = g.nv;
+    int64_t KC = g.kc;
     const kir_view *va = &k->views[g.va], *vb = &k->views[g.vb];
     mc_dtype da = c->kp->buffers[va->buffer].dtype, db = c->kp->buffers[vb->buffer].dtype;
     /* B read through the copies' source (not when swapped: B^T is then packed as A, per unit,
