@@ -1334,7 +1334,7 @@ static mc_status profile_cupti(mc_program *p, int iters, mc_profile *prof, bool 
         empty += rec[r].end_ns <= rec[r].start_ns;
     if (ok && 2 * empty > nrec) {
         ok = false;
-        snprintf(why, why_size, "%d of CUPTI's %d kernel records have no duration%s", empty, nrec,
+        snprintf(why, why_size, "%d of its %d kernel records have no duration%s", empty, nrec,
                  getenv("MINIC_CUPTI_SERIAL") ? " (MINIC_CUPTI_SERIAL=1 in a CUDA graph replay)" : "");
     }
     uint64_t base = ok ? rec[0].start_ns : 0;
