@@ -1558,6 +1558,7 @@ typedef struct {
     const char *S; /* the K split: a literal, or S_.v[i] (render_conv_mma) */
     bool avec, ktab, chunk; /* chunk: emit_conv_chunk's loads (ktab then off) */
     bool clast;             /* x's channels contiguous: emit_conv_clast's B by cp.async, [BN][BK] */
+    int brow;               /* > 0: emit_conv_chunk loads rows of brow pixels as 4-byte words (conv_brow) */
     int64_t M, K;
     const char *P; /* the pixels N OH OW: a literal, or S_.v[i] (render_conv_mma) */
     const kir_view *A, *X;
@@ -1616,6 +1617,73 @@ static void emit_conv_store_b(mc_strbuf *sb, int n, int rows, int kstep, int V)
         mc_sb_printf(sb, "      *reinterpret_cast<uint2 *>(&Bs[buf][bkv_ + j * %d][bnv_]) = make_uint2((unsigned)rb[j * 4] | "
                          "((unsigned)rb[j * 4 + 1] << 16), (unsigned)rb[j * 4 + 2] | ((unsigned)rb[j * 4 + 3] << 16));\n",
                      kstep);
+    mc_sb_puts(sb, "    }\n  };\n");
+}
+
+/* MINIC_CUDA_CONV_BROW=1 (for experiments, not measured yet): where K goes by chunks and the
+ * conv steps 1 along x's rows, a thread owns V = 8 (else 4) neighbouring pixels of one output row
+ * (OW a multiple of V) and reads each of its channels' V elements as V / 2 + 1 aligned 4-byte
+ * words (V / 2 where the window's first element is even), not V 2-byte loads: a word lies
+ * wholly inside x's row or wholly outside it (W and the row starts even), so one bounds check a
+ * word; store_b shifts each pair out of two words by one byte permute (the selector kept with
+ * the register set) and writes the V pixels as one 8- or 16-byte word. Fewer load
+ * instructions (5 for 8 elements), fewer registers in flight (5 for 8 elements, where the
+ * default keeps one an element), no per-element selects. Returns V, or 0 where it does not apply. */
+static int conv_brow(const rctx *c, const kir_conv *cv, const kir_view *X, int BN, int T, int BK)
+{
+    const char *e = getenv("MINIC_CUDA_CONV_BROW");
+    if (!(e && strcmp(e, "1") == 0) || cv->sw != 1 || cv->w % 2 != 0 || X->stride[3] != 1 || X->offset % 2 != 0 ||
+        X->stride[0] % 2 != 0 || X->stride[1] % 2 != 0 || X->stride[2] % 2 != 0 || c->align[X->buffer] < 4)
+        return 0;
+    for (int V = 8; V >= 4; V /= 2)
+        if (cv->ow % V == 0 && BN % V == 0 && (T * V) % BN == 0 && BK % (T * V / BN) == 0)
+            return V;
+    return 0;
+}
+
+/* emit_conv_chunk's load_b and store_b by row words (conv_brow): thread tid owns pixels bnv_ ..
+ * + V - 1 (one output row: x's elements ix .. + V - 1 of a row for each window position) and
+ * channels bkv_ + j * kstep of the chunk; its register set holds NW = V / 2 + 1 words a channel,
+ * then the byte permute's selector. */
+static void emit_conv_brow(rctx *c, const conv_gen *q, int V)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    const kir_conv *cv = q->cv;
+    const kir_view *X = q->X;
+    long long O = (long long)(cv->oh * cv->ow), khw = (long long)(cv->kh * cv->kw), sc = (long long)X->stride[1];
+    int TP = q->BN / V, kstep = q->T * V / q->BN, rows = q->BK / kstep, NW = V / 2 + 1, n = rows * NW + 1;
+    mc_sb_printf(sb, "  const int bnv_ = (tid %% %d) * %d, bkv_ = tid / %d;\n", TP, V, TP);
+    mc_sb_printf(sb, "  const %s pix_v_ = n0 + bnv_, img_v_ = pix_v_ / %lld, o_v_ = pix_v_ - img_v_ * %lld;\n", I, O, O);
+    mc_sb_printf(sb, "  const bool ok_v_ = pix_v_ < (%s)%s;\n", I, q->P);
+    mc_sb_printf(sb, "  const int iyv_ = ok_v_ ? (int)(o_v_ / %lld) * %lld - %lld : -(1 << 28), ixv_ = (int)(o_v_ %% %lld) - %lld;\n",
+                 (long long)cv->ow, (long long)cv->sh, (long long)cv->ph, (long long)cv->ow, (long long)cv->pw);
+    mc_sb_printf(sb, "  const %s pbv_ = ok_v_ ? (%s)%lld + img_v_ * (%s)%lld + (%s)iyv_ * (%s)%lld + (%s)bkv_ * (%s)%lld : (%s)0;\n",
+                 I, I, (long long)X->offset, I, (long long)X->stride[0], I, I, (long long)X->stride[2], I, I, sc, I);
+    mc_sb_printf(sb, "  auto load_b = [&](int kt, unsigned (&rb)[%d]) {\n", n);
+    mc_sb_printf(sb, "    const int cc = kt / %lld, r = kt - cc * %lld, dy = (r / %lld) * %lld, dx = (r %% %lld) * %lld;\n", khw,
+                 khw, (long long)cv->kw, (long long)cv->dh, (long long)cv->kw, (long long)cv->dw);
+    /* bx: the first element's column; e0 the even column at or below it (bx may be negative) */
+    mc_sb_printf(sb, "    const int bx = ixv_ + dx, e0 = bx & ~1;\n    const bool rok = (unsigned)(iyv_ + dy) < %lluu;\n",
+                 (unsigned long long)cv->h);
+    mc_sb_printf(sb, "    const unsigned *pw = reinterpret_cast<const unsigned *>(xa_ + (rok ? pbv_ + (%s)cc * (%s)%lld + "
+                     "(%s)dy * (%s)%lld + e0 : (%s)0));\n",
+                 I, I, (long long)q->BK * sc, I, I, (long long)X->stride[2], I);
+    mc_sb_printf(sb, "#pragma unroll\n    for (int i = 0; i < %d; ++i) {\n", NW);
+    mc_sb_printf(sb, "      const bool ok = rok && (unsigned)(e0 + 2 * i) < %lluu && (i < %d || (bx & 1));\n",
+                 (unsigned long long)cv->w, NW - 1);
+    mc_sb_printf(sb, "#pragma unroll\n      for (int j = 0; j < %d; ++j)\n        rb[j * %d + i] = ok ? pw[j * %lld + i] : 0u;\n    }\n",
+                 rows, NW, (long long)kstep * sc / 2);
+    mc_sb_printf(sb, "    rb[%d] = bx & 1 ? 0x5432u : 0x3210u;\n  };\n", n - 1);
+    mc_sb_printf(sb, "  auto store_b = [&](int buf, const unsigned (&rb)[%d]) {\n#pragma unroll\n", n);
+    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", rows);
+    mc_sb_printf(sb, "      unsigned w_[%d];\n#pragma unroll\n      for (int p = 0; p < %d; ++p)\n", V / 2, V / 2);
+    mc_sb_printf(sb, "        w_[p] = __byte_perm(rb[j * %d + p], rb[j * %d + p + 1], rb[%d]);\n", NW, NW, n - 1);
+    if (V == 8)
+        mc_sb_printf(sb, "      *reinterpret_cast<uint4 *>(&Bs[buf][bkv_ + j * %d][bnv_]) = make_uint4(w_[0], w_[1], w_[2], w_[3]);\n",
+                     kstep);
+    else
+        mc_sb_printf(sb, "      *reinterpret_cast<uint2 *>(&Bs[buf][bkv_ + j * %d][bnv_]) = make_uint2(w_[0], w_[1]);\n", kstep);
     mc_sb_puts(sb, "    }\n  };\n");
 }
 
@@ -1764,6 +1832,8 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
     bool cpa = q->avec || q->clast; /* a cp.async group a tile */
     if (q->clast)
         emit_conv_clast(c, q);
+    else if (q->brow)
+        emit_conv_brow(c, q, q->brow);
     else if (q->chunk)
         emit_conv_chunk(c, q, V);
     else if (V > 1)
@@ -1827,7 +1897,9 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
     mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %s, kt1 = (bs_ + 1) * %lld / %s, nkt = kt1 - kt0;\n", (long long)nk,
                  q->S, (long long)nk, q->S);
     for (int u = 0; u < D; u++) {
-        if (!q->clast)
+        if (q->brow) /* (emit_conv_brow's words and selector) */
+            mc_sb_printf(sb, "  unsigned rb%d_[%d];\n", u, q->BK / (q->T * q->brow / q->BN) * (q->brow / 2 + 1) + 1);
+        else if (!q->clast)
             mc_sb_printf(sb, "  unsigned short rb%d_[%d];\n", u, q->nb_ld);
         if (!q->avec)
             mc_sb_printf(sb, "  unsigned short ra%d_[%d];\n", u, NA);
@@ -2082,7 +2154,8 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     int kstep = T / BN;
     if (D > 1) {
         const conv_gen q = {.BM = BM, .BN = BN, .BK = BK, .T = T, .MT = MT, .NT = NT, .nb_ld = nb_ld, .kstep = kstep,
-                            .S = Ss, .D = D, .avec = avec, .ktab = ktab, .chunk = chunk, .clast = clast, .M = M,
+                            .S = Ss, .D = D, .avec = avec, .ktab = ktab, .chunk = chunk, .clast = clast,
+                            .brow = chunk ? conv_brow(c, cv, X, BN, T, BK) : 0, .M = M,
                             .K = K, .P = Ps, .A = A, .X = X, .cv = cv};
         emit_conv_pipelined(c, &q);
     } else {
