@@ -1392,6 +1392,20 @@ static bool render_gemm_dot(rctx *c, mc_cuda_code *out)
  * more), 25.7 MB / 4.8 TB/s = 5.4 us (8.0 us with a residual): compute-bound, ~10 us. */
 #define CONV_BK 32
 
+/* MINIC_CUDA_CONV_SMALL=1 (for experiments, not measured yet): a conv with fewer 64x64 tiles than
+ * four per SM (ResNet-18's layers 3 and 4 at batch 32: 392 and 200) takes 64x64 tiles (warp
+ * tiles 32x32: twice the mma per fragment load of 64x32's 32x16) and a K split up to four CTAs
+ * per SM (layer 4: 3 ways, 600 CTAs of 48 K tiles; layer 3: 2 ways, 784 CTAs of 36), where by
+ * default a grid below two CTAs per SM takes 64x32 tiles (layer 4: 392 CTAs, ~3 an SM, achieved
+ * occupancy 18%, Nsight 20:30) and is split only below two per SM. The split's price: each
+ * part's f32 sums added into a region of M x pixels floats (red.global.add, in L2; 3.2 MB a
+ * part for layer 4), the last CTA of a tile reading them back and zeroing them. */
+static bool conv_small(void)
+{
+    const char *e = getenv("MINIC_CUDA_CONV_SMALL");
+    return e && strcmp(e, "1") == 0;
+}
+
 void mc_cuda_conv_tile(int64_t m, int64_t pixels, int sms, int *bm, int *bn)
 {
     /* the first with two tiles per SM or more, else the last: 64x32 for ResNet-18's last stage
@@ -1405,6 +1419,10 @@ void mc_cuda_conv_tile(int64_t m, int64_t pixels, int sms, int *bm, int *bn)
     if (e && sscanf(e, "%dx%d", &em, &en) == 2 && (em == 32 || em == 64 || em == 128) && (en == 32 || en == 64 || en == 128)) {
         *bm = em;
         *bn = en;
+        return;
+    }
+    if (conv_small() && m > 32 && (m + 63) / 64 * ((pixels + 63) / 64) < 4 * (int64_t)sms) {
+        *bm = *bn = 64;
         return;
     }
     for (int t = 0; t < 4; t++) {
@@ -1427,12 +1445,12 @@ static void conv_split_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
      * K split in up to four, each part at least 8 K tiles, so that every SM has two CTAs or more.
      * MINIC_CUDA_CONV_SPLITK=S: S ways for every conv (1: never), for experiments. */
     const char *e = getenv("MINIC_CUDA_CONV_SPLITK");
-    int s = 1, least = 8;
+    int s = 1, least = 8, per = conv_small() ? 4 : 2; /* CTAs an SM wanted */
     if (e && atoi(e) >= 1) {
         s = atoi(e);
         least = 4;
-    } else if (tiles < 2 * (int64_t)sms) {
-        s = (int)((2 * (int64_t)sms + tiles - 1) / tiles);
+    } else if (tiles < per * (int64_t)sms) {
+        s = (int)((per * (int64_t)sms + tiles - 1) / tiles);
     }
     if (s > 8)
         s = 8;
