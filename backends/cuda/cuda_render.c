@@ -1445,7 +1445,7 @@ static void conv_split_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
      * K split in up to four, each part at least 8 K tiles, so that every SM has two CTAs or more.
      * MINIC_CUDA_CONV_SPLITK=S: S ways for every conv (1: never), for experiments. */
     const char *e = getenv("MINIC_CUDA_CONV_SPLITK");
-    int s = 1, least = 8, per = conv_small() ? 4 : 2; /* CTAs an SM wanted */
+    int s = 1, least = 8, per = conv_small() && p->conv_bm == 64 && p->conv_bn == 64 ? 4 : 2; /* CTAs an SM wanted */
     if (e && atoi(e) >= 1) {
         s = atoi(e);
         least = 4;
