@@ -921,7 +921,8 @@ static void test_implicit_conv_kchunk(void **state)
 /* The knobs of issue 20 (timed on the GPU by the lead, off by default): MINIC_CUDA_CONV_BROW=1
  * (the chunked loop reads rows of 8 or 4 pixels as 4-byte words, where the conv steps 1 along
  * x's rows and OW allows), MINIC_CUDA_CONV_SMALL=1 (64x64 tiles and a K split up to four CTAs
- * an SM for small grids), MINIC_CUDA_CONV_MINB=4 (__launch_bounds__ asking 4 CTAs an SM): every
+ * an SM for small grids), MINIC_CUDA_CONV_MINB=4 (__launch_bounds__ asking 4 CTAs an SM),
+ * MINIC_CUDA_CONV_EARLY=1 (the next tile's registers stored before the mma): every
  * kernel compiles with NVRTC at every depth, f16 and bf16, a symbolic batch, the stem. */
 static void test_implicit_conv_knobs(void **state)
 {
@@ -944,6 +945,7 @@ static void test_implicit_conv_knobs(void **state)
     setenv("MINIC_CUDA_CONV_BROW", "1", 1);
     setenv("MINIC_CUDA_CONV_SMALL", "1", 1);
     setenv("MINIC_CUDA_CONV_MINB", "4", 1);
+    setenv("MINIC_CUDA_CONV_EARLY", "1", 1);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         conv_case r = conv_case_compile((mc_compile_options){.conv_kchunk = 32, .conv_clast = true}, cases[i].dt,
                                         cases[i].x, false, cases[i].w, cases[i].co, cases[i].attrs, cases[i].stages, 0,
@@ -960,6 +962,9 @@ static void test_implicit_conv_knobs(void **state)
             if (cases[i].split && g->conv_split != cases[i].split)
                 fail_msg("case %d: split %d", (int)i, g->conv_split);
             assert_non_null(strstr(src, ", 4) gemm_conv"));
+            /* EARLY: the register set stored before the mma (the stem has none: B by cp.async) */
+            const char *loop = strstr(src, "for (int r0 = 0;"), *st = loop ? strstr(loop, "store_b(") : NULL;
+            assert_true(cases[i].stages == 2 || !st || st < strstr(loop, "mma_tile(cur)"));
             assert_true((strstr(src, "__byte_perm(rb[") != NULL) == (cases[i].brow != 0));
             if (cases[i].brow)
                 assert_non_null(strstr(src, cases[i].brow == 8 ? "reinterpret_cast<uint4 *>(&Bs[buf]"
@@ -971,6 +976,7 @@ static void test_implicit_conv_knobs(void **state)
     unsetenv("MINIC_CUDA_CONV_BROW");
     unsetenv("MINIC_CUDA_CONV_SMALL");
     unsetenv("MINIC_CUDA_CONV_MINB");
+    unsetenv("MINIC_CUDA_CONV_EARLY");
 }
 
 /* The stem channels-last (mc_compile_options.conv_clast, MINIC_CUDA_CONV_CLAST=1): x padded to

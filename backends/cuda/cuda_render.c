@@ -1947,7 +1947,14 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
     if (cpa)
         mc_sb_printf(sb, "  asm volatile(\"cp.async.wait_group %d;\\n\" ::: \"memory\");\n", D - 1);
     mc_sb_puts(sb, "  __syncthreads();\n");
-    /* the loop, unrolled D times so that every register set is named */
+    /* the loop, unrolled D times so that every register set is named. MINIC_CUDA_CONV_EARLY=1 (for
+     * experiments, not measured yet): tile rr + 1's registers stored before tile rr's mma, not
+     * after (its buffer is free: it held tile rr - D, read before the last sync; its loads were
+     * issued an iteration ago), so that one register set, not two, is live across the mma: ~20
+     * to 32 registers less, where the mma's sums already take 64 (layer 1's 165 registers left 3
+     * CTAs an SM). The price: the store waits for loads one mma tile old, not two. */
+    const char *ee = getenv("MINIC_CUDA_CONV_EARLY");
+    bool early = ee && strcmp(ee, "1") == 0 && !(q->clast && q->avec);
     mc_sb_printf(sb, "  for (int r0 = 0; r0 < nkt; r0 += %d) {\n", D);
     for (int u = 0; u < D; u++) {
         int un = (u + 1) % D;
@@ -1966,13 +1973,16 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
             mc_sb_puts(sb, "      mc_cp_commit();\n");
         if (q->ktab) /* the other parity: load_b above read kt + D's */
             mc_sb_printf(sb, "      fill_tab(kt + %d, (kt + %d) & 1);\n", D + 1, D + 1);
-        mc_sb_puts(sb, "      mma_tile(cur);\n");
+        if (!early)
+            mc_sb_puts(sb, "      mma_tile(cur);\n");
         mc_sb_puts(sb, "      if (rr + 1 < nkt) {\n");
         if (!q->clast)
             mc_sb_printf(sb, "        store_b((rr + 1) %% %d, rb%d_);\n", NB, un);
         if (!q->avec)
             mc_sb_printf(sb, "        store_a((rr + 1) %% %d, ra%d_);\n", NB, un);
         mc_sb_puts(sb, "      }\n");
+        if (early)
+            mc_sb_puts(sb, "      mma_tile(cur);\n");
         if (cpa)
             mc_sb_printf(sb, "      asm volatile(\"cp.async.wait_group %d;\\n\" ::: \"memory\");\n", D - 1);
         mc_sb_puts(sb, "      __syncthreads();\n    }\n");

@@ -58,6 +58,12 @@ CASES = {
                           {"MINIC_CUDA_CONV_BROW": "1", "MINIC_CUDA_CONV_TILE": "128x128"}),
     "brow_tile_64x32_1x3": (2, 64, 6, 8, 72, 1, 3, (1, 1), (0, 1), (1, 1), "bf16",
                             {"MINIC_CUDA_CONV_BROW": "1", "MINIC_CUDA_CONV_TILE": "64x32"}),
+    # MINIC_CUDA_CONV_EARLY=1: the next tile's registers stored before this tile's mma
+    "early_chunk_s4": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16",
+                       {"MINIC_CUDA_CONV_EARLY": "1", "MINIC_CUDA_CONV_STAGES": "4"}),
+    "early_brow_bf16": (2, 64, 10, 16, 72, 3, 3, (1, 1), (1, 1), (1, 1), "bf16",
+                        {"MINIC_CUDA_CONV_EARLY": "1", "MINIC_CUDA_CONV_BROW": "1"}),
+    "early_table_stem": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16", dict(OLD, MINIC_CUDA_CONV_EARLY="1")),
     "table_3x3": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", OLD),
     "table_stem": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16", OLD),
 }
