@@ -1792,6 +1792,49 @@ static void emit_conv_clast_slots(rctx *c, const conv_gen *q, int per, long long
     mc_sb_puts(sb, "    }\n  };\n");
 }
 
+/* MINIC_CUDA_CONV_CLAST_INC=1 (for experiments, not measured yet): emit_conv_clast's window
+ * positions decoded once a tile, not once a load, where a slot is a whole window position (the
+ * stem: 4 or 8 channels) and a thread's slots of a tile, step apart, wrap to the next window
+ * row at most once (the 7x7 stem: 8 consecutive positions): its first position (ky0, kx0) by
+ * one division, then each slot's row, column and address from those and a compile-time
+ * offset, and one compare for the wrap. The pixel's own row start is computed once. */
+static bool clast_inc(void)
+{
+    const char *e = getenv("MINIC_CUDA_CONV_CLAST_INC");
+    return e && strcmp(e, "1") == 0;
+}
+
+/* emit_conv_clast's load_b by clast_inc (after its per-pixel declarations pn_ .. pbase_) */
+static void emit_conv_clast_inc(rctx *c, const conv_gen *q, int per, int step, int slots, long long ch)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    const kir_conv *cv = q->cv;
+    const kir_view *X = q->X;
+    long long khw = (long long)(cv->kh * cv->kw), kw = (long long)cv->kw, s2 = (long long)X->stride[2],
+              s3 = (long long)X->stride[3];
+    /* (the pixel's window origin; 0 for a pixel past the end, whose loads are off) */
+    mc_sb_printf(sb, "  const %s pp_ = pok_ ? pbase_ + (%s)piy_ * (%s)%lld + (%s)pix_x_ * (%s)%lld : (%s)0;\n", I, I, I, s2, I, I,
+                 s3, I);
+    mc_sb_puts(sb, "  auto load_b = [&](int kt, int buf) {\n");
+    mc_sb_printf(sb, "    const int r0 = kt * %d + ps_, ky0 = r0 / %lld, kx0 = r0 - ky0 * %lld;\n", per, kw, kw);
+    mc_sb_printf(sb, "    const int iy0 = piy_ + ky0 * %lld, ix0 = pix_x_ + kx0 * %lld;\n", (long long)cv->dh,
+                 (long long)cv->dw);
+    mc_sb_printf(sb, "    const %s p0 = pp_ + (%s)(ky0 * %lld + kx0 * %lld);\n#pragma unroll\n", I, I, (long long)cv->dh * s2,
+                 (long long)cv->dw * s3);
+    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", slots);
+    /* w: this slot past the window row's end, so on the next row */
+    mc_sb_printf(sb, "      const bool w = kx0 + j * %d >= %lld;\n", step, kw);
+    mc_sb_printf(sb, "      const int iy = iy0 + (w ? %lld : 0), ix = ix0 + j * %lld - (w ? %lld : 0);\n", (long long)cv->dh,
+                 (long long)step * cv->dw, kw * cv->dw);
+    mc_sb_printf(sb, "      const bool ok = r0 + j * %d < %lld && (unsigned)iy < %lluu && (unsigned)ix < %lluu;\n", step, khw,
+                 (unsigned long long)cv->h, (unsigned long long)cv->w);
+    mc_sb_printf(sb, "      mc_cp%lld(&Bs[buf][pn_][(ps_ + j * %d) * %lld], ok ? xa_ + p0 + (%s)(j * %lld + (w ? %lld : 0)) : xa_, "
+                     "ok ? %lld : 0);\n",
+                 2 * ch, step, ch, I, (long long)step * cv->dw * s3, (long long)cv->dh * s2 - kw * cv->dw * s3, 2 * ch);
+    mc_sb_puts(sb, "    }\n  };\n");
+}
+
 /* load_b where x's channels are contiguous (kir_conv.kc = c, 4 or a multiple of 8, channel
  * stride 1: a channels-last x (MINIC_CUDA_CONV_CLAST=0: none): the padded stem, or an x given
  * as the transpose of an NHWC tensor): K by window positions of c channels, so 4 or 8 channels of a
@@ -1822,6 +1865,10 @@ static void emit_conv_clast(rctx *c, const conv_gen *q)
                  (long long)cv->pw);
     mc_sb_printf(sb, "  const %s pbase_ = pok_ ? (%s)%lld + pim_ * (%s)%lld : (%s)0;\n", I, I, (long long)X->offset, I,
                  (long long)X->stride[0], I);
+    if (clast_inc() && G == 1 && (slots - 1) * step <= cv->kw) {
+        emit_conv_clast_inc(c, q, per, step, slots, ch);
+        return;
+    }
     mc_sb_puts(sb, "  auto load_b = [&](int kt, int buf) {\n#pragma unroll\n");
     mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", slots);
     mc_sb_printf(sb, "      const int s = ps_ + j * %d, gs = kt * %d + s, r = gs / %lld, cg = gs - r * %lld, ky = r / %lld, kx = r - ky * %lld;\n",

@@ -64,6 +64,15 @@ CASES = {
     "early_brow_bf16": (2, 64, 10, 16, 72, 3, 3, (1, 1), (1, 1), (1, 1), "bf16",
                         {"MINIC_CUDA_CONV_EARLY": "1", "MINIC_CUDA_CONV_BROW": "1"}),
     "early_table_stem": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16", dict(OLD, MINIC_CUDA_CONV_EARLY="1")),
+    # MINIC_CUDA_CONV_CLAST_INC=1: the channels-last window positions decoded once a tile
+    "inc_stem": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16", {"MINIC_CUDA_CONV_CLAST_INC": "1"}),
+    "inc_stem_bf16_s4_early": (2, 3, 23, 21, 72, 7, 7, (2, 2), (3, 3), (1, 1), "bf16",
+                               {"MINIC_CUDA_CONV_CLAST_INC": "1", "MINIC_CUDA_CONV_STAGES": "4", "MINIC_CUDA_CONV_EARLY": "1"}),
+    "inc_stem_t64x128": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16",
+                         {"MINIC_CUDA_CONV_CLAST_INC": "1", "MINIC_CUDA_CONV_TILE": "64x128"}),
+    "inc_c5_3x3": (2, 5, 12, 13, 40, 3, 3, (1, 1), (1, 1), (1, 1), "f16", {"MINIC_CUDA_CONV_CLAST_INC": "1"}),
+    "inc_c5_dilated_t128": (2, 5, 12, 13, 130, 3, 3, (1, 1), (2, 2), (2, 2), "f16",
+                            {"MINIC_CUDA_CONV_CLAST_INC": "1", "MINIC_CUDA_CONV_TILE": "128x64"}),
     "table_3x3": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", OLD),
     "table_stem": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16", OLD),
 }
