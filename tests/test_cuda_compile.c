@@ -922,7 +922,8 @@ static void test_implicit_conv_kchunk(void **state)
  * (the chunked loop reads rows of 8 or 4 pixels as 4-byte words, where the conv steps 1 along
  * x's rows and OW allows), MINIC_CUDA_CONV_SMALL=1 (64x64 tiles and a K split up to four CTAs
  * an SM for small grids), MINIC_CUDA_CONV_MINB=4 (__launch_bounds__ asking 4 CTAs an SM),
- * MINIC_CUDA_CONV_EARLY=1 (the next tile's registers stored before the mma): every
+ * MINIC_CUDA_CONV_EARLY=1 (the next tile's registers stored before the mma),
+ * MINIC_CUDA_CONV_CLAST_INC=1 (the stem's window positions decoded once a tile): every
  * kernel compiles with NVRTC at every depth, f16 and bf16, a symbolic batch, the stem. */
 static void test_implicit_conv_knobs(void **state)
 {
@@ -946,6 +947,7 @@ static void test_implicit_conv_knobs(void **state)
     setenv("MINIC_CUDA_CONV_SMALL", "1", 1);
     setenv("MINIC_CUDA_CONV_MINB", "4", 1);
     setenv("MINIC_CUDA_CONV_EARLY", "1", 1);
+    setenv("MINIC_CUDA_CONV_CLAST_INC", "1", 1);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         conv_case r = conv_case_compile((mc_compile_options){.conv_kchunk = 32, .conv_clast = true}, cases[i].dt,
                                         cases[i].x, false, cases[i].w, cases[i].co, cases[i].attrs, cases[i].stages, 0,
@@ -966,6 +968,7 @@ static void test_implicit_conv_knobs(void **state)
             const char *loop = strstr(src, "for (int r0 = 0;"), *st = loop ? strstr(loop, "store_b(") : NULL;
             assert_true(cases[i].stages == 2 || !st || st < strstr(loop, "mma_tile(cur)"));
             assert_true((strstr(src, "__byte_perm(rb[") != NULL) == (cases[i].brow != 0));
+            assert_true((strstr(src, "const int r0 = kt * 8 + ps_") != NULL) == (strstr(cases[i].w, "3, 7, 7") != NULL));
             if (cases[i].brow)
                 assert_non_null(strstr(src, cases[i].brow == 8 ? "reinterpret_cast<uint4 *>(&Bs[buf]"
                                                                : "reinterpret_cast<uint2 *>(&Bs[buf]"));
@@ -977,6 +980,7 @@ static void test_implicit_conv_knobs(void **state)
     unsetenv("MINIC_CUDA_CONV_SMALL");
     unsetenv("MINIC_CUDA_CONV_MINB");
     unsetenv("MINIC_CUDA_CONV_EARLY");
+    unsetenv("MINIC_CUDA_CONV_CLAST_INC");
 }
 
 /* The stem channels-last (mc_compile_options.conv_clast, MINIC_CUDA_CONV_CLAST=1): x padded to
