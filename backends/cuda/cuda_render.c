@@ -1399,11 +1399,15 @@ static bool render_gemm_dot(rctx *c, mc_cuda_code *out)
  * default a grid below two CTAs per SM takes 64x32 tiles (layer 4: 392 CTAs, ~3 an SM, achieved
  * occupancy 18%, Nsight 20:30) and is split only below two per SM. The split's price: each
  * part's f32 sums added into a region of M x pixels floats (red.global.add, in L2; 3.2 MB a
- * part for layer 4), the last CTA of a tile reading them back and zeroing them. */
-static bool conv_small(void)
+ * part for layer 4), the last CTA of a tile reading them back and zeroing them.
+ * MINIC_CUDA_CONV_SMALL=N (2 to 8): N CTAs an SM wanted, not four (the split rounds up: layer 4
+ * at N = 3 2 ways, 400 CTAs, one wave at 3 an SM; at N = 4, 600 CTAs, more than the 528 that
+ * 4 an SM hold). Returns the CTAs an SM wanted, 0 where the knob is off. */
+static int conv_small(void)
 {
     const char *e = getenv("MINIC_CUDA_CONV_SMALL");
-    return e && strcmp(e, "1") == 0;
+    int n = e ? atoi(e) : 0;
+    return n == 1 ? 4 : n >= 2 && n <= 8 ? n : 0;
 }
 
 void mc_cuda_conv_tile(int64_t m, int64_t pixels, int sms, int *bm, int *bn)
@@ -1421,7 +1425,7 @@ void mc_cuda_conv_tile(int64_t m, int64_t pixels, int sms, int *bm, int *bn)
         *bn = en;
         return;
     }
-    if (conv_small() && m > 32 && (m + 63) / 64 * ((pixels + 63) / 64) < 4 * (int64_t)sms) {
+    if (conv_small() && m > 32 && (m + 63) / 64 * ((pixels + 63) / 64) < conv_small() * (int64_t)sms) {
         *bm = *bn = 64;
         return;
     }
@@ -1445,7 +1449,7 @@ static void conv_split_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
      * K split in up to four, each part at least 8 K tiles, so that every SM has two CTAs or more.
      * MINIC_CUDA_CONV_SPLITK=S: S ways for every conv (1: never), for experiments. */
     const char *e = getenv("MINIC_CUDA_CONV_SPLITK");
-    int s = 1, least = 8, per = conv_small() && p->conv_bm == 64 && p->conv_bn == 64 ? 4 : 2; /* CTAs an SM wanted */
+    int s = 1, least = 8, per = conv_small() && p->conv_bm == 64 && p->conv_bn == 64 ? conv_small() : 2; /* CTAs an SM */
     if (e && atoi(e) >= 1) {
         s = atoi(e);
         least = 4;
