@@ -923,7 +923,8 @@ static void test_implicit_conv_kchunk(void **state)
  * x's rows and OW allows), MINIC_CUDA_CONV_SMALL=1 (64x64 tiles and a K split up to four CTAs
  * an SM for small grids), MINIC_CUDA_CONV_MINB=4 (__launch_bounds__ asking 4 CTAs an SM),
  * MINIC_CUDA_CONV_EARLY=1 (the next tile's registers stored before the mma),
- * MINIC_CUDA_CONV_CLAST_INC=1 (the stem's window positions decoded once a tile): every
+ * MINIC_CUDA_CONV_CLAST_INC=1 (the stem's window positions decoded once a tile), and
+ * MINIC_CUDA_CONV_BROW=2 (rows of 8 pixels by 16-byte chunks): every
  * kernel compiles with NVRTC at every depth, f16 and bf16, a symbolic batch, the stem. */
 static void test_implicit_conv_knobs(void **state)
 {
@@ -973,6 +974,24 @@ static void test_implicit_conv_knobs(void **state)
                 assert_non_null(strstr(src, cases[i].brow == 8 ? "reinterpret_cast<uint4 *>(&Bs[buf]"
                                                                : "reinterpret_cast<uint2 *>(&Bs[buf]"));
         }
+        assert_int_equal(nconv, 1);
+        conv_case_free(&r);
+    }
+    /* BROW=2: 16-byte chunks where rows of 8 allow (56x56), else BROW=1's words (28x28) */
+    setenv("MINIC_CUDA_CONV_BROW", "2", 1);
+    static const char *const b16[][2] = {{"32, 64, 56, 56", "64, 64, 3, 3"}, {"N<=32, 64, 56, 56", "64, 64, 3, 3"},
+                                         {"32, 128, 28, 28", "128, 128, 3, 3"}};
+    for (int i = 0; i < 3; i++) {
+        conv_case r = conv_case_compile((mc_compile_options){.conv_kchunk = 32}, i == 1 ? "bf16" : "f16", b16[i][0],
+                                        false, b16[i][1], i == 2 ? 128 : 64, "padding=[1, 1]", i == 1 ? 4 : 0, 0, 0, NULL);
+        int nconv = 0;
+        for (int k = 0; k < r.kp->nkernels; k++)
+            if (r.pl[k].is_gemm && r.pl[k].gemm.conv) {
+                nconv++;
+                const char *src = r.pl[k].code.src.data;
+                assert_true((strstr(src, "const uint4 *pw") != NULL) == (i < 2));
+                assert_non_null(strstr(src, "__byte_perm(rb["));
+            }
         assert_int_equal(nconv, 1);
         conv_case_free(&r);
     }

@@ -1650,31 +1650,93 @@ static void emit_conv_store_b(mc_strbuf *sb, int n, int rows, int kstep, int V)
  * word; store_b shifts each pair out of two words by one byte permute (the selector kept with
  * the register set) and writes the V pixels as one 8- or 16-byte word. Fewer load
  * instructions (5 for 8 elements), fewer registers in flight (5 for 8 elements, where the
- * default keeps one an element), no per-element selects. Returns V, or 0 where it does not apply. */
+ * default keeps one an element), no per-element selects. Returns V, 16 for BROW=2's 16-byte
+ * chunks (emit_conv_brow16, 8 pixels; else BROW=1's words), or 0 where neither applies. */
 static int conv_brow(const rctx *c, const kir_conv *cv, const kir_view *X, int BN, int T, int BK)
 {
     const char *e = getenv("MINIC_CUDA_CONV_BROW");
-    if (!(e && strcmp(e, "1") == 0) || cv->sw != 1 || cv->w % 2 != 0 || X->stride[3] != 1 || X->offset % 2 != 0 ||
-        X->stride[0] % 2 != 0 || X->stride[1] % 2 != 0 || X->stride[2] % 2 != 0 || c->align[X->buffer] < 4)
+    if (!(e && (strcmp(e, "1") == 0 || strcmp(e, "2") == 0)) || cv->sw != 1 || cv->w % 2 != 0 || X->stride[3] != 1 ||
+        X->offset % 2 != 0 || X->stride[0] % 2 != 0 || X->stride[1] % 2 != 0 || X->stride[2] % 2 != 0 ||
+        c->align[X->buffer] < 4)
         return 0;
+    /* =2: 16-byte chunks of 8 elements (emit_conv_brow16), where rows and their starts allow */
+    if (strcmp(e, "2") == 0 && cv->w % 8 == 0 && X->offset % 8 == 0 && X->stride[0] % 8 == 0 && X->stride[1] % 8 == 0 &&
+        X->stride[2] % 8 == 0 && c->align[X->buffer] >= 16 && cv->ow % 8 == 0 && BN % 8 == 0 && (T * 8) % BN == 0 &&
+        BK % (T * 8 / BN) == 0)
+        return 16;
     for (int V = 8; V >= 4; V /= 2)
         if (cv->ow % V == 0 && BN % V == 0 && (T * V) % BN == 0 && BK % (T * V / BN) == 0)
             return V;
     return 0;
 }
 
-/* emit_conv_chunk's load_b and store_b by row words (conv_brow): thread tid owns pixels bnv_ ..
- * + V - 1 (one output row: x's elements ix .. + V - 1 of a row for each window position) and
- * channels bkv_ + j * kstep of the chunk; its register set holds NW = V / 2 + 1 words a channel,
- * then the byte permute's selector. */
-static void emit_conv_brow(rctx *c, const conv_gen *q, int V)
+/* the words of a register set of emit_conv_brow (q->brow: 8 or 4 pixels by 4-byte words, 16:
+ * 8 pixels by 16-byte chunks): a thread's channels of a tile times its words, then the selector */
+static int conv_brow_regs(const conv_gen *q)
+{
+    int V = q->brow == 16 ? 8 : q->brow, rows = q->BK / (q->T * V / q->BN);
+    return rows * (q->brow == 16 ? 8 : V / 2 + 1) + 1;
+}
+
+/* MINIC_CUDA_CONV_BROW=2 (for experiments, not measured yet): BROW's rows of 8 pixels read as
+ * 16-byte chunks, where x's rows are multiples of 8 elements and start 16-byte aligned (W % 8,
+ * OW % 8: ResNet's 56x56 layer): the 8 elements from column bx lie in the aligned chunks at e0 =
+ * bx & ~7 and e0 + 8 (the second only where s = bx - e0 > 0), each wholly inside or outside the
+ * row; store_b shifts them by s elements: word p of the result is the byte permute of words
+ * s / 2 + p and s / 2 + p + 1, the word offset s / 2 a switch (s is the same for every thread
+ * of a tile: OW % 8 == 0, so no divergence). A warp's loads read each 32-byte sector of its rows
+ * once or twice, where BROW=1's 4-byte words read it up to 5 times (L1 was 63% busy on layer 1,
+ * Nsight 20:30). The register set: 8 words a channel and s. Continues emit_conv_brow's load_b
+ * after its tile lines (cc, dy, bx, rok). */
+static void emit_conv_brow16(rctx *c, const conv_gen *q, int kstep, int rows, int n)
 {
     mc_strbuf *sb = c->sb;
     const char *I = c->I;
     const kir_conv *cv = q->cv;
     const kir_view *X = q->X;
-    long long O = (long long)(cv->oh * cv->ow), khw = (long long)(cv->kh * cv->kw), sc = (long long)X->stride[1];
-    int TP = q->BN / V, kstep = q->T * V / q->BN, rows = q->BK / kstep, NW = V / 2 + 1, n = rows * NW + 1;
+    long long sc = (long long)X->stride[1];
+    mc_sb_puts(sb, "    const int e0 = bx & ~7, s = bx - e0;\n");
+    mc_sb_printf(sb, "    const uint4 *pw = reinterpret_cast<const uint4 *>(xa_ + (rok ? pbv_ + (%s)cc * (%s)%lld + "
+                     "(%s)dy * (%s)%lld + e0 : (%s)0));\n",
+                 I, I, (long long)q->BK * sc, I, I, (long long)X->stride[2], I);
+    mc_sb_printf(sb, "    const bool ok0 = rok && (unsigned)e0 < %lluu, ok1 = rok && s != 0 && (unsigned)(e0 + 8) < %lluu;\n",
+                 (unsigned long long)cv->w, (unsigned long long)cv->w);
+    mc_sb_printf(sb, "#pragma unroll\n    for (int j = 0; j < %d; ++j) {\n", rows);
+    mc_sb_printf(sb, "      const uint4 a = ok0 ? pw[j * %lld] : make_uint4(0u, 0u, 0u, 0u), b = ok1 ? pw[j * %lld + 1] : "
+                     "make_uint4(0u, 0u, 0u, 0u);\n",
+                 (long long)kstep * sc / 8, (long long)kstep * sc / 8);
+    mc_sb_puts(sb, "      rb[j * 8] = a.x;\n      rb[j * 8 + 1] = a.y;\n      rb[j * 8 + 2] = a.z;\n      rb[j * 8 + 3] = a.w;\n"
+                   "      rb[j * 8 + 4] = b.x;\n      rb[j * 8 + 5] = b.y;\n      rb[j * 8 + 6] = b.z;\n      rb[j * 8 + 7] = b.w;\n");
+    mc_sb_printf(sb, "    }\n    rb[%d] = (unsigned)s;\n  };\n", n - 1);
+    mc_sb_printf(sb, "  auto store_b = [&](int buf, const unsigned (&rb)[%d]) {\n", n);
+    mc_sb_printf(sb, "    const unsigned sel = rb[%d] & 1u ? 0x5432u : 0x3210u;\n    switch (rb[%d] >> 1) {\n", n - 1, n - 1);
+    for (int k = 0; k < 4; k++) { /* the word offset s / 2: case k (3: default) */
+        if (k < 3)
+            mc_sb_printf(sb, "    case %d:\n", k);
+        else
+            mc_sb_puts(sb, "    default:\n");
+        mc_sb_printf(sb, "#pragma unroll\n      for (int j = 0; j < %d; ++j)\n", rows);
+        mc_sb_printf(sb, "        *reinterpret_cast<uint4 *>(&Bs[buf][bkv_ + j * %d][bnv_]) = make_uint4(", kstep);
+        for (int p = 0; p < 4; p++)
+            mc_sb_printf(sb, "%s__byte_perm(rb[j * 8 + %d], rb[j * 8 + %d], sel)", p ? ", " : "", k + p, k + p + 1);
+        mc_sb_puts(sb, ");\n      break;\n");
+    }
+    mc_sb_puts(sb, "    }\n  };\n");
+}
+
+/* emit_conv_chunk's load_b and store_b by row words (conv_brow): thread tid owns pixels bnv_ ..
+ * + V - 1 (one output row: x's elements ix .. + V - 1 of a row for each window position) and
+ * channels bkv_ + j * kstep of the chunk; its register set holds NW = V / 2 + 1 words a channel,
+ * then the byte permute's selector. */
+static void emit_conv_brow(rctx *c, const conv_gen *q, int Vk)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    const kir_conv *cv = q->cv;
+    const kir_view *X = q->X;
+    int V = Vk == 16 ? 8 : Vk;
+    long long O = (long long)(cv->oh * cv->ow), sc = (long long)X->stride[1];
+    int TP = q->BN / V, kstep = q->T * V / q->BN, rows = q->BK / kstep, NW = V / 2 + 1, n = conv_brow_regs(q);
     mc_sb_printf(sb, "  const int bnv_ = (tid %% %d) * %d, bkv_ = tid / %d;\n", TP, V, TP);
     mc_sb_printf(sb, "  const %s pix_v_ = n0 + bnv_, img_v_ = pix_v_ / %lld, o_v_ = pix_v_ - img_v_ * %lld;\n", I, O, O);
     mc_sb_printf(sb, "  const bool ok_v_ = pix_v_ < (%s)%s;\n", I, q->P);
@@ -1683,12 +1745,18 @@ static void emit_conv_brow(rctx *c, const conv_gen *q, int V)
     mc_sb_printf(sb, "  const %s pbv_ = ok_v_ ? (%s)%lld + img_v_ * (%s)%lld + (%s)iyv_ * (%s)%lld + (%s)bkv_ * (%s)%lld : (%s)0;\n",
                  I, I, (long long)X->offset, I, (long long)X->stride[0], I, I, (long long)X->stride[2], I, I, sc, I);
     mc_sb_printf(sb, "  auto load_b = [&](int kt, unsigned (&rb)[%d]) {\n", n);
+    /* the tile's window position; bx: the first element's column (may be negative) */
+    long long khw = (long long)(cv->kh * cv->kw);
     mc_sb_printf(sb, "    const int cc = kt / %lld, r = kt - cc * %lld, dy = (r / %lld) * %lld, dx = (r %% %lld) * %lld;\n", khw,
                  khw, (long long)cv->kw, (long long)cv->dh, (long long)cv->kw, (long long)cv->dw);
-    /* bx: the first element's column; e0 the even column at or below it (bx may be negative) */
-    mc_sb_printf(sb, "    const int bx = ixv_ + dx, e0 = bx & ~1;\n    const bool rok = (unsigned)(iyv_ + dy) < %lluu;\n",
+    mc_sb_printf(sb, "    const int bx = ixv_ + dx;\n    const bool rok = (unsigned)(iyv_ + dy) < %lluu;\n",
                  (unsigned long long)cv->h);
-    mc_sb_printf(sb, "    const unsigned *pw = reinterpret_cast<const unsigned *>(xa_ + (rok ? pbv_ + (%s)cc * (%s)%lld + "
+    if (Vk == 16) {
+        emit_conv_brow16(c, q, kstep, rows, n);
+        return;
+    }
+    /* e0 the even column at or below bx */
+    mc_sb_printf(sb, "    const int e0 = bx & ~1;\n    const unsigned *pw = reinterpret_cast<const unsigned *>(xa_ + (rok ? pbv_ + (%s)cc * (%s)%lld + "
                      "(%s)dy * (%s)%lld + e0 : (%s)0));\n",
                  I, I, (long long)q->BK * sc, I, I, (long long)X->stride[2], I);
     mc_sb_printf(sb, "#pragma unroll\n    for (int i = 0; i < %d; ++i) {\n", NW);
@@ -1967,7 +2035,7 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
                  q->S, (long long)nk, q->S);
     for (int u = 0; u < D; u++) {
         if (q->brow) /* (emit_conv_brow's words and selector) */
-            mc_sb_printf(sb, "  unsigned rb%d_[%d];\n", u, q->BK / (q->T * q->brow / q->BN) * (q->brow / 2 + 1) + 1);
+            mc_sb_printf(sb, "  unsigned rb%d_[%d];\n", u, conv_brow_regs(q));
         else if (!q->clast)
             mc_sb_printf(sb, "  unsigned short rb%d_[%d];\n", u, q->nb_ld);
         if (!q->avec)

@@ -58,6 +58,14 @@ CASES = {
                           {"MINIC_CUDA_CONV_BROW": "1", "MINIC_CUDA_CONV_TILE": "128x128"}),
     "brow_tile_64x32_1x3": (2, 64, 6, 8, 72, 1, 3, (1, 1), (0, 1), (1, 1), "bf16",
                             {"MINIC_CUDA_CONV_BROW": "1", "MINIC_CUDA_CONV_TILE": "64x32"}),
+    # MINIC_CUDA_CONV_BROW=2: rows of 8 pixels as two aligned 16-byte chunks (W, OW multiples of 8);
+    # a 3x7 window padded 3 along W shifts by every s in 0..7 but 4
+    "brow16_3x3": (2, 64, 10, 16, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", {"MINIC_CUDA_CONV_BROW": "2"}),
+    "brow16_3x7_bf16_early": (2, 32, 9, 16, 40, 3, 7, (1, 1), (1, 3), (1, 1), "bf16",
+                              {"MINIC_CUDA_CONV_BROW": "2", "MINIC_CUDA_CONV_EARLY": "1"}),
+    "brow16_tile_128_s4": (2, 64, 9, 24, 130, 3, 3, (1, 1), (1, 1), (1, 1), "f16",
+                           {"MINIC_CUDA_CONV_BROW": "2", "MINIC_CUDA_CONV_TILE": "128x128", "MINIC_CUDA_CONV_STAGES": "4"}),
+    "brow16_falls_back_v4": (3, 32, 9, 12, 40, 3, 3, (1, 1), (1, 1), (1, 1), "bf16", {"MINIC_CUDA_CONV_BROW": "2"}),
     # MINIC_CUDA_CONV_EARLY=1: the next tile's registers stored before this tile's mma
     "early_chunk_s4": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16",
                        {"MINIC_CUDA_CONV_EARLY": "1", "MINIC_CUDA_CONV_STAGES": "4"}),
