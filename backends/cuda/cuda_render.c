@@ -1589,6 +1589,17 @@ typedef struct {
 
 static void emit_conv_store_b(mc_strbuf *sb, int n, int rows, int kstep, int V);
 
+/* The B loads' thread map of emit_conv_bvec, _chunk and _brow: thread tid owns V neighbouring
+ * pixels bnv_ .. + V - 1 of the tile and K rows bkv_ + j * kstep of a tile, j < rows (returned). */
+static int emit_conv_bmap(mc_strbuf *sb, const conv_gen *q, int V, int *kstep)
+{
+    int TP = q->BN / V;
+    *kstep = q->T * V / q->BN;
+    mc_sb_printf(sb, "  const int bnv_ = (tid %% %d) * %d, bkv_ = tid / %d;\n", TP, V, TP);
+    return q->BK / *kstep;
+}
+
+
 /* load_b and store_b of the deeper loop with V pixels per thread (conv_bvec): thread tid owns
  * pixels n0 + bnv_ .. + V - 1 (each decoded here) and K rows bkv_ + j * kstep of a tile. The
  * register set keeps an element a register (no packing until the store, so that nothing waits
@@ -1600,8 +1611,7 @@ static void emit_conv_bvec(rctx *c, const conv_gen *q, int V)
     const kir_conv *cv = q->cv;
     const kir_view *X = q->X;
     int64_t O = cv->oh * cv->ow;
-    int TP = q->BN / V, kstep = q->T * V / q->BN, rows = q->BK / kstep, n = rows * V;
-    mc_sb_printf(sb, "  const int bnv_ = (tid %% %d) * %d, bkv_ = tid / %d;\n", TP, V, TP);
+    int kstep, rows = emit_conv_bmap(sb, q, V, &kstep), n = rows * V;
     mc_sb_printf(sb, "  int iyv_[%d], ixv_[%d], pbv_[%d];\n#pragma unroll\n  for (int e = 0; e < %d; ++e) {\n", V, V, V, V);
     mc_sb_printf(sb, "    const %s pix = n0 + bnv_ + e, img = pix / %lld, o = pix - img * %lld;\n", I, (long long)O,
                  (long long)O);
@@ -1640,6 +1650,28 @@ static void emit_conv_store_b(mc_strbuf *sb, int n, int rows, int kstep, int V)
                          "((unsigned)rb[j * 4 + 1] << 16), (unsigned)rb[j * 4 + 2] | ((unsigned)rb[j * 4 + 3] << 16));\n",
                      kstep);
     mc_sb_puts(sb, "    }\n  };\n");
+}
+
+/* The V pixels bnv_ + e of emit_conv_bmap's thread, decoded once: iyv_[e], ixv_[e] their
+ * window's first row and column (iyv_ far negative for a pixel past the end: its loads off),
+ * pbv_[e] the offset in x of that window origin at channel bkv_ (0 past the end). */
+static void emit_conv_pixels(rctx *c, const conv_gen *q, int V)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    const kir_conv *cv = q->cv;
+    const kir_view *X = q->X;
+    long long O = (long long)(cv->oh * cv->ow), sc = (long long)X->stride[1];
+    mc_sb_printf(sb, "  int iyv_[%d], ixv_[%d];\n  %s pbv_[%d];\n#pragma unroll\n  for (int e = 0; e < %d; ++e) {\n", V, V, I,
+                 V, V);
+    mc_sb_printf(sb, "    const %s pix = n0 + bnv_ + e, img = pix / %lld, o = pix - img * %lld;\n", I, O, O);
+    mc_sb_printf(sb, "    const int iy = (int)(o / %lld) * %lld - %lld, ix = (int)(o %% %lld) * %lld - %lld;\n",
+                 (long long)cv->ow, (long long)cv->sh, (long long)cv->ph, (long long)cv->ow, (long long)cv->sw,
+                 (long long)cv->pw);
+    mc_sb_printf(sb, "    const bool ok = pix < (%s)%s;\n    iyv_[e] = ok ? iy : -(1 << 28);\n    ixv_[e] = ix;\n", I, q->P);
+    mc_sb_printf(sb, "    pbv_[e] = ok ? (%s)%lld + img * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld + (%s)bkv_ * (%s)%lld : (%s)0;\n  }\n",
+                 I, (long long)X->offset, I, (long long)X->stride[0], I, I, (long long)X->stride[2], I, I,
+                 (long long)X->stride[3], I, I, sc, I);
 }
 
 /* MINIC_CUDA_CONV_BROW=1 (for experiments, not measured yet): where K goes by chunks and the
@@ -1687,7 +1719,7 @@ static int conv_brow_regs(const conv_gen *q)
  * of a tile: OW % 8 == 0, so no divergence). A warp's loads read each 32-byte sector of its rows
  * once or twice, where BROW=1's 4-byte words read it up to 5 times (L1 was 63% busy on layer 1,
  * Nsight 20:30). The register set: 8 words a channel and s. Continues emit_conv_brow's load_b
- * after its tile lines (cc, dy, bx, rok). */
+ * after its tile lines (cc, dy, bx, rok, the row start rs). */
 static void emit_conv_brow16(rctx *c, const conv_gen *q, int kstep, int rows, int n)
 {
     mc_strbuf *sb = c->sb;
@@ -1696,9 +1728,7 @@ static void emit_conv_brow16(rctx *c, const conv_gen *q, int kstep, int rows, in
     const kir_view *X = q->X;
     long long sc = (long long)X->stride[1];
     mc_sb_puts(sb, "    const int e0 = bx & ~7, s = bx - e0;\n");
-    mc_sb_printf(sb, "    const uint4 *pw = reinterpret_cast<const uint4 *>(xa_ + (rok ? pbv_ + (%s)cc * (%s)%lld + "
-                     "(%s)dy * (%s)%lld + e0 : (%s)0));\n",
-                 I, I, (long long)q->BK * sc, I, I, (long long)X->stride[2], I);
+    mc_sb_printf(sb, "    const uint4 *pw = reinterpret_cast<const uint4 *>(xa_ + (rok ? rs + e0 : (%s)0));\n", I);
     mc_sb_printf(sb, "    const bool ok0 = rok && (unsigned)e0 < %lluu, ok1 = rok && s != 0 && (unsigned)(e0 + 8) < %lluu;\n",
                  (unsigned long long)cv->w, (unsigned long long)cv->w);
     mc_sb_printf(sb, "#pragma unroll\n    for (int j = 0; j < %d; ++j) {\n", rows);
@@ -1735,30 +1765,26 @@ static void emit_conv_brow(rctx *c, const conv_gen *q, int Vk)
     const kir_conv *cv = q->cv;
     const kir_view *X = q->X;
     int V = Vk == 16 ? 8 : Vk;
-    long long O = (long long)(cv->oh * cv->ow), sc = (long long)X->stride[1];
-    int TP = q->BN / V, kstep = q->T * V / q->BN, rows = q->BK / kstep, NW = V / 2 + 1, n = conv_brow_regs(q);
-    mc_sb_printf(sb, "  const int bnv_ = (tid %% %d) * %d, bkv_ = tid / %d;\n", TP, V, TP);
-    mc_sb_printf(sb, "  const %s pix_v_ = n0 + bnv_, img_v_ = pix_v_ / %lld, o_v_ = pix_v_ - img_v_ * %lld;\n", I, O, O);
-    mc_sb_printf(sb, "  const bool ok_v_ = pix_v_ < (%s)%s;\n", I, q->P);
-    mc_sb_printf(sb, "  const int iyv_ = ok_v_ ? (int)(o_v_ / %lld) * %lld - %lld : -(1 << 28), ixv_ = (int)(o_v_ %% %lld) - %lld;\n",
-                 (long long)cv->ow, (long long)cv->sh, (long long)cv->ph, (long long)cv->ow, (long long)cv->pw);
-    mc_sb_printf(sb, "  const %s pbv_ = ok_v_ ? (%s)%lld + img_v_ * (%s)%lld + (%s)iyv_ * (%s)%lld + (%s)bkv_ * (%s)%lld : (%s)0;\n",
-                 I, I, (long long)X->offset, I, (long long)X->stride[0], I, I, (long long)X->stride[2], I, I, sc, I);
+    long long sc = (long long)X->stride[1];
+    int kstep, rows = emit_conv_bmap(sb, q, V, &kstep), NW = V / 2 + 1, n = conv_brow_regs(q);
+    emit_conv_pixels(c, q, 1); /* the group's first pixel (the others follow along its row) */
     mc_sb_printf(sb, "  auto load_b = [&](int kt, unsigned (&rb)[%d]) {\n", n);
-    /* the tile's window position; bx: the first element's column (may be negative) */
+    /* the tile's window position; bx: the first element's column (may be negative); the row
+     * start rs: pbv_ is at column ixv_ */
     long long khw = (long long)(cv->kh * cv->kw);
     mc_sb_printf(sb, "    const int cc = kt / %lld, r = kt - cc * %lld, dy = (r / %lld) * %lld, dx = (r %% %lld) * %lld;\n", khw,
                  khw, (long long)cv->kw, (long long)cv->dh, (long long)cv->kw, (long long)cv->dw);
-    mc_sb_printf(sb, "    const int bx = ixv_ + dx;\n    const bool rok = (unsigned)(iyv_ + dy) < %lluu;\n",
+    mc_sb_printf(sb, "    const int bx = ixv_[0] + dx;\n    const bool rok = (unsigned)(iyv_[0] + dy) < %lluu;\n",
                  (unsigned long long)cv->h);
+    mc_sb_printf(sb, "    const %s rs = pbv_[0] - ixv_[0] + (%s)cc * (%s)%lld + (%s)dy * (%s)%lld;\n", I, I, I,
+                 (long long)q->BK * sc, I, I, (long long)X->stride[2]);
     if (Vk == 16) {
         emit_conv_brow16(c, q, kstep, rows, n);
         return;
     }
     /* e0 the even column at or below bx */
-    mc_sb_printf(sb, "    const int e0 = bx & ~1;\n    const unsigned *pw = reinterpret_cast<const unsigned *>(xa_ + (rok ? pbv_ + (%s)cc * (%s)%lld + "
-                     "(%s)dy * (%s)%lld + e0 : (%s)0));\n",
-                 I, I, (long long)q->BK * sc, I, I, (long long)X->stride[2], I);
+    mc_sb_printf(sb, "    const int e0 = bx & ~1;\n    const unsigned *pw = reinterpret_cast<const unsigned *>(xa_ + (rok ? rs + e0 : (%s)0));\n",
+                 I);
     mc_sb_printf(sb, "#pragma unroll\n    for (int i = 0; i < %d; ++i) {\n", NW);
     mc_sb_printf(sb, "      const bool ok = rok && (unsigned)(e0 + 2 * i) < %lluu && (i < %d || (bx & 1));\n",
                  (unsigned long long)cv->w, NW - 1);
@@ -1789,19 +1815,9 @@ static void emit_conv_chunk(rctx *c, const conv_gen *q, int V)
     const char *I = c->I;
     const kir_conv *cv = q->cv;
     const kir_view *X = q->X;
-    long long O = (long long)(cv->oh * cv->ow), khw = (long long)(cv->kh * cv->kw), sc = (long long)X->stride[1];
-    int TP = q->BN / V, kstep = q->T * V / q->BN, rows = q->BK / kstep, n = rows * V;
-    mc_sb_printf(sb, "  const int bnv_ = (tid %% %d) * %d, bkv_ = tid / %d;\n", TP, V, TP);
-    mc_sb_printf(sb, "  int iyv_[%d], ixv_[%d];\n  %s pbv_[%d];\n#pragma unroll\n  for (int e = 0; e < %d; ++e) {\n", V, V, I,
-                 V, V);
-    mc_sb_printf(sb, "    const %s pix = n0 + bnv_ + e, img = pix / %lld, o = pix - img * %lld;\n", I, O, O);
-    mc_sb_printf(sb, "    const int iy = (int)(o / %lld) * %lld - %lld, ix = (int)(o %% %lld) * %lld - %lld;\n",
-                 (long long)cv->ow, (long long)cv->sh, (long long)cv->ph, (long long)cv->ow, (long long)cv->sw,
-                 (long long)cv->pw);
-    mc_sb_printf(sb, "    const bool ok = pix < (%s)%s;\n    iyv_[e] = ok ? iy : -(1 << 28);\n    ixv_[e] = ix;\n", I, q->P);
-    mc_sb_printf(sb, "    pbv_[e] = ok ? (%s)%lld + img * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld + (%s)bkv_ * (%s)%lld : (%s)0;\n  }\n",
-                 I, (long long)X->offset, I, (long long)X->stride[0], I, I, (long long)X->stride[2], I, I,
-                 (long long)X->stride[3], I, I, sc, I);
+    long long khw = (long long)(cv->kh * cv->kw), sc = (long long)X->stride[1];
+    int kstep, rows = emit_conv_bmap(sb, q, V, &kstep), n = rows * V;
+    emit_conv_pixels(c, q, V);
     mc_sb_printf(sb, "  auto load_b = [&](int kt, unsigned short (&rb)[%d]) {\n", n);
     mc_sb_printf(sb, "    const int cc = kt / %lld, r = kt - cc * %lld, dy = (r / %lld) * %lld, dx = (r %% %lld) * %lld;\n", khw,
                  khw, (long long)cv->kw, (long long)cv->dh, (long long)cv->kw, (long long)cv->dw);
