@@ -1580,7 +1580,7 @@ typedef struct {
     const char *S; /* the K split: a literal, or S_.v[i] (render_conv_mma) */
     bool avec, ktab, chunk; /* chunk: emit_conv_chunk's loads (ktab then off) */
     bool clast;             /* x's channels contiguous: emit_conv_clast's B by cp.async, [BN][BK] */
-    int brow;               /* > 0: emit_conv_chunk loads rows of brow pixels as 4-byte words (conv_brow) */
+    int brow;               /* conv_brow: rows of 8 or 4 pixels by 4-byte words, 16: of 8 by 16-byte chunks */
     int64_t M, K;
     const char *P; /* the pixels N OH OW: a literal, or S_.v[i] (render_conv_mma) */
     const kir_view *A, *X;
@@ -2085,9 +2085,11 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
     /* the loop, unrolled D times so that every register set is named. MINIC_CUDA_CONV_EARLY=1 (for
      * experiments, not measured yet): tile rr + 1's registers stored before tile rr's mma, not
      * after (its buffer is free: it held tile rr - D, read before the last sync; its loads were
-     * issued an iteration ago), so that one register set, not two, is live across the mma: ~20
-     * to 32 registers less, where the mma's sums already take 64 (layer 1's 165 registers left 3
-     * CTAs an SM). The price: the store waits for loads one mma tile old, not two. */
+     * issued an iteration ago), so that one register set, not two, is live across the mma, where
+     * the mma's sums already take 64 (layer 1's 165 registers left 3 CTAs an SM). ptxas left
+     * alone keeps ~165 either way; what drops is the need: with MINIC_CUDA_CONV_MINB=4 and BROW
+     * layer 1 spills 24 bytes, not 40. The price: the store waits for loads one mma tile old,
+     * not two. */
     const char *ee = getenv("MINIC_CUDA_CONV_EARLY");
     bool early = ee && strcmp(ee, "1") == 0 && !(q->clast && q->avec);
     mc_sb_printf(sb, "  for (int r0 = 0; r0 < nkt; r0 += %d) {\n", D);
