@@ -918,6 +918,90 @@ static void test_implicit_conv_kchunk(void **state)
     }
 }
 
+/* The knobs of issue 20 (timed on the GPU by the lead, off by default): MINIC_CUDA_CONV_BROW=1
+ * (the chunked loop reads rows of 8 or 4 pixels as 4-byte words, where the conv steps 1 along
+ * x's rows and OW allows), MINIC_CUDA_CONV_SMALL=1 (64x64 tiles and a K split up to four CTAs
+ * an SM for small grids), MINIC_CUDA_CONV_MINB=4 (__launch_bounds__ asking 4 CTAs an SM),
+ * MINIC_CUDA_CONV_EARLY=1 (the next tile's registers stored before the mma),
+ * MINIC_CUDA_CONV_CLAST_INC=1 (the stem's window positions decoded once a tile), and
+ * MINIC_CUDA_CONV_BROW=2 (rows of 8 pixels by 16-byte chunks): every
+ * kernel compiles with NVRTC at every depth, f16 and bf16, a symbolic batch, the stem. */
+static void test_implicit_conv_knobs(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *x, *w, *attrs, *dt, *tile;
+        int co, stages, bm, bn, split, brow; /* bm, split 0: not checked; brow 8, 4, 0 */
+    } cases[] = {
+        {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "f16", NULL, 64, 0, 64, 128, 1, 8},
+        {"32, 128, 28, 28", "128, 128, 3, 3", "padding=[1, 1]", "bf16", NULL, 128, 4, 64, 128, 1, 4},
+        {"32, 256, 14, 14", "256, 256, 3, 3", "padding=[1, 1]", "f16", NULL, 256, 0, 64, 64, 2, 0},
+        {"32, 512, 7, 7", "512, 512, 3, 3", "padding=[1, 1]", "bf16", NULL, 512, 0, 64, 64, 3, 0},
+        {"32, 128, 56, 56", "128, 128, 3, 3", "stride=[2, 2], padding=[1, 1]", "f16", NULL, 128, 0, 0, 0, 0, 0},
+        {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "f16", "128x128", 64, 3, 128, 128, 0, 8},
+        {"32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "f16", NULL, 64, 2, 0, 0, 0, 0}, /* the first loop */
+        {"N<=32, 64, 56, 56", "64, 64, 3, 3", "padding=[1, 1]", "f16", NULL, 64, 0, 0, 0, 0, 8},
+        {"N<=32, 512, 7, 7", "512, 512, 3, 3", "padding=[1, 1]", "f16", NULL, 512, 0, 64, 64, 0, 0},
+        {"32, 3, 224, 224", "64, 3, 7, 7", "stride=[2, 2], padding=[3, 3]", "f16", NULL, 64, 0, 64, 128, 1, 0},
+    };
+    setenv("MINIC_CUDA_CONV_BROW", "1", 1);
+    setenv("MINIC_CUDA_CONV_SMALL", "1", 1);
+    setenv("MINIC_CUDA_CONV_MINB", "4", 1);
+    setenv("MINIC_CUDA_CONV_EARLY", "1", 1);
+    setenv("MINIC_CUDA_CONV_CLAST_INC", "1", 1);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        conv_case r = conv_case_compile((mc_compile_options){.conv_kchunk = 32, .conv_clast = true}, cases[i].dt,
+                                        cases[i].x, false, cases[i].w, cases[i].co, cases[i].attrs, cases[i].stages, 0,
+                                        0, cases[i].tile);
+        int nconv = 0;
+        for (int k = 0; k < r.kp->nkernels; k++) {
+            if (!r.pl[k].is_gemm || !r.pl[k].gemm.conv)
+                continue;
+            nconv++;
+            const mc_cuda_gemm_plan *g = &r.pl[k].gemm;
+            const char *src = r.pl[k].code.src.data;
+            if (cases[i].bm && (g->conv_bm != cases[i].bm || g->conv_bn != cases[i].bn))
+                fail_msg("case %d: tile %dx%d", (int)i, g->conv_bm, g->conv_bn);
+            if (cases[i].split && g->conv_split != cases[i].split)
+                fail_msg("case %d: split %d", (int)i, g->conv_split);
+            assert_non_null(strstr(src, ", 4) gemm_conv"));
+            /* EARLY: the register set stored before the mma (the stem has none: B by cp.async) */
+            const char *loop = strstr(src, "for (int r0 = 0;"), *st = loop ? strstr(loop, "store_b(") : NULL;
+            assert_true(cases[i].stages == 2 || !st || st < strstr(loop, "mma_tile(cur)"));
+            assert_true((strstr(src, "__byte_perm(rb[") != NULL) == (cases[i].brow != 0));
+            assert_true((strstr(src, "const int r0 = kt * 8 + ps_") != NULL) == (strstr(cases[i].w, "3, 7, 7") != NULL));
+            if (cases[i].brow)
+                assert_non_null(strstr(src, cases[i].brow == 8 ? "reinterpret_cast<uint4 *>(&Bs[buf]"
+                                                               : "reinterpret_cast<uint2 *>(&Bs[buf]"));
+        }
+        assert_int_equal(nconv, 1);
+        conv_case_free(&r);
+    }
+    /* BROW=2: 16-byte chunks where rows of 8 allow (56x56), else BROW=1's words (28x28) */
+    setenv("MINIC_CUDA_CONV_BROW", "2", 1);
+    static const char *const b16[][2] = {{"32, 64, 56, 56", "64, 64, 3, 3"}, {"N<=32, 64, 56, 56", "64, 64, 3, 3"},
+                                         {"32, 128, 28, 28", "128, 128, 3, 3"}};
+    for (int i = 0; i < 3; i++) {
+        conv_case r = conv_case_compile((mc_compile_options){.conv_kchunk = 32}, i == 1 ? "bf16" : "f16", b16[i][0],
+                                        false, b16[i][1], i == 2 ? 128 : 64, "padding=[1, 1]", i == 1 ? 4 : 0, 0, 0, NULL);
+        int nconv = 0;
+        for (int k = 0; k < r.kp->nkernels; k++)
+            if (r.pl[k].is_gemm && r.pl[k].gemm.conv) {
+                nconv++;
+                const char *src = r.pl[k].code.src.data;
+                assert_true((strstr(src, "const uint4 *pw") != NULL) == (i < 2));
+                assert_non_null(strstr(src, "__byte_perm(rb["));
+            }
+        assert_int_equal(nconv, 1);
+        conv_case_free(&r);
+    }
+    unsetenv("MINIC_CUDA_CONV_BROW");
+    unsetenv("MINIC_CUDA_CONV_SMALL");
+    unsetenv("MINIC_CUDA_CONV_MINB");
+    unsetenv("MINIC_CUDA_CONV_EARLY");
+    unsetenv("MINIC_CUDA_CONV_CLAST_INC");
+}
+
 /* The stem channels-last (mc_compile_options.conv_clast, MINIC_CUDA_CONV_CLAST=1): x padded to
  * 4 (or 8) channels and read as [N, H, W, Cp], the kernel's B by 8- (16-) byte cp.async into a
  * [BN][BK] tile read untransposed, the padded weight rows (K = 196 of 200) by cp.async with a
@@ -1479,6 +1563,7 @@ int main(void)
         cmocka_unit_test(test_implicit_conv_stages),
         cmocka_unit_test(test_implicit_conv_kchunk),
         cmocka_unit_test(test_implicit_conv_clast),
+        cmocka_unit_test(test_implicit_conv_knobs),
         cmocka_unit_test(test_gather_vec_scalar),
         cmocka_unit_test(test_sized_conv_kernels),
 #endif

@@ -319,6 +319,12 @@ static const window_spec window_specs[] = {
     {0, 2, 2, 64, 10, 9, 24, 3, 3, {1, 1}, {2, 2}, {2, 2}, 1, false, true, 1},
     /* 22: 1x1 stride 2 over 96 channels (three chunks), no bias */
     {0, 2, 2, 96, 9, 10, 40, 1, 1, {2, 2}, {0, 0}, {1, 1}, 1, false, false, 0},
+    /* stride 1 along W, W even and OW a multiple of 8 (23) or 4 (24), as MINIC_CUDA_CONV_BROW=1
+     * reads rows of 8 or 4 pixels as 4-byte words (the window's first column odd and even, the
+     * words past the row's ends off): 23: residual, padded; 24: three images, padding 2 and
+     * dilation 2 along H only */
+    {0, 2, 2, 64, 10, 16, 72, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, true, 1},
+    {0, 2, 3, 32, 11, 12, 40, 3, 3, {1, 1}, {2, 1}, {2, 1}, 1, true, true, 0},
 };
 
 static int64_t window_out(int64_t len, int64_t k, int64_t s, int64_t p, int64_t d)
@@ -1012,6 +1018,8 @@ static const op_case cases[] = {
     CASE("conv2d_implicit_split_k_f16", window, F16, 19), CASE("conv2d_implicit_split_k_bf16", window, BF16, 19),
     CASE("conv2d_implicit_c32_stride2_f16", window, F16, 20), CASE("conv2d_implicit_c64_dilated_residual_bf16", window, BF16, 21),
     CASE("conv2d_implicit_1x1_c96_f16", window, F16, 22),
+    CASE("conv2d_implicit_rows8_residual_f16", window, F16, 23),
+    CASE("conv2d_implicit_rows4_dilated_bf16", window, BF16, 24),
     {"graph_conv_block_padded", build_conv_block, NULL, NULL, MC_F32, 0, NULL, NULL, NULL, NULL, 0, false, 0, NULL},
     CASE("maxpool2d", window, F32, 4), CASE("maxpool1d", window, F32, 5), CASE("maxpool2d_bf16", window, BF16, 4),
     CASE("avgpool2d_padded", window, F32, 6), CASE("avgpool1d_padded", window, F32, 7),

@@ -1392,6 +1392,24 @@ static bool render_gemm_dot(rctx *c, mc_cuda_code *out)
  * more), 25.7 MB / 4.8 TB/s = 5.4 us (8.0 us with a residual): compute-bound, ~10 us. */
 #define CONV_BK 32
 
+/* MINIC_CUDA_CONV_SMALL=1 (for experiments, not measured yet): a conv with fewer 64x64 tiles than
+ * four per SM (ResNet-18's layers 3 and 4 at batch 32: 392 and 200) takes 64x64 tiles (warp
+ * tiles 32x32: twice the mma per fragment load of 64x32's 32x16) and a K split up to four CTAs
+ * per SM (layer 4: 3 ways, 600 CTAs of 48 K tiles; layer 3: 2 ways, 784 CTAs of 36), where by
+ * default a grid below two CTAs per SM takes 64x32 tiles (layer 4: 392 CTAs, ~3 an SM, achieved
+ * occupancy 18%, Nsight 20:30) and is split only below two per SM. The split's price: each
+ * part's f32 sums added into a region of M x pixels floats (red.global.add, in L2; 3.2 MB a
+ * part for layer 4), the last CTA of a tile reading them back and zeroing them.
+ * MINIC_CUDA_CONV_SMALL=N (2 to 8): N CTAs an SM wanted, not four (the split rounds up: layer 4
+ * at N = 3 2 ways, 400 CTAs, one wave at 3 an SM; at N = 4, 600 CTAs, more than the 528 that
+ * 4 an SM hold). Returns the CTAs an SM wanted, 0 where the knob is off. */
+static int conv_small(void)
+{
+    const char *e = getenv("MINIC_CUDA_CONV_SMALL");
+    int n = e ? atoi(e) : 0;
+    return n == 1 ? 4 : n >= 2 && n <= 8 ? n : 0;
+}
+
 void mc_cuda_conv_tile(int64_t m, int64_t pixels, int sms, int *bm, int *bn)
 {
     /* the first with two tiles per SM or more, else the last: 64x32 for ResNet-18's last stage
@@ -1405,6 +1423,10 @@ void mc_cuda_conv_tile(int64_t m, int64_t pixels, int sms, int *bm, int *bn)
     if (e && sscanf(e, "%dx%d", &em, &en) == 2 && (em == 32 || em == 64 || em == 128) && (en == 32 || en == 64 || en == 128)) {
         *bm = em;
         *bn = en;
+        return;
+    }
+    if (conv_small() && m > 32 && (m + 63) / 64 * ((pixels + 63) / 64) < conv_small() * (int64_t)sms) {
+        *bm = *bn = 64;
         return;
     }
     for (int t = 0; t < 4; t++) {
@@ -1427,12 +1449,12 @@ static void conv_split_plan(const kir_kernel *k, int sms, mc_cuda_gemm_plan *p)
      * K split in up to four, each part at least 8 K tiles, so that every SM has two CTAs or more.
      * MINIC_CUDA_CONV_SPLITK=S: S ways for every conv (1: never), for experiments. */
     const char *e = getenv("MINIC_CUDA_CONV_SPLITK");
-    int s = 1, least = 8;
+    int s = 1, least = 8, per = conv_small() && p->conv_bm == 64 && p->conv_bn == 64 ? conv_small() : 2; /* CTAs an SM */
     if (e && atoi(e) >= 1) {
         s = atoi(e);
         least = 4;
-    } else if (tiles < 2 * (int64_t)sms) {
-        s = (int)((2 * (int64_t)sms + tiles - 1) / tiles);
+    } else if (tiles < per * (int64_t)sms) {
+        s = (int)((per * (int64_t)sms + tiles - 1) / tiles);
     }
     if (s > 8)
         s = 8;
@@ -1558,6 +1580,7 @@ typedef struct {
     const char *S; /* the K split: a literal, or S_.v[i] (render_conv_mma) */
     bool avec, ktab, chunk; /* chunk: emit_conv_chunk's loads (ktab then off) */
     bool clast;             /* x's channels contiguous: emit_conv_clast's B by cp.async, [BN][BK] */
+    int brow;               /* conv_brow: rows of 8 or 4 pixels by 4-byte words, 16: of 8 by 16-byte chunks */
     int64_t M, K;
     const char *P; /* the pixels N OH OW: a literal, or S_.v[i] (render_conv_mma) */
     const kir_view *A, *X;
@@ -1565,6 +1588,17 @@ typedef struct {
 } conv_gen;
 
 static void emit_conv_store_b(mc_strbuf *sb, int n, int rows, int kstep, int V);
+
+/* The B loads' thread map of emit_conv_bvec, _chunk and _brow: thread tid owns V neighbouring
+ * pixels bnv_ .. + V - 1 of the tile and K rows bkv_ + j * kstep of a tile, j < rows (returned). */
+static int emit_conv_bmap(mc_strbuf *sb, const conv_gen *q, int V, int *kstep)
+{
+    int TP = q->BN / V;
+    *kstep = q->T * V / q->BN;
+    mc_sb_printf(sb, "  const int bnv_ = (tid %% %d) * %d, bkv_ = tid / %d;\n", TP, V, TP);
+    return q->BK / *kstep;
+}
+
 
 /* load_b and store_b of the deeper loop with V pixels per thread (conv_bvec): thread tid owns
  * pixels n0 + bnv_ .. + V - 1 (each decoded here) and K rows bkv_ + j * kstep of a tile. The
@@ -1577,8 +1611,7 @@ static void emit_conv_bvec(rctx *c, const conv_gen *q, int V)
     const kir_conv *cv = q->cv;
     const kir_view *X = q->X;
     int64_t O = cv->oh * cv->ow;
-    int TP = q->BN / V, kstep = q->T * V / q->BN, rows = q->BK / kstep, n = rows * V;
-    mc_sb_printf(sb, "  const int bnv_ = (tid %% %d) * %d, bkv_ = tid / %d;\n", TP, V, TP);
+    int kstep, rows = emit_conv_bmap(sb, q, V, &kstep), n = rows * V;
     mc_sb_printf(sb, "  int iyv_[%d], ixv_[%d], pbv_[%d];\n#pragma unroll\n  for (int e = 0; e < %d; ++e) {\n", V, V, V, V);
     mc_sb_printf(sb, "    const %s pix = n0 + bnv_ + e, img = pix / %lld, o = pix - img * %lld;\n", I, (long long)O,
                  (long long)O);
@@ -1619,6 +1652,157 @@ static void emit_conv_store_b(mc_strbuf *sb, int n, int rows, int kstep, int V)
     mc_sb_puts(sb, "    }\n  };\n");
 }
 
+/* The V pixels bnv_ + e of emit_conv_bmap's thread, decoded once: iyv_[e], ixv_[e] their
+ * window's first row and column (iyv_ far negative for a pixel past the end: its loads off),
+ * pbv_[e] the offset in x of that window origin at channel bkv_ (0 past the end). */
+static void emit_conv_pixels(rctx *c, const conv_gen *q, int V)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    const kir_conv *cv = q->cv;
+    const kir_view *X = q->X;
+    long long O = (long long)(cv->oh * cv->ow), sc = (long long)X->stride[1];
+    mc_sb_printf(sb, "  int iyv_[%d], ixv_[%d];\n  %s pbv_[%d];\n#pragma unroll\n  for (int e = 0; e < %d; ++e) {\n", V, V, I,
+                 V, V);
+    mc_sb_printf(sb, "    const %s pix = n0 + bnv_ + e, img = pix / %lld, o = pix - img * %lld;\n", I, O, O);
+    mc_sb_printf(sb, "    const int iy = (int)(o / %lld) * %lld - %lld, ix = (int)(o %% %lld) * %lld - %lld;\n",
+                 (long long)cv->ow, (long long)cv->sh, (long long)cv->ph, (long long)cv->ow, (long long)cv->sw,
+                 (long long)cv->pw);
+    mc_sb_printf(sb, "    const bool ok = pix < (%s)%s;\n    iyv_[e] = ok ? iy : -(1 << 28);\n    ixv_[e] = ix;\n", I, q->P);
+    mc_sb_printf(sb, "    pbv_[e] = ok ? (%s)%lld + img * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld + (%s)bkv_ * (%s)%lld : (%s)0;\n  }\n",
+                 I, (long long)X->offset, I, (long long)X->stride[0], I, I, (long long)X->stride[2], I, I,
+                 (long long)X->stride[3], I, I, sc, I);
+}
+
+/* MINIC_CUDA_CONV_BROW=1 (for experiments, not measured yet): where K goes by chunks and the
+ * conv steps 1 along x's rows, a thread owns V = 8 (else 4) neighbouring pixels of one output row
+ * (OW a multiple of V) and reads each of its channels' V elements as V / 2 + 1 aligned 4-byte
+ * words (V / 2 where the window's first element is even), not V 2-byte loads: a word lies
+ * wholly inside x's row or wholly outside it (W and the row starts even), so one bounds check a
+ * word; store_b shifts each pair out of two words by one byte permute (the selector kept with
+ * the register set) and writes the V pixels as one 8- or 16-byte word. Fewer load
+ * instructions (5 for 8 elements), fewer registers in flight (5 for 8 elements, where the
+ * default keeps one an element), no per-element selects. Returns V, 16 for BROW=2's 16-byte
+ * chunks (emit_conv_brow16, 8 pixels; else BROW=1's words), or 0 where neither applies. */
+static int conv_brow(const rctx *c, const kir_conv *cv, const kir_view *X, int BN, int T, int BK)
+{
+    const char *e = getenv("MINIC_CUDA_CONV_BROW");
+    if (!(e && (strcmp(e, "1") == 0 || strcmp(e, "2") == 0)) || cv->sw != 1 || cv->w % 2 != 0 || X->stride[3] != 1 ||
+        X->offset % 2 != 0 || X->stride[0] % 2 != 0 || X->stride[1] % 2 != 0 || X->stride[2] % 2 != 0 ||
+        c->align[X->buffer] < 4)
+        return 0;
+    /* =2: 16-byte chunks of 8 elements (emit_conv_brow16), where rows and their starts allow */
+    if (strcmp(e, "2") == 0 && cv->w % 8 == 0 && X->offset % 8 == 0 && X->stride[0] % 8 == 0 && X->stride[1] % 8 == 0 &&
+        X->stride[2] % 8 == 0 && c->align[X->buffer] >= 16 && cv->ow % 8 == 0 && BN % 8 == 0 && (T * 8) % BN == 0 &&
+        BK % (T * 8 / BN) == 0)
+        return 16;
+    for (int V = 8; V >= 4; V /= 2)
+        if (cv->ow % V == 0 && BN % V == 0 && (T * V) % BN == 0 && BK % (T * V / BN) == 0)
+            return V;
+    return 0;
+}
+
+/* the words of a register set of emit_conv_brow (q->brow: 8 or 4 pixels by 4-byte words, 16:
+ * 8 pixels by 16-byte chunks): a thread's channels of a tile times its words, then the selector */
+static int conv_brow_regs(const conv_gen *q)
+{
+    int V = q->brow == 16 ? 8 : q->brow, rows = q->BK / (q->T * V / q->BN);
+    return rows * (q->brow == 16 ? 8 : V / 2 + 1) + 1;
+}
+
+/* MINIC_CUDA_CONV_BROW=2 (for experiments, not measured yet): BROW's rows of 8 pixels read as
+ * 16-byte chunks, where x's rows are multiples of 8 elements and start 16-byte aligned (W % 8,
+ * OW % 8: ResNet's 56x56 layer): the 8 elements from column bx lie in the aligned chunks at e0 =
+ * bx & ~7 and e0 + 8 (the second only where s = bx - e0 > 0), each wholly inside or outside the
+ * row; store_b shifts them by s elements: word p of the result is the byte permute of words
+ * s / 2 + p and s / 2 + p + 1, the word offset s / 2 a switch (s is the same for every thread
+ * of a tile: OW % 8 == 0, so no divergence). A warp's loads read each 32-byte sector of its rows
+ * once or twice, where BROW=1's 4-byte words read it up to 5 times (L1 was 63% busy on layer 1,
+ * Nsight 20:30). The register set: 8 words a channel and s. Continues emit_conv_brow's load_b
+ * after its tile lines (cc, dy, bx, rok, the row start rs). */
+static void emit_conv_brow16(rctx *c, const conv_gen *q, int kstep, int rows, int n)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    const kir_conv *cv = q->cv;
+    const kir_view *X = q->X;
+    long long sc = (long long)X->stride[1];
+    mc_sb_puts(sb, "    const int e0 = bx & ~7, s = bx - e0;\n");
+    mc_sb_printf(sb, "    const uint4 *pw = reinterpret_cast<const uint4 *>(xa_ + (rok ? rs + e0 : (%s)0));\n", I);
+    mc_sb_printf(sb, "    const bool ok0 = rok && (unsigned)e0 < %lluu, ok1 = rok && s != 0 && (unsigned)(e0 + 8) < %lluu;\n",
+                 (unsigned long long)cv->w, (unsigned long long)cv->w);
+    mc_sb_printf(sb, "#pragma unroll\n    for (int j = 0; j < %d; ++j) {\n", rows);
+    mc_sb_printf(sb, "      const uint4 a = ok0 ? pw[j * %lld] : make_uint4(0u, 0u, 0u, 0u), b = ok1 ? pw[j * %lld + 1] : "
+                     "make_uint4(0u, 0u, 0u, 0u);\n",
+                 (long long)kstep * sc / 8, (long long)kstep * sc / 8);
+    mc_sb_puts(sb, "      rb[j * 8] = a.x;\n      rb[j * 8 + 1] = a.y;\n      rb[j * 8 + 2] = a.z;\n      rb[j * 8 + 3] = a.w;\n"
+                   "      rb[j * 8 + 4] = b.x;\n      rb[j * 8 + 5] = b.y;\n      rb[j * 8 + 6] = b.z;\n      rb[j * 8 + 7] = b.w;\n");
+    mc_sb_printf(sb, "    }\n    rb[%d] = (unsigned)s;\n  };\n", n - 1);
+    mc_sb_printf(sb, "  auto store_b = [&](int buf, const unsigned (&rb)[%d]) {\n", n);
+    mc_sb_printf(sb, "    const unsigned sel = rb[%d] & 1u ? 0x5432u : 0x3210u;\n    switch (rb[%d] >> 1) {\n", n - 1, n - 1);
+    for (int k = 0; k < 4; k++) { /* the word offset s / 2: case k (3: default) */
+        if (k < 3)
+            mc_sb_printf(sb, "    case %d:\n", k);
+        else
+            mc_sb_puts(sb, "    default:\n");
+        mc_sb_printf(sb, "#pragma unroll\n      for (int j = 0; j < %d; ++j)\n", rows);
+        mc_sb_printf(sb, "        *reinterpret_cast<uint4 *>(&Bs[buf][bkv_ + j * %d][bnv_]) = make_uint4(", kstep);
+        for (int p = 0; p < 4; p++)
+            mc_sb_printf(sb, "%s__byte_perm(rb[j * 8 + %d], rb[j * 8 + %d], sel)", p ? ", " : "", k + p, k + p + 1);
+        mc_sb_puts(sb, ");\n      break;\n");
+    }
+    mc_sb_puts(sb, "    }\n  };\n");
+}
+
+/* emit_conv_chunk's load_b and store_b by row words (conv_brow): thread tid owns pixels bnv_ ..
+ * + V - 1 (one output row: x's elements ix .. + V - 1 of a row for each window position) and
+ * channels bkv_ + j * kstep of the chunk; its register set holds NW = V / 2 + 1 words a channel,
+ * then the byte permute's selector. */
+static void emit_conv_brow(rctx *c, const conv_gen *q, int Vk)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    const kir_conv *cv = q->cv;
+    const kir_view *X = q->X;
+    int V = Vk == 16 ? 8 : Vk;
+    long long sc = (long long)X->stride[1];
+    int kstep, rows = emit_conv_bmap(sb, q, V, &kstep), NW = V / 2 + 1, n = conv_brow_regs(q);
+    emit_conv_pixels(c, q, 1); /* the group's first pixel (the others follow along its row) */
+    mc_sb_printf(sb, "  auto load_b = [&](int kt, unsigned (&rb)[%d]) {\n", n);
+    /* the tile's window position; bx: the first element's column (may be negative); the row
+     * start rs: pbv_ is at column ixv_ */
+    long long khw = (long long)(cv->kh * cv->kw);
+    mc_sb_printf(sb, "    const int cc = kt / %lld, r = kt - cc * %lld, dy = (r / %lld) * %lld, dx = (r %% %lld) * %lld;\n", khw,
+                 khw, (long long)cv->kw, (long long)cv->dh, (long long)cv->kw, (long long)cv->dw);
+    mc_sb_printf(sb, "    const int bx = ixv_[0] + dx;\n    const bool rok = (unsigned)(iyv_[0] + dy) < %lluu;\n",
+                 (unsigned long long)cv->h);
+    mc_sb_printf(sb, "    const %s rs = pbv_[0] - ixv_[0] + (%s)cc * (%s)%lld + (%s)dy * (%s)%lld;\n", I, I, I,
+                 (long long)q->BK * sc, I, I, (long long)X->stride[2]);
+    if (Vk == 16) {
+        emit_conv_brow16(c, q, kstep, rows, n);
+        return;
+    }
+    /* e0 the even column at or below bx */
+    mc_sb_printf(sb, "    const int e0 = bx & ~1;\n    const unsigned *pw = reinterpret_cast<const unsigned *>(xa_ + (rok ? rs + e0 : (%s)0));\n",
+                 I);
+    mc_sb_printf(sb, "#pragma unroll\n    for (int i = 0; i < %d; ++i) {\n", NW);
+    mc_sb_printf(sb, "      const bool ok = rok && (unsigned)(e0 + 2 * i) < %lluu && (i < %d || (bx & 1));\n",
+                 (unsigned long long)cv->w, NW - 1);
+    mc_sb_printf(sb, "#pragma unroll\n      for (int j = 0; j < %d; ++j)\n        rb[j * %d + i] = ok ? pw[j * %lld + i] : 0u;\n    }\n",
+                 rows, NW, (long long)kstep * sc / 2);
+    mc_sb_printf(sb, "    rb[%d] = bx & 1 ? 0x5432u : 0x3210u;\n  };\n", n - 1);
+    mc_sb_printf(sb, "  auto store_b = [&](int buf, const unsigned (&rb)[%d]) {\n#pragma unroll\n", n);
+    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", rows);
+    mc_sb_printf(sb, "      unsigned w_[%d];\n#pragma unroll\n      for (int p = 0; p < %d; ++p)\n", V / 2, V / 2);
+    mc_sb_printf(sb, "        w_[p] = __byte_perm(rb[j * %d + p], rb[j * %d + p + 1], rb[%d]);\n", NW, NW, n - 1);
+    if (V == 8)
+        mc_sb_printf(sb, "      *reinterpret_cast<uint4 *>(&Bs[buf][bkv_ + j * %d][bnv_]) = make_uint4(w_[0], w_[1], w_[2], w_[3]);\n",
+                     kstep);
+    else
+        mc_sb_printf(sb, "      *reinterpret_cast<uint2 *>(&Bs[buf][bkv_ + j * %d][bnv_]) = make_uint2(w_[0], w_[1]);\n", kstep);
+    mc_sb_puts(sb, "    }\n  };\n");
+}
+
 /* load_b and store_b where K goes by chunks of BK channels (kir_conv.kc = BK): a K tile is one
  * window position (ky, kx) over BK channels, so a pixel's bounds are checked once a tile and
  * its BK elements lie at fixed distances (the channel stride) from one address: one load an
@@ -1631,19 +1815,9 @@ static void emit_conv_chunk(rctx *c, const conv_gen *q, int V)
     const char *I = c->I;
     const kir_conv *cv = q->cv;
     const kir_view *X = q->X;
-    long long O = (long long)(cv->oh * cv->ow), khw = (long long)(cv->kh * cv->kw), sc = (long long)X->stride[1];
-    int TP = q->BN / V, kstep = q->T * V / q->BN, rows = q->BK / kstep, n = rows * V;
-    mc_sb_printf(sb, "  const int bnv_ = (tid %% %d) * %d, bkv_ = tid / %d;\n", TP, V, TP);
-    mc_sb_printf(sb, "  int iyv_[%d], ixv_[%d];\n  %s pbv_[%d];\n#pragma unroll\n  for (int e = 0; e < %d; ++e) {\n", V, V, I,
-                 V, V);
-    mc_sb_printf(sb, "    const %s pix = n0 + bnv_ + e, img = pix / %lld, o = pix - img * %lld;\n", I, O, O);
-    mc_sb_printf(sb, "    const int iy = (int)(o / %lld) * %lld - %lld, ix = (int)(o %% %lld) * %lld - %lld;\n",
-                 (long long)cv->ow, (long long)cv->sh, (long long)cv->ph, (long long)cv->ow, (long long)cv->sw,
-                 (long long)cv->pw);
-    mc_sb_printf(sb, "    const bool ok = pix < (%s)%s;\n    iyv_[e] = ok ? iy : -(1 << 28);\n    ixv_[e] = ix;\n", I, q->P);
-    mc_sb_printf(sb, "    pbv_[e] = ok ? (%s)%lld + img * (%s)%lld + (%s)iy * (%s)%lld + (%s)ix * (%s)%lld + (%s)bkv_ * (%s)%lld : (%s)0;\n  }\n",
-                 I, (long long)X->offset, I, (long long)X->stride[0], I, I, (long long)X->stride[2], I, I,
-                 (long long)X->stride[3], I, I, sc, I);
+    long long khw = (long long)(cv->kh * cv->kw), sc = (long long)X->stride[1];
+    int kstep, rows = emit_conv_bmap(sb, q, V, &kstep), n = rows * V;
+    emit_conv_pixels(c, q, V);
     mc_sb_printf(sb, "  auto load_b = [&](int kt, unsigned short (&rb)[%d]) {\n", n);
     mc_sb_printf(sb, "    const int cc = kt / %lld, r = kt - cc * %lld, dy = (r / %lld) * %lld, dx = (r %% %lld) * %lld;\n", khw,
                  khw, (long long)cv->kw, (long long)cv->dh, (long long)cv->kw, (long long)cv->dw);
@@ -1706,6 +1880,49 @@ static void emit_conv_clast_slots(rctx *c, const conv_gen *q, int per, long long
     mc_sb_puts(sb, "    }\n  };\n");
 }
 
+/* MINIC_CUDA_CONV_CLAST_INC=1 (for experiments, not measured yet): emit_conv_clast's window
+ * positions decoded once a tile, not once a load, where a slot is a whole window position (the
+ * stem: 4 or 8 channels) and a thread's slots of a tile, step apart, wrap to the next window
+ * row at most once (the 7x7 stem: 8 consecutive positions): its first position (ky0, kx0) by
+ * one division, then each slot's row, column and address from those and a compile-time
+ * offset, and one compare for the wrap. The pixel's own row start is computed once. */
+static bool clast_inc(void)
+{
+    const char *e = getenv("MINIC_CUDA_CONV_CLAST_INC");
+    return e && strcmp(e, "1") == 0;
+}
+
+/* emit_conv_clast's load_b by clast_inc (after its per-pixel declarations pn_ .. pbase_) */
+static void emit_conv_clast_inc(rctx *c, const conv_gen *q, int per, int step, int slots, long long ch)
+{
+    mc_strbuf *sb = c->sb;
+    const char *I = c->I;
+    const kir_conv *cv = q->cv;
+    const kir_view *X = q->X;
+    long long khw = (long long)(cv->kh * cv->kw), kw = (long long)cv->kw, s2 = (long long)X->stride[2],
+              s3 = (long long)X->stride[3];
+    /* (the pixel's window origin; 0 for a pixel past the end, whose loads are off) */
+    mc_sb_printf(sb, "  const %s pp_ = pok_ ? pbase_ + (%s)piy_ * (%s)%lld + (%s)pix_x_ * (%s)%lld : (%s)0;\n", I, I, I, s2, I, I,
+                 s3, I);
+    mc_sb_puts(sb, "  auto load_b = [&](int kt, int buf) {\n");
+    mc_sb_printf(sb, "    const int r0 = kt * %d + ps_, ky0 = r0 / %lld, kx0 = r0 - ky0 * %lld;\n", per, kw, kw);
+    mc_sb_printf(sb, "    const int iy0 = piy_ + ky0 * %lld, ix0 = pix_x_ + kx0 * %lld;\n", (long long)cv->dh,
+                 (long long)cv->dw);
+    mc_sb_printf(sb, "    const %s p0 = pp_ + (%s)(ky0 * %lld + kx0 * %lld);\n#pragma unroll\n", I, I, (long long)cv->dh * s2,
+                 (long long)cv->dw * s3);
+    mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", slots);
+    /* w: this slot past the window row's end, so on the next row */
+    mc_sb_printf(sb, "      const bool w = kx0 + j * %d >= %lld;\n", step, kw);
+    mc_sb_printf(sb, "      const int iy = iy0 + (w ? %lld : 0), ix = ix0 + j * %lld - (w ? %lld : 0);\n", (long long)cv->dh,
+                 (long long)step * cv->dw, kw * cv->dw);
+    mc_sb_printf(sb, "      const bool ok = r0 + j * %d < %lld && (unsigned)iy < %lluu && (unsigned)ix < %lluu;\n", step, khw,
+                 (unsigned long long)cv->h, (unsigned long long)cv->w);
+    mc_sb_printf(sb, "      mc_cp%lld(&Bs[buf][pn_][(ps_ + j * %d) * %lld], ok ? xa_ + p0 + (%s)(j * %lld + (w ? %lld : 0)) : xa_, "
+                     "ok ? %lld : 0);\n",
+                 2 * ch, step, ch, I, (long long)step * cv->dw * s3, (long long)cv->dh * s2 - kw * cv->dw * s3, 2 * ch);
+    mc_sb_puts(sb, "    }\n  };\n");
+}
+
 /* load_b where x's channels are contiguous (kir_conv.kc = c, 4 or a multiple of 8, channel
  * stride 1: a channels-last x (MINIC_CUDA_CONV_CLAST=0: none): the padded stem, or an x given
  * as the transpose of an NHWC tensor): K by window positions of c channels, so 4 or 8 channels of a
@@ -1736,6 +1953,10 @@ static void emit_conv_clast(rctx *c, const conv_gen *q)
                  (long long)cv->pw);
     mc_sb_printf(sb, "  const %s pbase_ = pok_ ? (%s)%lld + pim_ * (%s)%lld : (%s)0;\n", I, I, (long long)X->offset, I,
                  (long long)X->stride[0], I);
+    if (clast_inc() && G == 1 && (slots - 1) * step <= cv->kw) {
+        emit_conv_clast_inc(c, q, per, step, slots, ch);
+        return;
+    }
     mc_sb_puts(sb, "  auto load_b = [&](int kt, int buf) {\n#pragma unroll\n");
     mc_sb_printf(sb, "    for (int j = 0; j < %d; ++j) {\n", slots);
     mc_sb_printf(sb, "      const int s = ps_ + j * %d, gs = kt * %d + s, r = gs / %lld, cg = gs - r * %lld, ky = r / %lld, kx = r - ky * %lld;\n",
@@ -1764,6 +1985,8 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
     bool cpa = q->avec || q->clast; /* a cp.async group a tile */
     if (q->clast)
         emit_conv_clast(c, q);
+    else if (q->brow)
+        emit_conv_brow(c, q, q->brow);
     else if (q->chunk)
         emit_conv_chunk(c, q, V);
     else if (V > 1)
@@ -1827,7 +2050,9 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
     mc_sb_printf(sb, "  const int kt0 = bs_ * %lld / %s, kt1 = (bs_ + 1) * %lld / %s, nkt = kt1 - kt0;\n", (long long)nk,
                  q->S, (long long)nk, q->S);
     for (int u = 0; u < D; u++) {
-        if (!q->clast)
+        if (q->brow) /* (emit_conv_brow's words and selector) */
+            mc_sb_printf(sb, "  unsigned rb%d_[%d];\n", u, conv_brow_regs(q));
+        else if (!q->clast)
             mc_sb_printf(sb, "  unsigned short rb%d_[%d];\n", u, q->nb_ld);
         if (!q->avec)
             mc_sb_printf(sb, "  unsigned short ra%d_[%d];\n", u, NA);
@@ -1857,7 +2082,16 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
     if (cpa)
         mc_sb_printf(sb, "  asm volatile(\"cp.async.wait_group %d;\\n\" ::: \"memory\");\n", D - 1);
     mc_sb_puts(sb, "  __syncthreads();\n");
-    /* the loop, unrolled D times so that every register set is named */
+    /* the loop, unrolled D times so that every register set is named. MINIC_CUDA_CONV_EARLY=1 (for
+     * experiments, not measured yet): tile rr + 1's registers stored before tile rr's mma, not
+     * after (its buffer is free: it held tile rr - D, read before the last sync; its loads were
+     * issued an iteration ago), so that one register set, not two, is live across the mma, where
+     * the mma's sums already take 64 (layer 1's 165 registers left 3 CTAs an SM). ptxas left
+     * alone keeps ~165 either way; what drops is the need: with MINIC_CUDA_CONV_MINB=4 and BROW
+     * layer 1 spills 24 bytes, not 40. The price: the store waits for loads one mma tile old,
+     * not two. */
+    const char *ee = getenv("MINIC_CUDA_CONV_EARLY");
+    bool early = ee && strcmp(ee, "1") == 0 && !(q->clast && q->avec);
     mc_sb_printf(sb, "  for (int r0 = 0; r0 < nkt; r0 += %d) {\n", D);
     for (int u = 0; u < D; u++) {
         int un = (u + 1) % D;
@@ -1876,13 +2110,16 @@ static void emit_conv_pipelined(rctx *c, const conv_gen *q)
             mc_sb_puts(sb, "      mc_cp_commit();\n");
         if (q->ktab) /* the other parity: load_b above read kt + D's */
             mc_sb_printf(sb, "      fill_tab(kt + %d, (kt + %d) & 1);\n", D + 1, D + 1);
-        mc_sb_puts(sb, "      mma_tile(cur);\n");
+        if (!early)
+            mc_sb_puts(sb, "      mma_tile(cur);\n");
         mc_sb_puts(sb, "      if (rr + 1 < nkt) {\n");
         if (!q->clast)
             mc_sb_printf(sb, "        store_b((rr + 1) %% %d, rb%d_);\n", NB, un);
         if (!q->avec)
             mc_sb_printf(sb, "        store_a((rr + 1) %% %d, ra%d_);\n", NB, un);
         mc_sb_puts(sb, "      }\n");
+        if (early)
+            mc_sb_puts(sb, "      mma_tile(cur);\n");
         if (cpa)
             mc_sb_printf(sb, "      asm volatile(\"cp.async.wait_group %d;\\n\" ::: \"memory\");\n", D - 1);
         mc_sb_puts(sb, "      __syncthreads();\n    }\n");
@@ -2082,7 +2319,8 @@ static bool render_conv_mma(rctx *c, const mc_cuda_gemm_plan *pl, mc_cuda_code *
     int kstep = T / BN;
     if (D > 1) {
         const conv_gen q = {.BM = BM, .BN = BN, .BK = BK, .T = T, .MT = MT, .NT = NT, .nb_ld = nb_ld, .kstep = kstep,
-                            .S = Ss, .D = D, .avec = avec, .ktab = ktab, .chunk = chunk, .clast = clast, .M = M,
+                            .S = Ss, .D = D, .avec = avec, .ktab = ktab, .chunk = chunk, .clast = clast,
+                            .brow = chunk ? conv_brow(c, cv, X, BN, T, BK) : 0, .M = M,
                             .K = K, .P = Ps, .A = A, .X = X, .cv = cv};
         emit_conv_pipelined(c, &q);
     } else {

@@ -49,6 +49,38 @@ CASES = {
                                {"MINIC_CUDA_CONV_CLAST_MAP": "1", "_nhwc": "1", "MINIC_CUDA_CONV_TILE": "128x128"}),
     "slots_c5_s4": (2, 5, 12, 13, 130, 3, 3, (1, 1), (1, 1), (1, 1), "f16",
                     {"MINIC_CUDA_CONV_CLAST_MAP": "1", "MINIC_CUDA_CONV_STAGES": "4", "MINIC_CUDA_CONV_TILE": "64x32"}),
+    # MINIC_CUDA_CONV_BROW=1: rows of 8 (OW 16, 8) or 4 (OW 12) pixels read as 4-byte words
+    "brow_3x3_v8": (2, 64, 10, 16, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", {"MINIC_CUDA_CONV_BROW": "1"}),
+    "brow_3x3_v4_bf16": (3, 32, 9, 12, 40, 3, 3, (1, 1), (1, 1), (1, 1), "bf16", {"MINIC_CUDA_CONV_BROW": "1"}),
+    "brow_dilated_sy2_s4": (2, 32, 13, 10, 24, 3, 3, (2, 1), (2, 3), (2, 2), "f16",
+                            {"MINIC_CUDA_CONV_BROW": "1", "MINIC_CUDA_CONV_STAGES": "4"}),
+    "brow_tile_128_5x5": (2, 64, 9, 8, 130, 5, 5, (1, 1), (2, 2), (1, 1), "f16",
+                          {"MINIC_CUDA_CONV_BROW": "1", "MINIC_CUDA_CONV_TILE": "128x128"}),
+    "brow_tile_64x32_1x3": (2, 64, 6, 8, 72, 1, 3, (1, 1), (0, 1), (1, 1), "bf16",
+                            {"MINIC_CUDA_CONV_BROW": "1", "MINIC_CUDA_CONV_TILE": "64x32"}),
+    # MINIC_CUDA_CONV_BROW=2: rows of 8 pixels as two aligned 16-byte chunks (W, OW multiples of 8);
+    # a 3x7 window padded 3 along W shifts by every s in 0..7 but 4
+    "brow16_3x3": (2, 64, 10, 16, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", {"MINIC_CUDA_CONV_BROW": "2"}),
+    "brow16_3x7_bf16_early": (2, 32, 9, 16, 40, 3, 7, (1, 1), (1, 3), (1, 1), "bf16",
+                              {"MINIC_CUDA_CONV_BROW": "2", "MINIC_CUDA_CONV_EARLY": "1"}),
+    "brow16_tile_128_s4": (2, 64, 9, 24, 130, 3, 3, (1, 1), (1, 1), (1, 1), "f16",
+                           {"MINIC_CUDA_CONV_BROW": "2", "MINIC_CUDA_CONV_TILE": "128x128", "MINIC_CUDA_CONV_STAGES": "4"}),
+    "brow16_falls_back_v4": (3, 32, 9, 12, 40, 3, 3, (1, 1), (1, 1), (1, 1), "bf16", {"MINIC_CUDA_CONV_BROW": "2"}),
+    # MINIC_CUDA_CONV_EARLY=1: the next tile's registers stored before this tile's mma
+    "early_chunk_s4": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16",
+                       {"MINIC_CUDA_CONV_EARLY": "1", "MINIC_CUDA_CONV_STAGES": "4"}),
+    "early_brow_bf16": (2, 64, 10, 16, 72, 3, 3, (1, 1), (1, 1), (1, 1), "bf16",
+                        {"MINIC_CUDA_CONV_EARLY": "1", "MINIC_CUDA_CONV_BROW": "1"}),
+    "early_table_stem": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16", dict(OLD, MINIC_CUDA_CONV_EARLY="1")),
+    # MINIC_CUDA_CONV_CLAST_INC=1: the channels-last window positions decoded once a tile
+    "inc_stem": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16", {"MINIC_CUDA_CONV_CLAST_INC": "1"}),
+    "inc_stem_bf16_s4_early": (2, 3, 23, 21, 72, 7, 7, (2, 2), (3, 3), (1, 1), "bf16",
+                               {"MINIC_CUDA_CONV_CLAST_INC": "1", "MINIC_CUDA_CONV_STAGES": "4", "MINIC_CUDA_CONV_EARLY": "1"}),
+    "inc_stem_t64x128": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16",
+                         {"MINIC_CUDA_CONV_CLAST_INC": "1", "MINIC_CUDA_CONV_TILE": "64x128"}),
+    "inc_c5_3x3": (2, 5, 12, 13, 40, 3, 3, (1, 1), (1, 1), (1, 1), "f16", {"MINIC_CUDA_CONV_CLAST_INC": "1"}),
+    "inc_c5_dilated_t128": (2, 5, 12, 13, 130, 3, 3, (1, 1), (2, 2), (2, 2), "f16",
+                            {"MINIC_CUDA_CONV_CLAST_INC": "1", "MINIC_CUDA_CONV_TILE": "128x64"}),
     "table_3x3": (2, 64, 10, 9, 72, 3, 3, (1, 1), (1, 1), (1, 1), "f16", OLD),
     "table_stem": (2, 3, 23, 23, 16, 7, 7, (2, 2), (3, 3), (1, 1), "f16", OLD),
 }

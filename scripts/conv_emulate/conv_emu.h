@@ -9,6 +9,16 @@ struct alignas(16) int4 { int x, y, z, w; };
 inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
 struct alignas(8) uint2 { unsigned x, y; };
 inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+// the result's byte i is byte (s >> 4i) & 7 of {y, x} (x bytes 0-3, y bytes 4-7)
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s)
+{
+  unsigned long long v = (unsigned long long)y << 32 | x;
+  unsigned r = 0;
+  for (int i = 0; i < 4; i++) r |= (unsigned)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
+  return r;
+}
 struct alignas(8) float2 { float x, y; };
 inline float2 make_float2(float x, float y) { return {x, y}; }
 inline float emu_h2f(uint16_t h) { _Float16 f; memcpy(&f, &h, 2); return (float)f; }
