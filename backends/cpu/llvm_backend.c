@@ -768,7 +768,8 @@ static mc_status run_collective(mc_program *p, cpu_state *s, int i)
                              (char *)s->buffers[out->buffer] + out->offset * size, k->coll.count, d);
 }
 
-static mc_status cpu_run(mc_program *p)
+/* The kernels of a run (prep false), or the prep kernels (kir/kir.h, "Prep kernels"). */
+static mc_status run_kernels(mc_program *p, bool prep)
 {
     cpu_state *s = p->state;
     mc_status st = llvm_target_check_runnable(s->target);
@@ -778,7 +779,9 @@ static mc_status cpu_run(mc_program *p)
     pack_params(p, s);
     s->gather_error[0] = s->gather_error[1] = 0;
     for (int i = 0; i < s->nkernels; i++) {
-        if (p->kernel_clock)
+        if (p->kp->kernels[i].prep != prep)
+            continue;
+        if (p->kernel_clock && !prep)
             p->kernel_clock[2 * i] = mc_now_ms();
         if (p->kp->kernels[i].category == KIR_COLLECTIVE) {
             if ((st = run_collective(p, s, i)) != MC_OK)
@@ -786,11 +789,22 @@ static mc_status cpu_run(mc_program *p)
         } else {
             run_kernel(s, i);
         }
-        if (p->kernel_clock)
+        if (p->kernel_clock && !prep)
             p->kernel_clock[2 * i + 1] = mc_now_ms();
         if (s->gather_error[0] != 0) /* the pool's threads are done: their stores are visible */
             return kir_check_fail(p->kp, p->graph, s->gather_error[0] - 1, s->gather_error[1]);
     }
+    return MC_OK;
+}
+
+/* The dirty flags stay for the run after it, which repacks what it packs of a changed param. */
+static mc_status cpu_prep(mc_program *p) { return run_kernels(p, true); }
+
+static mc_status cpu_run(mc_program *p)
+{
+    mc_status st = run_kernels(p, false);
+    if (st != MC_OK)
+        return st;
     for (int b = 0; b < p->kp->nbuffers; b++)
         if (p->dirty)
             p->dirty[b] = false;
@@ -836,6 +850,7 @@ const mc_backend mc_backend_cpu = {
     .probe = llvm_host_probe,
     .prepare = cpu_prepare,
     .run = cpu_run,
+    .prep = cpu_prep,
     .profile = NULL, /* per-kernel timing: not yet */
     .dump_code = cpu_dump_code,
     .release = cpu_release,
