@@ -35,14 +35,6 @@
 static mc_backend_kind backends[3];
 static int nbackends;
 
-static mc_graph *parse(const char *text)
-{
-    mc_graph *g = NULL;
-    if (mc_graph_parse_string("t.graph", text, &g) != MC_OK)
-        fail_msg("parse: %s", mc_error_message());
-    return g;
-}
-
 static mc_program *compile_with(const mc_graph *g, mc_backend_kind kind, int devices, bool quiet)
 {
     mc_options opt = mc_test_options();
@@ -152,7 +144,7 @@ static const char *const scaled =
 static void test_transpose_scale(void **state)
 {
     (void)state;
-    mc_graph *g = parse(scaled);
+    mc_graph *g = mc_test_parse(scaled);
     for (int i = 0; i < nbackends; i++) {
         mc_program *p = compile_with(g, backends[i], 0, false);
         assert_int_equal(p->kp->nprep, 1);
@@ -208,7 +200,7 @@ static void test_transpose_scale(void **state)
 static void test_output_of_params(void **state)
 {
     (void)state;
-    mc_graph *g = parse("graph out\n"
+    mc_graph *g = mc_test_parse("graph out\n"
                         "param w : f32[6, 8]\n"
                         "t = transpose(w, perm=[1, 0])\n"
                         "s = mul(t, 0.5)\n"
@@ -236,7 +228,7 @@ static void test_output_of_params(void **state)
 static void test_param_from_outputs(void **state)
 {
     (void)state;
-    mc_graph *g = parse("graph fb\n"
+    mc_graph *g = mc_test_parse("graph fb\n"
                         "input x : f32[4, 8]\n"
                         "param w : f32[6, 8]\n"
                         "t = transpose(w, perm=[1, 0])\n"
@@ -244,7 +236,7 @@ static void test_param_from_outputs(void **state)
                         "y = matmul(x, s)\n"
                         "w2 = add(w, 1)\n"
                         "output y, w2\n");
-    mc_graph *src = parse("graph src\ninput a : f32[6, 8]\nb = mul(a, 3)\noutput b\n");
+    mc_graph *src = mc_test_parse("graph src\ninput a : f32[6, 8]\nb = mul(a, 3)\noutput b\n");
     for (int i = 0; i < nbackends; i++) {
         mc_program *p = compile(g, backends[i]), *q = compile(src, backends[i]);
         assert_int_equal(p->kp->nprep, 1);
@@ -286,7 +278,7 @@ static void test_param_from_outputs(void **state)
 static void test_conv_kchunk(void **state)
 {
     (void)state;
-    mc_graph *g = parse("graph cv\n"
+    mc_graph *g = mc_test_parse("graph cv\n"
                         "input x : f16[2, 32, 6, 6]\n"
                         "param w : f16[16, 32, 3, 3]\n"
                         "y = conv(x, w, padding=[1, 1])\n"
@@ -324,7 +316,7 @@ static void test_conv_kchunk(void **state)
 static void test_batchnorm_fold(void **state)
 {
     (void)state;
-    mc_graph *g = parse("graph bn\n"
+    mc_graph *g = mc_test_parse("graph bn\n"
                         "input x : f32[1, 8, 4, 4]\n"
                         "param w : f32[16, 8, 3, 3]\n"
                         "param b : f32[16]\n"
@@ -374,7 +366,7 @@ static void test_batchnorm_fold(void **state)
 static void test_symbolic(void **state)
 {
     (void)state;
-    mc_graph *g = parse("graph sym\n"
+    mc_graph *g = mc_test_parse("graph sym\n"
                         "input x : f32[B<=8, 8]\n"
                         "param w : f32[6, 8]\n"
                         "t = transpose(w, perm=[1, 0])\n"
@@ -393,7 +385,7 @@ static void test_symbolic(void **state)
             char text[256];
             snprintf(text, sizeof text, "graph sym\ninput x : f32[%lld, 8]\nparam w : f32[6, 8]\n"
                      "t = transpose(w, perm=[1, 0])\ns = mul(t, 0.5)\ny = matmul(x, s)\noutput y\n", (long long)sizes[r]);
-            mc_graph *sg = parse(text);
+            mc_graph *sg = mc_test_parse(text);
             v[0].data = values(MC_F32, sizes[r] * 8, 24 + (uint32_t)r, -1, 1);
             assert_int_equal(mc_program_set(p, "x", v[0].data, (size_t)sizes[r] * 8 * sizeof(float)), MC_OK);
             assert_int_equal(mc_program_set(p, "w", v[1].data, 48 * sizeof(float)), MC_OK);
@@ -414,7 +406,7 @@ static void test_symbolic(void **state)
 static void test_parallel(void **state)
 {
     (void)state;
-    mc_graph *g = parse(scaled);
+    mc_graph *g = mc_test_parse(scaled);
     for (int i = 0; i < nbackends; i++) {
         if (backends[i] == MC_BACKEND_CUDA)
             continue; /* one GPU here at most */

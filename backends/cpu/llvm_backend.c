@@ -397,8 +397,7 @@ static char *ir_with_notes(const char *ir, const kir_program *kp, const cpu_kern
 {
     size_t n = strlen(ir) + 1;
     for (int i = 0; i < kp->nkernels; i++)
-        if (kernels[i].same_as >= 0)
-            n += 2 * sizeof kp->kernels[i].name + 64;
+        n += (kernels[i].same_as >= 0 || kp->kernels[i].prep ? 2 * sizeof kp->kernels[i].name : 0) + 160;
     char *text = malloc(n);
     if (!text)
         return NULL;
@@ -407,6 +406,10 @@ static char *ir_with_notes(const char *ir, const kir_program *kp, const cpu_kern
         if (kernels[i].same_as >= 0)
             at += (size_t)snprintf(text + at, n - at, "; kernel %s runs the code of %s (the same function)\n",
                                    kp->kernels[i].name, kp->kernels[kernels[i].same_as].name);
+    for (int i = 0; i < kp->nkernels && at < n; i++)
+        if (kp->kernels[i].prep)
+            at += (size_t)snprintf(text + at, n - at, "; kernel %s is prep: computed from params alone, it runs "
+                                   "when they are bound, not in every run\n", kp->kernels[i].name);
     return text;
 }
 

@@ -1530,7 +1530,8 @@ static mc_status cuda_dump_code(mc_program *p, FILE *out)
     bool prelude = false;
     for (int i = 0; i < kp->nkernels; i++) {
         const mc_cuda_kernel_plan *pl = &plans[i];
-        fprintf(out, "// ---- kernel %d: %s\n", i, kp->kernels[i].name);
+        fprintf(out, "// ---- kernel %d: %s%s\n", i, kp->kernels[i].name,
+                kp->kernels[i].prep ? " (prep: from params alone, runs when they are bound, not in every run)" : "");
         if (kp->kernels[i].category == KIR_COLLECTIVE)
             fprintf(out, "// ncclAllReduce (sum) of %lld elements, on the program's stream\n",
                     (long long)kp->kernels[i].coll.count);
