@@ -757,11 +757,44 @@ static void json_number(FILE *f, double x)
         fputs("null", f);
 }
 
+/* Per kernel: its place among a run's kernels (what the JSON's `kernels`, `members` and the
+ * trace's `kernel` count), or -1 for a prep kernel. malloc'd; NULL when out of memory. */
+static int *run_positions(const mc_profile *prof, int *nrun)
+{
+    int *pos = malloc((size_t)(prof->nkernels > 0 ? prof->nkernels : 1) * sizeof *pos);
+    *nrun = 0;
+    for (int k = 0; pos && k < prof->nkernels; k++)
+        pos[k] = per_run(prof, k) ? (*nrun)++ : -1;
+    return pos;
+}
+
+/* "name", "category", "ops" and "lines" of a kernel's JSON object. */
+static void json_kernel_names(FILE *f, const kir_kernel *kern)
+{
+    fprintf(f, "{ \"name\": ");
+    json_string(f, kern->name);
+    fprintf(f, ", \"category\": ");
+    json_string(f, kernel_category(kern));
+    fprintf(f, ", \"ops\": [");
+    for (int i = 0; i < kern->nops; i++) {
+        fprintf(f, "%s", i ? ", " : "");
+        json_string(f, mc_op_table[kern->ops[i]].name);
+    }
+    fprintf(f, "], \"lines\": [");
+    for (int i = 0; i < kern->nlines; i++)
+        fprintf(f, "%s%d", i ? ", " : "", kern->lines[i]);
+    fprintf(f, "]");
+}
+
 static mc_status write_json(FILE *f, void *ctx)
 {
     const mc_profile *prof = ctx;
     const mc_program *p = prof->program;
     const kir_program *kp = p->kp;
+    int nrun;
+    int *pos = run_positions(prof, &nrun);
+    if (!pos)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
     fprintf(f, "{ \"backend\": ");
     json_string(f, p->backend->name);
     fprintf(f, ", \"device\": ");
@@ -781,6 +814,8 @@ static mc_status write_json(FILE *f, void *ctx)
     int launches = 0;
     for (int k = 0; k < prof->nkernels; k++) {
         const kir_kernel *kern = &kp->kernels[k];
+        if (pos[k] < 0)
+            continue; /* a prep kernel: listed apart (below) */
         mc_kernel_rates r = mc_profile_kernel_rates(prof, k);
         double t = prof->time_us[k];
         if (!isnan(t)) {
@@ -788,19 +823,9 @@ static mc_status write_json(FILE *f, void *ctx)
             timed = true;
         }
         launches += prof->launches[k];
-        fprintf(f, "%s\n    { \"name\": ", k ? "," : "");
-        json_string(f, kern->name);
-        fprintf(f, ", \"category\": ");
-        json_string(f, kernel_category(kern));
-        fprintf(f, ", \"ops\": [");
-        for (int i = 0; i < kern->nops; i++) {
-            fprintf(f, "%s", i ? ", " : "");
-            json_string(f, mc_op_table[kern->ops[i]].name);
-        }
-        fprintf(f, "], \"lines\": [");
-        for (int i = 0; i < kern->nlines; i++)
-            fprintf(f, "%s%d", i ? ", " : "", kern->lines[i]);
-        fprintf(f, "], \"launches\": %d, \"time_us\": ", prof->launches[k]);
+        fprintf(f, "%s\n    ", pos[k] ? "," : "");
+        json_kernel_names(f, kern);
+        fprintf(f, ", \"launches\": %d, \"time_us\": ", prof->launches[k]);
         if (isfinite(t))
             fprintf(f, "%.6g", t); /* even when suspect: never hidden */
         else
@@ -817,8 +842,6 @@ static mc_status write_json(FILE *f, void *ctx)
         json_number(f, r.intensity);
         fprintf(f, ", \"bound\": ");
         json_string(f, r.bound);
-        if (!per_run(prof, k)) /* runs when the params are bound, not in a run: never timed here */
-            fprintf(f, ", \"prep\": true");
         if (kern->category == KIR_COLLECTIVE) {
             fprintf(f, ", \"collective\": { \"op\": \"allreduce\", \"ranks\": %d, \"bytes\": %lld, "
                        "\"algbw_gb_per_s\": ", r.ranks, (long long)r.coll_bytes);
@@ -837,11 +860,18 @@ static mc_status write_json(FILE *f, void *ctx)
     }
     if (timed && isfinite(prof->kernel_sum_us))
         kernel_us = prof->kernel_sum_us;
-    int nprep = 0;
-    for (int k = 0; k < prof->nkernels; k++)
-        nprep += !per_run(prof, k);
-    fprintf(f, "\n  ],\n  \"totals\": { \"kernels\": %d, \"prep_kernels\": %d, \"launches_per_run\": %d, "
-               "\"kernel_time_us\": ", prof->nkernels - nprep, nprep, launches);
+    /* The kernels of params alone, which run when the params are bound, not in a run: never
+     * timed by the profile (docs/FORMAT.md §5). */
+    fprintf(f, "\n  ],\n  \"prep_kernels\": [");
+    for (int k = 0, m = 0; k < prof->nkernels; k++)
+        if (pos[k] < 0) {
+            fprintf(f, "%s\n    ", m++ ? "," : "");
+            json_kernel_names(f, &kp->kernels[k]);
+            fprintf(f, ", \"flops\": %lld, \"bytes\": %lld }", (long long)kp->kernels[k].flops,
+                    (long long)kp->kernels[k].bytes);
+        }
+    fprintf(f, "],\n  \"totals\": { \"kernels\": %d, \"prep_kernels\": %d, \"launches_per_run\": %d, "
+               "\"kernel_time_us\": ", nrun, prof->nkernels - nrun, launches);
     json_number(f, timed ? kernel_us : -1);
     fprintf(f, ", \"wall_time_us\": ");
     json_number(f, prof->wall_us);
@@ -882,7 +912,9 @@ static mc_status write_json(FILE *f, void *ctx)
     fprintf(f, "]");
     fprintf(f, ", \"per_kernel_flops\": [");
     for (int k = 0; k < prof->nkernels; k++) {
-        fprintf(f, "%s", k ? ", " : "");
+        if (pos[k] < 0)
+            continue;
+        fprintf(f, "%s", pos[k] ? ", " : "");
         json_number(f, prof->peak_flops[k] > 0 ? prof->peak_flops[k] : -1);
     }
     fprintf(f, "] },\n  \"groups\": [");
@@ -892,6 +924,7 @@ static mc_status write_json(FILE *f, void *ctx)
     if (!group || !sums) {
         free(group);
         free(sums);
+        free(pos);
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     }
     mc_profile_group_of(prof, group);
@@ -908,11 +941,12 @@ static mc_status write_json(FILE *f, void *ctx)
         fprintf(f, ", \"members\": [");
         for (int k = 0, m = 0; k < n; k++)
             if (group[k] == sums[g].first)
-                fprintf(f, "%s%d", m++ ? ", " : "", k);
+                fprintf(f, "%s%d", m++ ? ", " : "", pos[k]);
         fprintf(f, "] }");
     }
     free(group);
     free(sums);
+    free(pos);
     fprintf(f, "\n  ],\n  \"minic_version\": ");
     json_string(f, MINIC_VERSION_STRING);
     fprintf(f, " }\n");
@@ -986,9 +1020,12 @@ static mc_status write_trace(FILE *f, void *ctx)
     const mc_profile *prof = ctx;
     const mc_program *p = prof->program;
     const kir_program *kp = p->kp;
-    int measured = 0;
+    int measured = 0, nrun;
     for (int k = 0; k < prof->nkernels; k++)
         measured += !isnan(prof->time_us[k]);
+    int *pos = run_positions(prof, &nrun); /* the kernels' numbers in the JSON's list */
+    if (!pos)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
     bool real = prof->events && prof->run_span_us;
     int *lane = NULL, lanes = 1;
     if (real) {
@@ -996,6 +1033,7 @@ static mc_status write_trace(FILE *f, void *ctx)
         lanes = lane ? mc_profile_lanes(prof->events, prof->nevents, lane) : -1;
         if (lanes < 0) {
             free(lane);
+            free(pos);
             return mc_fail(MC_ERR_SYSTEM, "out of memory");
         }
         lanes = lanes > 0 ? lanes : 1;
@@ -1005,7 +1043,7 @@ static mc_status write_trace(FILE *f, void *ctx)
     fprintf(f, ", \"device\": ");
     json_string(f, prof->device[0] ? prof->device : "host");
     fprintf(f, ", \"iters\": %d, \"kernels_timed\": %d, \"kernels\": %d, \"timestamps\": \"%s\", \"clock\": ",
-            prof->iters, measured, prof->nkernels,
+            prof->iters, measured, nrun,
             real ? "real: every kernel of every measured run"
                  : "synthetic: median times laid end to end");
     json_string(f, prof->clock[0] ? prof->clock : "unknown");
@@ -1038,7 +1076,7 @@ static mc_status write_trace(FILE *f, void *ctx)
             json_string(f, kernel_category(kern));
             fprintf(f, ", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": %d, "
                        "\"args\": { \"kernel\": %d, \"run\": %d, \"lane\": %d, \"offset_us\": %.3f",
-                    ev->start_us, ev->end_us - ev->start_us, 2 + lane[e], ev->kernel, ev->run, lane[e],
+                    ev->start_us, ev->end_us - ev->start_us, 2 + lane[e], pos[ev->kernel], ev->run, lane[e],
                     ev->run >= 0 && ev->run < prof->iters ? ev->start_us - prof->run_span_us[2 * ev->run] : 0.0);
             if (ev->function[0]) {
                 fprintf(f, ", \"function\": ");
@@ -1069,12 +1107,13 @@ static mc_status write_trace(FILE *f, void *ctx)
             fprintf(f, ", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 2, "
                        "\"args\": { \"kernel\": %d, \"flops\": %lld, \"bytes\": %lld, \"launches\": %d, "
                        "\"synthetic\": true } }",
-                    ts, t, k, (long long)kern->flops, (long long)kern->bytes, prof->launches[k]);
+                    ts, t, pos[k], (long long)kern->flops, (long long)kern->bytes, prof->launches[k]);
             ts += t;
         }
     }
     fprintf(f, "\n  ] }\n");
     free(lane);
+    free(pos);
     return MC_OK;
 }
 

@@ -452,8 +452,9 @@ static void test_profile_and_dump(void **state)
     size_t n = fread(text, 1, sizeof text - 1, f);
     text[n] = '\0';
     fclose(f);
-    assert_non_null(strstr(text, "\"prep\": true"));
+    assert_non_null(strstr(text, "\"prep_kernels\": [\n    { \"name\": \"pw_fused_transpose_mul_0\""));
     assert_non_null(strstr(text, "\"kernels\": 1, \"prep_kernels\": 1"));
+    assert_null(strstr(text, "\"kernels\": [\n    { \"name\": \"pw_fused_transpose_mul_0\""));
     snprintf(args, sizeof args, "dump %s --stage fused --backend ref", path);
     assert_int_equal(mc_test_minic(args, &out, &err), 0);
     assert_non_null(strstr(out, "# 1 prep kernels"));
