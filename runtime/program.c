@@ -578,12 +578,18 @@ static mc_status compile_program(const mc_graph *g, const mc_options *opt, mc_pr
         mc_program_free(p);
         return st;
     }
-    if (p->kp->nprep > 0 && rank == 0)
-        mc_program_note(p, "%d kernels computed from the params alone run when the params are bound, not in "
-                        "every run (MINIC_HOIST_PARAMS=0: every run)", p->kp->nprep);
+    if (rank == 0)
+        mc_program_note_prep(p, p->kp);
     p->compile_ms = mc_now_ms() - t0;
     *out = p;
     return MC_OK;
+}
+
+void mc_program_note_prep(mc_program *p, const kir_program *kp)
+{
+    if (kp && kp->nprep > 0)
+        mc_program_note(p, "%d kernels computed from the params alone run when the params are bound, not in "
+                        "every run (MINIC_HOIST_PARAMS=0: every run)", kp->nprep);
 }
 
 mc_status mc_program_instantiate(const mc_graph *g, kir_program *kp, const kir_program *sized, const int64_t *values,
