@@ -11,9 +11,9 @@
  * nothing in it depends on the run: no gather (its check reports a run's failure), no
  * collective (it meets the other ranks in a run), no size of a symbol (each binding of a
  * symbolic program shares the kept temps' places, so their values must not depend on the
- * binding). Found as the largest such set: start from every kernel that passes the local
- * tests, then drop those whose reads or writes involve a kernel that is not prep, until
- * nothing changes.
+ * binding). Found by a pass in list order (mark_pass), again only where a temp written in
+ * parts had a later writer that is not prep: linear in the kernels for every graph without such
+ * temps (a chain of 200,000 kernels, tests/test_limits.c).
  */
 #include "passes/passes.h"
 
@@ -52,6 +52,45 @@ static bool alone_ok(const kir_program *kp, const kir_kernel *k)
     return true;
 }
 
+/* One pass in list order (execution order: a value is written before it is read): kernel k is
+ * prep when it is a candidate, reads params or temps whose writers all come before it and are
+ * prep, and writes no temp that a kernel not prep wrote before. Returns how many candidates it
+ * dropped afterwards because a later writer of a temp they write is not prep (a temp written in
+ * parts): the pass runs again without them. */
+static int mark_pass(kir_program *kp, bool *cand, bool *foreign, const int *last_writer, bool *read)
+{
+    for (int b = 0; b < kp->nbuffers; b++)
+        foreign[b] = kp->buffers[b].kind != KBUF_TEMP && kp->buffers[b].kind != KBUF_PARAM;
+    for (int k = 0; k < kp->nkernels; k++) {
+        kir_kernel *q = &kp->kernels[k];
+        bool ok = cand[k];
+        if (ok) {
+            kir_kernel_read_views(q, read);
+            for (int v = 0; v < q->nviews && ok; v++) {
+                int b = q->views[v].buffer;
+                ok = !read[v] || kp->buffers[b].kind == KBUF_PARAM || (!foreign[b] && last_writer[b] < k);
+            }
+        }
+        for (int s = 0; s < q->nstores && ok; s++)
+            ok = !foreign[q->views[q->stores[s].view].buffer];
+        q->prep = ok;
+        for (int s = 0; s < q->nstores && !ok; s++)
+            foreign[q->views[q->stores[s].view].buffer] = true;
+        if (!ok && q->category == KIR_COLLECTIVE)
+            foreign[q->views[q->coll.out].buffer] = true;
+    }
+    int dropped = 0;
+    for (int k = 0; k < kp->nkernels; k++) {
+        const kir_kernel *q = &kp->kernels[k];
+        for (int s = 0; s < q->nstores && q->prep && cand[k]; s++)
+            if (foreign[q->views[q->stores[s].view].buffer]) {
+                cand[k] = false;
+                dropped++;
+            }
+    }
+    return dropped;
+}
+
 void mc_hoist_params(kir_program *kp)
 {
     int nk = kp->nkernels, nb = kp->nbuffers;
@@ -65,48 +104,32 @@ void mc_hoist_params(kir_program *kp)
             maxv = kp->kernels[k].nviews;
     }
     bool *cand = calloc((size_t)nk + 1, sizeof *cand);
-    bool *foreign = calloc((size_t)nb + 1, sizeof *foreign); /* written by a kernel not (or no longer) prep */
+    bool *foreign = calloc((size_t)nb + 1, sizeof *foreign); /* written by a kernel not prep */
+    int *last_writer = malloc(((size_t)nb + 1) * sizeof *last_writer);
     bool *read = calloc((size_t)maxv, sizeof *read);
-    if (!cand || !foreign || !read) { /* out of memory: nothing is hoisted, which is always right */
+    if (!cand || !foreign || !last_writer || !read) { /* out of memory: nothing is hoisted, always right */
         free(cand);
         free(foreign);
+        free(last_writer);
         free(read);
         return;
     }
-    for (int k = 0; k < nk; k++)
-        cand[k] = alone_ok(kp, &kp->kernels[k]);
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (int b = 0; b < nb; b++)
-            foreign[b] = kp->buffers[b].kind != KBUF_TEMP && kp->buffers[b].kind != KBUF_PARAM;
-        for (int k = 0; k < nk; k++) {
-            const kir_kernel *q = &kp->kernels[k];
-            for (int s = 0; s < q->nstores && !cand[k]; s++)
-                foreign[q->views[q->stores[s].view].buffer] = true;
-            if (q->category == KIR_COLLECTIVE && !cand[k])
-                foreign[q->views[q->coll.out].buffer] = true;
-        }
-        for (int k = 0; k < nk; k++) {
-            const kir_kernel *q = &kp->kernels[k];
-            if (!cand[k])
-                continue;
-            bool ok = true;
-            kir_kernel_read_views(q, read);
-            for (int v = 0; v < q->nviews && ok; v++)
-                ok = !read[v] || !foreign[q->views[v].buffer];
-            for (int s = 0; s < q->nstores && ok; s++)
-                ok = !foreign[q->views[q->stores[s].view].buffer];
-            if (!ok) {
-                cand[k] = false;
-                changed = true;
-            }
-        }
+    for (int b = 0; b < nb; b++)
+        last_writer[b] = -1;
+    for (int k = 0; k < nk; k++) {
+        const kir_kernel *q = &kp->kernels[k];
+        cand[k] = alone_ok(kp, q);
+        for (int s = 0; s < q->nstores; s++)
+            last_writer[q->views[q->stores[s].view].buffer] = k;
+        if (q->category == KIR_COLLECTIVE)
+            last_writer[q->views[q->coll.out].buffer] = k;
+    }
+    while (mark_pass(kp, cand, foreign, last_writer, read) > 0) {
     }
     for (int k = 0; k < nk; k++) {
         kir_kernel *q = &kp->kernels[k];
-        if (!cand[k])
+        if (!q->prep)
             continue;
-        q->prep = true;
         kp->nprep++;
         kir_kernel_read_views(q, read);
         for (int v = 0; v < q->nviews; v++)
@@ -115,5 +138,6 @@ void mc_hoist_params(kir_program *kp)
     }
     free(cand);
     free(foreign);
+    free(last_writer);
     free(read);
 }

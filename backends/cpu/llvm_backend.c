@@ -719,13 +719,13 @@ static void run_pack(void *ctx, int64_t begin, int64_t end, int thread)
 }
 
 /* Pack the B operands that are params, where not packed yet or the param changed since (a
- * program without dirty flags repacks every time). */
-static void pack_params(mc_program *p, cpu_state *s)
+ * program without dirty flags repacks every time): of the prep kernels or of a run's. */
+static void pack_params(mc_program *p, cpu_state *s, bool prep)
 {
     for (int i = 0; i < s->nkernels; i++) {
         cpu_kernel *k = &s->kernels[i];
         const llvm_packed_b *pb = &k->info.packed_b;
-        if (!k->packed || (k->packed_valid && p->dirty && !p->dirty[pb->buffer]))
+        if (!k->packed || p->kp->kernels[i].prep != prep || (k->packed_valid && p->dirty && !p->dirty[pb->buffer]))
             continue;
         pack_job j = {.pb = pb, .src = s->buffers[pb->buffer], .dst = k->packed};
         mc_threadpool_run(s->pool, llvm_packed_b_blocks(pb), 1, run_pack, &j);
@@ -779,7 +779,7 @@ static mc_status run_kernels(mc_program *p, bool prep)
     if (st != MC_OK)
         return st;
     bind_buffers(p, s);
-    pack_params(p, s);
+    pack_params(p, s, prep);
     s->gather_error[0] = s->gather_error[1] = 0;
     for (int i = 0; i < s->nkernels; i++) {
         if (p->kp->kernels[i].prep != prep)
@@ -828,7 +828,7 @@ static mc_status cpu_run_kernel(mc_program *p, int kernel)
     if (st != MC_OK)
         return st;
     bind_buffers(p, s); /* the host arrays may have moved (mc_program_share_params) */
-    pack_params(p, s);
+    pack_params(p, s, p->kp->kernels[kernel].prep);
     s->gather_error[0] = 0;
     run_kernel(s, kernel);
     if (s->gather_error[0] != 0)
