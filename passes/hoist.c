@@ -6,7 +6,8 @@
  * gives the temps they write for a run to read a place of their own.
  *
  * A kernel is prep when every buffer it reads is a param or a temp that prep kernels alone
- * write, every buffer it writes is a temp that prep kernels alone write (a temp written in
+ * write, all of them before it in the list (a kernel that reads a temp it writes is not prep),
+ * every buffer it writes is a temp that prep kernels alone write (a temp written in
  * parts, a padding's zeros then a copy of an input into it, is prep only if every part is), and
  * nothing in it depends on the run: no gather (its check reports a run's failure), no
  * collective (it meets the other ranks in a run), no size of a symbol (each binding of a
