@@ -9,6 +9,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+mc_status mc_program_prep_params(mc_program *p)
+{
+    const kir_program *kp = p->kp;
+    if (!kp || kp->nprep == 0 || !p->backend || !p->backend->prep)
+        return MC_OK;
+    for (int b = 0; b < kp->nbuffers && !p->prep_due; b++)
+        if (kp->buffers[b].prep_read && ((p->dirty && p->dirty[b]) || (p->external && p->external[b])))
+            p->prep_due = true;
+    if (!p->prep_due)
+        return MC_OK;
+    mc_status st = p->backend->prep(p);
+    if (st != MC_OK)
+        return st;
+    p->prep_due = false;
+    p->preps++;
+    return MC_OK;
+}
+
 void mc_program_note(mc_program *p, const char *fmt, ...)
 {
     if (!p || p->opt.quiet)

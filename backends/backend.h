@@ -55,6 +55,13 @@ typedef struct mc_backend {
      * (never a stale one), leave outputs in p->host or, with a `download` slot, mark them
      * p->stale (where p->stale is not NULL) for the runtime to read back when asked. */
     mc_status (*run)(mc_program *p);
+    /* Optional: run the kernels marked prep (kir/kir.h, "Prep kernels"), in list order, before
+     * the next run: reading params where p->dirty says they changed, as `run` does (cuda:
+     * uploads and launches queued on the program's stream, outside any CUDA graph, without
+     * waiting; the run queued next on that stream follows them). The runtime calls it through
+     * mc_program_prep_params; `run`, `launch`, `time`, `profile` and `run_kernel` never run a
+     * prep kernel. NULL: the pipeline marks no kernel prep for this backend. */
+    mc_status (*prep)(mc_program *p);
     /* Optional: time every kernel over `iters` runs after a warm-up, into prof. */
     mc_status (*profile)(mc_program *p, int iters, mc_profile *prof);
     /* Optional: median time of one whole execution over `iters` runs after a warm-up, timed on
@@ -231,6 +238,9 @@ struct mc_program {
      * the backend allocates an arena of kp->arena_bytes of its own. */
     mc_shared_arena *arena;
     int64_t runs;             /* completed mc_program_run calls (outputs are valid after one) */
+    bool prep_due;            /* the prep kernels (kp->nprep) have not run since a param they read
+                                 was bound (or since compile): mc_program_prep_params runs them */
+    int64_t preps;            /* times they ran (tests count it) */
     char *notes;              /* mc_program_notes: every note, one per line; NULL when none */
     size_t notes_len;
     void **unread;            /* per graph node: a copy of the value bound to an input or param
@@ -255,6 +265,11 @@ void mc_program_note(mc_program *p, const char *fmt, ...) __attribute__((format(
  * MC_MAX_COMPILE_PHASES names the time goes to the last one) and set *since to now: a compile
  * calls it after each step, so the phases add up to the compile time (backends/backend.c). */
 void mc_program_phase(mc_program *p, const char *name, double *since);
+/* Run p's prep kernels (backend->prep) when they are due: p->prep_due, or a param they read
+ * (kir_buffer.prep_read) dirty or in the caller's memory (which may change behind the
+ * program's back, so they run before every run then). Every run calls it first, and so do the
+ * backends' `time` and `profile` slots before their warm-up (backends/backend.c). */
+mc_status mc_program_prep_params(mc_program *p);
 /* The host memory of shared arena a (ref, cpu), allocated by the first binding that asks:
  * 64-byte aligned, zeroed lazily by calloc (no memset of a large arena), released by
  * a->release. NULL with the message set when out of memory (backends/backend.c). */

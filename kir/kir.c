@@ -44,6 +44,25 @@ bool kir_kernel_scans(const kir_kernel *k)
     return false;
 }
 
+void kir_kernel_read_views(const kir_kernel *k, bool *read)
+{
+    for (int v = 0; v < k->nviews; v++)
+        read[v] = false;
+    for (int i = 0; i < k->ncode; i++)
+        if (k->code[i].kind == KI_LOAD || k->code[i].kind == KI_GATHER)
+            read[k->code[i].view] = true;
+    if (k->category == KIR_GEMM) {
+        read[k->gemm.a] = read[k->gemm.b] = true;
+    } else if (k->category == KIR_ATTENTION) {
+        read[k->attn.q] = read[k->attn.k] = read[k->attn.v] = true;
+        for (int s = 0; s < k->attn.nsteps; s++)
+            if (k->attn.steps[s].view >= 0)
+                read[k->attn.steps[s].view] = true;
+    } else if (k->category == KIR_COLLECTIVE) {
+        read[k->coll.in] = true;
+    }
+}
+
 bool kir_attention_band_keeps(const kir_attention *a, int64_t i, int64_t j)
 {
     for (int s = 0; s < a->nsteps; s++) {
@@ -389,6 +408,8 @@ void kir_print_kernel(const kir_program *kp, const kir_kernel *k, const mc_graph
             fprintf(out, " %d", k->lines[i]);
     }
     fprintf(out, "  flops: %lld  bytes: %lld\n", (long long)k->flops, (long long)k->bytes);
+    if (k->prep)
+        fprintf(out, "  prep: computed from params alone, runs when they are bound, not in every run\n");
     if (k->category == KIR_GEMM)
         fprintf(out, "  gemm: m %lld n %lld k %lld  a v%d  b v%d%s\n", (long long)k->gemm.m,
                 (long long)k->gemm.n, (long long)k->gemm.k, k->gemm.a, k->gemm.b,
@@ -435,6 +456,9 @@ void kir_print(const kir_program *kp, const mc_graph *g, FILE *out)
             kp->nkernels, kp->nbuffers, (long long)kp->arena_bytes,
             (long long)kp->unplanned_bytes);
     fprintf(out, "# total flops %lld, bytes %lld\n", (long long)flops, (long long)bytes);
+    if (kp->nprep > 0)
+        fprintf(out, "# %d prep kernels: computed from params alone, they run when the params are bound, not in "
+                "every run\n", kp->nprep);
     for (int n = 0; n < kp->nnotes; n++)
         fprintf(out, "# %s\n", kp->notes[n]);
     fprintf(out, "buffers:\n");
@@ -445,8 +469,8 @@ void kir_print(const kir_program *kp, const mc_graph *g, FILE *out)
         fprintf(out, " %s %s[%lld]", buffer_kind_name(buf->kind), mc_dtype_name(buf->dtype),
                 (long long)buf->numel);
         if (buf->kind == KBUF_TEMP)
-            fprintf(out, " at %lld, live kernels %d..%d", (long long)buf->offset, buf->first,
-                    buf->last);
+            fprintf(out, " at %lld, live kernels %d..%d%s", (long long)buf->offset, buf->first,
+                    buf->last, buf->kept ? ", kept across runs" : "");
         fprintf(out, "\n");
     }
     for (int i = 0; i < kp->nkernels; i++) {

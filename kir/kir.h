@@ -89,6 +89,16 @@
  * the counter, the memory plan and backends without run-time sizes read; such a program is
  * neither planned nor counted until it is bound. Attention steps (band bounds) stay constants.
  *
+ * Prep kernels (passes/hoist.c, mc_compile_options.hoist). A kernel whose every read is a param,
+ * or a temp that only prep kernels write (a conv's weights re-laid by K chunks, a batchnorm
+ * folded into them), and that writes temps alone (never a graph output), is marked `prep`: its
+ * values change only when a param it reads is bound again, so the runtime runs the prep kernels,
+ * in list order, before the first run and again before a run that follows such a binding, never
+ * as part of a run (nor in a CUDA graph a run replays). Params they read are marked `prep_read`;
+ * the temps they write that a run reads are `kept` (the memory plan gives each a place of its
+ * own after the shared part of the arena: a run overwrites nothing of them). A kernel over a
+ * symbolic size, or with a gather's check or a collective, is never prep.
+ *
  * Arithmetic: every KI_OP computes in f32 for float dtypes (f16 and bf16 are converted when
  * loaded and rounded when stored), in i32 for i32, and bool for bool; `dtype` is the value's
  * dtype in the graph, so a backend knows what a store converts to.
@@ -114,6 +124,9 @@ typedef struct kir_buffer {
     int node;              /* the graph value it holds (for names and provenance) */
     int64_t offset;        /* KBUF_TEMP: byte offset in the arena (memory plan) */
     int first, last;       /* kernels that first write and last read it (for the plan) */
+    bool prep_read;        /* KBUF_PARAM: a prep kernel reads it (binding it makes them run again) */
+    bool kept;             /* KBUF_TEMP: written by prep kernels and read by a run: it keeps its
+                              value across runs, in a place of its own (passes/plan.c) */
 } kir_buffer;
 
 typedef struct kir_view {
@@ -268,6 +281,8 @@ typedef struct kir_kernel {
     int *lines;             /* their graph-file lines, ascending, each once (none for the API) */
     int nlines;
     int64_t flops, bytes;   /* kir_count() */
+    bool prep;              /* computed from params alone: runs when they are bound, not in every
+                               run ("Prep kernels" above) */
 } kir_kernel;
 
 typedef struct kir_program {
@@ -287,6 +302,7 @@ typedef struct kir_program {
     const char **notes;     /* why attention chains were not fused (kir_print shows them) */
     int nnotes;
     int ngraph;             /* entries of graph_buffer: the user graph's nodes */
+    int nprep;              /* kernels marked prep */
     mc_dims *dims;          /* symbolic sizes (above): the graph's table, owned; NULL: every
                                size is a constant */
     mc_arena arena;         /* everything above lives here */
@@ -326,6 +342,9 @@ void kir_print_kernel(const kir_program *kp, const kir_kernel *k, const mc_graph
 /* The input error of a failed check: check number `check` (0-based) saw index `index`. Names
  * the gather's place in g's file (g: the user's graph, or NULL). Returns MC_ERR_INPUT. */
 mc_status kir_check_fail(const kir_program *kp, const mc_graph *g, int check, int64_t index);
+/* read[v] for every view v of kernel k (k->nviews entries): does k read through it (a load, a
+ * gather, a GEMM's or attention's operand, a mask, a collective's input)? */
+void kir_kernel_read_views(const kir_kernel *k, bool *read);
 /* "pointwise", "reduction", "gemm", "copy", "attention", "collective" (the profile's category
  * names). */
 const char *kir_category_name(kir_category c);

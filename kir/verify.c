@@ -265,7 +265,12 @@ static mc_status check_kernel(const checker *c, int *block_of)
         const kir_buffer *buf = &kp->buffers[k->views[st->view].buffer];
         if (buf->kind == KBUF_INPUT || buf->kind == KBUF_PARAM)
             return broken(c, ": store %lld writes an input or param (buffer %lld)", (long long)(s), (long long)(k->views[st->view].buffer));
+        if (k->prep && buf->kind != KBUF_TEMP) /* a run's output must be made by the run */
+            return broken(c, ": prep kernel's store %lld writes an output (buffer %lld)", (long long)(s),
+                          (long long)(k->views[st->view].buffer));
     }
+    if (k->prep && (k->category == KIR_COLLECTIVE || k->nstores == 0))
+        return broken(c, ": a prep kernel that is a collective or stores nothing");
     /* every view inside its buffer: epilogue and pointwise views over the index space (a view
      * read only in row blocks moves along the row dims only, so those are the ones counted
      * when the kernel reduces); GEMM operands over [batch.., rows, cols] */

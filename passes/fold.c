@@ -8,8 +8,11 @@
  * Needs: the composites as written (it runs before decompose). Folds only when w, b (if any),
  * scale, bias, mean and var are all params, so w' and b' depend on weights alone, and when the
  * conv's only user is the batchnorm (not another node, not a graph output): otherwise the
- * conv's own value is still needed and the graph is left as it was. And only when the conv's
- * weights have no more elements than its output (below: where w' costs less than it saves).
+ * conv's own value is still needed and the graph is left as it was. Where the kernels of the
+ * params alone run in every run (mc_compile_options.hoist off: MINIC_HOIST_PARAMS=0, or a
+ * backend without a prep slot), only when the conv's weights have no more elements than its
+ * output (below: where w' costs less than it saves); else always, since w' and b' are then
+ * computed when the params are bound, not in every run (passes/hoist.c).
  *
  * Where w' and b' are computed: params are bound after compilation (mc_program_set, --weights)
  * and may be rebound between runs, so their values do not exist at pass time. w' and b' are
@@ -42,7 +45,7 @@ static int64_t numel(const mc_node *n)
 
 /* Whether batchnorm node i folds into its conv operand (uses: how many nodes and outputs read
  * each node). */
-static bool foldable(const mc_graph *g, int i, const int *uses)
+static bool foldable(const mc_graph *g, int i, const int *uses, bool hoist)
 {
     const mc_node *n = &g->nodes[i];
     if (n->op != MC_OP_BATCHNORM || n->in[0] < 0)
@@ -55,11 +58,11 @@ static bool foldable(const mc_graph *g, int i, const int *uses)
     for (int k = 1; k <= 4; k++)
         if (!is_param(g, n->in[k]))
             return false;
-    /* w' costs a pass over the weights every run; what it saves is batchnorm's few operations
+    /* Without hoisting, w' costs a pass over the weights every run; what it saves is batchnorm's few operations
      * per output element (a sqrt and a divide among them). Only where the weights are no more
      * than the conv's outputs does that pay (ResNet-18 at batch 1 on the CPU: its stem and first
      * stage fold, its later stages, whose weights are 3x to 94x their outputs, do not). */
-    return numel(&g->nodes[c->in[1]]) <= numel(c);
+    return hoist || numel(&g->nodes[c->in[1]]) <= numel(c);
 }
 
 typedef struct {
@@ -130,7 +133,6 @@ static mc_value fold(mc_rewrite *rw, const mc_node *bn, const mc_node *cv)
 
 mc_status mc_pass_fold(mc_graph *g, const mc_compile_options *opt)
 {
-    (void)opt;
     int *uses = calloc((size_t)g->nnodes + 1, sizeof *uses);
     bool *skip = calloc((size_t)g->nnodes + 1, sizeof *skip);
     if (!uses || !skip) {
@@ -146,7 +148,7 @@ mc_status mc_pass_fold(mc_graph *g, const mc_compile_options *opt)
         uses[g->outputs[i]]++;
     int nfold = 0;
     for (int i = 0; i < g->nnodes; i++)
-        if (foldable(g, i, uses)) {
+        if (foldable(g, i, uses, opt && opt->hoist)) {
             skip[g->nodes[i].in[0]] = true;
             nfold++;
         }

@@ -50,6 +50,9 @@ typedef struct mc_compile_options {
                           x channels-last, padded to 4 or 8 channels (a copy of x and of w), K by
                           window positions of those channels (kir_conv.kc = c); one whose x is the
                           transpose of an NHWC tensor (C a multiple of 8) reads that, kc = C */
+    bool hoist;        /* mark the kernels computed from params alone `prep` (passes/hoist.c):
+                          the runtime runs them when the params are bound, not in every run;
+                          mc_compile_options_for sets it unless MINIC_HOIST_PARAMS=0 */
     mc_pipeline_times *times; /* not NULL: mc_compile_kernels fills in its phases' times */
     bool symbolic;     /* the graph may keep symbolic dimensions (mc_runsizes_refusal said it
                           can): mc_compile_kernels passes, fuses and lowers it into kernels whose
@@ -269,6 +272,9 @@ void mc_fusion_free(mc_fusion *f);
 mc_status mc_lower(const mc_fusion *f, const mc_graph *user, const mc_compile_options *opt,
                    kir_program **out); /* passes/lower.c */
 void mc_plan_memory(kir_program *kp, bool share); /* passes/plan.c */
+/* Mark the kernels computed from params alone (kir/kir.h, "Prep kernels"): before planning
+ * (passes/hoist.c). */
+void mc_hoist_params(kir_program *kp);
 /* Give kp, one binding of a symbolic program's kernel list (kir_bind), the memory plan of
  * at_max, the same list bound at the symbols' maxima and planned with mc_plan_memory (share),
  * when that plan is valid for kp's sizes: the same temps with the same live ranges, each no

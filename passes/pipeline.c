@@ -224,6 +224,8 @@ mc_status mc_compile_kernels(const mc_graph *g, const mc_compile_options *opt, k
     mc_graph_free(pg);
     if (st == MC_OK && opt->verify)
         st = kir_verify(*out, "lower", false);
+    if (st == MC_OK && opt->hoist)
+        mc_hoist_params(*out); /* before the plan, which gives what they keep a place of its own */
     LAP(lower);
     if (st == MC_OK && (*out)->dims)
         return MC_OK; /* planned and counted per binding, after kir_bind */

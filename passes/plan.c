@@ -13,6 +13,9 @@
  * the same time are ever compared (found by one sweep in kernel order), so a program of 10^5
  * kernels is planned in about linear time, not quadratic.
  *
+ * Temps that prep kernels write for a run to read (kir_buffer.kept: kir/kir.h, "Prep kernels")
+ * hold their value from one run to the next: each has its own range after the shared part.
+ *
  * The source of a copy that writes a GEMM's B operand just before the GEMM (a conv's im2col
  * windows, passes/decompose.c) lives until the GEMM, and so does what the kernels just before
  * those copies read to write that source (the padding's copies of the unpadded input): a
@@ -187,10 +190,74 @@ static void extend_im2col_sources(kir_program *kp)
     }
 }
 
+/* Temps that keep their value across runs (kir/kir.h, "Prep kernels"): written by prep kernels,
+ * which run before a run and not during it, and read by the run (by a kernel that is not prep,
+ * or live until one: a GEMM that reads its im2col copies' source). They take no part in the
+ * sharing by liveness: each gets a place of its own after the shared part of the arena
+ * (place_kept). A temp that prep kernels alone read lives within the prep kernels' span in the
+ * list, which they run in order, so it shares memory as any other. Out of memory: every temp is
+ * kept, which is always correct. */
+static void mark_kept(kir_program *kp)
+{
+    for (int b = 0; b < kp->nbuffers; b++)
+        kp->buffers[b].kept = false;
+    if (kp->nprep == 0)
+        return;
+    int maxv = 1;
+    for (int k = 0; k < kp->nkernels; k++)
+        if (kp->kernels[k].nviews > maxv)
+            maxv = kp->kernels[k].nviews;
+    bool *by_prep = calloc((size_t)kp->nbuffers + 1, sizeof *by_prep);
+    bool *read = calloc((size_t)maxv, sizeof *read);
+    if (!by_prep || !read) {
+        for (int b = 0; b < kp->nbuffers; b++)
+            kp->buffers[b].kept = kp->buffers[b].kind == KBUF_TEMP;
+        free(by_prep);
+        free(read);
+        return;
+    }
+    for (int k = 0; k < kp->nkernels; k++) {
+        const kir_kernel *q = &kp->kernels[k];
+        for (int s = 0; s < q->nstores && q->prep; s++)
+            by_prep[q->views[q->stores[s].view].buffer] = true;
+    }
+    for (int k = 0; k < kp->nkernels; k++) {
+        const kir_kernel *q = &kp->kernels[k];
+        if (q->prep)
+            continue;
+        kir_kernel_read_views(q, read);
+        for (int v = 0; v < q->nviews; v++)
+            if (read[v] && by_prep[q->views[v].buffer])
+                kp->buffers[q->views[v].buffer].kept = true;
+    }
+    for (int b = 0; b < kp->nbuffers; b++) {
+        kir_buffer *buf = &kp->buffers[b];
+        if (by_prep[b] && buf->kind == KBUF_TEMP && buf->last >= 0 && buf->last < kp->nkernels &&
+            !kp->kernels[buf->last].prep)
+            buf->kept = true;
+    }
+    free(by_prep);
+    free(read);
+}
+
+/* The kept temps, each its own range after the first *arena bytes. */
+static void place_kept(kir_program *kp, int64_t *arena)
+{
+    for (int b = 0; b < kp->nbuffers; b++) {
+        kir_buffer *buf = &kp->buffers[b];
+        if (buf->kind != KBUF_TEMP || !buf->kept)
+            continue;
+        buf->offset = *arena;
+        if (mc_add_overflows(*arena, aligned_size(buf), arena))
+            *arena = INT64_MAX / 2;
+    }
+}
+
 void mc_plan_memory(kir_program *kp, bool share)
 {
     int n = kp->nbuffers, nt = 0;
     extend_im2col_sources(kp);
+    mark_kept(kp);
     int *temps = malloc(sizeof *temps * (size_t)(n > 0 ? n : 1));
     int64_t unplanned = 0, arena = 0;
     for (int b = 0; b < n; b++)
@@ -202,7 +269,7 @@ void mc_plan_memory(kir_program *kp, bool share)
             buf->offset = unplanned;
             if (mc_add_overflows(unplanned, size, &unplanned))
                 unplanned = INT64_MAX / 2;
-            if (temps)
+            if (temps && !buf->kept) /* kept temps: after the shared part (place_kept) */
                 temps[nt++] = b;
         }
     kp->unplanned_bytes = unplanned;
@@ -323,6 +390,7 @@ void mc_plan_memory(kir_program *kp, bool share)
     free(adj);
     free(keys);
     free(degree);
+    place_kept(kp, &arena);
     kp->arena_bytes = arena;
     free(temps);
 }
@@ -337,6 +405,7 @@ bool mc_plan_memory_like(kir_program *kp, const kir_program *at_max, char *why, 
         return false;
     }
     extend_im2col_sources(kp);
+    mark_kept(kp);
     int n = kp->nbuffers, nt = 0;
     place_key *sweep = malloc(sizeof *sweep * (size_t)(n > 0 ? n : 1));
     if (!sweep) {
@@ -346,7 +415,7 @@ bool mc_plan_memory_like(kir_program *kp, const kir_program *at_max, char *why, 
     bool ok = true;
     for (int b = 0; b < n && ok; b++) {
         const kir_buffer *x = &kp->buffers[b], *m = &at_max->buffers[b];
-        if (x->kind != m->kind) {
+        if (x->kind != m->kind || x->kept != m->kept) {
             snprintf(why, why_size, "buffer %d is of another kind", b);
             ok = false;
         } else if (x->kind == KBUF_TEMP) {

@@ -18,6 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Is kernel k one of a run's? The prep kernels (kir/kir.h, "Prep kernels") run when the params
+ * are bound, not in a run: the profile neither times nor lists them (a line says how many). */
+static bool per_run(const mc_profile *prof, int k) { return !prof->program->kp->kernels[k].prep; }
+
 mc_status mc_profile_init(mc_profile *prof, const mc_program *p)
 {
     memset(prof, 0, sizeof *prof);
@@ -33,7 +37,7 @@ mc_status mc_profile_init(mc_profile *prof, const mc_program *p)
     }
     for (int k = 0; k < prof->nkernels; k++) {
         kir_count(p->kp, &p->kp->kernels[k]);
-        prof->launches[k] = 1;
+        prof->launches[k] = per_run(prof, k) ? 1 : 0;
         prof->time_us[k] = NAN;
     }
     prof->wall_us = NAN;
@@ -88,14 +92,17 @@ static mc_status time_kernels_on_host(mc_program *p, int iters, mc_profile *prof
     mc_status st = MC_OK;
     for (int i = 0; i < iters && st == MC_OK; i++)
         for (int k = 0; k < n && st == MC_OK; k++) {
+            if (!per_run(prof, k))
+                continue;
             double t0 = mc_now_ms();
             st = p->backend->run_kernel(p, k);
             t[(size_t)k * (size_t)iters + (size_t)i] = (mc_now_ms() - t0) * 1000.0;
         }
-    for (int k = 0; k < n && st == MC_OK; k++) {
-        prof->time_us[k] = mc_median(&t[(size_t)k * (size_t)iters], iters);
-        prof->launches[k] = 1;
-    }
+    for (int k = 0; k < n && st == MC_OK; k++)
+        if (per_run(prof, k)) {
+            prof->time_us[k] = mc_median(&t[(size_t)k * (size_t)iters], iters);
+            prof->launches[k] = 1;
+        }
     free(t);
     if (!prof->device[0])
         host_cpu_name(prof->device, sizeof prof->device);
@@ -141,6 +148,8 @@ static mc_status collect_host_runs(mc_program *p, int iters, mc_profile *prof, b
         span[2 * i] = (t0 - base) * 1000.0;
         span[2 * i + 1] = (t1 - base) * 1000.0;
         for (int k = 0; k < n; k++) {
+            if (!per_run(prof, k))
+                continue;
             double a = clock[2 * k], b = clock[2 * k + 1];
             all = all && isfinite(a) && isfinite(b);
             t[(size_t)k * (size_t)iters + (size_t)i] = (b - a) * 1000.0;
@@ -156,13 +165,14 @@ static mc_status collect_host_runs(mc_program *p, int iters, mc_profile *prof, b
         for (int i = 0; i < iters; i++) { /* wall[i] becomes run i's kernel time */
             wall[i] = 0;
             for (int k = 0; k < n; k++)
-                wall[i] += t[(size_t)k * (size_t)iters + (size_t)i];
+                wall[i] += per_run(prof, k) ? t[(size_t)k * (size_t)iters + (size_t)i] : 0;
         }
         prof->kernel_sum_us = mc_median(wall, iters);
-        for (int k = 0; k < n; k++) {
-            prof->time_us[k] = mc_median(&t[(size_t)k * (size_t)iters], iters);
-            prof->launches[k] = 1;
-        }
+        for (int k = 0; k < n; k++)
+            if (per_run(prof, k)) {
+                prof->time_us[k] = mc_median(&t[(size_t)k * (size_t)iters], iters);
+                prof->launches[k] = 1;
+            }
         snprintf(prof->wall_clock, sizeof prof->wall_clock, "host clock, the same runs");
         free(prof->events);
         free(prof->run_span_us);
@@ -220,6 +230,11 @@ mc_status mc_profile_collect(mc_program *p, int iters, mc_profile *prof)
         st = p->backend->profile(p, iters, prof);
     else if (st == MC_OK && !recorded && p->backend->run_kernel)
         st = time_kernels_on_host(p, iters, prof);
+    for (int k = 0; k < prof->nkernels; k++)
+        if (!per_run(prof, k)) { /* whatever a backend's timer left there */
+            prof->time_us[k] = NAN;
+            prof->launches[k] = 0;
+        }
     if (st == MC_OK)
         mc_peaks_apply(prof); /* measured ceilings, clock scaling (runtime/peaks.c) */
     return st;
@@ -397,6 +412,7 @@ void mc_profile_group_of(const mc_profile *prof, int *group)
             const kir_kernel *b = &kp->kernels[j];
             size_t la = mc_profile_base_name_len(a->name);
             if (group[j] != j || h[j] != h[k] || la != mc_profile_base_name_len(b->name) ||
+                per_run(prof, j) != per_run(prof, k) ||
                 strncmp(a->name, b->name, la) != 0 ||
                 a->category != b->category || a->flops != b->flops || a->bytes != b->bytes ||
                 a->nops != b->nops || memcmp(a->ops, b->ops, (size_t)a->nops * sizeof *a->ops) != 0)
@@ -420,6 +436,8 @@ static int sum_groups(const mc_profile *prof, const int *group, group_sum *sums)
 {
     int n = 0;
     for (int k = 0; k < prof->nkernels; k++) {
+        if (!per_run(prof, k))
+            continue;
         int g = 0;
         while (g < n && sums[g].first != group[k])
             g++;
@@ -544,9 +562,12 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
 
     double kernel_us = 0;
     bool timed = false;
-    int launches = 0;
+    int launches = 0, nrun = 0;
     int64_t flops = 0, bytes = 0;
     for (int k = 0; k < n; k++) {
+        if (!per_run(prof, k))
+            continue;
+        nrun++;
         if (!isnan(prof->time_us[k])) {
             kernel_us += prof->time_us[k];
             timed = true;
@@ -558,7 +579,7 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
     if (timed && isfinite(prof->kernel_sum_us))
         kernel_us = prof->kernel_sum_us; /* the same runs as the wall time */
     fprintf(out, "profile: backend %s%s%s, %s, %d kernels, ", p->backend->name,
-            prof->device[0] ? " on " : "", prof->device, p->opt.fuse ? "fused" : "unfused", n);
+            prof->device[0] ? " on " : "", prof->device, p->opt.fuse ? "fused" : "unfused", nrun);
     if (p->nranks > 0) /* a rank of a tensor-parallel program, timed while every rank runs */
         fprintf(out, "rank %d of %d (tensor parallel), ", p->rank, p->nranks);
     fprintf(out, "median of %d runs after a warm-up\n", prof->iters);
@@ -580,6 +601,9 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
         fprintf(out, "; clocks unknown (no scaling)\n");
     if (prof->clock[0])
         fprintf(out, "kernel times: %s\n", prof->clock);
+    if (nrun < n)
+        fprintf(out, "prep: %d kernels computed from the params alone run when the params are bound, not in "
+                "every run (not listed; MINIC_HOIST_PARAMS=0 runs them in every run)\n", n - nrun);
     int width = 24;
     for (int k = 0; k < n; k++)
         if ((int)strlen(kp->kernels[k].name) > width)
@@ -591,6 +615,8 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
     for (int i = 0; i < n; i++) {
         int k = order[i];
         const kir_kernel *kern = &kp->kernels[k];
+        if (!per_run(prof, k))
+            continue;
         mc_kernel_rates r = mc_profile_kernel_rates(prof, k);
         double t = prof->time_us[k];
         char ops[256], lines[128], why[256];
@@ -620,10 +646,10 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
     /* The grouped view: a repeated layer's kernels as one row, xN. */
     int *group = calloc(n > 0 ? (size_t)n : 1, sizeof *group);
     group_sum *sums = calloc(n > 0 ? (size_t)n : 1, sizeof *sums);
-    int ng = group && sums ? (mc_profile_group_of(prof, group), sum_groups(prof, group, sums)) : n;
-    if (ng < n) {
+    int ng = group && sums ? (mc_profile_group_of(prof, group), sum_groups(prof, group, sums)) : nrun;
+    if (ng < nrun) {
         qsort(sums, (size_t)ng, sizeof *sums, by_group_time);
-        fprintf(out, "grouped (the same code on the same shapes; %d groups of %d kernels):\n", ng, n);
+        fprintf(out, "grouped (the same code on the same shapes; %d groups of %d kernels):\n", ng, nrun);
         fprintf(out, "%-*s %6s %11s %6s %11s %9s %-7s %s\n", width, "group", "x", "time_us", "%time",
                 "us/kernel", "GFLOP/s", "bound", "ops");
         for (int g = 0; g < ng; g++) {
@@ -652,7 +678,7 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
         double us = 0;
         int64_t cb = 0, cf = 0;
         for (int k = 0; k < n; k++) {
-            if (strcmp(kernel_category(&kp->kernels[k]), categories[c]))
+            if (!per_run(prof, k) || strcmp(kernel_category(&kp->kernels[k]), categories[c]))
                 continue;
             count++;
             us += prof->time_us[k] > 0 ? prof->time_us[k] : 0;
@@ -681,7 +707,7 @@ void mc_profile_print(const mc_profile *prof, FILE *out)
         }
         fputc('\n', out);
     }
-    fprintf(out, "totals: %d kernels, %d launches per run, %lld FLOPs, %lld bytes moved\n", n,
+    fprintf(out, "totals: %d kernels, %d launches per run, %lld FLOPs, %lld bytes moved\n", nrun,
             launches, (long long)flops, (long long)bytes);
     if (timed)
         fprintf(out, "        kernel time %.2f us (%s), ", kernel_us,
@@ -731,11 +757,44 @@ static void json_number(FILE *f, double x)
         fputs("null", f);
 }
 
+/* Per kernel: its place among a run's kernels (what the JSON's `kernels`, `members` and the
+ * trace's `kernel` count), or -1 for a prep kernel. malloc'd; NULL when out of memory. */
+static int *run_positions(const mc_profile *prof, int *nrun)
+{
+    int *pos = malloc((size_t)(prof->nkernels > 0 ? prof->nkernels : 1) * sizeof *pos);
+    *nrun = 0;
+    for (int k = 0; pos && k < prof->nkernels; k++)
+        pos[k] = per_run(prof, k) ? (*nrun)++ : -1;
+    return pos;
+}
+
+/* "name", "category", "ops" and "lines" of a kernel's JSON object. */
+static void json_kernel_names(FILE *f, const kir_kernel *kern)
+{
+    fprintf(f, "{ \"name\": ");
+    json_string(f, kern->name);
+    fprintf(f, ", \"category\": ");
+    json_string(f, kernel_category(kern));
+    fprintf(f, ", \"ops\": [");
+    for (int i = 0; i < kern->nops; i++) {
+        fprintf(f, "%s", i ? ", " : "");
+        json_string(f, mc_op_table[kern->ops[i]].name);
+    }
+    fprintf(f, "], \"lines\": [");
+    for (int i = 0; i < kern->nlines; i++)
+        fprintf(f, "%s%d", i ? ", " : "", kern->lines[i]);
+    fprintf(f, "]");
+}
+
 static mc_status write_json(FILE *f, void *ctx)
 {
     const mc_profile *prof = ctx;
     const mc_program *p = prof->program;
     const kir_program *kp = p->kp;
+    int nrun;
+    int *pos = run_positions(prof, &nrun);
+    if (!pos)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
     fprintf(f, "{ \"backend\": ");
     json_string(f, p->backend->name);
     fprintf(f, ", \"device\": ");
@@ -755,6 +814,8 @@ static mc_status write_json(FILE *f, void *ctx)
     int launches = 0;
     for (int k = 0; k < prof->nkernels; k++) {
         const kir_kernel *kern = &kp->kernels[k];
+        if (pos[k] < 0)
+            continue; /* a prep kernel: listed apart (below) */
         mc_kernel_rates r = mc_profile_kernel_rates(prof, k);
         double t = prof->time_us[k];
         if (!isnan(t)) {
@@ -762,19 +823,9 @@ static mc_status write_json(FILE *f, void *ctx)
             timed = true;
         }
         launches += prof->launches[k];
-        fprintf(f, "%s\n    { \"name\": ", k ? "," : "");
-        json_string(f, kern->name);
-        fprintf(f, ", \"category\": ");
-        json_string(f, kernel_category(kern));
-        fprintf(f, ", \"ops\": [");
-        for (int i = 0; i < kern->nops; i++) {
-            fprintf(f, "%s", i ? ", " : "");
-            json_string(f, mc_op_table[kern->ops[i]].name);
-        }
-        fprintf(f, "], \"lines\": [");
-        for (int i = 0; i < kern->nlines; i++)
-            fprintf(f, "%s%d", i ? ", " : "", kern->lines[i]);
-        fprintf(f, "], \"launches\": %d, \"time_us\": ", prof->launches[k]);
+        fprintf(f, "%s\n    ", pos[k] ? "," : "");
+        json_kernel_names(f, kern);
+        fprintf(f, ", \"launches\": %d, \"time_us\": ", prof->launches[k]);
         if (isfinite(t))
             fprintf(f, "%.6g", t); /* even when suspect: never hidden */
         else
@@ -809,8 +860,18 @@ static mc_status write_json(FILE *f, void *ctx)
     }
     if (timed && isfinite(prof->kernel_sum_us))
         kernel_us = prof->kernel_sum_us;
-    fprintf(f, "\n  ],\n  \"totals\": { \"kernels\": %d, \"launches_per_run\": %d, \"kernel_time_us\": ",
-            prof->nkernels, launches);
+    /* The kernels of params alone, which run when the params are bound, not in a run: never
+     * timed by the profile (docs/FORMAT.md §5). */
+    fprintf(f, "\n  ],\n  \"prep_kernels\": [");
+    for (int k = 0, m = 0; k < prof->nkernels; k++)
+        if (pos[k] < 0) {
+            fprintf(f, "%s\n    ", m++ ? "," : "");
+            json_kernel_names(f, &kp->kernels[k]);
+            fprintf(f, ", \"flops\": %lld, \"bytes\": %lld }", (long long)kp->kernels[k].flops,
+                    (long long)kp->kernels[k].bytes);
+        }
+    fprintf(f, "],\n  \"totals\": { \"kernels\": %d, \"prep_kernels\": %d, \"launches_per_run\": %d, "
+               "\"kernel_time_us\": ", nrun, prof->nkernels - nrun, launches);
     json_number(f, timed ? kernel_us : -1);
     fprintf(f, ", \"wall_time_us\": ");
     json_number(f, prof->wall_us);
@@ -851,7 +912,9 @@ static mc_status write_json(FILE *f, void *ctx)
     fprintf(f, "]");
     fprintf(f, ", \"per_kernel_flops\": [");
     for (int k = 0; k < prof->nkernels; k++) {
-        fprintf(f, "%s", k ? ", " : "");
+        if (pos[k] < 0)
+            continue;
+        fprintf(f, "%s", pos[k] ? ", " : "");
         json_number(f, prof->peak_flops[k] > 0 ? prof->peak_flops[k] : -1);
     }
     fprintf(f, "] },\n  \"groups\": [");
@@ -861,6 +924,7 @@ static mc_status write_json(FILE *f, void *ctx)
     if (!group || !sums) {
         free(group);
         free(sums);
+        free(pos);
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     }
     mc_profile_group_of(prof, group);
@@ -877,11 +941,12 @@ static mc_status write_json(FILE *f, void *ctx)
         fprintf(f, ", \"members\": [");
         for (int k = 0, m = 0; k < n; k++)
             if (group[k] == sums[g].first)
-                fprintf(f, "%s%d", m++ ? ", " : "", k);
+                fprintf(f, "%s%d", m++ ? ", " : "", pos[k]);
         fprintf(f, "] }");
     }
     free(group);
     free(sums);
+    free(pos);
     fprintf(f, "\n  ],\n  \"minic_version\": ");
     json_string(f, MINIC_VERSION_STRING);
     fprintf(f, " }\n");
@@ -955,9 +1020,12 @@ static mc_status write_trace(FILE *f, void *ctx)
     const mc_profile *prof = ctx;
     const mc_program *p = prof->program;
     const kir_program *kp = p->kp;
-    int measured = 0;
+    int measured = 0, nrun;
     for (int k = 0; k < prof->nkernels; k++)
         measured += !isnan(prof->time_us[k]);
+    int *pos = run_positions(prof, &nrun); /* the kernels' numbers in the JSON's list */
+    if (!pos)
+        return mc_fail(MC_ERR_SYSTEM, "out of memory");
     bool real = prof->events && prof->run_span_us;
     int *lane = NULL, lanes = 1;
     if (real) {
@@ -965,6 +1033,7 @@ static mc_status write_trace(FILE *f, void *ctx)
         lanes = lane ? mc_profile_lanes(prof->events, prof->nevents, lane) : -1;
         if (lanes < 0) {
             free(lane);
+            free(pos);
             return mc_fail(MC_ERR_SYSTEM, "out of memory");
         }
         lanes = lanes > 0 ? lanes : 1;
@@ -974,7 +1043,7 @@ static mc_status write_trace(FILE *f, void *ctx)
     fprintf(f, ", \"device\": ");
     json_string(f, prof->device[0] ? prof->device : "host");
     fprintf(f, ", \"iters\": %d, \"kernels_timed\": %d, \"kernels\": %d, \"timestamps\": \"%s\", \"clock\": ",
-            prof->iters, measured, prof->nkernels,
+            prof->iters, measured, nrun,
             real ? "real: every kernel of every measured run"
                  : "synthetic: median times laid end to end");
     json_string(f, prof->clock[0] ? prof->clock : "unknown");
@@ -1007,7 +1076,7 @@ static mc_status write_trace(FILE *f, void *ctx)
             json_string(f, kernel_category(kern));
             fprintf(f, ", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": %d, "
                        "\"args\": { \"kernel\": %d, \"run\": %d, \"lane\": %d, \"offset_us\": %.3f",
-                    ev->start_us, ev->end_us - ev->start_us, 2 + lane[e], ev->kernel, ev->run, lane[e],
+                    ev->start_us, ev->end_us - ev->start_us, 2 + lane[e], pos[ev->kernel], ev->run, lane[e],
                     ev->run >= 0 && ev->run < prof->iters ? ev->start_us - prof->run_span_us[2 * ev->run] : 0.0);
             if (ev->function[0]) {
                 fprintf(f, ", \"function\": ");
@@ -1038,12 +1107,13 @@ static mc_status write_trace(FILE *f, void *ctx)
             fprintf(f, ", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 2, "
                        "\"args\": { \"kernel\": %d, \"flops\": %lld, \"bytes\": %lld, \"launches\": %d, "
                        "\"synthetic\": true } }",
-                    ts, t, k, (long long)kern->flops, (long long)kern->bytes, prof->launches[k]);
+                    ts, t, pos[k], (long long)kern->flops, (long long)kern->bytes, prof->launches[k]);
             ts += t;
         }
     }
     fprintf(f, "\n  ] }\n");
     free(lane);
+    free(pos);
     return MC_OK;
 }
 

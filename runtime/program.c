@@ -390,6 +390,7 @@ static mc_program *new_program(void)
         return NULL;
     }
     p->lock_ready = true;
+    p->prep_due = true; /* the prep kernels run before the first run */
     return p;
 }
 
@@ -444,10 +445,19 @@ static bool conv_clast(void)
     return !(e && strcmp(e, "0") == 0);
 }
 
+/* MINIC_HOIST_PARAMS=0: every kernel runs in every run, those computed from params alone too
+ * (kir/kir.h, "Prep kernels"), to compare with running them only when the params are bound. */
+static bool hoist_params(void)
+{
+    const char *e = getenv("MINIC_HOIST_PARAMS");
+    return !(e && strcmp(e, "0") == 0);
+}
+
 mc_compile_options mc_compile_options_for_backend(const mc_options *opt, const mc_backend *b)
 {
     mc_compile_options co = mc_compile_options_for(opt);
     if (b) {
+        co.hoist = b->prep && hoist_params();
         co.no_attention = !b->attention;
         co.conv_gather = conv_gather(b);
         co.conv_implicit = conv_implicit(b);
@@ -568,9 +578,18 @@ static mc_status compile_program(const mc_graph *g, const mc_options *opt, mc_pr
         mc_program_free(p);
         return st;
     }
+    if (rank == 0)
+        mc_program_note_prep(p, p->kp);
     p->compile_ms = mc_now_ms() - t0;
     *out = p;
     return MC_OK;
+}
+
+void mc_program_note_prep(mc_program *p, const kir_program *kp)
+{
+    if (kp && kp->nprep > 0)
+        mc_program_note(p, "%d kernels computed from the params alone run when the params are bound, not in "
+                        "every run (MINIC_HOIST_PARAMS=0: every run)", kp->nprep);
 }
 
 mc_status mc_program_instantiate(const mc_graph *g, kir_program *kp, const kir_program *sized, const int64_t *values,
@@ -734,12 +753,22 @@ static void *own_array(const mc_program *p, int b)
     return (void *)(((uintptr_t)p->host_alloc[b] + sizeof(host_block) + 63) & ~(uintptr_t)63);
 }
 
+/* Buffer b has a new value in a way that leaves it not dirty (given on the device, fed back, the
+ * caller's memory taken home): the prep kernels that read it run again before the next run.
+ * (A dirty param makes them run too: mc_program_prep_params.) */
+static void param_changed(mc_program *p, int b)
+{
+    if (b >= 0 && p->kp && p->kp->buffers[b].prep_read)
+        p->prep_due = true;
+}
+
 /* End buffer b's binding to the caller's memory (mc_program_bind_memory): it uses the program's
  * own memory again, holding (keep) what the caller's holds now. */
 static mc_status external_end(mc_program *p, int b, bool keep)
 {
     if (!p->external || !p->external[b])
         return MC_OK;
+    param_changed(p, b);
     if (p->external[b] == MC_EXTERNAL_HOST || p->external[b] == MC_EXTERNAL_MAPPED) {
         if (p->external[b] == MC_EXTERNAL_MAPPED) { /* the device's buffer is its own again */
             bool done = false;
@@ -1133,6 +1162,8 @@ static mc_status program_run(mc_program *p)
     if (st == MC_OK)
         st = check_bound(p);
     if (st == MC_OK)
+        st = mc_program_prep_params(p); /* the kernels of the params alone, when a param changed */
+    if (st == MC_OK)
         st = p->backend->run(p);
     if (st != MC_OK)
         return st;
@@ -1148,6 +1179,8 @@ static mc_status program_run_async(mc_program *p)
     if (p->sym || p->par || !p->backend->launch || !p->backend->wait)
         return program_run(p);
     mc_status st = check_bound(p);
+    if (st == MC_OK)
+        st = mc_program_prep_params(p); /* queued on the stream ahead of the run */
     if (st == MC_OK)
         st = p->backend->launch(p);
     if (st != MC_OK)
@@ -1320,6 +1353,8 @@ static mc_status program_set_from_output(mc_program *dst, const char *name, mc_p
                        dname, node_type(n, want, sizeof want));
     }
     int b = buffer_of(dst, node, true);
+    if (!dst->par)
+        param_changed(dst, b);
     if (b >= 0 && r == dst && (ob == b || dst->host[ob] == dst->host[b])) {
         /* `output x` of input x given back to x, or an output fed back in place on the host:
          * the input holds it */
@@ -1455,6 +1490,7 @@ static mc_status feed_back_after_run(mc_program *p)
         const mc_feedback *f = &p->feedback[i];
         int ib = f->ib, ob = f->ob;
         p->bound[ib] = p->has_value[ib] = true;
+        param_changed(p, ib);
         if (f->in_place || !p->backend->runs_on_host) {
             bool done = f->in_place;
             if (!done && p->backend->copy_output) {

@@ -314,8 +314,8 @@ static mc_status write_roofline(FILE *f, void *ctx)
     }
     mc_profile_group_of(prof, group);
     int ngroups = 0;
-    for (int k = 0; k < n; k++)
-        index[k] = group[k] == k ? ngroups++ : index[group[k]];
+    for (int k = 0; k < n; k++) /* the prep kernels run with no run: not drawn (groups keep them apart) */
+        index[k] = group[k] != k ? index[group[k]] : kp->kernels[k].prep ? -1 : ngroups++;
     const double legend_w = 360, row = 17;
     chart c = {.f = f, .L = 80, .T = 44, .pw = 620, .ph = 500};
     double W = c.L + c.pw + 20 + legend_w;
@@ -337,6 +337,8 @@ static mc_status write_roofline(FILE *f, void *ctx)
         if (!(r.flops_per_s > 0 && r.intensity > 0))
             continue;
         int g = index[k];
+        if (g < 0)
+            continue;
         const char *color = colors[g % NCOLORS];
         double x = sx(&c, r.intensity), y = sy(&c, r.flops_per_s);
         fprintf(f, "<g><title>");
@@ -361,7 +363,7 @@ static mc_status write_roofline(FILE *f, void *ctx)
     fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-weight=\"bold\">#  kernel (xN)  time  %%peak F / BW</text>\n",
             lx, ly);
     for (int k = 0, g = 0; k < n; k++) {
-        if (group[k] != k)
+        if (group[k] != k || index[k] < 0)
             continue;
         int count = 0;
         double t = 0;

@@ -64,6 +64,9 @@ mc_compile_options mc_compile_options_of_backend(const mc_options *opt);
 /* The pipeline's options for compiling opt's graph to backend b (what b fuses and decomposes:
  * attention, conv's gather or implicit GEMM); b NULL: the defaults. */
 mc_compile_options mc_compile_options_for_backend(const mc_options *opt, const mc_backend *b);
+/* The note that kp's prep kernels (kir/kir.h, "Prep kernels") run when the params are bound,
+ * where it has any: once per compile (a symbolic program's kernel list, not each binding's). */
+void mc_program_note_prep(mc_program *p, const kir_program *kp);
 /* ---- tensor-parallel programs (runtime/parallel.c) ---------------------------------------- */
 
 /* A program compiled with mc_options.devices >= 1: the plan and one program per rank.

@@ -349,6 +349,7 @@ static mc_status compile_sized(mc_program *p)
         if (p->sym->sized) {
             p->sym->compilations = 1;
             mc_program_note(p, "symbolic dimensions: compiled once, sizes bound when it runs");
+            mc_program_note_prep(p, p->sym->sized);
             plan_at_maxima(p, co.plan_memory);
             return MC_OK;
         }

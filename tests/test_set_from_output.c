@@ -30,17 +30,9 @@
 static mc_backend_kind backends[3];
 static int nbackends;
 
-static mc_graph *parse(const char *text)
-{
-    mc_graph *g = NULL;
-    if (mc_graph_parse_string("t.graph", text, &g) != MC_OK)
-        fail_msg("parse: %s", mc_error_message());
-    return g;
-}
-
 static mc_program *compile_opt(const char *text, mc_backend_kind kind, bool fuse, int devices)
 {
-    mc_graph *g = parse(text);
+    mc_graph *g = mc_test_parse(text);
     mc_options opt = mc_test_options();
     opt.backend = kind;
     opt.fuse = fuse;

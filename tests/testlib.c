@@ -164,6 +164,14 @@ mc_options mc_test_options(void)
     return opt;
 }
 
+mc_graph *mc_test_parse(const char *text)
+{
+    mc_graph *g = NULL;
+    if (mc_graph_parse_string("t.graph", text, &g) != MC_OK)
+        fail_msg("parse: %s", mc_error_message());
+    return g;
+}
+
 /* Whether this machine runs the CPU backend's code for mc_test_cpu_target(): a one-node
  * program compiled for it and run. MC_ERR_SYSTEM (features missing, no CPU backend): skip;
  * MC_ERR_INPUT (a name the backend does not know): a broken test setup, which fails. */

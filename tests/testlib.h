@@ -37,6 +37,8 @@ int mc_test_backends(mc_backend_kind out[3], int *n);
 const char *mc_test_cpu_target(void);
 /* mc_options_default() with cpu_target = mc_test_cpu_target(). */
 mc_options mc_test_options(void);
+/* The graph of `text` (named t.graph in messages); the test fails when it does not parse. */
+mc_graph *mc_test_parse(const char *text);
 
 /* Every cmocka test's main ends with `return mc_test_run(tests);`:
  *  - under $MINIC_TEST_CPU_TARGET, first checks that this machine can run code for that CPU,

@@ -430,13 +430,16 @@ int cli_run(const cli_args *a)
     }
     mc_program *ran = rc == CLI_OK ? mc_program_ran(p) : NULL; /* symbolic: the binding's program */
     if (rc == CLI_OK) {
+        char prep[96] = ""; /* kernels of the params alone (docs/FORMAT.md §5) */
+        if (ran->kp->nprep > 0)
+            snprintf(prep, sizeof prep, " (%d from the params alone: run when they are bound)", ran->kp->nprep);
         if (p->par)
-            printf("%s: backend %s, %s, tensor parallel over %d ranks, %d kernels per rank, compiled in %.1f ms\n",
+            printf("%s: backend %s, %s, tensor parallel over %d ranks, %d kernels per rank%s, compiled in %.1f ms\n",
                    a->graph_path, mc_program_backend(p), a->opt.fuse ? "fused" : "unfused", a->opt.devices,
-                   ran->kp->nkernels, p->compile_ms);
+                   ran->kp->nkernels, prep, p->compile_ms);
         else
-            printf("%s: backend %s, %s, %d kernels, compiled in %.1f ms\n", a->graph_path,
-                   mc_program_backend(p), a->opt.fuse ? "fused" : "unfused", ran->kp->nkernels,
+            printf("%s: backend %s, %s, %d kernels%s, compiled in %.1f ms\n", a->graph_path,
+                   mc_program_backend(p), a->opt.fuse ? "fused" : "unfused", ran->kp->nkernels, prep,
                    ran->compile_ms);
         for (int i = 0; i < mc_program_num_outputs(p); i++) {
             mc_tensor t;

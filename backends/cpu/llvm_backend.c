@@ -397,8 +397,7 @@ static char *ir_with_notes(const char *ir, const kir_program *kp, const cpu_kern
 {
     size_t n = strlen(ir) + 1;
     for (int i = 0; i < kp->nkernels; i++)
-        if (kernels[i].same_as >= 0)
-            n += 2 * sizeof kp->kernels[i].name + 64;
+        n += (kernels[i].same_as >= 0 || kp->kernels[i].prep ? 2 * sizeof kp->kernels[i].name : 0) + 160;
     char *text = malloc(n);
     if (!text)
         return NULL;
@@ -407,6 +406,10 @@ static char *ir_with_notes(const char *ir, const kir_program *kp, const cpu_kern
         if (kernels[i].same_as >= 0)
             at += (size_t)snprintf(text + at, n - at, "; kernel %s runs the code of %s (the same function)\n",
                                    kp->kernels[i].name, kp->kernels[kernels[i].same_as].name);
+    for (int i = 0; i < kp->nkernels && at < n; i++)
+        if (kp->kernels[i].prep)
+            at += (size_t)snprintf(text + at, n - at, "; kernel %s is prep: computed from params alone, it runs "
+                                   "when they are bound, not in every run\n", kp->kernels[i].name);
     return text;
 }
 
@@ -716,13 +719,13 @@ static void run_pack(void *ctx, int64_t begin, int64_t end, int thread)
 }
 
 /* Pack the B operands that are params, where not packed yet or the param changed since (a
- * program without dirty flags repacks every time). */
-static void pack_params(mc_program *p, cpu_state *s)
+ * program without dirty flags repacks every time): of the prep kernels or of a run's. */
+static void pack_params(mc_program *p, cpu_state *s, bool prep)
 {
     for (int i = 0; i < s->nkernels; i++) {
         cpu_kernel *k = &s->kernels[i];
         const llvm_packed_b *pb = &k->info.packed_b;
-        if (!k->packed || (k->packed_valid && p->dirty && !p->dirty[pb->buffer]))
+        if (!k->packed || p->kp->kernels[i].prep != prep || (k->packed_valid && p->dirty && !p->dirty[pb->buffer]))
             continue;
         pack_job j = {.pb = pb, .src = s->buffers[pb->buffer], .dst = k->packed};
         mc_threadpool_run(s->pool, llvm_packed_b_blocks(pb), 1, run_pack, &j);
@@ -768,17 +771,20 @@ static mc_status run_collective(mc_program *p, cpu_state *s, int i)
                              (char *)s->buffers[out->buffer] + out->offset * size, k->coll.count, d);
 }
 
-static mc_status cpu_run(mc_program *p)
+/* The kernels of a run (prep false), or the prep kernels (kir/kir.h, "Prep kernels"). */
+static mc_status run_kernels(mc_program *p, bool prep)
 {
     cpu_state *s = p->state;
     mc_status st = llvm_target_check_runnable(s->target);
     if (st != MC_OK)
         return st;
     bind_buffers(p, s);
-    pack_params(p, s);
+    pack_params(p, s, prep);
     s->gather_error[0] = s->gather_error[1] = 0;
     for (int i = 0; i < s->nkernels; i++) {
-        if (p->kernel_clock)
+        if (p->kp->kernels[i].prep != prep)
+            continue;
+        if (p->kernel_clock && !prep)
             p->kernel_clock[2 * i] = mc_now_ms();
         if (p->kp->kernels[i].category == KIR_COLLECTIVE) {
             if ((st = run_collective(p, s, i)) != MC_OK)
@@ -786,11 +792,22 @@ static mc_status cpu_run(mc_program *p)
         } else {
             run_kernel(s, i);
         }
-        if (p->kernel_clock)
+        if (p->kernel_clock && !prep)
             p->kernel_clock[2 * i + 1] = mc_now_ms();
         if (s->gather_error[0] != 0) /* the pool's threads are done: their stores are visible */
             return kir_check_fail(p->kp, p->graph, s->gather_error[0] - 1, s->gather_error[1]);
     }
+    return MC_OK;
+}
+
+/* The dirty flags stay for the run after it, which repacks what it packs of a changed param. */
+static mc_status cpu_prep(mc_program *p) { return run_kernels(p, true); }
+
+static mc_status cpu_run(mc_program *p)
+{
+    mc_status st = run_kernels(p, false);
+    if (st != MC_OK)
+        return st;
     for (int b = 0; b < p->kp->nbuffers; b++)
         if (p->dirty)
             p->dirty[b] = false;
@@ -811,7 +828,7 @@ static mc_status cpu_run_kernel(mc_program *p, int kernel)
     if (st != MC_OK)
         return st;
     bind_buffers(p, s); /* the host arrays may have moved (mc_program_share_params) */
-    pack_params(p, s);
+    pack_params(p, s, p->kp->kernels[kernel].prep);
     s->gather_error[0] = 0;
     run_kernel(s, kernel);
     if (s->gather_error[0] != 0)
@@ -836,6 +853,7 @@ const mc_backend mc_backend_cpu = {
     .probe = llvm_host_probe,
     .prepare = cpu_prepare,
     .run = cpu_run,
+    .prep = cpu_prep,
     .profile = NULL, /* per-kernel timing: not yet */
     .dump_code = cpu_dump_code,
     .release = cpu_release,

@@ -83,8 +83,11 @@ typedef struct cuda_state {
                                  or an earlier one whose source differs only by the name */
     cublasLtHandle_t lt_handle;
     mc_lt_gemm *gemms;        /* per kernel */
-    step *steps;
+    step *steps;              /* a run's steps: what execute launches or a CUDA graph replays */
     int nsteps;
+    step *prep_steps;         /* the prep kernels' (kir/kir.h, "Prep kernels"): cuda_prep launches
+                                 them on the stream before a run, never in a graph */
+    int nprep_steps;
     CUgraphExec gexec;
     bool graph_done;          /* capture attempted */
     bool uploaded_once;
@@ -365,9 +368,8 @@ static void bind_args(cuda_state *s, step *st, const mc_cuda_code *code)
     }
 }
 
-static mc_status add_kernel_step(cuda_state *s, int ki, const mc_cuda_code *code)
+static mc_status add_kernel_step(cuda_state *s, step *st, int ki, const mc_cuda_code *code)
 {
-    step *st = &s->steps[s->nsteps++];
     st->kernel = ki;
     int o = s->owner[ki]; /* the kernel whose function this one runs (itself, or an identical one) */
     snprintf(st->entry, sizeof st->entry, "%s", s->plans[o].code.entry);
@@ -664,10 +666,14 @@ compiled:
 
     /* the step list */
     s->steps = calloc((size_t)kp->nkernels * 2 + 1, sizeof(step));
-    if (!s->steps)
+    s->prep_steps = calloc((size_t)kp->nprep * 2 + 1, sizeof(step));
+    if (!s->steps || !s->prep_steps)
         return mc_fail(MC_ERR_SYSTEM, "out of memory");
     for (int i = 0; i < kp->nkernels && st == MC_OK; i++) {
         mc_cuda_kernel_plan *pl = &s->plans[i];
+        bool prep = kp->kernels[i].prep; /* never a collective */
+        step *list = prep ? s->prep_steps : s->steps;
+        int *n = prep ? &s->nprep_steps : &s->nsteps;
         if (kp->kernels[i].category == KIR_COLLECTIVE) {
             step *c = &s->steps[s->nsteps++];
             c->kernel = i;
@@ -676,14 +682,14 @@ compiled:
             continue;
         }
         if (pl->is_gemm && pl->gemm.use_lt) {
-            step *g = &s->steps[s->nsteps++];
+            step *g = &list[(*n)++];
             g->kernel = i;
             g->is_gemm = true;
             g->gemm = &s->gemms[i];
             g->plan = &pl->gemm;
         }
         if (pl->has_code)
-            st = add_kernel_step(s, i, &pl->code);
+            st = add_kernel_step(s, &list[(*n)++], i, &pl->code);
     }
     trace(p, "launch steps", &t0);
     return st;
@@ -897,6 +903,20 @@ static mc_status cuda_wait(mc_program *p)
     return kir_check_fail(kp, p->graph, s->gather_seen[0] - 1, s->gather_seen[1]);
 }
 
+/* The prep kernels, queued on the program's stream after the uploads of what changed (the
+ * params they read), outside any graph: the run queued next on the stream reads their results. */
+static mc_status cuda_prep(mc_program *p)
+{
+    cuda_state *s = p->state;
+    CU_CHECK(s->cu->cuCtxSetCurrent(s->ctx), "making the context current");
+    mc_status st = upload(p, s);
+    for (int i = 0; i < s->nprep_steps && st == MC_OK; i++)
+        st = run_step(s, &s->prep_steps[i], p->kp);
+    if (st != MC_OK)
+        s->cu->cuStreamSynchronize(s->stream);
+    return st;
+}
+
 static mc_status cuda_run(mc_program *p)
 {
     mc_status st = cuda_launch(p);
@@ -930,6 +950,9 @@ static mc_status repoint(mc_program *p, cuda_state *s, int b, CUdeviceptr to)
     for (int i = 0; i < s->nsteps; i++)
         if (s->steps[i].argv)
             bind_args(s, &s->steps[i], &s->plans[s->steps[i].kernel].code);
+    for (int i = 0; i < s->nprep_steps; i++)
+        if (s->prep_steps[i].argv)
+            bind_args(s, &s->prep_steps[i], &s->plans[s->prep_steps[i].kernel].code);
     mc_status st = sync_stream(s, "re-pointing an output on the GPU");
     if (st != MC_OK)
         return st;
@@ -1162,7 +1185,9 @@ static mc_status cuda_time(mc_program *p, int iters, double *median_us)
     cuda_state *s = p->state;
     if (iters < 1)
         iters = 1;
-    mc_status st = cuda_run(p); /* warm-up; captures the graph after the first execution */
+    mc_status st = mc_program_prep_params(p); /* before the warm-up uploads what changed */
+    if (st == MC_OK)
+        st = cuda_run(p); /* warm-up; captures the graph after the first execution */
     if (st != MC_OK)
         return st;
     const mc_cuda_api *cu = s->cu;
@@ -1402,7 +1427,9 @@ static mc_status cuda_profile(mc_program *p, int iters, mc_profile *prof)
     const mc_cuda_api *cu = s->cu;
     if (iters < 1)
         iters = 1;
-    mc_status st = cuda_run(p); /* warm-up; captures the graph after the first execution */
+    mc_status st = mc_program_prep_params(p); /* before the warm-up uploads what changed */
+    if (st == MC_OK)
+        st = cuda_run(p); /* warm-up; captures the graph after the first execution */
     if (st != MC_OK)
         return st;
     snprintf(prof->device, sizeof prof->device, "%s", s->device_name);
@@ -1514,7 +1541,8 @@ static mc_status cuda_dump_code(mc_program *p, FILE *out)
     bool prelude = false;
     for (int i = 0; i < kp->nkernels; i++) {
         const mc_cuda_kernel_plan *pl = &plans[i];
-        fprintf(out, "// ---- kernel %d: %s\n", i, kp->kernels[i].name);
+        fprintf(out, "// ---- kernel %d: %s%s\n", i, kp->kernels[i].name,
+                kp->kernels[i].prep ? " (prep: from params alone, runs when they are bound, not in every run)" : "");
         if (kp->kernels[i].category == KIR_COLLECTIVE)
             fprintf(out, "// ncclAllReduce (sum) of %lld elements, on the program's stream\n",
                     (long long)kp->kernels[i].coll.count);
@@ -1561,6 +1589,12 @@ static void cuda_release(mc_program *p)
             free(s->steps[i].args);
         }
     free(s->steps);
+    if (s->prep_steps)
+        for (int i = 0; i < s->nprep_steps; i++) {
+            free(s->prep_steps[i].argv);
+            free(s->prep_steps[i].args);
+        }
+    free(s->prep_steps);
     free(s->home);
     for (int b = 0; s->mapped && b < kp->nbuffers; b++)
         if (s->mapped[b])
@@ -1662,6 +1696,7 @@ const mc_backend mc_backend_cuda = {
     .probe = cuda_probe,
     .prepare = cuda_prepare,
     .run = cuda_run,
+    .prep = cuda_prep,
     .launch = cuda_launch,
     .wait = cuda_wait,
     .alias = cuda_alias,

@@ -361,21 +361,34 @@ static void bind_host(mc_program *p, ref_state *s)
             s->data[b] = p->host[b];
 }
 
-static mc_status ref_run(mc_program *p)
+/* The kernels of a run (prep false), or the prep kernels (kir/kir.h, "Prep kernels"). */
+static mc_status run_kernels(mc_program *p, bool prep)
 {
     ref_state *s = p->state;
     bind_host(p, s);
     for (int k = 0; k < p->kp->nkernels; k++) {
-        if (p->kernel_clock)
+        if (p->kp->kernels[k].prep != prep)
+            continue;
+        if (p->kernel_clock && !prep)
             p->kernel_clock[2 * k] = mc_now_ms();
         const kir_kernel *kern = &p->kp->kernels[k];
         mc_status st = kern->category == KIR_COLLECTIVE ? run_collective(p, kern, s->data)
                                                         : run_kernel(p->kp, kern, s->data, p->graph);
-        if (p->kernel_clock)
+        if (p->kernel_clock && !prep)
             p->kernel_clock[2 * k + 1] = mc_now_ms();
         if (st != MC_OK)
             return st;
     }
+    return MC_OK;
+}
+
+static mc_status ref_prep(mc_program *p) { return run_kernels(p, true); }
+
+static mc_status ref_run(mc_program *p)
+{
+    mc_status st = run_kernels(p, false);
+    if (st != MC_OK)
+        return st;
     for (int b = 0; b < p->kp->nbuffers; b++)
         if (p->dirty)
             p->dirty[b] = false;
@@ -402,6 +415,7 @@ const mc_backend mc_backend_ref = {
     .prepare = ref_prepare,
     .no_peaks = true,
     .run = ref_run,
+    .prep = ref_prep,
     .profile = NULL,    /* no per-kernel timing: it is an oracle, not a target */
     .dump_code = NULL,  /* nothing is generated */
     .release = ref_release,
