@@ -318,6 +318,20 @@ int64_t kir_attention_pairs(const kir_kernel *k);
 bool kir_attention_band_keeps(const kir_attention *a, int64_t i, int64_t j);
 /* Does kernel k hold a scan (a kir_reduce with scan set)? */
 bool kir_kernel_scans(const kir_kernel *k);
+/* What each i32 or bool instruction of a kernel is known to be at every point of its index space
+ * (kir/range.c): its values lie in [lo, hi] (a bool's 0 false, 1 true; lo == hi: a constant),
+ * and `same`, where not -1, is an earlier instruction that always has the same value. Floats:
+ * unused. A backend may leave out work they decide (a check that cannot fail, a clamp that
+ * never clamps, a division that is one of its operands). */
+typedef struct kir_fact {
+    int64_t lo, hi;
+    int same;
+} kir_fact;
+/* facts[0..k->ncode). False only when out of memory. */
+bool kir_facts(const kir_kernel *k, kir_fact *facts);
+/* Whether gather instruction i's index provably lies in [0, size): its check never fails and
+ * its index needs no wrapping. */
+bool kir_gather_in_range(const kir_kernel *k, const kir_fact *facts, int i);
 /* Print a kernel list readably (minic dump --stage fused). g is the graph given to
  * mc_compile_kernels (buffer nodes refer to it); NULL prints buffers by number only. */
 void kir_print(const kir_program *kp, const mc_graph *g, FILE *out);

@@ -54,6 +54,7 @@ typedef struct rctx {
                           arrays L<v>[u]); -1 elsewhere */
     int phase;         /* emit_chunk: 0 everything, 1 vector loads only, 2 all but those */
     bool *gather_vec;  /* per instruction: a gather read as one vector per chunk (G<i>) */
+    kir_fact *facts;   /* per instruction: what its i32/bool value is known to be (kir_facts) */
     /* pointwise, written in place (find_in_place): the store's view ip_store takes
      * where(cond, x, load of view ip_view) (ip_keep: x where cond holds; else the mirror),
      * ip_view the same elements of another buffer; -1: none */
@@ -383,12 +384,24 @@ static int choose_vec(const kir_program *kp, const kir_kernel *k, const int *ali
  * is the unrolled chunk iteration (for register caches), -1 outside chunk loops. */
 static bool emit_value_unsaturated(rctx *c, int i, int k_iter);
 
+/* Whether op's result is one of its operands, its negation, its absolute value or zero (or
+ * NaN): within a half type's range whenever its operands are. */
+static bool keeps_range(mc_op op)
+{
+    return op == MC_OP_MAXIMUM || op == MC_OP_MINIMUM || op == MC_OP_WHERE || op == MC_OP_NEG ||
+           op == MC_OP_ABS || op == MC_OP_RELU;
+}
+
 /* Instruction i's value; a half-typed result that is not a rounding cast keeps f32 precision
- * within its type's range (mc_sat_f16 / mc_sat_bf16, as mc_saturate_to_dtype). */
+ * within its type's range (mc_sat_f16 / mc_sat_bf16, as mc_saturate_to_dtype). Every half-typed
+ * value is within that range (loads, literals and casts are rounded to the type, other results
+ * saturated), so a result that is an operand (a pool's maximum, a where) needs no saturation:
+ * the maxpool's 17 mc_sat_f16 per output. */
 static bool emit_value(rctx *c, int i, int k_iter)
 {
     const kir_instr *ins = &c->k->code[i];
-    bool result = (ins->kind == KI_OP && ins->op != MC_OP_CAST) || ins->kind == KI_ACC || ins->kind == KI_ROWVAL;
+    bool result = (ins->kind == KI_OP && ins->op != MC_OP_CAST && !keeps_range(ins->op)) || ins->kind == KI_ACC ||
+                  ins->kind == KI_ROWVAL;
     const char *sat = !result ? NULL : ins->dtype == MC_F16 ? "mc_sat_f16" : ins->dtype == MC_BF16 ? "mc_sat_bf16" : NULL;
     if (sat)
         mc_sb_printf(c->sb, "%s(", sat);
@@ -396,6 +409,56 @@ static bool emit_value(rctx *c, int i, int k_iter)
     if (sat)
         mc_sb_puts(c->sb, ")");
     return ok;
+}
+
+/* `+ (I)index * (I)stride` of gather instruction i: the index wrapped and checked by
+ * mc_gather_index, or as it is where kir_facts shows it always in [0, size) (a padded pool's
+ * clamped window, an im2col's row): no check, no error path, no 64-bit arithmetic. */
+static void gather_step(rctx *c, int i)
+{
+    const kir_instr *ins = &c->k->code[i];
+    char xs[48], xt[48];
+    if (c->facts && kir_gather_in_range(c->k, c->facts, i)) {
+        mc_sb_printf(c->sb, " + (%s)", c->I);
+        operand_name(c->sb, ins->arg[0], c);
+    } else {
+        mc_sb_printf(c->sb, " + (%s)mc_gather_index(", c->I);
+        operand_name(c->sb, ins->arg[0], c);
+        mc_sb_printf(c->sb, ", %s%s, mc_err, %d)", dim_expr(c, ins->size, xs, sizeof xs),
+                     mc_dim_is_sym(ins->size) ? "" : "LL", ins->check + 1);
+    }
+    mc_sb_printf(c->sb, " * (%s)%s", c->I, dim_expr(c, ins->stride, xt, sizeof xt));
+}
+
+/* An i32 or bool operation as what kir_facts knows of it: a literal where its value is decided
+ * (a bounds test the index space passes), the earlier instruction it always equals (a clamp
+ * that never clamps, a quotient that is an index), or a plain C division where the divisor is
+ * never 0 or -1 (truncation is i32 `div`'s meaning; mc_div's guards and 64-bit path are for
+ * those two). False: render it as ops.def says. */
+static bool emit_known_int(rctx *c, int i)
+{
+    const kir_instr *ins = &c->k->code[i];
+    if (!c->facts || (ins->dtype != MC_I32 && ins->dtype != MC_BOOL))
+        return false;
+    const kir_fact *f = &c->facts[i];
+    if (f->lo == f->hi) {
+        mc_c_literal(c->sb, (double)f->lo, ins->dtype);
+        return true;
+    }
+    if (f->same >= 0) {
+        operand_name(c->sb, f->same, c);
+        return true;
+    }
+    const kir_fact *d = ins->op == MC_OP_DIV ? &c->facts[ins->arg[1]] : NULL;
+    if (d && (d->lo >= 1 || d->hi <= -2)) {
+        mc_sb_puts(c->sb, "((");
+        operand_name(c->sb, ins->arg[0], c);
+        mc_sb_puts(c->sb, ") / (");
+        operand_name(c->sb, ins->arg[1], c);
+        mc_sb_puts(c->sb, "))");
+        return true;
+    }
+    return false;
 }
 
 static bool emit_value_unsaturated(rctx *c, int i, int k_iter)
@@ -472,11 +535,8 @@ static bool emit_value_unsaturated(rctx *c, int i, int k_iter)
         } else {
             mc_sb_printf(sb, "mc_ld(p%d[rb%d", c->view_param[v], v);
         }
-        mc_sb_printf(sb, " + (%s)mc_gather_index(", c->I);
-        operand_name(sb, ins->arg[0], c);
-        char xs[48], xt[48];
-        mc_sb_printf(sb, ", %s%s, mc_err, %d) * (%s)%s])", dim_expr(c, ins->size, xs, sizeof xs),
-                     mc_dim_is_sym(ins->size) ? "" : "LL", ins->check + 1, c->I, dim_expr(c, ins->stride, xt, sizeof xt));
+        gather_step(c, i);
+        mc_sb_puts(sb, "])");
         return true;
     }
     case KI_ACC:
@@ -492,6 +552,8 @@ static bool emit_value_unsaturated(rctx *c, int i, int k_iter)
             mc_sb_puts(sb, "acc");
         return true;
     case KI_OP:
+        if (emit_known_int(c, i))
+            return true;
         if (ins->op == MC_OP_MUL && ins->dtype != MC_I32 && added_to(k, (int)(ins - k->code))) {
             mc_sb_puts(sb, "__fmul_rn(");
             operand_name(sb, ins->arg[0], c);
@@ -581,13 +643,10 @@ static bool emit_chunk(rctx *c, int b, int k_iter, int depth)
             if (j == 0 && c->gather_vec && c->gather_vec[i]) {
                 /* the chunk's index is one value: its V elements are one vector load */
                 const char *st = storage_type(view_buffer(c, ins->view)->dtype);
-                mc_sb_printf(sb, "%sconst mc_vec<%s, %d> G%d = *(const mc_vec<%s, %d> *)(p%d + o%d + (%s)mc_gather_index(",
-                             in, st, c->V, i, st, c->V, c->view_param[ins->view], ins->view, c->I);
-                operand_name(sb, ins->arg[0], c);
-                char xs[48], xt[48];
-                mc_sb_printf(sb, ", %s%s, mc_err, %d) * (%s)%s);\n", dim_expr(c, ins->size, xs, sizeof xs),
-                             mc_dim_is_sym(ins->size) ? "" : "LL", ins->check + 1, c->I,
-                             dim_expr(c, ins->stride, xt, sizeof xt));
+                mc_sb_printf(sb, "%sconst mc_vec<%s, %d> G%d = *(const mc_vec<%s, %d> *)(p%d + o%d", in, st, c->V, i,
+                             st, c->V, c->view_param[ins->view], ins->view);
+                gather_step(c, i);
+                mc_sb_puts(sb, ");\n");
             }
             mc_sb_printf(sb, "%sconst %s v%d_%d = ", in, mc_c_arith_type(ins->dtype), i, j);
             if (!emit_value(c, i, k_iter))
@@ -2657,6 +2716,7 @@ static mc_status render(const kir_program *kp, int ki, const mc_cuda_target *t, 
               .dims = values ? kp->dims : NULL, .values = values,
               .z = {.dims = values ? kp->dims : NULL, .values = values, .out = out}};
     int nv = k->nviews + 1;
+    c.facts = calloc((size_t)k->ncode + 1, sizeof *c.facts);
     c.view_param = calloc((size_t)nv, sizeof(int));
     c.canon = calloc((size_t)nv, sizeof(int));
     c.cached = calloc((size_t)nv, 1);
@@ -2665,8 +2725,8 @@ static mc_status render(const kir_program *kp, int ki, const mc_cuda_target *t, 
     out->param = calloc((size_t)nv + 2, sizeof(int));
     bool *used = calloc((size_t)nv, 1);
     mc_status st = MC_OK;
-    if (!c.view_param || !c.canon || !c.cached || !c.cache_filled || !c.instr_block ||
-        !out->param || !used) {
+    if (!c.facts || !kir_facts(k, c.facts) || !c.view_param || !c.canon || !c.cached || !c.cache_filled ||
+        !c.instr_block || !out->param || !used) {
         st = mc_fail(MC_ERR_SYSTEM, "out of memory rendering CUDA kernel %s", k->name);
         goto done;
     }
@@ -2791,6 +2851,7 @@ static mc_status render(const kir_program *kp, int ki, const mc_cuda_target *t, 
     else if (c.z.error)
         out->nsizes = -1; /* mc_cuda_render_sized falls back */
 done:
+    free(c.facts);
     free(c.gather_vec);
     free(c.view_param);
     free(c.canon);
