@@ -1005,12 +1005,21 @@ static void test_gather_vec_scalar(void **state)
         mc_cuda_kernel_plan *pl = compile_all(kp);
         int pools = 0, embeds = 0;
         for (int k = 0; k < kp->nkernels; k++) {
+            /* the kernel after the prelude (which defines the helpers) */
+            const char *body = pl[k].code.src.data + pl[k].code.body;
             if (strstr(kp->kernels[k].name, "maxpool")) {
                 pools++;
                 assert_int_equal(pl[k].code.vec, on ? 1 : 8);
+                /* the window's indices are clamped into x (kir_facts): no check, no 64-bit
+                 * division, no saturation of a maximum of f16 values */
+                assert_null(strstr(body, "mc_gather_index("));
+                assert_null(strstr(body, "mc_div("));
+                assert_null(strstr(body, "mc_sat_f16("));
             } else if (strstr(kp->kernels[k].name, "gather")) {
                 embeds++;
                 assert_true(pl[k].code.vec > 1);
+                /* the ids are an input: checked */
+                assert_non_null(strstr(body, "mc_gather_index("));
             }
         }
         assert_int_equal(pools, 1);
