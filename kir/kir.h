@@ -327,8 +327,10 @@ typedef struct kir_fact {
     int64_t lo, hi;
     int same;
 } kir_fact;
-/* facts[0..k->ncode). False only when out of memory. */
-bool kir_facts(const kir_kernel *k, kir_fact *facts);
+/* facts[0..k->ncode). With step > 1, where the innermost index takes only the values at,
+ * at + step, ... (element `at` of chunks of `step` elements, step dividing its length): the
+ * facts at that element. step 1: at every point. False only when out of memory. */
+bool kir_facts(const kir_kernel *k, int step, int at, kir_fact *facts);
 /* Whether gather instruction i's index provably lies in [0, size): its check never fails and
  * its index needs no wrapping. */
 bool kir_gather_in_range(const kir_kernel *k, const kir_fact *facts, int i);

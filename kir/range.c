@@ -255,8 +255,9 @@ static void op_fact(const kir_kernel *k, kir_fact *facts, affine *forms, int i)
     }
 }
 
-bool kir_facts(const kir_kernel *k, kir_fact *facts)
+bool kir_facts(const kir_kernel *k, int step, int at, kir_fact *facts)
 {
+    int inner = k->rank - 1;
     affine *forms = malloc((size_t)(k->ncode > 0 ? k->ncode : 1) * sizeof *forms);
     if (!forms)
         return false;
@@ -275,9 +276,14 @@ bool kir_facts(const kir_kernel *k, kir_fact *facts)
             set_range(f, (int64_t)in->value, (int64_t)in->value);
         } else if (in->kind == KI_INDEX && in->view < k->rank && !mc_dim_is_sym(k->shape[in->view]) &&
                    k->shape[in->view] - 1 <= INT32_MAX) {
-            set_range(f, 0, k->shape[in->view] > 0 ? k->shape[in->view] - 1 : 0);
+            int64_t n = k->shape[in->view];
+            if (in->view == inner && step > 1 && n % step == 0) /* at, at + step, .. */
+                set_range(f, at, n - step + at);
+            else
+                set_range(f, 0, n > 0 ? n - 1 : 0);
         } else if (in->kind == KI_INDEX) {
-            set_range(f, 0, INT32_MAX); /* a symbolic length: at least the index is not negative */
+            /* a symbolic length: at least the index is not negative */
+            set_range(f, in->view == inner && step > 1 ? at : 0, INT32_MAX);
         } else if (in->kind == KI_OP) {
             op_fact(k, facts, forms, i);
         }

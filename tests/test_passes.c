@@ -711,7 +711,7 @@ static void test_kir_facts(void **state)
         const kir_kernel *k = &kp->kernels[0];
         kir_fact *f = calloc((size_t)k->ncode, sizeof *f);
         assert_non_null(f);
-        assert_true(kir_facts(k, f));
+        assert_true(kir_facts(k, 1, 0, f));
         int in_range = 0, gathers = 0;
         bool clamp_kept = false;
         for (int i = 0; i < k->ncode; i++) {

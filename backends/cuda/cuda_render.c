@@ -54,7 +54,10 @@ typedef struct rctx {
                           arrays L<v>[u]); -1 elsewhere */
     int phase;         /* emit_chunk: 0 everything, 1 vector loads only, 2 all but those */
     bool *gather_vec;  /* per instruction: a gather read as one vector per chunk (G<i>) */
-    kir_fact *facts;   /* per instruction: what its i32/bool value is known to be (kir_facts) */
+    kir_fact *facts;   /* per instruction: what its i32/bool value is known to be (kir_facts):
+                          at every point, then (pointwise kernels with V > 1) at element j of
+                          the chunk, ncode each (facts_now) */
+    bool facts_per_element;
     /* pointwise, written in place (find_in_place): the store's view ip_store takes
      * where(cond, x, load of view ip_view) (ip_keep: x where cond holds; else the mirror),
      * ip_view the same elements of another buffer; -1: none */
@@ -411,6 +414,16 @@ static bool emit_value(rctx *c, int i, int k_iter)
     return ok;
 }
 
+/* What kir_facts knows at the current element: a pointwise kernel's chunk starts where the
+ * innermost index is a multiple of V (choose_vec made V divide its length), so element j's
+ * index is j modulo V; elsewhere (rows, GEMM epilogues' pairs) only that it is inside. */
+static const kir_fact *facts_now(const rctx *c)
+{
+    if (!c->facts || !c->facts_per_element || c->j < 0)
+        return c->facts;
+    return c->facts + (size_t)(1 + c->j) * (size_t)c->k->ncode;
+}
+
 /* `+ (I)index * (I)stride` of gather instruction i: the index wrapped and checked by
  * mc_gather_index, or as it is where kir_facts shows it always in [0, size) (a padded pool's
  * clamped window, an im2col's row): no check, no error path, no 64-bit arithmetic. */
@@ -418,7 +431,7 @@ static void gather_step(rctx *c, int i)
 {
     const kir_instr *ins = &c->k->code[i];
     char xs[48], xt[48];
-    if (c->facts && kir_gather_in_range(c->k, c->facts, i)) {
+    if (c->facts && kir_gather_in_range(c->k, facts_now(c), i)) {
         mc_sb_printf(c->sb, " + (%s)", c->I);
         operand_name(c->sb, ins->arg[0], c);
     } else {
@@ -440,7 +453,7 @@ static bool emit_known_int(rctx *c, int i)
     const kir_instr *ins = &c->k->code[i];
     if (!c->facts || (ins->dtype != MC_I32 && ins->dtype != MC_BOOL))
         return false;
-    const kir_fact *f = &c->facts[i];
+    const kir_fact *facts = facts_now(c), *f = &facts[i];
     if (f->lo == f->hi) {
         mc_c_literal(c->sb, (double)f->lo, ins->dtype);
         return true;
@@ -449,7 +462,7 @@ static bool emit_known_int(rctx *c, int i)
         operand_name(c->sb, f->same, c);
         return true;
     }
-    const kir_fact *d = ins->op == MC_OP_DIV ? &c->facts[ins->arg[1]] : NULL;
+    const kir_fact *d = ins->op == MC_OP_DIV ? &facts[ins->arg[1]] : NULL;
     if (d && (d->lo >= 1 || d->hi <= -2)) {
         mc_sb_puts(c->sb, "((");
         operand_name(c->sb, ins->arg[0], c);
@@ -2624,11 +2637,17 @@ void mc_cuda_code_free(mc_cuda_code *c)
  * gather from V scattered places, so with V = 8 a warp's load touches 8 times the cache lines
  * that neighbouring threads on neighbouring outputs do (the maxpool after ResNet's stem: 74 us
  * against a ~14 us floor; ResNet-18 1092.0 us against 1102.5, H200 18:52 call).
- * MINIC_CUDA_GATHER_VEC=0: the vector width choose_vec picks, as before. */
-static bool scattered_gathers_scalar(void)
+ * MINIC_CUDA_GATHER_VEC=0: the vector width choose_vec picks, as before; =2 or =4: at most that
+ * many (a stride-2 pool's two neighbouring windows share a column: 15 loads for 2 outputs
+ * instead of 18, the index arithmetic once for both; to be measured). Returns the cap, 0: none. */
+static int scattered_gathers_cap(void)
 {
     const char *e = getenv("MINIC_CUDA_GATHER_VEC");
-    return !(e && strcmp(e, "0") == 0);
+    if (e && strcmp(e, "0") == 0)
+        return 0;
+    if (e && (strcmp(e, "2") == 0 || strcmp(e, "4") == 0))
+        return e[0] - '0';
+    return 1;
 }
 
 /* The gathers of a pointwise kernel whose chunk reads V consecutive elements at one index (an
@@ -2716,7 +2735,6 @@ static mc_status render(const kir_program *kp, int ki, const mc_cuda_target *t, 
               .dims = values ? kp->dims : NULL, .values = values,
               .z = {.dims = values ? kp->dims : NULL, .values = values, .out = out}};
     int nv = k->nviews + 1;
-    c.facts = calloc((size_t)k->ncode + 1, sizeof *c.facts);
     c.view_param = calloc((size_t)nv, sizeof(int));
     c.canon = calloc((size_t)nv, sizeof(int));
     c.cached = calloc((size_t)nv, 1);
@@ -2725,8 +2743,7 @@ static mc_status render(const kir_program *kp, int ki, const mc_cuda_target *t, 
     out->param = calloc((size_t)nv + 2, sizeof(int));
     bool *used = calloc((size_t)nv, 1);
     mc_status st = MC_OK;
-    if (!c.facts || !kir_facts(k, c.facts) || !c.view_param || !c.canon || !c.cached || !c.cache_filled ||
-        !c.instr_block || !out->param || !used) {
+    if (!c.view_param || !c.canon || !c.cached || !c.cache_filled || !c.instr_block || !out->param || !used) {
         st = mc_fail(MC_ERR_SYSTEM, "out of memory rendering CUDA kernel %s", k->name);
         goto done;
     }
@@ -2806,11 +2823,22 @@ static mc_status render(const kir_program *kp, int ki, const mc_cuda_target *t, 
                   : choose_vec(kp, k, align, vused, acc_scratch, acc_dtype);
         free(vused);
     }
-    if (gathers && c.V > 1 && k->category == KIR_POINTWISE && scattered_gathers_scalar())
+    int cap = scattered_gathers_cap();
+    if (gathers && cap > 0 && c.V > cap && k->category == KIR_POINTWISE)
         for (int i = 0; i < k->ncode; i++)
             if (k->code[i].kind == KI_GATHER && !chunk_uniform(k, k->code[i].arg[0], 0))
-                c.V = 1;
+                c.V = cap;
     out->vec = c.V;
+    c.facts_per_element = k->category == KIR_POINTWISE && c.V > 1;
+    int nfacts = c.facts_per_element ? c.V + 1 : 1;
+    c.facts = calloc((size_t)nfacts * (size_t)(k->ncode + 1), sizeof *c.facts);
+    bool facts_ok = c.facts != NULL;
+    for (int j = 0; j < nfacts && facts_ok; j++)
+        facts_ok = kir_facts(k, j == 0 ? 1 : c.V, j == 0 ? 0 : j - 1, c.facts + (size_t)j * (size_t)k->ncode);
+    if (!facts_ok) {
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory rendering CUDA kernel %s", k->name);
+        goto done;
+    }
     if (gathers && c.V > 1 && k->category == KIR_POINTWISE) {
         c.gather_vec = calloc((size_t)k->ncode, sizeof *c.gather_vec);
         if (!c.gather_vec) {

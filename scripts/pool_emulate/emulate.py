@@ -25,6 +25,9 @@ CASES = {
     "maxpool_f16": ("input x : f16[2,3,9,11]\ny = maxpool(x, kernel=[3,3], stride=[2,2], padding=[1,1])\noutput y\n", {}, False),
     "maxpool_bf16_s1": ("input x : bf16[2,2,7,6]\ny = maxpool(x, kernel=[3,3], stride=[1,1], padding=[1,1])\noutput y\n", {}, False),
     "maxpool_f32_k2p1": ("input x : f32[1,4,8,8]\ny = maxpool(x, kernel=[2,2], stride=[2,2], padding=[1,1])\noutput y\n", {}, False),
+    "maxpool_v2": ("input x : f16[2,3,12,20]\ny = maxpool(x, kernel=[3,3], stride=[2,2], padding=[1,1])\noutput y\n", {}, False),
+    "maxpool_v8": ("input x : f16[2,3,12,32]\ny = maxpool(x, kernel=[3,3], stride=[2,2], padding=[1,1])\noutput y\n", {}, False),
+    "avgpool_v8": ("input x : f32[2,3,12,16]\ny = avgpool(x, kernel=[3,3], stride=[2,2], padding=[1,1])\noutput y\n", {}, False),
     "maxpool_1d": ("input x : f16[2,3,13]\ny = maxpool(x, kernel=[3], stride=[2], padding=[1])\noutput y\n", {}, False),
     "avgpool_f16": ("input x : f16[2,3,9,11]\ny = avgpool(x, kernel=[3,3], stride=[2,2], padding=[1,1])\noutput y\n", {}, False),
     "maxpool_special": ("input x : f16[1,2,5,6]\ny = maxpool(x, kernel=[3,3], stride=[2,2], padding=[1,1])\noutput y\n",
@@ -45,7 +48,8 @@ CASES = {
 # A conv's kernels: the im2col gather (pointwise, emulated) feeds a GEMM (not): the gathered
 # columns are compared with numpy's im2col instead. name: (kh, kw, stride, padding)
 IM2COL = {"conv_im2col": (3, 3, (2, 1), (1, 1))}
-ENV = {"conv_im2col": {"MINIC_CUDA_IMPLICIT_CONV": "0"}}
+ENV = {"conv_im2col": {"MINIC_CUDA_IMPLICIT_CONV": "0"}, "maxpool_v2": {"MINIC_CUDA_GATHER_VEC": "2"},
+       "maxpool_v8": {"MINIC_CUDA_GATHER_VEC": "0"}, "avgpool_v8": {"MINIC_CUDA_GATHER_VEC": "0"}}
 
 HOST = r'''
 #include <cmath>
@@ -254,7 +258,8 @@ def case(name, tmp):
         bad = np.argwhere(~(same | tol))[:5]
         return "FAIL: %d of %d differ, e.g. at %s: %s vs ref %s" % (np.sum(~(same | tol)), ref.size, bad[0],
                                                                     got[tuple(bad[0])], ref[tuple(bad[0])])
-    return "ok (%d values, %d kernel%s, %s)" % (ref.size, len(kernels), "s" if len(kernels) > 1 else "",
+    vec = ",".join(re.findall(r"vector width (\d+)", code))
+    return "ok (%d values, %d kernel%s, vector width %s, %s)" % (ref.size, len(kernels), "s" if len(kernels) > 1 else "", vec,
                                                  "no gather check" if "mc_gather_index(v" not in code else "checked gathers")
 
 
