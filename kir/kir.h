@@ -331,9 +331,10 @@ typedef struct kir_fact {
  * at + step, ... (element `at` of chunks of `step` elements, step dividing its length): the
  * facts at that element. step 1: at every point. False only when out of memory. */
 bool kir_facts(const kir_kernel *k, int step, int at, kir_fact *facts);
-/* Whether gather instruction i's index provably lies in [0, size): its check never fails and
- * its index needs no wrapping. */
-bool kir_gather_in_range(const kir_kernel *k, const kir_fact *facts, int i);
+/* Whether gather instruction i's check can never fail: 1 where its index provably lies in
+ * [0, size) (it is the row itself), -1 where in [-size, 0) (the row is index + size), 0 where
+ * not proven (a symbolic size never is). */
+int kir_gather_proven(const kir_kernel *k, const kir_fact *facts, int i);
 /* Print a kernel list readably (minic dump --stage fused). g is the graph given to
  * mc_compile_kernels (buffer nodes refer to it); NULL prints buffers by number only. */
 void kir_print(const kir_program *kp, const mc_graph *g, FILE *out);

@@ -321,10 +321,15 @@ bool kir_facts(const kir_kernel *k, int step, int at, kir_fact *facts)
     return true;
 }
 
-bool kir_gather_in_range(const kir_kernel *k, const kir_fact *facts, int i)
+int kir_gather_proven(const kir_kernel *k, const kir_fact *facts, int i)
 {
     const kir_instr *in = &k->code[i];
     if (in->kind != KI_GATHER || mc_dim_is_sym(in->size))
-        return false;
-    return facts[in->arg[0]].lo >= 0 && facts[in->arg[0]].hi < in->size;
+        return 0;
+    const kir_fact *x = &facts[in->arg[0]];
+    if (x->lo >= 0 && x->hi < in->size)
+        return 1;
+    if (x->lo >= -in->size && x->hi < 0) /* counted from the end (a reversed gather) */
+        return -1;
+    return 0;
 }

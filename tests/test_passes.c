@@ -690,21 +690,27 @@ static void test_kir_facts(void **state)
     (void)state;
     struct {
         const char *graph;
-        int in_range, gathers; /* gathers proven in [0, n), of all */
-        bool clamp_kept;       /* some minimum still clamps (the last window passes the edge) */
+        int in_range, reversed, gathers; /* gathers proven in [0, n), in [-n, 0), of all */
+        bool clamp_kept;                 /* some minimum still clamps (a window passes the edge) */
     } cases[] = {
         {"graph a\ninput x : f16[2,4,112,112]\ny = maxpool(x, kernel=[3,3], stride=[2,2], padding=[1,1])\noutput y\n",
-         9, 9, false},
+         9, 0, 9, false},
         {"graph a\ninput x : f32[2,4,9,11]\ny = maxpool(x, kernel=[3,3], stride=[2,2], padding=[1,1])\noutput y\n",
-         9, 9, true},
-        {"graph a\ninput x : f32[2,4,13]\ny = avgpool(x, kernel=[3], stride=[2], padding=[1])\noutput y\n", 3, 3, true},
-        {"graph a\ninput w : f32[10,8]\ninput ids : i32[3,5]\ny = gather(w, ids)\noutput y\n", 0, 1, false},
-        {"graph a\ninput w : f32[10,8]\ni = iota(shape=[10], axis=0)\ny = gather(w, i)\noutput y\n", 1, 1, false},
-        /* -1 is a valid index (the last row) but not one in [0, n): the check stays */
+         9, 0, 9, true},
+        {"graph a\ninput x : f32[2,4,13]\ny = avgpool(x, kernel=[3], stride=[2], padding=[1])\noutput y\n", 3, 0, 3,
+         true},
+        {"graph a\ninput w : f32[10,8]\ninput ids : i32[3,5]\ny = gather(w, ids)\noutput y\n", 0, 0, 1, false},
+        {"graph a\ninput w : f32[10,8]\ni = iota(shape=[10], axis=0)\ny = gather(w, i)\noutput y\n", 1, 0, 1, false},
+        /* -1 - i: the rows backwards, counted from the end */
+        {"graph a\ninput w : f32[10,8]\ni = iota(shape=[10], axis=0)\nm = full(shape=[10], value=-1, dtype=i32)\n"
+         "j = sub(m, i)\ny = gather(w, j)\noutput y\n", 0, 1, 1, false},
+        /* i - 1: -1 (the last row) and 0..8, neither side alone: the check stays */
         {"graph a\ninput w : f32[10,8]\ni = iota(shape=[10], axis=0)\none = full(shape=[10], value=1, dtype=i32)\n"
-         "j = sub(i, one)\ny = gather(w, j)\noutput y\n", 0, 1, false},
-        /* 11 rows from a table of 10: the last is out of range */
-        {"graph a\ninput w : f32[10,8]\ni = iota(shape=[11], axis=0)\ny = gather(w, i)\noutput y\n", 0, 1, false},
+         "j = sub(i, one)\ny = gather(w, j)\noutput y\n", 0, 0, 1, false},
+        /* 11 rows from a table of 10, forwards or backwards: one is out of range */
+        {"graph a\ninput w : f32[10,8]\ni = iota(shape=[11], axis=0)\ny = gather(w, i)\noutput y\n", 0, 0, 1, false},
+        {"graph a\ninput w : f32[10,8]\ni = iota(shape=[11], axis=0)\nm = full(shape=[11], value=-1, dtype=i32)\n"
+         "j = sub(m, i)\ny = gather(w, j)\noutput y\n", 0, 0, 1, false},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         kir_program *kp = gathered_kernels(cases[c].graph);
@@ -712,12 +718,13 @@ static void test_kir_facts(void **state)
         kir_fact *f = calloc((size_t)k->ncode, sizeof *f);
         assert_non_null(f);
         assert_true(kir_facts(k, 1, 0, f));
-        int in_range = 0, gathers = 0;
+        int in_range = 0, gathers = 0, reversed = 0;
         bool clamp_kept = false;
         for (int i = 0; i < k->ncode; i++) {
             const kir_instr *in = &k->code[i];
             gathers += in->kind == KI_GATHER;
-            in_range += kir_gather_in_range(k, f, i);
+            in_range += kir_gather_proven(k, f, i) == 1;
+            reversed += kir_gather_proven(k, f, i) == -1;
             if (in->kind == KI_OP && in->op == MC_OP_MINIMUM && in->dtype == MC_I32 && f[i].same < 0)
                 clamp_kept = true;
             if (in->kind == KI_OP && in->op == MC_OP_DIV && in->dtype == MC_I32) {
@@ -729,8 +736,9 @@ static void test_kir_facts(void **state)
             if (in->dtype == MC_I32 || in->dtype == MC_BOOL)
                 assert_true(f[i].lo <= f[i].hi);
         }
-        if (in_range != cases[c].in_range || gathers != cases[c].gathers || clamp_kept != cases[c].clamp_kept)
-            fail_msg("case %d: %d of %d gathers in range, clamp %s", (int)c, in_range, gathers,
+        if (in_range != cases[c].in_range || reversed != cases[c].reversed || gathers != cases[c].gathers ||
+            clamp_kept != cases[c].clamp_kept)
+            fail_msg("case %d: %d of %d gathers in range, %d backwards, clamp %s", (int)c, in_range, gathers, reversed,
                      clamp_kept ? "kept" : "gone");
         free(f);
         kir_program_free(kp);

@@ -426,14 +426,20 @@ static const kir_fact *facts_now(const rctx *c)
 
 /* `+ (I)index * (I)stride` of gather instruction i: the index wrapped and checked by
  * mc_gather_index, or as it is where kir_facts shows it always in [0, size) (a padded pool's
- * clamped window, an im2col's row): no check, no error path, no 64-bit arithmetic. */
+ * clamped window, an iota's position), plus size where always in [-size, 0) (a reversed
+ * gather): no check, no error path, no 64-bit arithmetic. */
 static void gather_step(rctx *c, int i)
 {
     const kir_instr *ins = &c->k->code[i];
     char xs[48], xt[48];
-    if (c->facts && kir_gather_in_range(c->k, facts_now(c), i)) {
+    int proven = c->facts ? kir_gather_proven(c->k, facts_now(c), i) : 0;
+    if (proven != 0) {
         mc_sb_printf(c->sb, " + (%s)", c->I);
+        if (proven < 0)
+            mc_sb_puts(c->sb, "(");
         operand_name(c->sb, ins->arg[0], c);
+        if (proven < 0)
+            mc_sb_printf(c->sb, " + %s)", dim_expr(c, ins->size, xs, sizeof xs));
     } else {
         mc_sb_printf(c->sb, " + (%s)mc_gather_index(", c->I);
         operand_name(c->sb, ins->arg[0], c);

@@ -41,6 +41,10 @@ CASES = {
                        {"ids": np.array([[0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [1, 2, 10, 3, 4]], np.int32)}, True),
     "gather_axis1_relu": ("input w : f16[4,12,6]\ninput ids : i32[7]\nt = gather(w, ids, axis=1)\ny = relu(t)\noutput y\n",
                           {"ids": idx((7,), -12, 12)}, False),
+    "gather_reversed": ("input w : f16[10,64]\ni = iota(shape=[10], axis=0)\nm = full(shape=[10], value=-1, dtype=i32)\n"
+                        "j = sub(m, i)\ny = gather(w, j)\noutput y\n", {}, False),
+    "gather_reversed_scalar": ("input w : f32[9,3]\ni = iota(shape=[4,9], axis=1)\nm = full(shape=[4,9], value=-1, dtype=i32)\n"
+                               "j = sub(m, i)\ny = gather(w, j)\noutput y\n", {}, False),
     "slice_reverse": ("input x : f32[4,9,5]\ny = slice(x, axis=1, start=-1, end=-10, step=-2)\noutput y\n", {}, False),
     "conv_im2col": ("input x : f16[2,3,7,6]\ninput w : f16[4,3,3,3]\ny = conv(x, w, stride=[2,1], padding=[1,1])\noutput y\n",
                     {}, False),
