@@ -1369,6 +1369,57 @@ static void test_sized_kernels(void **state)
     }
 }
 
+
+/* A padded maxpool over a symbolic batch, rendered once with its sizes read when it runs: the
+ * window's indices lie along the constant spatial axes, so kir_facts proves them there too (no
+ * check, no division), while a table read at positions up to a symbolic length keeps its check. */
+static void test_sized_pool_kernels(void **state)
+{
+    (void)state;
+    mc_graph *g;
+    if (mc_graph_parse_string("a.graph",
+                              "graph a\ninput x : f16[B, 8, 14, 14]\ninput ids : i32[B, T<=64]\nparam wpe : f16[64, 32]\n"
+                              "y = maxpool(x, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\n"
+                              "pos = iota(shape=[B, T], axis=1)\np = gather(wpe, pos)\nz = relu(p)\noutput y, z\n",
+                              &g) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    char refused[MC_COMPILE_REFUSED] = "";
+    mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .symbolic = true,
+                             .conv_gather = true, .refused = refused};
+    kir_program *sized;
+    if (mc_compile_kernels(g, &co, &sized) != MC_OK || !sized)
+        fail_msg("%s %s", mc_error_message(), refused);
+    const int64_t values[2] = {3, 17};
+    mc_cuda_kernel_plan *pl;
+    int specialized = -1;
+    char why[200];
+    kir_program *kp = cuda_plan_binding(sized, values, true, &target, &pl, &specialized, why, sizeof why);
+    if (specialized != 0)
+        fail_msg("%d kernels rendered for the binding: %s", specialized, why);
+    compile_plans(kp, pl);
+    int pools = 0, tables = 0;
+    for (int k = 0; k < kp->nkernels; k++) {
+        if (!pl[k].has_code)
+            continue;
+        const char *body = pl[k].code.src.data + pl[k].code.body;
+        assert_non_null(strstr(body, "S_.v[")); /* sizes read when it runs */
+        if (strstr(kp->kernels[k].name, "maxpool")) {
+            pools++;
+            assert_null(strstr(body, "mc_gather_index("));
+            assert_null(strstr(body, "mc_div("));
+        } else if (strstr(kp->kernels[k].name, "gather")) {
+            tables++; /* T's bound is not in the kernel's facts: checked */
+            assert_non_null(strstr(body, "mc_gather_index("));
+        }
+    }
+    assert_int_equal(pools, 1);
+    assert_int_equal(tables, 1);
+    mc_cuda_plans_free(pl, kp->nkernels);
+    kir_program_free(kp);
+    kir_program_free(sized);
+    mc_graph_free(g);
+}
+
 /* A KV cache's update (where(sel, new, cache) stored over the cache's own layout) is written
  * for both cases: two buffers (every element stored), or one when mc_program_feed_back makes
  * the output the input itself (mc_same_: the cache neither loaded nor stored outside the new
@@ -1481,6 +1532,7 @@ int main(void)
         cmocka_unit_test(test_attention_kernels),
         cmocka_unit_test(test_decode_attention_kernels),
         cmocka_unit_test(test_sized_kernels),
+        cmocka_unit_test(test_sized_pool_kernels),
         cmocka_unit_test(test_in_place_update_kernel),
         cmocka_unit_test(test_more_operators),
         cmocka_unit_test(test_symbolic_kernels),
