@@ -274,6 +274,8 @@ bool kir_facts(const kir_kernel *k, int step, int at, kir_fact *facts)
             continue;
         if (in->kind == KI_CONST) {
             set_range(f, (int64_t)in->value, (int64_t)in->value);
+        } else if (in->kind == KI_INDEX && in->dtype != MC_I32) {
+            /* an iota held as bool: (bool)i, 0 or 1 as set above */
         } else if (in->kind == KI_INDEX && in->view < k->rank && !mc_dim_is_sym(k->shape[in->view]) &&
                    k->shape[in->view] - 1 <= INT32_MAX) {
             int64_t n = k->shape[in->view];
