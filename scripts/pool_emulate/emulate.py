@@ -6,7 +6,8 @@ interpreter, without a GPU: each case is a small graph that fuses into pointwise
 few CUDA names the prelude and a pointwise kernel use; blocks and threads run one after the other,
 which a grid-stride loop without barriers allows), every buffer bounds-checked, its outputs
 compared with `minic run --backend ref`. A case may expect a failed gather check (mc_err).
-EMU_MUTATE='a=>b' (||-separated) replaces text in the kernels, to see a check fail.
+EMU_MUTATE='a=>b' (||-separated) replaces text in the kernels, to see a check fail. `--fuzz N
+[SEED]`: N random graphs of index arithmetic gathering from a table (fuzz_graph).
 
     MINIC=build-test/minic python3 scripts/pool_emulate/emulate.py [CASE...]
     (needs numpy and g++ >= 12 for _Float16)
@@ -143,6 +144,10 @@ def case(name, tmp):
         args += ["--input", "%s=%s" % (k, p)]
     out_ref = os.path.join(tmp, name + ".ref.npy")
     r = run(args + ["--output", out_ref], env)
+    if expect_fail is None:  # whatever ref says
+        expect_fail = r.returncode != 0
+        if expect_fail and "outside" not in r.stderr and "gather" not in r.stderr:
+            return "FAIL: ref: " + r.stderr
     if expect_fail:
         if r.returncode == 0:
             return "FAIL: ref accepted the bad index"
@@ -275,7 +280,65 @@ MAIN_LAUNCH = '''  gridDim = {%(grid)d, 1, 1}; blockDim = {%(block)d, 1, 1};
     }'''
 
 
+def fuzz_graph(seed):
+    """A random graph of index arithmetic over two iotas (every i32 operator kir_facts reads, of
+    both signs, divisions by constants and by values) whose result indexes a table, and is also
+    added to the gathered rows: the kernel's folded compares, aliases, plain divisions and
+    unchecked gathers against ref (an out-of-range index must fail both)."""
+    import random
+    r = random.Random(seed)
+    A, B, R = r.choice([3, 4, 5]), r.choice([2, 6, 7, 8]), r.choice([5, 9, 16])
+    lines = ["input w : f32[%d,4]" % R, "i = iota(shape=[%d,%d], axis=1)" % (A, B),
+             "j = iota(shape=[%d,%d], axis=0)" % (A, B)]
+    vals = ["i", "j"]
+    for n in range(r.randint(2, 9)):
+        a, b = r.choice(vals), r.choice(vals)
+        k = r.choice([-7, -3, -2, -1, 0, 1, 2, 3, 4, 5, 8])
+        op = r.choice(["add", "sub", "mulk", "mul", "divk", "divk", "div", "maximum", "minimum", "where", "abs",
+                       "neg", "clip"])
+        v = "v%d" % n
+        if op in ("add", "sub", "maximum", "minimum", "mul", "div"):
+            lines.append("%s = %s(%s, %s)" % (v, op, a, b))
+        elif op == "mulk":
+            lines.append("%s = mul(%s, %d)" % (v, a, k))
+        elif op == "divk":
+            lines.append("%s = div(%s, %d)" % (v, a, k))
+        elif op == "where":
+            lines.append("c%d = %s(%s, %s)" % (n, r.choice(["lt", "le", "gt", "ge", "eq", "ne"]), a, b))
+            lines.append("%s = where(c%d, %s, %s)" % (v, n, a, r.choice(vals)))
+        elif op == "clip":
+            lo = r.randint(-3, 3)
+            lines.append("%s = clip(%s, min=%d, max=%d)" % (v, a, lo, lo + r.randint(0, 12)))
+        else:
+            lines.append("%s = %s(%s)" % (v, op, a))
+        vals.append(v)
+    idx = vals[-1]
+    if r.random() < 0.6:  # usually kept inside the table, as a pool's clamp does
+        lines.append("q = clip(%s, min=%d, max=%d)" % (idx, -R if r.random() < 0.3 else 0, R - 1))
+        idx = "q"
+    lines += ["y = gather(w, %s)" % idx, "f = cast(%s, to=f32)" % r.choice(vals),
+              "e = reshape(f, shape=[%d,%d,1])" % (A, B), "z = add(y, e)", "output z"]
+    return "\n".join(lines) + "\n"
+
+
+def fuzz(n, first):
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in range(first, first + n):
+            text = fuzz_graph(seed)
+            name = "fuzz%d" % seed
+            CASES[name] = (text, {}, None)
+            res = case(name, tmp)
+            if not res.startswith("ok"):
+                print("%s: %s\n%s" % (name, res, text))
+                failed += res.startswith("FAIL")
+    print("fuzz: %d graphs from seed %d, %d failed" % (n, first, failed))
+    return failed
+
+
 def main():
+    if sys.argv[1:2] == ["--fuzz"]:  # --fuzz N [FIRST_SEED]
+        sys.exit(1 if fuzz(int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 0) else 0)
     names = sys.argv[1:] or list(CASES)
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
