@@ -327,10 +327,12 @@ typedef struct kir_fact {
     int64_t lo, hi;
     int same;
 } kir_fact;
-/* facts[0..k->ncode). With step > 1, where the innermost index takes only the values at,
- * at + step, ... (element `at` of chunks of `step` elements, step dividing its length): the
- * facts at that element. step 1: at every point. False only when out of memory. */
-bool kir_facts(const kir_kernel *k, int step, int at, kir_fact *facts);
+/* facts[0..k->ncode). dims: the program's symbolic sizes (kir_program.dims, or NULL), whose
+ * declared maxima bound an index along a symbolic axis. With step > 1, where the innermost
+ * index takes only the values at, at + step, ... (element `at` of chunks of `step` elements,
+ * step dividing its length): the facts at that element. step 1: at every point. False only
+ * when out of memory. */
+bool kir_facts(const kir_kernel *k, const mc_dims *dims, int step, int at, kir_fact *facts);
 /* Whether gather instruction i's check can never fail: 1 where its index provably lies in
  * [0, size) (it is the row itself), -1 where in [-size, 0) (the row is index + size), 0 where
  * not proven (a symbolic size never is). */

@@ -21,7 +21,7 @@
  * docs/FORMAT.md: i32 `div` truncates).
  *
  * Every interval holds only where the index space is walked as the IR says: each index in
- * [0, shape[d]). Backends evaluate no other points (their tails are guarded), which the gather
+ * [0, shape[d]) (a symbolic length: below its declared maximum, `T<=1024`). Backends evaluate no other points (their tails are guarded), which the gather
  * checks already rely on: an index computed at a point outside the space would fail them.
  * Anything not understood (loads, reductions' values, float-to-int casts, other operators)
  * is the whole i32 range, so a new operator costs precision, never correctness.
@@ -255,7 +255,7 @@ static void op_fact(const kir_kernel *k, kir_fact *facts, affine *forms, int i)
     }
 }
 
-bool kir_facts(const kir_kernel *k, int step, int at, kir_fact *facts)
+bool kir_facts(const kir_kernel *k, const mc_dims *dims, int step, int at, kir_fact *facts)
 {
     int inner = k->rank - 1;
     affine *forms = malloc((size_t)(k->ncode > 0 ? k->ncode : 1) * sizeof *forms);
@@ -284,8 +284,12 @@ bool kir_facts(const kir_kernel *k, int step, int at, kir_fact *facts)
             else
                 set_range(f, 0, n > 0 ? n - 1 : 0);
         } else if (in->kind == KI_INDEX) {
-            /* a symbolic length: at least the index is not negative */
-            set_range(f, in->view == inner && step > 1 ? at : 0, INT32_MAX);
+            /* a symbolic length: below its declared maximum (a binding above it is refused,
+             * runtime/symbolic.c), or at least not negative */
+            int64_t most = 0;
+            if (in->view >= k->rank || !dims || !mc_dims_max(dims, k->shape[in->view], &most) || most - 1 > INT32_MAX)
+                most = (int64_t)INT32_MAX + 1;
+            set_range(f, in->view == inner && step > 1 ? at : 0, most > 0 ? most - 1 : 0);
         } else if (in->kind == KI_OP) {
             op_fact(k, facts, forms, i);
         }

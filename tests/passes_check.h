@@ -164,7 +164,7 @@ static inline kir_program *check_kernels(const mc_graph *g, bool fuse) { return 
  * point of its index space (a strided sample of at most max_points), within its fact f[i]
  * (kir_facts), and equals the value of its `same`: each instruction evaluated by mc_op_apply,
  * ref's meaning. With vstep > 1, the points whose innermost index is `at` modulo vstep
- * (kir_facts(k, vstep, at, f)). False, with why, at the first value that breaks them. */
+ * (kir_facts(k, dims, vstep, at, f)). False, with why, at the first value that breaks them. */
 static inline bool check_facts_hold(const kir_kernel *k, const kir_fact *f, int vstep, int at, int64_t max_points,
                                     char *why, size_t whylen)
 {

@@ -724,7 +724,7 @@ static void test_kir_facts(void **state)
         const kir_kernel *k = &kp->kernels[0];
         kir_fact *f = calloc((size_t)k->ncode, sizeof *f);
         assert_non_null(f);
-        assert_true(kir_facts(k, 1, 0, f));
+        assert_true(kir_facts(k, kp->dims, 1, 0, f));
         int in_range = 0, gathers = 0, reversed = 0;
         bool clamp_kept = false;
         for (int i = 0; i < k->ncode; i++) {
@@ -768,9 +768,11 @@ static void test_kir_facts(void **state)
         const kir_kernel *k = &kp->kernels[0];
         kir_fact *f = calloc((size_t)k->ncode, sizeof *f);
         assert_non_null(f);
-        for (int at = 0; at < 1; at++) {
-            assert_true(kir_facts(k, 1, 0, f));
-            assert_facts_hold(k, f, 1, 0);
+        assert_true(kir_facts(k, kp->dims, 1, 0, f));
+        assert_facts_hold(k, f, 1, 0);
+        for (int at = 0; at < 2 && k->shape[k->rank - 1] % 2 == 0; at++) { /* a chunk's two elements */
+            assert_true(kir_facts(k, kp->dims, 2, at, f));
+            assert_facts_hold(k, f, 2, at);
         }
         free(f);
         kir_program_free(kp);

@@ -604,7 +604,7 @@ static void test_random_graphs(void **state)
             kir_fact *facts = calloc((size_t)kk->ncode + 1, sizeof *facts);
             char why[256];
             assert_non_null(facts);
-            assert_true(kir_facts(kk, 1, 0, facts));
+            assert_true(kir_facts(kk, kf->dims, 1, 0, facts));
             if (!check_facts_hold(kk, facts, 1, 0, 512, why, sizeof why)) {
                 kir_print(kf, g, stderr);
                 fail_msg("seed %llu: %s", (unsigned long long)seed, why);

@@ -2840,7 +2840,7 @@ static mc_status render(const kir_program *kp, int ki, const mc_cuda_target *t, 
     c.facts = calloc((size_t)nfacts * (size_t)(k->ncode + 1), sizeof *c.facts);
     bool facts_ok = c.facts != NULL;
     for (int j = 0; j < nfacts && facts_ok; j++)
-        facts_ok = kir_facts(k, j == 0 ? 1 : c.V, j == 0 ? 0 : j - 1, c.facts + (size_t)j * (size_t)k->ncode);
+        facts_ok = kir_facts(k, kp->dims, j == 0 ? 1 : c.V, j == 0 ? 0 : j - 1, c.facts + (size_t)j * (size_t)k->ncode);
     if (!facts_ok) {
         st = mc_fail(MC_ERR_SYSTEM, "out of memory rendering CUDA kernel %s", k->name);
         goto done;
