@@ -334,6 +334,25 @@ int64_t kir_attention_pairs(const kir_kernel *k);
 bool kir_attention_band_keeps(const kir_attention *a, int64_t i, int64_t j);
 /* Does kernel k hold a scan (a kir_reduce with scan set)? */
 bool kir_kernel_scans(const kir_kernel *k);
+/* What each i32 or bool instruction of a kernel is known to be at every point of its index space
+ * (kir/range.c): its values lie in [lo, hi] (a bool's 0 false, 1 true; lo == hi: a constant),
+ * and `same`, where not -1, is an earlier instruction that always has the same value. Floats:
+ * unused. A backend may leave out work they decide (a check that cannot fail, a clamp that
+ * never clamps, a division that is one of its operands). */
+typedef struct kir_fact {
+    int64_t lo, hi;
+    int same;
+} kir_fact;
+/* facts[0..k->ncode). dims: the program's symbolic sizes (kir_program.dims, or NULL), whose
+ * declared maxima bound an index along a symbolic axis. With step > 1, where the innermost
+ * index takes only the values at, at + step, ... (element `at` of chunks of `step` elements,
+ * step dividing its length): the facts at that element. step 1: at every point. False only
+ * when out of memory. */
+bool kir_facts(const kir_kernel *k, const mc_dims *dims, int step, int at, kir_fact *facts);
+/* Whether gather instruction i's check can never fail: 1 where its index provably lies in
+ * [0, size) (it is the row itself), -1 where in [-size, 0) (the row is index + size), 0 where
+ * not proven (a symbolic size never is). */
+int kir_gather_proven(const kir_kernel *k, const kir_fact *facts, int i);
 /* Print a kernel list readably (minic dump --stage fused). g is the graph given to
  * mc_compile_kernels (buffer nodes refer to it); NULL prints buffers by number only. */
 void kir_print(const kir_program *kp, const mc_graph *g, FILE *out);

@@ -160,4 +160,64 @@ static inline kir_program *check_kernels_with(const mc_graph *g, bool fuse, bool
 
 static inline kir_program *check_kernels(const mc_graph *g, bool fuse) { return check_kernels_with(g, fuse, true); }
 
+/* Whether every i32/bool value kernel k computes from indices and constants alone lies, at every
+ * point of its index space (a strided sample of at most max_points), within its fact f[i]
+ * (kir_facts), and equals the value of its `same`: each instruction evaluated by mc_op_apply,
+ * ref's meaning. With vstep > 1, the points whose innermost index is `at` modulo vstep
+ * (kir_facts(k, dims, vstep, at, f)). False, with why, at the first value that breaks them. */
+static inline bool check_facts_hold(const kir_kernel *k, const kir_fact *f, int vstep, int at, int64_t max_points,
+                                    char *why, size_t whylen)
+{
+    double *val = (double *)calloc((size_t)k->ncode + 1, sizeof *val);
+    bool *known = (bool *)calloc((size_t)k->ncode + 1, sizeof *known), ok = val && known;
+    int64_t n = 1, coord[MC_MAX_RANK];
+    for (int d = 0; d < k->rank; d++)
+        n *= k->shape[d];
+    int64_t step = n > max_points ? n / max_points + 1 : 1;
+    for (int64_t p = 0; p < n && ok; p += step) {
+        int64_t t = p;
+        for (int d = k->rank - 1; d >= 0; d--) {
+            coord[d] = t % k->shape[d];
+            t /= k->shape[d];
+        }
+        if (k->rank > 0 && coord[k->rank - 1] % vstep != at)
+            continue;
+        for (int i = 0; i < k->ncode && ok; i++) {
+            const kir_instr *in = &k->code[i];
+            known[i] = in->kind == KI_CONST || (in->kind == KI_INDEX && in->dtype == MC_I32);
+            if (in->kind == KI_CONST)
+                val[i] = in->value;
+            else if (known[i])
+                val[i] = (double)coord[in->view];
+            if (in->kind == KI_OP) {
+                int nin = in->op == MC_OP_CAST ? 1 : mc_op_table[in->op].min_in;
+                known[i] = true;
+                for (int a = 0; a < nin; a++)
+                    known[i] = known[i] && known[in->arg[a]];
+                if (!known[i])
+                    continue;
+                mc_dtype operand = k->code[in->arg[in->op == MC_OP_WHERE ? 1 : 0]].dtype;
+                val[i] = mc_op_apply(in->op, operand, in->dtype, val[in->arg[0]], nin > 1 ? val[in->arg[1]] : 0,
+                                     nin > 2 ? val[in->arg[2]] : 0);
+            }
+            if (!known[i] || (in->dtype != MC_I32 && in->dtype != MC_BOOL))
+                continue;
+            if (val[i] < (double)f[i].lo || val[i] > (double)f[i].hi) {
+                snprintf(why, whylen, "%s: %%%d is %g outside [%lld, %lld] at point %lld", k->name, i, val[i],
+                         (long long)f[i].lo, (long long)f[i].hi, (long long)p);
+                ok = false;
+            } else if (f[i].same >= 0 && known[f[i].same] && val[f[i].same] != val[i]) {
+                snprintf(why, whylen, "%s: %%%d is %g, not %%%d's %g at point %lld", k->name, i, val[i], f[i].same,
+                         val[f[i].same], (long long)p);
+                ok = false;
+            }
+        }
+    }
+    if (!val || !known)
+        snprintf(why, whylen, "out of memory");
+    free(val);
+    free(known);
+    return ok;
+}
+
 #endif

@@ -1067,19 +1067,33 @@ static void test_implicit_conv_clast(void **state)
     unsetenv("MINIC_CUDA_CONV_CLAST_MAP");
 }
 
+/* The graph of `text`, or the test fails with the parser's message. */
+static mc_graph *graph_of(const char *text)
+{
+    mc_graph *g;
+    if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    return g;
+}
+
+/* A padded pool's kernel body: its window's indices are clamped into x (kir_facts), so no
+ * check, no 64-bit division and no saturation of a maximum of f16 values. */
+static void assert_lean_pool(const char *body)
+{
+    assert_null(strstr(body, "mc_gather_index("));
+    assert_null(strstr(body, "mc_div("));
+    assert_null(strstr(body, "mc_sat_f16("));
+}
+
 /* The padded maxpool after ResNet's stem (a gather whose index moves along the outputs) takes
  * one output a thread, 8 with MINIC_CUDA_GATHER_VEC=0; an embedding's gather (one index a row)
  * keeps its vectors either way. Both compile. */
 static void test_gather_vec_scalar(void **state)
 {
     (void)state;
-    mc_graph *g;
-    if (mc_graph_parse_string("a.graph",
-                              "graph a\ninput x : f16[4, 64, 112, 112]\ninput ids : i32[4, 16]\nparam wte : f16[50, 64]\n"
-                              "m = maxpool(x, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\n"
-                              "t = gather(wte, ids)\nu = relu(t)\noutput m, u\n",
-                              &g) != MC_OK)
-        fail_msg("%s", mc_error_message());
+    mc_graph *g = graph_of("graph a\ninput x : f16[4, 64, 112, 112]\ninput ids : i32[4, 16]\nparam wte : f16[50, 64]\n"
+                           "m = maxpool(x, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\n"
+                           "t = gather(wte, ids)\nu = relu(t)\noutput m, u\n");
     for (int on = 0; on <= 1; on++) {
         if (!on)
             setenv("MINIC_CUDA_GATHER_VEC", "0", 1);
@@ -1089,12 +1103,17 @@ static void test_gather_vec_scalar(void **state)
         mc_cuda_kernel_plan *pl = compile_all(kp);
         int pools = 0, embeds = 0;
         for (int k = 0; k < kp->nkernels; k++) {
+            /* the kernel after the prelude (which defines the helpers) */
+            const char *body = pl[k].code.src.data + pl[k].code.body;
             if (strstr(kp->kernels[k].name, "maxpool")) {
                 pools++;
                 assert_int_equal(pl[k].code.vec, on ? 1 : 8);
+                assert_lean_pool(body);
             } else if (strstr(kp->kernels[k].name, "gather")) {
                 embeds++;
                 assert_true(pl[k].code.vec > 1);
+                /* the ids are an input: checked */
+                assert_non_null(strstr(body, "mc_gather_index("));
             }
         }
         assert_int_equal(pools, 1);
@@ -1383,6 +1402,27 @@ static void test_decode_attention_kernels(void **state)
     assert_int_equal(kernels, 9);
 }
 
+
+/* g compiled once over its symbols (*sized), then bound to `values` and every kernel rendered
+ * from *sized with its sizes read when it runs (none for the binding alone) and compiled; the
+ * binding's program is returned, its plans in *pl. conv_gather: as the cuda backend compiles. */
+static kir_program *compile_sized(const mc_graph *g, bool conv_gather, const int64_t *values, kir_program **sized,
+                                  mc_cuda_kernel_plan **pl)
+{
+    char refused[MC_COMPILE_REFUSED] = "";
+    mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .symbolic = true,
+                             .conv_gather = conv_gather, .refused = refused};
+    if (mc_compile_kernels(g, &co, sized) != MC_OK || !*sized)
+        fail_msg("%s %s", mc_error_message(), refused);
+    int specialized = -1;
+    char why[200];
+    kir_program *kp = cuda_plan_binding(*sized, values, true, &target, pl, &specialized, why, sizeof why);
+    if (specialized != 0)
+        fail_msg("%d kernels rendered for the binding: %s", specialized, why);
+    compile_plans(kp, *pl);
+    return kp;
+}
+
 /* Kernels of symbolic programs rendered with their sizes read when they run (one source for
  * every binding, mc_cuda_plan_program_sized), none rendered for the binding: the decode kernel
  * over a symbolic cache length in every dtype (its key range and chunks from S_ and the grid),
@@ -1409,23 +1449,11 @@ static void test_sized_kernels(void **state)
                      "row = iota(shape=[2, S], axis=0)\ncol = iota(shape=[2, S], axis=1)\nrs = add(row, 40)\n"
                      "keep = le(col, rs)\nm = where(keep, s0, -inf)\np = softmax(m)\ny = matmul(p, vc)\n"
                      "xs = slice(x, axis=2, start=0, end=40, step=2)\nz = matmul(xs, w)\noutput y, z\n");
-        mc_graph *g;
-        if (mc_graph_parse_string("a.graph", text, &g) != MC_OK)
-            fail_msg("%s\n%s", mc_error_message(), text);
-        char refused[MC_COMPILE_REFUSED] = "";
-        mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .symbolic = true,
-                                 .refused = refused};
-        kir_program *sized;
-        if (mc_compile_kernels(g, &co, &sized) != MC_OK || !sized)
-            fail_msg("%s %s", mc_error_message(), refused);
+        mc_graph *g = graph_of(text);
         const int64_t values[2] = {2, 300};
+        kir_program *sized;
         mc_cuda_kernel_plan *pl;
-        int specialized = -1;
-        char why[200];
-        kir_program *kp = cuda_plan_binding(sized, values, true, &target, &pl, &specialized, why, sizeof why);
-        if (specialized != 0)
-            fail_msg("%d kernels rendered for the binding: %s", specialized, why);
-        compile_plans(kp, pl);
+        kir_program *kp = compile_sized(g, false, values, &sized, &pl);
         bool decode = false, tiled = false;
         for (int k = 0; k < kp->nkernels; k++) {
             if (!pl[k].has_code)
@@ -1442,6 +1470,46 @@ static void test_sized_kernels(void **state)
         kir_program_free(sized);
         mc_graph_free(g);
     }
+}
+
+
+/* A padded maxpool over a symbolic batch, rendered once with its sizes read when it runs: the
+ * window's indices lie along the constant spatial axes, so kir_facts proves them there too (no
+ * check, no division). Positions along T<=64 into a table of 64 rows are proven by T's declared
+ * maximum; along U, which has none, they keep their check. */
+static void test_sized_pool_kernels(void **state)
+{
+    (void)state;
+    mc_graph *g = graph_of("graph a\ninput x : f16[B, 8, 14, 14]\ninput ids : i32[B, T<=64]\ninput jd : i32[B, U]\n"
+                           "param wpe : f16[64, 32]\n"
+                           "y = maxpool(x, kernel=[3, 3], stride=[2, 2], padding=[1, 1])\n"
+                           "pos = iota(shape=[B, T], axis=1)\np = gather(wpe, pos)\nz = relu(p)\n"
+                           "pu = iota(shape=[B, U], axis=1)\nq = gather(wpe, pu)\nzu = relu(q)\noutput y, z, zu\n");
+    const int64_t values[3] = {3, 17, 70};
+    kir_program *sized;
+    mc_cuda_kernel_plan *pl;
+    kir_program *kp = compile_sized(g, true, values, &sized, &pl);
+    int pools = 0, proven = 0, checked = 0;
+    for (int k = 0; k < kp->nkernels; k++) {
+        if (!pl[k].has_code)
+            continue;
+        const char *body = pl[k].code.src.data + pl[k].code.body;
+        assert_non_null(strstr(body, "S_.v[")); /* sizes read when it runs */
+        if (strstr(kp->kernels[k].name, "maxpool")) {
+            pools++;
+            assert_lean_pool(body);
+        } else if (strstr(kp->kernels[k].name, "gather")) {
+            proven += strstr(body, "mc_gather_index(") == NULL;
+            checked += strstr(body, "mc_gather_index(") != NULL;
+        }
+    }
+    assert_int_equal(pools, 1);
+    assert_int_equal(proven, 1);
+    assert_int_equal(checked, 1);
+    mc_cuda_plans_free(pl, kp->nkernels);
+    kir_program_free(kp);
+    kir_program_free(sized);
+    mc_graph_free(g);
 }
 
 /* A KV cache's update (where(sel, new, cache) stored over the cache's own layout) is written
@@ -1556,6 +1624,7 @@ int main(void)
         cmocka_unit_test(test_attention_kernels),
         cmocka_unit_test(test_decode_attention_kernels),
         cmocka_unit_test(test_sized_kernels),
+        cmocka_unit_test(test_sized_pool_kernels),
         cmocka_unit_test(test_in_place_update_kernel),
         cmocka_unit_test(test_more_operators),
         cmocka_unit_test(test_symbolic_kernels),

@@ -668,6 +668,117 @@ static void test_batchnorm_folds_into_conv(void **state)
     }
 }
 
+static void assert_facts_hold(const kir_kernel *k, const kir_fact *f, int vstep, int at)
+{
+    char why[256];
+    if (!check_facts_hold(k, f, vstep, at, 65536, why, sizeof why))
+        fail_msg("%s", why);
+}
+
+/* The kernel list of a graph in text, compiled as the cuda backend compiles it (pools and
+ * im2col as gathers). */
+static kir_program *gathered_kernels(const char *text)
+{
+    mc_graph *g;
+    if (mc_graph_parse_string("f.graph", text, &g) != MC_OK)
+        fail_msg("%s", mc_error_message());
+    mc_compile_options co = {.fuse = true, .plan_memory = true, .verify = true, .conv_gather = true};
+    kir_program *kp;
+    assert_int_equal(mc_compile_kernels(g, &co, &kp), MC_OK);
+    mc_graph_free(g);
+    assert_int_equal(kp->nkernels, 1);
+    return kp;
+}
+
+/* kir_facts (kir/range.c): what a padded pool's window indices are, from the index space alone;
+ * and gathers whose index nothing bounds stay unproven. */
+static void test_kir_facts(void **state)
+{
+    (void)state;
+    struct {
+        const char *graph;
+        int in_range, reversed, gathers; /* gathers proven in [0, n), in [-n, 0), of all */
+        bool clamp_kept;                 /* some minimum still clamps (a window passes the edge) */
+    } cases[] = {
+        {"graph a\ninput x : f16[2,4,112,112]\ny = maxpool(x, kernel=[3,3], stride=[2,2], padding=[1,1])\noutput y\n",
+         9, 0, 9, false},
+        {"graph a\ninput x : f32[2,4,9,11]\ny = maxpool(x, kernel=[3,3], stride=[2,2], padding=[1,1])\noutput y\n",
+         9, 0, 9, true},
+        {"graph a\ninput x : f32[2,4,13]\ny = avgpool(x, kernel=[3], stride=[2], padding=[1])\noutput y\n", 3, 0, 3,
+         true},
+        {"graph a\ninput w : f32[10,8]\ninput ids : i32[3,5]\ny = gather(w, ids)\noutput y\n", 0, 0, 1, false},
+        {"graph a\ninput w : f32[10,8]\ni = iota(shape=[10], axis=0)\ny = gather(w, i)\noutput y\n", 1, 0, 1, false},
+        /* -1 - i: the rows backwards, counted from the end */
+        {"graph a\ninput w : f32[10,8]\ni = iota(shape=[10], axis=0)\nm = full(shape=[10], value=-1, dtype=i32)\n"
+         "j = sub(m, i)\ny = gather(w, j)\noutput y\n", 0, 1, 1, false},
+        /* i - 1: -1 (the last row) and 0..8, neither side alone: the check stays */
+        {"graph a\ninput w : f32[10,8]\ni = iota(shape=[10], axis=0)\none = full(shape=[10], value=1, dtype=i32)\n"
+         "j = sub(i, one)\ny = gather(w, j)\noutput y\n", 0, 0, 1, false},
+        /* 11 rows from a table of 10, forwards or backwards: one is out of range */
+        {"graph a\ninput w : f32[10,8]\ni = iota(shape=[11], axis=0)\ny = gather(w, i)\noutput y\n", 0, 0, 1, false},
+        {"graph a\ninput w : f32[10,8]\ni = iota(shape=[11], axis=0)\nm = full(shape=[11], value=-1, dtype=i32)\n"
+         "j = sub(m, i)\ny = gather(w, j)\noutput y\n", 0, 0, 1, false},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        kir_program *kp = gathered_kernels(cases[c].graph);
+        const kir_kernel *k = &kp->kernels[0];
+        kir_fact *f = calloc((size_t)k->ncode, sizeof *f);
+        assert_non_null(f);
+        assert_true(kir_facts(k, kp->dims, 1, 0, f));
+        int in_range = 0, gathers = 0, reversed = 0;
+        bool clamp_kept = false;
+        for (int i = 0; i < k->ncode; i++) {
+            const kir_instr *in = &k->code[i];
+            gathers += in->kind == KI_GATHER;
+            in_range += kir_gather_proven(k, f, i) == 1;
+            reversed += kir_gather_proven(k, f, i) == -1;
+            if (in->kind == KI_OP && in->op == MC_OP_MINIMUM && in->dtype == MC_I32 && f[i].same < 0)
+                clamp_kept = true;
+            if (in->kind == KI_OP && in->op == MC_OP_DIV && in->dtype == MC_I32) {
+                /* o / OW with o = i2 OW + i3: the output row, i2 itself */
+                assert_true(f[i].same >= 0);
+                assert_int_equal(k->code[f[i].same].kind, KI_INDEX);
+                assert_int_equal(k->code[f[i].same].view, 2);
+            }
+            if (in->dtype == MC_I32 || in->dtype == MC_BOOL)
+                assert_true(f[i].lo <= f[i].hi);
+        }
+        assert_facts_hold(k, f, 1, 0);
+        if (in_range != cases[c].in_range || reversed != cases[c].reversed || gathers != cases[c].gathers ||
+            clamp_kept != cases[c].clamp_kept)
+            fail_msg("case %d: %d of %d gathers in range, %d backwards, clamp %s", (int)c, in_range, gathers, reversed,
+                     clamp_kept ? "kept" : "gone");
+        free(f);
+        kir_program_free(kp);
+    }
+    /* index arithmetic of every sign: each kernel's facts hold at every point */
+    static const char *const more[] = {
+        "graph a\ninput x : f32[7,5]\ni = iota(shape=[7,5], axis=1)\nj = iota(shape=[7,5], axis=0)\n"
+        "a = mul(i, 3)\nb = sub(a, j)\nc = div(b, 4)\nd = div(b, -3)\ne = maximum(c, d)\nf = minimum(e, 2)\n"
+        "g = neg(f)\nh = abs(g)\nk = add(h, c)\nl = lt(k, 3)\nm = ge(j, 0)\nn = and(l, m)\no = where(n, k, b)\n"
+        "p = cast(o, to=f32)\ny = add(x, p)\noutput y\n",
+        "graph a\ninput x : f32[4,6]\ni = iota(shape=[4,6], axis=1)\nj = iota(shape=[4,6], axis=0)\n"
+        "a = mul(j, 6)\nb = add(a, i)\nc = div(b, 6)\nd = mul(c, 6)\ne = sub(b, d)\nf = eq(e, i)\ng = eq(c, j)\n"
+        "h = and(f, g)\nk = cast(h, to=i32)\nl = sub(k, 1)\nm = div(l, 2)\nn = cast(m, to=f32)\ny = add(x, n)\noutput y\n",
+        "graph a\ninput x : f32[2,3,8,9]\ny = avgpool(x, kernel=[3,2], stride=[2,3], padding=[1,1])\noutput y\n",
+        "graph a\ninput x : f32[1,2,10]\ny = maxpool(x, kernel=[5], stride=[1], padding=[2])\noutput y\n",
+    };
+    for (size_t c = 0; c < sizeof more / sizeof more[0]; c++) {
+        kir_program *kp = gathered_kernels(more[c]);
+        const kir_kernel *k = &kp->kernels[0];
+        kir_fact *f = calloc((size_t)k->ncode, sizeof *f);
+        assert_non_null(f);
+        assert_true(kir_facts(k, kp->dims, 1, 0, f));
+        assert_facts_hold(k, f, 1, 0);
+        for (int at = 0; at < 2 && k->shape[k->rank - 1] % 2 == 0; at++) { /* a chunk's two elements */
+            assert_true(kir_facts(k, kp->dims, 2, at, f));
+            assert_facts_hold(k, f, 2, at);
+        }
+        free(f);
+        kir_program_free(kp);
+    }
+}
+
 int main(void)
 {
     (void)S2;
@@ -682,6 +793,7 @@ int main(void)
         cmocka_unit_test(test_cumsum_is_linear),
         cmocka_unit_test(test_cumsum_scan_runs),
         cmocka_unit_test(test_batchnorm_folds_into_conv),
+        cmocka_unit_test(test_kir_facts),
         cmocka_unit_test(test_bench_file_kernel_counts),
     };
     return mc_test_run(tests);

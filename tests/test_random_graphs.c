@@ -599,6 +599,18 @@ static void test_random_graphs(void **state)
             mc_graph_print(g, stderr);
             kir_print(kf, g, stderr);
         }
+        for (int k = 0; kf && k < kf->nkernels; k++) { /* kir_facts holds where it can be evaluated */
+            const kir_kernel *kk = &kf->kernels[k];
+            kir_fact *facts = calloc((size_t)kk->ncode + 1, sizeof *facts);
+            char why[256];
+            assert_non_null(facts);
+            assert_true(kir_facts(kk, kf->dims, 1, 0, facts));
+            if (!check_facts_hold(kk, facts, 1, 0, 512, why, sizeof why)) {
+                kir_print(kf, g, stderr);
+                fail_msg("seed %llu: %s", (unsigned long long)seed, why);
+            }
+            free(facts);
+        }
         kir_program_free(kf);
         kir_program_free(ku);
         char why[256];

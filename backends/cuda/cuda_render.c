@@ -54,6 +54,10 @@ typedef struct rctx {
                           arrays L<v>[u]); -1 elsewhere */
     int phase;         /* emit_chunk: 0 everything, 1 vector loads only, 2 all but those */
     bool *gather_vec;  /* per instruction: a gather read as one vector per chunk (G<i>) */
+    kir_fact *facts;   /* per instruction: what its i32/bool value is known to be (kir_facts):
+                          at every point, then (pointwise kernels with V > 1) at element j of
+                          the chunk, ncode each (facts_now) */
+    bool facts_per_element;
     /* pointwise, written in place (find_in_place): the store's view ip_store takes
      * where(cond, x, load of view ip_view) (ip_keep: x where cond holds; else the mirror),
      * ip_view the same elements of another buffer; -1: none */
@@ -383,12 +387,24 @@ static int choose_vec(const kir_program *kp, const kir_kernel *k, const int *ali
  * is the unrolled chunk iteration (for register caches), -1 outside chunk loops. */
 static bool emit_value_unsaturated(rctx *c, int i, int k_iter);
 
+/* Whether op's result is one of its operands, its negation, its absolute value or zero (or
+ * NaN): within a half type's range whenever its operands are. */
+static bool keeps_range(mc_op op)
+{
+    return op == MC_OP_MAXIMUM || op == MC_OP_MINIMUM || op == MC_OP_WHERE || op == MC_OP_NEG ||
+           op == MC_OP_ABS || op == MC_OP_RELU;
+}
+
 /* Instruction i's value; a half-typed result that is not a rounding cast keeps f32 precision
- * within its type's range (mc_sat_f16 / mc_sat_bf16, as mc_saturate_to_dtype). */
+ * within its type's range (mc_sat_f16 / mc_sat_bf16, as mc_saturate_to_dtype). Every half-typed
+ * value is within that range (loads, literals and casts are rounded to the type, other results
+ * saturated), so a result that is an operand (a pool's maximum, a where) needs no saturation:
+ * the maxpool's 17 mc_sat_f16 per output. */
 static bool emit_value(rctx *c, int i, int k_iter)
 {
     const kir_instr *ins = &c->k->code[i];
-    bool result = (ins->kind == KI_OP && ins->op != MC_OP_CAST) || ins->kind == KI_ACC || ins->kind == KI_ROWVAL;
+    bool result = (ins->kind == KI_OP && ins->op != MC_OP_CAST && !keeps_range(ins->op)) || ins->kind == KI_ACC ||
+                  ins->kind == KI_ROWVAL;
     const char *sat = !result ? NULL : ins->dtype == MC_F16 ? "mc_sat_f16" : ins->dtype == MC_BF16 ? "mc_sat_bf16" : NULL;
     if (sat)
         mc_sb_printf(c->sb, "%s(", sat);
@@ -396,6 +412,72 @@ static bool emit_value(rctx *c, int i, int k_iter)
     if (sat)
         mc_sb_puts(c->sb, ")");
     return ok;
+}
+
+/* What kir_facts knows at the current element: a pointwise kernel's chunk starts where the
+ * innermost index is a multiple of V (choose_vec made V divide its length), so element j's
+ * index is j modulo V; elsewhere (rows, GEMM epilogues' pairs) only that it is inside. */
+static const kir_fact *facts_now(const rctx *c)
+{
+    if (!c->facts || !c->facts_per_element || c->j < 0)
+        return c->facts;
+    return c->facts + (size_t)(1 + c->j) * (size_t)c->k->ncode;
+}
+
+/* `+ (I)index * (I)stride` of gather instruction i: the index wrapped and checked by
+ * mc_gather_index, or as it is where kir_facts shows it always in [0, size) (a padded pool's
+ * clamped window, an iota's position), plus size where always in [-size, 0) (a reversed
+ * gather): no check, no error path, no 64-bit arithmetic. */
+static void gather_step(rctx *c, int i)
+{
+    const kir_instr *ins = &c->k->code[i];
+    char xs[48], xt[48];
+    int proven = c->facts ? kir_gather_proven(c->k, facts_now(c), i) : 0;
+    if (proven != 0) {
+        mc_sb_printf(c->sb, " + (%s)", c->I);
+        if (proven < 0)
+            mc_sb_puts(c->sb, "(");
+        operand_name(c->sb, ins->arg[0], c);
+        if (proven < 0)
+            mc_sb_printf(c->sb, " + %s)", dim_expr(c, ins->size, xs, sizeof xs));
+    } else {
+        mc_sb_printf(c->sb, " + (%s)mc_gather_index(", c->I);
+        operand_name(c->sb, ins->arg[0], c);
+        mc_sb_printf(c->sb, ", %s%s, mc_err, %d)", dim_expr(c, ins->size, xs, sizeof xs),
+                     mc_dim_is_sym(ins->size) ? "" : "LL", ins->check + 1);
+    }
+    mc_sb_printf(c->sb, " * (%s)%s", c->I, dim_expr(c, ins->stride, xt, sizeof xt));
+}
+
+/* An i32 or bool operation as what kir_facts knows of it: a literal where its value is decided
+ * (a bounds test the index space passes), the earlier instruction it always equals (a clamp
+ * that never clamps, a quotient that is an index), or a plain C division where the divisor is
+ * never 0 or -1 (truncation is i32 `div`'s meaning; mc_div's guards and 64-bit path are for
+ * those two). False: render it as ops.def says. */
+static bool emit_known_int(rctx *c, int i)
+{
+    const kir_instr *ins = &c->k->code[i];
+    if (!c->facts || (ins->dtype != MC_I32 && ins->dtype != MC_BOOL))
+        return false;
+    const kir_fact *facts = facts_now(c), *f = &facts[i];
+    if (f->lo == f->hi) {
+        mc_c_literal(c->sb, (double)f->lo, ins->dtype);
+        return true;
+    }
+    if (f->same >= 0) {
+        operand_name(c->sb, f->same, c);
+        return true;
+    }
+    const kir_fact *d = ins->op == MC_OP_DIV ? &facts[ins->arg[1]] : NULL;
+    if (d && (d->lo >= 1 || d->hi <= -2)) {
+        mc_sb_puts(c->sb, "((");
+        operand_name(c->sb, ins->arg[0], c);
+        mc_sb_puts(c->sb, ") / (");
+        operand_name(c->sb, ins->arg[1], c);
+        mc_sb_puts(c->sb, "))");
+        return true;
+    }
+    return false;
 }
 
 static bool emit_value_unsaturated(rctx *c, int i, int k_iter)
@@ -472,11 +554,8 @@ static bool emit_value_unsaturated(rctx *c, int i, int k_iter)
         } else {
             mc_sb_printf(sb, "mc_ld(p%d[rb%d", c->view_param[v], v);
         }
-        mc_sb_printf(sb, " + (%s)mc_gather_index(", c->I);
-        operand_name(sb, ins->arg[0], c);
-        char xs[48], xt[48];
-        mc_sb_printf(sb, ", %s%s, mc_err, %d) * (%s)%s])", dim_expr(c, ins->size, xs, sizeof xs),
-                     mc_dim_is_sym(ins->size) ? "" : "LL", ins->check + 1, c->I, dim_expr(c, ins->stride, xt, sizeof xt));
+        gather_step(c, i);
+        mc_sb_puts(sb, "])");
         return true;
     }
     case KI_ACC:
@@ -492,6 +571,8 @@ static bool emit_value_unsaturated(rctx *c, int i, int k_iter)
             mc_sb_puts(sb, "acc");
         return true;
     case KI_OP:
+        if (emit_known_int(c, i))
+            return true;
         if (ins->op == MC_OP_MUL && ins->dtype != MC_I32 && added_to(k, (int)(ins - k->code))) {
             mc_sb_puts(sb, "__fmul_rn(");
             operand_name(sb, ins->arg[0], c);
@@ -581,13 +662,10 @@ static bool emit_chunk(rctx *c, int b, int k_iter, int depth)
             if (j == 0 && c->gather_vec && c->gather_vec[i]) {
                 /* the chunk's index is one value: its V elements are one vector load */
                 const char *st = storage_type(view_buffer(c, ins->view)->dtype);
-                mc_sb_printf(sb, "%sconst mc_vec<%s, %d> G%d = *(const mc_vec<%s, %d> *)(p%d + o%d + (%s)mc_gather_index(",
-                             in, st, c->V, i, st, c->V, c->view_param[ins->view], ins->view, c->I);
-                operand_name(sb, ins->arg[0], c);
-                char xs[48], xt[48];
-                mc_sb_printf(sb, ", %s%s, mc_err, %d) * (%s)%s);\n", dim_expr(c, ins->size, xs, sizeof xs),
-                             mc_dim_is_sym(ins->size) ? "" : "LL", ins->check + 1, c->I,
-                             dim_expr(c, ins->stride, xt, sizeof xt));
+                mc_sb_printf(sb, "%sconst mc_vec<%s, %d> G%d = *(const mc_vec<%s, %d> *)(p%d + o%d", in, st, c->V, i,
+                             st, c->V, c->view_param[ins->view], ins->view);
+                gather_step(c, i);
+                mc_sb_puts(sb, ");\n");
             }
             mc_sb_printf(sb, "%sconst %s v%d_%d = ", in, mc_c_arith_type(ins->dtype), i, j);
             if (!emit_value(c, i, k_iter))
@@ -2803,11 +2881,17 @@ void mc_cuda_code_free(mc_cuda_code *c)
  * gather from V scattered places, so with V = 8 a warp's load touches 8 times the cache lines
  * that neighbouring threads on neighbouring outputs do (the maxpool after ResNet's stem: 74 us
  * against a ~14 us floor; ResNet-18 1092.0 us against 1102.5, H200 18:52 call).
- * MINIC_CUDA_GATHER_VEC=0: the vector width choose_vec picks, as before. */
-static bool scattered_gathers_scalar(void)
+ * MINIC_CUDA_GATHER_VEC=0: the vector width choose_vec picks, as before; =2 or =4: at most that
+ * many (a stride-2 pool's two neighbouring windows share a column: 15 loads for 2 outputs
+ * instead of 18, the index arithmetic once for both; to be measured). Returns the cap, 0: none. */
+static int scattered_gathers_cap(void)
 {
     const char *e = getenv("MINIC_CUDA_GATHER_VEC");
-    return !(e && strcmp(e, "0") == 0);
+    if (e && strcmp(e, "0") == 0)
+        return 0;
+    if (e && (strcmp(e, "2") == 0 || strcmp(e, "4") == 0))
+        return e[0] - '0';
+    return 1;
 }
 
 /* The gathers of a pointwise kernel whose chunk reads V consecutive elements at one index (an
@@ -2903,8 +2987,7 @@ static mc_status render(const kir_program *kp, int ki, const mc_cuda_target *t, 
     out->param = calloc((size_t)nv + 2, sizeof(int));
     bool *used = calloc((size_t)nv, 1);
     mc_status st = MC_OK;
-    if (!c.view_param || !c.canon || !c.cached || !c.cache_filled || !c.instr_block ||
-        !out->param || !used) {
+    if (!c.view_param || !c.canon || !c.cached || !c.cache_filled || !c.instr_block || !out->param || !used) {
         st = mc_fail(MC_ERR_SYSTEM, "out of memory rendering CUDA kernel %s", k->name);
         goto done;
     }
@@ -2984,11 +3067,22 @@ static mc_status render(const kir_program *kp, int ki, const mc_cuda_target *t, 
                   : choose_vec(kp, k, align, vused, acc_scratch, acc_dtype);
         free(vused);
     }
-    if (gathers && c.V > 1 && k->category == KIR_POINTWISE && scattered_gathers_scalar())
+    int cap = scattered_gathers_cap();
+    if (gathers && cap > 0 && c.V > cap && k->category == KIR_POINTWISE)
         for (int i = 0; i < k->ncode; i++)
             if (k->code[i].kind == KI_GATHER && !chunk_uniform(k, k->code[i].arg[0], 0))
-                c.V = 1;
+                c.V = cap;
     out->vec = c.V;
+    c.facts_per_element = k->category == KIR_POINTWISE && c.V > 1;
+    int nfacts = c.facts_per_element ? c.V + 1 : 1;
+    c.facts = calloc((size_t)nfacts * (size_t)(k->ncode + 1), sizeof *c.facts);
+    bool facts_ok = c.facts != NULL;
+    for (int j = 0; j < nfacts && facts_ok; j++)
+        facts_ok = kir_facts(k, kp->dims, j == 0 ? 1 : c.V, j == 0 ? 0 : j - 1, c.facts + (size_t)j * (size_t)k->ncode);
+    if (!facts_ok) {
+        st = mc_fail(MC_ERR_SYSTEM, "out of memory rendering CUDA kernel %s", k->name);
+        goto done;
+    }
     if (gathers && c.V > 1 && k->category == KIR_POINTWISE) {
         c.gather_vec = calloc((size_t)k->ncode, sizeof *c.gather_vec);
         if (!c.gather_vec) {
@@ -3029,6 +3123,7 @@ static mc_status render(const kir_program *kp, int ki, const mc_cuda_target *t, 
     else if (c.z.error)
         out->nsizes = -1; /* mc_cuda_render_sized falls back */
 done:
+    free(c.facts);
     free(c.gather_vec);
     free(c.view_param);
     free(c.canon);
