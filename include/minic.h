@@ -424,6 +424,8 @@ mc_status mc_program_bind_output_memory(mc_program *p, int index, void *data, si
  *   - cuda (either program): each program keeps its own copy on its GPU; the value is copied
  *     from src's host array at this call and uploaded at dst's next run (no file read).
  *   - A program with symbolic dimensions or a tensor-parallel one: MC_ERR_INPUT.
+ *   - A param either program feeds an output back to (mc_program_feed_back) is not shared: its
+ *     value changes with that program's runs.
  * dst == src does nothing. Both mutexes are held, taken in a fixed order. */
 mc_status mc_program_share_params(mc_program *dst, mc_program *src, int *shared);
 /* Write every output: .safetensors (by name) or .npy (one output only). Temp file + rename. */

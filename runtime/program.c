@@ -1799,10 +1799,12 @@ static mc_status program_share_params(mc_program *dst, mc_program *src, int *sha
         for (int d = 0; same && d < n->rank; d++)
             same = m->shape[d] == n->shape[d];
         int b = buffer_of(dst, i, true), sb = buffer_of(src, j, true);
-        if (!same || b < 0 || sb < 0 || !src->has_value[sb] || feedback_of(dst, b) || dst->external[b] ||
-            src->external[sb])
+        if (!same || b < 0 || sb < 0 || !src->has_value[sb] || feedback_of(dst, b) || feedback_of(src, sb) ||
+            dst->external[b] || src->external[sb])
             continue; /* another type, read by no kernel on one side, no value to share, or
-                         an output is fed back to it (it changes with every run) */
+                         an output is fed back to it in either program (it changes with every
+                         run: shared, src's runs would change dst's param behind its back, and
+                         dst's kernels computed from the params alone would not see it) */
         mc_status st = fresh(src, sb);
         if (st != MC_OK)
             return st;

@@ -273,6 +273,45 @@ static void test_param_from_outputs(void **state)
     mc_graph_free(src);
 }
 
+/* A param that the source program feeds its output back to is not shared: src's runs change
+ * it, and dst's kernels from the params alone (0.5 w here) would not see the change while its
+ * other kernels (x w) would (the review of 2026-11-28). dst keeps its own value. */
+static void test_share_fed_back(void **state)
+{
+    (void)state;
+    mc_graph *gs = mc_test_parse("graph src\nparam w : f32[2, 3]\nw2 = add(w, 1)\noutput w2\n");
+    mc_graph *gd = mc_test_parse("graph dst\ninput x : f32[1, 2]\nparam w : f32[2, 3]\n"
+                                 "s = mul(w, 0.5)\ny = matmul(x, s)\nz = matmul(x, w)\noutput y, z\n");
+    for (int i = 0; i < nbackends; i++) {
+        mc_program *src = compile(gs, backends[i]), *dst = compile(gd, backends[i]);
+        assert_int_equal(dst->kp->nprep, 1);
+        float w[6] = {1, 2, 3, 4, 5, 6}, x[2] = {1, 0}, mine[6] = {7, 8, 9, 10, 11, 12};
+        set(src, gs, "w", w);
+        set(dst, gd, "w", mine);
+        set(dst, gd, "x", x);
+        bool in_place = false;
+        assert_int_equal(mc_program_feed_back(src, "w", 0, &in_place), MC_OK);
+        int shared = -1;
+        assert_int_equal(mc_program_share_params(dst, src, &shared), MC_OK);
+        assert_int_equal(shared, 0);
+        for (int r = 0; r < 3; r++) {
+            run(dst);
+            run(src); /* w of src becomes w + 1 */
+            mc_tensor y, z;
+            assert_int_equal(mc_program_output(dst, 0, &y), MC_OK);
+            assert_int_equal(mc_program_output(dst, 1, &z), MC_OK);
+            for (int k = 0; k < 3; k++) {
+                assert_float_equal(((const float *)z.data)[k], mine[k], 0);
+                assert_float_equal(((const float *)y.data)[k], 0.5f * mine[k], 0);
+            }
+        }
+        mc_program_free(src);
+        mc_program_free(dst);
+    }
+    mc_graph_free(gs);
+    mc_graph_free(gd);
+}
+
 /* An f16 conv of 32 channels: on cuda (and on ref under MINIC_REF_IMPLICIT_CONV=1) an implicit
  * GEMM whose weights a prep kernel re-lays by K chunks. */
 static void test_conv_kchunk(void **state)
@@ -473,6 +512,7 @@ int main(void)
         cmocka_unit_test(test_transpose_scale),
         cmocka_unit_test(test_output_of_params),
         cmocka_unit_test(test_param_from_outputs),
+        cmocka_unit_test(test_share_fed_back),
         cmocka_unit_test(test_conv_kchunk),
         cmocka_unit_test(test_batchnorm_fold),
         cmocka_unit_test(test_symbolic),
