@@ -1958,7 +1958,9 @@ static void emit_conv_clast_slots(rctx *c, const conv_gen *q, int per, long long
     mc_sb_puts(sb, "    }\n  };\n");
 }
 
-/* MINIC_CUDA_CONV_CLAST_INC=1 (for experiments, not measured yet): emit_conv_clast's window
+/* The default since the H200 call of 21:13 (the stem layer alone 101.9 us against 109.6; the
+ * emulator and the conv rows on the GPU pass); MINIC_CUDA_CONV_CLAST_INC=0 turns it off.
+ * emit_conv_clast's window
  * positions decoded once a tile, not once a load, where a slot is a whole window position (the
  * stem: 4 or 8 channels) and a thread's slots of a tile, step apart, wrap to the next window
  * row at most once (the 7x7 stem: 8 consecutive positions): its first position (ky0, kx0) by
@@ -1967,7 +1969,7 @@ static void emit_conv_clast_slots(rctx *c, const conv_gen *q, int per, long long
 static bool clast_inc(void)
 {
     const char *e = getenv("MINIC_CUDA_CONV_CLAST_INC");
-    return e && strcmp(e, "1") == 0;
+    return !(e && strcmp(e, "0") == 0);
 }
 
 /* emit_conv_clast's load_b by clast_inc (after its per-pixel declarations pn_ .. pbase_) */
@@ -2883,15 +2885,17 @@ void mc_cuda_code_free(mc_cuda_code *c)
  * against a ~14 us floor; ResNet-18 1092.0 us against 1102.5, H200 18:52 call).
  * MINIC_CUDA_GATHER_VEC=0: the vector width choose_vec picks, as before; =2 or =4: at most that
  * many (a stride-2 pool's two neighbouring windows share a column: 15 loads for 2 outputs
- * instead of 18, the index arithmetic once for both; to be measured). Returns the cap, 0: none. */
+ * instead of 18, the index arithmetic once for both). 2 is the default since the H200 call of
+ * 21:13: the maxpool alone 26.9 us at 2, 32.5 at 1 and 34.4 at 4 (it was 66.8 us before the
+ * gathers lost their checks); =1 gives one a thread. Returns the cap, 0: none. */
 static int scattered_gathers_cap(void)
 {
     const char *e = getenv("MINIC_CUDA_GATHER_VEC");
     if (e && strcmp(e, "0") == 0)
         return 0;
-    if (e && (strcmp(e, "2") == 0 || strcmp(e, "4") == 0))
+    if (e && (strcmp(e, "1") == 0 || strcmp(e, "4") == 0))
         return e[0] - '0';
-    return 1;
+    return 2;
 }
 
 /* The gathers of a pointwise kernel whose chunk reads V consecutive elements at one index (an
