@@ -1472,7 +1472,6 @@ static void test_sized_kernels(void **state)
     }
 }
 
-
 /* A padded maxpool over a symbolic batch, rendered once with its sizes read when it runs: the
  * window's indices lie along the constant spatial axes, so kir_facts proves them there too (no
  * check, no division). Positions along T<=64 into a table of 64 rows are proven by T's declared

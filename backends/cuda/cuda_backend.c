@@ -368,6 +368,24 @@ static void bind_args(cuda_state *s, step *st, const mc_cuda_code *code)
     }
 }
 
+/* A step list's kernel arguments bound again to the buffers' addresses now (repoint). */
+static void rebind_steps(cuda_state *s, step *list, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (list[i].argv)
+            bind_args(s, &list[i], &s->plans[list[i].kernel].code);
+}
+
+/* A step list and the argument arrays of its steps (NULL: nothing). */
+static void free_steps(step *list, int n)
+{
+    for (int i = 0; list && i < n; i++) {
+        free(list[i].argv);
+        free(list[i].args);
+    }
+    free(list);
+}
+
 static mc_status add_kernel_step(cuda_state *s, step *st, int ki, const mc_cuda_code *code)
 {
     st->kernel = ki;
@@ -947,12 +965,8 @@ static mc_status repoint(mc_program *p, cuda_state *s, int b, CUdeviceptr to)
                      "copying a buffer back into the program's own memory on the GPU");
         s->buf[b] = s->home[b];
     }
-    for (int i = 0; i < s->nsteps; i++)
-        if (s->steps[i].argv)
-            bind_args(s, &s->steps[i], &s->plans[s->steps[i].kernel].code);
-    for (int i = 0; i < s->nprep_steps; i++)
-        if (s->prep_steps[i].argv)
-            bind_args(s, &s->prep_steps[i], &s->plans[s->prep_steps[i].kernel].code);
+    rebind_steps(s, s->steps, s->nsteps);
+    rebind_steps(s, s->prep_steps, s->nprep_steps);
     mc_status st = sync_stream(s, "re-pointing an output on the GPU");
     if (st != MC_OK)
         return st;
@@ -1180,14 +1194,20 @@ static mc_status cuda_download(mc_program *p, int b)
     return st == MC_OK ? sync_stream(s, "reading a buffer back from the GPU") : st;
 }
 
+/* The run before a timing or a profile: the prep kernels where a param changed (their uploads
+ * included), then one execution, which captures the CUDA graph after the first. */
+static mc_status warm_up(mc_program *p)
+{
+    mc_status st = mc_program_prep_params(p);
+    return st == MC_OK ? cuda_run(p) : st;
+}
+
 static mc_status cuda_time(mc_program *p, int iters, double *median_us)
 {
     cuda_state *s = p->state;
     if (iters < 1)
         iters = 1;
-    mc_status st = mc_program_prep_params(p); /* before the warm-up uploads what changed */
-    if (st == MC_OK)
-        st = cuda_run(p); /* warm-up; captures the graph after the first execution */
+    mc_status st = warm_up(p);
     if (st != MC_OK)
         return st;
     const mc_cuda_api *cu = s->cu;
@@ -1427,9 +1447,7 @@ static mc_status cuda_profile(mc_program *p, int iters, mc_profile *prof)
     const mc_cuda_api *cu = s->cu;
     if (iters < 1)
         iters = 1;
-    mc_status st = mc_program_prep_params(p); /* before the warm-up uploads what changed */
-    if (st == MC_OK)
-        st = cuda_run(p); /* warm-up; captures the graph after the first execution */
+    mc_status st = warm_up(p);
     if (st != MC_OK)
         return st;
     snprintf(prof->device, sizeof prof->device, "%s", s->device_name);
@@ -1583,18 +1601,8 @@ static void cuda_release(mc_program *p)
         cu->cuGraphExecDestroy(s->gexec);
         atomic_fetch_sub(&live_graphs, 1);
     }
-    if (s->steps)
-        for (int i = 0; i < s->nsteps; i++) {
-            free(s->steps[i].argv);
-            free(s->steps[i].args);
-        }
-    free(s->steps);
-    if (s->prep_steps)
-        for (int i = 0; i < s->nprep_steps; i++) {
-            free(s->prep_steps[i].argv);
-            free(s->prep_steps[i].args);
-        }
-    free(s->prep_steps);
+    free_steps(s->steps, s->nsteps);
+    free_steps(s->prep_steps, s->nprep_steps);
     free(s->home);
     for (int b = 0; s->mapped && b < kp->nbuffers; b++)
         if (s->mapped[b])
