@@ -181,6 +181,7 @@ typedef struct llvm_ctx {
     const kir_program *kp;
     int lanes;                /* f32 lanes of the vectors loops use (2 native vectors) */
     int native_lanes;         /* f32 lanes of one native vector */
+    int threads;              /* the threads that will run the kernels (GEMMs split their work by it) */
     LLVMTypeRef t_f32, t_f64, t_i1, t_i8, t_i16, t_i32, t_i64, t_void, t_ptr_i8;
     /* the function being built */
     LLVMValueRef fn;

@@ -442,9 +442,10 @@ char *llvm_cache_key(const llvm_key_parts *parts)
 }
 
 /* The cache key of this program: everything its object code depends on. The options that
- * change code (fuse, plan_memory, tf32) change the IR too; they are named anyway. threads does
- * not change the code (a blob compiled in any number of parts loads the same), nor do quiet and
- * the CUDA-only options. */
+ * change code (fuse, plan_memory, tf32) change the IR too; they are named anyway. The thread
+ * count reaches the code only through the GEMMs' splits (llvm_gemm.c), which are in the IR and
+ * in the kernel lines; otherwise a blob compiled in any number of parts loads the same. quiet
+ * and the CUDA-only options change nothing. */
 static char *cache_key(const llvm_target *t, const char *ir, const kir_program *kp, const cpu_kernel *kernels,
                        const mc_options *opt)
 {
@@ -540,9 +541,9 @@ static mc_status allocate(cpu_state *s, const kir_program *kp, mc_shared_arena *
 }
 
 /* A fresh module for the target: its context, builders and the types the emitters use. */
-static void start_module(llvm_ctx *c, const llvm_target *t, const kir_program *kp)
+static void start_module(llvm_ctx *c, const llvm_target *t, const kir_program *kp, int threads)
 {
-    *c = (llvm_ctx){.target = t, .kp = kp};
+    *c = (llvm_ctx){.target = t, .kp = kp, .threads = threads > 0 ? threads : mc_threadpool_default_threads()};
     c->native_lanes = t->vector_bits / 32;
     c->lanes = 2 * c->native_lanes;
     c->ctx = LLVMContextCreate();
@@ -581,7 +582,7 @@ static mc_status cpu_prepare(mc_program *p)
         return mc_fail(MC_ERR_SYSTEM, "out of memory preparing the CPU backend");
 
     llvm_ctx c;
-    start_module(&c, t, kp);
+    start_module(&c, t, kp, p->opt.threads);
     char *error = NULL, *key = NULL, *ir = NULL;
     void *obj = NULL;
     size_t obj_size = 0;

@@ -46,7 +46,7 @@
 
 #define B (c->b)
 
-enum { MR = 6, MC = 72, NC = 256, TARGET_UNITS = 8 };
+enum { MR = 6, MC = 72, NC = 256 };
 
 /* K block: 256 rows (a 32 KiB panel of B at NR = 32 floats, in a 48 KiB L1 beside A's
  * micro-panel). MINIC_GEMM_KC=N (a multiple of 8, 32 to 2048) picks another for every GEMM, an
@@ -311,12 +311,33 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
         g->packed_b = false; /* too large to hold packed: packed per call, as for inputs */
     g->packed_bytes = g->packed_b ? bytes : 0;
     g->direct_a = da == MC_F32 && ((g->a_k == 1 && (sym_m || !rows_alias(g))) || (!sym_m && g->M <= MC && !g->swap));
-    /* column blocks: NC wide, or, when B costs nothing per unit, narrowed (down to 4 panels)
-     * until there are enough units for the threads */
+    /* Units: a unit is (batch entry, block of columns, block of rows), and the threads take
+     * them one at a time. A unit packs what it reads that is not packed ahead: B's columns
+     * (unless B is a param, packed once) for its rows, A's rows (unless A is read in place)
+     * for its columns. So cutting the rows repeats B's packing in every row block, or, with B
+     * packed ahead, its stream from memory; cutting the columns repeats A's packing in every
+     * column block, and costs nothing where A is read in place. The columns are cut first, into
+     * blocks of whole panels at most NC wide: as many as the threads (a multiple of them) where
+     * A is packed, about four a thread where A is read in place (blocks of unequal width then
+     * even out); the rows only where the columns run out. ResNet-18's layer-4 convs (swapped:
+     * [49, 4608] x [4608, 512], A packed) on 2 threads: 2 units rather than the 4 of a fixed
+     * target of 8 units, 930 -> 722 us a conv on an AMD EPYC's 2 cores (2026-11-28). The
+     * threads are the program's (llvm_ctx.threads): the split is part of the code, so of the
+     * cache key. */
+    int64_t T = c->threads > 1 ? c->threads : 1;
     g->ncb = NC;
-    while (g->packed_b && g->ncb > 4 * g->nr && nbatch * ((g->N + g->ncb - 1) / g->ncb) < TARGET_UNITS &&
-           g->N > g->ncb / 2)
-        g->ncb /= 2;
+    if (!mc_dim_is_sym(g->N)) {
+        int64_t panels = (g->N + g->nr - 1) / g->nr, per_nc = NC / g->nr;
+        int64_t want_blocks = T == 1 ? 1 : (T * (g->direct_a ? 4 : 1) + nbatch - 1) / nbatch;
+        int64_t blocks = (panels + per_nc - 1) / per_nc; /* at NC wide */
+        if (blocks < want_blocks)
+            blocks = want_blocks;
+        else if (!g->direct_a)
+            blocks = (blocks + T - 1) / T * T;
+        if (blocks > panels)
+            blocks = panels;
+        g->ncb = (panels + blocks - 1) / blocks * g->nr;
+    }
     g->nblocks = mc_dim_is_sym(g->N) ? 0 : (g->N + g->ncb - 1) / g->ncb; /* 0: ceil(N / ncb), when it runs */
     int64_t nblocks = g->nblocks ? g->nblocks : 1; /* for the heuristics */
     if (sym_m) {
@@ -324,12 +345,11 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
         g->msplit = 0; /* ceil(M / MC), when it runs */
         return MC_OK;
     }
-    int64_t want = (TARGET_UNITS + nbatch * nblocks - 1) / (nbatch * nblocks);
+    int64_t units = nbatch * nblocks;
+    int64_t want = units >= T ? 1 : (T + units - 1) / units;
     int64_t max_split = (g->M + MC - 1) / MC;
     if (want > max_split)
         want = max_split;
-    if (want < 1)
-        want = 1;
     g->ms = ((g->M + want - 1) / want + MR - 1) / MR * MR;
     g->msplit = (g->M + g->ms - 1) / g->ms;
     return MC_OK;

@@ -79,7 +79,8 @@ def main():
     ap.add_argument("--work", default="/tmp/rn18_ort")
     ap.add_argument("--old", action="store_true")
     ap.add_argument("--variant", action="append", default=[],
-                    help="NAME:VAR=VALUE[,VAR=VALUE..]: also run minic with those environment variables")
+                    help="NAME:VAR=VALUE[,VAR=VALUE..]: also run minic with those environment variables "
+                         "(BIN=PATH: another minic binary)")
     a = ap.parse_args()
     import numpy as np
     model = export(a.work)
@@ -118,7 +119,9 @@ def main():
         line = f"round {r + 1}: ORT {med:.2f} ms (min {mn:.2f}, error {err:.2e})"
         for name, env in variants:
             out = os.path.join(a.work, "minic_out.npy")
-            o = subprocess.run(cpu_cmd + [a.minic, "run", model, "--backend", "cpu", "--threads", str(a.threads),
+            env = dict(env)
+            binary = env.pop("BIN", a.minic)  # a variant may name another minic binary
+            o = subprocess.run(cpu_cmd + [binary, "run", model, "--backend", "cpu", "--threads", str(a.threads),
                                "--iters", str(a.iters), "--input", "input=" + os.path.join(a.work, "input.npy"),
                                "--output", out, "--quiet"], env=dict(os.environ, **env), capture_output=True, text=True)
             t = [l for l in (o.stdout + o.stderr).splitlines() if l.startswith("time:")]
