@@ -155,8 +155,9 @@ typedef struct llvm_im2col {
     int64_t sth, stw, ph, pw, H, W, u_off, u_h, u_w;
 } llvm_im2col;
 
-/* Does GEMM kernel `kernel` of kp read such a B (llvm_gemm.c)? */
-bool llvm_match_im2col(const kir_program *kp, int kernel, llvm_im2col *ic);
+/* Does GEMM kernel `kernel` of kp read such a B (llvm_gemm.c)? With allow_pad, through the
+ * unpadded input where the padding's copies allow it. */
+bool llvm_match_im2col(const kir_program *kp, int kernel, bool allow_pad, llvm_im2col *ic);
 
 /* The number of K blocks of a packed B, and the packing of blocks [begin, end) of B (the
  * param's host array) into dst, converted to f32 (llvm_gemm.c, next to the code that reads
@@ -296,6 +297,9 @@ int llvm_block_of(const kir_kernel *k, int i);
 
 /* Build the function of a GEMM kernel (llvm_gemm.c). */
 mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info);
+/* Does GEMM kernel k (of c->kp) compute C^T = B^T A^T (llvm_gemm.c: its B, an im2col matrix,
+ * is then packed as A and never read through the padding's source)? */
+bool llvm_gemm_swaps(llvm_ctx *c, const kir_kernel *k);
 /* Build the function of an attention kernel (llvm_attention.c). */
 mc_status llvm_emit_attention_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_info *info);
 

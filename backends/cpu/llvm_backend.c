@@ -222,7 +222,8 @@ static mc_status emit_kernel(llvm_ctx *c, const kir_program *kp, int i, cpu_kern
     const kir_kernel *k = &kp->kernels[i];
     /* a conv's GEMM may read its input x instead of the im2col copies: x gets a view (last) */
     llvm_im2col ic;
-    bool im2col = k->category == KIR_GEMM && !c->dims && !no_im2col() && llvm_match_im2col(kp, i, &ic);
+    bool im2col = k->category == KIR_GEMM && !c->dims && !no_im2col() &&
+                  llvm_match_im2col(kp, i, !llvm_gemm_swaps(c, k), &ic);
     int nv = k->nviews + (im2col ? 1 : 0);
     ck->global = malloc((size_t)(nv ? nv : 1) * sizeof *ck->global);
     kir_buffer *lb = malloc((size_t)(nv ? nv : 1) * sizeof *lb);

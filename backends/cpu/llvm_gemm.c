@@ -741,7 +741,13 @@ static bool keep_pad(void)
     return e && strcmp(e, "1") == 0;
 }
 
-bool llvm_match_im2col(const kir_program *kp, int kernel, llvm_im2col *ic)
+bool llvm_gemm_swaps(llvm_ctx *c, const kir_kernel *k)
+{
+    gemm_plan g; /* a malformed kernel fails again, with its message, when it is emitted */
+    return make_plan(c, k, &g) == MC_OK && g.swap;
+}
+
+bool llvm_match_im2col(const kir_program *kp, int kernel, bool allow_pad, llvm_im2col *ic)
 {
     const kir_kernel *k = &kp->kernels[kernel];
     memset(ic, 0, sizeof *ic);
@@ -815,7 +821,7 @@ bool llvm_match_im2col(const kir_program *kp, int kernel, llvm_im2col *ic)
     ic->elide = T;
     int start;
     llvm_im2col padded = *ic;
-    if (!keep_pad() && ic->s_w > 0 && match_pad(kp, kernel, first, &padded, &start)) {
+    if (allow_pad && !keep_pad() && ic->s_w > 0 && match_pad(kp, kernel, first, &padded, &start)) {
         *ic = padded;
         ic->elide = kernel - start;
     }
@@ -852,21 +858,14 @@ static LLVMValueRef join_loads(llvm_ctx *c, LLVMTypeRef vt, LLVMBasicBlockRef jo
     return phi;
 }
 
-/* Pack B[pc:pc+kc, n0:n0+nc] into NR-wide panels (emit_pack's layout) from x through ic: per
- * panel, each vector of lanes gets its columns' offsets in x (n / ow rows down, n % ow along);
- * per k, a plain vector load where the lanes are consecutive in x (stride-1 columns of one
- * output row), else lane by lane (zeros past N). */
-static void emit_pack_im2col(llvm_ctx *c, const gemm_plan *g, const llvm_im2col *ic, LLVMValueRef dst,
-                             LLVMValueRef x, LLVMValueRef bidx, LLVMValueRef pc, LLVMValueRef kc, LLVMValueRef n0,
-                             LLVMValueRef nc)
+/* The table of a conv's tap offsets in x (llvm_im2col.tap_off): one per distinct content, named
+ * by it, so that convs of the same shapes still come out as the same function (build_module
+ * shares their code). */
+static LLVMValueRef tap_table(llvm_ctx *c, const llvm_im2col *ic)
 {
-    int L = g->lanes, NV = g->nv, NR = g->nr;
-    LLVMTypeRef vt = LLVMVectorType(c->t_f32, (unsigned)L);
     LLVMValueRef taps[LLVM_IM2COL_MAX_TAPS];
     for (int64_t t = 0; t < ic->taps; t++)
         taps[t] = LLVMConstInt(c->t_i64, (unsigned long long)ic->tap_off[t], 1);
-    /* one table per distinct content, named by it, so that convs of the same shapes still
-     * come out as the same function (build_module shares their code) */
     uint64_t h = 1469598103934665603ull;
     for (int64_t t = 0; t < ic->taps; t++)
         h = (h ^ (uint64_t)ic->tap_off[t]) * 1099511628211ull;
@@ -879,6 +878,30 @@ static void emit_pack_im2col(llvm_ctx *c, const gemm_plan *g, const llvm_im2col 
         LLVMSetGlobalConstant(tab, 1);
         LLVMSetLinkage(tab, LLVMPrivateLinkage);
     }
+    return tab;
+}
+
+/* Where row k = ch T + t of the im2col matrix starts in x (xb: x at the batch entry): its tap's
+ * offset plus its channel's. */
+static LLVMValueRef tap_row(llvm_ctx *c, const llvm_im2col *ic, LLVMValueRef tab, LLVMValueRef xb, LLVMValueRef t,
+                            LLVMValueRef ch)
+{
+    LLVMValueRef toff = LLVMBuildLoad2(B, c->t_i64, LLVMBuildInBoundsGEP2(B, LLVMArrayType(c->t_i64, (unsigned)ic->taps), tab,
+                                                                         (LLVMValueRef[]){i64c(c, 0), t}, 2, ""), "");
+    return LLVMBuildInBoundsGEP2(B, c->t_f32, xb, (LLVMValueRef[]){LLVMBuildAdd(B, toff, LLVMBuildMul(B, ch, i64c(c, ic->s_c), ""), "")}, 1, "");
+}
+
+/* Pack B[pc:pc+kc, n0:n0+nc] into NR-wide panels (emit_pack's layout) from x through ic: per
+ * panel, each vector of lanes gets its columns' offsets in x (n / ow rows down, n % ow along);
+ * per k, a plain vector load where the lanes are consecutive in x (stride-1 columns of one
+ * output row), else lane by lane (zeros past N). */
+static void emit_pack_im2col(llvm_ctx *c, const gemm_plan *g, const llvm_im2col *ic, LLVMValueRef dst,
+                             LLVMValueRef x, LLVMValueRef bidx, LLVMValueRef pc, LLVMValueRef kc, LLVMValueRef n0,
+                             LLVMValueRef nc)
+{
+    int L = g->lanes, NV = g->nv, NR = g->nr;
+    LLVMTypeRef vt = LLVMVectorType(c->t_f32, (unsigned)L);
+    LLVMValueRef tab = tap_table(c, ic);
     LLVMValueRef lane_iota[64];
     for (int l = 0; l < L; l++)
         lane_iota[l] = llvm_const_i32(c, l, 1);
@@ -909,9 +932,7 @@ static void emit_pack_im2col(llvm_ctx *c, const gemm_plan *g, const llvm_im2col 
     llvm_loop_begin(c, &Kl, i64c(c, 0), kc, i64c(c, 1), "ik");
     LLVMValueRef kk = LLVMBuildAdd(B, pc, Kl.index, "");
     LLVMValueRef t = LLVMBuildURem(B, kk, i64c(c, ic->taps), ""), ch = LLVMBuildUDiv(B, kk, i64c(c, ic->taps), "");
-    LLVMValueRef toff = LLVMBuildLoad2(B, c->t_i64, LLVMBuildInBoundsGEP2(B, LLVMArrayType(c->t_i64, (unsigned)ic->taps), tab,
-                                                                         (LLVMValueRef[]){i64c(c, 0), t}, 2, ""), "");
-    LLVMValueRef row = LLVMBuildInBoundsGEP2(B, c->t_f32, xb, (LLVMValueRef[]){LLVMBuildAdd(B, toff, LLVMBuildMul(B, ch, i64c(c, ic->s_c), ""), "")}, 1, "");
+    LLVMValueRef row = tap_row(c, ic, tab, xb, t, ch);
     for (int v = 0; v < NV; v++) {
         LLVMBasicBlockRef bl = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_load");
         LLVMBasicBlockRef bg = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_lanes");
@@ -958,6 +979,50 @@ static LLVMValueRef table_at(llvm_ctx *c, LLVMValueRef tab, int64_t n, LLVMValue
 {
     return LLVMBuildLoad2(B, c->t_i64, LLVMBuildInBoundsGEP2(B, LLVMArrayType(c->t_i64, (unsigned)n), tab,
                                                              (LLVMValueRef[]){i64c(c, 0), i}, 2, ""), "");
+}
+
+/* A swapped conv GEMM's A is the im2col matrix read across (row m an output position, column k
+ * a tap of a channel): pack A^T[i0:i0+valid, pc:pc+kc] into MR-tall panels (emit_pack's layout)
+ * from x through ic, so that the window copies need not run (each unit packs its rows once:
+ * llvm_gemm's split). Per panel, each row's offset in x once (m / ow rows down, m % ow along;
+ * a row past `valid` repeats the last valid one: the micro-kernel of the short tile never reads
+ * it); per k, the tap and the channel counted along, not divided out. Scalar loads and stores
+ * without a mask (a first version selected zeros per element: LLVM made them masked loads,
+ * and that packing cost more than the copies it saved). */
+static void emit_pack_im2col_a(llvm_ctx *c, const llvm_im2col *ic, LLVMValueRef dst, LLVMValueRef x,
+                               LLVMValueRef bidx, LLVMValueRef i0, LLVMValueRef pc, LLVMValueRef kc, LLVMValueRef valid)
+{
+    LLVMValueRef tab = tap_table(c, ic);
+    LLVMValueRef xb = LLVMBuildInBoundsGEP2(B, c->t_f32, x, (LLVMValueRef[]){LLVMBuildMul(B, bidx, i64c(c, ic->s_n), "")}, 1, "");
+    LLVMValueRef t_at = llvm_entry_alloca(c, c->t_i64, "tap"), ch_at = llvm_entry_alloca(c, c->t_i64, "chan");
+    LLVMValueRef last = LLVMBuildSub(B, valid, i64c(c, 1), "");
+    LLVMValueRef total = LLVMBuildMul(B, LLVMBuildSDiv(B, LLVMBuildAdd(B, valid, i64c(c, MR - 1), ""), i64c(c, MR), ""), i64c(c, MR), "");
+    llvm_loop P;
+    llvm_loop_begin(c, &P, i64c(c, 0), total, i64c(c, MR), "ap");
+    LLVMValueRef panel = LLVMBuildMul(B, P.index, kc, "");
+    LLVMValueRef off[MR];
+    for (int r = 0; r < MR; r++) {
+        LLVMValueRef m = LLVMBuildAdd(B, i0, min64(c, LLVMBuildAdd(B, P.index, i64c(c, r), ""), last), "");
+        LLVMValueRef oh = LLVMBuildUDiv(B, m, i64c(c, ic->ow), ""), ow = LLVMBuildURem(B, m, i64c(c, ic->ow), "");
+        off[r] = LLVMBuildAdd(B, LLVMBuildMul(B, oh, i64c(c, ic->s_h), ""), LLVMBuildMul(B, ow, i64c(c, ic->s_w), ""), "");
+    }
+    LLVMBuildStore(B, LLVMBuildURem(B, pc, i64c(c, ic->taps), ""), t_at);
+    LLVMBuildStore(B, LLVMBuildUDiv(B, pc, i64c(c, ic->taps), ""), ch_at);
+    llvm_loop Kl;
+    llvm_loop_begin(c, &Kl, i64c(c, 0), kc, i64c(c, 1), "ak");
+    LLVMValueRef t = LLVMBuildLoad2(B, c->t_i64, t_at, ""), ch = LLVMBuildLoad2(B, c->t_i64, ch_at, "");
+    LLVMValueRef row = tap_row(c, ic, tab, xb, t, ch);
+    LLVMValueRef at = LLVMBuildAdd(B, panel, LLVMBuildMul(B, Kl.index, i64c(c, MR), ""), "");
+    for (int r = 0; r < MR; r++) {
+        LLVMValueRef v = LLVMBuildLoad2(B, c->t_f32, LLVMBuildInBoundsGEP2(B, c->t_f32, row, &off[r], 1, ""), "");
+        store_f32(c, dst, LLVMBuildAdd(B, at, i64c(c, r), ""), v, 1);
+    }
+    LLVMValueRef t1 = LLVMBuildAdd(B, t, i64c(c, 1), "");
+    LLVMValueRef wrap = LLVMBuildICmp(B, LLVMIntEQ, t1, i64c(c, ic->taps), "");
+    LLVMBuildStore(B, LLVMBuildSelect(B, wrap, i64c(c, 0), t1, ""), t_at);
+    LLVMBuildStore(B, LLVMBuildAdd(B, ch, LLVMBuildZExt(B, wrap, c->t_i64, ""), ""), ch_at);
+    llvm_loop_end(c, &Kl);
+    llvm_loop_end(c, &P);
 }
 
 /* emit_pack_im2col from the unpadded input (ic->pad): per panel, each vector of lanes gets its
@@ -1068,6 +1133,8 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
     /* B read through the copies' source (not when swapped: B^T is then packed as A, per unit,
      * where the copies that run once cost less) */
     const llvm_im2col *im2col = c->im2col && !g.swap && !g.packed_b && nb == 1 ? c->im2col : NULL;
+    /* swapped, the same matrix is A (packed per unit from x, never padded: llvm_gemm_swaps) */
+    const llvm_im2col *im2col_a = c->im2col && g.swap && !c->im2col->pad && !g.direct_a && nb == 1 ? c->im2col : NULL;
     bool kblocks = mc_dim_is_sym(g.K) || g.K > KC;
     int64_t a_floats = g.direct_a ? 0 : (int64_t)MC * KC, b_floats = g.packed_b ? 0 : (int64_t)KC * NC;
     int64_t c_floats = kblocks ? g.ms * g.ncb : 0;
@@ -1161,7 +1228,11 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
         LLVMValueRef aoff = LLVMBuildNSWAdd(B, batch_off[g.va],
                                             LLVMBuildNSWAdd(B, LLVMBuildNSWMul(B, I.index, llvm_size(c, g.a_m), ""),
                                                             LLVMBuildNSWMul(B, P.index, llvm_size(c, g.a_k), ""), ""), "");
-        emit_pack(c, Ap, da, abase, aoff, mc, kc, g.a_m, g.a_k, MR);
+        if (im2col_a)
+            emit_pack_im2col_a(c, im2col_a, Ap, llvm_buffer_base(c, buffers, bases, k->views[im2col_a->view].buffer),
+                               batch_idx[0], I.index, P.index, kc, mc);
+        else
+            emit_pack(c, Ap, da, abase, aoff, mc, kc, g.a_m, g.a_k, MR);
     }
 
     llvm_loop J;
@@ -1268,7 +1339,7 @@ mc_status llvm_emit_gemm_kernel(llvm_ctx *c, const kir_kernel *k, llvm_kernel_in
         info->units_dim[info->nunits_dims] = g.M;
         info->units_div[info->nunits_dims++] = g.ms;
     }
-    info->elide = im2col ? (int)im2col->elide : 0;
+    info->elide = im2col ? (int)im2col->elide : im2col_a ? (int)im2col_a->elide : 0;
     info->scratch_bytes = (a_floats + b_floats + c_floats) * 4 + 64;
     free(bases);
     free(batch_off);
