@@ -19,12 +19,13 @@
 #include <string.h>
 
 #define FX_CAP 96
+#define FX_KERNELS 64 /* kernels a fixture program holds (a 7x7 conv as im2col copies: 52) */
 
 static inline kir_program *fx_program(void)
 {
     kir_program *kp = calloc(1, sizeof *kp);
     kp->buffers = mc_arena_alloc(&kp->arena, FX_CAP * sizeof(kir_buffer));
-    kp->kernels = mc_arena_alloc(&kp->arena, 16 * sizeof(kir_kernel));
+    kp->kernels = mc_arena_alloc(&kp->arena, FX_KERNELS * sizeof(kir_kernel));
     return kp;
 }
 
@@ -52,6 +53,7 @@ static inline int fx_buffer(kir_program *kp, kir_buffer_kind kind, mc_dtype d, i
 static inline kir_kernel *fx_kernel(kir_program *kp, const char *name, kir_category cat, int rank,
                              const int64_t *shape, int nrow)
 {
+    MC_ASSERT(kp->nkernels < FX_KERNELS);
     kir_kernel *k = &kp->kernels[kp->nkernels++];
     snprintf(k->name, sizeof k->name, "%s", name);
     k->category = cat;

@@ -974,10 +974,12 @@ static void test_gemm_im2col(void **state)
 {
     (void)state;
     /* nimg, C, H, W, Co, kh, kw, stride, pad: 3x3 stride 1 (rows of 7 outputs: vectors cross
-     * output rows), stride 2 (gathers), a wide row (plain loads), 1x5 */
-    int64_t cases[4][9] = {{2, 3, 7, 7, 5, 3, 3, 1, 1}, {1, 4, 8, 9, 7, 3, 3, 2, 1}, {1, 2, 5, 40, 3, 3, 3, 1, 1},
-                           {2, 3, 3, 11, 4, 1, 5, 1, 0}};
-    for (int c = 0; c < 4; c++)
+     * output rows), stride 2 (gathers), a wide row (plain loads), 1x5, a 7x7 stride 2 with rows
+     * of 20 outputs (a stem: the even elements of two loads), 64 outputs channels over 7x7
+     * positions (the GEMM swaps: its A^T packed from xp) */
+    int64_t cases[6][9] = {{2, 3, 7, 7, 5, 3, 3, 1, 1}, {1, 4, 8, 9, 7, 3, 3, 2, 1}, {1, 2, 5, 40, 3, 3, 3, 1, 1},
+                           {2, 3, 3, 11, 4, 1, 5, 1, 0}, {1, 3, 9, 40, 4, 7, 7, 2, 3}, {2, 8, 7, 7, 64, 3, 3, 1, 1}};
+    for (int c = 0; c < 6; c++)
         for (int reader = 0; reader < 2; reader++) {
             int64_t *a = cases[c];
             kir_program *kp = im2col_conv(a[0], a[1], a[2], a[3], a[4], (int)a[5], (int)a[6], (int)a[7], (int)a[8], reader);

@@ -325,6 +325,12 @@ static const window_spec window_specs[] = {
      * dilation 2 along H only */
     {0, 2, 2, 64, 10, 16, 72, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, true, 1},
     {0, 2, 3, 32, 11, 12, 40, 3, 3, {1, 1}, {2, 1}, {2, 1}, 1, true, true, 0},
+    /* 25: the stem again with rows of 22 outputs, as many as a vector's 16 lanes (the cpu
+     * backend packs them from the unpadded input as the even elements of two loads) */
+    {0, 2, 2, 3, 9, 44, 16, 7, 7, {2, 2}, {3, 3}, {1, 1}, 1, true, true, 0},
+    /* 26: 64 output channels over 7x7 pixels, residual: the cpu backend's GEMM swaps its
+     * operands (as for ResNet's layer 4) and packs the im2col matrix from the padded input */
+    {0, 2, 1, 8, 7, 7, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, true, 1},
 };
 
 static int64_t window_out(int64_t len, int64_t k, int64_t s, int64_t p, int64_t d)
@@ -1020,6 +1026,7 @@ static const op_case cases[] = {
     CASE("conv2d_implicit_1x1_c96_f16", window, F16, 22),
     CASE("conv2d_implicit_rows8_residual_f16", window, F16, 23),
     CASE("conv2d_implicit_rows4_dilated_bf16", window, BF16, 24),
+    CASE("conv2d_stem7x7_wide_rows", window, F32, 25), CASE("conv2d_small_pixels_many_channels_residual", window, F32, 26),
     {"graph_conv_block_padded", build_conv_block, NULL, NULL, MC_F32, 0, NULL, NULL, NULL, NULL, 0, false, 0, NULL},
     CASE("maxpool2d", window, F32, 4), CASE("maxpool1d", window, F32, 5), CASE("maxpool2d_bf16", window, BF16, 4),
     CASE("avgpool2d_padded", window, F32, 6), CASE("avgpool1d_padded", window, F32, 7),

@@ -1044,6 +1044,12 @@ static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2
     LLVMValueRef iota = LLVMConstVector(lane_iota, (unsigned)L);
     LLVMValueRef xb = LLVMBuildInBoundsGEP2(B, c->t_f32, x, (LLVMValueRef[]){LLVMBuildAdd(B, LLVMBuildMul(B, bidx, i64c(c, ic->s_n), ""), i64c(c, ic->u_off), "")}, 1, "");
     bool rows = ic->stw == 1 && ic->u_w == 1; /* lanes of one output row are consecutive in u */
+    /* or every other element of 2L consecutive ones (a stride-2 conv: the stem): two masked
+     * loads and the even elements of the pair (a shuffle) in place of L loads lane by lane */
+    bool rows2 = ic->stw == 2 && ic->u_w == 1;
+    LLVMValueRef evens[64];
+    for (int l = 0; l < L; l++)
+        evens[l] = llvm_const_i32(c, 2 * l, 1);
 
     LLVMValueRef total = LLVMBuildMul(B, LLVMBuildSDiv(B, LLVMBuildAdd(B, nc, i64c(c, NR - 1), ""), i64c(c, NR), ""), i64c(c, NR), "");
     llvm_loop P;
@@ -1060,7 +1066,7 @@ static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2
         LLVMValueRef oh0 = LLVMBuildUDiv(B, nv0, i64c(c, ic->ow), ""), ow0 = LLVMBuildURem(B, nv0, i64c(c, ic->ow), "");
         h0[v] = LLVMBuildSub(B, LLVMBuildMul(B, oh0, i64c(c, ic->sth), ""), i64c(c, ic->ph), "");
         w0[v] = LLVMBuildSub(B, LLVMBuildMul(B, ow0, i64c(c, ic->stw), ""), i64c(c, ic->pw), "");
-        contig[v] = rows ? LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, ow0, i64c(c, L), ""), i64c(c, ic->ow), ""),
+        contig[v] = rows || rows2 ? LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, ow0, i64c(c, L), ""), i64c(c, ic->ow), ""),
                                         LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, nv0, i64c(c, L), ""), i64c(c, g->N), ""), "")
                          : LLVMConstInt(c->t_i1, 0, 0);
     }
@@ -1071,13 +1077,20 @@ static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2
     LLVMValueRef th = table_at(c, tab_h, ic->taps, t), tw = table_at(c, tab_w, ic->taps, t);
     LLVMValueRef th32 = llvm_splat(c, LLVMBuildTrunc(B, th, c->t_i32, ""), L), tw32 = llvm_splat(c, LLVMBuildTrunc(B, tw, c->t_i32, ""), L);
     LLVMValueRef Hv = llvm_const_i32(c, ic->H, L), Wv = llvm_const_i32(c, ic->W, L);
-    LLVMValueRef cmask[4], coff[4], lok[4], lsafe[4];
+    LLVMValueRef cmask[4], cmask2[4], coff[4], lok[4], lsafe[4];
     for (int v = 0; v < NV; v++) {
         /* one output row: the row h is in u or not; the columns w.. are masked */
         LLVMValueRef h = LLVMBuildAdd(B, h0[v], th, "");
         LLVMValueRef hin = LLVMBuildICmp(B, LLVMIntULT, h, i64c(c, ic->H), "");
         LLVMValueRef ww = LLVMBuildAdd(B, wv[v], tw32, "");
         cmask[v] = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, ww, Wv, ""), llvm_splat(c, hin, L), "");
+        if (rows2) {
+            /* element e of the pair is column w0 + tw + e */
+            LLVMValueRef wb = llvm_splat(c, LLVMBuildTrunc(B, LLVMBuildAdd(B, w0[v], tw, ""), c->t_i32, ""), L);
+            LLVMValueRef e0 = LLVMBuildAdd(B, wb, iota, ""), e1 = LLVMBuildAdd(B, e0, llvm_const_i32(c, L, L), "");
+            cmask[v] = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, e0, Wv, ""), llvm_splat(c, hin, L), "");
+            cmask2[v] = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, e1, Wv, ""), llvm_splat(c, hin, L), "");
+        }
         coff[v] = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildSelect(B, hin, h, i64c(c, 0), ""), i64c(c, ic->u_h), ""),
                                LLVMBuildAdd(B, w0[v], tw, ""), "");
         /* lane by lane: a lane outside u (or past N) reads u's row start and is zeroed */
@@ -1108,6 +1121,13 @@ static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2
         LLVMTypeRef mt[2] = {vt, LLVMPointerType(vt, 0)};
         LLVMValueRef margs[4] = {lp, llvm_const_i32(c, 4, 1), cmask[v], llvm_const_f32(c, 0, L)};
         LLVMValueRef lv = llvm_call_intrinsic(c, "llvm.masked.load", mt, 2, margs, 4);
+        if (rows2) {
+            LLVMValueRef lp2 = LLVMBuildBitCast(B, LLVMBuildGEP2(B, c->t_f32, row, (LLVMValueRef[]){LLVMBuildAdd(B, coff[v], i64c(c, L), "")}, 1, ""),
+                                                LLVMPointerType(vt, 0), "");
+            LLVMValueRef margs2[4] = {lp2, llvm_const_i32(c, 4, 1), cmask2[v], llvm_const_f32(c, 0, L)};
+            LLVMValueRef hi = llvm_call_intrinsic(c, "llvm.masked.load", mt, 2, margs2, 4);
+            lv = LLVMBuildShuffleVector(B, lv, hi, LLVMConstVector(evens, (unsigned)L), "");
+        }
         LLVMBuildBr(B, bj);
         LLVMBasicBlockRef bl_end = LLVMGetInsertBlock(B);
         LLVMPositionBuilderAtEnd(B, bg);
