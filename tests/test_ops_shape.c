@@ -331,6 +331,9 @@ static const window_spec window_specs[] = {
     /* 26: 64 output channels over 7x7 pixels, residual: the cpu backend's GEMM swaps its
      * operands (as for ResNet's layer 4) and packs the im2col matrix from the padded input */
     {0, 2, 1, 8, 7, 7, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, true, true, 1},
+    /* 27: ResNet's maxpool with rows of 40 outputs, past a vector of 32 lanes (the cpu backend
+     * loads stride-2 lanes as two vectors and a shuffle) */
+    {1, 2, 2, 3, 7, 80, 0, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, false, false, 0},
 };
 
 static int64_t window_out(int64_t len, int64_t k, int64_t s, int64_t p, int64_t d)
@@ -1029,6 +1032,7 @@ static const op_case cases[] = {
     CASE("conv2d_stem7x7_wide_rows", window, F32, 25), CASE("conv2d_small_pixels_many_channels_residual", window, F32, 26),
     {"graph_conv_block_padded", build_conv_block, NULL, NULL, MC_F32, 0, NULL, NULL, NULL, NULL, 0, false, 0, NULL},
     CASE("maxpool2d", window, F32, 4), CASE("maxpool1d", window, F32, 5), CASE("maxpool2d_bf16", window, BF16, 4),
+    CASE("maxpool2d_wide_rows", window, F32, 27), CASE("maxpool2d_wide_rows_bf16", window, BF16, 27),
     CASE("avgpool2d_padded", window, F32, 6), CASE("avgpool1d_padded", window, F32, 7),
     CASE("avgpool2d_f16", window, F16, 6),
     CASE("pad_2d", pad, F32, 0), CASE("pad_nothing", pad, F32, 1), CASE("pad_3d_zero", pad, F32, 2),

@@ -244,6 +244,20 @@ LLVMValueRef llvm_load_view(llvm_ctx *c, const kir_kernel *k, int v, LLVMValueRe
         LLVMValueRef p = LLVMBuildBitCast(B, element_ptr(c, elem, base, off), LLVMPointerType(vt, 0), "");
         raw = LLVMBuildLoad2(B, vt, p, "");
         LLVMSetAlignment(raw, align);
+    } else if (s == 2) {
+        /* every other element (a stride-2 pool or slice): two vector loads, the second starting
+         * w - 1 further on, so that they cover exactly the lanes' first to last element (both
+         * inside the buffer, so all between), and a shuffle of the lanes' elements, in place of
+         * w loads lane by lane (ResNet-18's maxpool on a Xeon: 542 us of the network's ~25 ms) */
+        LLVMValueRef lo = LLVMBuildLoad2(B, vt, LLVMBuildBitCast(B, element_ptr(c, elem, base, off), LLVMPointerType(vt, 0), ""), "");
+        LLVMValueRef hi_off = LLVMBuildNSWAdd(B, off, llvm_const_i64(c, w - 1), "");
+        LLVMValueRef hi = LLVMBuildLoad2(B, vt, LLVMBuildBitCast(B, element_ptr(c, elem, base, hi_off), LLVMPointerType(vt, 0), ""), "");
+        LLVMSetAlignment(lo, align);
+        LLVMSetAlignment(hi, align);
+        LLVMValueRef pick[64];
+        for (int l = 0; l < w; l++) /* lane l is element 2l: lo's, or hi's 2l - (w - 1) */
+            pick[l] = llvm_const_i32(c, 2 * l < w ? 2 * l : w + 2 * l - (w - 1), 1);
+        raw = LLVMBuildShuffleVector(B, lo, hi, LLVMConstVector(pick, (unsigned)w), "");
     } else {
         raw = LLVMGetUndef(vt);
         for (int l = 0; l < w; l++) {
