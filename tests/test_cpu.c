@@ -233,10 +233,10 @@ static void test_gemm(void **state)
     check_program(kp, 2, "gemms 1x130x290x600 t2");
     fx_free(kp);
     /* the split into units follows the threads (column blocks of whole panels, as many as the
-     * threads or four a thread, rows only when the columns run out): odd counts, and more
-     * threads than panels */
-    int64_t odd[][4] = {{1, 130, 290, 600}, {2, 61, 45, 300}, {1, 7, 33, 40}}; /* (N <= K: fx_gemms) */
-    for (int i = 0; i < 3; i++)
+     * threads or four a thread, rows only when the columns run out): odd counts, more threads
+     * than panels, and one panel of 301 rows (split in 3 and 7 row blocks) */
+    int64_t odd[][4] = {{1, 130, 290, 600}, {2, 61, 45, 300}, {1, 7, 33, 40}, {1, 301, 20, 300}}; /* (N <= K: fx_gemms) */
+    for (int i = 0; i < 4; i++)
         for (int t = 3; t <= 7; t += 4) {
             char what[64];
             snprintf(what, sizeof what, "gemms %lldx%lldx%lldx%lld t%d", (long long)odd[i][0], (long long)odd[i][1],
@@ -245,6 +245,10 @@ static void test_gemm(void **state)
             check_program(kp, t, what);
             fx_free(kp);
         }
+    /* one thread, more rows than a row block holds (MAX_ROWS: its partial sums bounded) */
+    kp = fx_gemms(1, 1300, 24, 300, MC_F32);
+    check_program(kp, 1, "gemms 1x1300x24x300 t1");
+    fx_free(kp);
     kp = fx_gemms(2, 1, 1, 1, MC_F32);
     check_program(kp, 2, "gemms 2x1x1x1");
     fx_free(kp);

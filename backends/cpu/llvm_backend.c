@@ -220,6 +220,7 @@ static bool no_im2col(void)
 static mc_status emit_kernel(llvm_ctx *c, const kir_program *kp, int i, cpu_kernel *ck, int *local_of)
 {
     const kir_kernel *k = &kp->kernels[i];
+    c->kp = kp; /* llvm_gemm_swaps and llvm_match_im2col both read kp's buffers */
     /* a conv's GEMM may read its input x instead of the im2col copies: x gets a view (last) */
     llvm_im2col ic;
     bool im2col = k->category == KIR_GEMM && !c->dims && !no_im2col() &&

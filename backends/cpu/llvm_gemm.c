@@ -46,7 +46,7 @@
 
 #define B (c->b)
 
-enum { MR = 6, MC = 72, NC = 256 };
+enum { MR = 6, MC = 72, NC = 256, MAX_ROWS = 16 * MC };
 
 /* K block: 256 rows (a 32 KiB panel of B at NR = 32 floats, in a 48 KiB L1 beside A's
  * micro-panel). MINIC_GEMM_KC=N (a multiple of 8, 32 to 2048) picks another for every GEMM, an
@@ -350,6 +350,11 @@ static mc_status make_plan(llvm_ctx *c, const kir_kernel *k, gemm_plan *g)
     int64_t max_split = (g->M + MC - 1) / MC;
     if (want > max_split)
         want = max_split;
+    /* and row blocks of at most MAX_ROWS, which bounds the partial sums a unit keeps between K
+     * blocks (ms x ncb floats: 1.2 MB; a [100000, 300] x [300, 256] matmul on one thread would
+     * keep 102 MB, streamed from memory) */
+    if (want < (g->M + MAX_ROWS - 1) / MAX_ROWS)
+        want = (g->M + MAX_ROWS - 1) / MAX_ROWS;
     g->ms = ((g->M + want - 1) / want + MR - 1) / MR * MR;
     g->msplit = (g->M + g->ms - 1) / g->ms;
     return MC_OK;
