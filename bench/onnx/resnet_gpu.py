@@ -3,6 +3,7 @@
 beside PyTorch eager and torch.compile (channels-last), on the GPU machine (issue 20's targets):
 
     python3 bench/onnx/resnet_gpu.py --minic build-gpu/minic [--work DIR] [--batch 32] [--iters 30]
+                                     [--dtype f16|bf16]
 
 torchvision's resnet18 (random init, seed 0, batchnorm statistics drawn so the folds matter),
 eval, in f16, exported to ONNX (TorchScript exporter, opset 17) and run by `minic run --backend
@@ -12,6 +13,12 @@ mode="reduce-overhead", i.e. CUDA graphs), timed with CUDA events around 5 calls
 (median of N such samples after warm-up). Errors: relative norm against the float64 model
 on the same input. The layer: conv 64 -> 64, 3x3, padding 1 over [32, 64, 56, 56] with bias and relu, written as a
 .graph. Prints one table per part.
+
+--dtype bf16: ONNX's Conv takes no bfloat16, so minic runs ResNet-18's `.graph` twin instead
+(bench/models/resnet18_graph.py: the same layers, its own seeded weights, batchnorms folded
+into the convs when the params are bound) and PyTorch the same torchvision module in bf16;
+minic's error column is then left out (other weights), its bf16 convs being checked by the
+tests (test_ops_shape's conv rows).
 """
 import argparse, os, re, statistics, subprocess, sys
 
@@ -84,17 +91,30 @@ def main():
     ap.add_argument("--work", default="/tmp/resnet_gpu")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--dtype", default="f16", choices=["f16", "bf16"])
     a = ap.parse_args()
     import numpy as np
     import torch
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     m, mh, xh, ref = export(a.work, a.batch)
-    path = os.path.join(a.work, "resnet18_f16.onnx")
     out_npy = os.path.join(a.work, "out.npy")
-    t_minic = minic_time(a.minic, [path, "--backend", "cuda", "--iters", str(a.iters), "--quiet",
-                                   "--input", "input=" + os.path.join(a.work, "x.npy"), "--output", out_npy])
-    err_minic = rel(np.load(out_npy), ref) if os.path.exists(out_npy) else float("nan")
+    if a.dtype == "f16":
+        path = os.path.join(a.work, "resnet18_f16.onnx")
+        t_minic = minic_time(a.minic, [path, "--backend", "cuda", "--iters", str(a.iters), "--quiet",
+                                       "--input", "input=" + os.path.join(a.work, "x.npy"), "--output", out_npy])
+        err_minic = rel(np.load(out_npy), ref) if os.path.exists(out_npy) else float("nan")
+    else:
+        twin = os.path.join(a.work, "bf16")
+        here = os.path.dirname(os.path.abspath(__file__))
+        subprocess.run([sys.executable, os.path.join(here, "..", "models", "resnet18_graph.py"), twin,
+                        "--batch", str(a.batch), "--dtype", "bf16"], check=True, capture_output=True)
+        t_minic = minic_time(a.minic, [os.path.join(twin, "resnet18.graph"), "--weights",
+                                       os.path.join(twin, "weights.safetensors"), "--backend", "cuda",
+                                       "--iters", str(a.iters), "--quiet"])
+        err_minic = float("nan")
+        mh, xh = m.bfloat16(), xh.float().bfloat16()
+    dt, tdt = a.dtype, (torch.float16 if a.dtype == "f16" else torch.bfloat16)
     dev = torch.device("cuda")
     mg = mh.to(dev)
     xg = xh.to(dev)
@@ -111,9 +131,10 @@ def main():
         t_comp_ro = cuda_time(lambda: comp_ro(xcl), a.iters)
         t_comp = min(t_comp_default, t_comp_ro)
     name = torch.cuda.get_device_name()
-    print(f"ResNet-18 f16, batch {a.batch}, 224x224, {name}, times in us (medians of {a.iters})")
+    print(f"ResNet-18 {dt}, batch {a.batch}, 224x224, {name}, times in us (medians of {a.iters})"
+          + ("" if dt == "f16" else "; minic runs the .graph twin (other weights: no error column)"))
     print("| minic | torch eager NCHW | torch eager channels-last | torch.compile channels-last | "
-          "torch.compile reduce-overhead | minic / best compile | minic error | torch f16 error |")
+          f"torch.compile reduce-overhead | minic / best compile | minic error | torch {dt} error |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     print(f"| {t_minic:.1f} | {t_eager:.1f} | {t_cl:.1f} | {t_comp_default:.1f} | {t_comp_ro:.1f} | "
           f"{t_minic / t_comp:.2f}x | {err_minic:.2e} | {err_torch:.2e} |", flush=True)
@@ -122,11 +143,11 @@ def main():
     B, C, H = a.batch, 64, 56
     g = os.path.join(a.work, "conv.graph")
     with open(g, "w") as f:
-        f.write(f"graph conv_layer\ninput x : f16[{B}, {C}, {H}, {H}]\nparam w : f16[{C}, {C}, 3, 3]\n"
-                f"param b : f16[{C}]\nc = conv(x, w, b, padding=[1, 1])\ny = relu(c)\noutput y\n")
+        f.write(f"graph conv_layer\ninput x : {dt}[{B}, {C}, {H}, {H}]\nparam w : {dt}[{C}, {C}, 3, 3]\n"
+                f"param b : {dt}[{C}]\nc = conv(x, w, b, padding=[1, 1])\ny = relu(c)\noutput y\n")
     t_layer = minic_time(a.minic, [g, "--backend", "cuda", "--iters", str(a.iters), "--quiet"])
-    conv = torch.nn.Conv2d(C, C, 3, padding=1).half().to(dev).to(memory_format=torch.channels_last)
-    xl = torch.randn(B, C, H, H, device=dev, dtype=torch.float16).to(memory_format=torch.channels_last)
+    conv = torch.nn.Conv2d(C, C, 3, padding=1).to(tdt).to(dev).to(memory_format=torch.channels_last)
+    xl = torch.randn(B, C, H, H, device=dev, dtype=tdt).to(memory_format=torch.channels_last)
     with torch.no_grad():
         f = lambda: torch.relu(conv(xl))
         t_l_eager = cuda_time(f, a.iters)
@@ -134,7 +155,7 @@ def main():
         t_l_comp = cuda_time(fc, a.iters)
         fro = torch.compile(f, mode="reduce-overhead")
         t_l_ro = cuda_time(fro, a.iters)
-    print(f"conv 64->64 3x3 pad 1 + bias + relu, [{B}, {C}, {H}, {H}] f16")
+    print(f"conv 64->64 3x3 pad 1 + bias + relu, [{B}, {C}, {H}, {H}] {dt}")
     print("| minic | torch eager channels-last | torch.compile channels-last | torch.compile reduce-overhead | minic / best torch |")
     print("| --- | --- | --- | --- | --- |")
     print(f"| {t_layer:.1f} | {t_l_eager:.1f} | {t_l_comp:.1f} | {t_l_ro:.1f} | "
