@@ -276,6 +276,8 @@ static LLVMValueRef nontemporal_part(llvm_ctx *c, emit_state *e, int d, LLVMValu
 
 /* The innermost loop over [lo, hi) of merged dimension d: the vector part, then one lane at a
  * time. base_offs[] are the views' offsets at index 0 of d. */
+static void pointwise_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, int unit, void *arg);
+
 static void inner_loop(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVMValueRef hi,
                        int64_t extent, LLVMValueRef *base_offs, step_fn body, void *arg, done_fn done,
                        bool blocked)
@@ -297,6 +299,21 @@ static void inner_loop(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVMV
         }
     }
     if (!exact || (!sym && extent < w)) {
+        /* a pointwise row's remainder takes one native vector first where it holds one: rows
+         * shorter than the 2 vectors a step (ResNet's 28- and 14-wide rows, the padding's copies
+         * of them) were all scalar (never non-temporal: the tail is not aligned) */
+        int n = c->native_lanes;
+        if (body == pointwise_step && !e->reducing && n > 1 && n < w) {
+            LLVMValueRef tend = LLVMBuildNSWAdd(B, vend, LLVMBuildNSWMul(B, LLVMBuildSDiv(B, LLVMBuildNSWSub(B, hi, vend, ""),
+                                                                                          llvm_const_i64(c, n), ""),
+                                                                             llvm_const_i64(c, n), ""), "");
+            llvm_loop T;
+            llvm_loop_begin(c, &T, vend, tend, llvm_const_i64(c, n), "jt");
+            point_at(c, e, &pt, offs, base_offs, d, T.index, n, NULL);
+            body(c, e, &pt, 0, arg);
+            llvm_loop_end(c, &T);
+            vend = tend;
+        }
         llvm_loop L;
         llvm_loop_begin(c, &L, vend, hi, llvm_const_i64(c, 1), "j");
         point_at(c, e, &pt, offs, base_offs, d, L.index, 1, NULL);
