@@ -1060,7 +1060,7 @@ static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2
     llvm_loop P;
     llvm_loop_begin(c, &P, i64c(c, 0), total, i64c(c, NR), "ip");
     LLVMValueRef panel = LLVMBuildMul(B, P.index, kc, "");
-    LLVMValueRef hv[4], wv[4], valid[4], h0[4], w0[4], contig[4];
+    LLVMValueRef hv[4], wv[4], valid[4], h0[4], w0[4], contig[4], cross[4], split[4];
     for (int v = 0; v < NV; v++) {
         LLVMValueRef nv0 = LLVMBuildAdd(B, n0, LLVMBuildAdd(B, P.index, i64c(c, v * L), ""), "");
         LLVMValueRef nvec = LLVMBuildAdd(B, llvm_splat(c, LLVMBuildTrunc(B, nv0, c->t_i32, ""), L), iota, "");
@@ -1074,6 +1074,11 @@ static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2
         contig[v] = rows || rows2 ? LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, ow0, i64c(c, L), ""), i64c(c, ic->ow), ""),
                                         LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, nv0, i64c(c, L), ""), i64c(c, g->N), ""), "")
                          : LLVMConstInt(c->t_i1, 0, 0);
+        /* or, where a row holds a vector, the lanes of two consecutive output rows: two masked
+         * loads, the second's lanes from `split` on (layer 2's 28-wide rows: 3 vectors in 7) */
+        split[v] = LLVMBuildSub(B, i64c(c, ic->ow), ow0, "split");
+        cross[v] = rows && ic->ow >= L ? LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, nv0, i64c(c, L), ""), i64c(c, g->N), "")
+                                       : LLVMConstInt(c->t_i1, 0, 0);
     }
     /* per tap t: the masks and offsets, then the channels: k = t, t + T, .. within [pc, pc + kc) */
     llvm_loop Tl;
@@ -1082,7 +1087,7 @@ static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2
     LLVMValueRef th = table_at(c, tab_h, ic->taps, t), tw = table_at(c, tab_w, ic->taps, t);
     LLVMValueRef th32 = llvm_splat(c, LLVMBuildTrunc(B, th, c->t_i32, ""), L), tw32 = llvm_splat(c, LLVMBuildTrunc(B, tw, c->t_i32, ""), L);
     LLVMValueRef Hv = llvm_const_i32(c, ic->H, L), Wv = llvm_const_i32(c, ic->W, L);
-    LLVMValueRef cmask[4], cmask2[4], coff[4], lok[4], lsafe[4];
+    LLVMValueRef cmask[4], cmask2[4], coff[4], lok[4], lsafe[4], xoff[4], xmask[4], xmask2[4];
     for (int v = 0; v < NV; v++) {
         /* one output row: the row h is in u or not; the columns w.. are masked */
         LLVMValueRef h = LLVMBuildAdd(B, h0[v], th, "");
@@ -1105,6 +1110,12 @@ static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2
         LLVMValueRef lo = LLVMBuildAdd(B, LLVMBuildMul(B, hh, llvm_const_i32(c, ic->u_h, L), ""),
                                        LLVMBuildMul(B, wl, llvm_const_i32(c, ic->u_w, L), ""), "");
         lsafe[v] = LLVMBuildSelect(B, lok[v], lo, LLVMConstNull(vit), "");
+        LLVMValueRef first = LLVMBuildICmp(B, LLVMIntSLT, iota, llvm_splat(c, LLVMBuildTrunc(B, split[v], c->t_i32, ""), L), "");
+        xmask[v] = LLVMBuildAnd(B, lok[v], first, "");
+        xmask2[v] = LLVMBuildAnd(B, lok[v], LLVMBuildNot(B, first, ""), "");
+        /* lane l >= split of a crossing vector: output column l - split of the next row */
+        xoff[v] = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, h, i64c(c, ic->sth), ""), i64c(c, ic->u_h), ""),
+                               LLVMBuildSub(B, LLVMBuildSub(B, tw, split[v], ""), i64c(c, ic->pw), ""), "");
     }
     /* the first k >= pc of tap t */
     LLVMValueRef k0 = LLVMBuildAdd(B, pc, LLVMBuildURem(B, LLVMBuildSub(B, LLVMBuildAdd(B, t, i64c(c, ic->taps), ""),
@@ -1119,7 +1130,11 @@ static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2
         LLVMBasicBlockRef bl = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_row");
         LLVMBasicBlockRef bg = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_lanes");
         LLVMBasicBlockRef bj = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_done");
-        LLVMBuildCondBr(B, contig[v], bl, bg);
+        LLVMBasicBlockRef bn = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_not_row");
+        LLVMBasicBlockRef bx = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_rows");
+        LLVMBuildCondBr(B, contig[v], bl, bn);
+        LLVMPositionBuilderAtEnd(B, bn);
+        LLVMBuildCondBr(B, cross[v], bx, bg);
         LLVMPositionBuilderAtEnd(B, bl);
         /* (not inbounds: a masked-off lane may lie before u's start) */
         LLVMValueRef lp = LLVMBuildBitCast(B, LLVMBuildGEP2(B, c->t_f32, row, &coff[v], 1, ""), LLVMPointerType(vt, 0), "");
@@ -1135,9 +1150,18 @@ static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2
         }
         LLVMBuildBr(B, bj);
         LLVMBasicBlockRef bl_end = LLVMGetInsertBlock(B);
+        LLVMPositionBuilderAtEnd(B, bx);
+        LLVMValueRef xp = LLVMBuildBitCast(B, LLVMBuildGEP2(B, c->t_f32, row, &coff[v], 1, ""), LLVMPointerType(vt, 0), "");
+        LLVMValueRef xp2 = LLVMBuildBitCast(B, LLVMBuildGEP2(B, c->t_f32, row, &xoff[v], 1, ""), LLVMPointerType(vt, 0), "");
+        LLVMValueRef xargs[4] = {xp, llvm_const_i32(c, 4, 1), xmask[v], llvm_const_f32(c, 0, L)};
+        LLVMValueRef xv = llvm_call_intrinsic(c, "llvm.masked.load", mt, 2, xargs, 4);
+        LLVMValueRef xargs2[4] = {xp2, llvm_const_i32(c, 4, 1), xmask2[v], xv}; /* the first row's lanes pass through */
+        xv = llvm_call_intrinsic(c, "llvm.masked.load", mt, 2, xargs2, 4);
+        LLVMBuildBr(B, bj);
         LLVMPositionBuilderAtEnd(B, bg);
         LLVMValueRef gv = load_lanes(c, row, lsafe[v], lok[v], L);
         LLVMValueRef phi = join_loads(c, vt, bj, lv, bl_end, gv);
+        LLVMAddIncoming(phi, &xv, &bx, 1);
         store_f32(c, dst, LLVMBuildAdd(B, panel, LLVMBuildAdd(B, LLVMBuildMul(B, kl, i64c(c, NR), ""), i64c(c, v * L), ""), ""), phi, L);
     }
     llvm_loop_end(c, &Kl);
