@@ -274,10 +274,10 @@ static LLVMValueRef nontemporal_part(llvm_ctx *c, emit_state *e, int d, LLVMValu
     return vend;
 }
 
-/* The innermost loop over [lo, hi) of merged dimension d: the vector part, then one lane at a
- * time. base_offs[] are the views' offsets at index 0 of d. */
 static void pointwise_step(llvm_ctx *c, emit_state *e, const llvm_point *pt, int unit, void *arg);
 
+/* The innermost loop over [lo, hi) of merged dimension d: the vector part, then (pointwise) one
+ * native vector, then one lane at a time. base_offs[] are the views' offsets at index 0 of d. */
 static void inner_loop(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVMValueRef hi,
                        int64_t extent, LLVMValueRef *base_offs, step_fn body, void *arg, done_fn done,
                        bool blocked)
