@@ -1032,9 +1032,10 @@ static void emit_pack_im2col_a(llvm_ctx *c, const llvm_im2col *ic, LLVMValueRef 
 
 /* emit_pack_im2col from the unpadded input (ic->pad): per panel, each vector of lanes gets its
  * columns' rows and columns in u before the tap (h = oh sth - ph, w = ow stw - pw); per k, the
- * tap's offsets are added and lanes outside [0, H) x [0, W) read 0. A vector whose lanes are
- * consecutive in u (one output row, stride 1) is one masked load (nothing when its row is
- * outside), else lane by lane. */
+ * tap's offsets are added and lanes outside [0, H) x [0, W) read 0. A vector of one output row
+ * is one masked load at stride 1 (nothing when its row is outside), the even lanes of two at
+ * stride 2; at stride 1 a vector across two output rows (rows at least a vector wide) is two
+ * masked loads; anything else goes lane by lane. */
 static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2col *ic, LLVMValueRef dst,
                                  LLVMValueRef x, LLVMValueRef bidx, LLVMValueRef pc, LLVMValueRef kc, LLVMValueRef n0,
                                  LLVMValueRef nc)
@@ -1052,6 +1053,7 @@ static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2
     /* or every other element of 2L consecutive ones (a stride-2 conv: the stem): two masked
      * loads and the even elements of the pair (a shuffle) in place of L loads lane by lane */
     bool rows2 = ic->stw == 2 && ic->u_w == 1;
+    bool crossing = rows && ic->ow >= L; /* a vector spans at most two output rows */
     LLVMValueRef evens[64];
     for (int l = 0; l < L; l++)
         evens[l] = llvm_const_i32(c, 2 * l, 1);
@@ -1076,9 +1078,10 @@ static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2
                          : LLVMConstInt(c->t_i1, 0, 0);
         /* or, where a row holds a vector, the lanes of two consecutive output rows: two masked
          * loads, the second's lanes from `split` on (layer 2's 28-wide rows: 3 vectors in 7) */
-        split[v] = LLVMBuildSub(B, i64c(c, ic->ow), ow0, "split");
-        cross[v] = rows && ic->ow >= L ? LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, nv0, i64c(c, L), ""), i64c(c, g->N), "")
-                                       : LLVMConstInt(c->t_i1, 0, 0);
+        if (crossing) {
+            split[v] = LLVMBuildSub(B, i64c(c, ic->ow), ow0, "split");
+            cross[v] = LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, nv0, i64c(c, L), ""), i64c(c, g->N), "");
+        }
     }
     /* per tap t: the masks and offsets, then the channels: k = t, t + T, .. within [pc, pc + kc) */
     llvm_loop Tl;
@@ -1110,6 +1113,8 @@ static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2
         LLVMValueRef lo = LLVMBuildAdd(B, LLVMBuildMul(B, hh, llvm_const_i32(c, ic->u_h, L), ""),
                                        LLVMBuildMul(B, wl, llvm_const_i32(c, ic->u_w, L), ""), "");
         lsafe[v] = LLVMBuildSelect(B, lok[v], lo, LLVMConstNull(vit), "");
+        if (!crossing)
+            continue;
         LLVMValueRef first = LLVMBuildICmp(B, LLVMIntSLT, iota, llvm_splat(c, LLVMBuildTrunc(B, split[v], c->t_i32, ""), L), "");
         xmask[v] = LLVMBuildAnd(B, lok[v], first, "");
         xmask2[v] = LLVMBuildAnd(B, lok[v], LLVMBuildNot(B, first, ""), "");
@@ -1130,11 +1135,16 @@ static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2
         LLVMBasicBlockRef bl = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_row");
         LLVMBasicBlockRef bg = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_lanes");
         LLVMBasicBlockRef bj = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_done");
-        LLVMBasicBlockRef bn = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_not_row");
-        LLVMBasicBlockRef bx = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_rows");
-        LLVMBuildCondBr(B, contig[v], bl, bn);
-        LLVMPositionBuilderAtEnd(B, bn);
-        LLVMBuildCondBr(B, cross[v], bx, bg);
+        LLVMBasicBlockRef bx = NULL;
+        if (crossing) {
+            LLVMBasicBlockRef bn = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_not_row");
+            bx = LLVMAppendBasicBlockInContext(c->ctx, c->fn, "i2c_rows");
+            LLVMBuildCondBr(B, contig[v], bl, bn);
+            LLVMPositionBuilderAtEnd(B, bn);
+            LLVMBuildCondBr(B, cross[v], bx, bg);
+        } else {
+            LLVMBuildCondBr(B, contig[v], bl, bg);
+        }
         LLVMPositionBuilderAtEnd(B, bl);
         /* (not inbounds: a masked-off lane may lie before u's start) */
         LLVMValueRef lp = LLVMBuildBitCast(B, LLVMBuildGEP2(B, c->t_f32, row, &coff[v], 1, ""), LLVMPointerType(vt, 0), "");
@@ -1150,18 +1160,22 @@ static void emit_pack_im2col_pad(llvm_ctx *c, const gemm_plan *g, const llvm_im2
         }
         LLVMBuildBr(B, bj);
         LLVMBasicBlockRef bl_end = LLVMGetInsertBlock(B);
-        LLVMPositionBuilderAtEnd(B, bx);
-        LLVMValueRef xp = LLVMBuildBitCast(B, LLVMBuildGEP2(B, c->t_f32, row, &coff[v], 1, ""), LLVMPointerType(vt, 0), "");
-        LLVMValueRef xp2 = LLVMBuildBitCast(B, LLVMBuildGEP2(B, c->t_f32, row, &xoff[v], 1, ""), LLVMPointerType(vt, 0), "");
-        LLVMValueRef xargs[4] = {xp, llvm_const_i32(c, 4, 1), xmask[v], llvm_const_f32(c, 0, L)};
-        LLVMValueRef xv = llvm_call_intrinsic(c, "llvm.masked.load", mt, 2, xargs, 4);
-        LLVMValueRef xargs2[4] = {xp2, llvm_const_i32(c, 4, 1), xmask2[v], xv}; /* the first row's lanes pass through */
-        xv = llvm_call_intrinsic(c, "llvm.masked.load", mt, 2, xargs2, 4);
-        LLVMBuildBr(B, bj);
+        LLVMValueRef xv = NULL;
+        if (crossing) {
+            LLVMPositionBuilderAtEnd(B, bx);
+            LLVMValueRef xp2 = LLVMBuildBitCast(B, LLVMBuildGEP2(B, c->t_f32, row, &xoff[v], 1, ""), LLVMPointerType(vt, 0), "");
+            LLVMValueRef xp = LLVMBuildBitCast(B, LLVMBuildGEP2(B, c->t_f32, row, &coff[v], 1, ""), LLVMPointerType(vt, 0), "");
+            LLVMValueRef xargs[4] = {xp, llvm_const_i32(c, 4, 1), xmask[v], llvm_const_f32(c, 0, L)};
+            xv = llvm_call_intrinsic(c, "llvm.masked.load", mt, 2, xargs, 4);
+            LLVMValueRef xargs2[4] = {xp2, llvm_const_i32(c, 4, 1), xmask2[v], xv}; /* the first row's lanes pass through */
+            xv = llvm_call_intrinsic(c, "llvm.masked.load", mt, 2, xargs2, 4);
+            LLVMBuildBr(B, bj);
+        }
         LLVMPositionBuilderAtEnd(B, bg);
         LLVMValueRef gv = load_lanes(c, row, lsafe[v], lok[v], L);
         LLVMValueRef phi = join_loads(c, vt, bj, lv, bl_end, gv);
-        LLVMAddIncoming(phi, &xv, &bx, 1);
+        if (crossing)
+            LLVMAddIncoming(phi, &xv, &bx, 1);
         store_f32(c, dst, LLVMBuildAdd(B, panel, LLVMBuildAdd(B, LLVMBuildMul(B, kl, i64c(c, NR), ""), i64c(c, v * L), ""), ""), phi, L);
     }
     llvm_loop_end(c, &Kl);

@@ -303,7 +303,8 @@ static void inner_loop(llvm_ctx *c, emit_state *e, int d, LLVMValueRef lo, LLVMV
          * shorter than the 2 vectors a step (ResNet's 28- and 14-wide rows, the padding's copies
          * of them) were all scalar (never non-temporal: the tail is not aligned) */
         int n = c->native_lanes;
-        if (body == pointwise_step && !e->reducing && n > 1 && n < w) {
+        bool tail = sym || e->pl->nchunks > 1 || extent % w >= n; /* else it never runs: not emitted */
+        if (body == pointwise_step && !e->reducing && n > 1 && n < w && tail) {
             LLVMValueRef tend = LLVMBuildNSWAdd(B, vend, LLVMBuildNSWMul(B, LLVMBuildSDiv(B, LLVMBuildNSWSub(B, hi, vend, ""),
                                                                                           llvm_const_i64(c, n), ""),
                                                                              llvm_const_i64(c, n), ""), "");
